@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test: format, lints, unit/integration tests, the wasm32 builds,
+# and the Playwright end-to-end tests (hydrated and JavaScript-off) against
+# the release build served on a free local port.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/.ci/setup.sh"
+cd "$ROOT"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "clippy (native, server + app/ssr)"
+cargo clippy --workspace --all-targets -- -D warnings
+step "clippy (wasm32, app/hydrate)"
+cargo clippy -p app --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
+
+step "cargo test --workspace"
+cargo test --workspace
+
+step "wasm32 builds: cost-model, app/hydrate"
+cargo build -p cost-model --target wasm32-unknown-unknown
+cargo build -p app --lib --features hydrate --target wasm32-unknown-unknown
+
+step "cargo leptos build --release"
+cargo leptos build --release
+
+step "end-to-end (Playwright in Debian chromium)"
+PORT="${MEMPLAN_TEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
+LOG="$(mktemp)"
+LEPTOS_SITE_ROOT=target/site ./target/release/memplan serve --addr "127.0.0.1:$PORT" >"$LOG" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break
+  kill -0 $SERVER 2>/dev/null || { cat "$LOG"; echo "server exited"; exit 1; }
+  sleep 0.1
+done
+(cd end2end && BASE_URL="http://127.0.0.1:$PORT" npx playwright test)
+kill -TERM $SERVER
+wait $SERVER || { cat "$LOG"; echo "server did not stop cleanly on SIGTERM"; exit 1; }
+trap - EXIT
+grep -q "memplan stopped" "$LOG" || { cat "$LOG"; echo "no graceful shutdown logged"; exit 1; }
+echo "all tests passed"

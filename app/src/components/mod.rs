@@ -1,0 +1,2 @@
+pub mod plan_form;
+pub mod verdict;

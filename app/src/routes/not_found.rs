@@ -1,0 +1,18 @@
+use leptos::prelude::*;
+
+/// 404 page; sets the real HTTP status during SSR.
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    {
+        if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+            resp.set_status(http::StatusCode::NOT_FOUND);
+        }
+    }
+    view! {
+        <main class="page">
+            <h1>"Page not found"</h1>
+            <p><a href="/">"Back to the planner"</a></p>
+        </main>
+    }
+}

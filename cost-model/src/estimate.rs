@@ -1,0 +1,1156 @@
+//! The estimate: per rank (every pipeline stage), per phase, per component.
+//!
+//! One small function per memory component, every coefficient a named
+//! constant citing its source. All arithmetic is f64 on validated inputs and
+//! ends in saturating [`Bytes`]: no input can overflow or panic.
+
+use crate::error::PlanError;
+use crate::framework::Framework;
+use crate::model::{Arch, Mlp, ModelSpec, Norm};
+use crate::plan::{
+    Attention, Checkpointing, Finetune, LoraTargets, Loss, Offload, Optimizer, OptimizerImpl,
+    PipelineSchedule, Plan, Precision, Sharding,
+};
+use crate::units::{Bytes, MIB};
+use crate::validate::validate;
+use serde::{Deserialize, Serialize};
+
+/// Version of the memory model; a saved plan records the version it was
+/// estimated with so the UI can say when the numbers moved.
+pub const MODEL_VERSION: u32 = 1;
+
+// ---------------------------------------------------------------------------
+// Coefficients
+// ---------------------------------------------------------------------------
+
+/// CUDA context plus lazily loaded kernels (cuBLAS, cuDNN, NCCL, PyTorch's
+/// own), MiB, outside the caching allocator. DESIGN.md §3 ("hundreds of MiB,
+/// grows with the CUDA version"); nvidia-smi shows 400–600 MiB for an idle
+/// `torch.cuda.init()` process on CUDA 12 (fixture smi_table_28: a bare conda
+/// python holding 510 MiB).
+pub const CUDA_CONTEXT_MIB: u64 = 512;
+
+/// NCCL buffers per communicator, MiB, outside the allocator: ≈0.5–0.7 GB per
+/// communicator on NVLink machines (NVIDIA/nccl#964, DESIGN.md §3).
+pub const NCCL_PER_COMMUNICATOR_MIB: u64 = 512;
+
+/// Caching-allocator reserve over peak allocated (rounding to 2 MiB blocks,
+/// cached free blocks, fragmentation): "several percent" (DESIGN.md §3).
+pub const ALLOCATOR_RESERVE_FRACTION: f64 = 0.07;
+
+/// With `expandable_segments:True` the allocator maps pages into growing
+/// segments, so little is stranded (PyTorch docs, "CUDA memory management").
+pub const ALLOCATOR_RESERVE_FRACTION_EXPANDABLE: f64 = 0.02;
+
+/// Bytes per element of an fp32 tensor.
+const FP32: f64 = 4.0;
+/// Bytes per element of a 16-bit tensor.
+const HALF: f64 = 2.0;
+/// Bytes of a dropout mask element (`torch.bool`); Korthikanti et al. 2022 §4.1.
+const MASK: f64 = 1.0;
+
+/// bitsandbytes NF4 storage: 4 bits per weight plus one fp32 absmax per
+/// 64-weight block (Dettmers et al., QLoRA, 2023, §2: 32/64 = 0.5 bit/param).
+const NF4_BYTES_PER_PARAM: f64 = 0.5 + 4.0 / 64.0;
+/// bitsandbytes LLM.int8(): one byte per weight plus row-wise fp32 scales (negligible).
+const INT8_BYTES_PER_PARAM: f64 = 1.0;
+
+/// Adam keeps two states (exp_avg, exp_avg_sq) per trainable parameter
+/// (Loshchilov & Hutter, AdamW; ZeRO paper's K = 12 with the fp32 master).
+const ADAM_STATES: f64 = 2.0;
+/// bitsandbytes 8-bit Adam: two 1-byte states per parameter plus block-wise
+/// fp32 quantisation statistics (Dettmers et al., "8-bit Optimizers via
+/// Block-wise Quantization", 2022: ~2 bytes/param).
+const ADAM_8BIT_BYTES: f64 = 2.0;
+
+/// HF eager attention upcasts the softmax to fp32 (`softmax(..., dtype=torch.float32)`)
+/// and casts back for the value matmul: 4 + 2 bytes per score kept
+/// (transformers `eager_attention_forward`).
+const EAGER_SCORE_BYTES: f64 = FP32 + HALF;
+
+/// Cross-entropy over full logits upcast to fp32: at the loss backward
+/// roughly three logits-sized fp32 tensors live (fp32 logits, log-softmax
+/// output, its gradient) — DESIGN.md §3b; transformers PR #33902 measured
+/// 18.5 vs 10.6 GiB for Llama-3.1-8B with and without `logits.float()`.
+const LOSS_STANDARD_BYTES_PER_LOGIT: f64 = 3.0 * FP32;
+/// LitGPT `chunked_cross_entropy` with a chunked LM head keeps every 16-bit
+/// logits chunk and its 16-bit log-softmax (litgpt/utils.py).
+const LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT: f64 = 2.0 * HALF;
+/// torchtune `CEWithChunkedOutputLoss`: 16-bit logits kept, each chunk
+/// upcast and freed (torchtune/modules/loss/ce_chunked_output_loss.py).
+const LOSS_CHUNKED_FREE_BYTES_PER_LOGIT: f64 = HALF;
+/// Fused linear-cross-entropy (Liger, Unsloth) never materialises the logits;
+/// one chunk of fp32 logits of this many tokens lives at a time
+/// (liger_kernel fused_linear_cross_entropy: chunk ≈ 2^ceil(log2(BT / (V/H)))).
+const FUSED_LOSS_CHUNK_TOKENS: f64 = 1024.0;
+
+/// DeepSpeed ZeRO-1/2 `reduce_bucket_size` / `allgather_bucket_size` default:
+/// 5e8 elements each (deepspeed/runtime/zero/config.py).
+const DEEPSPEED_BUCKET_ELEMENTS: f64 = 5e8;
+/// Units FSDP / ZeRO-3 hold unsharded at once: the current one and the
+/// prefetched next (FSDP `BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch`).
+const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
+
+// ---------------------------------------------------------------------------
+// Outputs
+// ---------------------------------------------------------------------------
+
+/// What holds the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Component {
+    Weights,
+    Gradients,
+    Optimizer,
+    Activations,
+    Logits,
+    CommBuffers,
+    Temporaries,
+    AllocatorReserve,
+    Runtime,
+}
+
+impl Component {
+    pub const ALL: [Component; 9] = [
+        Component::Weights,
+        Component::Gradients,
+        Component::Optimizer,
+        Component::Activations,
+        Component::Logits,
+        Component::CommBuffers,
+        Component::Temporaries,
+        Component::AllocatorReserve,
+        Component::Runtime,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Component::Weights => "weights",
+            Component::Gradients => "gradients",
+            Component::Optimizer => "optimizer",
+            Component::Activations => "activations",
+            Component::Logits => "logits",
+            Component::CommBuffers => "comm-buffers",
+            Component::Temporaries => "temporaries",
+            Component::AllocatorReserve => "allocator-reserve",
+            Component::Runtime => "runtime",
+        }
+    }
+}
+
+/// Bytes per component.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub weights: Bytes,
+    pub gradients: Bytes,
+    pub optimizer: Bytes,
+    pub activations: Bytes,
+    pub logits: Bytes,
+    pub comm_buffers: Bytes,
+    pub temporaries: Bytes,
+    pub allocator_reserve: Bytes,
+    pub runtime: Bytes,
+}
+
+impl Breakdown {
+    pub fn get(&self, c: Component) -> Bytes {
+        match c {
+            Component::Weights => self.weights,
+            Component::Gradients => self.gradients,
+            Component::Optimizer => self.optimizer,
+            Component::Activations => self.activations,
+            Component::Logits => self.logits,
+            Component::CommBuffers => self.comm_buffers,
+            Component::Temporaries => self.temporaries,
+            Component::AllocatorReserve => self.allocator_reserve,
+            Component::Runtime => self.runtime,
+        }
+    }
+
+    pub fn entries(&self) -> [(Component, Bytes); 9] {
+        Component::ALL.map(|c| (c, self.get(c)))
+    }
+
+    /// Tensors PyTorch's caching allocator holds (`max_memory_allocated`).
+    pub fn allocated(&self) -> Bytes {
+        self.weights
+            + self.gradients
+            + self.optimizer
+            + self.activations
+            + self.logits
+            + self.comm_buffers
+            + self.temporaries
+    }
+
+    /// What the allocator holds from the driver (`max_memory_reserved`).
+    pub fn reserved(&self) -> Bytes {
+        self.allocated() + self.allocator_reserve
+    }
+
+    /// What nvidia-smi reports.
+    pub fn device_used(&self) -> Bytes {
+        self.reserved() + self.runtime
+    }
+}
+
+/// A point of the training step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// After the model and optimizer are built (steady state: states exist).
+    Init,
+    /// End of forward: every saved activation and the loss.
+    Forward,
+    /// Backward: the larger of its start and its end.
+    Backward,
+    /// Optimizer step: gradients, states and the optimizer's temporaries.
+    Step,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [Phase::Init, Phase::Forward, Phase::Backward, Phase::Step];
+    pub fn id(self) -> &'static str {
+        match self {
+            Phase::Init => "init",
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Step => "step",
+        }
+    }
+}
+
+/// The three counters (DESIGN.md §2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub allocated: Bytes,
+    pub reserved: Bytes,
+    pub device_used: Bytes,
+}
+
+/// One phase of one rank.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseEstimate {
+    pub phase: Phase,
+    pub breakdown: Breakdown,
+    pub counters: Counters,
+}
+
+/// One pipeline stage (all ranks of a stage hold the same).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageEstimate {
+    pub stage: u32,
+    /// Parameters held by one rank of this stage before sharding.
+    pub params: u64,
+    pub phases: Vec<PhaseEstimate>,
+    /// Index into `phases` of the phase with the highest `device_used`.
+    pub peak_phase: Phase,
+    pub peak: Counters,
+    pub peak_breakdown: Breakdown,
+}
+
+/// The whole estimate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub model_version: u32,
+    pub params: u64,
+    pub trainable_params: u64,
+    pub data_parallel: u32,
+    pub stages: Vec<StageEstimate>,
+    /// The stage whose peak `device_used` is highest.
+    pub worst_stage: u32,
+    pub peak_phase: Phase,
+    pub peak: Counters,
+    pub peak_breakdown: Breakdown,
+    pub capacity: Bytes,
+    pub fits: bool,
+    /// Capacity minus peak `device_used` (zero when it does not fit).
+    pub headroom: Bytes,
+    /// Peak `device_used` minus capacity (zero when it fits).
+    pub shortfall: Bytes,
+    /// Uncertainty band of `device_used` from the calibration residuals.
+    pub band_low: Bytes,
+    pub band_high: Bytes,
+    /// Host RAM needed per rank for offloaded states.
+    pub host_offload: Bytes,
+}
+
+/// Relative width of the uncertainty band below / above the prediction: the
+/// 10th and 90th percentiles of the calibration residuals (docs/ACCURACY.md).
+pub const BAND_BELOW: f64 = 0.10;
+pub const BAND_ABOVE: f64 = 0.12;
+
+// ---------------------------------------------------------------------------
+// The model
+// ---------------------------------------------------------------------------
+
+/// Estimates memory for a plan.
+pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
+    validate(plan)?;
+    let ctx = Ctx::new(plan);
+    let pp = plan.parallel.pp;
+    let stages: Vec<StageEstimate> = (0..pp).map(|s| ctx.stage(s)).collect();
+    let worst = stages
+        .iter()
+        .max_by_key(|s| s.peak.device_used)
+        .cloned()
+        .unwrap_or_else(|| ctx.stage(0));
+    let capacity = plan.gpu.capacity();
+    let used = worst.peak.device_used;
+    Ok(Estimate {
+        model_version: MODEL_VERSION,
+        params: plan.model.params(),
+        trainable_params: ctx.trainable_total(),
+        data_parallel: plan.parallel.dp(),
+        worst_stage: worst.stage,
+        peak_phase: worst.peak_phase,
+        peak: worst.peak,
+        peak_breakdown: worst.peak_breakdown,
+        capacity,
+        fits: used <= capacity,
+        headroom: capacity.saturating_sub(used),
+        shortfall: used.saturating_sub(capacity),
+        band_low: used.scale(1.0 - BAND_BELOW),
+        band_high: used.scale(1.0 + BAND_ABOVE),
+        host_offload: ctx.host_offload(),
+        stages,
+    })
+}
+
+/// Derived quantities shared by the component functions.
+struct Ctx<'a> {
+    plan: &'a Plan,
+    m: &'a ModelSpec,
+    /// Tensor-parallel degree.
+    t: f64,
+    /// Divisor of tensors replicated across TP ranks (t with sequence parallelism).
+    rep: f64,
+    /// Micro-batch.
+    b: f64,
+    /// Local sequence length (after context parallelism).
+    s: f64,
+    /// Activation element bytes.
+    e: f64,
+    /// Degree over which sharded model states are split.
+    shard: f64,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(plan: &'a Plan) -> Self {
+        let p = &plan.parallel;
+        let t = p.tp as f64;
+        let dp = p.dp() as f64;
+        // FSDP/ZeRO shard over the data-parallel ranks; torchtitan folds CP into
+        // the FSDP mesh (dp_shard × cp). HSDP shards within a node only.
+        let shard_over = dp * p.cp as f64;
+        let shard = match p.sharding {
+            Sharding::Hsdp => shard_over.min((p.gpus_per_node as f64 / (t * p.pp as f64)).max(1.0)),
+            _ => shard_over,
+        };
+        Ctx {
+            plan,
+            m: &plan.model,
+            t,
+            rep: if p.sequence_parallel { t } else { 1.0 },
+            b: plan.training.micro_batch as f64,
+            s: plan.training.seq_len as f64 / p.cp as f64,
+            e: plan.training.precision.activation_bytes(),
+            shard,
+        }
+    }
+
+    fn lora(&self) -> Option<(u32, LoraTargets, u32, bool)> {
+        match self.plan.training.finetune {
+            Finetune::Full => None,
+            Finetune::Lora {
+                rank,
+                targets,
+                base_bits,
+                dropout,
+            } => Some((rank, targets, base_bits, dropout)),
+        }
+    }
+
+    // ----- parameters per rank --------------------------------------------
+
+    /// Layers held by pipeline stage `s` (uneven splits give the first stages one more).
+    fn stage_layers(&self, s: u32) -> f64 {
+        let l = self.m.total_layers();
+        let pp = self.plan.parallel.pp;
+        let base = l / pp;
+        let extra = if s < l % pp { 1 } else { 0 };
+        (base + extra) as f64
+    }
+
+    fn is_first(&self, s: u32) -> bool {
+        s == 0
+    }
+    fn is_last(&self, s: u32) -> bool {
+        s + 1 == self.plan.parallel.pp
+    }
+
+    /// Per-rank block matrix parameters of one layer (TP splits them; EP splits experts).
+    fn layer_matrix_params(&self) -> f64 {
+        let m = self.m;
+        let attn = m.attention_params() as f64
+            * if m.arch == Arch::EncoderDecoder {
+                1.5
+            } else {
+                1.0
+            };
+        let mlp = if m.is_moe() {
+            let routed =
+                m.experts as f64 * m.one_mlp_params() as f64 / self.plan.parallel.ep as f64;
+            routed + m.shared_experts as f64 * m.one_mlp_params() as f64
+        } else {
+            m.mlp_params() as f64
+        };
+        (attn + mlp) / self.t
+    }
+
+    fn layer_norm_params(&self) -> f64 {
+        self.m.norms_per_layer as f64 * self.m.norm_params() as f64
+    }
+
+    /// Embedding / head parameters on stage `s`, per rank (vocab-parallel over TP).
+    fn edge_params(&self, s: u32) -> f64 {
+        let m = self.m;
+        let mut p = 0.0;
+        if self.is_first(s) {
+            p += m.embedding_params() as f64 / self.t;
+        }
+        if self.is_last(s) {
+            p += m.norm_params() as f64;
+            let head = if m.tied_embeddings && m.arch != Arch::Encoder {
+                // A tied head on a later stage keeps its own copy of the embedding.
+                if self.plan.parallel.pp > 1 {
+                    m.vocab as f64 * m.hidden as f64
+                } else {
+                    0.0
+                }
+            } else {
+                m.head_params() as f64
+            };
+            p += head / self.t;
+        }
+        p
+    }
+
+    fn stage_params(&self, s: u32) -> f64 {
+        self.stage_layers(s) * (self.layer_matrix_params() + self.layer_norm_params())
+            + self.edge_params(s)
+    }
+
+    /// LoRA parameters of one layer: r·(d_in + d_out) per targeted matrix.
+    fn lora_layer_params(&self, rank: u32, tg: LoraTargets) -> f64 {
+        let m = self.m;
+        let r = rank as f64;
+        let h = m.hidden as f64;
+        let hq = (m.heads * m.head_dim) as f64;
+        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let f = m.ffn as f64;
+        let mlp_copies = if m.is_moe() {
+            (m.experts + m.shared_experts) as f64
+        } else {
+            1.0
+        };
+        let mut p = 0.0;
+        let mut add = |on: bool, din: f64, dout: f64, n: f64| {
+            if on {
+                p += n * r * (din + dout);
+            }
+        };
+        add(tg.q, h, hq, 1.0);
+        add(tg.k, h, hkv, 1.0);
+        add(tg.v, h, hkv, 1.0);
+        add(tg.o, hq, h, 1.0);
+        let gated = m.mlp == Mlp::Gated;
+        add(tg.gate && gated, h, f, mlp_copies);
+        add(tg.up, h, f, mlp_copies);
+        add(tg.down, f, h, mlp_copies);
+        p
+    }
+
+    fn stage_trainable(&self, s: u32) -> f64 {
+        match self.lora() {
+            None => self.stage_params(s),
+            Some((rank, tg, _, _)) => {
+                let mut p = self.stage_layers(s) * self.lora_layer_params(rank, tg);
+                if tg.lm_head && self.is_last(s) {
+                    p += rank as f64 * (self.m.hidden as f64 + self.m.vocab as f64);
+                }
+                p
+            }
+        }
+    }
+
+    fn trainable_total(&self) -> u64 {
+        match self.lora() {
+            None => self.m.params(),
+            Some((rank, tg, _, _)) => {
+                let mut p = self.m.total_layers() as f64 * self.lora_layer_params(rank, tg);
+                if tg.lm_head {
+                    p += rank as f64 * (self.m.hidden as f64 + self.m.vocab as f64);
+                }
+                p as u64
+            }
+        }
+    }
+
+    // ----- bytes per parameter ----------------------------------------------
+
+    fn defaults(&self) -> crate::framework::FrameworkDefaults {
+        self.plan.framework.defaults()
+    }
+
+    /// Bytes of a trainable weight as stored: fp32 under fp32/AMP (PyTorch AMP
+    /// keeps fp32 parameters, DESIGN.md §3), 16-bit for pure 16-bit and for
+    /// DeepSpeed/Megatron mixed precision (ZeRO paper: 2Ψ).
+    fn trainable_weight_bytes(&self) -> f64 {
+        let prec = self.plan.training.precision;
+        if self.lora().is_some() && self.peft_adapters_fp32() {
+            return FP32;
+        }
+        if prec == Precision::Fp32 || (prec.fp32_weights() && !self.master_in_optimizer()) {
+            FP32
+        } else {
+            HALF
+        }
+    }
+
+    /// 16-bit weights with the fp32 master copy inside the optimizer: DeepSpeed's
+    /// ZeRO optimizers keep fp32 partitions of the weights whatever launched
+    /// them (ZeRO paper §3: 2Ψ + 2Ψ + 12Ψ), Megatron's mixed-precision optimizer likewise.
+    fn master_in_optimizer(&self) -> bool {
+        self.defaults().fp32_master_in_optimizer
+            || matches!(
+                self.plan.parallel.sharding,
+                Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
+            )
+    }
+
+    /// PEFT creates adapters in fp32 (`autocast_adapter_dtype=True`, PEFT ≥ 0.12).
+    fn peft_adapters_fp32(&self) -> bool {
+        matches!(
+            self.plan.framework,
+            Framework::HfTrainer
+                | Framework::HfAccelerate
+                | Framework::Peft
+                | Framework::Trl
+                | Framework::FsdpQlora
+                | Framework::PlainPytorch
+        )
+    }
+
+    /// Bytes of a frozen block matrix weight (LoRA base).
+    fn frozen_matrix_bytes(&self, base_bits: u32) -> f64 {
+        match base_bits {
+            4 => NF4_BYTES_PER_PARAM,
+            8 => INT8_BYTES_PER_PARAM,
+            32 => FP32,
+            _ => HALF,
+        }
+    }
+
+    /// Gradient bytes per trainable parameter: the parameter's dtype, or fp32
+    /// `main_grad` buffers (Megatron `accumulate_allreduce_grads_in_fp32`).
+    fn grad_bytes(&self) -> f64 {
+        if self.defaults().fp32_grad_buffers {
+            FP32
+        } else {
+            self.trainable_weight_bytes()
+        }
+    }
+
+    /// Optimizer state bytes per trainable parameter, master copy included.
+    fn optimizer_bytes_per_param(&self) -> f64 {
+        let w = self.trainable_weight_bytes();
+        // States in fp32 unless the weights are pure 16-bit without a master copy
+        // (pure bf16 keeps states in the parameter dtype, DESIGN.md §3).
+        let master = self.master_in_optimizer() && w < FP32;
+        let state = if master || w >= FP32 { FP32 } else { HALF };
+        let master_bytes = if master { FP32 } else { 0.0 };
+        let states = match self.plan.training.optimizer {
+            Optimizer::Adamw | Optimizer::PagedAdamw => ADAM_STATES * state,
+            Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit => ADAM_8BIT_BYTES,
+            // Adafactor (Shazeer & Stern 2018) keeps factored second moments: one
+            // row and one column vector per matrix, ≈ 2/hidden of the parameters.
+            Optimizer::Adafactor => state * 2.0 / self.m.hidden as f64,
+            Optimizer::Sgd => 0.0,
+            Optimizer::SgdMomentum | Optimizer::Lion => state,
+        };
+        states + master_bytes
+    }
+
+    fn paged_optimizer(&self) -> bool {
+        matches!(
+            self.plan.training.optimizer,
+            Optimizer::PagedAdamw | Optimizer::PagedAdamw8bit
+        )
+    }
+
+    fn shards_optimizer(&self) -> bool {
+        !matches!(
+            self.plan.parallel.sharding,
+            Sharding::None | Sharding::DataParallel | Sharding::Ddp
+        )
+    }
+    fn shards_grads(&self) -> bool {
+        matches!(
+            self.plan.parallel.sharding,
+            Sharding::Zero2
+                | Sharding::Zero3
+                | Sharding::FsdpFull
+                | Sharding::FsdpGradOp
+                | Sharding::Hsdp
+        )
+    }
+    fn shards_params(&self) -> bool {
+        matches!(
+            self.plan.parallel.sharding,
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp
+        )
+    }
+
+    // ----- model states -------------------------------------------------------
+
+    /// Weights on one rank of stage `s`.
+    fn weights(&self, s: u32) -> f64 {
+        let offload_params = self.plan.parallel.offload == Offload::ParamsOptimizer;
+        let bytes = match self.lora() {
+            None => self.stage_params(s) * self.trainable_weight_bytes(),
+            Some((_, _, base_bits, _)) => {
+                let matrices = self.stage_layers(s) * self.layer_matrix_params();
+                let rest = self.stage_params(s) - matrices;
+                let rest_bytes = if base_bits >= 32 { FP32 } else { HALF };
+                matrices * self.frozen_matrix_bytes(base_bits)
+                    + rest * rest_bytes
+                    + self.stage_trainable(s) * self.trainable_weight_bytes()
+            }
+        };
+        if offload_params {
+            0.0
+        } else if self.shards_params() {
+            bytes / self.shard
+        } else {
+            bytes
+        }
+    }
+
+    /// Gradients of one rank (full size; ZeRO-2+/FSDP keep only a shard).
+    fn gradients(&self, s: u32) -> f64 {
+        let g = self.stage_trainable(s) * self.grad_bytes();
+        if self.plan.training.optimizer_in_backward {
+            // Gradients are freed as each parameter steps: one layer's worth lives.
+            return g / self.stage_layers(s).max(1.0);
+        }
+        if self.shards_grads() {
+            g / self.shard
+        } else {
+            g
+        }
+    }
+
+    fn optimizer(&self, s: u32) -> f64 {
+        if self.plan.parallel.offload != Offload::None || self.paged_optimizer() {
+            return 0.0;
+        }
+        let o = self.stage_trainable(s) * self.optimizer_bytes_per_param();
+        if self.shards_optimizer() {
+            o / self.shard
+        } else {
+            o
+        }
+    }
+
+    /// Paged optimizer state lives in CUDA managed memory: nvidia-smi sees the
+    /// resident pages, PyTorch's counters do not (DESIGN.md §3b).
+    fn paged_optimizer_resident(&self, s: u32) -> f64 {
+        if !self.paged_optimizer() || self.plan.parallel.offload != Offload::None {
+            return 0.0;
+        }
+        let o = self.stage_trainable(s) * self.optimizer_bytes_per_param();
+        if self.shards_optimizer() {
+            o / self.shard
+        } else {
+            o
+        }
+    }
+
+    /// Optimizer-step temporaries: foreach AdamW makes about one state-sized
+    /// fp32 temporary (`_foreach_sqrt(exp_avg_sq)` in torch/optim/adamw.py);
+    /// fused kernels make none; the for-loop one tensor at a time.
+    fn optimizer_temporaries(&self, s: u32) -> f64 {
+        if self.plan.parallel.offload != Offload::None || self.plan.training.optimizer_in_backward {
+            return 0.0;
+        }
+        let has_state = !matches!(self.plan.training.optimizer, Optimizer::Sgd);
+        if !has_state {
+            return 0.0;
+        }
+        let n = self.stage_trainable(s)
+            / if self.shards_optimizer() {
+                self.shard
+            } else {
+                1.0
+            };
+        match self.plan.training.optimizer_impl {
+            OptimizerImpl::Foreach => n * FP32,
+            OptimizerImpl::Fused => 0.0,
+            OptimizerImpl::ForLoop => {
+                let largest = self.m.vocab as f64 * self.m.hidden as f64 / self.t;
+                largest.min(n) * FP32
+            }
+        }
+    }
+
+    /// Under autocast, the 16-bit casts of the weights are cached for the whole
+    /// forward (torch.autocast `cache_enabled=True`) and freed at its exit.
+    fn autocast_cache(&self, s: u32) -> f64 {
+        let prec = self.plan.training.precision;
+        if !prec.is_autocast() || self.shards_params() || self.trainable_weight_bytes() < FP32 {
+            return 0.0;
+        }
+        if self.lora().is_some() {
+            // Only the fp32 adapters are cast; the 16-bit (or quantised) base is not.
+            return self.stage_trainable(s) * HALF;
+        }
+        let matrices = self.stage_layers(s) * self.layer_matrix_params()
+            + if self.is_last(s) {
+                self.m.head_params() as f64 / self.t
+            } else {
+                0.0
+            };
+        matrices * HALF
+    }
+
+    // ----- activations --------------------------------------------------------
+
+    /// Bytes a norm layer keeps for backward: its input upcast to fp32 (HF/LitGPT
+    /// RMSNorm call `.float()`; autocast runs layer_norm in fp32), 16-bit in
+    /// Megatron/TransformerEngine fused norms.
+    fn norm_saved_bytes(&self) -> f64 {
+        let prec = self.plan.training.precision;
+        let fused = matches!(
+            self.plan.framework,
+            Framework::Megatron | Framework::Deepspeed
+        );
+        if prec.fp32_weights() || (self.m.norm == Norm::RmsNorm && !fused) {
+            FP32
+        } else {
+            self.e
+        }
+    }
+
+    /// Whether a block matrix keeps its input for backward: it does when its
+    /// weight trains, when a LoRA adapter reads it (without dropout), or when
+    /// it is a bitsandbytes 4/8-bit matmul, which saves its input regardless
+    /// (bitsandbytes `MatMul4Bit.forward` stores `A`) — DESIGN.md §3b.
+    fn keeps_input(&self, targeted: bool) -> bool {
+        match self.lora() {
+            None => true,
+            Some((_, _, bits, dropout)) => (targeted && !dropout) || bits <= 8,
+        }
+    }
+
+    /// Saved bytes of one block for one micro-batch on one rank, counted tensor
+    /// by tensor (Korthikanti et al. 2022 §4.1, re-derived for GQA, gated MLPs,
+    /// RMSNorm, flash attention and frozen layers; DESIGN.md §3).
+    fn layer_activations(&self) -> f64 {
+        let m = self.m;
+        let (b, s, e, t, rep) = (self.b, self.s, self.e, self.t, self.rep);
+        let sb = s * b;
+        let h = m.hidden as f64;
+        let hq = (m.heads * m.head_dim) as f64;
+        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let f = m.ffn as f64;
+        let a = m.heads as f64;
+        let tg = self.lora().map(|l| l.1).unwrap_or(LoraTargets::ALL_LINEAR);
+        let dropout = self.plan.training.dropout;
+        let norm = self.norm_saved_bytes();
+
+        // Attention block.
+        let mut attn = norm * sb * h / rep; // norm input
+        if self.keeps_input(tg.q) || self.keeps_input(tg.k) || self.keeps_input(tg.v) {
+            attn += e * sb * h / rep; // norm output = q/k/v input
+        }
+        attn += e * sb * (hq + 2.0 * hkv) / t; // q, k, v (rotated) for the attention backward
+        match self.plan.training.attention {
+            Attention::Flash => {
+                attn += e * sb * hq / t; // output, kept by the kernel and o_proj
+                attn += FP32 * b * a * s / t; // per-row log-sum-exp
+            }
+            Attention::Eager => {
+                let scores = b * a * s * (s * self.plan.parallel.cp as f64) / t;
+                attn += EAGER_SCORE_BYTES * scores;
+                if dropout {
+                    attn += (MASK + e) * scores;
+                }
+                if self.keeps_input(tg.o) {
+                    attn += e * sb * hq / t;
+                }
+            }
+        }
+        if dropout {
+            attn += MASK * sb * h / rep;
+        }
+
+        // MLP block (per routed token: top-k experts plus shared ones).
+        let k = if m.is_moe() {
+            (m.experts_per_token + m.shared_experts) as f64
+        } else {
+            1.0
+        };
+        let mut mlp = norm * sb * h / rep; // norm input
+        let gated = m.mlp == Mlp::Gated;
+        if self.keeps_input(tg.up) || (gated && self.keeps_input(tg.gate)) {
+            mlp += e * sb * h / rep * if m.is_moe() { k } else { 1.0 };
+        }
+        let per_token = if gated {
+            // gate out (SiLU input), SiLU out and up out (the product's inputs)
+            3.0 * e * f / t
+                + if self.keeps_input(tg.down) {
+                    e * f / t
+                } else {
+                    0.0
+                }
+        } else {
+            // fc1 out (GELU input), GELU out (fc2 input)
+            e * f / t
+                + if self.keeps_input(tg.down) {
+                    e * f / t
+                } else {
+                    0.0
+                }
+        };
+        mlp += k * sb * per_token;
+        if m.is_moe() {
+            mlp += FP32 * sb * m.experts as f64; // router logits / softmax
+        }
+        if dropout {
+            mlp += MASK * sb * h / rep;
+        }
+
+        // LoRA adapters: the dropped-out input copy (+ mask) and the rank-r
+        // intermediate kept for lora_B's gradient, per targeted matrix (PEFT `Linear.forward`).
+        let mut lora = 0.0;
+        if let Some((rank, tg, _, lora_dropout)) = self.lora() {
+            let r = rank as f64;
+            let mut add = |on: bool, din: f64, n: f64| {
+                if on {
+                    lora += n * sb * e * r;
+                    if lora_dropout {
+                        lora += n * sb * (e + MASK) * din;
+                    }
+                }
+            };
+            add(tg.q, h, 1.0);
+            add(tg.k, h, 1.0);
+            add(tg.v, h, 1.0);
+            add(tg.o, hq, 1.0);
+            add(tg.gate && gated, h, k);
+            add(tg.up, h, k);
+            add(tg.down, f, k);
+        }
+
+        let mut total = attn + mlp + lora;
+        if m.arch == Arch::EncoderDecoder {
+            // Decoder blocks add cross-attention; spread over all blocks.
+            total += attn * m.layers as f64 / m.total_layers().max(1) as f64;
+        }
+        total
+    }
+
+    /// What a checkpointed block keeps: its input (residual stream dtype).
+    fn layer_input_bytes(&self) -> f64 {
+        let res = if self.plan.training.precision.fp32_weights() {
+            FP32
+        } else {
+            self.e
+        };
+        res * self.s * self.b * self.m.hidden as f64 / self.rep
+    }
+
+    /// Per-op selective checkpointing keeps the matmul and attention outputs
+    /// (torchtitan `_save_list`: mm, SDPA) and recomputes the element-wise ops.
+    fn op_selective_layer(&self) -> f64 {
+        let m = self.m;
+        let sb = self.s * self.b;
+        let (e, t) = (self.e, self.t);
+        let hq = (m.heads * m.head_dim) as f64;
+        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let f = m.ffn as f64;
+        let mats = if m.mlp == Mlp::Gated { 2.0 } else { 1.0 };
+        self.layer_input_bytes() + e * sb * (hq + 2.0 * hkv + hq + mats * f) / t
+    }
+
+    /// Micro-batches whose activations stage `s` holds at once: p − s under
+    /// 1F1B (Narayanan et al. 2021), capped by the micro-batch count; the
+    /// interleaved schedule multiplies stage-1 activations by 1 + (p−1)/(p·v)
+    /// (Korthikanti et al. 2022 §4.2.3).
+    fn in_flight(&self, s: u32) -> f64 {
+        let p = &self.plan.parallel;
+        if p.pp <= 1 {
+            return 1.0;
+        }
+        let m = if p.pp_microbatches > 0 {
+            p.pp_microbatches
+        } else {
+            self.plan.training.grad_accum
+        };
+        let n = ((p.pp - s) as f64).min(m.max(1) as f64);
+        match p.pp_schedule {
+            PipelineSchedule::OneFOneB => n,
+            PipelineSchedule::Interleaved => {
+                let v = p.virtual_stages.max(1) as f64;
+                n * (1.0 + (p.pp as f64 - 1.0) / (p.pp as f64 * v))
+            }
+        }
+    }
+
+    /// Activations stage `s` holds at the end of forward, and the transient
+    /// working set of one block during backward (recompute included).
+    fn activations(&self, s: u32) -> (f64, f64) {
+        let layers = self.stage_layers(s);
+        let full = self.layer_activations();
+        let flight = self.in_flight(s);
+        let scores = if self.plan.training.attention == Attention::Eager {
+            let m = self.m;
+            EAGER_SCORE_BYTES * self.b * m.heads as f64 * self.s * self.s / self.t
+        } else {
+            0.0
+        };
+        let (kept, working) = match self.plan.training.checkpointing {
+            Checkpointing::None => (layers * full, 0.0),
+            Checkpointing::Selective => (layers * (full - scores).max(0.0), scores),
+            Checkpointing::OpSelective => (layers * self.op_selective_layer().min(full), full),
+            Checkpointing::Full => (layers * self.layer_input_bytes(), full),
+        };
+        let kept = if self.plan.training.activation_offload {
+            // Offloading keeps only the block in flight (and the one prefetched).
+            2.0 * self.layer_input_bytes().min(kept)
+        } else {
+            kept
+        };
+        (kept * flight, working)
+    }
+
+    /// Logits and loss on the last stage (vocab-parallel over TP).
+    fn logits(&self, s: u32) -> f64 {
+        if !self.is_last(s) {
+            return 0.0;
+        }
+        let m = self.m;
+        let mut tokens = self.b * self.s;
+        if self.plan.parallel.sharding == Sharding::DataParallel {
+            // nn.DataParallel gathers every replica's output on GPU 0.
+            tokens *= self.plan.parallel.num_gpus as f64;
+        }
+        let v = m.vocab as f64 / self.t;
+        let h = m.hidden as f64;
+        // Final norm input (fp32 copy) and output (head input).
+        let final_norm = (self.norm_saved_bytes() + self.e) * tokens * h / self.rep;
+        let per_logit = match self.plan.training.loss {
+            Loss::Standard => LOSS_STANDARD_BYTES_PER_LOGIT,
+            Loss::ChunkedKeep => LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT,
+            Loss::ChunkedFree => LOSS_CHUNKED_FREE_BYTES_PER_LOGIT,
+            Loss::Fused => 0.0,
+        };
+        let fused_chunk = if self.plan.training.loss == Loss::Fused {
+            FUSED_LOSS_CHUNK_TOKENS.min(tokens) * v * FP32 * 2.0
+        } else {
+            0.0
+        };
+        final_norm + per_logit * tokens * v + fused_chunk
+    }
+
+    // ----- communication and runtime -------------------------------------------
+
+    /// Buffers of the data-parallel runtime on stage `s` in forward and backward.
+    fn comm_buffers(&self, s: u32) -> (f64, f64) {
+        let p = &self.plan.parallel;
+        let dp = p.dp();
+        let trainable = self.stage_trainable(s);
+        match p.sharding {
+            Sharding::Ddp if dp > 1 && !p.gradient_as_bucket_view => {
+                // DDP's flat buckets hold a second copy of every gradient unless
+                // gradient_as_bucket_view=True (PyTorch #41954).
+                let g = trainable * self.grad_bytes();
+                (g, g)
+            }
+            Sharding::Zero1 | Sharding::Zero2 if dp > 1 => {
+                let bucket = if self.plan.framework == Framework::Deepspeed {
+                    DEEPSPEED_BUCKET_ELEMENTS
+                } else {
+                    // HF Trainer's "auto": hidden² elements (transformers integrations/deepspeed.py).
+                    (self.m.hidden as f64).powi(2)
+                };
+                let b = bucket.min(trainable) * HALF;
+                (b, 2.0 * b)
+            }
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp if self.shard > 1.0 => {
+                // Unsharded parameters of the current and prefetched unit
+                // (one transformer block per unit), and in backward their gradients.
+                let unit = self.layer_matrix_params() + self.layer_norm_params();
+                let pbytes = if self.lora().is_some() {
+                    HALF
+                } else {
+                    self.trainable_weight_bytes().min(FP32)
+                };
+                let gathered = FSDP_UNITS_IN_FLIGHT * unit * pbytes;
+                let grads = if self.lora().is_some() {
+                    0.0
+                } else {
+                    unit * self.grad_bytes()
+                };
+                (gathered, gathered + grads)
+            }
+            Sharding::FsdpGradOp if self.shard > 1.0 => {
+                // SHARD_GRAD_OP keeps parameters unsharded between forward and backward.
+                let w =
+                    self.stage_params(s) * self.trainable_weight_bytes() * (1.0 - 1.0 / self.shard);
+                (w, w)
+            }
+            _ => (0.0, 0.0),
+        }
+    }
+
+    /// NCCL communicators a rank joins (one per parallel dimension in use).
+    fn communicators(&self) -> u64 {
+        let p = &self.plan.parallel;
+        let mut n = 0;
+        if p.dp() > 1 && p.sharding != Sharding::DataParallel {
+            n += 1;
+        }
+        for d in [p.tp, p.pp, p.cp, p.ep] {
+            if d > 1 {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Outside the allocator: CUDA context, NCCL, other processes.
+    fn runtime(&self) -> f64 {
+        let r = &self.plan.runtime;
+        ((r.cuda_context_mib
+            + r.other_processes_mib
+            + self.communicators() * NCCL_PER_COMMUNICATOR_MIB)
+            * MIB) as f64
+    }
+
+    fn reserve_fraction(&self) -> f64 {
+        if self.plan.runtime.expandable_segments {
+            ALLOCATOR_RESERVE_FRACTION_EXPANDABLE
+        } else {
+            ALLOCATOR_RESERVE_FRACTION
+        }
+    }
+
+    fn host_offload(&self) -> Bytes {
+        let p = &self.plan.parallel;
+        let s = 0;
+        let mut host = 0.0;
+        if p.offload != Offload::None || self.paged_optimizer() {
+            let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param() + FP32);
+            host += if self.shards_optimizer() {
+                o / self.shard
+            } else {
+                o
+            };
+        }
+        if p.offload == Offload::ParamsOptimizer {
+            host += self.stage_params(s) * HALF / self.shard.max(1.0);
+        }
+        Bytes::from_f64(host)
+    }
+
+    // ----- phases ---------------------------------------------------------------
+
+    fn stage(&self, s: u32) -> StageEstimate {
+        let w = self.weights(s);
+        let g = self.gradients(s);
+        let o = self.optimizer(s);
+        let (acts, working) = self.activations(s);
+        let logits = self.logits(s);
+        let (comm_f, comm_b) = self.comm_buffers(s);
+        let accum = self.plan.training.grad_accum > 1 && !self.plan.training.optimizer_in_backward;
+        let g_fwd = if accum { g } else { 0.0 };
+        let runtime = self.runtime() + self.paged_optimizer_resident(s);
+        let frac = self.reserve_fraction();
+
+        let mk = |phase, weights: f64, grads: f64, act: f64, lg: f64, comm: f64, tmp: f64| {
+            let mut bd = Breakdown {
+                weights: Bytes::from_f64(weights),
+                gradients: Bytes::from_f64(grads),
+                optimizer: Bytes::from_f64(o),
+                activations: Bytes::from_f64(act),
+                logits: Bytes::from_f64(lg),
+                comm_buffers: Bytes::from_f64(comm),
+                temporaries: Bytes::from_f64(tmp),
+                allocator_reserve: Bytes::ZERO,
+                runtime: Bytes::from_f64(runtime),
+            };
+            bd.allocator_reserve = bd.allocated().scale(frac);
+            PhaseEstimate {
+                phase,
+                counters: Counters {
+                    allocated: bd.allocated(),
+                    reserved: bd.reserved(),
+                    device_used: bd.device_used(),
+                },
+                breakdown: bd,
+            }
+        };
+
+        let init = mk(Phase::Init, w, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let forward = mk(
+            Phase::Forward,
+            w,
+            g_fwd,
+            acts,
+            logits,
+            comm_f,
+            self.autocast_cache(s),
+        );
+        // Backward: its start (all activations, the loss backward, one block's
+        // working set) or its end (all gradients, the last block's working set).
+        let bwd_start = mk(Phase::Backward, w, g_fwd, acts, logits, comm_b, working);
+        let bwd_end = mk(
+            Phase::Backward,
+            w,
+            g,
+            self.layer_input_bytes(),
+            0.0,
+            comm_b,
+            working,
+        );
+        let backward = if bwd_start.counters.allocated >= bwd_end.counters.allocated {
+            bwd_start
+        } else {
+            bwd_end
+        };
+        let step = mk(
+            Phase::Step,
+            w,
+            g,
+            0.0,
+            0.0,
+            0.0,
+            self.optimizer_temporaries(s),
+        );
+        let phases = vec![init, forward, backward, step];
+        let peak = phases
+            .iter()
+            .copied()
+            .max_by_key(|p| p.counters.device_used)
+            .unwrap_or(init);
+        StageEstimate {
+            stage: s,
+            params: self.stage_params(s) as u64,
+            peak_phase: peak.phase,
+            peak: peak.counters,
+            peak_breakdown: peak.breakdown,
+            phases,
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Training frameworks as first-class inputs: each profile's documented
+//! defaults fill the settings users rarely state (DESIGN.md §3b). Every default
+//! is shown in the UI and can be overridden in the plan.
+
+use crate::plan::{Checkpointing, Loss, OptimizerImpl};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framework {
+    HfTrainer,
+    HfAccelerate,
+    Peft,
+    Trl,
+    Torchtune,
+    Torchtitan,
+    Litgpt,
+    Deepspeed,
+    Megatron,
+    FsdpQlora,
+    PlainPytorch,
+}
+
+/// The defaults a framework applies when the user does not say otherwise.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameworkDefaults {
+    pub loss: Loss,
+    pub checkpointing: Checkpointing,
+    pub optimizer_impl: OptimizerImpl,
+    /// 16-bit weights with an fp32 master copy kept by the optimizer (DeepSpeed,
+    /// Megatron mixed precision) instead of fp32 weights under autocast.
+    pub fp32_master_in_optimizer: bool,
+    /// Gradients accumulated/reduced in fp32 buffers (Megatron `main_grad`).
+    pub fp32_grad_buffers: bool,
+}
+
+impl Framework {
+    pub const ALL: [Framework; 11] = [
+        Framework::HfTrainer,
+        Framework::HfAccelerate,
+        Framework::Peft,
+        Framework::Trl,
+        Framework::Torchtune,
+        Framework::Torchtitan,
+        Framework::Litgpt,
+        Framework::Deepspeed,
+        Framework::Megatron,
+        Framework::FsdpQlora,
+        Framework::PlainPytorch,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Framework::HfTrainer => "hf-trainer",
+            Framework::HfAccelerate => "hf-accelerate",
+            Framework::Peft => "peft",
+            Framework::Trl => "trl",
+            Framework::Torchtune => "torchtune",
+            Framework::Torchtitan => "torchtitan",
+            Framework::Litgpt => "litgpt",
+            Framework::Deepspeed => "deepspeed",
+            Framework::Megatron => "megatron",
+            Framework::FsdpQlora => "fsdp-qlora",
+            Framework::PlainPytorch => "plain-pytorch",
+        }
+    }
+
+    pub fn from_id(s: &str) -> Option<Framework> {
+        Framework::ALL.into_iter().find(|f| f.id() == s)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Framework::HfTrainer => "Hugging Face Trainer",
+            Framework::HfAccelerate => "Hugging Face Accelerate",
+            Framework::Peft => "Hugging Face PEFT",
+            Framework::Trl => "Hugging Face TRL",
+            Framework::Torchtune => "torchtune",
+            Framework::Torchtitan => "torchtitan",
+            Framework::Litgpt => "LitGPT",
+            Framework::Deepspeed => "DeepSpeed",
+            Framework::Megatron => "Megatron-LM",
+            Framework::FsdpQlora => "Answer.AI fsdp_qlora",
+            Framework::PlainPytorch => "plain PyTorch",
+        }
+    }
+
+    /// Documented defaults.
+    ///
+    /// - Hugging Face models compute `logits.float()` and full cross-entropy
+    ///   (transformers `LlamaForCausalLM.forward`, `loss_utils.ForCausalLMLoss`);
+    ///   Trainer builds `torch.optim.AdamW` with PyTorch's default foreach
+    ///   implementation (`optim="adamw_torch"`).
+    /// - torchtune: `CEWithChunkedOutputLoss` (8 chunks, upcast per chunk) and
+    ///   `enable_activation_checkpointing: True` in its recipes' configs.
+    /// - torchtitan: full logits + `cross_entropy` on fp32 (`train.py`),
+    ///   `activation_checkpoint.mode = "selective"` with `selective_ac_option = "op"`.
+    /// - LitGPT: `chunked_cross_entropy` with `lm_head_chunk_size=128` in finetune scripts.
+    /// - DeepSpeed: fp16/bf16 weights with fp32 master weights in the optimizer,
+    ///   FusedAdam (ZeRO paper's 16Ψ accounting).
+    /// - Megatron-LM: 16-bit weights, fp32 `main_grad` buffers, fp32 master in the
+    ///   optimizer (`theoretical_memory_usage.py`: 18 bytes/param without the
+    ///   distributed optimizer), fused Adam from Apex/TransformerEngine.
+    pub fn defaults(self) -> FrameworkDefaults {
+        let hf = FrameworkDefaults {
+            loss: Loss::Standard,
+            checkpointing: Checkpointing::None,
+            optimizer_impl: OptimizerImpl::Foreach,
+            fp32_master_in_optimizer: false,
+            fp32_grad_buffers: false,
+        };
+        match self {
+            Framework::HfTrainer
+            | Framework::HfAccelerate
+            | Framework::Peft
+            | Framework::Trl
+            | Framework::PlainPytorch
+            | Framework::FsdpQlora => hf,
+            Framework::Torchtune => FrameworkDefaults {
+                loss: Loss::ChunkedFree,
+                checkpointing: Checkpointing::Full,
+                ..hf
+            },
+            Framework::Torchtitan => FrameworkDefaults {
+                checkpointing: Checkpointing::OpSelective,
+                ..hf
+            },
+            Framework::Litgpt => FrameworkDefaults {
+                loss: Loss::ChunkedKeep,
+                ..hf
+            },
+            Framework::Deepspeed => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                fp32_master_in_optimizer: true,
+                ..hf
+            },
+            Framework::Megatron => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                fp32_master_in_optimizer: true,
+                fp32_grad_buffers: true,
+                checkpointing: Checkpointing::Selective,
+                ..hf
+            },
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! memplan's cost model: how much memory each GPU holds while training a
+//! transformer, per component and phase. Pure Rust: no I/O, no printing, no
+//! globals; the same code runs natively and in the browser (wasm32).
+
+pub mod gpu;
+pub mod model;
+pub mod presets;
+pub mod units;
+
+pub use units::Bytes;
+pub mod error;
+pub mod estimate;
+pub mod framework;
+pub mod plan;
+
+pub use error::PlanError;
+pub use estimate::{estimate, Estimate};
+pub use plan::Plan;
+pub mod query;
+pub mod validate;

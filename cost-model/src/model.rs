@@ -1,0 +1,248 @@
+//! Model architecture: the dimensions that decide parameter counts and
+//! activation sizes.
+
+use serde::{Deserialize, Serialize};
+
+/// Which transformer family the model belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arch {
+    /// Causal language model (GPT, Llama, …).
+    Decoder,
+    /// Bidirectional encoder with an MLM head (BERT-like).
+    Encoder,
+    /// Encoder–decoder (T5-like): `encoder_layers` encoder blocks plus `layers` decoder blocks.
+    EncoderDecoder,
+}
+
+/// MLP shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mlp {
+    /// Two matrices (h→ffn→h) with GELU/ReLU.
+    Plain,
+    /// Three matrices (gate, up, down) with SwiGLU/GeGLU.
+    Gated,
+}
+
+/// Normalisation layer kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Norm {
+    /// LayerNorm: weight and bias.
+    LayerNorm,
+    /// RMSNorm: weight only.
+    RmsNorm,
+}
+
+/// Position encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Positions {
+    /// Rotary embeddings: no parameters.
+    Rotary,
+    /// A learned table of `max_positions × hidden`.
+    Learned,
+    /// T5 relative attention bias: `32 buckets × heads` per stack.
+    Relative,
+    /// ALiBi: no parameters.
+    Alibi,
+}
+
+/// A transformer's dimensions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub name: String,
+    pub arch: Arch,
+    /// Transformer blocks (decoder blocks for encoder–decoder models).
+    pub layers: u32,
+    /// Encoder blocks of an encoder–decoder model; 0 otherwise.
+    #[serde(default)]
+    pub encoder_layers: u32,
+    pub hidden: u32,
+    pub heads: u32,
+    /// Key/value heads (GQA/MQA); equal to `heads` for plain multi-head attention.
+    pub kv_heads: u32,
+    /// Per-head width; usually `hidden / heads`.
+    pub head_dim: u32,
+    /// MLP inner width (per expert for MoE models).
+    pub ffn: u32,
+    pub mlp: Mlp,
+    pub vocab: u32,
+    pub tied_embeddings: bool,
+    pub norm: Norm,
+    /// Norm layers inside each block: 2 (pre-attention, pre-MLP), 1 for parallel
+    /// blocks (Falcon, GPT-J), 4 for sandwich norms (Gemma-2).
+    #[serde(default = "two")]
+    pub norms_per_layer: u32,
+    pub positions: Positions,
+    /// Rows of the learned position table (ignored unless `positions = learned`).
+    #[serde(default)]
+    pub max_positions: u32,
+    /// Biases on every linear layer (GPT-2, BERT, Phi).
+    #[serde(default)]
+    pub linear_bias: bool,
+    /// Biases on q, k and v only (Qwen2).
+    #[serde(default)]
+    pub qkv_bias: bool,
+    /// Routed experts per MoE layer; 0 for a dense model.
+    #[serde(default)]
+    pub experts: u32,
+    /// Experts each token is routed to (top-k).
+    #[serde(default)]
+    pub experts_per_token: u32,
+    /// Always-active shared experts (DeepSeek/Qwen-MoE style).
+    #[serde(default)]
+    pub shared_experts: u32,
+}
+
+fn two() -> u32 {
+    2
+}
+
+impl ModelSpec {
+    pub fn is_moe(&self) -> bool {
+        self.experts > 0
+    }
+
+    /// q/k/v/o projections of one attention block (self- or cross-attention).
+    pub fn attention_params(&self) -> u64 {
+        let h = self.hidden as u64;
+        let q = self.heads as u64 * self.head_dim as u64;
+        let kv = self.kv_heads as u64 * self.head_dim as u64;
+        let mut p = h * q + 2 * h * kv + q * h;
+        if self.linear_bias {
+            p += q + 2 * kv + h;
+        } else if self.qkv_bias {
+            p += q + 2 * kv;
+        }
+        p
+    }
+
+    fn mlp_matrices(&self) -> u64 {
+        match self.mlp {
+            Mlp::Plain => 2,
+            Mlp::Gated => 3,
+        }
+    }
+
+    /// One MLP (one expert's worth for MoE).
+    pub fn one_mlp_params(&self) -> u64 {
+        let h = self.hidden as u64;
+        let f = self.ffn as u64;
+        let m = self.mlp_matrices();
+        let mut p = m * h * f;
+        if self.linear_bias {
+            p += (m - 1) * f + h;
+        }
+        p
+    }
+
+    /// The MLP part of one block: all experts and the router for MoE.
+    pub fn mlp_params(&self) -> u64 {
+        if self.is_moe() {
+            let experts = self.experts as u64 + self.shared_experts as u64;
+            experts * self.one_mlp_params() + self.hidden as u64 * self.experts as u64
+        } else {
+            self.one_mlp_params()
+        }
+    }
+
+    pub fn norm_params(&self) -> u64 {
+        match self.norm {
+            Norm::LayerNorm => 2 * self.hidden as u64,
+            Norm::RmsNorm => self.hidden as u64,
+        }
+    }
+
+    /// One decoder (or encoder-only) block.
+    pub fn layer_params(&self) -> u64 {
+        self.attention_params()
+            + self.mlp_params()
+            + self.norms_per_layer as u64 * self.norm_params()
+    }
+
+    /// One decoder block of an encoder–decoder model (adds cross-attention and its norm).
+    fn cross_layer_params(&self) -> u64 {
+        self.layer_params() + self.attention_params() + self.norm_params()
+    }
+
+    /// Token (+ position, + token-type) embeddings.
+    pub fn embedding_params(&self) -> u64 {
+        let h = self.hidden as u64;
+        let mut p = self.vocab as u64 * h;
+        if self.positions == Positions::Learned {
+            p += self.max_positions as u64 * h;
+        }
+        if self.arch == Arch::Encoder {
+            // BERT: 2 token types, a LayerNorm after the embeddings.
+            p += 2 * h + self.norm_params();
+        }
+        p
+    }
+
+    /// The output head: LM head (untied), BERT pooler.
+    pub fn head_params(&self) -> u64 {
+        let h = self.hidden as u64;
+        match self.arch {
+            // BERT base model: pooler dense h×h + bias (the MLM head is not counted
+            // in the published 110M/340M figures).
+            Arch::Encoder => h * h + h,
+            _ if self.tied_embeddings => 0,
+            _ => self.vocab as u64 * h,
+        }
+    }
+
+    /// Parameters of the whole model.
+    pub fn params(&self) -> u64 {
+        let stacks = match self.arch {
+            Arch::EncoderDecoder => {
+                self.encoder_layers as u64 * self.layer_params()
+                    + self.layers as u64 * self.cross_layer_params()
+                    + 2 * self.norm_params()
+            }
+            _ => self.layers as u64 * self.layer_params() + self.norm_params(),
+        };
+        let rel = if self.positions == Positions::Relative {
+            let stacks_n = if self.arch == Arch::EncoderDecoder {
+                2
+            } else {
+                1
+            };
+            stacks_n * 32 * self.heads as u64
+        } else {
+            0
+        };
+        self.embedding_params() + stacks + self.head_params() + rel
+    }
+
+    /// Parameters a token passes through (MoE: only `experts_per_token` experts).
+    pub fn active_params(&self) -> u64 {
+        if !self.is_moe() {
+            return self.params();
+        }
+        let idle = (self.experts.saturating_sub(self.experts_per_token)) as u64
+            * self.one_mlp_params()
+            * self.total_layers() as u64;
+        self.params().saturating_sub(idle)
+    }
+
+    /// All blocks, encoder and decoder.
+    pub fn total_layers(&self) -> u32 {
+        self.layers.saturating_add(self.encoder_layers)
+    }
+
+    /// The weight matrices inside the blocks (what LoRA targets and what tensor
+    /// parallelism splits), excluding embeddings, norms and the LM head.
+    pub fn block_matrix_params(&self) -> u64 {
+        let per = self.attention_params() + self.mlp_params();
+        match self.arch {
+            Arch::EncoderDecoder => {
+                self.encoder_layers as u64 * per
+                    + self.layers as u64 * (per + self.attention_params())
+            }
+            _ => self.layers as u64 * per,
+        }
+    }
+}

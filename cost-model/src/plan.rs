@@ -1,0 +1,410 @@
+//! The plan: everything a user states about a training run, split by concern.
+//! Serialised as the plan JSON (`docs/plan-format.md`) with a `version` field.
+
+use crate::framework::Framework;
+use crate::gpu::GpuSpec;
+use crate::model::ModelSpec;
+use serde::{Deserialize, Serialize};
+
+/// Version of the plan schema written by this build.
+pub const PLAN_VERSION: u32 = 1;
+
+/// A complete description of one training run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Schema version ([`PLAN_VERSION`]).
+    pub version: u32,
+    pub model: ModelSpec,
+    pub gpu: GpuSpec,
+    /// The training framework whose documented defaults filled the rest.
+    pub framework: Framework,
+    pub training: TrainingSpec,
+    pub parallel: Parallelism,
+    #[serde(default)]
+    pub runtime: RuntimeSpec,
+}
+
+/// Numeric precision policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    /// Everything fp32.
+    Fp32,
+    /// fp32 weights, autocast to fp16 (`torch.autocast`, loss scaling).
+    AmpFp16,
+    /// fp32 weights, autocast to bf16.
+    AmpBf16,
+    /// Pure bf16 weights and gradients ("bf16-true").
+    Bf16,
+    /// Pure fp16 weights and gradients.
+    Fp16,
+    /// float8 matmuls over bf16 weights.
+    Fp8,
+}
+
+impl Precision {
+    /// Bytes of one activation element as stored for backward.
+    pub fn activation_bytes(self) -> f64 {
+        match self {
+            Precision::Fp32 => 4.0,
+            _ => 2.0,
+        }
+    }
+
+    /// Whether weights live in fp32 (plain fp32 and autocast).
+    pub fn fp32_weights(self) -> bool {
+        matches!(
+            self,
+            Precision::Fp32 | Precision::AmpFp16 | Precision::AmpBf16
+        )
+    }
+
+    pub fn is_autocast(self) -> bool {
+        matches!(self, Precision::AmpFp16 | Precision::AmpBf16)
+    }
+}
+
+/// Optimizer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    Adamw,
+    /// bitsandbytes 8-bit AdamW.
+    Adamw8bit,
+    /// bitsandbytes paged AdamW (32-bit states in CUDA managed memory).
+    PagedAdamw,
+    /// bitsandbytes paged 8-bit AdamW.
+    PagedAdamw8bit,
+    Adafactor,
+    Sgd,
+    SgdMomentum,
+    Lion,
+}
+
+/// How the optimizer step is implemented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptimizerImpl {
+    /// `foreach=True`: PyTorch's default on CUDA since 2.0; multi-tensor
+    /// kernels that make roughly one state-sized temporary.
+    Foreach,
+    /// `fused=True` (or DeepSpeed's FusedAdam / Apex): no full-size temporaries.
+    Fused,
+    /// The per-parameter loop (`foreach=False`): temporaries of one tensor.
+    ForLoop,
+}
+
+/// Activation checkpointing policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Checkpointing {
+    None,
+    /// Korthikanti et al.'s selective recomputation: drop the attention core only.
+    Selective,
+    /// Per-op selective (torchtitan "selective op"): keep matmul outputs,
+    /// recompute element-wise ops.
+    OpSelective,
+    /// Recompute every block from its input.
+    Full,
+}
+
+/// Attention kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Attention {
+    /// FlashAttention / SDPA flash or memory-efficient kernel: no s² tensors kept.
+    Flash,
+    /// Materialised attention scores (`attn_implementation="eager"`).
+    Eager,
+}
+
+/// How logits and the cross-entropy loss are computed (DESIGN.md §3b).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loss {
+    /// Full logits upcast to fp32, then cross-entropy (Hugging Face models, torchtitan).
+    Standard,
+    /// Chunked LM head + chunked cross-entropy keeping every chunk (LitGPT).
+    ChunkedKeep,
+    /// Chunked cross-entropy that upcasts and frees per chunk (torchtune).
+    ChunkedFree,
+    /// Fused linear + cross-entropy that never materialises the logits (Liger, Unsloth).
+    Fused,
+}
+
+/// Which matrices LoRA adapts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LoraTargets {
+    pub q: bool,
+    pub k: bool,
+    pub v: bool,
+    pub o: bool,
+    pub gate: bool,
+    pub up: bool,
+    pub down: bool,
+    /// The LM head too.
+    #[serde(default)]
+    pub lm_head: bool,
+}
+
+impl LoraTargets {
+    pub const QV: LoraTargets = LoraTargets {
+        q: true,
+        k: false,
+        v: true,
+        o: false,
+        gate: false,
+        up: false,
+        down: false,
+        lm_head: false,
+    };
+    pub const ALL_LINEAR: LoraTargets = LoraTargets {
+        q: true,
+        k: true,
+        v: true,
+        o: true,
+        gate: true,
+        up: true,
+        down: true,
+        lm_head: false,
+    };
+
+    pub fn any_attention(&self) -> bool {
+        self.q || self.k || self.v || self.o
+    }
+}
+
+/// Full training or parameter-efficient fine-tuning.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Finetune {
+    /// Every parameter trains.
+    Full,
+    /// LoRA adapters over a frozen base (QLoRA when `base_bits` is 4).
+    Lora {
+        rank: u32,
+        targets: LoraTargets,
+        /// Bits of the frozen base weights: 16 (or 32), 8, or 4 (NF4).
+        base_bits: u32,
+        /// `lora_dropout > 0`: the adapter keeps its own dropped-out copy of its input.
+        dropout: bool,
+    },
+}
+
+/// The training step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSpec {
+    /// Sequences per GPU per forward pass.
+    pub micro_batch: u32,
+    /// Tokens per sequence as run (padded length).
+    pub seq_len: u32,
+    /// Micro-batches accumulated per optimizer step.
+    pub grad_accum: u32,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+    pub optimizer_impl: OptimizerImpl,
+    /// Optimizer step fused into backward (torchtune): gradients never all exist at once.
+    #[serde(default)]
+    pub optimizer_in_backward: bool,
+    pub checkpointing: Checkpointing,
+    pub attention: Attention,
+    pub loss: Loss,
+    /// Dropout in the blocks (keeps a 1-byte mask per dropped tensor).
+    #[serde(default)]
+    pub dropout: bool,
+    /// Activations offloaded to CPU memory.
+    #[serde(default)]
+    pub activation_offload: bool,
+    pub finetune: Finetune,
+}
+
+/// How the work is spread over GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharding {
+    /// One GPU, or replicated without a data-parallel wrapper.
+    None,
+    /// Old `nn.DataParallel`: one process, outputs gathered on GPU 0.
+    DataParallel,
+    /// DistributedDataParallel.
+    Ddp,
+    Zero1,
+    Zero2,
+    Zero3,
+    /// FSDP FULL_SHARD / FSDP2 `fully_shard`.
+    FsdpFull,
+    /// FSDP SHARD_GRAD_OP.
+    FsdpGradOp,
+    /// Hybrid sharding: full shard inside a node, replicate across nodes.
+    Hsdp,
+}
+
+/// Pipeline schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PipelineSchedule {
+    OneFOneB,
+    /// Interleaved 1F1B with `virtual_stages` model chunks per GPU.
+    Interleaved,
+}
+
+/// What is offloaded to host memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Offload {
+    None,
+    /// Optimizer states (ZeRO-Offload, FSDP CPUOffload of optimizer).
+    Optimizer,
+    /// Parameters and optimizer states (ZeRO-Infinity / FSDP CPUOffload(params)).
+    ParamsOptimizer,
+}
+
+/// Parallel layout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parallelism {
+    /// GPUs in the run (all nodes).
+    pub num_gpus: u32,
+    /// GPUs per node (hybrid sharding shards within a node).
+    #[serde(default = "eight")]
+    pub gpus_per_node: u32,
+    pub sharding: Sharding,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Sequence parallelism alongside TP (Korthikanti et al.).
+    #[serde(default)]
+    pub sequence_parallel: bool,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    pub pp_schedule: PipelineSchedule,
+    /// Micro-batches per pipeline flush (defaults to `grad_accum`).
+    #[serde(default)]
+    pub pp_microbatches: u32,
+    /// Model chunks per GPU for the interleaved schedule.
+    #[serde(default = "one")]
+    pub virtual_stages: u32,
+    /// Context-parallel degree (splits the sequence).
+    pub cp: u32,
+    /// Expert-parallel degree for MoE.
+    #[serde(default = "one")]
+    pub ep: u32,
+    pub offload: Offload,
+    /// DDP `gradient_as_bucket_view=True` (no second gradient copy in buckets).
+    #[serde(default)]
+    pub gradient_as_bucket_view: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+fn eight() -> u32 {
+    8
+}
+
+/// What lives on the GPU outside PyTorch's caching allocator, and how the
+/// allocator behaves. Defaults from DESIGN.md §3 (see `estimate` for sources).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeSpec {
+    /// CUDA context + loaded kernels, MiB (outside the allocator).
+    pub cuda_context_mib: u64,
+    /// Memory other processes hold on the GPU, MiB.
+    pub other_processes_mib: u64,
+    /// `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: less fragmentation.
+    pub expandable_segments: bool,
+}
+
+impl Default for RuntimeSpec {
+    fn default() -> Self {
+        RuntimeSpec {
+            cuda_context_mib: crate::estimate::CUDA_CONTEXT_MIB,
+            other_processes_mib: 0,
+            expandable_segments: false,
+        }
+    }
+}
+
+impl Parallelism {
+    /// Data-parallel degree: GPUs over the model-parallel group size.
+    pub fn dp(&self) -> u32 {
+        let mp = self
+            .tp
+            .max(1)
+            .saturating_mul(self.pp.max(1))
+            .saturating_mul(self.cp.max(1));
+        (self.num_gpus / mp.max(1)).max(1)
+    }
+}
+
+impl Default for Plan {
+    /// The example plan: Llama-3-8B on 8 × H100 80GB, bf16 AMP, ZeRO-2,
+    /// Hugging Face Trainer defaults.
+    fn default() -> Self {
+        use crate::gpu;
+        use crate::presets::{preset, DEFAULT_PRESET};
+        let framework = Framework::HfTrainer;
+        let d = framework.defaults();
+        let model = preset(DEFAULT_PRESET).map(|p| p.spec()).unwrap_or_else(|| {
+            // Unreachable: a unit test checks the default preset exists.
+            crate::presets::presets()[0].spec()
+        });
+        Plan {
+            version: PLAN_VERSION,
+            model,
+            gpu: gpu::gpu("h100-sxm-80gb").unwrap_or_else(|| gpu::catalogue()[0].clone()),
+            framework,
+            training: TrainingSpec {
+                micro_batch: 1,
+                seq_len: 4096,
+                grad_accum: 1,
+                precision: Precision::AmpBf16,
+                optimizer: Optimizer::Adamw,
+                optimizer_impl: d.optimizer_impl,
+                optimizer_in_backward: false,
+                checkpointing: d.checkpointing,
+                attention: Attention::Flash,
+                loss: d.loss,
+                dropout: false,
+                activation_offload: false,
+                finetune: Finetune::Full,
+            },
+            parallel: Parallelism {
+                num_gpus: 8,
+                gpus_per_node: 8,
+                sharding: Sharding::Zero2,
+                tp: 1,
+                sequence_parallel: false,
+                pp: 1,
+                pp_schedule: PipelineSchedule::OneFOneB,
+                pp_microbatches: 0,
+                virtual_stages: 1,
+                cp: 1,
+                ep: 1,
+                offload: Offload::None,
+                gradient_as_bucket_view: false,
+            },
+            runtime: RuntimeSpec::default(),
+        }
+    }
+}
+
+impl Plan {
+    /// Switches the framework and applies the settings it decides by default
+    /// (loss variant, checkpointing policy, optimizer implementation).
+    pub fn set_framework(&mut self, f: Framework) {
+        let d = f.defaults();
+        self.framework = f;
+        self.training.loss = d.loss;
+        self.training.checkpointing = d.checkpointing;
+        self.training.optimizer_impl = d.optimizer_impl;
+    }
+
+    /// Parses a plan from JSON, naming the line, column and field at fault.
+    pub fn from_json(s: &str) -> Result<Plan, String> {
+        serde_json::from_str::<Plan>(s)
+            .map_err(|e| format!("plan JSON, line {} column {}: {e}", e.line(), e.column()))
+    }
+}

@@ -1,0 +1,447 @@
+//! Presets of widely used open models. Dimensions come from each model's
+//! Hugging Face `config.json`; `published` is the parameter count the model
+//! card or `sum(p.numel())` of the released checkpoint gives (a test checks
+//! that [`ModelSpec::params`] lands within 0.5 % of it).
+
+use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+
+/// A preset: the model's dimensions and its published parameter count.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub published_params: u64,
+    dims: Dims,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Dims {
+    arch: Arch,
+    layers: u32,
+    encoder_layers: u32,
+    hidden: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    ffn: u32,
+    mlp: Mlp,
+    vocab: u32,
+    tied: bool,
+    norm: Norm,
+    norms_per_layer: u32,
+    positions: Positions,
+    max_positions: u32,
+    linear_bias: bool,
+    qkv_bias: bool,
+    experts: u32,
+    experts_per_token: u32,
+}
+
+/// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
+#[allow(clippy::too_many_arguments)] // one row of a config table, in config.json's order
+const fn llama(
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    kv_heads: u32,
+    head_dim: u32,
+    ffn: u32,
+    vocab: u32,
+    tied: bool,
+) -> Dims {
+    Dims {
+        arch: Arch::Decoder,
+        layers,
+        encoder_layers: 0,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim,
+        ffn,
+        mlp: Mlp::Gated,
+        vocab,
+        tied,
+        norm: Norm::RmsNorm,
+        norms_per_layer: 2,
+        positions: Positions::Rotary,
+        max_positions: 0,
+        linear_bias: false,
+        qkv_bias: false,
+        experts: 0,
+        experts_per_token: 0,
+    }
+}
+
+/// A GPT-2/BERT-style block: LayerNorm, learned positions, biases, plain GELU MLP.
+const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_pos: u32) -> Dims {
+    Dims {
+        arch,
+        layers,
+        encoder_layers: 0,
+        hidden,
+        heads,
+        kv_heads: heads,
+        head_dim: hidden / heads,
+        ffn: 4 * hidden,
+        mlp: Mlp::Plain,
+        vocab,
+        tied: true,
+        norm: Norm::LayerNorm,
+        norms_per_layer: 2,
+        positions: Positions::Learned,
+        max_positions: max_pos,
+        linear_bias: true,
+        qkv_bias: false,
+        experts: 0,
+        experts_per_token: 0,
+    }
+}
+
+/// T5 v1.0: encoder–decoder, relative attention bias, ReLU MLP, no biases, tied head.
+const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
+    Dims {
+        arch: Arch::EncoderDecoder,
+        layers,
+        encoder_layers: layers,
+        hidden,
+        heads,
+        kv_heads: heads,
+        head_dim: 64,
+        ffn,
+        mlp: Mlp::Plain,
+        vocab: 32128,
+        tied: true,
+        norm: Norm::RmsNorm,
+        norms_per_layer: 2,
+        positions: Positions::Relative,
+        max_positions: 0,
+        linear_bias: false,
+        qkv_bias: false,
+        experts: 0,
+        experts_per_token: 0,
+    }
+}
+
+const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool) -> Dims {
+    let mut d = llama(l, h, a, kv, h / a, ffn, vocab, tied);
+    d.qkv_bias = true;
+    d
+}
+
+const fn moe(mut d: Dims, experts: u32, k: u32) -> Dims {
+    d.experts = experts;
+    d.experts_per_token = k;
+    d
+}
+
+const fn sandwich(mut d: Dims) -> Dims {
+    d.norms_per_layer = 4;
+    d
+}
+
+/// Phi-1.5 / Phi-2: parallel attention+MLP under one LayerNorm, biases, untied head.
+const fn phi(layers: u32, hidden: u32, heads: u32) -> Dims {
+    let mut d = gpt(Arch::Decoder, layers, hidden, heads, 51200, 0);
+    d.positions = Positions::Rotary;
+    d.norms_per_layer = 1;
+    d.tied = false;
+    d
+}
+
+const fn falcon7b() -> Dims {
+    let mut d = gpt(Arch::Decoder, 32, 4544, 71, 65024, 0);
+    d.kv_heads = 1;
+    d.head_dim = 64;
+    d.positions = Positions::Rotary;
+    d.norms_per_layer = 1;
+    d.linear_bias = false;
+    d
+}
+
+macro_rules! p {
+    ($id:expr, $name:expr, $params:expr, $dims:expr) => {
+        Preset {
+            id: $id,
+            name: $name,
+            published_params: $params,
+            dims: $dims,
+        }
+    };
+}
+
+const PRESETS: &[Preset] = &[
+    p!(
+        "llama-3.1-8b",
+        "Llama-3.1-8B / Llama-3-8B",
+        8_030_261_248,
+        llama(32, 4096, 32, 8, 128, 14336, 128256, false)
+    ),
+    p!(
+        "llama-3.1-70b",
+        "Llama-3.1-70B",
+        70_553_706_496,
+        llama(80, 8192, 64, 8, 128, 28672, 128256, false)
+    ),
+    p!(
+        "llama-3.1-405b",
+        "Llama-3.1-405B",
+        405_853_388_800,
+        llama(126, 16384, 128, 8, 128, 53248, 128256, false)
+    ),
+    p!(
+        "llama-3.2-1b",
+        "Llama-3.2-1B",
+        1_235_814_400,
+        llama(16, 2048, 32, 8, 64, 8192, 128256, true)
+    ),
+    p!(
+        "llama-3.2-3b",
+        "Llama-3.2-3B",
+        3_212_749_824,
+        llama(28, 3072, 24, 8, 128, 8192, 128256, true)
+    ),
+    p!(
+        "llama-2-7b",
+        "Llama-2-7B",
+        6_738_415_616,
+        llama(32, 4096, 32, 32, 128, 11008, 32000, false)
+    ),
+    p!(
+        "llama-2-13b",
+        "Llama-2-13B",
+        13_015_864_320,
+        llama(40, 5120, 40, 40, 128, 13824, 32000, false)
+    ),
+    p!(
+        "llama-2-70b",
+        "Llama-2-70B",
+        68_976_648_192,
+        llama(80, 8192, 64, 8, 128, 28672, 32000, false)
+    ),
+    p!(
+        "mistral-7b",
+        "Mistral-7B-v0.1",
+        7_241_732_096,
+        llama(32, 4096, 32, 8, 128, 14336, 32000, false)
+    ),
+    p!(
+        "mixtral-8x7b",
+        "Mixtral-8x7B",
+        46_702_792_704,
+        moe(llama(32, 4096, 32, 8, 128, 14336, 32000, false), 8, 2)
+    ),
+    p!(
+        "mixtral-8x22b",
+        "Mixtral-8x22B",
+        140_620_634_112,
+        moe(llama(56, 6144, 48, 8, 128, 16384, 32768, false), 8, 2)
+    ),
+    p!(
+        "qwen2.5-0.5b",
+        "Qwen2.5-0.5B",
+        494_032_768,
+        qwen(24, 896, 14, 2, 4864, 151936, true)
+    ),
+    p!(
+        "qwen2.5-1.5b",
+        "Qwen2.5-1.5B",
+        1_543_714_304,
+        qwen(28, 1536, 12, 2, 8960, 151936, true)
+    ),
+    p!(
+        "qwen2.5-3b",
+        "Qwen2.5-3B",
+        3_085_938_688,
+        qwen(36, 2048, 16, 2, 11008, 151936, true)
+    ),
+    p!(
+        "qwen2.5-7b",
+        "Qwen2.5-7B",
+        7_615_616_512,
+        qwen(28, 3584, 28, 4, 18944, 152064, false)
+    ),
+    p!(
+        "qwen2.5-14b",
+        "Qwen2.5-14B",
+        14_770_033_664,
+        qwen(48, 5120, 40, 8, 13824, 152064, false)
+    ),
+    p!(
+        "qwen2.5-32b",
+        "Qwen2.5-32B",
+        32_763_876_352,
+        qwen(64, 5120, 40, 8, 27648, 152064, false)
+    ),
+    p!(
+        "qwen2.5-72b",
+        "Qwen2.5-72B",
+        72_706_203_648,
+        qwen(80, 8192, 64, 8, 29568, 152064, false)
+    ),
+    p!(
+        "gemma-2-2b",
+        "Gemma-2-2B",
+        2_614_341_888,
+        sandwich(llama(26, 2304, 8, 4, 256, 9216, 256000, true))
+    ),
+    p!(
+        "gemma-2-9b",
+        "Gemma-2-9B",
+        9_241_705_984,
+        sandwich(llama(42, 3584, 16, 8, 256, 14336, 256000, true))
+    ),
+    p!(
+        "gemma-2-27b",
+        "Gemma-2-27B",
+        27_227_128_320,
+        sandwich(llama(46, 4608, 32, 16, 128, 36864, 256000, true))
+    ),
+    p!(
+        "phi-3-mini",
+        "Phi-3-mini (3.8B)",
+        3_821_079_552,
+        llama(32, 3072, 32, 32, 96, 8192, 32064, false)
+    ),
+    p!("phi-2", "Phi-2", 2_779_683_840, phi(32, 2560, 32)),
+    p!("phi-1.5", "Phi-1.5", 1_418_270_720, phi(24, 2048, 32)),
+    p!("falcon-7b", "Falcon-7B", 6_921_720_704, falcon7b()),
+    p!(
+        "tinyllama-1.1b",
+        "TinyLlama-1.1B",
+        1_100_048_384,
+        llama(22, 2048, 32, 4, 64, 5632, 32000, false)
+    ),
+    p!(
+        "yi-34b",
+        "Yi-34B",
+        34_388_917_248,
+        llama(60, 7168, 56, 8, 128, 20480, 64000, false)
+    ),
+    p!(
+        "gpt2",
+        "GPT-2 (124M)",
+        124_439_808,
+        gpt(Arch::Decoder, 12, 768, 12, 50257, 1024)
+    ),
+    p!(
+        "gpt2-medium",
+        "GPT-2 Medium (355M)",
+        354_823_168,
+        gpt(Arch::Decoder, 24, 1024, 16, 50257, 1024)
+    ),
+    p!(
+        "gpt2-large",
+        "GPT-2 Large (774M)",
+        774_030_080,
+        gpt(Arch::Decoder, 36, 1280, 20, 50257, 1024)
+    ),
+    p!(
+        "gpt2-xl",
+        "GPT-2 XL (1.5B)",
+        1_557_611_200,
+        gpt(Arch::Decoder, 48, 1600, 25, 50257, 1024)
+    ),
+    p!(
+        "bert-base",
+        "BERT base (uncased)",
+        109_482_240,
+        gpt(Arch::Encoder, 12, 768, 12, 30522, 512)
+    ),
+    p!(
+        "bert-large",
+        "BERT large (uncased)",
+        335_141_888,
+        gpt(Arch::Encoder, 24, 1024, 16, 30522, 512)
+    ),
+    p!("t5-base", "T5 base", 222_903_552, t5(12, 768, 12, 3072)),
+    p!("t5-large", "T5 large", 737_668_096, t5(24, 1024, 16, 4096)),
+];
+
+/// The default model of a new plan.
+pub const DEFAULT_PRESET: &str = "llama-3.1-8b";
+
+/// Every preset, in display order.
+pub fn presets() -> &'static [Preset] {
+    PRESETS
+}
+
+/// Looks a preset up by id.
+pub fn preset(id: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.id == id)
+}
+
+impl Preset {
+    pub fn spec(&self) -> ModelSpec {
+        let d = self.dims;
+        ModelSpec {
+            name: self.id.to_string(),
+            arch: d.arch,
+            layers: d.layers,
+            encoder_layers: if d.arch == Arch::EncoderDecoder {
+                d.encoder_layers
+            } else {
+                0
+            },
+            hidden: d.hidden,
+            heads: d.heads,
+            kv_heads: d.kv_heads,
+            head_dim: d.head_dim,
+            ffn: d.ffn,
+            mlp: d.mlp,
+            vocab: d.vocab,
+            tied_embeddings: d.tied,
+            norm: d.norm,
+            norms_per_layer: d.norms_per_layer,
+            positions: d.positions,
+            max_positions: d.max_positions,
+            linear_bias: d.linear_bias,
+            qkv_bias: d.qkv_bias,
+            experts: d.experts,
+            experts_per_token: d.experts_per_token,
+            shared_experts: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_least_thirty_presets_with_unique_ids() {
+        assert!(presets().len() >= 30, "{} presets", presets().len());
+        let mut ids: Vec<_> = presets().iter().map(|p| p.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), presets().len());
+        assert!(preset(DEFAULT_PRESET).is_some());
+    }
+
+    #[test]
+    fn parameter_counts_match_published_within_half_a_percent() {
+        let mut bad = Vec::new();
+        for p in presets() {
+            let got = p.spec().params() as f64;
+            let want = p.published_params as f64;
+            let err = (got - want) / want * 100.0;
+            if err.abs() > 0.5 {
+                bad.push(format!(
+                    "{}: computed {} published {} ({err:+.3} %)",
+                    p.id, got, want
+                ));
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn exact_counts_for_well_known_models() {
+        assert_eq!(preset("gpt2").unwrap().spec().params(), 124_439_808);
+        assert_eq!(preset("llama-2-7b").unwrap().spec().params(), 6_738_415_616);
+        assert_eq!(
+            preset("llama-3.1-8b").unwrap().spec().params(),
+            8_030_261_248
+        );
+        assert_eq!(preset("t5-base").unwrap().spec().params(), 222_903_552);
+    }
+}

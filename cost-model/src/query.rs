@@ -1,0 +1,565 @@
+//! The plan as a URL query: the URL is the plan's first home, so every
+//! setting the page exposes round-trips through `encode` / `decode`.
+//! Only settings that differ from the default plan are written, which keeps
+//! shared links short. Unknown keys (e.g. `lang`, `utm_*`) are ignored.
+
+use crate::framework::Framework;
+use crate::gpu;
+use crate::plan::{Finetune, LoraTargets, Plan};
+use crate::presets;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use thiserror::Error;
+
+/// A query parameter that could not be read.
+#[derive(Clone, Debug, PartialEq, Error)]
+#[error("URL parameter `{param}`: {reason}")]
+pub struct QueryError {
+    pub param: String,
+    pub reason: String,
+}
+
+fn err(param: &str, reason: impl Into<String>) -> QueryError {
+    QueryError {
+        param: param.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// The kebab-case id serde gives an enum variant.
+pub fn enum_id<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// Parses an enum from its kebab-case id.
+pub fn parse_enum<T: DeserializeOwned>(param: &str, s: &str) -> Result<T, QueryError> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|_| err(param, format!("unknown value `{s}`")))
+}
+
+fn num(param: &str, s: &str) -> Result<u32, QueryError> {
+    s.trim().parse::<u32>().map_err(|_| {
+        err(
+            param,
+            format!("`{s}` is not a whole number between 0 and 4294967295"),
+        )
+    })
+}
+
+fn boolean(param: &str, s: &str) -> Result<bool, QueryError> {
+    match s {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        _ => Err(err(param, format!("`{s}` is not a boolean (use 1 or 0)"))),
+    }
+}
+
+/// LoRA targets as `q+k+v+o+gate+up+down` (or `all-linear`).
+pub fn targets_id(t: &LoraTargets) -> String {
+    if *t == LoraTargets::ALL_LINEAR {
+        return "all-linear".into();
+    }
+    let mut v = Vec::new();
+    for (on, n) in [
+        (t.q, "q"),
+        (t.k, "k"),
+        (t.v, "v"),
+        (t.o, "o"),
+        (t.gate, "gate"),
+        (t.up, "up"),
+        (t.down, "down"),
+        (t.lm_head, "lm_head"),
+    ] {
+        if on {
+            v.push(n);
+        }
+    }
+    v.join("+")
+}
+
+pub fn parse_targets(param: &str, s: &str) -> Result<LoraTargets, QueryError> {
+    let mut t = LoraTargets::default();
+    for part in s.split(['+', ',', ' ']).filter(|p| !p.is_empty()) {
+        match part {
+            "all-linear" | "all" => {
+                let lm = t.lm_head;
+                t = LoraTargets::ALL_LINEAR;
+                t.lm_head = lm;
+            }
+            "q" | "q_proj" => t.q = true,
+            "k" | "k_proj" => t.k = true,
+            "v" | "v_proj" => t.v = true,
+            "o" | "o_proj" => t.o = true,
+            "gate" | "gate_proj" => t.gate = true,
+            "up" | "up_proj" => t.up = true,
+            "down" | "down_proj" => t.down = true,
+            "lm_head" | "head" => t.lm_head = true,
+            other => return Err(err(param, format!("unknown LoRA target `{other}`"))),
+        }
+    }
+    if t == LoraTargets::default() {
+        return Err(err(param, "names no target module"));
+    }
+    Ok(t)
+}
+
+/// Decodes `%XX` and `+` in a query component.
+fn unescape(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(v) => {
+                        out.push(v);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            o.push(b as char);
+        } else if b == b'+' {
+            o.push_str("%2B");
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+/// Splits a raw query string (with or without the leading `?`) into pairs.
+pub fn pairs(q: &str) -> Vec<(String, String)> {
+    q.trim_start_matches('?')
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (unescape(k), unescape(v)),
+            None => (unescape(p), String::new()),
+        })
+        .collect()
+}
+
+/// The query's pairs for a plan, only where they differ from the default plan.
+pub fn encode_pairs(plan: &Plan) -> Vec<(&'static str, String)> {
+    let d = Plan::default();
+    let mut v: Vec<(&'static str, String)> = Vec::new();
+    let mut put = |k: &'static str, a: String, b: String| {
+        if a != b {
+            v.push((k, a));
+        }
+    };
+    // Model: preset id when it matches one, else every dimension.
+    match presets::presets().iter().find(|p| p.spec() == plan.model) {
+        Some(p) => put("model", p.id.to_string(), d.model.name.clone()),
+        None => {
+            let m = &plan.model;
+            v.push(("model", "custom".into()));
+            v.push(("arch", enum_id(&m.arch)));
+            for (k, x) in [
+                ("layers", m.layers),
+                ("enc_layers", m.encoder_layers),
+                ("hidden", m.hidden),
+                ("heads", m.heads),
+                ("kv_heads", m.kv_heads),
+                ("head_dim", m.head_dim),
+                ("ffn", m.ffn),
+                ("vocab", m.vocab),
+                ("experts", m.experts),
+                ("top_k", m.experts_per_token),
+            ] {
+                v.push((k, x.to_string()));
+            }
+            v.push(("mlp", enum_id(&m.mlp)));
+            v.push(("norm", enum_id(&m.norm)));
+            v.push(("tied", (m.tied_embeddings as u8).to_string()));
+        }
+    }
+    let (t, dt) = (&plan.training, &d.training);
+    let (p, dp) = (&plan.parallel, &d.parallel);
+    let mut put = |k: &'static str, a: String, b: String| {
+        if a != b {
+            v.push((k, a));
+        }
+    };
+    put("gpu", plan.gpu.id.clone(), d.gpu.id.clone());
+    put("gpus", p.num_gpus.to_string(), dp.num_gpus.to_string());
+    put("fw", plan.framework.id().into(), d.framework.id().into());
+    put("mb", t.micro_batch.to_string(), dt.micro_batch.to_string());
+    put("seq", t.seq_len.to_string(), dt.seq_len.to_string());
+    put("ga", t.grad_accum.to_string(), dt.grad_accum.to_string());
+    put("prec", enum_id(&t.precision), enum_id(&dt.precision));
+    put("opt", enum_id(&t.optimizer), enum_id(&dt.optimizer));
+    put(
+        "opt_impl",
+        enum_id(&t.optimizer_impl),
+        enum_id(&dt.optimizer_impl),
+    );
+    put(
+        "opt_bwd",
+        (t.optimizer_in_backward as u8).to_string(),
+        (dt.optimizer_in_backward as u8).to_string(),
+    );
+    put(
+        "ckpt",
+        enum_id(&t.checkpointing),
+        enum_id(&dt.checkpointing),
+    );
+    put("attn", enum_id(&t.attention), enum_id(&dt.attention));
+    put("loss", enum_id(&t.loss), enum_id(&dt.loss));
+    put(
+        "dropout",
+        (t.dropout as u8).to_string(),
+        (dt.dropout as u8).to_string(),
+    );
+    put(
+        "act_off",
+        (t.activation_offload as u8).to_string(),
+        (dt.activation_offload as u8).to_string(),
+    );
+    if let Finetune::Lora {
+        rank,
+        targets,
+        base_bits,
+        dropout,
+    } = t.finetune
+    {
+        v.push(("ft", "lora".into()));
+        v.push(("rank", rank.to_string()));
+        v.push(("targets", targets_id(&targets)));
+        v.push(("bits", base_bits.to_string()));
+        v.push(("lora_dropout", (dropout as u8).to_string()));
+    }
+    let mut put = |k: &'static str, a: String, b: String| {
+        if a != b {
+            v.push((k, a));
+        }
+    };
+    put("shard", enum_id(&p.sharding), enum_id(&dp.sharding));
+    put("tp", p.tp.to_string(), dp.tp.to_string());
+    put(
+        "sp",
+        (p.sequence_parallel as u8).to_string(),
+        (dp.sequence_parallel as u8).to_string(),
+    );
+    put("pp", p.pp.to_string(), dp.pp.to_string());
+    put(
+        "pp_sched",
+        enum_id(&p.pp_schedule),
+        enum_id(&dp.pp_schedule),
+    );
+    put(
+        "pp_mb",
+        p.pp_microbatches.to_string(),
+        dp.pp_microbatches.to_string(),
+    );
+    put(
+        "vstages",
+        p.virtual_stages.to_string(),
+        dp.virtual_stages.to_string(),
+    );
+    put("cp", p.cp.to_string(), dp.cp.to_string());
+    put("ep", p.ep.to_string(), dp.ep.to_string());
+    put("offload", enum_id(&p.offload), enum_id(&dp.offload));
+    put(
+        "bucket_view",
+        (p.gradient_as_bucket_view as u8).to_string(),
+        (dp.gradient_as_bucket_view as u8).to_string(),
+    );
+    put(
+        "ctx_mib",
+        plan.runtime.cuda_context_mib.to_string(),
+        d.runtime.cuda_context_mib.to_string(),
+    );
+    put(
+        "other_mib",
+        plan.runtime.other_processes_mib.to_string(),
+        d.runtime.other_processes_mib.to_string(),
+    );
+    put(
+        "expandable",
+        (plan.runtime.expandable_segments as u8).to_string(),
+        (d.runtime.expandable_segments as u8).to_string(),
+    );
+    v
+}
+
+/// The plan as a query string (without `?`).
+pub fn encode(plan: &Plan) -> String {
+    encode_pairs(plan)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", escape(&v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Reads a plan from query pairs, starting from the default plan.
+pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryError> {
+    let mut plan = Plan::default();
+    let get = |k: &str| {
+        q.iter()
+            .rev()
+            .find(|(a, _)| a.as_ref() == k)
+            .map(|(_, v)| v.as_ref())
+    };
+
+    // Framework first: its defaults seed the settings it decides.
+    if let Some(fw) = get("fw") {
+        let f =
+            Framework::from_id(fw).ok_or_else(|| err("fw", format!("unknown framework `{fw}`")))?;
+        plan.set_framework(f);
+    }
+    if let Some(id) = get("model") {
+        if id == "custom" {
+            let m = &mut plan.model;
+            m.name = "custom".into();
+            if let Some(a) = get("arch") {
+                m.arch = parse_enum("arch", a)?;
+            }
+        } else {
+            let p = presets::preset(id)
+                .ok_or_else(|| err("model", format!("unknown model preset `{id}`")))?;
+            plan.model = p.spec();
+        }
+    }
+    {
+        let m = &mut plan.model;
+        for (k, slot) in [
+            ("layers", &mut m.layers),
+            ("enc_layers", &mut m.encoder_layers),
+            ("hidden", &mut m.hidden),
+            ("heads", &mut m.heads),
+            ("kv_heads", &mut m.kv_heads),
+            ("head_dim", &mut m.head_dim),
+            ("ffn", &mut m.ffn),
+            ("vocab", &mut m.vocab),
+            ("experts", &mut m.experts),
+            ("top_k", &mut m.experts_per_token),
+        ] {
+            if let Some(s) = get(k) {
+                *slot = num(k, s)?;
+            }
+        }
+        if let Some(s) = get("mlp") {
+            m.mlp = parse_enum("mlp", s)?;
+        }
+        if let Some(s) = get("norm") {
+            m.norm = parse_enum("norm", s)?;
+        }
+        if let Some(s) = get("tied") {
+            m.tied_embeddings = boolean("tied", s)?;
+        }
+    }
+    if let Some(id) = get("gpu") {
+        plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
+    }
+    let t = &mut plan.training;
+    for (k, slot) in [
+        ("mb", &mut t.micro_batch),
+        ("seq", &mut t.seq_len),
+        ("ga", &mut t.grad_accum),
+    ] {
+        if let Some(s) = get(k) {
+            *slot = num(k, s)?;
+        }
+    }
+    if let Some(s) = get("prec") {
+        t.precision = parse_enum("prec", s)?;
+    }
+    if let Some(s) = get("opt") {
+        t.optimizer = parse_enum("opt", s)?;
+    }
+    if let Some(s) = get("opt_impl") {
+        t.optimizer_impl = parse_enum("opt_impl", s)?;
+    }
+    if let Some(s) = get("opt_bwd") {
+        t.optimizer_in_backward = boolean("opt_bwd", s)?;
+    }
+    if let Some(s) = get("ckpt") {
+        t.checkpointing = parse_enum("ckpt", s)?;
+    }
+    if let Some(s) = get("attn") {
+        t.attention = parse_enum("attn", s)?;
+    }
+    if let Some(s) = get("loss") {
+        t.loss = parse_enum("loss", s)?;
+    }
+    if let Some(s) = get("dropout") {
+        t.dropout = boolean("dropout", s)?;
+    }
+    if let Some(s) = get("act_off") {
+        t.activation_offload = boolean("act_off", s)?;
+    }
+    match get("ft") {
+        None | Some("full") => {}
+        Some("lora") | Some("qlora") => {
+            let rank = get("rank")
+                .map(|s| num("rank", s))
+                .transpose()?
+                .unwrap_or(16);
+            let targets = get("targets")
+                .map(|s| parse_targets("targets", s))
+                .transpose()?
+                .unwrap_or(LoraTargets::ALL_LINEAR);
+            let default_bits = if get("ft") == Some("qlora") { 4 } else { 16 };
+            let base_bits = get("bits")
+                .map(|s| num("bits", s))
+                .transpose()?
+                .unwrap_or(default_bits);
+            let dropout = get("lora_dropout")
+                .map(|s| boolean("lora_dropout", s))
+                .transpose()?
+                .unwrap_or(true);
+            t.finetune = Finetune::Lora {
+                rank,
+                targets,
+                base_bits,
+                dropout,
+            };
+        }
+        Some(other) => {
+            return Err(err(
+                "ft",
+                format!("unknown fine-tuning kind `{other}` (full, lora, qlora)"),
+            ))
+        }
+    }
+    let p = &mut plan.parallel;
+    for (k, slot) in [
+        ("gpus", &mut p.num_gpus),
+        ("tp", &mut p.tp),
+        ("pp", &mut p.pp),
+        ("pp_mb", &mut p.pp_microbatches),
+        ("vstages", &mut p.virtual_stages),
+        ("cp", &mut p.cp),
+        ("ep", &mut p.ep),
+    ] {
+        if let Some(s) = get(k) {
+            *slot = num(k, s)?;
+        }
+    }
+    if let Some(s) = get("shard") {
+        p.sharding = parse_enum("shard", s)?;
+    }
+    if let Some(s) = get("sp") {
+        p.sequence_parallel = boolean("sp", s)?;
+    }
+    if let Some(s) = get("pp_sched") {
+        p.pp_schedule = parse_enum("pp_sched", s)?;
+    }
+    if let Some(s) = get("offload") {
+        p.offload = parse_enum("offload", s)?;
+    }
+    if let Some(s) = get("bucket_view") {
+        p.gradient_as_bucket_view = boolean("bucket_view", s)?;
+    }
+    let r = &mut plan.runtime;
+    if let Some(s) = get("ctx_mib") {
+        r.cuda_context_mib = num("ctx_mib", s)? as u64;
+    }
+    if let Some(s) = get("other_mib") {
+        r.other_processes_mib = num("other_mib", s)? as u64;
+    }
+    if let Some(s) = get("expandable") {
+        r.expandable_segments = boolean("expandable", s)?;
+    }
+    Ok(plan)
+}
+
+/// Reads a plan from a raw query string.
+pub fn decode_str(q: &str) -> Result<Plan, QueryError> {
+    decode(&pairs(q))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Precision, Sharding};
+
+    #[test]
+    fn default_plan_encodes_to_empty_query() {
+        assert_eq!(encode(&Plan::default()), "");
+        assert_eq!(decode_str("").unwrap(), Plan::default());
+    }
+
+    #[test]
+    fn round_trips_a_changed_plan() {
+        let mut p = Plan {
+            model: presets::preset("qwen2.5-7b").unwrap().spec(),
+            ..Plan::default()
+        };
+        p.training.micro_batch = 3;
+        p.training.seq_len = 8192;
+        p.training.precision = Precision::Bf16;
+        p.training.finetune = Finetune::Lora {
+            rank: 8,
+            targets: LoraTargets::QV,
+            base_bits: 4,
+            dropout: false,
+        };
+        p.parallel.sharding = Sharding::FsdpFull;
+        p.parallel.num_gpus = 4;
+        let q = encode(&p);
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+    }
+
+    #[test]
+    fn round_trips_a_custom_model() {
+        let mut p = Plan::default();
+        p.model.name = "custom".into();
+        p.model.layers = 7;
+        p.model.hidden = 1000;
+        let q = encode(&p);
+        let back = decode_str(&q).unwrap();
+        assert_eq!(back.model.layers, 7);
+        assert_eq!(back.model.hidden, 1000);
+        assert_eq!(back.model.params(), p.model.params());
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        let e = decode_str("mb=abc").unwrap_err();
+        assert_eq!(e.param, "mb");
+        let e = decode_str("gpu=nope").unwrap_err();
+        assert_eq!(e.param, "gpu");
+        assert!(e.to_string().contains("nope"));
+        let e = decode_str("prec=fp64").unwrap_err();
+        assert_eq!(e.param, "prec");
+        let e = decode_str("ft=lora&targets=q+zz").unwrap_err();
+        assert_eq!(e.param, "targets");
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored_and_escapes_decoded() {
+        let p = decode_str("?lang=zh&utm_source=x&targets=q%2Bv&ft=lora").unwrap();
+        match p.training.finetune {
+            Finetune::Lora { targets, .. } => assert_eq!(targets, LoraTargets::QV),
+            _ => panic!("expected lora"),
+        }
+    }
+}

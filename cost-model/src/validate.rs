@@ -1,0 +1,157 @@
+//! Plan validation: every check names the field at fault. Runs before any
+//! arithmetic, so the estimate itself never sees a zero divisor.
+
+use crate::error::PlanError;
+use crate::plan::{Finetune, Plan, PLAN_VERSION};
+
+/// Upper bounds that keep every product far inside f64's exact range and
+/// reject obvious typos ("micro_batch: 1e9") with a clear message.
+pub const MAX_MICRO_BATCH: u64 = 1 << 20;
+pub const MAX_SEQ_LEN: u64 = 1 << 24;
+pub const MAX_GPUS: u64 = 1 << 20;
+pub const MAX_LAYERS: u64 = 10_000;
+pub const MAX_WIDTH: u64 = 1 << 20;
+pub const MAX_VOCAB: u64 = 1 << 26;
+pub const MAX_EXPERTS: u64 = 1 << 14;
+
+fn positive(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
+    if v == 0 {
+        return Err(PlanError::Zero { field });
+    }
+    if v as u64 > max {
+        return Err(PlanError::TooLarge {
+            field,
+            value: v as u64,
+            max,
+        });
+    }
+    Ok(())
+}
+
+fn divisible(
+    field: &'static str,
+    v: u32,
+    by_field: &'static str,
+    by: u32,
+) -> Result<(), PlanError> {
+    if by == 0 || !v.is_multiple_of(by) {
+        return Err(PlanError::NotDivisible {
+            field,
+            value: v as u64,
+            by_field,
+            by: by as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Checks that the plan describes a run that can exist.
+pub fn validate(plan: &Plan) -> Result<(), PlanError> {
+    if plan.version > PLAN_VERSION {
+        return Err(PlanError::UnsupportedVersion {
+            found: plan.version,
+            supported: PLAN_VERSION,
+        });
+    }
+    let m = &plan.model;
+    positive("model.layers", m.layers, MAX_LAYERS)?;
+    if m.encoder_layers as u64 > MAX_LAYERS {
+        return Err(PlanError::TooLarge {
+            field: "model.encoder_layers",
+            value: m.encoder_layers as u64,
+            max: MAX_LAYERS,
+        });
+    }
+    positive("model.hidden", m.hidden, MAX_WIDTH)?;
+    positive("model.heads", m.heads, MAX_WIDTH)?;
+    positive("model.kv_heads", m.kv_heads, MAX_WIDTH)?;
+    positive("model.head_dim", m.head_dim, MAX_WIDTH)?;
+    positive("model.ffn", m.ffn, MAX_WIDTH)?;
+    positive("model.vocab", m.vocab, MAX_VOCAB)?;
+    positive("model.norms_per_layer", m.norms_per_layer.max(1), 8)?;
+    divisible("model.heads", m.heads, "model.kv_heads", m.kv_heads)?;
+    if m.experts as u64 > MAX_EXPERTS {
+        return Err(PlanError::TooLarge {
+            field: "model.experts",
+            value: m.experts as u64,
+            max: MAX_EXPERTS,
+        });
+    }
+    if m.experts > 0 && (m.experts_per_token == 0 || m.experts_per_token > m.experts) {
+        return Err(PlanError::Invalid {
+            field: "model.experts_per_token",
+            reason: format!("must be between 1 and experts ({})", m.experts),
+        });
+    }
+
+    let t = &plan.training;
+    positive("training.micro_batch", t.micro_batch, MAX_MICRO_BATCH)?;
+    positive("training.seq_len", t.seq_len, MAX_SEQ_LEN)?;
+    positive("training.grad_accum", t.grad_accum, 1 << 20)?;
+    if let Finetune::Lora {
+        rank, base_bits, ..
+    } = t.finetune
+    {
+        positive("training.finetune.rank", rank, MAX_WIDTH)?;
+        if !matches!(base_bits, 4 | 8 | 16 | 32) {
+            return Err(PlanError::Invalid {
+                field: "training.finetune.base_bits",
+                reason: format!("{base_bits} is not one of 4, 8, 16, 32"),
+            });
+        }
+    }
+
+    let p = &plan.parallel;
+    positive("parallel.num_gpus", p.num_gpus, MAX_GPUS)?;
+    positive("parallel.tp", p.tp, MAX_GPUS)?;
+    positive("parallel.pp", p.pp, MAX_GPUS)?;
+    positive("parallel.cp", p.cp, MAX_GPUS)?;
+    positive("parallel.ep", p.ep, MAX_GPUS)?;
+    positive("parallel.gpus_per_node", p.gpus_per_node, MAX_GPUS)?;
+    positive("parallel.virtual_stages", p.virtual_stages, MAX_LAYERS)?;
+    divisible("model.heads", m.heads, "parallel.tp", p.tp)?;
+    if !m.kv_heads.is_multiple_of(p.tp) && !p.tp.is_multiple_of(m.kv_heads) {
+        return Err(PlanError::Invalid {
+            field: "parallel.tp",
+            reason: format!(
+                "kv_heads ({}) can be neither split over nor replicated across tp ({})",
+                m.kv_heads, p.tp
+            ),
+        });
+    }
+    let stages = p.pp as u64 * p.virtual_stages as u64;
+    if stages > m.layers as u64 {
+        return Err(PlanError::Invalid {
+            field: "parallel.pp",
+            reason: format!(
+                "pp × virtual_stages ({stages}) is larger than the model's layers ({})",
+                m.layers
+            ),
+        });
+    }
+    let mp = p.tp as u64 * p.pp as u64 * p.cp as u64;
+    if !(p.num_gpus as u64).is_multiple_of(mp) {
+        return Err(PlanError::NotDivisible {
+            field: "parallel.num_gpus",
+            value: p.num_gpus as u64,
+            by_field: "tp × pp × cp",
+            by: mp,
+        });
+    }
+    divisible("training.seq_len", t.seq_len, "parallel.cp", p.cp)?;
+    if m.experts > 0 {
+        divisible("model.experts", m.experts, "parallel.ep", p.ep)?;
+    } else if p.ep > 1 {
+        return Err(PlanError::Invalid {
+            field: "parallel.ep",
+            reason: "expert parallelism needs a mixture-of-experts model".into(),
+        });
+    }
+    if p.sequence_parallel && p.tp == 1 {
+        return Err(PlanError::Invalid {
+            field: "parallel.sequence_parallel",
+            reason: "sequence parallelism needs tp > 1".into(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,60 @@
+import { test, expect, Page } from "@playwright/test";
+
+const hydrated = (info: { project: { name: string } }) => info.project.name === "hydrated";
+
+/** Waits until the WASM bundle has hydrated the page. */
+async function waitForHydration(page: Page) {
+  await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true", { timeout: 15_000 });
+}
+
+test("server renders the planner with a verdict", async ({ page }) => {
+  const res = await page.goto("/");
+  expect(res?.status()).toBe(200);
+  await expect(page.locator("h1")).toHaveText("memplan");
+  await expect(page.getByTestId("plan-form")).toBeVisible();
+  await expect(page.getByTestId("model")).toBeVisible();
+  await expect(page.getByTestId("gpu")).toBeVisible();
+  await expect(page.getByTestId("micro-batch")).toBeVisible();
+  await expect(page.getByTestId("seq-len")).toBeVisible();
+  await expect(page.getByTestId("verdict")).toHaveText(/fit/i);
+  await expect(page.getByTestId("device-used")).toHaveText(/GiB$/);
+});
+
+test("a URL with plan parameters renders that plan", async ({ page }) => {
+  await page.goto("/?model=llama-2-7b&mb=2&seq=1024&gpu=a100-sxm4-40gb&gpus=1&shard=none");
+  await expect(page.getByTestId("model")).toHaveValue("llama-2-7b");
+  await expect(page.getByTestId("gpu")).toHaveValue("a100-sxm4-40gb");
+  await expect(page.getByTestId("capacity")).toHaveText("40.00 GiB");
+  // Full fine-tuning of a 7B model with AdamW cannot fit one 40 GB GPU.
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+});
+
+test("without JavaScript the form submits with GET and the server recomputes", async ({ page }, info) => {
+  test.skip(hydrated(info), "JS-off behaviour");
+  await page.goto("/");
+  const before = await page.getByTestId("device-used").textContent();
+  await page.getByTestId("micro-batch").fill("8");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/mb=8/);
+  await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
+});
+
+test("hydrated: changing an input recomputes in the browser without a network request", async ({ page }, info) => {
+  test.skip(!hydrated(info), "needs the WASM bundle");
+  await page.goto("/");
+  await waitForHydration(page);
+  const requests: string[] = [];
+  page.on("request", (r) => requests.push(r.url()));
+  const before = await page.getByTestId("device-used").textContent();
+  await page.getByTestId("micro-batch").fill("8");
+  await expect(page.getByTestId("micro-batch-value")).toHaveText("8");
+  await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
+  // The URL follows the plan (history replaced, not pushed).
+  await expect(page).toHaveURL(/mb=8/);
+  expect(requests).toEqual([]);
+});
+
+test("unknown pages are a real 404", async ({ page }) => {
+  const res = await page.goto("/no-such-page");
+  expect(res?.status()).toBe(404);
+});

@@ -1,0 +1,168 @@
+//! Command-line interface (exact interface: other tools depend on it).
+
+use clap::{Args, Parser, Subcommand};
+use cost_model::{estimate, Plan};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "memplan",
+    version,
+    about = "GPU memory planner for transformer training",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// Options of the default `serve` command.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the web app and JSON API (the default).
+    Serve(ServeArgs),
+    /// Estimate per-GPU memory for a plan file.
+    Estimate(EstimateArgs),
+    /// Parse a GPU memory log and check it against a plan.
+    Verify(VerifyArgs),
+    /// Predict every case of a calibration CSV and report the errors.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "MEMPLAN_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: std::net::SocketAddr,
+    /// Directory holding the built site (`pkg/` with the WASM, JS and CSS).
+    /// Defaults to `LEPTOS_SITE_ROOT`, else `site/` beside the binary, else `target/site`.
+    #[arg(long, env = "MEMPLAN_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct EstimateArgs {
+    /// Plan JSON file (see docs/plan-format.md).
+    pub plan: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print a complete example plan to start from.
+    #[arg(long)]
+    pub print_example: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Log file to parse (nvidia-smi, PyTorch OOM, memory_summary, …).
+    pub trace: PathBuf,
+    /// Plan JSON to compare against.
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Calibration cases CSV (schema: shared/calibration/SCHEMA.md).
+    pub cases: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the subcommands that need no server.
+pub fn run_offline(cmd: Command) -> ExitCode {
+    match cmd {
+        Command::Serve(_) => ExitCode::FAILURE,
+        Command::Estimate(a) => estimate_cmd(a),
+        Command::Verify(_) => not_yet("verify"),
+        Command::Calibrate(_) => not_yet("calibrate"),
+    }
+}
+
+fn not_yet(name: &str) -> ExitCode {
+    eprintln!("memplan {name}: not yet implemented");
+    ExitCode::from(2)
+}
+
+fn estimate_cmd(a: EstimateArgs) -> ExitCode {
+    if a.print_example {
+        match serde_json::to_string_pretty(&Plan::default()) {
+            Ok(s) => {
+                println!("{s}");
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                eprintln!("memplan estimate: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let Some(path) = a.plan else {
+        eprintln!("memplan estimate: give a PLAN.json (or --print-example)");
+        return ExitCode::from(2);
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("memplan estimate: cannot read {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let plan = match Plan::from_json(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("memplan estimate: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let est = match estimate(&plan) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("memplan estimate: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    if a.json {
+        match serde_json::to_string_pretty(&est) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("memplan estimate: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        println!(
+            "{} on {} × {} ({})",
+            plan.model.name,
+            plan.parallel.num_gpus,
+            plan.gpu.name,
+            plan.framework.label()
+        );
+        println!(
+            "peak per GPU: {} device_used, {} reserved, {} allocated — stage {}, phase {}",
+            est.peak.device_used,
+            est.peak.reserved,
+            est.peak.allocated,
+            est.worst_stage,
+            est.peak_phase.id()
+        );
+        for (c, b) in est.peak_breakdown.entries() {
+            println!("  {:<18} {:>12}", c.id(), b.to_string());
+        }
+        if est.fits {
+            println!("fits: {} headroom of {}", est.headroom, est.capacity);
+        } else {
+            println!("does NOT fit: {} over {}", est.shortfall, est.capacity);
+        }
+    }
+    if est.fits {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,19 @@
+//! `memplan`: the web server (default) and the command-line tool.
+
+use clap::Parser;
+use server::{cli, serve};
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    match cli.command.unwrap_or(cli::Command::Serve(cli.serve)) {
+        cli::Command::Serve(args) => match serve::run(args).await {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("memplan serve: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        },
+        other => cli::run_offline(other),
+    }
+}

@@ -1,0 +1,59 @@
+//! The router answered in-process (no socket): SSR of the planner, 404s.
+
+use axum::body::Body;
+use http_body_util::BodyExt;
+use leptos::config::LeptosOptions;
+use server::serve::router;
+use tower::ServiceExt;
+
+fn options() -> LeptosOptions {
+    LeptosOptions::builder()
+        .output_name("memplan")
+        .site_root("target/site")
+        .site_pkg_dir("pkg")
+        .build()
+}
+
+async fn get(uri: &str) -> (u16, String) {
+    let res = router(options())
+        .oneshot(http::Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn planner_is_server_rendered() {
+    let (status, html) = get("/").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("<h1>memplan</h1>"), "{html}");
+    assert!(html.contains(r#"data-testid="plan-form""#));
+    assert!(html.contains(r#"data-testid="verdict""#));
+    assert!(html.contains("/pkg/memplan.js") || html.contains("memplan.wasm"));
+}
+
+#[tokio::test]
+async fn plan_in_the_query_is_rendered_server_side() {
+    let (_, default) = get("/").await;
+    let (status, html) = get("/?gpu=a100-sxm4-40gb&gpus=1&shard=none&model=llama-2-7b").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("40.00 GiB"), "capacity of an A100 40GB");
+    assert!(html.contains("Does not fit"));
+    assert_ne!(default, html);
+}
+
+#[tokio::test]
+async fn bad_query_values_are_explained_not_500() {
+    let (status, html) = get("/?mb=lots").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("URL parameter `mb`"), "{html}");
+}
+
+#[tokio::test]
+async fn unknown_path_is_404() {
+    let (status, html) = get("/nope/nothing").await;
+    assert_eq!(status, 404);
+    assert!(html.contains("Page not found"));
+}
