@@ -197,6 +197,8 @@ impl Breakdown {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
+    /// Loading the checkpoint (some frameworks materialise it whole on every rank).
+    Load,
     /// After the model and optimizer are built (steady state: states exist).
     Init,
     /// End of forward: every saved activation and the loss.
@@ -208,9 +210,16 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [Phase::Init, Phase::Forward, Phase::Backward, Phase::Step];
+    pub const ALL: [Phase; 5] = [
+        Phase::Load,
+        Phase::Init,
+        Phase::Forward,
+        Phase::Backward,
+        Phase::Step,
+    ];
     pub fn id(self) -> &'static str {
         match self {
+            Phase::Load => "load",
             Phase::Init => "init",
             Phase::Forward => "forward",
             Phase::Backward => "backward",
@@ -360,14 +369,19 @@ impl<'a> Ctx<'a> {
 
     fn lora(&self) -> Option<(u32, LoraTargets, u32, bool)> {
         match self.plan.training.finetune {
-            Finetune::Full => None,
             Finetune::Lora {
                 rank,
                 targets,
                 base_bits,
                 dropout,
             } => Some((rank, targets, base_bits, dropout)),
+            _ => None,
         }
+    }
+
+    /// Bits of the frozen base, `None` for full training.
+    fn base_bits(&self) -> Option<u32> {
+        self.plan.training.finetune.base_bits()
     }
 
     // ----- parameters per rank --------------------------------------------
@@ -471,6 +485,14 @@ impl<'a> Ctx<'a> {
     }
 
     fn stage_trainable(&self, s: u32) -> f64 {
+        if let Finetune::Adapter {
+            trainable_params, ..
+        } = self.plan.training.finetune
+        {
+            // Spread over the blocks; the stage holds its share.
+            let share = self.stage_layers(s) / self.m.total_layers().max(1) as f64;
+            return trainable_params as f64 * share;
+        }
         match self.lora() {
             None => self.stage_params(s),
             Some((rank, tg, _, _)) => {
@@ -484,6 +506,12 @@ impl<'a> Ctx<'a> {
     }
 
     fn trainable_total(&self) -> u64 {
+        if let Finetune::Adapter {
+            trainable_params, ..
+        } = self.plan.training.finetune
+        {
+            return trainable_params;
+        }
         match self.lora() {
             None => self.m.params(),
             Some((rank, tg, _, _)) => {
@@ -507,7 +535,7 @@ impl<'a> Ctx<'a> {
     /// DeepSpeed/Megatron mixed precision (ZeRO paper: 2Ψ).
     fn trainable_weight_bytes(&self) -> f64 {
         let prec = self.plan.training.precision;
-        if self.lora().is_some() && self.peft_adapters_fp32() {
+        if self.base_bits().is_some() && self.peft_adapters_fp32() {
             return FP32;
         }
         if prec == Precision::Fp32 || (prec.fp32_weights() && !self.master_in_optimizer()) {
@@ -616,9 +644,9 @@ impl<'a> Ctx<'a> {
     /// Weights on one rank of stage `s`.
     fn weights(&self, s: u32) -> f64 {
         let offload_params = self.plan.parallel.offload == Offload::ParamsOptimizer;
-        let bytes = match self.lora() {
+        let bytes = match self.base_bits() {
             None => self.stage_params(s) * self.trainable_weight_bytes(),
-            Some((_, _, base_bits, _)) => {
+            Some(base_bits) => {
                 let matrices = self.stage_layers(s) * self.layer_matrix_params();
                 let rest = self.stage_params(s) - matrices;
                 let rest_bytes = if base_bits >= 32 { FP32 } else { HALF };
@@ -703,16 +731,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Under autocast, the 16-bit casts of the weights are cached for the whole
-    /// forward (torch.autocast `cache_enabled=True`) and freed at its exit.
-    fn autocast_cache(&self, s: u32) -> f64 {
+    /// Under autocast over fp32 weights, every matmul runs on a 16-bit cast of
+    /// its weight, and autograd saves that cast for the input gradient: the
+    /// casts of trainable weights sit in autocast's cache (`cache_enabled=True`),
+    /// those of frozen fp32 weights in the matmuls' saved tensors. Either way a
+    /// 16-bit copy of every fp32 matrix lives from forward into backward
+    /// (torch/csrc/autograd: `mm` saves `mat2`; autocast_mode.cpp `cached_cast`).
+    fn autocast_copies(&self, s: u32) -> f64 {
         let prec = self.plan.training.precision;
-        if !prec.is_autocast() || self.shards_params() || self.trainable_weight_bytes() < FP32 {
+        if !prec.is_autocast() || self.shards_params() {
             return 0.0;
-        }
-        if self.lora().is_some() {
-            // Only the fp32 adapters are cast; the 16-bit (or quantised) base is not.
-            return self.stage_trainable(s) * HALF;
         }
         let matrices = self.stage_layers(s) * self.layer_matrix_params()
             + if self.is_last(s) {
@@ -720,7 +748,34 @@ impl<'a> Ctx<'a> {
             } else {
                 0.0
             };
-        matrices * HALF
+        match self.base_bits() {
+            // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast.
+            Some(bits) if bits < 32 => {
+                if self.trainable_weight_bytes() >= FP32 {
+                    self.stage_trainable(s) * HALF
+                } else {
+                    0.0
+                }
+            }
+            Some(_) => matrices * HALF + self.stage_trainable(s) * HALF,
+            None if self.trainable_weight_bytes() >= FP32 => matrices * HALF,
+            None => 0.0,
+        }
+    }
+
+    /// Extra bytes while loading: frameworks that load the whole checkpoint on
+    /// every rank before sharding hold it in full beside their shard.
+    fn load_materialised(&self, s: u32) -> f64 {
+        if !self.defaults().loads_full_checkpoint_per_rank || !self.shards_params() {
+            return 0.0;
+        }
+        let bytes = match self.base_bits() {
+            Some(bits) if bits < 16 => HALF, // 16-bit weights before quantising
+            Some(32) => FP32,
+            Some(_) => HALF,
+            None => self.trainable_weight_bytes(),
+        };
+        self.stage_params(s) * bytes
     }
 
     // ----- activations --------------------------------------------------------
@@ -746,9 +801,12 @@ impl<'a> Ctx<'a> {
     /// it is a bitsandbytes 4/8-bit matmul, which saves its input regardless
     /// (bitsandbytes `MatMul4Bit.forward` stores `A`) — DESIGN.md §3b.
     fn keeps_input(&self, targeted: bool) -> bool {
-        match self.lora() {
-            None => true,
-            Some((_, _, bits, dropout)) => (targeted && !dropout) || bits <= 8,
+        match self.plan.training.finetune {
+            Finetune::Full => true,
+            Finetune::Lora {
+                base_bits, dropout, ..
+            } => (targeted && !dropout) || base_bits <= 8,
+            Finetune::Adapter { base_bits, .. } => base_bits <= 8,
         }
     }
 
@@ -764,7 +822,11 @@ impl<'a> Ctx<'a> {
         let hkv = (m.kv_heads * m.head_dim) as f64;
         let f = m.ffn as f64;
         let a = m.heads as f64;
-        let tg = self.lora().map(|l| l.1).unwrap_or(LoraTargets::ALL_LINEAR);
+        let tg = match self.plan.training.finetune {
+            Finetune::Full => LoraTargets::ALL_LINEAR,
+            Finetune::Lora { targets, .. } => targets,
+            Finetune::Adapter { .. } => LoraTargets::default(),
+        };
         let dropout = self.plan.training.dropout;
         let norm = self.norm_saved_bytes();
 
@@ -773,7 +835,12 @@ impl<'a> Ctx<'a> {
         if self.keeps_input(tg.q) || self.keeps_input(tg.k) || self.keeps_input(tg.v) {
             attn += e * sb * h / rep; // norm output = q/k/v input
         }
-        attn += e * sb * (hq + 2.0 * hkv) / t; // q, k, v (rotated) for the attention backward
+        // q, k, v (rotated) for the attention backward; grouped k/v are expanded
+        // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
+        let expand =
+            self.plan.training.attention == Attention::Eager || self.defaults().expands_gqa_kv;
+        let kv = if expand { hq } else { hkv };
+        attn += e * sb * (hq + 2.0 * kv) / t;
         match self.plan.training.attention {
             Attention::Flash => {
                 attn += e * sb * hq / t; // output, kept by the kernel and o_proj
@@ -991,13 +1058,13 @@ impl<'a> Ctx<'a> {
                 // Unsharded parameters of the current and prefetched unit
                 // (one transformer block per unit), and in backward their gradients.
                 let unit = self.layer_matrix_params() + self.layer_norm_params();
-                let pbytes = if self.lora().is_some() {
+                let pbytes = if self.base_bits().is_some() {
                     HALF
                 } else {
                     self.trainable_weight_bytes().min(FP32)
                 };
                 let gathered = FSDP_UNITS_IN_FLIGHT * unit * pbytes;
-                let grads = if self.lora().is_some() {
+                let grads = if self.base_bits().is_some() {
                     0.0
                 } else {
                     unit * self.grad_bytes()
@@ -1077,16 +1144,26 @@ impl<'a> Ctx<'a> {
         let g_fwd = if accum { g } else { 0.0 };
         let runtime = self.runtime() + self.paged_optimizer_resident(s);
         let frac = self.reserve_fraction();
+        let casts = self.autocast_copies(s);
 
-        let mk = |phase, weights: f64, grads: f64, act: f64, lg: f64, comm: f64, tmp: f64| {
+        struct Parts {
+            w: f64,
+            g: f64,
+            o: f64,
+            act: f64,
+            lg: f64,
+            comm: f64,
+            tmp: f64,
+        }
+        let mk = |phase, p: Parts| {
             let mut bd = Breakdown {
-                weights: Bytes::from_f64(weights),
-                gradients: Bytes::from_f64(grads),
-                optimizer: Bytes::from_f64(o),
-                activations: Bytes::from_f64(act),
-                logits: Bytes::from_f64(lg),
-                comm_buffers: Bytes::from_f64(comm),
-                temporaries: Bytes::from_f64(tmp),
+                weights: Bytes::from_f64(p.w),
+                gradients: Bytes::from_f64(p.g),
+                optimizer: Bytes::from_f64(p.o),
+                activations: Bytes::from_f64(p.act),
+                logits: Bytes::from_f64(p.lg),
+                comm_buffers: Bytes::from_f64(p.comm),
+                temporaries: Bytes::from_f64(p.tmp),
                 allocator_reserve: Bytes::ZERO,
                 runtime: Bytes::from_f64(runtime),
             };
@@ -1101,28 +1178,69 @@ impl<'a> Ctx<'a> {
                 breakdown: bd,
             }
         };
-
-        let init = mk(Phase::Init, w, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let z = 0.0;
+        let load = mk(
+            Phase::Load,
+            Parts {
+                w,
+                g: z,
+                o: z,
+                act: z,
+                lg: z,
+                comm: z,
+                tmp: self.load_materialised(s),
+            },
+        );
+        let init = mk(
+            Phase::Init,
+            Parts {
+                w,
+                g: z,
+                o,
+                act: z,
+                lg: z,
+                comm: z,
+                tmp: z,
+            },
+        );
         let forward = mk(
             Phase::Forward,
-            w,
-            g_fwd,
-            acts,
-            logits,
-            comm_f,
-            self.autocast_cache(s),
+            Parts {
+                w,
+                g: g_fwd,
+                o,
+                act: acts,
+                lg: logits,
+                comm: comm_f,
+                tmp: casts,
+            },
         );
-        // Backward: its start (all activations, the loss backward, one block's
-        // working set) or its end (all gradients, the last block's working set).
-        let bwd_start = mk(Phase::Backward, w, g_fwd, acts, logits, comm_b, working);
+        // Backward: its start (all activations, the loss backward, the 16-bit
+        // weight copies autograd saved, one block's working set) or its end (all
+        // gradients, the last block's working set).
+        let bwd_start = mk(
+            Phase::Backward,
+            Parts {
+                w,
+                g: g_fwd,
+                o,
+                act: acts,
+                lg: logits,
+                comm: comm_b,
+                tmp: working + casts,
+            },
+        );
         let bwd_end = mk(
             Phase::Backward,
-            w,
-            g,
-            self.layer_input_bytes(),
-            0.0,
-            comm_b,
-            working,
+            Parts {
+                w,
+                g,
+                o,
+                act: self.layer_input_bytes(),
+                lg: z,
+                comm: comm_b,
+                tmp: working,
+            },
         );
         let backward = if bwd_start.counters.allocated >= bwd_end.counters.allocated {
             bwd_start
@@ -1131,14 +1249,17 @@ impl<'a> Ctx<'a> {
         };
         let step = mk(
             Phase::Step,
-            w,
-            g,
-            0.0,
-            0.0,
-            0.0,
-            self.optimizer_temporaries(s),
+            Parts {
+                w,
+                g,
+                o,
+                act: z,
+                lg: z,
+                comm: z,
+                tmp: self.optimizer_temporaries(s),
+            },
         );
-        let phases = vec![init, forward, backward, step];
+        let phases = vec![load, init, forward, backward, step];
         let peak = phases
             .iter()
             .copied()

@@ -32,6 +32,12 @@ pub struct FrameworkDefaults {
     pub fp32_master_in_optimizer: bool,
     /// Gradients accumulated/reduced in fp32 buffers (Megatron `main_grad`).
     pub fp32_grad_buffers: bool,
+    /// Loading materialises the full (unsharded) checkpoint on every rank's GPU
+    /// before sharding (LitGPT: `fabric.load_raw` into the FSDP-wrapped model).
+    pub loads_full_checkpoint_per_rank: bool,
+    /// Grouped-query k/v are expanded to every query head before attention
+    /// (LitGPT `CausalSelfAttention`: `k.expand(...)` when `n_query_groups != n_head`).
+    pub expands_gqa_kv: bool,
 }
 
 impl Framework {
@@ -108,6 +114,8 @@ impl Framework {
             optimizer_impl: OptimizerImpl::Foreach,
             fp32_master_in_optimizer: false,
             fp32_grad_buffers: false,
+            loads_full_checkpoint_per_rank: false,
+            expands_gqa_kv: false,
         };
         match self {
             Framework::HfTrainer
@@ -127,6 +135,8 @@ impl Framework {
             },
             Framework::Litgpt => FrameworkDefaults {
                 loss: Loss::ChunkedKeep,
+                loads_full_checkpoint_per_rank: true,
+                expands_gqa_kv: true,
                 ..hf
             },
             Framework::Deepspeed => FrameworkDefaults {

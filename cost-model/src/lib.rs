@@ -16,5 +16,7 @@ pub mod plan;
 pub use error::PlanError;
 pub use estimate::{estimate, Estimate};
 pub use plan::Plan;
+pub mod calibrate;
+pub mod csv;
 pub mod query;
 pub mod validate;

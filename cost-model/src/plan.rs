@@ -191,6 +191,25 @@ pub enum Finetune {
         /// `lora_dropout > 0`: the adapter keeps its own dropped-out copy of its input.
         dropout: bool,
     },
+    /// Another parameter-efficient method (LLaMA-Adapter, IA³, prompt tuning,
+    /// norm tuning, …): a frozen base plus this many trainable parameters that
+    /// do not make the frozen matrices keep their inputs.
+    Adapter {
+        trainable_params: u64,
+        base_bits: u32,
+    },
+}
+
+impl Finetune {
+    /// Bits of the frozen base weights, or `None` when every weight trains.
+    pub fn base_bits(&self) -> Option<u32> {
+        match *self {
+            Finetune::Full => None,
+            Finetune::Lora { base_bits, .. } | Finetune::Adapter { base_bits, .. } => {
+                Some(base_bits)
+            }
+        }
+    }
 }
 
 /// The training step.

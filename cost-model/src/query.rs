@@ -321,11 +321,13 @@ pub fn encode(plan: &Plan) -> String {
 /// Reads a plan from query pairs, starting from the default plan.
 pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryError> {
     let mut plan = Plan::default();
+    // An empty value (a cleared form field) means "keep the default".
     let get = |k: &str| {
         q.iter()
             .rev()
             .find(|(a, _)| a.as_ref() == k)
-            .map(|(_, v)| v.as_ref())
+            .map(|(_, v)| v.as_ref().trim())
+            .filter(|v| !v.is_empty())
     };
 
     // Framework first: its defaults seed the settings it decides.
@@ -561,5 +563,15 @@ mod tests {
             Finetune::Lora { targets, .. } => assert_eq!(targets, LoraTargets::QV),
             _ => panic!("expected lora"),
         }
+    }
+}
+#[cfg(test)]
+mod empty_values {
+    use super::*;
+    #[test]
+    fn empty_values_keep_defaults() {
+        let p = decode_str("gpus=&mb=3").unwrap();
+        assert_eq!(p.training.micro_batch, 3);
+        assert_eq!(p.parallel.num_gpus, Plan::default().parallel.num_gpus);
     }
 }

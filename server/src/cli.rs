@@ -72,6 +72,9 @@ pub struct CalibrateArgs {
     pub cases: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Print the plan built for one case and its estimate, phase by phase.
+    #[arg(long, value_name = "ID")]
+    pub explain: Option<String>,
 }
 
 /// Runs the subcommands that need no server.
@@ -80,7 +83,7 @@ pub fn run_offline(cmd: Command) -> ExitCode {
         Command::Serve(_) => ExitCode::FAILURE,
         Command::Estimate(a) => estimate_cmd(a),
         Command::Verify(_) => not_yet("verify"),
-        Command::Calibrate(_) => not_yet("calibrate"),
+        Command::Calibrate(a) => calibrate_cmd(a),
     }
 }
 
@@ -165,4 +168,76 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&a.cases) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("memplan calibrate: cannot read {}: {e}", a.cases.display());
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(id) = &a.explain {
+        return match cost_model::calibrate::case_plan(&text, id) {
+            Ok(plan) => explain(&plan),
+            Err(e) => {
+                eprintln!("memplan calibrate: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let report = match cost_model::calibrate::calibrate(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("memplan calibrate: {}: {e}", a.cases.display());
+            return ExitCode::from(2);
+        }
+    };
+    if a.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("memplan calibrate: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    print!("{}", cost_model::calibrate::markdown(&report));
+    ExitCode::SUCCESS
+}
+
+/// Prints a plan and its estimate for every stage and phase.
+fn explain(plan: &Plan) -> ExitCode {
+    println!("{}", serde_json::to_string(plan).unwrap_or_default());
+    let est = match estimate(plan) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("memplan: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("params {} trainable {}", est.params, est.trainable_params);
+    for st in &est.stages {
+        for ph in &st.phases {
+            let parts: Vec<String> = ph
+                .breakdown
+                .entries()
+                .iter()
+                .filter(|(_, b)| b.get() > 0)
+                .map(|(c, b)| format!("{}={:.2}", c.id(), b.gib()))
+                .collect();
+            println!(
+                "stage {} {:<8} alloc {:>7.2} res {:>7.2} used {:>7.2} GiB | {}",
+                st.stage,
+                ph.phase.id(),
+                ph.counters.allocated.gib(),
+                ph.counters.reserved.gib(),
+                ph.counters.device_used.gib(),
+                parts.join(" ")
+            );
+        }
+    }
+    ExitCode::SUCCESS
 }

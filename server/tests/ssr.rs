@@ -57,3 +57,27 @@ async fn unknown_path_is_404() {
     assert_eq!(status, 404);
     assert!(html.contains("Page not found"));
 }
+
+#[tokio::test]
+async fn form_fields_carry_their_values_for_a_js_off_submit() {
+    let (_, html) = get("/?mb=3&seq=2048&gpus=4").await;
+    for (name, value) in [("mb", "3"), ("seq", "2048"), ("gpus", "4")] {
+        let at = html.find(&format!(r#"name="{name}""#)).expect(name);
+        let tag_end = at + html[at..].find('>').unwrap();
+        let tag_start = html[..at].rfind('<').unwrap();
+        assert!(
+            html[tag_start..tag_end].contains(&format!(r#"value="{value}""#)),
+            "{name}: {}",
+            &html[tag_start..tag_end]
+        );
+    }
+    // A full GET submit of the form (every field, some empty) is the same plan.
+    let (_, full) = get("/?model=llama-3.1-8b&gpu=h100-sxm-80gb&gpus=&mb=3&seq=2048").await;
+    let (_, short) = get("/?mb=3&seq=2048").await;
+    let fig = |h: &str| {
+        h.split(r#"data-testid="device-used">"#)
+            .nth(1)
+            .map(|s| s[..12].to_string())
+    };
+    assert_eq!(fig(&full), fig(&short));
+}

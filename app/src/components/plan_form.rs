@@ -75,6 +75,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                     name="gpus"
                     min="1"
                     data-testid="gpus"
+                    value=move || plan.with(|p| p.parallel.num_gpus)
                     prop:value=move || plan.with(|p| p.parallel.num_gpus)
                     on:input=move |ev| set_num(ev, |p, v| p.parallel.num_gpus = v)
                 />
@@ -87,6 +88,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                     min="1"
                     max="64"
                     data-testid="micro-batch"
+                    value=move || plan.with(|p| p.training.micro_batch)
                     prop:value=move || plan.with(|p| p.training.micro_batch)
                     on:input=move |ev| set_num(ev, |p, v| p.training.micro_batch = v)
                 />
@@ -102,6 +104,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                     min="1"
                     step="1"
                     data-testid="seq-len"
+                    value=move || plan.with(|p| p.training.seq_len)
                     prop:value=move || plan.with(|p| p.training.seq_len)
                     on:input=move |ev| set_num(ev, |p, v| p.training.seq_len = v)
                 />

@@ -1,0 +1,581 @@
+//! Calibration: read cases in the schema of `shared/calibration/SCHEMA.md`,
+//! build a plan from each row's columns (no per-row or per-source constants),
+//! predict the counter the row measured, and summarise the errors.
+
+use crate::csv;
+use crate::estimate::{estimate, Counters};
+use crate::framework::Framework;
+use crate::gpu::{self, GpuSpec};
+use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+use crate::plan::{
+    Attention, Checkpointing, Finetune, Loss, Offload, Optimizer, Plan, Precision, Sharding,
+};
+use crate::query::parse_targets;
+use crate::units::{GIB, MIB};
+use serde::{Deserialize, Serialize};
+
+/// Which counter a measurement is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counter {
+    Allocated,
+    Reserved,
+    DeviceUsed,
+}
+
+impl Counter {
+    /// The schema's `metric` column: `max_allocated` and `max_active` are the
+    /// allocated counter; `max_reserved`, `reserved_at_end` and an unstated
+    /// metric the reserved one; `device_used` what NVML reports.
+    pub fn from_metric(m: &str) -> Option<Counter> {
+        match m {
+            "max_allocated" | "max_active" => Some(Counter::Allocated),
+            "max_reserved" | "reserved_at_end" | "" => Some(Counter::Reserved),
+            "device_used" => Some(Counter::DeviceUsed),
+            _ => None,
+        }
+    }
+
+    pub fn pick(self, c: &Counters) -> u64 {
+        match self {
+            Counter::Allocated => c.allocated.get(),
+            Counter::Reserved => c.reserved.get(),
+            Counter::DeviceUsed => c.device_used.get(),
+        }
+    }
+}
+
+/// One case's outcome (the JSON shape `memplan calibrate --json` prints).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub metric: String,
+    pub measured_gib: f64,
+    pub predicted_gib: Option<f64>,
+    pub error_pct: Option<f64>,
+    pub oom: bool,
+    pub skipped: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: u64,
+    pub skipped: u64,
+    pub median_abs_error_pct: Option<f64>,
+    pub p90_abs_error_pct: Option<f64>,
+    pub worst_under_prediction_pct: Option<f64>,
+    pub oom_detected: u64,
+    pub oom_total: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub cases: Vec<CaseResult>,
+    pub summary: Summary,
+}
+
+/// The columns every case file has, in the schema's order.
+pub const COLUMNS: &[&str] = &[
+    "id",
+    "source_url",
+    "framework",
+    "model",
+    "arch",
+    "n_layers",
+    "hidden",
+    "n_heads",
+    "n_kv_heads",
+    "ffn_hidden",
+    "mlp",
+    "vocab",
+    "tied_embeddings",
+    "n_experts",
+    "experts_per_token",
+    "params_total",
+    "task",
+    "lora_rank",
+    "lora_targets",
+    "trainable_params",
+    "micro_batch",
+    "seq_len",
+    "grad_accum",
+    "precision",
+    "base_weight_bits",
+    "optimizer",
+    "optimizer_in_backward",
+    "activation_checkpointing",
+    "activation_offload",
+    "attention",
+    "loss",
+    "compile",
+    "num_gpus",
+    "sharding",
+    "tp",
+    "pp",
+    "cp",
+    "offload",
+    "gpu",
+    "gpu_mem_gib",
+    "metric",
+    "measured_gib",
+    "oom",
+    "quality",
+    "notes",
+];
+
+struct Row<'a> {
+    header: &'a [String],
+    fields: &'a [String],
+}
+
+impl Row<'_> {
+    fn get(&self, col: &str) -> &str {
+        self.header
+            .iter()
+            .position(|h| h == col)
+            .and_then(|i| self.fields.get(i))
+            .map(|s| s.trim())
+            .unwrap_or("")
+    }
+
+    fn u32(&self, col: &str) -> Result<Option<u32>, String> {
+        let v = self.get(col);
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.parse::<u32>()
+            .map(Some)
+            .or_else(|_| match v.parse::<f64>() {
+                Ok(f) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => {
+                    Ok(Some(f as u32))
+                }
+                _ => Err(format!("{col}: `{v}` is not a whole number")),
+            })
+    }
+
+    fn need_u32(&self, col: &str) -> Result<u32, String> {
+        self.u32(col)?.ok_or_else(|| format!("{col} is empty"))
+    }
+
+    fn f64(&self, col: &str) -> Result<Option<f64>, String> {
+        let v = self.get(col);
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.parse::<f64>()
+            .map(Some)
+            .map_err(|_| format!("{col}: `{v}` is not a number"))
+    }
+
+    fn bool(&self, col: &str) -> Result<bool, String> {
+        match self.get(col) {
+            "true" => Ok(true),
+            "false" | "" => Ok(false),
+            v => Err(format!("{col}: `{v}` is not true/false")),
+        }
+    }
+}
+
+/// Finds the catalogue GPU a free-text name means; else one with the stated capacity.
+fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
+    let norm = |s: &str| {
+        s.to_ascii_lowercase()
+            .replace("nvidia", "")
+            .replace("tesla", "")
+            .replace("geforce", "")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+    };
+    let want = norm(name);
+    let cap_mib = mem_gib.map(|g| (g * 1024.0).round() as u64);
+    let mut best: Option<GpuSpec> = None;
+    if !want.is_empty() {
+        for g in gpu::catalogue() {
+            let n = norm(&g.name);
+            let id = norm(&g.id);
+            let name_match = n.contains(&want) || want.contains(&n) || id.starts_with(&want);
+            // A stated capacity must agree within 10 % (48 GB board ≈ 46068 MiB).
+            let cap_ok = cap_mib
+                .map(|c| (g.capacity_mib as f64 - c as f64).abs() / (c as f64) < 0.1)
+                .unwrap_or(true);
+            if name_match && cap_ok {
+                best = Some(g);
+                break;
+            }
+        }
+    }
+    best.unwrap_or_else(|| GpuSpec {
+        id: "custom".into(),
+        name: if name.is_empty() {
+            "GPU (not stated)".into()
+        } else {
+            name.into()
+        },
+        capacity_mib: cap_mib.unwrap_or(80 * 1024),
+        bandwidth_gbps: 0.0,
+        bf16_tflops: 0.0,
+        fp16_tflops: 0.0,
+        fp8_tflops: 0.0,
+    })
+}
+
+/// Builds the plan a case row describes. Settings the schema does not carry
+/// come from the framework profile, as for any user.
+fn plan_for(r: &Row) -> Result<Plan, String> {
+    let framework = match r.get("framework") {
+        "hf-trainer" => Framework::HfTrainer,
+        "hf-accelerate" => Framework::HfAccelerate,
+        "litgpt" => Framework::Litgpt,
+        "torchtune" => Framework::Torchtune,
+        "torchtitan" => Framework::Torchtitan,
+        "deepspeed" => Framework::Deepspeed,
+        "megatron" => Framework::Megatron,
+        "fsdp-qlora" => Framework::FsdpQlora,
+        "plain-pytorch" | "other" | "" => Framework::PlainPytorch,
+        f => return Err(format!("framework `{f}` is not in the schema")),
+    };
+    let arch = match r.get("arch") {
+        "decoder" | "" => Arch::Decoder,
+        "encoder" => Arch::Encoder,
+        "encoder-decoder" => Arch::EncoderDecoder,
+        a => return Err(format!("arch `{a}` is not in the schema")),
+    };
+    let mlp = match r.get("mlp") {
+        "gated" => Mlp::Gated,
+        "plain" | "" => Mlp::Plain,
+        m => return Err(format!("mlp `{m}` is not in the schema")),
+    };
+    let layers = r.need_u32("n_layers")?;
+    let hidden = r.need_u32("hidden")?;
+    let heads = r.need_u32("n_heads")?;
+    let kv_heads = r.u32("n_kv_heads")?.unwrap_or(heads);
+    // The schema has no norm or position column: gated-MLP models are the
+    // Llama lineage (RMSNorm, rotary); plain-MLP ones GPT/BERT (LayerNorm);
+    // T5-style encoder–decoders use RMS-style norms and relative positions.
+    let (norm, positions, linear_bias) = match (arch, mlp) {
+        (Arch::EncoderDecoder, _) => (Norm::RmsNorm, Positions::Relative, false),
+        (_, Mlp::Gated) => (Norm::RmsNorm, Positions::Rotary, false),
+        (Arch::Encoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Learned, true),
+        (Arch::Decoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Rotary, true),
+    };
+    let model = ModelSpec {
+        name: r.get("model").to_string(),
+        arch,
+        layers,
+        encoder_layers: if arch == Arch::EncoderDecoder {
+            layers
+        } else {
+            0
+        },
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: hidden / heads.max(1),
+        ffn: r.need_u32("ffn_hidden")?,
+        mlp,
+        vocab: r.need_u32("vocab")?,
+        tied_embeddings: r.bool("tied_embeddings")?,
+        norm,
+        norms_per_layer: 2,
+        positions,
+        max_positions: if positions == Positions::Learned {
+            512
+        } else {
+            0
+        },
+        linear_bias,
+        qkv_bias: false,
+        experts: r.u32("n_experts")?.unwrap_or(0),
+        experts_per_token: r.u32("experts_per_token")?.unwrap_or(0),
+        shared_experts: 0,
+    };
+    let gpu = gpu_for(r.get("gpu"), r.f64("gpu_mem_gib")?);
+
+    let mut plan = Plan {
+        model,
+        gpu,
+        ..Plan::default()
+    };
+    plan.set_framework(framework);
+    let t = &mut plan.training;
+    t.micro_batch = r.need_u32("micro_batch")?;
+    t.seq_len = r
+        .u32("seq_len")?
+        .ok_or("seq_len is empty (the sequence length run is unknown)")?;
+    t.grad_accum = r.u32("grad_accum")?.unwrap_or(1).max(1);
+    t.precision = match r.get("precision") {
+        "fp32" => Precision::Fp32,
+        "amp-fp16" => Precision::AmpFp16,
+        "amp-bf16" => Precision::AmpBf16,
+        "bf16" => Precision::Bf16,
+        "fp16" => Precision::Fp16,
+        "fp8" => Precision::Fp8,
+        p => return Err(format!("precision `{p}` is not in the schema")),
+    };
+    t.optimizer = match r.get("optimizer") {
+        "adamw" | "" => Optimizer::Adamw,
+        "adamw-8bit" => Optimizer::Adamw8bit,
+        "paged-adamw" => Optimizer::PagedAdamw,
+        "paged-adamw-8bit" => Optimizer::PagedAdamw8bit,
+        "adafactor" => Optimizer::Adafactor,
+        "sgd" => Optimizer::Sgd,
+        "sgd-momentum" => Optimizer::SgdMomentum,
+        "lion" => Optimizer::Lion,
+        "other" => {
+            return Err("optimizer `other` cannot be modelled without its state size".into())
+        }
+        o => return Err(format!("optimizer `{o}` is not in the schema")),
+    };
+    t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
+    t.checkpointing = match r.get("activation_checkpointing") {
+        "none" => Checkpointing::None,
+        "full" => Checkpointing::Full,
+        "selective" => Checkpointing::Selective,
+        "" => t.checkpointing,
+        c => {
+            return Err(format!(
+                "activation_checkpointing `{c}` is not in the schema"
+            ))
+        }
+    };
+    t.activation_offload = r.bool("activation_offload")?;
+    // Plain-MLP families (GPT-2, BERT, T5, BLOOM) ship configs with dropout 0.1;
+    // the Llama lineage (gated MLP) with 0.0.
+    t.dropout = mlp == Mlp::Plain;
+    t.attention = match r.get("attention") {
+        "eager" => Attention::Eager,
+        _ => Attention::Flash,
+    };
+    t.loss = match r.get("loss") {
+        "standard" => Loss::Standard,
+        "chunked" => match framework {
+            Framework::Litgpt => Loss::ChunkedKeep,
+            _ => Loss::ChunkedFree,
+        },
+        _ => t.loss,
+    };
+    let base_bits = r.u32("base_weight_bits")?.unwrap_or(16);
+    t.finetune = match r.get("task") {
+        "full" | "" => Finetune::Full,
+        "lora" | "qlora" => Finetune::Lora {
+            rank: r.need_u32("lora_rank")?,
+            targets: parse_targets("lora_targets", r.get("lora_targets"))
+                .map_err(|e| e.to_string())?,
+            base_bits,
+            // lora_dropout > 0 is the default of PEFT's examples and LitGPT (0.05).
+            dropout: true,
+        },
+        "other-peft" => {
+            let m = r
+                .f64("trainable_params")?
+                .ok_or("trainable_params is empty for an other-peft row")?;
+            Finetune::Adapter {
+                trainable_params: (m * 1e6).round() as u64,
+                base_bits,
+            }
+        }
+        k => return Err(format!("task `{k}` is not in the schema")),
+    };
+    let p = &mut plan.parallel;
+    p.num_gpus = r.u32("num_gpus")?.unwrap_or(1).max(1);
+    p.tp = r.u32("tp")?.unwrap_or(1).max(1);
+    p.pp = r.u32("pp")?.unwrap_or(1).max(1);
+    p.cp = r.u32("cp")?.unwrap_or(1).max(1);
+    p.sharding = match r.get("sharding") {
+        "none" | "" => Sharding::None,
+        "ddp" => Sharding::Ddp,
+        "zero1" => Sharding::Zero1,
+        "zero2" => Sharding::Zero2,
+        "zero3" => Sharding::Zero3,
+        "fsdp-full" => Sharding::FsdpFull,
+        "fsdp-grad-op" => Sharding::FsdpGradOp,
+        "hsdp" => Sharding::Hsdp,
+        s => return Err(format!("sharding `{s}` is not in the schema")),
+    };
+    p.offload = match r.get("offload") {
+        "none" | "" => Offload::None,
+        "optimizer" => Offload::Optimizer,
+        "params+optimizer" => Offload::ParamsOptimizer,
+        o => return Err(format!("offload `{o}` is not in the schema")),
+    };
+    Ok(plan)
+}
+
+/// The plan the row with this id describes (for `memplan calibrate --explain`).
+pub fn case_plan(csv_text: &str, id: &str) -> Result<Plan, String> {
+    let records = csv::parse(csv_text)?;
+    let Some((head, rows)) = records.split_first() else {
+        return Err("the file is empty".into());
+    };
+    let header: Vec<String> = head.fields.iter().map(|h| h.trim().to_string()).collect();
+    for rec in rows {
+        let row = Row {
+            header: &header,
+            fields: &rec.fields,
+        };
+        if row.get("id") == id {
+            return plan_for(&row);
+        }
+    }
+    Err(format!("no case with id `{id}`"))
+}
+
+fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    // Linear interpolation between closest ranks (numpy's default).
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let w = pos - lo as f64;
+    Some(sorted[lo] * (1.0 - w) + sorted[hi] * w)
+}
+
+/// Predicts every case of a calibration CSV.
+pub fn calibrate(csv_text: &str) -> Result<Report, String> {
+    let records = csv::parse(csv_text)?;
+    let Some((head, rows)) = records.split_first() else {
+        return Err("the file is empty: expected a header line".into());
+    };
+    for col in ["id", "metric", "measured_gib", "n_layers", "hidden"] {
+        if !head.fields.iter().any(|h| h.trim() == col) {
+            return Err(format!("line {}: header has no `{col}` column", head.line));
+        }
+    }
+    let header: Vec<String> = head.fields.iter().map(|h| h.trim().to_string()).collect();
+    let mut cases = Vec::new();
+    let mut errors = Vec::new();
+    let mut oom_total = 0;
+    let mut oom_detected = 0;
+    for rec in rows {
+        let row = Row {
+            header: &header,
+            fields: &rec.fields,
+        };
+        let id = row.get("id").to_string();
+        let metric = row.get("metric").to_string();
+        let measured = row.f64("measured_gib").ok().flatten().unwrap_or(f64::NAN);
+        let oom = row.bool("oom").unwrap_or(false);
+        let quality_c = row.get("quality") == "C";
+        let mut res = CaseResult {
+            id,
+            metric: metric.clone(),
+            measured_gib: measured,
+            predicted_gib: None,
+            error_pct: None,
+            oom,
+            skipped: None,
+        };
+        let outcome = (|| -> Result<(f64, bool), String> {
+            if rec.fields.len() != header.len() {
+                return Err(format!(
+                    "line {}: {} fields, header has {}",
+                    rec.line,
+                    rec.fields.len(),
+                    header.len()
+                ));
+            }
+            let counter = Counter::from_metric(&metric)
+                .ok_or(format!("metric `{metric}` is not in the schema"))?;
+            let plan = plan_for(&row)?;
+            let est = estimate(&plan).map_err(|e| e.to_string())?;
+            let predicted = counter.pick(&est.peak) as f64 / GIB as f64;
+            let over = est.peak.device_used.get() > plan.gpu.capacity_mib.saturating_mul(MIB);
+            Ok((predicted, over))
+        })();
+        match outcome {
+            Ok((pred, over)) => {
+                res.predicted_gib = Some(round3(pred));
+                if oom {
+                    oom_total += 1;
+                    if over {
+                        oom_detected += 1;
+                    }
+                } else if measured.is_finite() && measured > 0.0 {
+                    let e = 100.0 * (pred - measured) / measured;
+                    res.error_pct = Some(round3(e));
+                    if !quality_c {
+                        errors.push(e);
+                    }
+                }
+            }
+            Err(reason) => {
+                if oom {
+                    oom_total += 1;
+                }
+                res.skipped = Some(reason)
+            }
+        }
+        cases.push(res);
+    }
+    let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+    abs.sort_by(|a, b| a.total_cmp(b));
+    let worst_under = errors.iter().copied().fold(None, |acc: Option<f64>, e| {
+        Some(acc.map_or(e, |a| a.min(e)))
+    });
+    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count() as u64;
+    Ok(Report {
+        summary: Summary {
+            n: cases.len() as u64,
+            skipped,
+            median_abs_error_pct: percentile(&abs, 0.5).map(round3),
+            p90_abs_error_pct: percentile(&abs, 0.9).map(round3),
+            worst_under_prediction_pct: worst_under.map(|w| round3(w.min(0.0))),
+            oom_detected,
+            oom_total,
+        },
+        cases,
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The report as a Markdown table plus summary (what docs/ACCURACY.md holds).
+pub fn markdown(r: &Report) -> String {
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into());
+    let mut o = String::new();
+    let s = &r.summary;
+    o.push_str("| summary | value |\n|---|---|\n");
+    o.push_str(&format!(
+        "| cases | {} |\n| skipped | {} |\n",
+        s.n, s.skipped
+    ));
+    o.push_str(&format!(
+        "| median abs error % | {} |\n",
+        f(s.median_abs_error_pct)
+    ));
+    o.push_str(&format!(
+        "| p90 abs error % | {} |\n",
+        f(s.p90_abs_error_pct)
+    ));
+    o.push_str(&format!(
+        "| worst under-prediction % | {} |\n",
+        f(s.worst_under_prediction_pct)
+    ));
+    o.push_str(&format!(
+        "| OOM rows detected | {} / {} |\n\n",
+        s.oom_detected, s.oom_total
+    ));
+    o.push_str("| id | metric | measured GiB | predicted GiB | error % | oom | skipped |\n|---|---|---:|---:|---:|---|---|\n");
+    for c in &r.cases {
+        o.push_str(&format!(
+            "| {} | {} | {:.3} | {} | {} | {} | {} |\n",
+            c.id,
+            if c.metric.is_empty() {
+                "(unstated)"
+            } else {
+                &c.metric
+            },
+            c.measured_gib,
+            f(c.predicted_gib),
+            f(c.error_pct),
+            if c.oom { "OOM" } else { "" },
+            c.skipped.as_deref().unwrap_or("")
+        ));
+    }
+    o
+}
