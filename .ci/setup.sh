@@ -11,7 +11,7 @@ WASM_BINDGEN_VERSION="$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' "$ROOT/
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 
-export PATH="$ROOT/end2end/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export PATH="$ROOT/end2end/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"

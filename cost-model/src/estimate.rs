@@ -63,16 +63,13 @@ const ADAM_STATES: f64 = 2.0;
 /// Block-wise Quantization", 2022: ~2 bytes/param).
 const ADAM_8BIT_BYTES: f64 = 2.0;
 
-/// HF eager attention upcasts the softmax to fp32 (`softmax(..., dtype=torch.float32)`)
-/// and casts back for the value matmul: 4 + 2 bytes per score kept
-/// (transformers `eager_attention_forward`).
-const EAGER_SCORE_BYTES: f64 = FP32 + HALF;
 
-/// Cross-entropy over full logits upcast to fp32: at the loss backward
-/// roughly three logits-sized fp32 tensors live (fp32 logits, log-softmax
-/// output, its gradient) — DESIGN.md §3b; transformers PR #33902 measured
-/// 18.5 vs 10.6 GiB for Llama-3.1-8B with and without `logits.float()`.
-const LOSS_STANDARD_BYTES_PER_LOGIT: f64 = 3.0 * FP32;
+/// Logits-sized tensors alive at the loss backward with full cross-entropy:
+/// the upcast logits, the log-softmax output and its gradient — "about three
+/// logits-sized fp32 tensors" (DESIGN.md §3b; transformers PR #33902 measured
+/// 18.5 vs 10.6 GiB for Llama-3.1-8B with and without `logits.float()`).
+/// Without an upcast they are in the logits' dtype.
+const LOSS_STANDARD_TENSORS: f64 = 3.0;
 /// LitGPT `chunked_cross_entropy` with a chunked LM head keeps every 16-bit
 /// logits chunk and its 16-bit log-softmax (litgpt/utils.py).
 const LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT: f64 = 2.0 * HALF;
@@ -848,7 +845,7 @@ impl<'a> Ctx<'a> {
             }
             Attention::Eager => {
                 let scores = b * a * s * (s * self.plan.parallel.cp as f64) / t;
-                attn += EAGER_SCORE_BYTES * scores;
+                attn += self.score_bytes() * scores;
                 if dropout {
                     attn += (MASK + e) * scores;
                 }
@@ -927,6 +924,31 @@ impl<'a> Ctx<'a> {
         total
     }
 
+    /// Bytes of a tensor that softmax / cross-entropy compute in: fp32 when the
+    /// framework upcasts or autocast does (softmax and log_softmax are on
+    /// autocast's fp32 list), else the activation dtype.
+    fn upcast_bytes(&self) -> f64 {
+        let prec = self.plan.training.precision;
+        if self.defaults().fp32_upcasts || prec.fp32_weights() {
+            FP32
+        } else {
+            self.e
+        }
+    }
+
+    /// Bytes kept per attention score by eager attention: the softmax output
+    /// (in the upcast dtype) and, when that is fp32 over 16-bit activations, its
+    /// 16-bit cast for the value matmul (transformers `eager_attention_forward`).
+    /// Korthikanti et al.'s 2 bytes for a 16-bit softmax; dropout adds its own.
+    fn score_bytes(&self) -> f64 {
+        let up = self.upcast_bytes();
+        if up > self.e {
+            up + self.e
+        } else {
+            up
+        }
+    }
+
     /// What a checkpointed block keeps: its input (residual stream dtype).
     fn layer_input_bytes(&self) -> f64 {
         let res = if self.plan.training.precision.fp32_weights() {
@@ -982,7 +1004,7 @@ impl<'a> Ctx<'a> {
         let flight = self.in_flight(s);
         let scores = if self.plan.training.attention == Attention::Eager {
             let m = self.m;
-            EAGER_SCORE_BYTES * self.b * m.heads as f64 * self.s * self.s / self.t
+            self.score_bytes() * self.b * m.heads as f64 * self.s * self.s / self.t
         } else {
             0.0
         };
@@ -1017,7 +1039,7 @@ impl<'a> Ctx<'a> {
         // Final norm input (fp32 copy) and output (head input).
         let final_norm = (self.norm_saved_bytes() + self.e) * tokens * h / self.rep;
         let per_logit = match self.plan.training.loss {
-            Loss::Standard => LOSS_STANDARD_BYTES_PER_LOGIT,
+            Loss::Standard => LOSS_STANDARD_TENSORS * self.upcast_bytes(),
             Loss::ChunkedKeep => LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT,
             Loss::ChunkedFree => LOSS_CHUNKED_FREE_BYTES_PER_LOGIT,
             Loss::Fused => 0.0,

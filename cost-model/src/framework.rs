@@ -38,6 +38,12 @@ pub struct FrameworkDefaults {
     /// Grouped-query k/v are expanded to every query head before attention
     /// (LitGPT `CausalSelfAttention`: `k.expand(...)` when `n_query_groups != n_head`).
     pub expands_gqa_kv: bool,
+    /// Softmax and cross-entropy run in fp32 even over 16-bit tensors:
+    /// transformers' eager attention (`softmax(..., dtype=torch.float32)`) and
+    /// causal-LM loss (`logits.float()`), torchtitan's `cross_entropy_loss`
+    /// (`pred.float()`), Megatron's `vocab_parallel_cross_entropy`. Plain
+    /// PyTorch and LitGPT compute them in the tensors' dtype.
+    pub fp32_upcasts: bool,
 }
 
 impl Framework {
@@ -116,14 +122,15 @@ impl Framework {
             fp32_grad_buffers: false,
             loads_full_checkpoint_per_rank: false,
             expands_gqa_kv: false,
+            fp32_upcasts: true,
         };
         match self {
             Framework::HfTrainer
             | Framework::HfAccelerate
             | Framework::Peft
             | Framework::Trl
-            | Framework::PlainPytorch
             | Framework::FsdpQlora => hf,
+            Framework::PlainPytorch => FrameworkDefaults { fp32_upcasts: false, ..hf },
             Framework::Torchtune => FrameworkDefaults {
                 loss: Loss::ChunkedFree,
                 checkpointing: Checkpointing::Full,
@@ -137,6 +144,7 @@ impl Framework {
                 loss: Loss::ChunkedKeep,
                 loads_full_checkpoint_per_rank: true,
                 expands_gqa_kv: true,
+                fp32_upcasts: false,
                 ..hf
             },
             Framework::Deepspeed => FrameworkDefaults {
