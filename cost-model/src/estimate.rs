@@ -63,7 +63,6 @@ const ADAM_STATES: f64 = 2.0;
 /// Block-wise Quantization", 2022: ~2 bytes/param).
 const ADAM_8BIT_BYTES: f64 = 2.0;
 
-
 /// Logits-sized tensors alive at the loss backward with full cross-entropy:
 /// the upcast logits, the log-softmax output and its gradient — "about three
 /// logits-sized fp32 tensors" (DESIGN.md §3b; transformers PR #33902 measured
@@ -1004,7 +1003,12 @@ impl<'a> Ctx<'a> {
         let flight = self.in_flight(s);
         let scores = if self.plan.training.attention == Attention::Eager {
             let m = self.m;
-            self.score_bytes() * self.b * m.heads as f64 * self.s * self.s / self.t
+            let dropout = if self.plan.training.dropout {
+                MASK + self.e
+            } else {
+                0.0
+            };
+            (self.score_bytes() + dropout) * self.b * m.heads as f64 * self.s * self.s / self.t
         } else {
             0.0
         };

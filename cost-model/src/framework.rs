@@ -130,7 +130,10 @@ impl Framework {
             | Framework::Peft
             | Framework::Trl
             | Framework::FsdpQlora => hf,
-            Framework::PlainPytorch => FrameworkDefaults { fp32_upcasts: false, ..hf },
+            Framework::PlainPytorch => FrameworkDefaults {
+                fp32_upcasts: false,
+                ..hf
+            },
             Framework::Torchtune => FrameworkDefaults {
                 loss: Loss::ChunkedFree,
                 checkpointing: Checkpointing::Full,

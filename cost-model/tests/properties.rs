@@ -1,0 +1,128 @@
+//! Property tests: no input panics or overflows; memory is monotone in the
+//! micro-batch and the sequence; more sharding never grows per-rank model states.
+
+use cost_model::estimate::{estimate, Phase};
+use cost_model::plan::{Finetune, LoraTargets, Plan, Sharding};
+use cost_model::presets::presets;
+use proptest::prelude::*;
+
+fn any_plan() -> impl Strategy<Value = Plan> {
+    (
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+        ),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u32>(),
+        ),
+        (0usize..9, any::<bool>(), any::<u32>(), any::<u32>()),
+    )
+        .prop_map(
+            |((l, h, a, kv, f, v), (mb, seq, gpus, tp, pp, cp), (shard, lora, rank, bits))| {
+                let mut p = Plan::default();
+                p.model.layers = l % 300;
+                p.model.hidden = h;
+                p.model.heads = a % 512;
+                p.model.kv_heads = kv % 64;
+                p.model.ffn = f;
+                p.model.vocab = v;
+                p.training.micro_batch = mb;
+                p.training.seq_len = seq;
+                p.parallel.num_gpus = gpus;
+                p.parallel.tp = tp % 16;
+                p.parallel.pp = pp % 16;
+                p.parallel.cp = cp % 8;
+                p.parallel.sharding = [
+                    Sharding::None,
+                    Sharding::DataParallel,
+                    Sharding::Ddp,
+                    Sharding::Zero1,
+                    Sharding::Zero2,
+                    Sharding::Zero3,
+                    Sharding::FsdpFull,
+                    Sharding::FsdpGradOp,
+                    Sharding::Hsdp,
+                ][shard];
+                if lora {
+                    p.training.finetune = Finetune::Lora {
+                        rank,
+                        targets: LoraTargets::ALL_LINEAR,
+                        base_bits: bits % 40,
+                        dropout: true,
+                    };
+                }
+                p
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn never_panics_and_errors_name_a_field(plan in any_plan()) {
+        match estimate(&plan) {
+            Ok(e) => {
+                prop_assert!(e.peak.allocated <= e.peak.reserved);
+                prop_assert!(e.peak.reserved <= e.peak.device_used);
+            }
+            Err(err) => {
+                let f = err.field();
+                prop_assert!(f.contains('.') || f == "version", "field {f}");
+            }
+        }
+    }
+
+    #[test]
+    fn memory_grows_with_micro_batch_and_sequence(
+        preset in 0usize..35,
+        mb in 1u32..64,
+        seq in 1u32..16384,
+        shard in 0usize..4,
+    ) {
+        let mut p = Plan {
+            model: presets()[preset % presets().len()].spec(),
+            ..Plan::default()
+        };
+        p.parallel.sharding = [Sharding::None, Sharding::Ddp, Sharding::Zero2, Sharding::FsdpFull][shard];
+        p.training.micro_batch = mb;
+        p.training.seq_len = seq;
+        let base = estimate(&p).unwrap().peak;
+        p.training.micro_batch = mb + 1;
+        let more_batch = estimate(&p).unwrap().peak;
+        p.training.micro_batch = mb;
+        p.training.seq_len = seq + 1;
+        let more_seq = estimate(&p).unwrap().peak;
+        prop_assert!(more_batch.allocated >= base.allocated);
+        prop_assert!(more_batch.device_used >= base.device_used);
+        prop_assert!(more_seq.allocated >= base.allocated);
+        prop_assert!(more_seq.device_used >= base.device_used);
+    }
+
+    #[test]
+    fn more_sharding_never_increases_model_states(preset in 0usize..35, gpus in 1u32..128) {
+        let mut p = Plan {
+            model: presets()[preset % presets().len()].spec(),
+            ..Plan::default()
+        };
+        p.parallel.num_gpus = gpus;
+        let mut last = u64::MAX;
+        for s in [Sharding::Ddp, Sharding::Zero1, Sharding::Zero2, Sharding::Zero3] {
+            p.parallel.sharding = s;
+            let e = estimate(&p).unwrap();
+            let step = e.stages[0].phases.iter().find(|x| x.phase == Phase::Step).unwrap().breakdown;
+            let states = step.weights.get() + step.gradients.get() + step.optimizer.get();
+            prop_assert!(states <= last, "{s:?}: {states} > {last}");
+            last = states;
+        }
+    }
+}
