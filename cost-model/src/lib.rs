@@ -19,4 +19,5 @@ pub use plan::Plan;
 pub mod calibrate;
 pub mod csv;
 pub mod query;
+pub mod search;
 pub mod validate;

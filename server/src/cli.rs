@@ -130,8 +130,20 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let max_mb = cost_model::search::max_micro_batch(&plan).ok().flatten();
+    let max_seq = cost_model::search::max_seq_len(&plan).ok().flatten();
+    let ladder = cost_model::search::fix_ladder(&plan).unwrap_or_default();
     if a.json {
-        match serde_json::to_string_pretty(&est) {
+        let out = serde_json::json!({
+            "estimate": est,
+            "max_micro_batch": max_mb,
+            "max_seq_len": max_seq,
+            "fix_ladder": ladder.iter().map(|r| serde_json::json!({
+                "id": r.id, "query": r.query, "device_used": r.device_used,
+                "saving": r.saving, "fits": r.fits, "speed_cost_pct": r.speed_cost_pct,
+            })).collect::<Vec<_>>(),
+        });
+        match serde_json::to_string_pretty(&out) {
             Ok(s) => println!("{s}"),
             Err(e) => {
                 eprintln!("memplan estimate: {e}");
@@ -161,6 +173,22 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             println!("fits: {} headroom of {}", est.headroom, est.capacity);
         } else {
             println!("does NOT fit: {} over {}", est.shortfall, est.capacity);
+        }
+        let show = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "none".into());
+        println!(
+            "largest micro-batch that fits: {}; longest sequence: {}",
+            show(max_mb),
+            show(max_seq)
+        );
+        for r in &ladder {
+            println!(
+                "  fix: {:<18} -> {} (saves {}, speed {:+}%){}",
+                r.id,
+                r.device_used,
+                r.saving,
+                r.speed_cost_pct,
+                if r.fits { " fits" } else { "" }
+            );
         }
     }
     if est.fits {

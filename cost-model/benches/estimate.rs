@@ -1,0 +1,35 @@
+//! `cargo bench -p cost-model`: one estimate, the searches and the fix ladder.
+use cost_model::plan::{Plan, Sharding};
+use cost_model::{estimate, search};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+
+fn benches(c: &mut Criterion) {
+    let plan = Plan::default();
+    c.bench_function("estimate/llama-3.1-8b-8xh100-zero2", |b| {
+        b.iter(|| estimate(black_box(&plan)))
+    });
+    let mut pp = Plan::default();
+    pp.model = cost_model::presets::preset("llama-3.1-70b").unwrap().spec();
+    pp.parallel.num_gpus = 64;
+    pp.parallel.tp = 8;
+    pp.parallel.pp = 8;
+    pp.parallel.sequence_parallel = true;
+    c.bench_function("estimate/llama-3.1-70b-tp8-pp8", |b| {
+        b.iter(|| estimate(black_box(&pp)))
+    });
+    c.bench_function("search/max_micro_batch", |b| {
+        b.iter(|| search::max_micro_batch(black_box(&plan)))
+    });
+    c.bench_function("search/max_seq_len", |b| {
+        b.iter(|| search::max_seq_len(black_box(&plan)))
+    });
+    let mut oom = Plan::default();
+    oom.parallel.sharding = Sharding::Ddp;
+    oom.training.micro_batch = 8;
+    c.bench_function("search/fix_ladder", |b| {
+        b.iter(|| search::fix_ladder(black_box(&oom)))
+    });
+}
+
+criterion_group!(g, benches);
+criterion_main!(g);

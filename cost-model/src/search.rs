@@ -1,0 +1,362 @@
+//! Searches over one input (largest micro-batch, longest sequence that fit) and
+//! the fix ladder: the optimisation steps users know from the seed articles,
+//! in their order (DESIGN.md §1.2), each evaluated by the model.
+
+use crate::error::PlanError;
+use crate::estimate::{estimate, Estimate};
+use crate::plan::{Checkpointing, Offload, Plan, Precision, Sharding};
+use crate::query;
+use crate::units::Bytes;
+use crate::validate::{MAX_MICRO_BATCH, MAX_SEQ_LEN};
+use serde::{Deserialize, Serialize};
+
+fn fits(plan: &Plan) -> bool {
+    estimate(plan).map(|e| e.fits).unwrap_or(false)
+}
+
+/// Largest `x` in `[lo, hi]` with `ok(x)`, assuming `ok` is monotone
+/// (true up to some point, false after). `None` when `ok(lo)` fails.
+fn largest(lo: u32, hi: u32, mut ok: impl FnMut(u32) -> bool) -> Option<u32> {
+    if lo > hi || !ok(lo) {
+        return None;
+    }
+    // Gallop up, then bisect: ~2·log2(answer) evaluations.
+    let mut good = lo;
+    let mut step = 1u32;
+    let mut bad = loop {
+        let next = good.saturating_add(step).min(hi);
+        if next == good {
+            return Some(good);
+        }
+        if ok(next) {
+            good = next;
+            if good == hi {
+                return Some(hi);
+            }
+            step = step.saturating_mul(2);
+        } else {
+            break next;
+        }
+    };
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if ok(mid) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Some(good)
+}
+
+/// The largest micro-batch that fits, everything else unchanged.
+pub fn max_micro_batch(plan: &Plan) -> Result<Option<u32>, PlanError> {
+    estimate(plan)?;
+    let mut p = plan.clone();
+    Ok(largest(1, MAX_MICRO_BATCH as u32, |mb| {
+        p.training.micro_batch = mb;
+        fits(&p)
+    }))
+}
+
+/// The longest sequence (a multiple of the context-parallel degree) that fits.
+pub fn max_seq_len(plan: &Plan) -> Result<Option<u32>, PlanError> {
+    estimate(plan)?;
+    let cp = plan.parallel.cp.max(1);
+    let mut p = plan.clone();
+    Ok(largest(1, MAX_SEQ_LEN as u32 / cp, |k| {
+        p.training.seq_len = k * cp;
+        fits(&p)
+    })
+    .map(|k| k * cp))
+}
+
+/// One rung of the fix ladder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rung {
+    /// Stable id (`mixed-precision`, `checkpointing`, `grad-accum`, `zero-1`…).
+    pub id: String,
+    /// The plan after this rung (cumulative: every rung above it applied too).
+    pub plan: Plan,
+    /// That plan as a URL query (one click applies it).
+    pub query: String,
+    /// Peak `device_used` after the rung.
+    pub device_used: Bytes,
+    /// Bytes saved relative to the rung before (or the plan as given).
+    pub saving: Bytes,
+    pub fits: bool,
+    /// Approximate change in step time, percent (negative = faster).
+    pub speed_cost_pct: i32,
+}
+
+fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Estimate)> {
+    let e = estimate(&plan).ok()?;
+    let saving = before.peak.device_used.saturating_sub(e.peak.device_used);
+    if saving == Bytes::ZERO {
+        return None;
+    }
+    Some((
+        Rung {
+            id: id.to_string(),
+            query: query::encode(&plan),
+            device_used: e.peak.device_used,
+            saving,
+            fits: e.fits,
+            speed_cost_pct: cost,
+            plan,
+        },
+        e,
+    ))
+}
+
+/// Speed costs, percent of step time (approximate, for ranking rungs):
+/// - mixed precision: tensor-core 16-bit matmuls run ≥ 2× fp32/TF32 (NVIDIA A100/H100 data sheets);
+/// - full recomputation adds one forward, ≈ 1/3 of a step (Chen et al. 2016; Korthikanti et al. 2022 §5);
+/// - smaller micro-batches with more accumulation: smaller matmuls, ≈ 10 %;
+/// - ZeRO-1/2 communicate as much as DDP; ZeRO-3 1.5× (Rajbhandari et al. 2020 §7);
+/// - tensor parallelism within a node: ≈ 15 % at t ≤ 8 (Narayanan et al. 2021, Fig. 13);
+/// - CPU offload: PCIe transfers of states each step, ≈ 50–100 % (ZeRO-Offload, Ren et al. 2021).
+pub const COST_MIXED_PRECISION: i32 = -50;
+pub const COST_CHECKPOINTING: i32 = 33;
+pub const COST_GRAD_ACCUM: i32 = 10;
+pub const COST_ZERO_1_2: i32 = 0;
+pub const COST_ZERO_3: i32 = 15;
+pub const COST_TP: i32 = 15;
+pub const COST_OFFLOAD_OPTIMIZER: i32 = 50;
+pub const COST_OFFLOAD_PARAMS: i32 = 100;
+
+/// The fix ladder for a plan: each rung applied on top of the ones before,
+/// kept only when it saves memory. Stops after the first rung that fits.
+pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
+    let mut cur_est = estimate(plan)?;
+    let mut cur = plan.clone();
+    let mut out = Vec::new();
+    let mut push = |r: Option<(Rung, Estimate)>, cur: &mut Plan, cur_est: &mut Estimate| -> bool {
+        if let Some((r, e)) = r {
+            *cur = r.plan.clone();
+            *cur_est = e;
+            let done = r.fits;
+            out.push(r);
+            return done;
+        }
+        false
+    };
+    if cur_est.fits {
+        return Ok(out);
+    }
+
+    // 1. Mixed precision.
+    if cur.training.precision == Precision::Fp32 {
+        let mut p = cur.clone();
+        p.training.precision = if p.gpu.bf16_tflops > 0.0 {
+            Precision::AmpBf16
+        } else {
+            Precision::AmpFp16
+        };
+        if push(
+            rung("mixed-precision", p, &cur_est, COST_MIXED_PRECISION),
+            &mut cur,
+            &mut cur_est,
+        ) {
+            return Ok(out);
+        }
+    }
+    // 2. Activation checkpointing.
+    if cur.training.checkpointing != Checkpointing::Full {
+        let mut p = cur.clone();
+        p.training.checkpointing = Checkpointing::Full;
+        if push(
+            rung("checkpointing", p, &cur_est, COST_CHECKPOINTING),
+            &mut cur,
+            &mut cur_est,
+        ) {
+            return Ok(out);
+        }
+    }
+    // 3. Smaller micro-batch, more accumulation (same global batch).
+    if cur.training.micro_batch > 1 {
+        let mut p = cur.clone();
+        let global = p.training.micro_batch as u64 * p.training.grad_accum as u64;
+        while p.training.micro_batch > 1 {
+            p.training.micro_batch /= 2;
+            let mb = p.training.micro_batch.max(1) as u64;
+            p.training.grad_accum = global.div_ceil(mb).min(u32::MAX as u64) as u32;
+            if fits(&p) {
+                break;
+            }
+        }
+        if push(
+            rung("grad-accum", p, &cur_est, COST_GRAD_ACCUM),
+            &mut cur,
+            &mut cur_est,
+        ) {
+            return Ok(out);
+        }
+    }
+    // 4. Shard model states (ZeRO-1 → 2 → 3, or FSDP).
+    if cur.parallel.dp() > 1 {
+        let fsdp = matches!(
+            cur.parallel.sharding,
+            Sharding::FsdpGradOp | Sharding::FsdpFull | Sharding::Hsdp
+        );
+        let steps: &[(Sharding, &str, i32)] = if fsdp {
+            &[
+                (Sharding::FsdpGradOp, "fsdp-grad-op", COST_ZERO_1_2),
+                (Sharding::FsdpFull, "fsdp-full", COST_ZERO_3),
+            ]
+        } else {
+            &[
+                (Sharding::Zero1, "zero-1", COST_ZERO_1_2),
+                (Sharding::Zero2, "zero-2", COST_ZERO_1_2),
+                (Sharding::Zero3, "zero-3", COST_ZERO_3),
+            ]
+        };
+        let rank = |s: Sharding| match s {
+            Sharding::Zero1 => 1,
+            Sharding::Zero2 | Sharding::FsdpGradOp => 2,
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp => 3,
+            _ => 0,
+        };
+        for &(s, id, cost) in steps {
+            if rank(s) <= rank(cur.parallel.sharding) {
+                continue;
+            }
+            let mut p = cur.clone();
+            p.parallel.sharding = s;
+            if push(rung(id, p, &cur_est, cost), &mut cur, &mut cur_est) {
+                return Ok(out);
+            }
+        }
+    }
+    // 5. Tensor parallelism within a node (with sequence parallelism).
+    if cur.parallel.tp == 1 {
+        let node = cur.parallel.gpus_per_node.min(cur.parallel.num_gpus);
+        for t in [2u32, 4, 8] {
+            if t > node || !cur.model.heads.is_multiple_of(t) {
+                continue;
+            }
+            let mut p = cur.clone();
+            p.parallel.tp = t;
+            p.parallel.sequence_parallel = true;
+            if crate::validate::validate(&p).is_err() {
+                continue;
+            }
+            let fit = fits(&p);
+            if fit || t * 2 > node {
+                if push(
+                    rung(&format!("tp-{t}"), p, &cur_est, COST_TP),
+                    &mut cur,
+                    &mut cur_est,
+                ) {
+                    return Ok(out);
+                }
+                break;
+            }
+        }
+    }
+    // 6. Offload to CPU: optimizer states, then parameters.
+    for (off, id, cost) in [
+        (
+            Offload::Optimizer,
+            "offload-optimizer",
+            COST_OFFLOAD_OPTIMIZER,
+        ),
+        (
+            Offload::ParamsOptimizer,
+            "offload-params",
+            COST_OFFLOAD_PARAMS,
+        ),
+    ] {
+        if cur.parallel.offload == Offload::ParamsOptimizer
+            || (cur.parallel.offload == Offload::Optimizer && off == Offload::Optimizer)
+        {
+            continue;
+        }
+        let mut p = cur.clone();
+        p.parallel.offload = off;
+        if off == Offload::ParamsOptimizer
+            && !matches!(p.parallel.sharding, Sharding::Zero3 | Sharding::FsdpFull)
+        {
+            p.parallel.sharding = Sharding::Zero3;
+        }
+        if push(rung(id, p, &cur_est, cost), &mut cur, &mut cur_est) {
+            return Ok(out);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu;
+    use crate::plan::Sharding;
+
+    fn oom_plan() -> Plan {
+        let mut p = Plan::default();
+        p.parallel.sharding = Sharding::Ddp;
+        p.training.micro_batch = 8;
+        p
+    }
+
+    #[test]
+    fn max_micro_batch_is_the_boundary() {
+        let p = Plan::default();
+        let mb = max_micro_batch(&p)
+            .unwrap()
+            .expect("mb 1 fits the default plan");
+        let mut q = p.clone();
+        q.training.micro_batch = mb;
+        assert!(estimate(&q).unwrap().fits);
+        q.training.micro_batch = mb + 1;
+        assert!(!estimate(&q).unwrap().fits);
+    }
+
+    #[test]
+    fn max_seq_len_is_the_boundary_and_a_multiple_of_cp() {
+        let mut p = Plan::default();
+        p.parallel.cp = 2;
+        let s = max_seq_len(&p).unwrap().unwrap();
+        assert_eq!(s % 2, 0);
+        let mut q = p.clone();
+        q.training.seq_len = s;
+        assert!(estimate(&q).unwrap().fits);
+        q.training.seq_len = s + 2;
+        assert!(!estimate(&q).unwrap().fits);
+    }
+
+    #[test]
+    fn nothing_fits_gives_none() {
+        let mut p = Plan::default();
+        p.gpu = gpu::gpu("rtx3060-12gb").unwrap();
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        assert_eq!(max_micro_batch(&p).unwrap(), None);
+    }
+
+    #[test]
+    fn ladder_saves_memory_at_every_rung_and_ends_fitting() {
+        let p = oom_plan();
+        assert!(!estimate(&p).unwrap().fits);
+        let ladder = fix_ladder(&p).unwrap();
+        assert!(!ladder.is_empty());
+        let mut last = estimate(&p).unwrap().peak.device_used;
+        for r in &ladder {
+            assert!(r.device_used < last, "{} saves nothing", r.id);
+            assert_eq!(r.saving, last.saturating_sub(r.device_used));
+            assert_eq!(query::decode_str(&r.query).unwrap(), r.plan);
+            last = r.device_used;
+        }
+        assert!(ladder.last().unwrap().fits);
+        // The order users know: checkpointing comes before sharding.
+        let pos = |id: &str| ladder.iter().position(|r| r.id == id);
+        if let (Some(c), Some(z)) = (pos("checkpointing"), pos("zero-3")) {
+            assert!(c < z);
+        }
+    }
+
+    #[test]
+    fn ladder_is_empty_when_it_fits() {
+        assert!(fix_ladder(&Plan::default()).unwrap().is_empty());
+    }
+}
