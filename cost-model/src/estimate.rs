@@ -950,12 +950,30 @@ impl<'a> Ctx<'a> {
 
     /// What a checkpointed block keeps: its input (residual stream dtype).
     fn layer_input_bytes(&self) -> f64 {
-        let res = if self.plan.training.precision.fp32_weights() {
+        self.residual_bytes() * self.s * self.b * self.m.hidden as f64 / self.rep
+    }
+
+    /// Bytes of the residual stream between blocks: fp32 when the blocks
+    /// compute over fp32 weights (plain fp32, or autocast over fp32 weights:
+    /// the residual adds promote to fp32); 16-bit under FSDP/DeepSpeed mixed
+    /// precision (parameters cast to 16-bit for compute) and over a frozen
+    /// 16-bit or quantised base (DESIGN.md §3b).
+    fn residual_bytes(&self) -> f64 {
+        let prec = self.plan.training.precision;
+        let fp32_compute = match prec {
+            Precision::Fp32 => true,
+            Precision::AmpFp16 | Precision::AmpBf16 => {
+                !self.shards_params()
+                    && !self.master_in_optimizer()
+                    && self.base_bits().is_none_or(|b| b >= 32)
+            }
+            _ => false,
+        };
+        if fp32_compute {
             FP32
         } else {
             self.e
-        };
-        res * self.s * self.b * self.m.hidden as f64 / self.rep
+        }
     }
 
     /// Per-op selective checkpointing keeps the matmul and attention outputs
