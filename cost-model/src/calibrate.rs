@@ -343,6 +343,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // Plain-MLP families (GPT-2, BERT, T5, BLOOM) ship configs with dropout 0.1;
     // the Llama lineage (gated MLP) with 0.0.
     t.dropout = mlp == Mlp::Plain;
+    // A plain PyTorch or Accelerate loop runs whatever model implementation it
+    // is given: a model named by its Hugging Face hub id (`org/name`) is the
+    // transformers implementation, which upcasts softmax and logits to fp32.
+    if matches!(framework, Framework::PlainPytorch | Framework::HfAccelerate) {
+        t.fp32_upcasts = r.get("model").contains('/');
+    }
     t.attention = match r.get("attention") {
         "eager" => Attention::Eager,
         _ => Attention::Flash,

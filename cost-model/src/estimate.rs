@@ -80,6 +80,12 @@ const LOSS_CHUNKED_FREE_BYTES_PER_LOGIT: f64 = HALF;
 /// (liger_kernel fused_linear_cross_entropy: chunk ≈ 2^ceil(log2(BT / (V/H)))).
 const FUSED_LOSS_CHUNK_TOKENS: f64 = 1024.0;
 
+/// Blocks' worth of activation-sized tensors alive on top of the kept ones
+/// during backward: the gradients of the block being differentiated (or the
+/// recomputed block under checkpointing). PyTorch's autograd engine frees a
+/// node's saved tensors only when that node's backward has run.
+const BACKWARD_WORKING_BLOCKS: f64 = 1.0;
+
 /// DeepSpeed ZeRO-1/2 `reduce_bucket_size` / `allgather_bucket_size` default:
 /// 5e8 elements each (deepspeed/runtime/zero/config.py).
 const DEEPSPEED_BUCKET_ELEMENTS: f64 = 5e8;
@@ -898,6 +904,13 @@ impl<'a> Ctx<'a> {
         let mut lora = 0.0;
         if let Some((rank, tg, _, lora_dropout)) = self.lora() {
             let r = rank as f64;
+            // PEFT casts the adapter's input to the adapter dtype (fp32 adapters:
+            // `_cast_input_dtype`), so its dropout copy and A-output are fp32 there.
+            let e = if self.trainable_weight_bytes() >= FP32 {
+                FP32
+            } else {
+                e
+            };
             let mut add = |on: bool, din: f64, n: f64| {
                 if on {
                     lora += n * sb * e * r;
@@ -928,7 +941,7 @@ impl<'a> Ctx<'a> {
     /// autocast's fp32 list), else the activation dtype.
     fn upcast_bytes(&self) -> f64 {
         let prec = self.plan.training.precision;
-        if self.defaults().fp32_upcasts || prec.fp32_weights() {
+        if self.plan.training.fp32_upcasts || prec.fp32_weights() {
             FP32
         } else {
             self.e
@@ -1030,11 +1043,16 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let (kept, working) = match self.plan.training.checkpointing {
-            Checkpointing::None => (layers * full, 0.0),
-            Checkpointing::Selective => (layers * (full - scores).max(0.0), scores),
-            Checkpointing::OpSelective => (layers * self.op_selective_layer().min(full), full),
-            Checkpointing::Full => (layers * self.layer_input_bytes(), full),
+        // Backward working set: while a block runs backward, the gradients of its
+        // saved tensors (same shapes) exist beside them; a checkpointed block is
+        // first recomputed. Either way about one block's activations
+        // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept.
+        let working = BACKWARD_WORKING_BLOCKS * full;
+        let kept = match self.plan.training.checkpointing {
+            Checkpointing::None => layers * full,
+            Checkpointing::Selective => layers * (full - scores).max(0.0),
+            Checkpointing::OpSelective => layers * self.op_selective_layer().min(full),
+            Checkpointing::Full => layers * self.layer_input_bytes(),
         };
         let kept = if self.plan.training.activation_offload {
             // Offloading keeps only the block in flight (and the one prefetched).
@@ -1072,6 +1090,20 @@ impl<'a> Ctx<'a> {
             0.0
         };
         final_norm + per_logit * tokens * v + fused_chunk
+    }
+
+    /// The gradient of the logits at the start of backward, for the chunked
+    /// losses (the standard one already counts its fp32 gradient).
+    fn logits_grad(&self, s: u32) -> f64 {
+        if !self.is_last(s) {
+            return 0.0;
+        }
+        match self.plan.training.loss {
+            Loss::ChunkedKeep | Loss::ChunkedFree => {
+                self.e * self.b * self.s * self.m.vocab as f64 / self.t
+            }
+            Loss::Standard | Loss::Fused => 0.0,
+        }
     }
 
     // ----- communication and runtime -------------------------------------------
@@ -1269,7 +1301,7 @@ impl<'a> Ctx<'a> {
                 g: g_fwd,
                 o,
                 act: acts,
-                lg: logits,
+                lg: logits + self.logits_grad(s),
                 comm: comm_b,
                 tmp: working + casts,
             },

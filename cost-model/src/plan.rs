@@ -231,6 +231,11 @@ pub struct TrainingSpec {
     pub checkpointing: Checkpointing,
     pub attention: Attention,
     pub loss: Loss,
+    /// Softmax and cross-entropy computed in fp32 over 16-bit tensors (the
+    /// model implementation decides: transformers models do, see
+    /// `FrameworkDefaults::fp32_upcasts`).
+    #[serde(default = "yes")]
+    pub fp32_upcasts: bool,
     /// Dropout in the blocks (keeps a 1-byte mask per dropped tensor).
     #[serde(default)]
     pub dropout: bool,
@@ -316,6 +321,9 @@ pub struct Parallelism {
     pub gradient_as_bucket_view: bool,
 }
 
+fn yes() -> bool {
+    true
+}
 fn one() -> u32 {
     1
 }
@@ -386,6 +394,7 @@ impl Default for Plan {
                 checkpointing: d.checkpointing,
                 attention: Attention::Flash,
                 loss: d.loss,
+                fp32_upcasts: d.fp32_upcasts,
                 dropout: false,
                 activation_offload: false,
                 finetune: Finetune::Full,
@@ -419,6 +428,7 @@ impl Plan {
         self.training.loss = d.loss;
         self.training.checkpointing = d.checkpointing;
         self.training.optimizer_impl = d.optimizer_impl;
+        self.training.fp32_upcasts = d.fp32_upcasts;
     }
 
     /// Parses a plan from JSON, naming the line, column and field at fault.
