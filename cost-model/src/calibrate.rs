@@ -477,8 +477,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
         let outcome = (|| -> Result<(f64, bool), String> {
             if rec.fields.len() != header.len() {
                 return Err(format!(
-                    "line {}: {} fields, header has {}",
-                    rec.line,
+                    "{} fields, header has {}",
                     rec.fields.len(),
                     header.len()
                 ));
@@ -511,7 +510,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
                 if oom {
                     oom_total += 1;
                 }
-                res.skipped = Some(reason)
+                res.skipped = Some(format!("line {}: {reason}", rec.line))
             }
         }
         cases.push(res);

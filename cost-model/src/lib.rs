@@ -18,6 +18,7 @@ pub use estimate::{estimate, Estimate};
 pub use plan::Plan;
 pub mod calibrate;
 pub mod csv;
+pub mod hf_config;
 pub mod query;
 pub mod search;
 pub mod validate;

@@ -202,7 +202,9 @@ impl ModelSpec {
                     + self.layers as u64 * self.cross_layer_params()
                     + 2 * self.norm_params()
             }
-            _ => self.layers as u64 * self.layer_params() + self.norm_params(),
+            // BERT-style encoders are post-LN: no norm after the last block.
+            Arch::Encoder => self.layers as u64 * self.layer_params(),
+            Arch::Decoder => self.layers as u64 * self.layer_params() + self.norm_params(),
         };
         let rel = if self.positions == Positions::Relative {
             let stacks_n = if self.arch == Arch::EncoderDecoder {

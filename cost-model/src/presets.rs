@@ -443,5 +443,7 @@ mod tests {
             8_030_261_248
         );
         assert_eq!(preset("t5-base").unwrap().spec().params(), 222_903_552);
+        assert_eq!(preset("bert-base").unwrap().spec().params(), 109_482_240);
+        assert_eq!(preset("bert-large").unwrap().spec().params(), 335_141_888);
     }
 }
