@@ -1051,12 +1051,16 @@ impl<'a> Ctx<'a> {
         // first recomputed. Either way about one block's activations
         // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept.
         let working = BACKWARD_WORKING_BLOCKS * full;
-        let kept = match self.plan.training.checkpointing {
-            Checkpointing::None => layers * full,
-            Checkpointing::Selective => layers * (full - scores).max(0.0),
-            Checkpointing::OpSelective => layers * self.op_selective_layer().min(full),
-            Checkpointing::Full => layers * self.layer_input_bytes(),
+        let per_checkpointed = match self.plan.training.checkpointing {
+            Checkpointing::None => full,
+            Checkpointing::Selective => (full - scores).max(0.0),
+            Checkpointing::OpSelective => self.op_selective_layer().min(full),
+            Checkpointing::Full => self.layer_input_bytes().min(full),
         };
+        // Every k-th block follows the policy; the others keep everything.
+        let k = self.plan.training.checkpoint_every.max(1) as f64;
+        let checkpointed = (layers / k).floor();
+        let kept = checkpointed * per_checkpointed + (layers - checkpointed) * full;
         let kept = if self.plan.training.activation_offload {
             // Offloading keeps only the block in flight (and the one prefetched).
             2.0 * self.layer_input_bytes().min(kept)

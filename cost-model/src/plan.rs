@@ -229,6 +229,10 @@ pub struct TrainingSpec {
     #[serde(default)]
     pub optimizer_in_backward: bool,
     pub checkpointing: Checkpointing,
+    /// Apply the checkpointing policy to every k-th block only (torchtitan
+    /// `selective_ac_option = "k"`, Megatron `--recompute-num-layers`); 1 = every block.
+    #[serde(default = "one")]
+    pub checkpoint_every: u32,
     pub attention: Attention,
     pub loss: Loss,
     /// Softmax and cross-entropy computed in fp32 over 16-bit tensors (the
@@ -392,6 +396,7 @@ impl Default for Plan {
                 optimizer_impl: d.optimizer_impl,
                 optimizer_in_backward: false,
                 checkpointing: d.checkpointing,
+                checkpoint_every: 1,
                 attention: Attention::Flash,
                 loss: d.loss,
                 fp32_upcasts: d.fp32_upcasts,

@@ -233,6 +233,11 @@ pub fn encode_pairs(plan: &Plan) -> Vec<(&'static str, String)> {
     put("attn", enum_id(&t.attention), enum_id(&dt.attention));
     put("loss", enum_id(&t.loss), enum_id(&dt.loss));
     put(
+        "ckpt_every",
+        t.checkpoint_every.to_string(),
+        dt.checkpoint_every.to_string(),
+    );
+    put(
         "upcast",
         (t.fp32_upcasts as u8).to_string(),
         (dt.fp32_upcasts as u8).to_string(),
@@ -415,6 +420,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("loss") {
         t.loss = parse_enum("loss", s)?;
+    }
+    if let Some(s) = get("ckpt_every") {
+        t.checkpoint_every = num("ckpt_every", s)?;
     }
     if let Some(s) = get("upcast") {
         t.fp32_upcasts = boolean("upcast", s)?;

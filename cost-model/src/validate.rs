@@ -88,6 +88,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     positive("training.micro_batch", t.micro_batch, MAX_MICRO_BATCH)?;
     positive("training.seq_len", t.seq_len, MAX_SEQ_LEN)?;
     positive("training.grad_accum", t.grad_accum, 1 << 20)?;
+    positive("training.checkpoint_every", t.checkpoint_every, MAX_LAYERS)?;
     if let Finetune::Lora {
         rank, base_bits, ..
     } = t.finetune

@@ -129,3 +129,30 @@ fn korthikanti_activation_formula_for_their_gpt_configs() {
         }
     }
 }
+
+/// Checkpointing every k-th block keeps the inputs of the checkpointed blocks
+/// and everything of the others.
+#[test]
+fn checkpoint_every_k_interpolates_between_none_and_full() {
+    let mut p = Plan::default();
+    let acts = |p: &Plan| {
+        let e = estimate(p).unwrap();
+        e.stages[0]
+            .phases
+            .iter()
+            .find(|x| x.phase == Phase::Forward)
+            .unwrap()
+            .breakdown
+            .activations
+            .get()
+    };
+    p.training.checkpointing = Checkpointing::None;
+    let none = acts(&p);
+    p.training.checkpointing = Checkpointing::Full;
+    let full = acts(&p);
+    p.training.checkpoint_every = 2;
+    let half = acts(&p);
+    assert!(full < half && half < none);
+    let mid = (none + full) as f64 / 2.0;
+    assert!(((half as f64 - mid) / mid).abs() < 1e-6, "{half} vs {mid}");
+}
