@@ -726,14 +726,23 @@ impl<'a> Ctx<'a> {
             } else {
                 1.0
             };
-        match self.plan.training.optimizer_impl {
+        let kernel = match self.plan.training.optimizer_impl {
             OptimizerImpl::Foreach => n * FP32,
             OptimizerImpl::Fused => 0.0,
             OptimizerImpl::ForLoop => {
                 let largest = self.m.vocab as f64 * self.m.hidden as f64 / self.t;
                 largest.min(n) * FP32
             }
-        }
+        };
+        // DeepSpeed's ZeRO optimizers step on an fp32 copy of the 16-bit
+        // gradient partition (stage_1_and_2.py `single_partition_of_fp32_groups[i].grad`;
+        // its estimator counts 2Ψ + 18Ψ/N for ZeRO-2, DESIGN.md §3).
+        let fp32_grad_partition = if self.master_in_optimizer() && self.grad_bytes() < FP32 {
+            n * FP32
+        } else {
+            0.0
+        };
+        kernel + fp32_grad_partition
     }
 
     /// Under autocast over fp32 weights, every matmul runs on a 16-bit cast of
@@ -1141,10 +1150,13 @@ impl<'a> Ctx<'a> {
                 // Unsharded parameters of the current and prefetched unit
                 // (one transformer block per unit), and in backward their gradients.
                 let unit = self.layer_matrix_params() + self.layer_norm_params();
-                let pbytes = if self.base_bits().is_some() {
-                    HALF
+                // Gathered in the compute dtype: FSDP `MixedPrecision(param_dtype=bf16)`
+                // / FSDP2 `MixedPrecisionPolicy` and DeepSpeed gather 16-bit
+                // parameters; only plain fp32 training gathers fp32.
+                let pbytes = if self.plan.training.precision == Precision::Fp32 {
+                    FP32
                 } else {
-                    self.trainable_weight_bytes().min(FP32)
+                    HALF
                 };
                 let gathered = FSDP_UNITS_IN_FLIGHT * unit * pbytes;
                 let grads = if self.base_bits().is_some() {
