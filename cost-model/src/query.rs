@@ -167,10 +167,69 @@ pub fn pairs(q: &str) -> Vec<(String, String)> {
 
 /// The query's pairs for a plan, only where they differ from the default plan.
 pub fn encode_pairs(plan: &Plan) -> Vec<(&'static str, String)> {
+    pairs_for(plan, false)
+}
+
+/// Every setting the page exposes, as `(key, value)` (defaults included): what
+/// each form control shows.
+pub fn all_pairs(plan: &Plan) -> Vec<(&'static str, String)> {
+    pairs_for(plan, true)
+}
+
+/// The value of one setting (`None` for an unknown key).
+pub fn value_of(plan: &Plan, key: &str) -> Option<String> {
+    all_pairs(plan)
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+}
+
+/// The plan with one setting changed, through the same decoder as the URL
+/// (one validation path for the form, the URL and the no-JavaScript GET).
+pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
+    let mut pairs: Vec<(String, String)> = all_pairs(plan)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    if key == "model" && value != "custom" {
+        // A new preset replaces the custom dimensions.
+        pairs.retain(|(k, _)| !MODEL_KEYS.contains(&k.as_str()));
+    }
+    if key == "fw" {
+        // A new framework re-seeds the settings it decides.
+        pairs.retain(|(k, _)| !matches!(k.as_str(), "loss" | "ckpt" | "opt_impl" | "upcast"));
+    }
+    if key == "ft" {
+        pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
+    }
+    pairs.retain(|(k, _)| k != key);
+    pairs.push((key.to_string(), value.to_string()));
+    decode(&pairs)
+}
+
+/// The keys that describe a custom model's dimensions.
+const MODEL_KEYS: &[&str] = &[
+    "arch",
+    "layers",
+    "enc_layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "vocab",
+    "experts",
+    "top_k",
+    "mlp",
+    "norm",
+    "tied",
+];
+
+fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     let d = Plan::default();
     let mut v: Vec<(&'static str, String)> = Vec::new();
     let mut put = |k: &'static str, a: String, b: String| {
-        if a != b {
+        if all || a != b {
             v.push((k, a));
         }
     };
@@ -203,7 +262,7 @@ pub fn encode_pairs(plan: &Plan) -> Vec<(&'static str, String)> {
     let (t, dt) = (&plan.training, &d.training);
     let (p, dp) = (&plan.parallel, &d.parallel);
     let mut put = |k: &'static str, a: String, b: String| {
-        if a != b {
+        if all || a != b {
             v.push((k, a));
         }
     };
@@ -252,21 +311,35 @@ pub fn encode_pairs(plan: &Plan) -> Vec<(&'static str, String)> {
         (t.activation_offload as u8).to_string(),
         (dt.activation_offload as u8).to_string(),
     );
-    if let Finetune::Lora {
-        rank,
-        targets,
-        base_bits,
-        dropout,
-    } = t.finetune
-    {
-        v.push(("ft", "lora".into()));
-        v.push(("rank", rank.to_string()));
-        v.push(("targets", targets_id(&targets)));
-        v.push(("bits", base_bits.to_string()));
-        v.push(("lora_dropout", (dropout as u8).to_string()));
+    match t.finetune {
+        Finetune::Full => {
+            if all {
+                v.push(("ft", "full".into()));
+            }
+        }
+        Finetune::Lora {
+            rank,
+            targets,
+            base_bits,
+            dropout,
+        } => {
+            v.push(("ft", "lora".into()));
+            v.push(("rank", rank.to_string()));
+            v.push(("targets", targets_id(&targets)));
+            v.push(("bits", base_bits.to_string()));
+            v.push(("lora_dropout", (dropout as u8).to_string()));
+        }
+        Finetune::Adapter {
+            trainable_params,
+            base_bits,
+        } => {
+            v.push(("ft", "adapter".into()));
+            v.push(("trainable", trainable_params.to_string()));
+            v.push(("bits", base_bits.to_string()));
+        }
     }
     let mut put = |k: &'static str, a: String, b: String| {
-        if a != b {
+        if all || a != b {
             v.push((k, a));
         }
     };
@@ -460,10 +533,31 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 dropout,
             };
         }
+        Some("adapter") => {
+            let trainable_params = match get("trainable") {
+                Some(s) => s
+                    .parse::<u64>()
+                    .map_err(|_| err("trainable", format!("`{s}` is not a whole number")))?,
+                None => {
+                    return Err(err(
+                        "trainable",
+                        "an adapter plan needs its trainable parameter count",
+                    ))
+                }
+            };
+            let base_bits = get("bits")
+                .map(|s| num("bits", s))
+                .transpose()?
+                .unwrap_or(16);
+            t.finetune = Finetune::Adapter {
+                trainable_params,
+                base_bits,
+            };
+        }
         Some(other) => {
             return Err(err(
                 "ft",
-                format!("unknown fine-tuning kind `{other}` (full, lora, qlora)"),
+                format!("unknown fine-tuning kind `{other}` (full, lora, qlora, adapter)"),
             ))
         }
     }
@@ -589,5 +683,53 @@ mod empty_values {
         let p = decode_str("gpus=&mb=3").unwrap();
         assert_eq!(p.training.micro_batch, 3);
         assert_eq!(p.parallel.num_gpus, Plan::default().parallel.num_gpus);
+    }
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::*;
+
+    #[test]
+    fn apply_changes_one_setting_and_keeps_the_rest() {
+        let p = decode_str("mb=4&gpu=a100-sxm4-80gb").unwrap();
+        let q = apply(&p, "seq", "1024").unwrap();
+        assert_eq!(q.training.seq_len, 1024);
+        assert_eq!(q.training.micro_batch, 4);
+        assert_eq!(q.gpu.id, "a100-sxm4-80gb");
+        assert_eq!(value_of(&q, "seq").as_deref(), Some("1024"));
+        assert_eq!(value_of(&Plan::default(), "ft").as_deref(), Some("full"));
+        assert_eq!(apply(&p, "tp", "x").unwrap_err().param, "tp");
+    }
+
+    #[test]
+    fn apply_framework_reseeds_its_defaults() {
+        let p = Plan::default();
+        let q = apply(&p, "fw", "torchtune").unwrap();
+        assert_eq!(q.training.loss, crate::plan::Loss::ChunkedFree);
+        let r = apply(&q, "model", "gpt2").unwrap();
+        assert_eq!(r.model.layers, 12);
+        assert_eq!(r.training.loss, crate::plan::Loss::ChunkedFree);
+    }
+
+    #[test]
+    fn adapter_plans_round_trip() {
+        let p = decode_str("ft=adapter&trainable=1200000&bits=4").unwrap();
+        assert_eq!(
+            p.training.finetune,
+            Finetune::Adapter {
+                trainable_params: 1_200_000,
+                base_bits: 4
+            }
+        );
+        assert_eq!(decode_str(&encode(&p)).unwrap(), p);
+        assert_eq!(decode_str("ft=adapter").unwrap_err().param, "trainable");
+    }
+
+    #[test]
+    fn every_key_round_trips_through_all_pairs() {
+        let p =
+            decode_str("ft=lora&rank=8&targets=q%2Bv&bits=4&shard=fsdp-full&tp=2&gpus=8").unwrap();
+        assert_eq!(decode(&all_pairs(&p)).unwrap(), p);
     }
 }
