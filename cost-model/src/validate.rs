@@ -89,11 +89,10 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     positive("training.seq_len", t.seq_len, MAX_SEQ_LEN)?;
     positive("training.grad_accum", t.grad_accum, 1 << 20)?;
     positive("training.checkpoint_every", t.checkpoint_every, MAX_LAYERS)?;
-    if let Finetune::Lora {
-        rank, base_bits, ..
-    } = t.finetune
-    {
+    if let Finetune::Lora { rank, .. } = t.finetune {
         positive("training.finetune.rank", rank, MAX_WIDTH)?;
+    }
+    if let Some(base_bits) = t.finetune.base_bits() {
         if !matches!(base_bits, 4 | 8 | 16 | 32) {
             return Err(PlanError::Invalid {
                 field: "training.finetune.base_bits",
