@@ -2,6 +2,8 @@
 //! server (`ssr`) and hydrated in the browser (`hydrate`). Components read
 //! signals and render what `cost-model` returns; no memory logic lives here.
 
+#![recursion_limit = "256"] // the planner view's types nest deeply
+
 pub mod components;
 pub mod routes;
 

@@ -1,4 +1,5 @@
 //! `cargo bench -p cost-model`: one estimate, the searches and the fix ladder.
+#![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 use cost_model::plan::{Plan, Sharding};
 use cost_model::{estimate, search};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};

@@ -764,13 +764,10 @@ impl<'a> Ctx<'a> {
             };
         match self.base_bits() {
             // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast.
-            Some(bits) if bits < 32 => {
-                if self.trainable_weight_bytes() >= FP32 {
-                    self.stage_trainable(s) * HALF
-                } else {
-                    0.0
-                }
+            Some(bits) if bits < 32 && self.trainable_weight_bytes() >= FP32 => {
+                self.stage_trainable(s) * HALF
             }
+            Some(bits) if bits < 32 => 0.0,
             Some(_) => matrices * HALF + self.stage_trainable(s) * HALF,
             None if self.trainable_weight_bytes() >= FP32 => matrices * HALF,
             None => 0.0,

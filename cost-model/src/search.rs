@@ -287,6 +287,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)] // tests change one field at a time
 mod tests {
     use super::*;
     use crate::gpu;

@@ -14,8 +14,8 @@ test("server renders the planner with a verdict", async ({ page }) => {
   await expect(page.getByTestId("plan-form")).toBeVisible();
   await expect(page.getByTestId("model")).toBeVisible();
   await expect(page.getByTestId("gpu")).toBeVisible();
-  await expect(page.getByTestId("micro-batch")).toBeVisible();
-  await expect(page.getByTestId("seq-len")).toBeVisible();
+  await expect(page.getByTestId("mb")).toBeVisible();
+  await expect(page.getByTestId("seq")).toBeVisible();
   await expect(page.getByTestId("verdict")).toHaveText(/fit/i);
   await expect(page.getByTestId("device-used")).toHaveText(/GiB$/);
 });
@@ -33,7 +33,7 @@ test("without JavaScript the form submits with GET and the server recomputes", a
   test.skip(hydrated(info), "JS-off behaviour");
   await page.goto("/");
   const before = await page.getByTestId("device-used").textContent();
-  await page.getByTestId("micro-batch").fill("8");
+  await page.getByTestId("mb").fill("8");
   await page.getByRole("button", { name: "Apply" }).click();
   await expect(page).toHaveURL(/mb=8/);
   await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
@@ -46,8 +46,8 @@ test("hydrated: changing an input recomputes in the browser without a network re
   const requests: string[] = [];
   page.on("request", (r) => requests.push(r.url()));
   const before = await page.getByTestId("device-used").textContent();
-  await page.getByTestId("micro-batch").fill("8");
-  await expect(page.getByTestId("micro-batch-value")).toHaveText("8");
+  await page.getByTestId("mb").fill("8");
+  await expect(page.getByTestId("mb-value")).toHaveText("8");
   await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
   // The URL follows the plan (history replaced, not pushed).
   await expect(page).toHaveURL(/mb=8/);
@@ -57,4 +57,33 @@ test("hydrated: changing an input recomputes in the browser without a network re
 test("unknown pages are a real 404", async ({ page }) => {
   const res = await page.goto("/no-such-page");
   expect(res?.status()).toBe(404);
+});
+
+test("an invalid combination is explained, not clamped", async ({ page }) => {
+  await page.goto("/?tp=3");
+  await expect(page.getByTestId("plan-error")).toHaveText("model.heads (32) is not divisible by parallel.tp (3)");
+});
+
+test("hydrated: the fix ladder's first rung makes a non-fitting plan fit when the model says so", async ({ page }, info) => {
+  test.skip(!hydrated(info), "needs the WASM bundle");
+  await page.goto("/?shard=ddp&mb=8");
+  await waitForHydration(page);
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  const rungs = page.locator('[data-testid^="rung-"]');
+  const n = await rungs.count();
+  expect(n).toBeGreaterThan(0);
+  for (let i = 0; i < n; i++) {
+    await page.getByTestId("rung-0").click();
+    if ((await page.getByTestId("verdict").textContent()) === "Fits") break;
+  }
+  await expect(page.getByTestId("verdict")).toHaveText("Fits");
+  await expect(page).not.toHaveURL(/mb=8/);
+});
+
+test("no-js: a fix-ladder rung is a link to the changed plan", async ({ page }, info) => {
+  test.skip(hydrated(info), "JS-off behaviour");
+  await page.goto("/?shard=ddp&mb=8");
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  await page.getByTestId("rung-0").click();
+  await expect(page).toHaveURL(/ckpt=full/);
 });

@@ -2,5 +2,7 @@
 //! A library so integration tests can build the router and call it with
 //! `oneshot`, no socket.
 
+#![recursion_limit = "256"] // the planner view's types nest deeply
+
 pub mod cli;
 pub mod serve;

@@ -1,5 +1,7 @@
 //! `memplan`: the web server (default) and the command-line tool.
 
+#![recursion_limit = "256"] // the planner view's types nest deeply
+
 use clap::Parser;
 use server::{cli, serve};
 

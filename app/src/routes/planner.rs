@@ -1,5 +1,7 @@
 //! The planner page: the plan lives in the URL; the estimate is a memo of the plan.
 
+use crate::components::breakdown::Breakdown;
+use crate::components::ladder::Ladder;
 use crate::components::plan_form::PlanForm;
 use crate::components::verdict::Verdict;
 use cost_model::query;
@@ -32,7 +34,11 @@ pub fn PlannerPage() -> impl IntoView {
         <main class="planner">
             {url_error.map(|e| view! { <p class="error" data-testid="url-error">{e}</p> })}
             <PlanForm plan />
-            <Verdict plan estimate />
+            <div class="results">
+                <Verdict estimate />
+                <Ladder plan />
+                <Breakdown estimate />
+            </div>
         </main>
     }
 }

@@ -1,0 +1,106 @@
+//! One labelled control bound to one plan setting. Its `name` is the URL key,
+//! so the same form submits with GET when JavaScript is off.
+
+use crate::components::options::Kind;
+use cost_model::query;
+use cost_model::Plan;
+use leptos::prelude::*;
+
+#[component]
+pub fn Field(
+    plan: RwSignal<Plan>,
+    key: &'static str,
+    label: &'static str,
+    hint: &'static str,
+    kind: Kind,
+    /// The last input that could not be applied, shown beside its control.
+    error: RwSignal<Option<(String, String)>>,
+) -> impl IntoView {
+    let value = Memo::new(move |_| plan.with(|p| query::value_of(p, key).unwrap_or_default()));
+    let set = move |v: String| match plan.with_untracked(|p| query::apply(p, key, &v)) {
+        Ok(p) => {
+            error.set(None);
+            plan.set(p);
+        }
+        Err(e) => error.set(Some((key.to_string(), e.to_string()))),
+    };
+    let testid = key.replace('_', "-");
+    let id = format!("f-{key}");
+    let input = match kind {
+        Kind::Select(options) => view! {
+            <select id=id.clone() name=key data-testid=testid.clone() on:change=move |ev| set(event_target_value(&ev))>
+                {options
+                    .into_iter()
+                    .map(|(v, l)| {
+                        let v2 = v.clone();
+                        view! {
+                            <option value=v selected=move || value.get() == v2>
+                                {l}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+            </select>
+        }
+        .into_any(),
+        Kind::Number { min, max } => view! {
+            <input
+                id=id.clone()
+                type="number"
+                name=key
+                min=min
+                max=max
+                inputmode="numeric"
+                data-testid=testid.clone()
+                value=move || value.get()
+                prop:value=move || value.get()
+                on:input=move |ev| set(event_target_value(&ev))
+            />
+        }
+        .into_any(),
+        Kind::Range { min, max } => view! {
+            <input
+                id=id.clone()
+                type="range"
+                name=key
+                min=min
+                max=max
+                data-testid=testid.clone()
+                value=move || value.get()
+                prop:value=move || value.get()
+                on:input=move |ev| set(event_target_value(&ev))
+            />
+            <output for=id.clone() data-testid=format!("{testid}-value")>{move || value.get()}</output>
+        }
+        .into_any(),
+        Kind::Check => view! {
+            <input type="hidden" name=key value="0" />
+            <input
+                id=id.clone()
+                type="checkbox"
+                name=key
+                value="1"
+                data-testid=testid.clone()
+                checked=move || value.get() == "1"
+                prop:checked=move || value.get() == "1"
+                on:change=move |ev| set(if event_target_checked(&ev) { "1".into() } else { "0".into() })
+            />
+        }
+        .into_any(),
+    };
+    view! {
+        <div class="field">
+            <label for=id title=hint>
+                {label}
+            </label>
+            <div class="input">{input}</div>
+            <p class="hint">{hint}</p>
+            {move || {
+                error
+                    .get()
+                    .filter(|(k, _)| k == key)
+                    .map(|(_, msg)| view! { <p class="error" role="alert" data-testid=format!("error-{key}")>{msg}</p> })
+            }}
+        </div>
+    }
+}

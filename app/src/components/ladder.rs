@@ -1,0 +1,73 @@
+//! Largest micro-batch / sequence that fit, and the fix ladder when it does not.
+
+use crate::components::verdict::gib;
+use cost_model::search::{fix_ladder, max_micro_batch, max_seq_len};
+use cost_model::Plan;
+use leptos::prelude::*;
+
+#[component]
+pub fn Ladder(plan: RwSignal<Plan>) -> impl IntoView {
+    let searches = Memo::new(move |_| {
+        plan.with(|p| {
+            (
+                max_micro_batch(p).ok().flatten(),
+                max_seq_len(p).ok().flatten(),
+            )
+        })
+    });
+    let ladder = Memo::new(move |_| plan.with(|p| fix_ladder(p).unwrap_or_default()));
+    let show = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "none".into());
+    view! {
+        <section class="searches">
+            <p>
+                "Largest micro-batch that fits: "
+                <strong data-testid="max-mb">{move || show(searches.get().0)}</strong>
+                " · longest sequence: "
+                <strong data-testid="max-seq">{move || show(searches.get().1)}</strong>
+            </p>
+        </section>
+        <section class="ladder" data-testid="ladder">
+            {move || {
+                let rungs = ladder.get();
+                (!rungs.is_empty())
+                    .then(|| {
+                        view! {
+                            <h2>"What to change"</h2>
+                            <ol>
+                                {rungs
+                                    .into_iter()
+                                    .enumerate()
+                                    .map(|(i, r)| {
+                                        let target = r.plan.clone();
+                                        let href = if r.query.is_empty() { "/".to_string() } else { format!("/?{}", r.query) };
+                                        view! {
+                                            <li class:fits=r.fits>
+                                                <a
+                                                    href=href
+                                                    data-testid=format!("rung-{i}")
+                                                    on:click=move |ev| {
+                                                        ev.prevent_default();
+                                                        plan.set(target.clone());
+                                                    }
+                                                >
+                                                    {r.id.clone()}
+                                                </a>
+                                                " → "
+                                                {gib(r.device_used)}
+                                                " (saves "
+                                                {gib(r.saving)}
+                                                ", speed "
+                                                {format!("{:+} %", r.speed_cost_pct)}
+                                                ")"
+                                                {r.fits.then_some(" — fits")}
+                                            </li>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </ol>
+                        }
+                    })
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,187 @@
+//! Labels and choices for each plan setting (presentation only; the values are
+//! cost-model's URL ids).
+
+use cost_model::framework::Framework;
+use cost_model::{gpu, presets};
+
+/// How a setting is edited.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    Select(Vec<(String, String)>),
+    Number { min: u32, max: u32 },
+    Range { min: u32, max: u32 },
+    Check,
+}
+
+fn opts(list: &[(&str, &str)]) -> Kind {
+    Kind::Select(
+        list.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+    )
+}
+
+/// (URL key, label, hint, kind) for every control, grouped by section.
+/// One control: (URL key, label, hint, kind).
+pub type FieldSpec = (&'static str, &'static str, &'static str, Kind);
+
+pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
+    let models = Kind::Select(
+        presets::presets()
+            .iter()
+            .map(|p| (p.id.to_string(), p.name.to_string()))
+            .collect(),
+    );
+    let gpus = Kind::Select(
+        gpu::ids()
+            .map(|(id, name)| (id.to_string(), name.to_string()))
+            .collect(),
+    );
+    let fws = Kind::Select(
+        Framework::ALL
+            .iter()
+            .map(|f| (f.id().to_string(), f.label().to_string()))
+            .collect(),
+    );
+    vec![
+        (
+            "Model and hardware",
+            vec![
+                ("model", "Model", "Preset dimensions from the model's config.json", models),
+                ("gpu", "GPU", "Capacity as nvidia-smi reports it", gpus),
+                ("gpus", "GPUs", "All GPUs in the run", Kind::Number { min: 1, max: 100_000 }),
+                ("fw", "Framework", "Its documented defaults fill loss, checkpointing and optimizer settings", fws),
+            ],
+        ),
+        (
+            "Batch",
+            vec![
+                ("mb", "Micro-batch", "Sequences per GPU per forward: activations grow linearly", Kind::Range { min: 1, max: 64 }),
+                ("seq", "Sequence length", "Tokens per sequence as run (padded length, not the cap)", Kind::Number { min: 1, max: 1 << 24 }),
+                ("ga", "Gradient accumulation", "Same global batch with a smaller micro-batch; costs steps, not memory", Kind::Number { min: 1, max: 1 << 20 }),
+            ],
+        ),
+        (
+            "Precision and optimizer",
+            vec![
+                (
+                    "prec",
+                    "Precision",
+                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients",
+                    opts(&[
+                        ("fp32", "fp32"),
+                        ("amp-bf16", "bf16 AMP (fp32 weights)"),
+                        ("amp-fp16", "fp16 AMP (fp32 weights)"),
+                        ("bf16", "pure bf16"),
+                        ("fp16", "pure fp16"),
+                        ("fp8", "fp8 matmuls (bf16 weights)"),
+                    ]),
+                ),
+                (
+                    "opt",
+                    "Optimizer",
+                    "Adam keeps two states per trainable parameter; 8-bit and SGD keep less",
+                    opts(&[
+                        ("adamw", "AdamW"),
+                        ("adamw8bit", "AdamW 8-bit (bitsandbytes)"),
+                        ("paged-adamw", "Paged AdamW"),
+                        ("paged-adamw8bit", "Paged AdamW 8-bit"),
+                        ("adafactor", "Adafactor"),
+                        ("sgd", "SGD"),
+                        ("sgd-momentum", "SGD + momentum"),
+                        ("lion", "Lion"),
+                    ]),
+                ),
+                (
+                    "opt_impl",
+                    "Optimizer kernel",
+                    "foreach makes a state-sized temporary at the step; fused does not",
+                    opts(&[("foreach", "foreach (PyTorch default)"), ("fused", "fused"), ("for-loop", "for-loop")]),
+                ),
+            ],
+        ),
+        (
+            "Parallelism",
+            vec![
+                (
+                    "shard",
+                    "Data parallel / sharding",
+                    "ZeRO/FSDP shard optimizer states, gradients, then weights across GPUs",
+                    opts(&[
+                        ("none", "none (one GPU)"),
+                        ("data-parallel", "nn.DataParallel"),
+                        ("ddp", "DDP"),
+                        ("zero1", "ZeRO-1"),
+                        ("zero2", "ZeRO-2"),
+                        ("zero3", "ZeRO-3"),
+                        ("fsdp-full", "FSDP full shard"),
+                        ("fsdp-grad-op", "FSDP shard grad op"),
+                        ("hsdp", "HSDP (hybrid)"),
+                    ]),
+                ),
+                ("tp", "Tensor parallel", "Splits every matmul; heads must divide evenly", Kind::Number { min: 1, max: 1024 }),
+                ("sp", "Sequence parallel", "With TP, also splits norms and dropout along the sequence", Kind::Check),
+                ("pp", "Pipeline parallel", "Splits layers into stages; the first stage holds the most activations", Kind::Number { min: 1, max: 1024 }),
+                ("cp", "Context parallel", "Splits the sequence across GPUs", Kind::Number { min: 1, max: 1024 }),
+                (
+                    "offload",
+                    "CPU offload",
+                    "Moves states to host RAM; slows every step",
+                    opts(&[("none", "none"), ("optimizer", "optimizer states"), ("params-optimizer", "parameters + optimizer")]),
+                ),
+            ],
+        ),
+        (
+            "Activations",
+            vec![
+                (
+                    "ckpt",
+                    "Activation checkpointing",
+                    "Recompute instead of storing: full keeps only each block's input (+33 % compute)",
+                    opts(&[
+                        ("none", "none"),
+                        ("selective", "selective (attention core)"),
+                        ("op-selective", "per-op selective"),
+                        ("full", "full"),
+                    ]),
+                ),
+                (
+                    "attn",
+                    "Attention kernel",
+                    "Eager attention stores the s² score matrix; flash does not",
+                    opts(&[("flash", "flash / SDPA"), ("eager", "eager")]),
+                ),
+                (
+                    "loss",
+                    "Loss",
+                    "Full fp32 logits are often the single largest tensor",
+                    opts(&[
+                        ("standard", "full logits (fp32 upcast)"),
+                        ("chunked-keep", "chunked, chunks kept (LitGPT)"),
+                        ("chunked-free", "chunked, freed per chunk (torchtune)"),
+                        ("fused", "fused linear + CE (Liger)"),
+                    ]),
+                ),
+                ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
+            ],
+        ),
+        (
+            "Fine-tuning",
+            vec![
+                (
+                    "ft",
+                    "Method",
+                    "LoRA trains small adapters over a frozen base; QLoRA stores the base in 4 bits",
+                    opts(&[("full", "full fine-tune / pretrain"), ("lora", "LoRA"), ("qlora", "QLoRA (4-bit base)")]),
+                ),
+                ("rank", "LoRA rank", "Adapter parameters: r·(d_in + d_out) per target", Kind::Number { min: 1, max: 65536 }),
+                (
+                    "bits",
+                    "Base weight bits",
+                    "Frozen base: 16-bit, 8-bit or 4-bit NF4",
+                    opts(&[("16", "16"), ("8", "8"), ("4", "4 (NF4)"), ("32", "32")]),
+                ),
+            ],
+        ),
+    ]
+}
