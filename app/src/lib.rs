@@ -4,7 +4,9 @@
 
 #![recursion_limit = "256"] // the planner view's types nest deeply
 
+pub mod charts;
 pub mod components;
+pub mod i18n;
 pub mod routes;
 
 use leptos::prelude::*;
@@ -14,11 +16,54 @@ use leptos_router::{
     StaticSegment,
 };
 
+/// The page language on the server: `lang=` in the URL, else the request's
+/// `Accept-Language`.
+#[cfg(feature = "ssr")]
+pub fn request_lang() -> i18n::Lang {
+    let Some(parts) = use_context::<http::request::Parts>() else {
+        return i18n::Lang::En;
+    };
+    if let Some(l) = parts.uri.query().and_then(i18n::Lang::from_query) {
+        return l;
+    }
+    parts
+        .headers
+        .get(http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .map(i18n::Lang::from_accept_language)
+        .unwrap_or(i18n::Lang::En)
+}
+
+/// The page language in the browser: `lang=` in the URL, else what the server
+/// chose (the document's `lang` attribute), so hydration renders the same text.
+#[cfg(not(feature = "ssr"))]
+pub fn request_lang() -> i18n::Lang {
+    #[cfg(feature = "hydrate")]
+    {
+        let doc = web_sys::window().and_then(|w| w.document());
+        let from_url = web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .and_then(|s| i18n::Lang::from_query(&s));
+        if let Some(l) = from_url {
+            return l;
+        }
+        if let Some(l) = doc
+            .and_then(|d| d.document_element())
+            .and_then(|e| e.get_attribute("lang"))
+            .and_then(|l| i18n::Lang::parse(&l))
+        {
+            return l;
+        }
+    }
+    i18n::Lang::En
+}
+
 /// The HTML document around the app (server only renders it).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let lang = request_lang();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang=lang.html()>
             <head>
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
@@ -37,6 +82,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    provide_context(RwSignal::new(request_lang()));
     view! {
         <Stylesheet id="leptos" href="/pkg/memplan.css" />
         <Title text="memplan — GPU memory planner" />

@@ -71,6 +71,44 @@ pub fn max_seq_len(plan: &Plan) -> Result<Option<u32>, PlanError> {
     .map(|k| k * cp))
 }
 
+/// Which input a sweep varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Axis {
+    MicroBatch,
+    SeqLen,
+}
+
+/// Peak `device_used` of the plan with `axis` set to each of `points`
+/// (`None` where that value is invalid, e.g. not a multiple of `cp`).
+pub fn sweep(plan: &Plan, axis: Axis, points: &[u32]) -> Vec<(u32, Option<Bytes>)> {
+    let mut p = plan.clone();
+    points
+        .iter()
+        .map(|&x| {
+            match axis {
+                Axis::MicroBatch => p.training.micro_batch = x,
+                Axis::SeqLen => p.training.seq_len = x,
+            }
+            (x, estimate(&p).ok().map(|e| e.peak.device_used))
+        })
+        .collect()
+}
+
+/// Powers of two from 1 that bracket `around` (at least up to 2·around), capped.
+pub fn log2_points(around: u32, cap: u32) -> Vec<u32> {
+    let top = around.max(1).saturating_mul(4).min(cap).max(2);
+    let mut v = Vec::new();
+    let mut x = 1u32;
+    while x <= top {
+        v.push(x);
+        match x.checked_mul(2) {
+            Some(n) => x = n,
+            None => break,
+        }
+    }
+    v
+}
+
 /// One rung of the fix ladder.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rung {
@@ -354,6 +392,19 @@ mod tests {
         if let (Some(c), Some(z)) = (pos("checkpointing"), pos("zero-3")) {
             assert!(c < z);
         }
+    }
+
+    #[test]
+    fn sweeps_are_monotone_and_cover_the_current_value() {
+        let p = Plan::default();
+        let pts = log2_points(p.training.seq_len, 1 << 20);
+        assert!(pts.contains(&4096) && pts.len() >= 13);
+        let s = sweep(&p, Axis::SeqLen, &pts);
+        for w in s.windows(2) {
+            assert!(w[1].1.unwrap() >= w[0].1.unwrap());
+        }
+        assert_eq!(log2_points(0, 64), vec![1, 2]);
+        assert_eq!(log2_points(u32::MAX, u32::MAX).len(), 32);
     }
 
     #[test]

@@ -87,3 +87,45 @@ test("no-js: a fix-ladder rung is a link to the changed plan", async ({ page }, 
   await page.getByTestId("rung-0").click();
   await expect(page).toHaveURL(/ckpt=full/);
 });
+
+test("charts are server-rendered SVG", async ({ page }) => {
+  await page.goto("/?pp=4&gpus=8");
+  for (const id of ["chart-breakdown", "chart-batch", "chart-seq"]) {
+    await expect(page.getByTestId(id).locator("svg")).toHaveCount(1);
+  }
+  await expect(page.getByTestId("chart-breakdown")).toContainText("stage 4");
+  await expect(page.getByTestId("chart-breakdown")).toContainText("capacity");
+});
+
+test("hydrated: the browser draws the same chart as the server, and redraws on change", async ({ page }, info) => {
+  test.skip(!hydrated(info), "needs the WASM bundle");
+  const url = "/?pp=2&gpus=8&mb=2";
+  const ssr = await (await page.request.get(url)).text();
+  await page.goto(url);
+  await waitForHydration(page);
+  const same = await page.evaluate((html) => {
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    const server = doc.querySelector('[data-testid="chart-breakdown"]')!.innerHTML;
+    const live = document.querySelector('[data-testid="chart-breakdown"]')!.innerHTML;
+    return server === live;
+  }, ssr);
+  expect(same).toBe(true);
+  const before = await page.getByTestId("chart-breakdown").innerHTML();
+  await page.getByTestId("mb").fill("6");
+  await expect(page.getByTestId("mb-value")).toHaveText("6");
+  expect(await page.getByTestId("chart-breakdown").innerHTML()).not.toBe(before);
+});
+
+test("Chinese with lang=zh, in the server HTML and after hydration", async ({ page }, info) => {
+  await page.goto("/?lang=zh&shard=ddp&mb=8");
+  await expect(page.locator("html")).toHaveAttribute("lang", "zh-CN");
+  await expect(page.getByTestId("verdict")).toHaveText("放不下（显存不足）");
+  await expect(page.locator("form")).toContainText("梯度检查点");
+  await expect(page.locator("form")).toContainText("混合精度");
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("lang-en").click();
+    await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+    await expect(page).toHaveURL(/lang=en/);
+  }
+});

@@ -81,3 +81,40 @@ async fn form_fields_carry_their_values_for_a_js_off_submit() {
     };
     assert_eq!(fig(&full), fig(&short));
 }
+
+async fn get_with(uri: &str, accept_language: &str) -> String {
+    let res = router(options())
+        .oneshot(
+            http::Request::get(uri)
+                .header("accept-language", accept_language)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+#[tokio::test]
+async fn chinese_by_accept_language_or_lang_parameter() {
+    let zh = get_with("/", "zh-CN,zh;q=0.9,en;q=0.5").await;
+    assert!(zh.contains(r#"<html lang="zh-CN""#), "{}", &zh[..200]);
+    assert!(zh.contains("梯度检查点") && zh.contains("混合精度") && zh.contains("梯度累积"));
+    assert!(zh.contains("放得下"));
+    let en = get_with("/", "en-US").await;
+    assert!(en.contains(r#"<html lang="en""#) && en.contains("Activation checkpointing"));
+    let forced = get_with("/?lang=zh&shard=ddp&mb=8", "en-US").await;
+    assert!(forced.contains("放不下") && forced.contains("如何调整"));
+    // The fix-ladder links keep the chosen language.
+    assert!(forced.contains("lang=zh\""), "ladder links carry lang");
+}
+
+#[tokio::test]
+async fn charts_are_in_the_server_html() {
+    let (_, html) = get("/?pp=2&gpus=8").await;
+    for id in ["chart-breakdown", "chart-batch", "chart-seq"] {
+        let at = html.find(&format!(r#"data-testid="{id}""#)).expect(id);
+        assert!(html[at..].trim_start().contains("<svg"), "{id} has no SVG");
+    }
+}

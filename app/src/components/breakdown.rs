@@ -1,6 +1,7 @@
 //! Bytes per component and phase for the worst rank, so a user can check the arithmetic.
 
 use crate::components::verdict::gib;
+use crate::i18n::use_lang;
 use cost_model::estimate::{Component, Estimate};
 use cost_model::PlanError;
 use leptos::prelude::*;
@@ -33,10 +34,12 @@ fn explain(c: Component) -> &'static str {
 
 #[component]
 pub fn Breakdown(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
+    let lang = use_lang();
     view! {
         <section class="breakdown-section">
-            <h2>"Per-GPU breakdown"</h2>
+            <h2>{move || lang.get().t("Per-GPU breakdown")}</h2>
             {move || {
+                let l = lang.get();
                 estimate
                     .get()
                     .ok()
@@ -49,12 +52,12 @@ pub fn Breakdown(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                                     <table class="breakdown" data-testid="breakdown">
                                         <thead>
                                             <tr>
-                                                <th scope="col">"Component"</th>
+                                                <th scope="col">{l.t("Component")}</th>
                                                 {phases
                                                     .iter()
                                                     .map(|p| {
                                                         let peak = p.phase == st.peak_phase;
-                                                        view! { <th scope="col" class:peak=peak>{p.phase.id()}</th> }
+                                                        view! { <th scope="col" class:peak=peak>{l.t(p.phase.id())}</th> }
                                                     })
                                                     .collect_view()}
                                             </tr>
@@ -65,10 +68,10 @@ pub fn Breakdown(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                                                 .map(|&c| {
                                                     view! {
                                                         <tr data-testid=format!("row-{}", c.id())>
-                                                            <th scope="row" title=explain(c)>
+                                                            <th scope="row" title=l.t(explain(c))>
                                                                 <details>
-                                                                    <summary>{c.id()}</summary>
-                                                                    <span class="explain">{explain(c)}</span>
+                                                                    <summary>{l.t(c.id())}</summary>
+                                                                    <span class="explain">{l.t(explain(c))}</span>
                                                                 </details>
                                                             </th>
                                                             {phases

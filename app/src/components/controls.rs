@@ -2,6 +2,7 @@
 //! so the same form submits with GET when JavaScript is off.
 
 use crate::components::options::Kind;
+use crate::i18n::use_lang;
 use cost_model::query;
 use cost_model::Plan;
 use leptos::prelude::*;
@@ -16,6 +17,7 @@ pub fn Field(
     /// The last input that could not be applied, shown beside its control.
     error: RwSignal<Option<(String, String)>>,
 ) -> impl IntoView {
+    let lang = use_lang();
     let value = Memo::new(move |_| plan.with(|p| query::value_of(p, key).unwrap_or_default()));
     let set = move |v: String| match plan.with_untracked(|p| query::apply(p, key, &v)) {
         Ok(p) => {
@@ -35,7 +37,7 @@ pub fn Field(
                         let v2 = v.clone();
                         view! {
                             <option value=v selected=move || value.get() == v2>
-                                {l}
+                                {move || lang.get().t(&l).to_string()}
                             </option>
                         }
                     })
@@ -90,11 +92,11 @@ pub fn Field(
     };
     view! {
         <div class="field">
-            <label for=id title=hint>
-                {label}
+            <label for=id title=move || lang.get().t(hint)>
+                {move || lang.get().t(label)}
             </label>
             <div class="input">{input}</div>
-            <p class="hint">{hint}</p>
+            <p class="hint">{move || lang.get().t(hint)}</p>
             {move || {
                 error
                     .get()

@@ -1,6 +1,7 @@
 //! Largest micro-batch / sequence that fit, and the fix ladder when it does not.
 
 use crate::components::verdict::gib;
+use crate::i18n::{href, lang_suffix, use_lang};
 use cost_model::search::{fix_ladder, max_micro_batch, max_seq_len};
 use cost_model::Plan;
 use leptos::prelude::*;
@@ -16,34 +17,40 @@ pub fn Ladder(plan: RwSignal<Plan>) -> impl IntoView {
         })
     });
     let ladder = Memo::new(move |_| plan.with(|p| fix_ladder(p).unwrap_or_default()));
-    let show = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "none".into());
+    let lang = use_lang();
+    let show = move |v: Option<u32>| {
+        v.map(|x| x.to_string())
+            .unwrap_or_else(|| lang.get().t("none").to_string())
+    };
     view! {
         <section class="searches">
             <p>
-                "Largest micro-batch that fits: "
+                {move || format!("{}: ", lang.get().t("Largest micro-batch that fits"))}
                 <strong data-testid="max-mb">{move || show(searches.get().0)}</strong>
-                " · longest sequence: "
+                {move || format!(" · {}: ", lang.get().t("longest sequence"))}
                 <strong data-testid="max-seq">{move || show(searches.get().1)}</strong>
             </p>
         </section>
         <section class="ladder" data-testid="ladder">
             {move || {
                 let rungs = ladder.get();
+                let l = lang.get();
+                let suffix = lang_suffix();
                 (!rungs.is_empty())
                     .then(|| {
                         view! {
-                            <h2>"What to change"</h2>
+                            <h2>{l.t("What to change")}</h2>
                             <ol>
                                 {rungs
                                     .into_iter()
                                     .enumerate()
                                     .map(|(i, r)| {
                                         let target = r.plan.clone();
-                                        let href = if r.query.is_empty() { "/".to_string() } else { format!("/?{}", r.query) };
+                                        let link = href(&r.query, &suffix);
                                         view! {
                                             <li class:fits=r.fits>
                                                 <a
-                                                    href=href
+                                                    href=link
                                                     data-testid=format!("rung-{i}")
                                                     on:click=move |ev| {
                                                         ev.prevent_default();
@@ -54,12 +61,14 @@ pub fn Ladder(plan: RwSignal<Plan>) -> impl IntoView {
                                                 </a>
                                                 " → "
                                                 {gib(r.device_used)}
-                                                " (saves "
-                                                {gib(r.saving)}
-                                                ", speed "
-                                                {format!("{:+} %", r.speed_cost_pct)}
-                                                ")"
-                                                {r.fits.then_some(" — fits")}
+                                                {format!(
+                                                    " ({} {}, {} {:+} %)",
+                                                    l.t("saves"),
+                                                    gib(r.saving),
+                                                    l.t("speed"),
+                                                    r.speed_cost_pct
+                                                )}
+                                                {r.fits.then(|| format!(" — {}", l.t("fits")))}
                                             </li>
                                         }
                                     })

@@ -1,4 +1,5 @@
 pub mod breakdown;
+pub mod charts;
 pub mod controls;
 pub mod ladder;
 pub mod options;

@@ -3,12 +3,14 @@
 
 use crate::components::controls::Field;
 use crate::components::options::sections;
+use crate::i18n::use_lang;
 use cost_model::Plan;
 use leptos::prelude::*;
 
 #[component]
 pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
     let error = RwSignal::new(None::<(String, String)>);
+    let lang = use_lang();
     view! {
         <form class="plan-form" method="get" action="/" data-testid="plan-form">
             {sections()
@@ -16,7 +18,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                 .map(|(title, fields)| {
                     view! {
                         <fieldset>
-                            <legend>{title}</legend>
+                            <legend>{move || lang.get().t(title)}</legend>
                             {fields
                                 .into_iter()
                                 .map(|(key, label, hint, kind)| {
@@ -28,18 +30,28 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                 })
                 .collect_view()}
             <p class="global-batch" data-testid="global-batch">
-                "Global batch: "
                 {move || {
+                    let l = lang.get();
                     plan.with(|p| {
                         let dp = p.parallel.dp() as u64;
                         let g = p.training.micro_batch as u64 * p.training.grad_accum as u64 * dp;
-                        format!("{g} sequences ({} tokens) per optimizer step", g * p.training.seq_len as u64)
+                        format!(
+                            "{}: {g} {} ({} {})",
+                            l.t("Global batch"),
+                            l.t("sequences"),
+                            g * p.training.seq_len as u64,
+                            l.t("tokens per optimizer step")
+                        )
                     })
                 }}
             </p>
             // Without JavaScript the form submits; once hydrated, inputs apply live
             // and the stylesheet hides the button (body[data-hydrated]).
-            <button type="submit" class="apply">"Apply"</button>
+            {move || {
+                let explicit = use_context::<crate::i18n::LangInUrl>().map(|l| l.0.get()).unwrap_or(false);
+                explicit.then(|| view! { <input type="hidden" name="lang" value=move || lang.get().code() /> })
+            }}
+            <button type="submit" class="apply">{move || lang.get().t("Apply")}</button>
         </form>
     }
 }

@@ -9,10 +9,13 @@ pub fn NotFound() -> impl IntoView {
             resp.set_status(http::StatusCode::NOT_FOUND);
         }
     }
+    let lang = crate::i18n::use_lang();
     view! {
         <main class="page">
-            <h1>"Page not found"</h1>
-            <p><a href="/">"Back to the planner"</a></p>
+            <h1>{move || lang.get().t("Page not found")}</h1>
+            <p>
+                <a href="/">{move || lang.get().t("Back to the planner")}</a>
+            </p>
         </main>
     }
 }

@@ -1,0 +1,290 @@
+//! Charts, drawn with plotters into SVG by the same functions on the server
+//! (SSR, so the page shows them without JavaScript) and in the browser on
+//! every change. Text is placed at computed positions and never measured, so
+//! both sides produce byte-identical SVG (snapshot-tested).
+
+use cost_model::estimate::{Component, Estimate};
+use cost_model::Bytes;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+const W: u32 = 640;
+const H: u32 = 300;
+const LEFT: i32 = 56;
+const RIGHT: i32 = 150;
+const TOP: i32 = 16;
+const BOTTOM: i32 = 40;
+
+/// Muted colours readable on light and dark backgrounds.
+const INK: RGBColor = RGBColor(0x86, 0x8c, 0x99);
+const CAPACITY: RGBColor = RGBColor(0xd0, 0x3b, 0x32);
+const FIT: RGBColor = RGBColor(0x2e, 0x9e, 0x5b);
+const LINE: RGBColor = RGBColor(0x3c, 0x6b, 0xe0);
+
+fn color(c: Component) -> RGBColor {
+    match c {
+        Component::Weights => RGBColor(0x3c, 0x6b, 0xe0),
+        Component::Gradients => RGBColor(0x8e, 0x5c, 0xd9),
+        Component::Optimizer => RGBColor(0xd9, 0x5c, 0xa8),
+        Component::Activations => RGBColor(0xe8, 0x8a, 0x2e),
+        Component::Logits => RGBColor(0xd4, 0xb4, 0x2a),
+        Component::CommBuffers => RGBColor(0x2a, 0xa6, 0xa6),
+        Component::Temporaries => RGBColor(0x6b, 0xb3, 0x4a),
+        Component::AllocatorReserve => RGBColor(0x9a, 0xa2, 0xb0),
+        Component::Runtime => RGBColor(0x5f, 0x66, 0x73),
+    }
+}
+
+/// A round step for about `n` ticks up to `max` GiB.
+fn nice_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(1e-9);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let k = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    k * mag
+}
+
+fn font(size: f64, anchor: Pos) -> TextStyle<'static> {
+    ("sans-serif", size).into_font().color(&INK).pos(anchor)
+}
+
+/// Y axis in GiB with grid lines; returns the y mapping.
+fn y_axis<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    top_gib: f64,
+) -> impl Fn(f64) -> i32 {
+    let plot_h = (H as i32 - TOP - BOTTOM) as f64;
+    let y = move |g: f64| TOP + (plot_h * (1.0 - g / top_gib)).round() as i32;
+    let step = nice_step(top_gib, 5.0);
+    let mut g = 0.0;
+    while g <= top_gib + 1e-9 {
+        let yy = y(g);
+        let _ = root.draw(&PathElement::new(
+            vec![(LEFT, yy), (W as i32 - RIGHT, yy)],
+            INK.mix(0.25),
+        ));
+        let label = if step < 1.0 {
+            format!("{g:.1}")
+        } else {
+            format!("{g:.0}")
+        };
+        let _ = root.draw(&Text::new(
+            label,
+            (LEFT - 6, yy),
+            font(11.0, Pos::new(HPos::Right, VPos::Center)),
+        ));
+        g += step;
+    }
+    let _ = root.draw(&Text::new(
+        "GiB",
+        (LEFT - 6, TOP - 10),
+        font(11.0, Pos::new(HPos::Right, VPos::Center)),
+    ));
+    y
+}
+
+fn dashed<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, y: i32, c: RGBColor) {
+    let mut x = LEFT;
+    while x < W as i32 - RIGHT {
+        let x2 = (x + 6).min(W as i32 - RIGHT);
+        let _ = root.draw(&PathElement::new(vec![(x, y), (x2, y)], c.stroke_width(2)));
+        x += 10;
+    }
+}
+
+/// Stacked bar of each pipeline stage's peak breakdown against the capacity line.
+pub fn breakdown_svg(est: &Estimate, stage_label: &str, capacity_label: &str) -> String {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        let cap = est.capacity.gib();
+        let max_used = est
+            .stages
+            .iter()
+            .map(|s| s.peak.device_used.gib())
+            .fold(0.0, f64::max);
+        let top = nice_step(cap.max(max_used) * 1.08, 5.0) * 5.0;
+        let top = if top < cap.max(max_used) {
+            cap.max(max_used) * 1.1
+        } else {
+            top
+        };
+        let y = y_axis(&root, top.max(1e-6));
+        let n = est.stages.len().max(1) as i32;
+        let plot_w = W as i32 - RIGHT - LEFT;
+        let slot = plot_w / n;
+        let bar_w = (slot * 3 / 5).clamp(8, 90);
+        for (i, st) in est.stages.iter().enumerate() {
+            let x0 = LEFT + slot * i as i32 + (slot - bar_w) / 2;
+            let mut acc = 0.0;
+            for c in Component::ALL {
+                let v = st.peak_breakdown.get(c).gib();
+                if v <= 0.0 {
+                    continue;
+                }
+                let (ya, yb) = (y(acc), y(acc + v));
+                let _ = root.draw(&Rectangle::new(
+                    [(x0, yb), (x0 + bar_w, ya)],
+                    color(c).filled(),
+                ));
+                acc += v;
+            }
+            let label = if n > 1 {
+                format!("{stage_label} {}", st.stage + 1)
+            } else {
+                format!("{:.1} GiB", acc)
+            };
+            let _ = root.draw(&Text::new(
+                label,
+                (x0 + bar_w / 2, H as i32 - BOTTOM + 8),
+                font(11.0, Pos::new(HPos::Center, VPos::Top)),
+            ));
+        }
+        let yc = y(cap);
+        dashed(&root, yc, CAPACITY);
+        let _ = root.draw(&Text::new(
+            format!("{capacity_label} {cap:.1} GiB"),
+            (W as i32 - RIGHT - 2, yc - 4),
+            ("sans-serif", 11.0)
+                .into_font()
+                .color(&CAPACITY)
+                .pos(Pos::new(HPos::Right, VPos::Bottom)),
+        ));
+        // Legend.
+        for (k, c) in Component::ALL.iter().enumerate() {
+            let ly = TOP + 4 + k as i32 * 18;
+            let lx = W as i32 - RIGHT + 14;
+            let _ = root.draw(&Rectangle::new(
+                [(lx, ly), (lx + 10, ly + 10)],
+                color(*c).filled(),
+            ));
+            let _ = root.draw(&Text::new(
+                c.id().to_string(),
+                (lx + 15, ly + 5),
+                font(11.0, Pos::new(HPos::Left, VPos::Center)),
+            ));
+        }
+        let _ = root.present();
+    }
+    buf
+}
+
+/// Memory versus one input (log₂ x axis) with the capacity line and the
+/// largest value that fits marked.
+pub fn sweep_svg(
+    points: &[(u32, Option<Bytes>)],
+    capacity: Bytes,
+    best: Option<u32>,
+    current: u32,
+    x_label: &str,
+) -> String {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        let valid: Vec<(u32, f64)> = points
+            .iter()
+            .filter_map(|(x, b)| b.map(|b| (*x, b.gib())))
+            .collect();
+        if valid.len() < 2 {
+            let _ = root.present();
+            drop(root);
+            return buf;
+        }
+        let cap = capacity.gib();
+        let max_v = valid.iter().map(|p| p.1).fold(0.0, f64::max);
+        let top = cap.max(max_v.min(cap * 3.0)) * 1.08;
+        let y = y_axis(&root, top.max(1e-6));
+        let lx = |x: u32| (x.max(1) as f64).log2();
+        let (x_min, x_max) = (
+            lx(valid[0].0),
+            lx(valid[valid.len() - 1].0).max(lx(valid[0].0) + 1.0),
+        );
+        let plot_w = (W as i32 - RIGHT - LEFT) as f64;
+        let x = |v: u32| LEFT + ((lx(v) - x_min) / (x_max - x_min) * plot_w).round() as i32;
+        let clamp_y = |g: f64| y(g.min(top));
+        let pts: Vec<(i32, i32)> = valid.iter().map(|(a, b)| (x(*a), clamp_y(*b))).collect();
+        let _ = root.draw(&PathElement::new(pts.clone(), LINE.stroke_width(2)));
+        for ((a, b), p) in valid.iter().zip(&pts) {
+            let c = if *b <= cap { FIT } else { CAPACITY };
+            let _ = root.draw(&Circle::new(
+                *p,
+                if *a == current { 5 } else { 3 },
+                c.filled(),
+            ));
+            let _ = root.draw(&Text::new(
+                a.to_string(),
+                (p.0, H as i32 - BOTTOM + 8),
+                font(10.0, Pos::new(HPos::Center, VPos::Top)),
+            ));
+        }
+        let yc = y(cap);
+        dashed(&root, yc, CAPACITY);
+        if let Some(b) = best {
+            let bx = x(b.max(valid[0].0).min(valid[valid.len() - 1].0));
+            let _ = root.draw(&PathElement::new(
+                vec![(bx, TOP), (bx, H as i32 - BOTTOM)],
+                FIT.stroke_width(1),
+            ));
+            let _ = root.draw(&Text::new(
+                format!("≤ {b}"),
+                (bx + 4, TOP + 2),
+                ("sans-serif", 11.0)
+                    .into_font()
+                    .color(&FIT)
+                    .pos(Pos::new(HPos::Left, VPos::Top)),
+            ));
+        }
+        let _ = root.draw(&Text::new(
+            x_label.to_string(),
+            (W as i32 - RIGHT, H as i32 - 6),
+            font(11.0, Pos::new(HPos::Right, VPos::Bottom)),
+        ));
+        let _ = root.present();
+    }
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cost_model::search::{log2_points, max_micro_batch, sweep, Axis};
+    use cost_model::Plan;
+
+    #[test]
+    fn breakdown_chart_has_one_bar_per_stage_and_the_capacity_line() {
+        let mut p = Plan::default();
+        p.parallel.pp = 4;
+        let est = cost_model::estimate(&p).unwrap();
+        let svg = breakdown_svg(&est, "stage", "capacity");
+        assert!(svg.starts_with("<svg"), "{svg}");
+        for s in 1..=4 {
+            assert!(svg.contains(&format!("\nstage {s}\n")), "stage {s}");
+        }
+        assert!(svg.contains("capacity 79.6 GiB"));
+        // Drawing is deterministic (the same SVG on server and browser).
+        assert_eq!(svg, breakdown_svg(&est, "stage", "capacity"));
+    }
+
+    #[test]
+    fn sweep_chart_marks_the_largest_fitting_value() {
+        let p = Plan::default();
+        let pts = log2_points(p.training.micro_batch, 64);
+        let s = sweep(&p, Axis::MicroBatch, &pts);
+        let best = max_micro_batch(&p).unwrap();
+        let svg = sweep_svg(&s, p.gpu.capacity(), best, 1, "micro-batch");
+        assert!(
+            svg.contains("≤ 1") || svg.contains("&lt;") || svg.contains("≤"),
+            "{svg}"
+        );
+        assert!(svg.contains("\nmicro-batch\n"));
+        assert!(!sweep_svg(&[], p.gpu.capacity(), None, 1, "x").contains("<path"));
+    }
+}

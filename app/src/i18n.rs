@@ -1,0 +1,427 @@
+//! English and Simplified Chinese. Every user-facing string is written in
+//! English in the code and looked up here; a test checks that each has a
+//! Chinese translation. Chinese uses the established terms of the seed
+//! articles (显存, 梯度检查点, 混合精度, 梯度累积, 张量并行, 流水线并行, …).
+
+use leptos::prelude::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    En,
+    Zh,
+}
+
+impl Lang {
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
+    }
+
+    /// The `lang` attribute of the document.
+    pub fn html(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh-CN",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Lang> {
+        let s = s.trim().to_ascii_lowercase();
+        if s.starts_with("zh") {
+            Some(Lang::Zh)
+        } else if s.starts_with("en") {
+            Some(Lang::En)
+        } else {
+            None
+        }
+    }
+
+    /// The `lang=` URL parameter, if any.
+    pub fn from_query(search: &str) -> Option<Lang> {
+        cost_model::query::pairs(search)
+            .into_iter()
+            .rev()
+            .find(|(k, _)| k == "lang")
+            .and_then(|(_, v)| Lang::parse(&v))
+    }
+
+    /// The first supported language of an `Accept-Language` header (by q-value).
+    pub fn from_accept_language(header: &str) -> Lang {
+        let mut best: Option<(f32, Lang)> = None;
+        for part in header.split(',') {
+            let mut it = part.split(';');
+            let tag = it.next().unwrap_or("");
+            let q = it
+                .find_map(|p| {
+                    p.trim()
+                        .strip_prefix("q=")
+                        .and_then(|v| v.parse::<f32>().ok())
+                })
+                .unwrap_or(1.0);
+            if let Some(l) = Lang::parse(tag) {
+                if best.is_none_or(|(bq, _)| q > bq) {
+                    best = Some((q, l));
+                }
+            }
+        }
+        best.map(|b| b.1).unwrap_or(Lang::En)
+    }
+
+    /// Translates an English UI string (falls back to English).
+    pub fn t<'a>(self, en: &'a str) -> &'a str {
+        match self {
+            Lang::En => en,
+            Lang::Zh => ZH
+                .iter()
+                .find(|(e, _)| *e == en)
+                .map(|(_, z)| *z)
+                .unwrap_or(en),
+        }
+    }
+}
+
+/// The page's language, provided as context by the app.
+pub fn use_lang() -> RwSignal<Lang> {
+    use_context::<RwSignal<Lang>>().unwrap_or_else(|| RwSignal::new(Lang::En))
+}
+
+/// English → 简体中文.
+pub const ZH: &[(&str, &str)] = &[
+    // Page
+    (
+        "What each GPU will hold while training — before you launch.",
+        "训练时每张 GPU 要占多少显存——启动之前就知道。",
+    ),
+    ("Page not found", "页面不存在"),
+    ("Back to the planner", "返回规划器"),
+    ("Apply", "应用"),
+    ("Global batch", "全局批大小"),
+    ("sequences", "条序列"),
+    ("tokens per optimizer step", "个 token / 每次优化器更新"),
+    // Sections
+    ("Model and hardware", "模型与硬件"),
+    ("Batch", "批大小"),
+    ("Precision and optimizer", "精度与优化器"),
+    ("Parallelism", "并行策略"),
+    ("Activations", "激活值"),
+    ("Fine-tuning", "微调"),
+    // Labels
+    ("Model", "模型"),
+    ("GPU", "GPU 型号"),
+    ("GPUs", "GPU 数量"),
+    ("Framework", "训练框架"),
+    ("Micro-batch", "微批次大小 (micro-batch)"),
+    ("Sequence length", "序列长度"),
+    ("Gradient accumulation", "梯度累积步数"),
+    ("Precision", "精度"),
+    ("Optimizer", "优化器"),
+    ("Optimizer kernel", "优化器实现"),
+    ("Data parallel / sharding", "数据并行 / 分片 (ZeRO/FSDP)"),
+    ("Tensor parallel", "张量并行 (TP)"),
+    ("Sequence parallel", "序列并行 (SP)"),
+    ("Pipeline parallel", "流水线并行 (PP)"),
+    ("Context parallel", "上下文并行 (CP)"),
+    ("CPU offload", "CPU 卸载 (offload)"),
+    ("Activation checkpointing", "梯度检查点 (激活重计算)"),
+    ("Attention kernel", "注意力实现"),
+    ("Loss", "损失计算"),
+    ("Activation offload", "激活值卸载到 CPU"),
+    ("Method", "方法"),
+    ("LoRA rank", "LoRA 秩 (rank)"),
+    ("Base weight bits", "基座权重位数"),
+    // Hints
+    (
+        "Preset dimensions from the model's config.json",
+        "预设维度来自模型的 config.json",
+    ),
+    (
+        "Capacity as nvidia-smi reports it",
+        "容量按 nvidia-smi 显示的数值",
+    ),
+    ("All GPUs in the run", "本次训练使用的全部 GPU"),
+    (
+        "Its documented defaults fill loss, checkpointing and optimizer settings",
+        "按框架文档中的默认值设置损失、检查点和优化器",
+    ),
+    (
+        "Sequences per GPU per forward: activations grow linearly",
+        "每张卡每次前向的样本数：激活值随之线性增长",
+    ),
+    (
+        "Tokens per sequence as run (padded length, not the cap)",
+        "实际运行的每条序列 token 数（填充后的长度，不是上限）",
+    ),
+    (
+        "Same global batch with a smaller micro-batch; costs steps, not memory",
+        "用更小的微批次保持全局批大小：多花步数，不占显存",
+    ),
+    (
+        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients",
+        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半",
+    ),
+    (
+        "Adam keeps two states per trainable parameter; 8-bit and SGD keep less",
+        "Adam 为每个可训练参数保存两个状态；8-bit 与 SGD 更省",
+    ),
+    (
+        "foreach makes a state-sized temporary at the step; fused does not",
+        "foreach 在更新时产生与状态同样大的临时张量；fused 不会",
+    ),
+    (
+        "ZeRO/FSDP shard optimizer states, gradients, then weights across GPUs",
+        "ZeRO/FSDP 依次把优化器状态、梯度、权重切分到各卡",
+    ),
+    (
+        "Splits every matmul; heads must divide evenly",
+        "切分每个矩阵乘；注意力头数必须能整除",
+    ),
+    (
+        "With TP, also splits norms and dropout along the sequence",
+        "配合张量并行，沿序列维切分 norm 和 dropout",
+    ),
+    (
+        "Splits layers into stages; the first stage holds the most activations",
+        "按层切分为多个阶段；第一阶段保存的激活值最多",
+    ),
+    ("Splits the sequence across GPUs", "把序列切分到多张卡"),
+    (
+        "Moves states to host RAM; slows every step",
+        "把状态移到主机内存；每步都会变慢",
+    ),
+    (
+        "Recompute instead of storing: full keeps only each block's input (+33 % compute)",
+        "用重计算代替存储：full 只保留每层的输入（计算量 +33%）",
+    ),
+    (
+        "Eager attention stores the s² score matrix; flash does not",
+        "eager 注意力保存 s² 的分数矩阵；flash 不保存",
+    ),
+    (
+        "Full fp32 logits are often the single largest tensor",
+        "完整的 fp32 logits 往往是最大的单个张量",
+    ),
+    (
+        "Keeps only the block in flight on the GPU",
+        "GPU 上只保留正在计算的那一层",
+    ),
+    (
+        "LoRA trains small adapters over a frozen base; QLoRA stores the base in 4 bits",
+        "LoRA 在冻结的基座上训练小适配器；QLoRA 以 4 位存储基座",
+    ),
+    (
+        "Adapter parameters: r·(d_in + d_out) per target",
+        "适配器参数：每个目标矩阵 r·(d_in + d_out)",
+    ),
+    (
+        "Frozen base: 16-bit, 8-bit or 4-bit NF4",
+        "冻结基座：16 位、8 位或 4 位 NF4",
+    ),
+    // Option labels
+    ("none (one GPU)", "无（单卡）"),
+    ("none", "无"),
+    ("full", "完全"),
+    ("selective (attention core)", "选择性（注意力核心）"),
+    ("per-op selective", "逐算子选择性"),
+    ("flash / SDPA", "flash / SDPA"),
+    ("eager", "eager（显式矩阵）"),
+    ("full logits (fp32 upcast)", "完整 logits（升为 fp32）"),
+    ("chunked, chunks kept (LitGPT)", "分块，保留各块 (LitGPT)"),
+    (
+        "chunked, freed per chunk (torchtune)",
+        "分块，逐块释放 (torchtune)",
+    ),
+    ("fused linear + CE (Liger)", "融合 linear + CE (Liger)"),
+    ("full fine-tune / pretrain", "全参数微调 / 预训练"),
+    ("LoRA", "LoRA"),
+    ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),
+    ("optimizer states", "优化器状态"),
+    ("parameters + optimizer", "参数 + 优化器状态"),
+    ("bf16 AMP (fp32 weights)", "bf16 混合精度（fp32 权重）"),
+    ("fp16 AMP (fp32 weights)", "fp16 混合精度（fp32 权重）"),
+    ("pure bf16", "纯 bf16"),
+    ("pure fp16", "纯 fp16"),
+    ("fp8 matmuls (bf16 weights)", "fp8 矩阵乘（bf16 权重）"),
+    ("foreach (PyTorch default)", "foreach（PyTorch 默认）"),
+    // Verdict
+    ("Fits", "放得下"),
+    ("Does not fit", "放不下（显存不足）"),
+    ("of", "/"),
+    ("per GPU (nvidia-smi", "每卡（nvidia-smi 口径"),
+    ("every GPU", "所有 GPU 相同"),
+    ("pipeline stage", "流水线阶段"),
+    ("peak at", "峰值出现在"),
+    ("Headroom", "余量"),
+    ("Short by", "还差"),
+    ("over", "超出"),
+    ("Likely range", "可能范围"),
+    ("(from the calibration residuals)", "（来自校准误差）"),
+    ("PyTorch allocated", "PyTorch allocated"),
+    ("reserved", "reserved"),
+    ("Largest micro-batch that fits", "能放下的最大微批次"),
+    ("longest sequence", "最长序列"),
+    ("What to change", "如何调整"),
+    ("saves", "节省"),
+    ("speed", "速度"),
+    ("fits", "放得下"),
+    // Charts and table
+    ("Memory per GPU", "每卡显存"),
+    ("Versus micro-batch", "随微批次变化"),
+    ("Versus sequence length", "随序列长度变化"),
+    ("stage", "阶段"),
+    ("capacity", "容量"),
+    ("micro-batch", "微批次"),
+    ("sequence length", "序列长度"),
+    ("Per-GPU breakdown", "每卡显存构成"),
+    ("Component", "组成部分"),
+    // Components
+    ("weights", "权重"),
+    ("gradients", "梯度"),
+    ("optimizer", "优化器状态"),
+    ("activations", "激活值"),
+    ("logits", "logits / 损失"),
+    ("comm-buffers", "通信缓冲区"),
+    ("temporaries", "临时张量"),
+    ("allocator-reserve", "分配器预留"),
+    ("runtime", "运行时（CUDA 上下文等）"),
+    // Phases
+    ("load", "加载"),
+    ("init", "初始化后"),
+    ("forward", "前向"),
+    ("backward", "反向"),
+    ("step", "优化器更新"),
+    // Component explanations
+    (
+        "Parameters as stored on this GPU (sharded under ZeRO-3/FSDP, quantised under QLoRA)",
+        "本卡上存储的参数（ZeRO-3/FSDP 下分片，QLoRA 下量化）",
+    ),
+    (
+        "One gradient per trainable parameter (sharded under ZeRO-2+)",
+        "每个可训练参数一个梯度（ZeRO-2 及以上分片）",
+    ),
+    (
+        "Optimizer states and the fp32 master copy (Adam: two states per trainable parameter)",
+        "优化器状态与 fp32 主权重（Adam：每个可训练参数两个状态）",
+    ),
+    (
+        "Tensors saved in forward for backward, per block × layers × micro-batches in flight",
+        "前向为反向保存的张量：每层 × 层数 × 在途微批次",
+    ),
+    (
+        "LM-head output and the cross-entropy working set",
+        "LM head 输出与交叉熵的工作集",
+    ),
+    (
+        "DDP buckets, ZeRO buckets, FSDP gathered units",
+        "DDP 桶、ZeRO 桶、FSDP 聚合的参数单元",
+    ),
+    (
+        "Optimizer-step temporaries, autocast weight copies, the block in backward",
+        "优化器更新的临时张量、autocast 权重副本、反向中的当前层",
+    ),
+    (
+        "Cached free blocks and fragmentation in PyTorch's caching allocator",
+        "PyTorch 缓存分配器中的空闲块与碎片",
+    ),
+    (
+        "CUDA context, NCCL communicators and other processes, outside PyTorch",
+        "PyTorch 之外的 CUDA 上下文、NCCL 通信器与其他进程",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_language_picks_the_best_supported() {
+        assert_eq!(
+            Lang::from_accept_language("zh-CN,zh;q=0.9,en;q=0.8"),
+            Lang::Zh
+        );
+        assert_eq!(
+            Lang::from_accept_language("en-US,en;q=0.9,zh;q=0.5"),
+            Lang::En
+        );
+        assert_eq!(Lang::from_accept_language("fr-FR, zh-TW;q=0.7"), Lang::Zh);
+        assert_eq!(Lang::from_accept_language(""), Lang::En);
+        assert_eq!(Lang::from_query("mb=2&lang=zh"), Some(Lang::Zh));
+    }
+
+    #[test]
+    fn every_control_string_has_a_chinese_translation() {
+        use crate::components::options::{sections, Kind};
+        let zh = |s: &str| ZH.iter().any(|(e, _)| *e == s);
+        let mut missing = Vec::new();
+        for (title, fields) in sections() {
+            if !zh(title) {
+                missing.push(title.to_string());
+            }
+            for (key, label, hint, kind) in fields {
+                for s in [label, hint] {
+                    if !zh(s) {
+                        missing.push(s.to_string());
+                    }
+                }
+                // Model and GPU names, framework names and plain ids stay as they are.
+                if let Kind::Select(options) = kind {
+                    if !matches!(key, "model" | "gpu" | "fw" | "opt" | "shard" | "bits") {
+                        for (_, l) in options {
+                            if !zh(&l) && l.chars().any(|c| c == ' ' || c == '(') {
+                                missing.push(l);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for c in cost_model::estimate::Component::ALL {
+            if !zh(c.id()) {
+                missing.push(c.id().to_string());
+            }
+        }
+        for p in cost_model::estimate::Phase::ALL {
+            if !zh(p.id()) {
+                missing.push(p.id().to_string());
+            }
+        }
+        assert!(missing.is_empty(), "untranslated: {missing:?}");
+    }
+
+    #[test]
+    fn table_has_no_duplicates() {
+        let mut keys: Vec<_> = ZH.iter().map(|(e, _)| *e).collect();
+        keys.sort();
+        let n = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), n);
+    }
+}
+
+/// Whether the language was chosen explicitly (then it travels in the URL).
+#[derive(Clone, Copy)]
+pub struct LangInUrl(pub RwSignal<bool>);
+
+/// `&lang=xx` when the language travels in the URL, else nothing.
+pub fn lang_suffix() -> String {
+    let lang = use_lang();
+    let explicit = use_context::<LangInUrl>()
+        .map(|l| l.0.get())
+        .unwrap_or(false);
+    if explicit {
+        format!("lang={}", lang.get().code())
+    } else {
+        String::new()
+    }
+}
+
+/// Joins a plan query and the language suffix into `/?…`.
+pub fn href(query: &str, suffix: &str) -> String {
+    match (query.is_empty(), suffix.is_empty()) {
+        (true, true) => "/".to_string(),
+        (false, true) => format!("/?{query}"),
+        (true, false) => format!("/?{suffix}"),
+        (false, false) => format!("/?{query}&{suffix}"),
+    }
+}
