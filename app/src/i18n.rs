@@ -70,7 +70,7 @@ impl Lang {
     }
 
     /// Translates an English UI string (falls back to English).
-    pub fn t<'a>(self, en: &'a str) -> &'a str {
+    pub fn t(self, en: &str) -> &str {
         match self {
             Lang::En => en,
             Lang::Zh => ZH
