@@ -4,13 +4,18 @@
 use crate::charts::{breakdown_svg, sweep_svg};
 use crate::i18n::use_lang;
 use cost_model::estimate::Estimate;
-use cost_model::search::{log2_points, max_micro_batch, max_seq_len, sweep, Axis};
+use cost_model::search::{log2_points, sweep, Axis};
 use cost_model::validate::{MAX_MICRO_BATCH, MAX_SEQ_LEN};
 use cost_model::{Plan, PlanError};
 use leptos::prelude::*;
 
 #[component]
-pub fn Charts(plan: RwSignal<Plan>, estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
+pub fn Charts(
+    plan: RwSignal<Plan>,
+    estimate: Memo<Result<Estimate, PlanError>>,
+    /// Largest micro-batch and sequence that fit.
+    searches: Memo<(Option<u32>, Option<u32>)>,
+) -> impl IntoView {
     let lang = use_lang();
     let bars = Memo::new(move |_| {
         let l = lang.get();
@@ -23,7 +28,7 @@ pub fn Charts(plan: RwSignal<Plan>, estimate: Memo<Result<Estimate, PlanError>>)
     let by_batch = Memo::new(move |_| {
         let l = lang.get();
         plan.with(|p| {
-            let best = max_micro_batch(p).ok().flatten();
+            let best = searches.get().0;
             let around = best.unwrap_or(1).max(p.training.micro_batch);
             let pts = sweep(
                 p,
@@ -42,7 +47,7 @@ pub fn Charts(plan: RwSignal<Plan>, estimate: Memo<Result<Estimate, PlanError>>)
     let by_seq = Memo::new(move |_| {
         let l = lang.get();
         plan.with(|p| {
-            let best = max_seq_len(p).ok().flatten();
+            let best = searches.get().1;
             let around = best.unwrap_or(1).max(p.training.seq_len);
             let pts: Vec<u32> = log2_points(around, MAX_SEQ_LEN as u32)
                 .into_iter()

@@ -10,6 +10,8 @@ use leptos::prelude::*;
 #[component]
 pub fn Field(
     plan: RwSignal<Plan>,
+    /// `query::all_pairs` of the plan.
+    values: Memo<Vec<(&'static str, String)>>,
     key: &'static str,
     label: &'static str,
     hint: &'static str,
@@ -18,7 +20,16 @@ pub fn Field(
     error: RwSignal<Option<(String, String)>>,
 ) -> impl IntoView {
     let lang = use_lang();
-    let value = Memo::new(move |_| plan.with(|p| query::value_of(p, key).unwrap_or_default()));
+    // Every control reads one shared list of the plan's settings (computed
+    // once per change), not the plan itself.
+    let value = Memo::new(move |_| {
+        values.with(|v| {
+            v.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, x)| x.clone())
+                .unwrap_or_default()
+        })
+    });
     let set = move |v: String| match plan.with_untracked(|p| query::apply(p, key, &v)) {
         Ok(p) => {
             error.set(None);

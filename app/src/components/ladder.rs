@@ -2,20 +2,12 @@
 
 use crate::components::verdict::gib;
 use crate::i18n::{href, lang_suffix, use_lang};
-use cost_model::search::{fix_ladder, max_micro_batch, max_seq_len};
+use cost_model::search::fix_ladder;
 use cost_model::Plan;
 use leptos::prelude::*;
 
 #[component]
-pub fn Ladder(plan: RwSignal<Plan>) -> impl IntoView {
-    let searches = Memo::new(move |_| {
-        plan.with(|p| {
-            (
-                max_micro_batch(p).ok().flatten(),
-                max_seq_len(p).ok().flatten(),
-            )
-        })
-    });
+pub fn Ladder(plan: RwSignal<Plan>, searches: Memo<(Option<u32>, Option<u32>)>) -> impl IntoView {
     let ladder = Memo::new(move |_| plan.with(|p| fix_ladder(p).unwrap_or_default()));
     let lang = use_lang();
     let show = move |v: Option<u32>| {

@@ -10,6 +10,7 @@ use leptos::prelude::*;
 #[component]
 pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
     let error = RwSignal::new(None::<(String, String)>);
+    let values = Memo::new(move |_| plan.with(cost_model::query::all_pairs));
     let lang = use_lang();
     view! {
         <form class="plan-form" method="get" action="/" data-testid="plan-form">
@@ -22,7 +23,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                             {fields
                                 .into_iter()
                                 .map(|(key, label, hint, kind)| {
-                                    view! { <Field plan key label hint kind error /> }
+                                    view! { <Field plan values key label hint kind error /> }
                                 })
                                 .collect_view()}
                         </fieldset>

@@ -22,11 +22,21 @@ pub fn PlannerPage() -> impl IntoView {
     };
     let plan = RwSignal::new(initial);
     let estimate = Memo::new(move |_| plan.with(cost_model::estimate));
+    let searches = Memo::new(move |_| {
+        plan.with(|p| {
+            (
+                cost_model::search::max_micro_batch(p).ok().flatten(),
+                cost_model::search::max_seq_len(p).ok().flatten(),
+            )
+        })
+    });
     let lang = use_lang();
     let lang_in_url = RwSignal::new(Lang::from_query(&search).is_some());
     provide_context(LangInUrl(lang_in_url));
 
-    // Browser only: keep the URL equal to the plan (history replaced, not pushed).
+    // Browser only: keep the URL equal to the plan (history replaced, not
+    // pushed), at most every URL_THROTTLE_MS while sliding.
+    let pending = StoredValue::new(None::<String>);
     Effect::new(move |_| {
         let q = plan.with(query::encode);
         let suffix = if lang_in_url.get() {
@@ -34,7 +44,11 @@ pub fn PlannerPage() -> impl IntoView {
         } else {
             String::new()
         };
-        replace_url(&href(&q, &suffix));
+        let first = pending.with_value(|p| p.is_none());
+        pending.set_value(Some(href(&q, &suffix)));
+        if first {
+            schedule_url_update(pending);
+        }
     });
 
     let switch = move |to: Lang| {
@@ -73,12 +87,34 @@ pub fn PlannerPage() -> impl IntoView {
             <PlanForm plan />
             <div class="results">
                 <Verdict estimate />
-                <Ladder plan />
-                <Charts plan estimate />
+                <Ladder plan searches />
+                <Charts plan estimate searches />
                 <Breakdown estimate />
             </div>
         </main>
     }
+}
+
+/// `history.replaceState` costs about a millisecond in Chromium: coalesce the
+/// updates of a slide into one per this many milliseconds.
+const URL_THROTTLE_MS: u64 = 120;
+
+#[cfg(feature = "hydrate")]
+fn schedule_url_update(pending: StoredValue<Option<String>>) {
+    set_timeout(
+        move || {
+            if let Some(url) = pending.try_update_value(|p| p.take()).flatten() {
+                replace_url(&url);
+            }
+        },
+        std::time::Duration::from_millis(URL_THROTTLE_MS),
+    );
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn schedule_url_update(pending: StoredValue<Option<String>>) {
+    pending.set_value(None);
+    let _ = URL_THROTTLE_MS;
 }
 
 #[cfg(feature = "hydrate")]
@@ -91,9 +127,6 @@ fn replace_url(url: &str) {
     };
     let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(url));
 }
-
-#[cfg(not(feature = "hydrate"))]
-fn replace_url(_url: &str) {}
 
 #[cfg(feature = "hydrate")]
 fn set_document_lang(l: Lang) {
