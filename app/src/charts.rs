@@ -101,7 +101,12 @@ fn dashed<DB: DrawingBackend>(root: &DrawingArea<DB, plotters::coord::Shift>, y:
 }
 
 /// Stacked bar of each pipeline stage's peak breakdown against the capacity line.
-pub fn breakdown_svg(est: &Estimate, stage_label: &str, capacity_label: &str) -> String {
+pub fn breakdown_svg(
+    est: &Estimate,
+    stage_label: &str,
+    capacity_label: &str,
+    component_label: impl Fn(Component) -> String,
+) -> String {
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
@@ -167,7 +172,7 @@ pub fn breakdown_svg(est: &Estimate, stage_label: &str, capacity_label: &str) ->
                 color(*c).filled(),
             ));
             let _ = root.draw(&Text::new(
-                c.id().to_string(),
+                component_label(*c),
                 (lx + 15, ly + 5),
                 font(11.0, Pos::new(HPos::Left, VPos::Center)),
             ));
@@ -263,14 +268,17 @@ mod tests {
         let mut p = Plan::default();
         p.parallel.pp = 4;
         let est = cost_model::estimate(&p).unwrap();
-        let svg = breakdown_svg(&est, "stage", "capacity");
+        let svg = breakdown_svg(&est, "stage", "capacity", |c| c.id().to_string());
         assert!(svg.starts_with("<svg"), "{svg}");
         for s in 1..=4 {
             assert!(svg.contains(&format!("\nstage {s}\n")), "stage {s}");
         }
         assert!(svg.contains("capacity 79.6 GiB"));
         // Drawing is deterministic (the same SVG on server and browser).
-        assert_eq!(svg, breakdown_svg(&est, "stage", "capacity"));
+        assert_eq!(
+            svg,
+            breakdown_svg(&est, "stage", "capacity", |c| c.id().to_string())
+        );
     }
 
     #[test]

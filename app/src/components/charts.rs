@@ -21,7 +21,11 @@ pub fn Charts(
         let l = lang.get();
         estimate.with(|e| {
             e.as_ref()
-                .map(|e| breakdown_svg(e, l.t("stage"), l.t("capacity")))
+                .map(|e| {
+                    breakdown_svg(e, l.t("stage"), l.t("capacity"), |c| {
+                        l.t(c.id()).to_string()
+                    })
+                })
                 .unwrap_or_default()
         })
     });
