@@ -233,12 +233,14 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             v.push((k, a));
         }
     };
-    // Model: preset id when it matches one, else every dimension.
+    // Model: preset id when it matches one, else every dimension (with `all`,
+    // the dimensions too, so every control shows its value).
     match presets::presets().iter().find(|p| p.spec() == plan.model) {
-        Some(p) => put("model", p.id.to_string(), d.model.name.clone()),
-        None => {
+        Some(p) if !all => put("model", p.id.to_string(), d.model.name.clone()),
+        found => {
+            let id = found.map(|p| p.id).unwrap_or("custom");
             let m = &plan.model;
-            v.push(("model", "custom".into()));
+            v.push(("model", id.into()));
             v.push(("arch", enum_id(&m.arch)));
             for (k, x) in [
                 ("layers", m.layers),

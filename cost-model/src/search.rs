@@ -403,7 +403,7 @@ mod tests {
         for w in s.windows(2) {
             assert!(w[1].1.unwrap() >= w[0].1.unwrap());
         }
-        assert_eq!(log2_points(0, 64), vec![1, 2]);
+        assert_eq!(log2_points(0, 64), vec![1, 2, 4]);
         assert_eq!(log2_points(u32::MAX, u32::MAX).len(), 32);
     }
 

@@ -129,3 +129,39 @@ test("Chinese with lang=zh, in the server HTML and after hydration", async ({ pa
     await expect(page).toHaveURL(/lang=en/);
   }
 });
+
+test("hydrated: a pasted config.json replaces the model, and bad JSON names the key", async ({ page }, info) => {
+  test.skip(!hydrated(info), "needs the WASM bundle");
+  await page.goto("/?gpus=1&shard=none&gpu=a100-sxm4-80gb");
+  await waitForHydration(page);
+  await page.locator("details.config-paste summary").click();
+  await page.getByTestId("config-json").fill('{"model_type":"llama","hidden_size":2048}');
+  await expect(page.getByTestId("config-error")).toContainText("num_hidden_layers");
+  await page.getByTestId("config-json").fill(
+    '{"model_type":"qwen2","hidden_size":896,"intermediate_size":4864,"num_attention_heads":14,"num_hidden_layers":24,"num_key_value_heads":2,"vocab_size":151936,"tie_word_embeddings":true}',
+  );
+  await expect(page.getByTestId("config-ok")).toContainText("0.494 B parameters");
+  await expect(page.getByTestId("layers")).toHaveValue("24");
+  await expect(page).toHaveURL(/hidden=896/);
+});
+
+test("hydrated: the counter switch and copy link", async ({ page, context }, info) => {
+  test.skip(!hydrated(info), "needs the WASM bundle");
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  await page.goto("/?mb=2");
+  await waitForHydration(page);
+  const used = await page.getByTestId("device-used").textContent();
+  await page.getByTestId("counter").selectOption("allocated");
+  await expect(page.getByTestId("device-used")).not.toHaveText(used ?? "");
+  await page.getByTestId("copy-link").click();
+  await expect(page.getByTestId("copy-link")).toHaveText("Link copied");
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  expect(copied).toContain("mb=2");
+});
+
+test("custom dimensions from the URL, editable in the form", async ({ page }) => {
+  await page.goto("/?model=custom&layers=7&hidden=1000&heads=10&kv_heads=10&head_dim=100&ffn=4000&vocab=32000");
+  await expect(page.getByTestId("model")).toHaveValue("custom");
+  await expect(page.getByTestId("layers")).toHaveValue("7");
+  await expect(page.getByTestId("verdict")).toHaveText("Fits");
+});

@@ -86,6 +86,42 @@ pub fn Field(
             <output for=id.clone() data-testid=format!("{testid}-value")>{move || value.get()}</output>
         }
         .into_any(),
+        Kind::LogRange { min_exp, max_exp } => {
+            // The slider moves over powers of two and has no `name`: the number
+            // box is what a GET submit sends.
+            let exp = move || {
+                value.get().parse::<f64>().ok().filter(|v| *v >= 1.0).map(|v| v.log2().round() as u32).unwrap_or(min_exp)
+            };
+            view! {
+                <input
+                    id=id.clone()
+                    type="number"
+                    name=key
+                    min=1
+                    inputmode="numeric"
+                    data-testid=testid.clone()
+                    value=move || value.get()
+                    prop:value=move || value.get()
+                    on:input=move |ev| set(event_target_value(&ev))
+                />
+                <input
+                    type="range"
+                    min=min_exp
+                    max=max_exp
+                    step=1
+                    aria-label=move || format!("{} (log₂)", lang.get().t(label))
+                    data-testid=format!("{testid}-log")
+                    value=exp
+                    prop:value=exp
+                    on:input=move |ev| {
+                        if let Ok(e) = event_target_value(&ev).parse::<u32>() {
+                            set((1u64 << e.min(31)).to_string())
+                        }
+                    }
+                />
+            }
+            .into_any()
+        }
         Kind::Check => view! {
             <input type="hidden" name=key value="0" />
             <input

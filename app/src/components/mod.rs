@@ -1,5 +1,6 @@
 pub mod breakdown;
 pub mod charts;
+pub mod config_paste;
 pub mod controls;
 pub mod ladder;
 pub mod options;

@@ -8,8 +8,19 @@ use cost_model::{gpu, presets};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
     Select(Vec<(String, String)>),
-    Number { min: u32, max: u32 },
-    Range { min: u32, max: u32 },
+    Number {
+        min: u32,
+        max: u32,
+    },
+    Range {
+        min: u32,
+        max: u32,
+    },
+    /// A number box plus a slider over powers of two (2^min_exp … 2^max_exp).
+    LogRange {
+        min_exp: u32,
+        max_exp: u32,
+    },
     Check,
 }
 
@@ -26,12 +37,11 @@ fn opts(list: &[(&str, &str)]) -> Kind {
 pub type FieldSpec = (&'static str, &'static str, &'static str, Kind);
 
 pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
-    let models = Kind::Select(
-        presets::presets()
-            .iter()
-            .map(|p| (p.id.to_string(), p.name.to_string()))
-            .collect(),
-    );
+    let mut model_list: Vec<(String, String)> = presets::presets()
+        .iter()
+        .map(|p| (p.id.to_string(), p.name.to_string()))
+        .collect();
+    model_list.push(("custom".into(), "Custom dimensions".into()));
     let gpus = Kind::Select(
         gpu::ids()
             .map(|(id, name)| (id.to_string(), name.to_string()))
@@ -47,17 +57,32 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
         (
             "Model and hardware",
             vec![
-                ("model", "Model", "Preset dimensions from the model's config.json", models),
+                ("model", "Model", "Preset dimensions from the model's config.json", Kind::Select(model_list)),
                 ("gpu", "GPU", "Capacity as nvidia-smi reports it", gpus),
                 ("gpus", "GPUs", "All GPUs in the run", Kind::Number { min: 1, max: 100_000 }),
                 ("fw", "Framework", "Its documented defaults fill loss, checkpointing and optimizer settings", fws),
             ],
         ),
         (
+            "Model dimensions",
+            vec![
+                ("layers", "Layers", "Transformer blocks (decoder blocks for encoder–decoder models)", Kind::Number { min: 1, max: 10_000 }),
+                ("hidden", "Hidden size", "Model width h", Kind::Number { min: 1, max: 1 << 20 }),
+                ("heads", "Attention heads", "Query heads a", Kind::Number { min: 1, max: 1 << 20 }),
+                ("kv_heads", "KV heads", "Key/value heads (fewer than heads = GQA/MQA)", Kind::Number { min: 1, max: 1 << 20 }),
+                ("head_dim", "Head dim", "Width of one head (usually hidden / heads)", Kind::Number { min: 1, max: 1 << 20 }),
+                ("ffn", "FFN width", "MLP inner width (per expert for MoE)", Kind::Number { min: 1, max: 1 << 20 }),
+                ("vocab", "Vocabulary", "Rows of the embedding; the logits are batch × sequence × vocabulary", Kind::Number { min: 1, max: 1 << 26 }),
+                ("experts", "Experts", "Routed experts per MoE layer (0 = dense)", Kind::Number { min: 0, max: 1 << 14 }),
+                ("top_k", "Experts per token", "Top-k routing", Kind::Number { min: 0, max: 1 << 14 }),
+                ("mlp", "MLP", "Gated (SwiGLU) MLPs keep three ffn-wide tensors per token", opts(&[("gated", "gated (SwiGLU)"), ("plain", "plain (GELU)")])),
+            ],
+        ),
+        (
             "Batch",
             vec![
                 ("mb", "Micro-batch", "Sequences per GPU per forward: activations grow linearly", Kind::Range { min: 1, max: 64 }),
-                ("seq", "Sequence length", "Tokens per sequence as run (padded length, not the cap)", Kind::Number { min: 1, max: 1 << 24 }),
+                ("seq", "Sequence length", "Tokens per sequence as run (padded length, not the cap)", Kind::LogRange { min_exp: 7, max_exp: 20 }),
                 ("ga", "Gradient accumulation", "Same global batch with a smaller micro-batch; costs steps, not memory", Kind::Number { min: 1, max: 1 << 20 }),
             ],
         ),

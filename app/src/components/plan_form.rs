@@ -1,6 +1,7 @@
 //! The plan inputs, grouped by section. Works without JavaScript: the form
 //! submits with GET and the server renders the same page for that URL.
 
+use crate::components::config_paste::ConfigPaste;
 use crate::components::controls::Field;
 use crate::components::options::sections;
 use crate::i18n::use_lang;
@@ -26,6 +27,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                                     view! { <Field plan values key label hint kind error /> }
                                 })
                                 .collect_view()}
+                            {(title == "Model and hardware").then(|| view! { <ConfigPaste plan /> })}
                         </fieldset>
                     }
                 })

@@ -13,8 +13,19 @@ pub fn gib(b: Bytes) -> String {
 #[component]
 pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
     let lang = use_lang();
+    // Which counter the headline figure shows (fits is always judged on device_used).
+    let counter = RwSignal::new("device_used".to_string());
     view! {
         <section class="verdict" aria-live="polite">
+            <label class="counter">
+                {move || lang.get().t("Counter")}
+                " "
+                <select data-testid="counter" on:change=move |ev| counter.set(event_target_value(&ev))>
+                    <option value="device_used">"device_used (nvidia-smi)"</option>
+                    <option value="reserved">"reserved (max_memory_reserved)"</option>
+                    <option value="allocated">"allocated (max_memory_allocated)"</option>
+                </select>
+            </label>
             {move || {
                 let l = lang.get();
                 match estimate.get() {
@@ -26,6 +37,11 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                         let fits = est.fits;
                         let cap = est.capacity.as_f64().max(1.0);
                         let used = est.peak.device_used;
+                        let shown = match counter.get().as_str() {
+                            "reserved" => est.peak.reserved,
+                            "allocated" => est.peak.allocated,
+                            _ => used,
+                        };
                         let pct = 100.0 * (est.capacity.as_f64() - used.as_f64()) / cap;
                         let stage = if est.stages.len() > 1 {
                             format!("{} {} / {}", l.t("pipeline stage"), est.worst_stage + 1, est.stages.len())
@@ -37,10 +53,10 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                                 {if fits { l.t("Fits") } else { l.t("Does not fit") }}
                             </p>
                             <p class="figure">
-                                <span data-testid="device-used">{gib(used)}</span>
+                                <span data-testid="device-used">{gib(shown)}</span>
                                 {format!(" {} ", l.t("of"))}
                                 <span data-testid="capacity">{gib(est.capacity)}</span>
-                                {format!(" {}, {}, {} ", l.t("per GPU (nvidia-smi"), stage, l.t("peak at"))}
+                                {format!(" {} ({}), {}, {} ", l.t("per GPU"), counter.get(), stage, l.t("peak at"))}
                                 <span data-testid="peak-phase">{l.t(est.peak_phase.id())}</span>
                                 ")"
                             </p>

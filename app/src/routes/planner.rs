@@ -51,6 +51,7 @@ pub fn PlannerPage() -> impl IntoView {
         }
     });
 
+    let copied = RwSignal::new(false);
     let switch = move |to: Lang| {
         view! {
             <a
@@ -80,7 +81,15 @@ pub fn PlannerPage() -> impl IntoView {
                     {move || lang.get().t("What each GPU will hold while training — before you launch.")}
                 </p>
             </div>
-            <nav class="lang" aria-label="Language / 语言">{switch(Lang::En)} " · " {switch(Lang::Zh)}</nav>
+            <nav class="lang" aria-label="Language / 语言">
+                <button type="button" class="copy" data-testid="copy-link" on:click=move |_| copy_link(copied)>
+                    {move || if copied.get() { lang.get().t("Link copied") } else { lang.get().t("Copy link") }}
+                </button>
+                " "
+                {switch(Lang::En)}
+                " · "
+                {switch(Lang::Zh)}
+            </nav>
         </header>
         <main class="planner">
             {url_error.map(|e| view! { <p class="error" data-testid="url-error">{e}</p> })}
@@ -127,6 +136,24 @@ fn replace_url(url: &str) {
     };
     let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(url));
 }
+
+/// Copies the page's URL (which is the plan) to the clipboard.
+#[cfg(feature = "hydrate")]
+fn copy_link(copied: RwSignal<bool>) {
+    let Some(w) = web_sys::window() else { return };
+    let Ok(href) = w.location().href() else {
+        return;
+    };
+    let _ = w.navigator().clipboard().write_text(&href);
+    copied.set(true);
+    set_timeout(
+        move || copied.set(false),
+        std::time::Duration::from_millis(1500),
+    );
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn copy_link(_copied: RwSignal<bool>) {}
 
 #[cfg(feature = "hydrate")]
 fn set_document_lang(l: Lang) {
