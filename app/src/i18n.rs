@@ -160,6 +160,31 @@ pub const ZH: &[(&str, &str)] = &[
     ("Copy link", "复制链接"),
     ("Link copied", "链接已复制"),
     ("Counter", "统计口径"),
+    ("Pipeline schedule", "流水线调度"),
+    ("Pipeline micro-batches", "流水线微批次数"),
+    ("Virtual stages", "虚拟阶段数"),
+    ("LoRA targets", "LoRA 目标模块"),
+    (
+        "Interleaving cuts the bubble but keeps more micro-batches in flight on stage 1",
+        "交错调度减少气泡，但第一阶段在途的微批次更多",
+    ),
+    (
+        "Micro-batches per flush (0 = gradient accumulation steps)",
+        "每次刷新的微批次数（0 表示等于梯度累积步数）",
+    ),
+    (
+        "Model chunks per GPU for the interleaved schedule",
+        "交错调度下每张卡上的模型块数",
+    ),
+    (
+        "Each targeted matrix keeps its adapter's input for backward",
+        "每个目标矩阵都会为反向保存其适配器的输入",
+    ),
+    ("interleaved 1F1B", "交错 1F1B"),
+    ("all linear layers", "所有线性层"),
+    ("q, v", "q、v"),
+    ("q, k, v, o (attention)", "q、k、v、o（注意力）"),
+    ("gate, up, down (MLP)", "gate、up、down（MLP）"),
     // Labels
     ("Model", "模型"),
     ("GPU", "GPU 型号"),

@@ -147,6 +147,14 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ("tp", "Tensor parallel", "Splits every matmul; heads must divide evenly", Kind::Number { min: 1, max: 1024 }),
                 ("sp", "Sequence parallel", "With TP, also splits norms and dropout along the sequence", Kind::Check),
                 ("pp", "Pipeline parallel", "Splits layers into stages; the first stage holds the most activations", Kind::Number { min: 1, max: 1024 }),
+                (
+                    "pp_sched",
+                    "Pipeline schedule",
+                    "Interleaving cuts the bubble but keeps more micro-batches in flight on stage 1",
+                    opts(&[("one-f-one-b", "1F1B"), ("interleaved", "interleaved 1F1B")]),
+                ),
+                ("pp_mb", "Pipeline micro-batches", "Micro-batches per flush (0 = gradient accumulation steps)", Kind::Number { min: 0, max: 1 << 20 }),
+                ("vstages", "Virtual stages", "Model chunks per GPU for the interleaved schedule", Kind::Number { min: 1, max: 1024 }),
                 ("cp", "Context parallel", "Splits the sequence across GPUs", Kind::Number { min: 1, max: 1024 }),
                 (
                     "offload",
@@ -198,6 +206,17 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "Method",
                     "LoRA trains small adapters over a frozen base; QLoRA stores the base in 4 bits",
                     opts(&[("full", "full fine-tune / pretrain"), ("lora", "LoRA"), ("qlora", "QLoRA (4-bit base)")]),
+                ),
+                (
+                    "targets",
+                    "LoRA targets",
+                    "Each targeted matrix keeps its adapter's input for backward",
+                    opts(&[
+                        ("all-linear", "all linear layers"),
+                        ("q+v", "q, v"),
+                        ("q+k+v+o", "q, k, v, o (attention)"),
+                        ("gate+up+down", "gate, up, down (MLP)"),
+                    ]),
                 ),
                 ("rank", "LoRA rank", "Adapter parameters: r·(d_in + d_out) per target", Kind::Number { min: 1, max: 65536 }),
                 (
