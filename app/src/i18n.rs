@@ -158,6 +158,7 @@ pub const ZH: &[(&str, &str)] = &[
         "使用 Hugging Face 的 config.json",
     ),
     ("Copy link", "复制链接"),
+    ("Search models…", "搜索模型…"),
     ("Link copied", "链接已复制"),
     ("Counter", "统计口径"),
     ("Pipeline schedule", "流水线调度"),

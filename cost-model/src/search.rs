@@ -163,8 +163,18 @@ pub const COST_TP: i32 = 15;
 pub const COST_OFFLOAD_OPTIMIZER: i32 = 50;
 pub const COST_OFFLOAD_PARAMS: i32 = 100;
 
+/// Headroom below this fraction of capacity counts as thin: the ladder is
+/// offered even though the plan fits (fragmentation and the model's own
+/// uncertainty, `BAND_ABOVE`, eat that much).
+pub const THIN_HEADROOM: f64 = 0.10;
+
+fn comfortable(e: &Estimate) -> bool {
+    e.fits && e.headroom.as_f64() >= THIN_HEADROOM * e.capacity.as_f64()
+}
+
 /// The fix ladder for a plan: each rung applied on top of the ones before,
-/// kept only when it saves memory. Stops after the first rung that fits.
+/// kept only when it saves memory. Offered when the plan does not fit or its
+/// headroom is thin; stops after the first rung that leaves comfortable headroom.
 pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     let mut cur_est = estimate(plan)?;
     let mut cur = plan.clone();
@@ -172,14 +182,14 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     let mut push = |r: Option<(Rung, Estimate)>, cur: &mut Plan, cur_est: &mut Estimate| -> bool {
         if let Some((r, e)) = r {
             *cur = r.plan.clone();
+            let done = comfortable(&e);
             *cur_est = e;
-            let done = r.fits;
             out.push(r);
             return done;
         }
         false
     };
-    if cur_est.fits {
+    if comfortable(&cur_est) {
         return Ok(out);
     }
 
@@ -387,6 +397,8 @@ mod tests {
             last = r.device_used;
         }
         assert!(ladder.last().unwrap().fits);
+        let last = estimate(&ladder.last().unwrap().plan).unwrap();
+        assert!(last.headroom.as_f64() >= THIN_HEADROOM * last.capacity.as_f64());
         // The order users know: checkpointing comes before sharding.
         let pos = |id: &str| ladder.iter().position(|r| r.id == id);
         if let (Some(c), Some(z)) = (pos("checkpointing"), pos("zero-3")) {
@@ -405,6 +417,16 @@ mod tests {
         }
         assert_eq!(log2_points(0, 64), vec![1, 2, 4]);
         assert_eq!(log2_points(u32::MAX, u32::MAX).len(), 32);
+    }
+
+    #[test]
+    fn thin_headroom_offers_the_ladder() {
+        // Find a micro-batch/sequence that fits with under 10 % headroom.
+        let mut p = Plan::default();
+        p.training.seq_len = max_seq_len(&p).unwrap().unwrap();
+        let e = estimate(&p).unwrap();
+        assert!(e.fits && e.headroom.as_f64() < THIN_HEADROOM * e.capacity.as_f64());
+        assert!(!fix_ladder(&p).unwrap().is_empty());
     }
 
     #[test]

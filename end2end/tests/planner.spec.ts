@@ -165,3 +165,12 @@ test("custom dimensions from the URL, editable in the form", async ({ page }) =>
   await expect(page.getByTestId("layers")).toHaveValue("7");
   await expect(page.getByTestId("verdict")).toHaveText("Fits");
 });
+
+test("hydrated: searching the presets picks a model", async ({ page }, info) => {
+  test.skip(!hydrated(info), "needs the WASM bundle");
+  await page.goto("/");
+  await waitForHydration(page);
+  await page.getByTestId("model-search").fill("Mistral-7B-v0.1");
+  await expect(page.getByTestId("model")).toHaveValue("mistral-7b");
+  await expect(page).toHaveURL(/model=mistral-7b/);
+});

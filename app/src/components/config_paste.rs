@@ -47,3 +47,38 @@ pub fn ConfigPaste(plan: RwSignal<Plan>) -> impl IntoView {
         </details>
     }
 }
+
+/// Type to search the presets (by name or id); picking one applies it.
+#[component]
+pub fn ModelSearch(plan: RwSignal<Plan>) -> impl IntoView {
+    let lang = use_lang();
+    let on_input = move |ev| {
+        let q = event_target_value(&ev);
+        let q = q.trim();
+        if let Some(p) = cost_model::presets::presets()
+            .iter()
+            .find(|p| p.id.eq_ignore_ascii_case(q) || p.name.eq_ignore_ascii_case(q))
+        {
+            plan.update(|pl| pl.model = p.spec());
+        }
+    };
+    view! {
+        <div class="model-search">
+            <input
+                type="search"
+                list="model-presets"
+                autocomplete="off"
+                placeholder=move || lang.get().t("Search models…")
+                aria-label=move || lang.get().t("Search models…")
+                data-testid="model-search"
+                on:input=on_input
+            />
+            <datalist id="model-presets">
+                {cost_model::presets::presets()
+                    .iter()
+                    .map(|p| view! { <option value=p.name>{p.id}</option> })
+                    .collect_view()}
+            </datalist>
+        </div>
+    }
+}

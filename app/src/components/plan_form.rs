@@ -1,7 +1,7 @@
 //! The plan inputs, grouped by section. Works without JavaScript: the form
 //! submits with GET and the server renders the same page for that URL.
 
-use crate::components::config_paste::ConfigPaste;
+use crate::components::config_paste::{ConfigPaste, ModelSearch};
 use crate::components::controls::Field;
 use crate::components::options::sections;
 use crate::i18n::use_lang;
@@ -21,6 +21,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                     view! {
                         <fieldset>
                             <legend>{move || lang.get().t(title)}</legend>
+                            {(title == "Model and hardware").then(|| view! { <ModelSearch plan /> })}
                             {fields
                                 .into_iter()
                                 .map(|(key, label, hint, kind)| {
