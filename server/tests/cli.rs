@@ -42,6 +42,7 @@ fn example_plan_round_trips_through_estimate() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(v["estimate"]["peak"]["device_used"].as_u64().unwrap() > 0);
     assert_eq!(v["estimate"]["fits"], true);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -61,6 +62,7 @@ fn bad_plans_exit_2_naming_line_and_field() {
         err.contains("model.heads (32) is not divisible by parallel.tp (3)"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
