@@ -408,14 +408,28 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     Ok(plan)
 }
 
+/// The header (trimmed) and the data records of a case file.
+fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String> {
+    let mut records = csv::parse(csv_text)?;
+    if records.is_empty() {
+        return Err("the file is empty: expected a header line".into());
+    }
+    let head = records.remove(0);
+    for col in ["id", "metric", "measured_gib", "n_layers", "hidden"] {
+        if !head.fields.iter().any(|h| h.trim() == col) {
+            return Err(format!("line {}: header has no `{col}` column", head.line));
+        }
+    }
+    Ok((
+        head.fields.iter().map(|h| h.trim().to_string()).collect(),
+        records,
+    ))
+}
+
 /// The plan the row with this id describes (for `memplan calibrate --explain`).
 pub fn case_plan(csv_text: &str, id: &str) -> Result<Plan, String> {
-    let records = csv::parse(csv_text)?;
-    let Some((head, rows)) = records.split_first() else {
-        return Err("the file is empty".into());
-    };
-    let header: Vec<String> = head.fields.iter().map(|h| h.trim().to_string()).collect();
-    for rec in rows {
+    let (header, rows) = read_cases(csv_text)?;
+    for rec in &rows {
         let row = Row {
             header: &header,
             fields: &rec.fields,
@@ -441,16 +455,7 @@ fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
 
 /// Predicts every case of a calibration CSV.
 pub fn calibrate(csv_text: &str) -> Result<Report, String> {
-    let records = csv::parse(csv_text)?;
-    let Some((head, rows)) = records.split_first() else {
-        return Err("the file is empty: expected a header line".into());
-    };
-    for col in ["id", "metric", "measured_gib", "n_layers", "hidden"] {
-        if !head.fields.iter().any(|h| h.trim() == col) {
-            return Err(format!("line {}: header has no `{col}` column", head.line));
-        }
-    }
-    let header: Vec<String> = head.fields.iter().map(|h| h.trim().to_string()).collect();
+    let (header, rows) = read_cases(csv_text)?;
     let mut cases = Vec::new();
     let mut errors = Vec::new();
     let mut oom_total = 0;

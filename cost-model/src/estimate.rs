@@ -683,8 +683,10 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn optimizer(&self, s: u32) -> f64 {
-        if self.plan.parallel.offload != Offload::None || self.paged_optimizer() {
+    /// Optimizer states (and master copy) one rank holds on the GPU, wherever
+    /// they are allocated; zero when offloaded to the CPU.
+    fn optimizer_on_gpu(&self, s: u32) -> f64 {
+        if self.plan.parallel.offload != Offload::None {
             return 0.0;
         }
         let o = self.stage_trainable(s) * self.optimizer_bytes_per_param();
@@ -695,17 +697,22 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Optimizer states in PyTorch's allocator.
+    fn optimizer(&self, s: u32) -> f64 {
+        if self.paged_optimizer() {
+            0.0
+        } else {
+            self.optimizer_on_gpu(s)
+        }
+    }
+
     /// Paged optimizer state lives in CUDA managed memory: nvidia-smi sees the
     /// resident pages, PyTorch's counters do not (DESIGN.md §3b).
     fn paged_optimizer_resident(&self, s: u32) -> f64 {
-        if !self.paged_optimizer() || self.plan.parallel.offload != Offload::None {
-            return 0.0;
-        }
-        let o = self.stage_trainable(s) * self.optimizer_bytes_per_param();
-        if self.shards_optimizer() {
-            o / self.shard
+        if self.paged_optimizer() {
+            self.optimizer_on_gpu(s)
         } else {
-            o
+            0.0
         }
     }
 
