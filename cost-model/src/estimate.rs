@@ -1216,7 +1216,9 @@ impl<'a> Ctx<'a> {
         let p = &self.plan.parallel;
         let s = 0;
         let mut host = 0.0;
-        if p.offload != Offload::None || self.paged_optimizer() {
+        if p.offload != Offload::None {
+            // Optimizer states, master copy and the fp32 gradient partition
+            // live in host RAM under ZeRO-Offload / FSDP CPUOffload.
             let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param() + FP32);
             host += if self.shards_optimizer() {
                 o / self.shard

@@ -157,3 +157,31 @@ fn checkpoint_every_k_interpolates_between_none_and_full() {
     let mid = (none + full) as f64 / 2.0;
     assert!(((half as f64 - mid) / mid).abs() < 1e-6, "{half} vs {mid}");
 }
+
+/// Offloading moves optimizer states to host RAM: the GPU holds none, the host
+/// holds the states, the master copy and an fp32 gradient partition.
+#[test]
+fn optimizer_offload_moves_states_to_the_host() {
+    let mut p = Plan::default();
+    let on_gpu = estimate(&p).unwrap();
+    assert_eq!(on_gpu.host_offload.get(), 0);
+    p.parallel.offload = cost_model::plan::Offload::Optimizer;
+    let off = estimate(&p).unwrap();
+    let step = |e: &cost_model::Estimate| {
+        e.stages[0]
+            .phases
+            .iter()
+            .find(|x| x.phase == Phase::Step)
+            .unwrap()
+            .breakdown
+    };
+    assert_eq!(step(&off).optimizer.get(), 0);
+    assert!(off.peak.device_used < on_gpu.peak.device_used);
+    // ZeRO-2 over 8 GPUs: (12 + 4) bytes × Ψ / 8 per rank on the host.
+    let want = 16.0 * off.params as f64 / 8.0;
+    assert!(
+        (off.host_offload.get() as f64 - want).abs() / want < 0.01,
+        "{} vs {want}",
+        off.host_offload.get()
+    );
+}
