@@ -86,6 +86,19 @@ const FUSED_LOSS_CHUNK_TOKENS: f64 = 1024.0;
 /// node's saved tensors only when that node's backward has run.
 const BACKWARD_WORKING_BLOCKS: f64 = 1.0;
 
+/// Blocks whose checkpointed inputs stay on the GPU under activation offload:
+/// the one in use and the one being copied (double buffering in
+/// `torch.autograd.graph.save_on_cpu(pin_memory=True)` and Unsloth's offloaded checkpointing).
+const ACTIVATION_OFFLOAD_BLOCKS_ON_GPU: f64 = 2.0;
+
+/// Fused linear-cross-entropy keeps one chunk of fp32 logits and its gradient
+/// (liger_kernel `fused_linear_cross_entropy_forward`).
+const FUSED_LOSS_CHUNK_TENSORS: f64 = 2.0;
+
+/// DeepSpeed ZeRO-1/2 buckets alive in backward: the reduce (IPG) bucket being
+/// filled and the one being reduced (`overlap_comm`, stage_1_and_2.py).
+const ZERO_BUCKETS_IN_BACKWARD: f64 = 2.0;
+
 /// DeepSpeed ZeRO-1/2 `reduce_bucket_size` / `allgather_bucket_size` default:
 /// 5e8 elements each (deepspeed/runtime/zero/config.py).
 const DEEPSPEED_BUCKET_ELEMENTS: f64 = 5e8;
@@ -410,9 +423,11 @@ impl<'a> Ctx<'a> {
     /// Per-rank block matrix parameters of one layer (TP splits them; EP splits experts).
     fn layer_matrix_params(&self) -> f64 {
         let m = self.m;
+        // Decoder blocks of an encoder–decoder model add cross-attention: the
+        // average block holds (encoder + 2 × decoder) / (encoder + decoder) attentions.
         let attn = m.attention_params() as f64
             * if m.arch == Arch::EncoderDecoder {
-                1.5
+                (m.encoder_layers as f64 + 2.0 * m.layers as f64) / m.total_layers().max(1) as f64
             } else {
                 1.0
             };
@@ -1076,7 +1091,7 @@ impl<'a> Ctx<'a> {
         let kept = checkpointed * per_checkpointed + (layers - checkpointed) * full;
         let kept = if self.plan.training.activation_offload {
             // Offloading keeps only the block in flight (and the one prefetched).
-            2.0 * self.layer_input_bytes().min(kept)
+            ACTIVATION_OFFLOAD_BLOCKS_ON_GPU * self.layer_input_bytes().min(kept)
         } else {
             kept
         };
@@ -1105,7 +1120,8 @@ impl<'a> Ctx<'a> {
             Loss::Fused => 0.0,
         };
         let fused_chunk = if self.plan.training.loss == Loss::Fused {
-            FUSED_LOSS_CHUNK_TOKENS.min(tokens) * v * FP32 * 2.0
+            // One fp32 chunk of logits and its gradient.
+            FUSED_LOSS_CHUNK_TOKENS.min(tokens) * v * FP32 * FUSED_LOSS_CHUNK_TENSORS
         } else {
             0.0
         };
@@ -1148,7 +1164,7 @@ impl<'a> Ctx<'a> {
                     (self.m.hidden as f64).powi(2)
                 };
                 let b = bucket.min(trainable) * HALF;
-                (b, 2.0 * b)
+                (b, ZERO_BUCKETS_IN_BACKWARD * b)
             }
             Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp if self.shard > 1.0 => {
                 // Unsharded parameters of the current and prefetched unit
