@@ -46,9 +46,13 @@ test("hydrated: changing an input recomputes in the browser without a network re
   const requests: string[] = [];
   page.on("request", (r) => requests.push(r.url()));
   const before = await page.getByTestId("device-used").textContent();
+  const table = await page.getByTestId("breakdown").textContent();
+  const chart = await page.getByTestId("chart-breakdown").innerHTML();
   await page.getByTestId("mb").fill("8");
   await expect(page.getByTestId("mb-value")).toHaveText("8");
   await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
+  await expect(page.getByTestId("breakdown")).not.toHaveText(table ?? "");
+  expect(await page.getByTestId("chart-breakdown").innerHTML()).not.toBe(chart);
   // The URL follows the plan (history replaced, not pushed).
   await expect(page).toHaveURL(/mb=8/);
   expect(requests).toEqual([]);

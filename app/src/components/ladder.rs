@@ -6,6 +6,27 @@ use cost_model::search::fix_ladder;
 use cost_model::Plan;
 use leptos::prelude::*;
 
+/// A rung's name in the page language (`tp-4` → "Tensor parallel 4").
+fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
+    if let Some(t) = id.strip_prefix("tp-") {
+        return format!("{} {t}", l.t("Tensor parallel"));
+    }
+    let en = match id {
+        "mixed-precision" => "Mixed precision",
+        "checkpointing" => "Activation checkpointing",
+        "grad-accum" => "Smaller micro-batch + gradient accumulation",
+        "zero-1" => "ZeRO-1",
+        "zero-2" => "ZeRO-2",
+        "zero-3" => "ZeRO-3",
+        "fsdp-grad-op" => "FSDP shard grad op",
+        "fsdp-full" => "FSDP full shard",
+        "offload-optimizer" => "Offload optimizer states to CPU",
+        "offload-params" => "Offload parameters to CPU too",
+        other => return other.to_string(),
+    };
+    l.t(en).to_string()
+}
+
 #[component]
 pub fn Ladder(plan: RwSignal<Plan>, searches: Memo<(Option<u32>, Option<u32>)>) -> impl IntoView {
     let ladder = Memo::new(move |_| plan.with(|p| fix_ladder(p).unwrap_or_default()));
@@ -49,7 +70,7 @@ pub fn Ladder(plan: RwSignal<Plan>, searches: Memo<(Option<u32>, Option<u32>)>) 
                                                         plan.set(target.clone());
                                                     }
                                                 >
-                                                    {r.id.clone()}
+                                                    {rung_label(l, &r.id)}
                                                 </a>
                                                 " → "
                                                 {gib(r.device_used)}
