@@ -108,3 +108,60 @@ pub fn hydrate() {
         let _ = body.set_attribute("data-hydrated", "true");
     }
 }
+
+/// Microseconds per estimate of the example plan, timed in the browser over
+/// `n` runs (`end2end/bench/slider.mjs` calls it; docs/BENCHMARKS.md).
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn bench_estimate(n: u32) -> f64 {
+    let Some(perf) = web_sys::window().and_then(|w| w.performance()) else {
+        return f64::NAN;
+    };
+    let plan = cost_model::Plan::default();
+    let t0 = perf.now();
+    let mut acc = 0u64;
+    for _ in 0..n {
+        if let Ok(e) = cost_model::estimate(&plan) {
+            acc = acc.wrapping_add(e.peak.device_used.get());
+        }
+    }
+    let us = (perf.now() - t0) * 1000.0 / n.max(1) as f64;
+    // Keep the work observable so it is not optimised away.
+    if acc == 1 {
+        -us
+    } else {
+        us
+    }
+}
+
+/// Microseconds per (largest micro-batch + longest sequence) search pair in the browser.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn bench_searches(n: u32) -> f64 {
+    let Some(perf) = web_sys::window().and_then(|w| w.performance()) else {
+        return f64::NAN;
+    };
+    let plan = cost_model::Plan::default();
+    let t0 = perf.now();
+    let mut acc = 0u32;
+    for _ in 0..n {
+        acc = acc.wrapping_add(
+            cost_model::search::max_micro_batch(&plan)
+                .ok()
+                .flatten()
+                .unwrap_or(0),
+        );
+        acc = acc.wrapping_add(
+            cost_model::search::max_seq_len(&plan)
+                .ok()
+                .flatten()
+                .unwrap_or(0),
+        );
+    }
+    let us = (perf.now() - t0) * 1000.0 / n.max(1) as f64;
+    if acc == 1 {
+        -us
+    } else {
+        us
+    }
+}

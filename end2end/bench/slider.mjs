@@ -57,12 +57,18 @@ const result = await page.evaluate(async (n) => {
   }
   return { dom, frame, toFrame };
 }, n);
+// The cost model itself in WASM: the page's own module, timed inside the browser.
+const wasm = await page.evaluate(async () => {
+  const mod = await import("/pkg/memplan.js");
+  return { estimate: mod.bench_estimate(20000), searches: mod.bench_searches(2000) };
+});
 const pct = (a, q) => { const s = [...a].sort((x, y) => x - y); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 const fmt = (a) => `p50 ${pct(a, 0.5).toFixed(2)} ms, p95 ${pct(a, 0.95).toFixed(2)} ms, max ${Math.max(...a).toFixed(2)} ms`;
 console.log(`iterations: ${n}`);
 console.log(`input → DOM updated (verdict, table, chart): ${fmt(result.dom)}`);
 console.log(`input → start of the frame that renders it:    ${fmt(result.toFrame)}`);
 console.log(`duration of that frame (≤ 16.7 ms = not dropped): ${fmt(result.frame)}`);
+console.log(`one estimate in WASM: ${wasm.estimate.toFixed(2)} µs; max micro-batch + max sequence searches: ${wasm.searches.toFixed(2)} µs`);
 const late = result.frame.filter((x) => x > 1000 / 60 + 1).length;
 console.log(`dropped frames: ${late} of ${n}`);
 await browser.close();
