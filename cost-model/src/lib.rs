@@ -21,4 +21,5 @@ pub mod csv;
 pub mod hf_config;
 pub mod query;
 pub mod search;
+pub mod trace;
 pub mod validate;

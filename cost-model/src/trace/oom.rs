@@ -1,0 +1,185 @@
+//! PyTorch CUDA/HIP out-of-memory messages, every generation:
+//! - `cuda runtime error (2) : out of memory` / `CUDA error: out of memory` (no figures);
+//! - `Tried to allocate X (GPU n; Y total capacity; Z already allocated; F free; R reserved in total by PyTorch)`
+//!   (PyTorch 1.x; older ones print `C cached` instead of the reserved total);
+//! - `Tried to allocate X. GPU n has a total capacity of Y of which F is free. [Process p has M memory in use.]
+//!   Including non-PyTorch memory, this process has M memory in use. Of the allocated memory A is allocated
+//!   by PyTorch, and U is reserved by PyTorch but unallocated.` (PyTorch ≥ 2.1, also `capacty`, HIP).
+//!
+//! Lines may carry `[rankN]:` prefixes and the message may wrap over lines.
+
+use super::{first_size_mib, last_size_mib};
+use serde::{Deserialize, Serialize};
+
+/// One out-of-memory report (the JSON shape `memplan verify` prints).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OomEvent {
+    /// 1-based line where the message starts.
+    pub line: u64,
+    pub gpu: Option<u32>,
+    pub tried_to_allocate_mib: Option<f64>,
+    pub capacity_mib: Option<f64>,
+    pub free_mib: Option<f64>,
+    pub allocated_by_pytorch_mib: Option<f64>,
+    /// Everything the caching allocator holds: allocated plus reserved-but-unallocated
+    /// (or "cached" in the oldest messages).
+    pub reserved_by_pytorch_mib: Option<f64>,
+}
+
+/// Strips a `[rank3]: ` style prefix.
+fn strip_rank(line: &str) -> &str {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix("[rank") {
+        if let Some(i) = rest.find("]:") {
+            return rest[i + 2..].trim_start();
+        }
+    }
+    t
+}
+
+fn is_oom_line(l: &str) -> bool {
+    let low = l.to_ascii_lowercase();
+    low.contains("out of memory")
+}
+
+/// The message is complete once it names its allocator figures or its fix.
+fn complete(buf: &str) -> bool {
+    buf.contains("reserved in total by PyTorch")
+        || buf.contains("but unallocated")
+        || buf.contains("cached)")
+        || !buf.contains("Tried to allocate")
+}
+
+/// Finds every OOM message in `text`.
+pub fn parse(text: &str) -> Vec<OomEvent> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = strip_rank(lines[i]);
+        if !is_oom_line(l) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut buf = l.to_string();
+        // Join wrapped continuation lines (at most a few).
+        let mut j = i + 1;
+        while j < lines.len() && j <= i + 4 && buf.contains("Tried to allocate") && !complete(&buf)
+        {
+            let next = strip_rank(lines[j]);
+            if next.starts_with("Traceback") || next.starts_with("File ") {
+                break;
+            }
+            buf.push(' ');
+            buf.push_str(next);
+            j += 1;
+        }
+        out.push(event(&buf, start as u64 + 1));
+        i = j.max(i + 1);
+    }
+    // An old THC message is followed by "RuntimeError: cuda runtime error (2) : out of
+    // memory" for the same failure: keep one event per failure without figures.
+    out.dedup_by(|b, a| {
+        a.tried_to_allocate_mib.is_none()
+            && b.tried_to_allocate_mib.is_none()
+            && b.line <= a.line + 20
+    });
+    out
+}
+
+fn after<'a>(s: &'a str, marker: &str) -> Option<&'a str> {
+    s.find(marker).map(|i| &s[i + marker.len()..])
+}
+
+fn before<'a>(s: &'a str, marker: &str) -> Option<&'a str> {
+    s.find(marker).map(|i| &s[..i])
+}
+
+/// The segment of the message between `;`/`.` separators that contains `marker`.
+fn segment_before(s: &str, marker: &str) -> Option<f64> {
+    let head = before(s, marker)?;
+    let cut = head
+        .rfind([';', '('])
+        .map(|i| &head[i + 1..])
+        .unwrap_or(head);
+    last_size_mib(cut)
+}
+
+fn gpu_index(s: &str) -> Option<u32> {
+    let rest = after(s, "(GPU ").or_else(|| after(s, ". GPU "))?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+fn event(buf: &str, line: u64) -> OomEvent {
+    let tried = after(buf, "Tried to allocate ").and_then(first_size_mib);
+    let gpu = gpu_index(buf);
+    let capacity = after(buf, "total capacity of ")
+        .or_else(|| after(buf, "total capacty of "))
+        .and_then(first_size_mib)
+        .or_else(|| segment_before(buf, " total capacity"));
+    let free = after(buf, " of which ")
+        .and_then(|r| before(r, " is free").map(last_size_mib))
+        .flatten()
+        .or_else(|| segment_before(buf, " free;").or_else(|| segment_before(buf, " free)")));
+    let allocated = after(buf, "Of the allocated memory ")
+        .and_then(|r| before(r, " is allocated by PyTorch").map(last_size_mib))
+        .flatten()
+        .or_else(|| segment_before(buf, " already allocated"));
+    let reserved = segment_before(buf, " reserved in total by PyTorch").or_else(|| {
+        let unalloc = before(buf, " is reserved by PyTorch but unallocated")
+            .and_then(last_size_mib)
+            .or_else(|| segment_before(buf, " cached"));
+        match (allocated, unalloc) {
+            (Some(a), Some(u)) => Some(a + u),
+            _ => None,
+        }
+    });
+    OomEvent {
+        line,
+        gpu,
+        tried_to_allocate_mib: tried,
+        capacity_mib: capacity,
+        free_mib: free,
+        allocated_by_pytorch_mib: allocated,
+        reserved_by_pytorch_mib: reserved,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_form_with_reserved_total() {
+        let e = &parse("RuntimeError: CUDA out of memory. Tried to allocate 96.00 MiB (GPU 0; 5.81 GiB total capacity; 4.66 GiB already allocated; 77.50 MiB free; 4.68 GiB reserved in total by PyTorch)")[0];
+        assert_eq!(e.gpu, Some(0));
+        assert_eq!(e.tried_to_allocate_mib, Some(96.0));
+        assert!((e.capacity_mib.unwrap() - 5.81 * 1024.0).abs() < 1e-6);
+        assert_eq!(e.free_mib, Some(77.5));
+        assert!((e.allocated_by_pytorch_mib.unwrap() - 4.66 * 1024.0).abs() < 1e-6);
+        assert!((e.reserved_by_pytorch_mib.unwrap() - 4.68 * 1024.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn oldest_form_with_cached() {
+        let e = &parse("RuntimeError: CUDA out of memory. Tried to allocate 12.50 MiB (GPU 0; 10.92 GiB total capacity; 8.57 GiB already allocated; 9.38 MiB free; 1.34 GiB cached)")[0];
+        assert!((e.reserved_by_pytorch_mib.unwrap() - (8.57 + 1.34) * 1024.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn wrapped_and_rank_prefixed() {
+        let text = "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total\n[rank1]: capacity of 79.33 GiB of which 1.5 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by PyTorch but unallocated.";
+        let e = &parse(text)[0];
+        assert_eq!(e.gpu, Some(1));
+        assert_eq!(e.tried_to_allocate_mib, Some(2048.0));
+        assert_eq!(e.reserved_by_pytorch_mib, Some(73.0 * 1024.0));
+    }
+
+    #[test]
+    fn no_oom_no_events() {
+        assert!(parse("step 10 loss 2.3\nall good").is_empty());
+        assert!(parse("").is_empty());
+    }
+}
