@@ -109,24 +109,19 @@ pub fn hydrate() {
     }
 }
 
-/// Microseconds per estimate of the example plan, timed in the browser over
-/// `n` runs (`end2end/bench/slider.mjs` calls it; docs/BENCHMARKS.md).
+/// Microseconds per call of `work` over `n` calls, timed with the page's clock.
+/// `work` returns a value folded into a checksum so it is not optimised away.
 #[cfg(feature = "hydrate")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-pub fn bench_estimate(n: u32) -> f64 {
+fn time_us(n: u32, mut work: impl FnMut() -> u64) -> f64 {
     let Some(perf) = web_sys::window().and_then(|w| w.performance()) else {
         return f64::NAN;
     };
-    let plan = cost_model::Plan::default();
     let t0 = perf.now();
     let mut acc = 0u64;
     for _ in 0..n {
-        if let Ok(e) = cost_model::estimate(&plan) {
-            acc = acc.wrapping_add(e.peak.device_used.get());
-        }
+        acc = acc.wrapping_add(work());
     }
     let us = (perf.now() - t0) * 1000.0 / n.max(1) as f64;
-    // Keep the work observable so it is not optimised away.
     if acc == 1 {
         -us
     } else {
@@ -134,34 +129,33 @@ pub fn bench_estimate(n: u32) -> f64 {
     }
 }
 
+/// Microseconds per estimate of the example plan, timed in the browser over
+/// `n` runs (`end2end/bench/slider.mjs` calls it; docs/BENCHMARKS.md).
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn bench_estimate(n: u32) -> f64 {
+    let plan = cost_model::Plan::default();
+    time_us(n, || {
+        cost_model::estimate(&plan)
+            .map(|e| e.peak.device_used.get())
+            .unwrap_or(0)
+    })
+}
+
 /// Microseconds per (largest micro-batch + longest sequence) search pair in the browser.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn bench_searches(n: u32) -> f64 {
-    let Some(perf) = web_sys::window().and_then(|w| w.performance()) else {
-        return f64::NAN;
-    };
     let plan = cost_model::Plan::default();
-    let t0 = perf.now();
-    let mut acc = 0u32;
-    for _ in 0..n {
-        acc = acc.wrapping_add(
-            cost_model::search::max_micro_batch(&plan)
-                .ok()
-                .flatten()
-                .unwrap_or(0),
-        );
-        acc = acc.wrapping_add(
-            cost_model::search::max_seq_len(&plan)
-                .ok()
-                .flatten()
-                .unwrap_or(0),
-        );
-    }
-    let us = (perf.now() - t0) * 1000.0 / n.max(1) as f64;
-    if acc == 1 {
-        -us
-    } else {
-        us
-    }
+    time_us(n, || {
+        let mb = cost_model::search::max_micro_batch(&plan)
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let seq = cost_model::search::max_seq_len(&plan)
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        mb as u64 + seq as u64
+    })
 }

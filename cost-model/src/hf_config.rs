@@ -92,6 +92,27 @@ impl Cfg<'_> {
     }
 }
 
+/// Reads the dimensions most `model_type`s name with the standard keys
+/// (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
+/// `num_key_value_heads`, `head_dim`, the FFN width under `ffn_keys`, `vocab_size`).
+fn standard_dims(c: &Cfg, m: &mut ModelSpec, ffn_keys: &[&'static str]) -> Result<(), ConfigError> {
+    m.hidden = c.u32("hidden_size")?;
+    m.layers = c.u32("num_hidden_layers")?;
+    m.heads = c.u32("num_attention_heads")?;
+    m.kv_heads = c.opt_u32("num_key_value_heads")?.unwrap_or(m.heads);
+    m.head_dim = c.opt_u32("head_dim")?.unwrap_or(m.hidden / m.heads);
+    m.ffn = c.any_u32(ffn_keys)?;
+    m.vocab = c.u32("vocab_size")?;
+    Ok(())
+}
+
+/// The GPT-2 / BERT / NeoX / Phi block: plain GELU MLP, LayerNorm, biases everywhere.
+fn gpt_block(m: &mut ModelSpec) {
+    m.mlp = Mlp::Plain;
+    m.norm = Norm::LayerNorm;
+    m.linear_bias = true;
+}
+
 /// Parses a `config.json` into a [`ModelSpec`] named `name`.
 pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError> {
     let v: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
@@ -137,16 +158,11 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
         | "phi3" | "olmo" => {
-            m.hidden = c.u32("hidden_size")?;
-            m.layers = c.u32("num_hidden_layers")?;
-            m.heads = c.u32("num_attention_heads")?;
-            m.kv_heads = c.opt_u32("num_key_value_heads")?.unwrap_or(m.heads);
-            m.head_dim = c.opt_u32("head_dim")?.unwrap_or(m.hidden / m.heads);
-            m.ffn = match model_type.as_str() {
-                "qwen2_moe" => c.any_u32(&["moe_intermediate_size", "intermediate_size"])?,
-                _ => c.u32("intermediate_size")?,
+            let ffn_keys: &[&'static str] = match model_type.as_str() {
+                "qwen2_moe" => &["moe_intermediate_size", "intermediate_size"],
+                _ => &["intermediate_size"],
             };
-            m.vocab = c.u32("vocab_size")?;
+            standard_dims(&c, &mut m, ffn_keys)?;
             let tied_default = matches!(model_type.as_str(), "gemma" | "gemma2");
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
             m.qkv_bias = matches!(model_type.as_str(), "qwen2" | "qwen2_moe")
@@ -167,17 +183,9 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             }
         }
         "phi" => {
-            m.hidden = c.u32("hidden_size")?;
-            m.layers = c.u32("num_hidden_layers")?;
-            m.heads = c.u32("num_attention_heads")?;
-            m.kv_heads = c.opt_u32("num_key_value_heads")?.unwrap_or(m.heads);
-            m.head_dim = m.hidden / m.heads;
-            m.ffn = c.u32("intermediate_size")?;
-            m.vocab = c.u32("vocab_size")?;
-            m.mlp = Mlp::Plain;
-            m.norm = Norm::LayerNorm;
+            standard_dims(&c, &mut m, &["intermediate_size"])?;
+            gpt_block(&mut m);
             m.norms_per_layer = 1;
-            m.linear_bias = true;
             m.tied_embeddings = c.bool("tie_word_embeddings", false);
         }
         "gpt2" => {
@@ -188,24 +196,14 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.head_dim = m.hidden / m.heads;
             m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
             m.vocab = c.u32("vocab_size")?;
-            m.mlp = Mlp::Plain;
-            m.norm = Norm::LayerNorm;
+            gpt_block(&mut m);
             m.positions = Positions::Learned;
             m.max_positions = c.any_u32(&["n_positions", "n_ctx"])?;
-            m.linear_bias = true;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
         }
         "gpt_neox" => {
-            m.hidden = c.u32("hidden_size")?;
-            m.layers = c.u32("num_hidden_layers")?;
-            m.heads = c.u32("num_attention_heads")?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
-            m.ffn = c.u32("intermediate_size")?;
-            m.vocab = c.u32("vocab_size")?;
-            m.mlp = Mlp::Plain;
-            m.norm = Norm::LayerNorm;
-            m.linear_bias = true;
+            standard_dims(&c, &mut m, &["intermediate_size"])?;
+            gpt_block(&mut m);
             m.tied_embeddings = c.bool("tie_word_embeddings", false);
         }
         "falcon" | "RefinedWeb" | "RefinedWebModel" => {
@@ -233,18 +231,10 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         }
         "bert" | "roberta" => {
             m.arch = Arch::Encoder;
-            m.hidden = c.u32("hidden_size")?;
-            m.layers = c.u32("num_hidden_layers")?;
-            m.heads = c.u32("num_attention_heads")?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
-            m.ffn = c.u32("intermediate_size")?;
-            m.vocab = c.u32("vocab_size")?;
-            m.mlp = Mlp::Plain;
-            m.norm = Norm::LayerNorm;
+            standard_dims(&c, &mut m, &["intermediate_size"])?;
+            gpt_block(&mut m);
             m.positions = Positions::Learned;
             m.max_positions = c.u32("max_position_embeddings")?;
-            m.linear_bias = true;
             m.tied_embeddings = true;
         }
         "t5" | "mt5" => {

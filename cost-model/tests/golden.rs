@@ -3,32 +3,24 @@
 
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
-use cost_model::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+use cost_model::model::ModelSpec;
 use cost_model::plan::{Attention, Checkpointing, Plan, Precision, Sharding};
+use cost_model::presets::preset;
 
+/// A GPT-2-style block (LayerNorm, biases, plain GELU MLP, learned positions)
+/// with the given dimensions.
 fn gpt(layers: u32, hidden: u32, heads: u32, vocab: u32) -> ModelSpec {
     ModelSpec {
         name: "gpt".into(),
-        arch: Arch::Decoder,
         layers,
-        encoder_layers: 0,
         hidden,
         heads,
         kv_heads: heads,
         head_dim: hidden / heads,
         ffn: 4 * hidden,
-        mlp: Mlp::Plain,
         vocab,
-        tied_embeddings: true,
-        norm: Norm::LayerNorm,
-        norms_per_layer: 2,
-        positions: Positions::Learned,
         max_positions: 2048,
-        linear_bias: true,
-        qkv_bias: false,
-        experts: 0,
-        experts_per_token: 0,
-        shared_experts: 0,
+        ..preset("gpt2").unwrap().spec()
     }
 }
 
