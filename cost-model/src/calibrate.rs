@@ -400,9 +400,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         s => return Err(format!("sharding `{s}` is not in the schema")),
     };
     p.offload = match r.get("offload") {
-        "none" | "" => Offload::None,
-        "optimizer" => Offload::Optimizer,
-        "params+optimizer" => Offload::ParamsOptimizer,
+        "none" | "" => Offload::NONE,
+        "optimizer" => Offload::OPTIMIZER_CPU,
+        "params+optimizer" => Offload::ALL_CPU,
         o => return Err(format!("offload `{o}` is not in the schema")),
     };
     Ok(plan)

@@ -8,7 +8,7 @@ use crate::error::PlanError;
 use crate::framework::Framework;
 use crate::model::{Arch, Mlp, ModelSpec, Norm};
 use crate::plan::{
-    Attention, Checkpointing, Finetune, LoraTargets, Loss, Offload, Optimizer, OptimizerImpl,
+    Attention, Checkpointing, Finetune, LoraTargets, Loss, OffloadDevice, Optimizer, OptimizerImpl,
     PipelineSchedule, Plan, Precision, Sharding,
 };
 use crate::units::{Bytes, MIB};
@@ -105,6 +105,18 @@ const DEEPSPEED_BUCKET_ELEMENTS: f64 = 5e8;
 /// Units FSDP / ZeRO-3 hold unsharded at once: the current one and the
 /// prefetched next (FSDP `BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch`).
 const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
+
+/// ZeRO-Infinity NVMe parameter offload: pinned host buffers of
+/// `offload_param.buffer_count` (default 5) × `buffer_size` (default 1e8
+/// elements) 16-bit values (DeepSpeed config docs, "Parameter offloading").
+const NVME_PARAM_BUFFER_COUNT: f64 = 5.0;
+const NVME_PARAM_BUFFER_ELEMENTS: f64 = 1e8;
+/// ZeRO-Infinity NVMe optimizer offload swaps one sub-group at a time through
+/// `offload_optimizer.buffer_count` (default 4) fp32 host buffers of
+/// `sub_group_size` (default 1e9) elements (DeepSpeed config docs,
+/// "Optimizer offloading"; `zero_config.py` `sub_group_size`).
+const NVME_OPTIMIZER_BUFFER_COUNT: f64 = 4.0;
+const NVME_SUB_GROUP_ELEMENTS: f64 = 1e9;
 
 // ---------------------------------------------------------------------------
 // Outputs
@@ -296,6 +308,8 @@ pub struct Estimate {
     pub band_high: Bytes,
     /// Host RAM needed per rank for offloaded states.
     pub host_offload: Bytes,
+    /// NVMe space one rank's offloaded states need (ZeRO-Infinity).
+    pub nvme_offload: Bytes,
 }
 
 /// Relative width of the uncertainty band below / above the prediction, from
@@ -323,6 +337,7 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
         .unwrap_or_else(|| ctx.stage(0));
     let capacity = plan.gpu.capacity();
     let used = worst.peak.device_used;
+    let (host_offload, nvme_offload) = ctx.offload_targets();
     Ok(Estimate {
         model_version: MODEL_VERSION,
         params: plan.model.params(),
@@ -338,7 +353,8 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
         shortfall: used.saturating_sub(capacity),
         band_low: used.scale(1.0 - BAND_BELOW),
         band_high: used.scale(1.0 + BAND_ABOVE),
-        host_offload: ctx.host_offload(),
+        host_offload,
+        nvme_offload,
         stages,
     })
 }
@@ -663,7 +679,7 @@ impl<'a> Ctx<'a> {
 
     /// Weights on one rank of stage `s`.
     fn weights(&self, s: u32) -> f64 {
-        let offload_params = self.plan.parallel.offload == Offload::ParamsOptimizer;
+        let offload_params = self.plan.parallel.offload.params_offloaded();
         let bytes = match self.base_bits() {
             None => self.stage_params(s) * self.trainable_weight_bytes(),
             Some(base_bits) => {
@@ -701,7 +717,7 @@ impl<'a> Ctx<'a> {
     /// Optimizer states (and master copy) one rank holds on the GPU, wherever
     /// they are allocated; zero when offloaded to the CPU.
     fn optimizer_on_gpu(&self, s: u32) -> f64 {
-        if self.plan.parallel.offload != Offload::None {
+        if self.plan.parallel.offload.optimizer_offloaded() {
             return 0.0;
         }
         let o = self.stage_trainable(s) * self.optimizer_bytes_per_param();
@@ -735,7 +751,9 @@ impl<'a> Ctx<'a> {
     /// fp32 temporary (`_foreach_sqrt(exp_avg_sq)` in torch/optim/adamw.py);
     /// fused kernels make none; the for-loop one tensor at a time.
     fn optimizer_temporaries(&self, s: u32) -> f64 {
-        if self.plan.parallel.offload != Offload::None || self.plan.training.optimizer_in_backward {
+        if self.plan.parallel.offload.optimizer_offloaded()
+            || self.plan.training.optimizer_in_backward
+        {
             return 0.0;
         }
         let has_state = !matches!(self.plan.training.optimizer, Optimizer::Sgd);
@@ -1228,24 +1246,41 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn host_offload(&self) -> Bytes {
-        let p = &self.plan.parallel;
+    /// Host RAM and NVMe space one rank's offloaded states need.
+    fn offload_targets(&self) -> (Bytes, Bytes) {
+        let off = self.plan.parallel.offload;
         let s = 0;
-        let mut host = 0.0;
-        if p.offload != Offload::None {
-            // Optimizer states, master copy and the fp32 gradient partition
-            // live in host RAM under ZeRO-Offload / FSDP CPUOffload.
-            let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param() + FP32);
-            host += if self.shards_optimizer() {
-                o / self.shard
-            } else {
-                o
-            };
-        }
-        if p.offload == Offload::ParamsOptimizer {
-            host += self.stage_params(s) * HALF / self.shard.max(1.0);
-        }
-        Bytes::from_f64(host)
+        let (mut host, mut nvme) = (0.0, 0.0);
+        let mut put = |dev: OffloadDevice, bytes: f64, nvme_buffers: f64| match dev {
+            OffloadDevice::None => {}
+            OffloadDevice::Cpu => host += bytes,
+            OffloadDevice::Nvme => {
+                nvme += bytes;
+                host += nvme_buffers.min(bytes);
+            }
+        };
+        // Optimizer states, master copy and the fp32 gradient partition
+        // (ZeRO-Offload, FSDP CPUOffload).
+        let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param() + FP32);
+        let o = if self.shards_optimizer() {
+            o / self.shard
+        } else {
+            o
+        };
+        let sub_group =
+            (self.stage_trainable(s) / self.shard.max(1.0)).min(NVME_SUB_GROUP_ELEMENTS);
+        put(
+            off.optimizer,
+            o,
+            NVME_OPTIMIZER_BUFFER_COUNT * sub_group * FP32,
+        );
+        // The 16-bit parameter shard (ZeRO-Infinity offload_param, FSDP CPUOffload(params)).
+        put(
+            off.params,
+            self.stage_params(s) * HALF / self.shard.max(1.0),
+            NVME_PARAM_BUFFER_COUNT * NVME_PARAM_BUFFER_ELEMENTS * HALF,
+        );
+        (Bytes::from_f64(host), Bytes::from_f64(nvme))
     }
 
     // ----- phases ---------------------------------------------------------------

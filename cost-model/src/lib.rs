@@ -20,6 +20,8 @@ pub mod calibrate;
 pub mod csv;
 pub mod hf_config;
 pub mod query;
+pub mod report;
+pub mod schema;
 pub mod search;
 pub mod trace;
 pub mod validate;

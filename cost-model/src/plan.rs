@@ -7,7 +7,7 @@ use crate::model::ModelSpec;
 use serde::{Deserialize, Serialize};
 
 /// Version of the plan schema written by this build.
-pub const PLAN_VERSION: u32 = 1;
+pub const PLAN_VERSION: u32 = 2;
 
 /// A complete description of one training run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -279,15 +279,61 @@ pub enum PipelineSchedule {
     Interleaved,
 }
 
-/// What is offloaded to host memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Where an offloaded model state lives (DeepSpeed `offload_optimizer.device`
+/// / `offload_param.device`: `cpu` or `nvme`; FSDP `CPUOffload` is `cpu`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Offload {
+pub enum OffloadDevice {
+    /// On the GPU (not offloaded).
+    #[default]
     None,
-    /// Optimizer states (ZeRO-Offload, FSDP CPUOffload of optimizer).
-    Optimizer,
-    /// Parameters and optimizer states (ZeRO-Infinity / FSDP CPUOffload(params)).
-    ParamsOptimizer,
+    /// Host RAM (ZeRO-Offload, FSDP `CPUOffload`).
+    Cpu,
+    /// NVMe through host bounce buffers (ZeRO-Infinity).
+    Nvme,
+}
+
+/// What is offloaded off the GPU, and where (schema version 2; version 1 had a
+/// single `none` | `optimizer` | `params-optimizer` value, always to the CPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Offload {
+    /// Optimizer states, fp32 master weights and the fp32 gradient partition.
+    #[serde(default)]
+    pub optimizer: OffloadDevice,
+    /// The (sharded) 16-bit parameters, fetched to the GPU layer by layer.
+    #[serde(default)]
+    pub params: OffloadDevice,
+}
+
+impl Offload {
+    /// Nothing offloaded.
+    pub const NONE: Offload = Offload {
+        optimizer: OffloadDevice::None,
+        params: OffloadDevice::None,
+    };
+    /// Optimizer states to host RAM (ZeRO-Offload).
+    pub const OPTIMIZER_CPU: Offload = Offload {
+        optimizer: OffloadDevice::Cpu,
+        params: OffloadDevice::None,
+    };
+    /// Parameters and optimizer states to host RAM.
+    pub const ALL_CPU: Offload = Offload {
+        optimizer: OffloadDevice::Cpu,
+        params: OffloadDevice::Cpu,
+    };
+
+    pub fn optimizer_offloaded(&self) -> bool {
+        self.optimizer != OffloadDevice::None
+    }
+
+    pub fn params_offloaded(&self) -> bool {
+        self.params != OffloadDevice::None
+    }
+
+    pub fn any(&self) -> bool {
+        self.optimizer_offloaded() || self.params_offloaded()
+    }
 }
 
 /// Parallel layout.
@@ -416,7 +462,7 @@ impl Default for Plan {
                 virtual_stages: 1,
                 cp: 1,
                 ep: 1,
-                offload: Offload::None,
+                offload: Offload::NONE,
                 gradient_as_bucket_view: false,
             },
             runtime: RuntimeSpec::default(),
@@ -436,9 +482,9 @@ impl Plan {
         self.training.fp32_upcasts = d.fp32_upcasts;
     }
 
-    /// Parses a plan from JSON, naming the line, column and field at fault.
-    pub fn from_json(s: &str) -> Result<Plan, String> {
-        serde_json::from_str::<Plan>(s)
-            .map_err(|e| format!("plan JSON, line {} column {}: {e}", e.line(), e.column()))
+    /// Parses a plan from JSON of any known schema version (older ones are
+    /// migrated), naming the line, column and field at fault.
+    pub fn from_json(s: &str) -> Result<Plan, crate::schema::PlanLoadError> {
+        crate::schema::load_plan(s)
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::framework::Framework;
 use crate::gpu;
-use crate::plan::{Finetune, LoraTargets, Plan};
+use crate::plan::{Finetune, LoraTargets, Offload, Plan};
 use crate::presets;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -139,7 +139,8 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn escape(s: &str) -> String {
+/// Percent-encodes a query value (everything but `A-Z a-z 0-9 - _ . ~`).
+pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -370,7 +371,16 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     );
     put("cp", p.cp.to_string(), dp.cp.to_string());
     put("ep", p.ep.to_string(), dp.ep.to_string());
-    put("offload", enum_id(&p.offload), enum_id(&dp.offload));
+    put(
+        "off_opt",
+        enum_id(&p.offload.optimizer),
+        enum_id(&dp.offload.optimizer),
+    );
+    put(
+        "off_par",
+        enum_id(&p.offload.params),
+        enum_id(&dp.offload.params),
+    );
     put(
         "bucket_view",
         (p.gradient_as_bucket_view as u8).to_string(),
@@ -587,7 +597,24 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         p.pp_schedule = parse_enum("pp_sched", s)?;
     }
     if let Some(s) = get("offload") {
-        p.offload = parse_enum("offload", s)?;
+        // Links made before plan schema 2: one value, always to the CPU.
+        p.offload = match s {
+            "none" => Offload::NONE,
+            "optimizer" => Offload::OPTIMIZER_CPU,
+            "params-optimizer" => Offload::ALL_CPU,
+            _ => {
+                return Err(err(
+                    "offload",
+                    format!("unknown value `{s}` (none, optimizer, params-optimizer)"),
+                ))
+            }
+        };
+    }
+    if let Some(s) = get("off_opt") {
+        p.offload.optimizer = parse_enum("off_opt", s)?;
+    }
+    if let Some(s) = get("off_par") {
+        p.offload.params = parse_enum("off_par", s)?;
     }
     if let Some(s) = get("bucket_view") {
         p.gradient_as_bucket_view = boolean("bucket_view", s)?;

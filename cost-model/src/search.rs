@@ -4,7 +4,7 @@
 
 use crate::error::PlanError;
 use crate::estimate::{estimate, Estimate};
-use crate::plan::{Checkpointing, Offload, Plan, Precision, Sharding};
+use crate::plan::{Checkpointing, OffloadDevice, Plan, Precision, Sharding};
 use crate::query;
 use crate::units::Bytes;
 use crate::validate::{MAX_MICRO_BATCH, MAX_SEQ_LEN};
@@ -303,28 +303,22 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         }
     }
     // 6. Offload to CPU: optimizer states, then parameters.
-    for (off, id, cost) in [
-        (
-            Offload::Optimizer,
-            "offload-optimizer",
-            COST_OFFLOAD_OPTIMIZER,
-        ),
-        (
-            Offload::ParamsOptimizer,
-            "offload-params",
-            COST_OFFLOAD_PARAMS,
-        ),
+    for (params, id, cost) in [
+        (false, "offload-optimizer", COST_OFFLOAD_OPTIMIZER),
+        (true, "offload-params", COST_OFFLOAD_PARAMS),
     ] {
-        if cur.parallel.offload == Offload::ParamsOptimizer
-            || (cur.parallel.offload == Offload::Optimizer && off == Offload::Optimizer)
-        {
+        let have = cur.parallel.offload;
+        if (params && have.params_offloaded()) || (!params && have.optimizer_offloaded()) {
             continue;
         }
         let mut p = cur.clone();
-        p.parallel.offload = off;
-        if off == Offload::ParamsOptimizer
-            && !matches!(p.parallel.sharding, Sharding::Zero3 | Sharding::FsdpFull)
-        {
+        if !have.optimizer_offloaded() {
+            p.parallel.offload.optimizer = OffloadDevice::Cpu;
+        }
+        if params {
+            p.parallel.offload.params = OffloadDevice::Cpu;
+        }
+        if params && !matches!(p.parallel.sharding, Sharding::Zero3 | Sharding::FsdpFull) {
             p.parallel.sharding = Sharding::Zero3;
         }
         if push(rung(id, p, &cur_est, cost), &mut cur, &mut cur_est) {

@@ -157,7 +157,7 @@ fn optimizer_offload_moves_states_to_the_host() {
     let mut p = Plan::default();
     let on_gpu = estimate(&p).unwrap();
     assert_eq!(on_gpu.host_offload.get(), 0);
-    p.parallel.offload = cost_model::plan::Offload::Optimizer;
+    p.parallel.offload = cost_model::plan::Offload::OPTIMIZER_CPU;
     let off = estimate(&p).unwrap();
     let step = |e: &cost_model::Estimate| {
         e.stages[0]
@@ -175,5 +175,27 @@ fn optimizer_offload_moves_states_to_the_host() {
         (off.host_offload.get() as f64 - want).abs() / want < 0.01,
         "{} vs {want}",
         off.host_offload.get()
+    );
+}
+
+/// ZeRO-Infinity to NVMe: the same states leave the GPU, but land on the NVMe
+/// device; the host keeps only the swap buffers (4 × sub-group × fp32).
+#[test]
+fn nvme_offload_puts_states_on_nvme_and_buffers_on_the_host() {
+    use cost_model::plan::{Offload, OffloadDevice};
+    let mut p = Plan::default();
+    p.parallel.offload = Offload::OPTIMIZER_CPU;
+    let cpu = estimate(&p).unwrap();
+    p.parallel.offload.optimizer = OffloadDevice::Nvme;
+    let nvme = estimate(&p).unwrap();
+    assert_eq!(nvme.peak.device_used, cpu.peak.device_used);
+    assert_eq!(nvme.nvme_offload, cpu.host_offload);
+    assert_eq!(cpu.nvme_offload.get(), 0);
+    // Llama-3.1-8B over 8 ranks: a 1.0e9-element shard, one sub-group of 1e9.
+    let want = 4.0 * 1e9 * 4.0;
+    assert!(
+        (nvme.host_offload.get() as f64 - want).abs() / want < 0.01,
+        "{}",
+        nvme.host_offload.get()
     );
 }

@@ -41,6 +41,10 @@ pub struct ServeArgs {
     /// Defaults to `LEPTOS_SITE_ROOT`, else `site/` beside the binary, else `target/site`.
     #[arg(long, env = "MEMPLAN_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
+    /// Where saved plans are kept: `postgres://user@host/db` for PostgreSQL,
+    /// `sqlite:PATH` (or a path) for SQLite. Default: `sqlite:data/memplan.db`.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -123,27 +127,21 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let est = match estimate(&plan) {
-        Ok(e) => e,
+    let rep = match cost_model::report::report(&plan) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("memplan estimate: {}: {e}", path.display());
             return ExitCode::from(2);
         }
     };
-    let max_mb = cost_model::search::max_micro_batch(&plan).ok().flatten();
-    let max_seq = cost_model::search::max_seq_len(&plan).ok().flatten();
-    let ladder = cost_model::search::fix_ladder(&plan).unwrap_or_default();
+    let (est, max_mb, max_seq, ladder) = (
+        &rep.estimate,
+        rep.max_micro_batch,
+        rep.max_seq_len,
+        &rep.fix_ladder,
+    );
     if a.json {
-        let out = serde_json::json!({
-            "estimate": est,
-            "max_micro_batch": max_mb,
-            "max_seq_len": max_seq,
-            "fix_ladder": ladder.iter().map(|r| serde_json::json!({
-                "id": r.id, "query": r.query, "device_used": r.device_used,
-                "saving": r.saving, "fits": r.fits, "speed_cost_pct": r.speed_cost_pct,
-            })).collect::<Vec<_>>(),
-        });
-        match serde_json::to_string_pretty(&out) {
+        match serde_json::to_string_pretty(&rep) {
             Ok(s) => println!("{s}"),
             Err(e) => {
                 eprintln!("memplan estimate: {e}");
@@ -180,7 +178,7 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             show(max_mb),
             show(max_seq)
         );
-        for r in &ladder {
+        for r in ladder {
             println!(
                 "  fix: {:<18} -> {} (saves {}, speed {:+}%){}",
                 r.id,

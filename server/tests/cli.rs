@@ -27,7 +27,7 @@ fn help_lists_the_subcommands() {
 fn example_plan_round_trips_through_estimate() {
     let (code, example, _) = memplan(&["estimate", "--print-example"]);
     assert_eq!(code, 0);
-    assert!(example.contains("\"version\": 1"));
+    assert!(example.contains(&format!("\"version\": {}", cost_model::plan::PLAN_VERSION)));
     assert!(
         example.contains("llama-3.1-8b")
             && example.contains("zero2")
@@ -50,10 +50,15 @@ fn bad_plans_exit_2_naming_line_and_field() {
     let dir = std::env::temp_dir().join(format!("memplan-cli-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.json");
-    std::fs::write(&path, "{\n  \"version\": 1,\n  \"bogus\": true\n}").unwrap();
+    std::fs::write(&path, "{\n  \"version\": 2,\n  \"bogus\": true\n}").unwrap();
     let (code, _, err) = memplan(&["estimate", path.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("line 3") && err.contains("bogus"), "{err}");
+    // An older schema version is migrated first, so the field is named by path.
+    std::fs::write(&path, "{\n  \"version\": 1,\n  \"bogus\": true\n}").unwrap();
+    let (code, _, err) = memplan(&["estimate", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("field `bogus`"), "{err}");
     let (_, example, _) = memplan(&["estimate", "--print-example"]);
     std::fs::write(&path, example.replace("\"tp\": 1", "\"tp\": 3")).unwrap();
     let (code, _, err) = memplan(&["estimate", path.to_str().unwrap()]);
