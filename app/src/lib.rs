@@ -4,17 +4,33 @@
 
 #![recursion_limit = "256"] // the planner view's types nest deeply
 
+pub mod api;
 pub mod charts;
 pub mod components;
 pub mod i18n;
 pub mod routes;
+pub mod server_fns;
+#[cfg(feature = "ssr")]
+pub mod store;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    StaticSegment,
+    ParamSegment, SsrMode, StaticSegment,
 };
+
+/// The Content-Security-Policy of every page: scripts only from this origin or
+/// inline with this response's nonce (the hydration bootstrap, serialized
+/// resources), WebAssembly compilation allowed, no plugins, no framing, forms
+/// only to this origin.
+pub fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
+         base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    )
+}
 
 /// The page language on the server: `lang=` in the URL, else the request's
 /// `Accept-Language`.
@@ -61,6 +77,18 @@ pub fn request_lang() -> i18n::Lang {
 /// The HTML document around the app (server only renders it).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let lang = request_lang();
+    #[cfg(feature = "ssr")]
+    {
+        leptos::nonce::provide_nonce();
+        if let (Some(resp), Some(nonce)) = (
+            use_context::<leptos_axum::ResponseOptions>(),
+            leptos::nonce::use_nonce(),
+        ) {
+            if let Ok(v) = http::HeaderValue::from_str(&content_security_policy(&nonce)) {
+                resp.insert_header(http::header::CONTENT_SECURITY_POLICY, v);
+            }
+        }
+    }
     view! {
         <!DOCTYPE html>
         <html lang=lang.html()>
@@ -89,6 +117,12 @@ pub fn App() -> impl IntoView {
         <Router>
             <Routes fallback=|| view! { <routes::not_found::NotFound /> }>
                 <Route path=StaticSegment("") view=routes::planner::PlannerPage />
+                <Route
+                    path=(StaticSegment("p"), ParamSegment("id"))
+                    view=routes::saved::SavedPlanPage
+                    ssr=SsrMode::Async
+                />
+                <Route path=StaticSegment("plans") view=routes::plans::PlansPage ssr=SsrMode::Async />
             </Routes>
         </Router>
     }

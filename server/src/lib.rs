@@ -4,5 +4,7 @@
 
 #![recursion_limit = "256"] // the planner view's types nest deeply
 
+pub mod api;
 pub mod cli;
 pub mod serve;
+pub mod store;

@@ -2,11 +2,40 @@
 
 use crate::cli::ServeArgs;
 use anyhow::Context;
+use app::api::MAX_BODY_BYTES;
+use app::store::SharedStore;
 use app::{shell, App};
+use axum::extract::{DefaultBodyLimit, FromRef};
+use axum::http::{header, HeaderValue};
 use axum::Router;
 use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::path::PathBuf;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+/// What every handler can reach: built once in `run`, shared by reference.
+#[derive(Clone)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub store: SharedStore,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(s: &AppState) -> Self {
+        s.leptos_options.clone()
+    }
+}
+
+impl FromRef<AppState> for SharedStore {
+    fn from_ref(s: &AppState) -> Self {
+        s.store.clone()
+    }
+}
+
+/// CSP of responses that are not pages (JSON, assets): nothing may run.
+const NON_PAGE_CSP: &str = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Where the built site lives: the flag/env, cargo-leptos' `LEPTOS_SITE_ROOT`,
 /// `site/` beside the executable (a release install), else `target/site`.
@@ -28,15 +57,43 @@ fn site_root(args: &ServeArgs) -> PathBuf {
 }
 
 /// Builds the application router (tests call this with `oneshot`, no socket).
-pub fn router(options: LeptosOptions) -> Router {
+pub fn router(options: LeptosOptions, store: SharedStore) -> Router {
+    let state = AppState {
+        leptos_options: options.clone(),
+        store: store.clone(),
+    };
     let routes = generate_route_list(App);
-    Router::new()
-        .leptos_routes(&options, routes, {
+    let context = move || provide_context(store.clone());
+    let pages = Router::new()
+        .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler(shell))
-        .with_state(options)
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(context, shell))
+        // Server functions (the save form) read their bodies themselves.
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES as usize));
+    Router::new()
+        .nest(
+            "/api/v1",
+            crate::api::routes().layer(DefaultBodyLimit::max(MAX_BODY_BYTES as usize)),
+        )
+        .merge(pages)
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(NON_PAGE_CSP),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        ))
+        .with_state(state)
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -56,11 +113,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !root.join("pkg").is_dir() {
         tracing::warn!(site_root = %root.display(), "no pkg/ under the site root: pages render but will not hydrate (build with `cargo leptos build --release`)");
     }
-    let app = router(options);
+    let db = args
+        .database
+        .clone()
+        .unwrap_or_else(|| crate::store::DEFAULT_DATABASE.to_string());
+    let store = crate::store::connect(&db)
+        .await
+        .with_context(|| format!("plan store {}", crate::store::redact(&db)))?;
+    tracing::info!(backend = store.backend(), database = %crate::store::redact(&db), "plan store ready");
+    let app = router(options, store);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
-    tracing::info!("memplan listening on http://{}", args.addr);
+    let local = listener.local_addr().unwrap_or(args.addr);
+    tracing::info!("memplan listening on http://{local}");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await

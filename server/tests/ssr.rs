@@ -1,27 +1,11 @@
 //! The router answered in-process (no socket): SSR of the planner, 404s.
 
-use axum::body::Body;
-use http_body_util::BodyExt;
-use leptos::config::LeptosOptions;
-use server::serve::router;
-use tower::ServiceExt;
-
-fn options() -> LeptosOptions {
-    LeptosOptions::builder()
-        .output_name("memplan")
-        .site_root("target/site")
-        .site_pkg_dir("pkg")
-        .build()
-}
+mod common;
 
 async fn get(uri: &str) -> (u16, String) {
-    let res = router(options())
-        .oneshot(http::Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
+    let (app, _dir) = common::app().await;
+    let r = common::get(&app, uri).await;
+    (r.status, r.body)
 }
 
 #[tokio::test]
@@ -83,17 +67,16 @@ async fn form_fields_carry_their_values_for_a_js_off_submit() {
 }
 
 async fn get_with(uri: &str, accept_language: &str) -> String {
-    let res = router(options())
-        .oneshot(
-            http::Request::get(uri)
-                .header("accept-language", accept_language)
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    String::from_utf8_lossy(&body).into_owned()
+    let (app, _dir) = common::app().await;
+    common::send(
+        &app,
+        http::Request::get(uri)
+            .header("accept-language", accept_language)
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await
+    .body
 }
 
 #[tokio::test]

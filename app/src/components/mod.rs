@@ -5,4 +5,7 @@ pub mod controls;
 pub mod ladder;
 pub mod options;
 pub mod plan_form;
+pub mod plan_summary;
+pub mod save_form;
+pub mod site_header;
 pub mod verdict;

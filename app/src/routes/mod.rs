@@ -1,2 +1,4 @@
 pub mod not_found;
 pub mod planner;
+pub mod plans;
+pub mod saved;

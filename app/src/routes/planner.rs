@@ -4,6 +4,7 @@ use crate::components::breakdown::Breakdown;
 use crate::components::charts::Charts;
 use crate::components::ladder::Ladder;
 use crate::components::plan_form::PlanForm;
+use crate::components::save_form::SaveForm;
 use crate::components::verdict::Verdict;
 use crate::i18n::{href, use_lang, Lang, LangInUrl};
 use cost_model::query;
@@ -21,6 +22,12 @@ pub fn PlannerPage() -> impl IntoView {
         Err(e) => (Plan::default(), Some(e.to_string())),
     };
     let plan = RwSignal::new(initial);
+    // `fork=<id>`: opened from a saved plan; a save records where it came from.
+    let fork = query::pairs(&search)
+        .into_iter()
+        .find(|(k, _)| k == "fork")
+        .map(|(_, v)| v)
+        .filter(|v| crate::api::is_plan_id(v));
     let estimate = Memo::new(move |_| plan.with(cost_model::estimate));
     let searches = Memo::new(move |_| {
         plan.with(|p| {
@@ -37,13 +44,21 @@ pub fn PlannerPage() -> impl IntoView {
     // Browser only: keep the URL equal to the plan (history replaced, not
     // pushed), at most every URL_THROTTLE_MS while sliding.
     let pending = StoredValue::new(None::<String>);
+    let fork_for_url = fork.clone();
     Effect::new(move |_| {
         let q = plan.with(query::encode);
-        let suffix = if lang_in_url.get() {
+        let mut suffix = if lang_in_url.get() {
             format!("lang={}", lang.get().code())
         } else {
             String::new()
         };
+        if let Some(f) = &fork_for_url {
+            if !suffix.is_empty() {
+                suffix.push('&');
+            }
+            suffix.push_str("fork=");
+            suffix.push_str(f);
+        }
         let first = pending.with_value(|p| p.is_none());
         pending.set_value(Some(href(&q, &suffix)));
         if first {
@@ -86,6 +101,8 @@ pub fn PlannerPage() -> impl IntoView {
                     {move || if copied.get() { lang.get().t("Link copied") } else { lang.get().t("Copy link") }}
                 </button>
                 " "
+                <a href="/plans" data-testid="nav-plans">{move || lang.get().t("Saved plans")}</a>
+                " · "
                 {switch(Lang::En)}
                 " · "
                 {switch(Lang::Zh)}
@@ -93,6 +110,20 @@ pub fn PlannerPage() -> impl IntoView {
         </header>
         <main class="planner">
             {url_error.map(|e| view! { <p class="error" data-testid="url-error">{e}</p> })}
+            <div class="save-row">
+                {fork
+                    .clone()
+                    .map(|f| {
+                        view! {
+                            <p class="note" data-testid="forked-from">
+                                {move || lang.get().t("Forked from")}
+                                " "
+                                <a href=format!("/p/{f}")>{f.clone()}</a>
+                            </p>
+                        }
+                    })}
+                <SaveForm plan forked_from=fork.clone() />
+            </div>
             <PlanForm plan />
             <div class="results">
                 <Verdict estimate />

@@ -1,0 +1,258 @@
+//! The JSON API (`/api/v1`, documented in docs/api.md). Handlers call the
+//! same service functions as the pages' server functions.
+
+use crate::serve::AppState;
+use app::api::{InputError, NewPlan, PlanList, SavedPlan, MAX_BODY_BYTES};
+use app::store::{self, ServiceError, SharedStore};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+/// Errors at the API's edge: 4xx say precisely what is wrong; 5xx are logged
+/// and answered generically.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("no saved plan has the id `{0}`")]
+    NotFound(String),
+    #[error("request body is larger than {} KiB", MAX_BODY_BYTES / 1024)]
+    TooLarge,
+    #[error("cannot read the request body: {0}")]
+    Body(String),
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Input(i) => ApiError::Input(i),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody {
+    error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    column: Option<u64>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let msg = self.to_string();
+        let (status, body) = match self {
+            ApiError::Input(InputError::Syntax { line, column, .. }) => (
+                StatusCode::BAD_REQUEST,
+                ErrorBody {
+                    error: msg,
+                    field: None,
+                    line: Some(line),
+                    column: Some(column),
+                },
+            ),
+            ApiError::Input(InputError::Field { field, .. }) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorBody {
+                    error: msg,
+                    field: Some(field),
+                    line: None,
+                    column: None,
+                },
+            ),
+            ApiError::NotFound(_) => (
+                StatusCode::NOT_FOUND,
+                ErrorBody {
+                    error: msg,
+                    field: None,
+                    line: None,
+                    column: None,
+                },
+            ),
+            ApiError::TooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorBody {
+                    error: msg,
+                    field: None,
+                    line: None,
+                    column: None,
+                },
+            ),
+            ApiError::Body(_) => (
+                StatusCode::BAD_REQUEST,
+                ErrorBody {
+                    error: msg,
+                    field: None,
+                    line: None,
+                    column: None,
+                },
+            ),
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "API request failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    ErrorBody {
+                        error: msg,
+                        field: None,
+                        line: None,
+                        column: None,
+                    },
+                )
+            }
+        };
+        (status, Json(body)).into_response()
+    }
+}
+
+/// `POST /api/v1/plans` answer.
+#[derive(Serialize, Deserialize)]
+pub struct Created {
+    pub id: String,
+    pub url: String,
+}
+
+/// `GET /api/v1/plans/{id}` answer: the saved plan and its estimate by the
+/// current model.
+#[derive(Serialize)]
+struct PlanResponse {
+    #[serde(flatten)]
+    saved: SavedPlan,
+    url: String,
+    model_version: u32,
+    report: Option<cost_model::report::Report>,
+    /// Why there is no report (the plan no longer validates under this model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    report_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    #[serde(default)]
+    query: String,
+    #[serde(default)]
+    page: Option<String>,
+}
+
+/// The API's routes (mounted under `/api/v1`).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/plans", post(create_plan).get(list_plans))
+        .route("/plans/{id}", get(get_plan))
+        .route("/estimate", post(estimate))
+}
+
+/// The body, or why it could not be read (too large: 413).
+fn body(b: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    b.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge
+        } else {
+            ApiError::Body(r.body_text())
+        }
+    })
+}
+
+/// Requires a JSON (or unlabelled) body.
+fn check_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    match headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => Ok(()),
+        Some(ct) if ct.starts_with("application/json") || ct.starts_with("text/plain") => Ok(()),
+        Some(ct) => Err(InputError::field(
+            "Content-Type",
+            format!("`{ct}` is not JSON; send application/json"),
+        )
+        .into()),
+    }
+}
+
+async fn create_plan(
+    State(store): State<SharedStore>,
+    headers: axum::http::HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, [(header::HeaderName, String); 1], Json<Created>), ApiError> {
+    let body = body(raw)?;
+    check_json(&headers)?;
+    let new = NewPlan::from_json_body(&body)?;
+    let id = store::save(&*store, new).await?;
+    let url = format!("/p/{id}");
+    tracing::info!(%id, "plan saved");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, url.clone())],
+        Json(Created { id, url }),
+    ))
+}
+
+async fn get_plan(
+    State(store): State<SharedStore>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(saved) = store::load(&*store, &id).await? else {
+        return Err(ApiError::NotFound(id));
+    };
+    let (report, report_error) = match cost_model::report::report(&saved.plan) {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let url = format!("/p/{}", saved.id);
+    Ok(Json(PlanResponse {
+        saved,
+        url,
+        model_version: cost_model::estimate::MODEL_VERSION,
+        report,
+        report_error,
+    })
+    .into_response())
+}
+
+async fn list_plans(
+    State(store): State<SharedStore>,
+    Query(p): Query<ListParams>,
+) -> Result<Json<PlanList>, ApiError> {
+    let page = match p.page.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        None => 1,
+        Some(s) => s.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+            InputError::field("page", format!("`{s}` is not a page number (1, 2, …)"))
+        })?,
+    };
+    Ok(Json(store::list(&*store, &p.query, page).await?))
+}
+
+async fn estimate(
+    headers: axum::http::HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body(raw)?;
+    check_json(&headers)?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|e| InputError::field("body", format!("not UTF-8: {e}")))?;
+    let plan =
+        cost_model::Plan::from_json(text).map_err(|e| match (e.syntax, e.line, e.column) {
+            (true, Some(line), Some(column)) => InputError::Syntax {
+                line,
+                column,
+                message: e.message.clone(),
+            },
+            _ => InputError::field(
+                e.field.clone().unwrap_or_else(|| "plan".into()),
+                e.to_string(),
+            ),
+        })?;
+    let report = cost_model::report::report(&plan)
+        .map_err(|e| InputError::field(e.field(), e.to_string()))?;
+    Ok(Json(report).into_response())
+}

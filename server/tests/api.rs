@@ -1,0 +1,315 @@
+//! The JSON API and the saved-plan pages, answered in-process (`oneshot`).
+
+mod common;
+
+use common::{get, post_json, send};
+use cost_model::Plan;
+use serde_json::json;
+
+fn save_body(title: &str) -> String {
+    json!({"title": title, "notes": "first try", "author": "ana", "plan": Plan::default()})
+        .to_string()
+}
+
+#[tokio::test]
+async fn save_then_read_back_by_id_and_page() {
+    let (app, _d) = common::app().await;
+    let r = post_json(&app, "/api/v1/plans", save_body("8B on 8 × H100")).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let created = r.json();
+    let id = created["id"].as_str().unwrap().to_string();
+    assert!(app::api::is_plan_id(&id), "{id}");
+    assert_eq!(created["url"], format!("/p/{id}"));
+    assert_eq!(r.header("location"), format!("/p/{id}"));
+
+    let r = get(&app, &format!("/api/v1/plans/{id}")).await;
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["title"], "8B on 8 × H100");
+    assert_eq!(v["author"], "ana");
+    assert_eq!(v["plan"], serde_json::to_value(Plan::default()).unwrap());
+    assert_eq!(v["saved_schema_version"], cost_model::plan::PLAN_VERSION);
+    assert_eq!(
+        v["report"]["estimate"]["peak"]["device_used"],
+        serde_json::to_value(
+            cost_model::estimate(&Plan::default())
+                .unwrap()
+                .peak
+                .device_used
+        )
+        .unwrap()
+    );
+
+    let page = get(&app, &format!("/p/{id}")).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(r#"data-testid="saved-title">8B on 8 × H100<"#),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("first try"));
+    assert!(page.body.contains(&format!("fork={id}")), "fork link");
+    assert!(page.body.contains(r#"data-testid="verdict""#));
+    assert!(!page.body.contains("model-version-note"));
+
+    let list = get(&app, "/api/v1/plans").await.json();
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["plans"][0]["id"], id.as_str());
+    assert_eq!(list["plans"][0]["fits"], true);
+    let team = get(&app, "/plans").await;
+    assert_eq!(team.status, 200);
+    assert!(
+        team.body.contains(&format!("href=\"/p/{id}\"")),
+        "{}",
+        team.body
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_say_what_and_where() {
+    let (app, _d) = common::app().await;
+    // Not JSON: 400 with the line and column.
+    let r = post_json(
+        &app,
+        "/api/v1/plans",
+        "{\n  \"title\": \"x\",\n  plan: 1\n}",
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        (r.json()["line"].as_u64(), r.json()["column"].as_u64()),
+        (Some(3), Some(3))
+    );
+    // Unknown field, missing field, wrong type, out of range: 422 naming the field.
+    let mut plan = serde_json::to_value(Plan::default()).unwrap();
+    for (body, field) in [
+        (
+            json!({"title": "t", "plan": Plan::default(), "owner": "x"}),
+            "owner",
+        ),
+        (json!({"plan": Plan::default()}), "title"),
+        (json!({"title": "", "plan": Plan::default()}), "title"),
+        (
+            json!({"title": "t", "plan": Plan::default(), "forked_from": "../../etc"}),
+            "forked_from",
+        ),
+        (
+            {
+                plan["training"]["micro_batch"] = json!("big");
+                json!({"title": "t", "plan": plan.clone()})
+            },
+            "plan.training.micro_batch",
+        ),
+        (
+            {
+                plan["training"]["micro_batch"] = json!(0);
+                json!({"title": "t", "plan": plan.clone()})
+            },
+            "plan.training.micro_batch",
+        ),
+        (
+            {
+                plan["training"]["micro_batch"] = json!(1);
+                plan["parallel"]["tp"] = json!(3);
+                json!({"title": "t", "plan": plan.clone()})
+            },
+            "plan.model.heads",
+        ),
+        (
+            {
+                plan["parallel"]["tp"] = json!(1);
+                plan["parallel"]["warp"] = json!(9);
+                json!({"title": "t", "plan": plan.clone()})
+            },
+            "plan.parallel.warp",
+        ),
+        (
+            json!({"title": "t", "plan": {"version": 99}}),
+            "plan.version",
+        ),
+    ] {
+        let r = post_json(&app, "/api/v1/plans", body.to_string()).await;
+        assert_eq!(r.status, 422, "{field}: {}", r.body);
+        assert_eq!(r.json()["field"], field, "{}", r.body);
+        assert!(r.json()["error"].as_str().unwrap().len() > field.len());
+    }
+    // Oversized: 413 with a JSON message; nothing stored.
+    let huge = json!({"title": "t", "notes": "x".repeat(300 * 1024), "plan": Plan::default()});
+    let r = post_json(&app, "/api/v1/plans", huge.to_string()).await;
+    assert_eq!(r.status, 413);
+    assert!(r.json()["error"].as_str().unwrap().contains("256 KiB"));
+    // Wrong content type.
+    let r = send(
+        &app,
+        http::Request::post("/api/v1/plans")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(axum::body::Body::from("title=x"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.json()["field"].as_str()),
+        (422, Some("Content-Type"))
+    );
+    // Nothing of the above was stored.
+    assert_eq!(get(&app, "/api/v1/plans").await.json()["total"], 0);
+    // Bad page numbers.
+    let r = get(&app, "/api/v1/plans?page=zero").await;
+    assert_eq!((r.status, r.json()["field"].as_str()), (422, Some("page")));
+}
+
+#[tokio::test]
+async fn unknown_ids_are_404_pages_and_json() {
+    let (app, _d) = common::app().await;
+    let r = get(&app, "/api/v1/plans/AAAAAAAAAAAA").await;
+    assert_eq!(r.status, 404);
+    assert!(r.json()["error"].as_str().unwrap().contains("AAAAAAAAAAAA"));
+    let r = get(&app, "/p/AAAAAAAAAAAA").await;
+    assert_eq!(r.status, 404);
+    assert!(
+        r.body.contains(r#"data-testid="plan-not-found""#),
+        "{}",
+        r.body
+    );
+    let r = get(&app, "/p/%3Cscript%3E").await;
+    assert_eq!(r.status, 404);
+    assert!(!r.body.contains("<script>"));
+}
+
+#[tokio::test]
+async fn titles_and_notes_are_inert() {
+    let (app, _d) = common::app().await;
+    let evil = "<script>alert('x')</script><img src=x onerror=alert(1)>";
+    let body = json!({"title": evil, "notes": evil, "author": evil, "plan": Plan::default()});
+    let r = post_json(&app, "/api/v1/plans", body.to_string()).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_str().unwrap().to_string();
+    for page in [
+        format!("/p/{id}"),
+        "/plans".to_string(),
+        "/plans?query=%3Cscript".to_string(),
+    ] {
+        let html = get(&app, &page).await.body;
+        assert!(!html.contains("<script>alert"), "{page}: raw script tag");
+        assert!(!html.contains("<img src=x"), "{page}: raw img tag");
+        assert!(
+            html.contains("&lt;script&gt;alert"),
+            "{page}: escaped text shown"
+        );
+    }
+    // JSON keeps the text as it was given.
+    assert_eq!(
+        get(&app, &format!("/api/v1/plans/{id}")).await.json()["title"],
+        evil
+    );
+}
+
+#[tokio::test]
+async fn pages_carry_a_strict_csp_with_the_scripts_nonce() {
+    let (app, _d) = common::app().await;
+    let r = get(&app, "/").await;
+    let csp = r.header("content-security-policy");
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    assert!(
+        csp.contains("'wasm-unsafe-eval'") && csp.contains("object-src 'none'"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|s| s.split('\'').next())
+        .expect("nonce");
+    assert!(nonce.len() >= 16);
+    // Every inline script carries it; a second response has another.
+    let scripts = r.body.matches("<script").count();
+    assert!(scripts >= 1);
+    assert_eq!(
+        r.body.matches(&format!("nonce=\"{nonce}\"")).count(),
+        scripts,
+        "{}",
+        r.body
+    );
+    let again = get(&app, "/").await.header("content-security-policy");
+    assert_ne!(csp, again);
+    // JSON answers forbid everything.
+    let api = get(&app, "/api/v1/plans").await;
+    assert!(api
+        .header("content-security-policy")
+        .starts_with("default-src 'none'"));
+    assert_eq!(api.header("x-content-type-options"), "nosniff");
+}
+
+#[tokio::test]
+async fn search_and_pages_of_the_team_page() {
+    let (app, _d) = common::app().await;
+    for (i, gpu) in ["a100-sxm4-80gb", "h100-sxm-80gb", "a100-sxm4-80gb"]
+        .iter()
+        .enumerate()
+    {
+        let p = Plan {
+            gpu: cost_model::gpu::gpu(gpu).unwrap(),
+            ..Plan::default()
+        };
+        let b = json!({"title": format!("run {i}"), "plan": p});
+        assert_eq!(
+            post_json(&app, "/api/v1/plans", b.to_string()).await.status,
+            201
+        );
+    }
+    let l = get(&app, "/api/v1/plans?query=A100").await.json();
+    assert_eq!(l["total"], 2);
+    assert_eq!(l["plans"][0]["title"], "run 2");
+    let html = get(&app, "/plans?query=a100").await.body;
+    assert_eq!(html.matches(r#"data-testid="plan-row""#).count(), 2);
+    assert!(html.contains("run 0") && !html.contains("run 1<"));
+}
+
+#[tokio::test]
+async fn estimate_endpoint_answers_like_the_cli() {
+    let (app, _d) = common::app().await;
+    let r = post_json(
+        &app,
+        "/api/v1/estimate",
+        serde_json::to_string(&Plan::default()).unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let want = serde_json::to_value(cost_model::report::report(&Plan::default()).unwrap()).unwrap();
+    assert_eq!(r.json(), want);
+    let v1 = include_str!("../../cost-model/tests/fixtures/plan-v1.json");
+    let r = post_json(&app, "/api/v1/estimate", v1).await;
+    assert_eq!(r.status, 200, "a v1 plan is migrated: {}", r.body);
+    let r = post_json(&app, "/api/v1/estimate", "{\"version\": 2,").await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let mut p = Plan::default();
+    p.parallel.pp = 1000;
+    let r = post_json(&app, "/api/v1/estimate", serde_json::to_string(&p).unwrap()).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["field"], "parallel.pp");
+}
+
+#[tokio::test]
+async fn the_save_form_works_without_javascript() {
+    let (app, _d) = common::app().await;
+    // What a browser without JavaScript posts from the planner's form.
+    let form = "title=From+the+form&notes=n&author=bo&q=mb%3D2%26gpus%3D4&forked_from=";
+    let r = send(
+        &app,
+        http::Request::post("/_fn/save_plan")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("accept", "text/html")
+            .header("referer", "http://localhost/?mb=2&gpus=4")
+            .body(axum::body::Body::from(form))
+            .unwrap(),
+    )
+    .await;
+    assert!(matches!(r.status, 302 | 303), "{} {}", r.status, r.body);
+    let loc = r.header("location");
+    let id = loc.strip_prefix("/p/").expect("redirects to the plan");
+    let v = get(&app, &format!("/api/v1/plans/{id}")).await.json();
+    assert_eq!(v["plan"]["training"]["micro_batch"], 2);
+    assert_eq!(v["plan"]["parallel"]["num_gpus"], 4);
+    assert_eq!(v["author"], "bo");
+}
