@@ -30,7 +30,9 @@ cargo leptos build --release
 step "end-to-end (Playwright in Debian chromium)"
 PORT="${MEMPLAN_TEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
 LOG="$(mktemp)"
-LEPTOS_SITE_ROOT=target/site ./target/release/memplan serve --addr "127.0.0.1:$PORT" >"$LOG" 2>&1 &
+DB_DIR="$(mktemp -d)"   # a fresh SQLite plan store for the journeys
+LEPTOS_SITE_ROOT=target/site ./target/release/memplan serve --addr "127.0.0.1:$PORT" \
+  --database "sqlite:$DB_DIR/plans.db" >"$LOG" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do

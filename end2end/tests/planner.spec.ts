@@ -124,8 +124,8 @@ test("Chinese with lang=zh, in the server HTML and after hydration", async ({ pa
   await page.goto("/?lang=zh&shard=ddp&mb=8");
   await expect(page.locator("html")).toHaveAttribute("lang", "zh-CN");
   await expect(page.getByTestId("verdict")).toHaveText("放不下（显存不足）");
-  await expect(page.locator("form")).toContainText("梯度检查点");
-  await expect(page.locator("form")).toContainText("混合精度");
+  await expect(page.getByTestId("plan-form")).toContainText("梯度检查点");
+  await expect(page.getByTestId("plan-form")).toContainText("混合精度");
   if (hydrated(info)) {
     await waitForHydration(page);
     await page.getByTestId("lang-en").click();

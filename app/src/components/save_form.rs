@@ -46,7 +46,7 @@ pub fn SaveForm(plan: RwSignal<Plan>, forked_from: Option<String>) -> impl IntoV
                 </label>
                 <input type="hidden" name="q" value=move || plan.with(query::encode) />
                 <input type="hidden" name="forked_from" value=forked_from.unwrap_or_default() />
-                <button type="submit" class="apply" data-testid="save-submit">
+                <button type="submit" class="button" data-testid="save-submit">
                     {move || {
                         if action.pending().get() {
                             lang.get().t("Saving…").to_string()

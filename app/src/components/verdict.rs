@@ -80,6 +80,20 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                                     gib(est.peak.reserved)
                                 )}
                             </p>
+                            {(est.host_offload.get() > 0 || est.nvme_offload.get() > 0)
+                                .then(|| {
+                                    view! {
+                                        <p class="band" data-testid="offload-needs">
+                                            {format!(
+                                                "{} {} · {} {}",
+                                                l.t("Offload needs, per GPU: host RAM"),
+                                                gib(est.host_offload),
+                                                l.t("NVMe"),
+                                                gib(est.nvme_offload),
+                                            )}
+                                        </p>
+                                    }
+                                })}
                         }
                         .into_any()
                     }

@@ -50,7 +50,7 @@ pub fn PlansPage() -> impl IntoView {
                     placeholder=move || lang.get().t("Title, model or GPU").to_string()
                     data-testid="plans-query"
                 />
-                <button type="submit" class="apply" data-testid="plans-search">
+                <button type="submit" class="button" data-testid="plans-search">
                     {move || lang.get().t("Search")}
                 </button>
             </form>

@@ -141,7 +141,7 @@ fn SavedPlanView(saved: SavedPlan) -> impl IntoView {
                         }
                     })}
                 <p>
-                    <a class="apply fork" href=fork_href data-testid="fork-link">
+                    <a class="button fork" href=fork_href data-testid="fork-link">
                         {move || lang.get().t("Fork into the planner")}
                     </a>
                 </p>

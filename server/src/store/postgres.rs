@@ -30,6 +30,8 @@ impl PgStore {
     pub async fn connect_with(opts: PgConnectOptions) -> anyhow::Result<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
+            // A server that is down is reported within seconds, not after 30.
+            .acquire_timeout(std::time::Duration::from_secs(5))
             .connect_with(opts)
             .await
             .context("cannot connect to PostgreSQL")?;
