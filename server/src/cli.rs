@@ -61,13 +61,22 @@ pub struct EstimateArgs {
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// Log file to parse (nvidia-smi, PyTorch OOM, memory_summary, …).
+    /// Log file to parse (nvidia-smi table/CSV/dmon/-q, PyTorch OOM or
+    /// memory_summary, DeepSpeed, Megatron, HF Trainer, gpustat, rocm-smi);
+    /// `-` reads standard input.
     pub trace: PathBuf,
-    /// Plan JSON to compare against.
+    /// Plan JSON to compare against (adds the verdict).
     #[arg(long)]
     pub plan: Option<PathBuf>,
+    /// Print JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
+    /// Read the trace as this format instead of detecting it.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Column names of a headerless `--query-gpu` CSV, comma-separated.
+    #[arg(long)]
+    pub columns: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -86,14 +95,9 @@ pub fn run_offline(cmd: Command) -> ExitCode {
     match cmd {
         Command::Serve(_) => ExitCode::FAILURE,
         Command::Estimate(a) => estimate_cmd(a),
-        Command::Verify(_) => not_yet("verify"),
+        Command::Verify(a) => verify_cmd(a),
         Command::Calibrate(a) => calibrate_cmd(a),
     }
-}
-
-fn not_yet(name: &str) -> ExitCode {
-    eprintln!("memplan {name}: not yet implemented");
-    ExitCode::from(2)
 }
 
 fn estimate_cmd(a: EstimateArgs) -> ExitCode {
@@ -266,4 +270,124 @@ fn explain(plan: &Plan) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn verify_cmd(a: VerifyArgs) -> ExitCode {
+    use cost_model::trace::{self, findings, Format, ParseOptions};
+    let format = match a.format.as_deref() {
+        None | Some("auto") => None,
+        Some(f) => match Format::from_id(f) {
+            Some(f) => Some(f),
+            None => {
+                eprintln!(
+                    "memplan verify: unknown --format `{f}`; known formats: {}",
+                    Format::known_list()
+                );
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let opts = ParseOptions {
+        format,
+        csv_columns: a
+            .columns
+            .as_deref()
+            .map(|c| c.split(',').map(|s| s.trim().to_string()).collect()),
+    };
+    let plan = match &a.plan {
+        None => None,
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| Plan::from_json(&t).map_err(|e| e.to_string()))
+        {
+            Ok(plan) => Some(plan),
+            Err(e) => {
+                eprintln!("memplan verify: plan {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let parsed = if a.trace.as_os_str() == "-" {
+        trace::parse_reader(std::io::stdin().lock(), &opts)
+    } else {
+        match std::fs::File::open(&a.trace) {
+            Ok(f) => trace::parse_reader(std::io::BufReader::with_capacity(1 << 20, f), &opts),
+            Err(e) => {
+                eprintln!("memplan verify: cannot read {}: {e}", a.trace.display());
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let t = match parsed {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("memplan verify: {}: {e}", a.trace.display());
+            return ExitCode::from(2);
+        }
+    };
+    let rep = findings::report(&t, plan.as_ref());
+    if a.json {
+        match serde_json::to_string_pretty(&rep) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("memplan verify: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        println!("{} ({} lines)", rep.format.id(), rep.lines);
+        let f = |v: Option<f64>| {
+            v.map(|x| format!("{x:.0} MiB"))
+                .unwrap_or_else(|| "—".into())
+        };
+        for g in &rep.gpus {
+            println!(
+                "  GPU {}{} {}: peak {} of {} ({} samples)",
+                g.index,
+                g.mig
+                    .as_deref()
+                    .map(|m| format!(" [{m}]"))
+                    .unwrap_or_default(),
+                g.name.as_deref().unwrap_or(""),
+                f(g.peak_used_mib),
+                f(g.total_mib),
+                g.samples
+            );
+        }
+        if let Some(al) = &rep.allocator {
+            println!(
+                "  PyTorch allocator: peak allocated {}, peak reserved {}",
+                f(al.peak_allocated_mib),
+                f(al.peak_reserved_mib)
+            );
+        }
+        for o in &rep.oom {
+            println!(
+                "  OOM at line {}: tried {} (capacity {}, free {}, allocated {}, reserved {})",
+                o.line,
+                f(o.tried_to_allocate_mib),
+                f(o.capacity_mib),
+                f(o.free_mib),
+                f(o.allocated_by_pytorch_mib),
+                f(o.reserved_by_pytorch_mib)
+            );
+        }
+        for w in &t.warnings {
+            println!("  note: {w}");
+        }
+        for x in &rep.findings {
+            println!("  finding [{}]: {}", x.kind, x.detail);
+        }
+        match &rep.verdict {
+            Some(v) => println!("verdict ({}): {}", v.counter, v.summary),
+            None if plan.is_some() => {
+                println!("verdict: nothing in this trace to compare with the plan")
+            }
+            None => {}
+        }
+    }
+    match rep.verdict.map(|v| v.overall) {
+        Some(findings::Status::UnderEstimated) => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    }
 }

@@ -103,3 +103,82 @@ fn calibrate_json_has_the_documented_shape() {
         assert!(v["summary"].get(k).is_some(), "summary key {k}");
     }
 }
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../../shared/fixtures/traces/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn verify_prints_the_documented_json() {
+    let (code, out, err) = memplan(&["verify", &fixture("smi_csv_04.txt"), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["format"], "nvidia-smi-csv");
+    assert_eq!(v["gpus"][0]["index"], 0);
+    assert_eq!(v["gpus"][0]["name"], "NVIDIA RTX A6000");
+    assert_eq!(v["gpus"][0]["total_mib"], 49140.0);
+    assert_eq!(v["gpus"][0]["peak_used_mib"], 25073.0);
+    assert_eq!(v["gpus"][0]["samples"], 473);
+    assert_eq!(v["oom"], serde_json::json!([]));
+    assert!(v["allocator"].is_null() && v["verdict"].is_null());
+    assert!(v["findings"].is_array());
+
+    let (code, out, _) = memplan(&["verify", &fixture("oom_13.txt"), "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["oom"][0]["gpu"], 5);
+    assert!(v["oom"][0]["tried_to_allocate_mib"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn verify_with_a_plan_gives_a_verdict_and_exit_code() {
+    let dir = std::env::temp_dir().join(format!("memplan-cli-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("plan.json");
+    let (_, example, _) = memplan(&["estimate", "--print-example"]);
+    std::fs::write(&plan, &example).unwrap();
+    // 8 GPUs near 80 GiB used against a plan predicting far less: under-estimated, exit 1.
+    let (code, out, _) = memplan(&[
+        "verify",
+        &fixture("smi_table_07.txt"),
+        "--plan",
+        plan.to_str().unwrap(),
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"]["counter"], "device_used");
+    let overall = v["verdict"]["overall"].as_str().unwrap().to_string();
+    assert_eq!(
+        code,
+        if overall == "under-estimated" { 1 } else { 0 },
+        "{overall}"
+    );
+    assert_eq!(v["verdict"]["gpus"].as_array().unwrap().len(), 8);
+    // Unknown input, unknown format: exit 2 with the reason.
+    let junk = dir.join("junk.txt");
+    std::fs::write(&junk, "hello\nworld\n").unwrap();
+    let (code, _, err) = memplan(&["verify", junk.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("known formats"), "{err}");
+    let (code, _, err) = memplan(&["verify", junk.to_str().unwrap(), "--format", "excel"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown --format") && err.contains("nvidia-smi-csv"),
+        "{err}"
+    );
+    // A headerless CSV with its columns named.
+    let (code, out, err) = memplan(&[
+        "verify",
+        &fixture("smi_csv_09.txt"),
+        "--json",
+        "--columns",
+        "index,name,utilization.gpu,memory.total,memory.used,temperature.gpu",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["gpus"][1]["peak_used_mib"], 23907.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

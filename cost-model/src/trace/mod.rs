@@ -1,10 +1,31 @@
-//! Parsers for what training runs print about GPU memory (issue 6 builds the
-//! rest here). Pure: they read text and return figures in MiB (2^20 bytes);
+//! Parsers for what training runs print about GPU memory: `nvidia-smi`
+//! (table, `--query-gpu` CSV, `dmon`, `pmon`, `-q`), PyTorch (OOM messages,
+//! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
+//! report, Hugging Face Trainer and accelerate memory reports, `gpustat` and
+//! `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
+//!
+//! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
+//! keeps a bounded series (pairs of neighbouring points merge, keeping the
+//! larger value, once [`SERIES_POINTS`] are held), so a 1 GB log is read in
+//! constant memory.
 
+pub mod findings;
+pub mod logs;
 pub mod oom;
+pub mod smi_csv;
+pub mod smi_misc;
+pub mod smi_table;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+pub use oom::OomEvent;
 
 /// Parses a size such as `96.00 MiB`, `5.81 GiB`, `0 bytes`, `982.50 KiB` into MiB.
+/// PyTorch, DeepSpeed, Megatron and nvidia-smi all divide by powers of 1024,
+/// whatever their labels say (`MB`, `GB`), so the labels are read as binary.
 pub fn parse_size_mib(num: &str, unit: &str) -> Option<f64> {
     let v: f64 = num.trim().replace(',', "").parse().ok()?;
     let unit = unit.trim().trim_end_matches(['.', ',', ';', ')']);
@@ -19,6 +40,13 @@ pub fn parse_size_mib(num: &str, unit: &str) -> Option<f64> {
     (v.is_finite() && v >= 0.0).then_some(v * f)
 }
 
+/// Parses `12345MiB` / `12345 MiB` / `1.5GB` (number and unit together or apart).
+pub fn parse_joined_mib(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    parse_size_mib(&s[..split], &s[split..])
+}
+
 /// The first `<number> <unit>` in `s`.
 pub fn first_size_mib(s: &str) -> Option<f64> {
     let toks: Vec<&str> = s.split_whitespace().collect();
@@ -31,4 +59,700 @@ pub fn last_size_mib(s: &str) -> Option<f64> {
     toks.windows(2)
         .rev()
         .find_map(|w| parse_size_mib(w[0], w[1]))
+}
+
+/// The formats read, with the name `memplan verify --format` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    NvidiaSmiTable,
+    NvidiaSmiCsv,
+    NvidiaSmiDmon,
+    NvidiaSmiPmon,
+    NvidiaSmiQuery,
+    PytorchOom,
+    PytorchMemorySummary,
+    DeepspeedSeeMemoryUsage,
+    MegatronMemoryReport,
+    HfTrainerMetrics,
+    AccelerateTracemalloc,
+    Gpustat,
+    RocmSmi,
+}
+
+impl Format {
+    pub const ALL: [Format; 13] = [
+        Format::NvidiaSmiTable,
+        Format::NvidiaSmiCsv,
+        Format::NvidiaSmiDmon,
+        Format::NvidiaSmiPmon,
+        Format::NvidiaSmiQuery,
+        Format::PytorchOom,
+        Format::PytorchMemorySummary,
+        Format::DeepspeedSeeMemoryUsage,
+        Format::MegatronMemoryReport,
+        Format::HfTrainerMetrics,
+        Format::AccelerateTracemalloc,
+        Format::Gpustat,
+        Format::RocmSmi,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Format::NvidiaSmiTable => "nvidia-smi-table",
+            Format::NvidiaSmiCsv => "nvidia-smi-csv",
+            Format::NvidiaSmiDmon => "nvidia-smi-dmon",
+            Format::NvidiaSmiPmon => "nvidia-smi-pmon",
+            Format::NvidiaSmiQuery => "nvidia-smi-query",
+            Format::PytorchOom => "pytorch-oom",
+            Format::PytorchMemorySummary => "pytorch-memory-summary",
+            Format::DeepspeedSeeMemoryUsage => "deepspeed-see-memory-usage",
+            Format::MegatronMemoryReport => "megatron-memory-report",
+            Format::HfTrainerMetrics => "hf-trainer-metrics",
+            Format::AccelerateTracemalloc => "accelerate-tracemalloc",
+            Format::Gpustat => "gpustat",
+            Format::RocmSmi => "rocm-smi",
+        }
+    }
+
+    pub fn from_id(s: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.id() == s)
+    }
+
+    /// Whether its figures are what the driver reports per GPU (nvidia-smi's
+    /// `memory.used`: compare with `device_used`) rather than PyTorch's
+    /// allocator counters (compare with `allocated` / `reserved`).
+    pub fn is_device_level(self) -> bool {
+        matches!(
+            self,
+            Format::NvidiaSmiTable
+                | Format::NvidiaSmiCsv
+                | Format::NvidiaSmiDmon
+                | Format::NvidiaSmiPmon
+                | Format::NvidiaSmiQuery
+                | Format::Gpustat
+                | Format::RocmSmi
+        )
+    }
+
+    /// Every format id, for error messages.
+    pub fn known_list() -> String {
+        Format::ALL.map(|f| f.id()).join(", ")
+    }
+}
+
+/// Why a trace was not read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceError {
+    /// 1-based line, when the fault is on one.
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "line {l}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+impl TraceError {
+    pub fn at(line: u64, message: impl Into<String>) -> Self {
+        TraceError {
+            line: Some(line),
+            message: message.into(),
+        }
+    }
+    pub fn whole(message: impl Into<String>) -> Self {
+        TraceError {
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// Points kept per GPU series before neighbours merge (the chart's resolution).
+pub const SERIES_POINTS: usize = 2048;
+
+/// One point of a GPU's memory over time: `t` in seconds (since the Unix
+/// epoch when the log has dates, else since its first sample, else the
+/// sample's ordinal), `used_mib` the largest value in the span it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub t: f64,
+    pub used_mib: f64,
+}
+
+/// A bounded series: when full, neighbouring points merge (keeping the larger
+/// value and the earlier time), halving the count; peaks are never lost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub points: Vec<Point>,
+    /// How many raw samples each point stands for (a power of two).
+    pub stride: u64,
+    #[serde(skip)]
+    pending: Option<(Point, u64)>,
+}
+
+impl Series {
+    pub fn push(&mut self, p: Point) {
+        if self.stride == 0 {
+            self.stride = 1;
+        }
+        let (acc, n) = match self.pending.take() {
+            None => (p, 1),
+            Some((a, n)) => (
+                Point {
+                    t: a.t,
+                    used_mib: a.used_mib.max(p.used_mib),
+                },
+                n + 1,
+            ),
+        };
+        if n < self.stride {
+            self.pending = Some((acc, n));
+            return;
+        }
+        self.points.push(acc);
+        if self.points.len() >= SERIES_POINTS {
+            let merged: Vec<Point> = self
+                .points
+                .chunks(2)
+                .map(|c| Point {
+                    t: c[0].t,
+                    used_mib: c.iter().map(|p| p.used_mib).fold(f64::MIN, f64::max),
+                })
+                .collect();
+            self.points = merged;
+            self.stride *= 2;
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((p, _)) = self.pending.take() {
+            self.points.push(p);
+        }
+    }
+}
+
+/// What one GPU (or MIG instance) showed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuTrace {
+    pub index: u32,
+    pub name: Option<String>,
+    /// MIG instance (`GI 3 CI 0`) when the figures are an instance's.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mig: Option<String>,
+    /// Capacity as the tool reports it.
+    pub total_mib: Option<f64>,
+    pub peak_used_mib: Option<f64>,
+    /// Samples read (snapshots or log rows) for this GPU.
+    pub samples: u64,
+    pub first_used_mib: Option<f64>,
+    pub last_used_mib: Option<f64>,
+    pub series: Series,
+}
+
+/// A process the tool listed on a GPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessUse {
+    pub gpu: Option<u32>,
+    pub pid: Option<u64>,
+    pub name: String,
+    /// `C`, `G`, `C+G`… when printed.
+    pub kind: Option<String>,
+    pub used_mib: Option<f64>,
+}
+
+/// PyTorch caching-allocator figures (`max_memory_allocated` / `reserved`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AllocatorStats {
+    pub peak_allocated_mib: Option<f64>,
+    pub peak_reserved_mib: Option<f64>,
+    /// Latest current figures, where printed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub current_allocated_mib: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub current_reserved_mib: Option<f64>,
+    /// Per rank, where the log says which rank printed what.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub ranks: Vec<RankAllocator>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankAllocator {
+    pub rank: u32,
+    pub peak_allocated_mib: Option<f64>,
+    pub peak_reserved_mib: Option<f64>,
+}
+
+/// Everything read from one trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub format: Format,
+    pub lines: u64,
+    pub gpus: Vec<GpuTrace>,
+    pub processes: Vec<ProcessUse>,
+    pub oom: Vec<OomEvent>,
+    pub allocator: Option<AllocatorStats>,
+    /// Other figures worth showing, as (label, MiB).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<(String, f64)>,
+    /// Lines skipped and other things the reader should know.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub warnings: Vec<String>,
+}
+
+/// What parsers accumulate into.
+#[derive(Default)]
+pub struct Builder {
+    gpus: BTreeMap<(u32, String), GpuTrace>,
+    pub processes: Vec<ProcessUse>,
+    pub oom: Vec<OomEvent>,
+    pub allocator: Option<AllocatorStats>,
+    pub notes: Vec<(String, f64)>,
+    pub warnings: Vec<String>,
+    /// Samples pushed without a time get their ordinal per GPU.
+    ordinals: BTreeMap<(u32, String), u64>,
+    t0: Option<f64>,
+}
+
+impl Builder {
+    fn gpu(&mut self, index: u32, mig: Option<&str>) -> &mut GpuTrace {
+        let key = (index, mig.unwrap_or("").to_string());
+        self.gpus.entry(key).or_insert_with(|| GpuTrace {
+            index,
+            name: None,
+            mig: mig.map(str::to_string),
+            total_mib: None,
+            peak_used_mib: None,
+            samples: 0,
+            first_used_mib: None,
+            last_used_mib: None,
+            series: Series::default(),
+        })
+    }
+
+    /// Names a GPU and its capacity (first values win; later ones fill gaps).
+    pub fn describe(
+        &mut self,
+        index: u32,
+        mig: Option<&str>,
+        name: Option<&str>,
+        total: Option<f64>,
+    ) {
+        let g = self.gpu(index, mig);
+        if g.name.is_none() {
+            g.name = name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+        }
+        if g.total_mib.is_none() {
+            g.total_mib = total;
+        }
+    }
+
+    /// One reading of `used_mib` on a GPU at time `t` (seconds), if known.
+    pub fn sample(&mut self, index: u32, mig: Option<&str>, t: Option<f64>, used_mib: f64) {
+        if !used_mib.is_finite() {
+            return;
+        }
+        let key = (index, mig.unwrap_or("").to_string());
+        let ord = self.ordinals.entry(key).or_insert(0);
+        let n = *ord;
+        *ord += 1;
+        let t = match t {
+            Some(t) => {
+                let t0 = *self.t0.get_or_insert(t);
+                t - t0
+            }
+            None => n as f64,
+        };
+        let g = self.gpu(index, mig);
+        g.samples += 1;
+        g.peak_used_mib = Some(g.peak_used_mib.map_or(used_mib, |p| p.max(used_mib)));
+        g.first_used_mib.get_or_insert(used_mib);
+        g.last_used_mib = Some(used_mib);
+        g.series.push(Point { t, used_mib });
+    }
+
+    pub fn allocator(&mut self) -> &mut AllocatorStats {
+        self.allocator.get_or_insert_with(AllocatorStats::default)
+    }
+
+    fn finish(mut self, format: Format, lines: u64) -> Trace {
+        let mut gpus: Vec<GpuTrace> = std::mem::take(&mut self.gpus).into_values().collect();
+        for g in &mut gpus {
+            g.series.flush();
+        }
+        Trace {
+            format,
+            lines,
+            gpus,
+            processes: self.processes,
+            oom: self.oom,
+            allocator: self.allocator,
+            notes: self.notes,
+            warnings: self.warnings,
+        }
+    }
+}
+
+/// `a = max(a, v)` on optional figures.
+pub fn keep_max(a: &mut Option<f64>, v: f64) {
+    *a = Some(a.map_or(v, |x| x.max(v)));
+}
+
+/// A line-by-line parser of one format.
+pub trait LineParser {
+    /// Reads line `no` (1-based; CR stripped).
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError>;
+    /// Called after the last line.
+    fn finish(&mut self, _b: &mut Builder) -> Result<(), TraceError> {
+        Ok(())
+    }
+}
+
+/// Options of a parse.
+#[derive(Clone, Debug, Default)]
+pub struct ParseOptions {
+    /// Skip detection and read this format.
+    pub format: Option<Format>,
+    /// For headerless `--query-gpu` CSV: the query's column names in order
+    /// (`index,name,memory.total,memory.used`).
+    pub csv_columns: Option<Vec<String>>,
+}
+
+/// Lines looked at to recognise the format.
+const DETECT_LINES: usize = 400;
+
+/// Recognises the format from the first lines.
+pub fn detect(head: &[String]) -> Option<Format> {
+    let has = |needle: &str| head.iter().any(|l| l.contains(needle));
+    if has("PyTorch CUDA memory summary") || has("CUDA memory summary") {
+        return Some(Format::PytorchMemorySummary);
+    }
+    if has("NVSMI LOG") || has("FB Memory Usage") {
+        return Some(Format::NvidiaSmiQuery);
+    }
+    if has("NVIDIA-SMI") || has("MIG devices:") || head.iter().any(|l| smi_table::is_gpu_row(l)) {
+        return Some(Format::NvidiaSmiTable);
+    }
+    if let Some(h) = head
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with("# gpu"))
+    {
+        return Some(if h.contains("pid") {
+            Format::NvidiaSmiPmon
+        } else {
+            Format::NvidiaSmiDmon
+        });
+    }
+    if has("ROCm System Management Interface")
+        || has("ROCM System Management")
+        || head.iter().any(|l| l.starts_with("GPU["))
+    {
+        return Some(Format::RocmSmi);
+    }
+    if head.iter().any(|l| smi_misc::is_gpustat_row(l)) {
+        return Some(Format::Gpustat);
+    }
+    if has("memory (MB) | allocated:") {
+        return Some(Format::MegatronMemoryReport);
+    }
+    if head.iter().any(|l| logs::is_deepspeed_line(l)) {
+        return Some(Format::DeepspeedSeeMemoryUsage);
+    }
+    if has("GPU Memory before entering the") || has("GPU Peak Memory consumed") {
+        return Some(Format::AccelerateTracemalloc);
+    }
+    if head.iter().any(|l| logs::is_hf_metric_line(l)) {
+        return Some(Format::HfTrainerMetrics);
+    }
+    if head
+        .iter()
+        .any(|l| l.to_ascii_lowercase().contains("out of memory"))
+    {
+        return Some(Format::PytorchOom);
+    }
+    if head.iter().any(|l| smi_csv::looks_like_csv(l)) {
+        return Some(Format::NvidiaSmiCsv);
+    }
+    None
+}
+
+fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
+    match f {
+        Format::NvidiaSmiTable => Box::new(smi_table::TableParser::default()),
+        Format::NvidiaSmiCsv => Box::new(smi_csv::CsvParser::new(opts.csv_columns.clone())),
+        Format::NvidiaSmiDmon => Box::new(smi_misc::DmonParser::default()),
+        Format::NvidiaSmiPmon => Box::new(smi_misc::PmonParser::default()),
+        Format::NvidiaSmiQuery => Box::new(smi_misc::QueryParser::default()),
+        Format::Gpustat => Box::new(smi_misc::GpustatParser::default()),
+        Format::RocmSmi => Box::new(smi_misc::RocmParser::default()),
+        Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
+        Format::PytorchOom
+        | Format::DeepspeedSeeMemoryUsage
+        | Format::MegatronMemoryReport
+        | Format::HfTrainerMetrics
+        | Format::AccelerateTracemalloc => Box::new(logs::LogParser),
+    }
+}
+
+/// Collects OOM messages from any log: a message and the lines after it.
+#[derive(Default)]
+struct OomScanner {
+    buf: String,
+    start: u64,
+    left: u32,
+}
+
+/// Lines after an OOM line that may continue its message.
+const OOM_TAIL_LINES: u32 = 12;
+
+impl OomScanner {
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) {
+        if self.left > 0 {
+            self.buf.push_str(line);
+            self.buf.push('\n');
+            self.left -= 1;
+            if self.left == 0 {
+                self.flush(b);
+            }
+            return;
+        }
+        if line.to_ascii_lowercase().contains("out of memory") {
+            self.start = no;
+            self.buf.clear();
+            self.buf.push_str(line);
+            self.buf.push('\n');
+            self.left = OOM_TAIL_LINES;
+        }
+    }
+
+    fn flush(&mut self, b: &mut Builder) {
+        if self.buf.is_empty() {
+            return;
+        }
+        for mut e in oom::parse(&self.buf) {
+            e.line += self.start - 1;
+            if !b.oom.iter().any(|o| o.line == e.line) {
+                b.oom.push(e);
+            }
+        }
+        // A second OOM line inside the tail is parsed by `oom::parse` above;
+        // start over after it.
+        self.buf.clear();
+        self.left = 0;
+    }
+}
+
+/// Parses a whole text (see [`parse_reader`]).
+pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
+    parse_reader(text.as_bytes(), opts)
+}
+
+/// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
+/// CR before LF is dropped.
+pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, TraceError> {
+    let mut head: Vec<String> = Vec::new();
+    let mut raw = Vec::new();
+    let mut read_line = |r: &mut R| -> Result<Option<String>, TraceError> {
+        raw.clear();
+        let n = r
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        while matches!(raw.last(), Some(b'\n' | b'\r')) {
+            raw.pop();
+        }
+        Ok(Some(String::from_utf8_lossy(&raw).into_owned()))
+    };
+    let mut eof = false;
+    while head.len() < DETECT_LINES {
+        match read_line(&mut r)? {
+            Some(l) => head.push(l),
+            None => {
+                eof = true;
+                break;
+            }
+        }
+    }
+    if head.iter().all(|l| l.trim().is_empty()) {
+        return Err(TraceError::whole("the input is empty"));
+    }
+    let format = match opts.format.or_else(|| detect(&head)) {
+        Some(f) => f,
+        None => {
+            return Err(TraceError::whole(format!(
+                "unrecognised format: no GPU memory figures found in the first {} lines; known formats: {}",
+                head.len().min(DETECT_LINES),
+                Format::known_list()
+            )))
+        }
+    };
+    let mut parser = parser_for(format, opts);
+    let mut b = Builder::default();
+    let mut oom = OomScanner::default();
+    let mut no = 0u64;
+    let mut feed = |line: &str, b: &mut Builder, no: &mut u64| -> Result<(), TraceError> {
+        *no += 1;
+        oom.line(*no, line, b);
+        parser.line(*no, line, b)
+    };
+    for l in &head {
+        feed(l, &mut b, &mut no)?;
+    }
+    drop(head);
+    if !eof {
+        while let Some(l) = read_line(&mut r)? {
+            feed(&l, &mut b, &mut no)?;
+        }
+    }
+    oom.flush(&mut b);
+    parser.finish(&mut b)?;
+    let trace = b.finish(format, no);
+    let has_figures = trace
+        .gpus
+        .iter()
+        .any(|g| g.samples > 0 || g.total_mib.is_some())
+        || !trace.oom.is_empty()
+        || trace.allocator.is_some()
+        || !trace.notes.is_empty()
+        || trace.processes.iter().any(|p| p.used_mib.is_some());
+    if !has_figures {
+        return Err(TraceError::whole(format!(
+            "read as {} but it holds no memory figures (no used/total memory, allocator counters or OOM message)",
+            format.id()
+        )));
+    }
+    Ok(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_stay_bounded_and_keep_the_peak() {
+        let mut s = Series::default();
+        for i in 0..100_000u32 {
+            let v = if i == 77_777 { 1e6 } else { (i % 100) as f64 };
+            s.push(Point {
+                t: i as f64,
+                used_mib: v,
+            });
+        }
+        s.flush();
+        assert!(s.points.len() <= SERIES_POINTS, "{}", s.points.len());
+        assert!(s.points.len() > SERIES_POINTS / 4);
+        assert_eq!(s.points.iter().map(|p| p.used_mib).fold(0.0, f64::max), 1e6);
+        assert!(s.points.windows(2).all(|w| w[0].t < w[1].t));
+    }
+
+    #[test]
+    fn sizes_read_binary_units() {
+        assert_eq!(parse_joined_mib("12345MiB"), Some(12345.0));
+        assert_eq!(parse_joined_mib("2GB"), Some(2048.0));
+        assert_eq!(parse_joined_mib("N/A"), None);
+        assert_eq!(parse_size_mib("1,024", "KiB"), Some(1.0));
+    }
+
+    #[test]
+    fn unknown_and_empty_inputs_are_refused_with_the_reason() {
+        let e = parse("hello\nworld\n", &ParseOptions::default()).unwrap_err();
+        assert!(e.message.contains("known formats: nvidia-smi-table"), "{e}");
+        let e = parse("\n\n  \n", &ParseOptions::default()).unwrap_err();
+        assert!(e.message.contains("empty"), "{e}");
+    }
+}
+
+/// Days from 1970-01-01 to a civil date (H. Hinnant's algorithm).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn hms(s: &str) -> Option<f64> {
+    let mut it = s.split(':');
+    let h: f64 = it.next()?.parse().ok()?;
+    let m: f64 = it.next()?.parse().ok()?;
+    let sec: f64 = it.next()?.parse().ok()?;
+    (it.next().is_none() && h < 24.0 && m < 60.0 && sec < 61.0)
+        .then_some(h * 3600.0 + m * 60.0 + sec)
+}
+
+fn month(s: &str) -> Option<u32> {
+    const M: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    M.iter()
+        .position(|m| s.starts_with(m))
+        .map(|i| i as u32 + 1)
+}
+
+/// Seconds since the epoch of a `ctime` date anywhere in `s`
+/// (`Fri Jun 30 19:25:22 2023`, as nvidia-smi and `date` print it).
+pub fn parse_ctime(s: &str) -> Option<f64> {
+    let t: Vec<&str> = s.split_whitespace().collect();
+    t.windows(4).find_map(|w| {
+        let mo = month(w[0])?;
+        let d: u32 = w[1].parse().ok().filter(|d| (1..=31).contains(d))?;
+        let secs = hms(w[2])?;
+        let y: i64 = w[3].parse().ok().filter(|y| (1970..=9999).contains(y))?;
+        Some(days_from_civil(y, mo, d) as f64 * 86_400.0 + secs)
+    })
+}
+
+/// Seconds since the epoch of `2024/11/23 12:23:29.950` or `2024-11-23 12:23:29`
+/// (nvidia-smi's `timestamp` column, log prefixes), or of a bare epoch number.
+pub fn parse_timestamp(s: &str) -> Option<f64> {
+    let s = s.trim().trim_start_matches('[').trim_end_matches(']');
+    if let Ok(v) = s.parse::<f64>() {
+        return (v > 1e8 && v < 1e11).then_some(v);
+    }
+    let (date, time) = s.split_once([' ', 'T'])?;
+    let mut d = date.split(['/', '-']);
+    let y: i64 = d.next()?.parse().ok()?;
+    let m: u32 = d.next()?.parse().ok()?;
+    let day: u32 = d.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let time = time.trim().split([',', ' ']).next()?;
+    Some(days_from_civil(y, m, day) as f64 * 86_400.0 + hms(time)?)
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn dates_parse() {
+        assert_eq!(parse_ctime("Thu Jan  1 00:00:10 1970"), Some(10.0));
+        assert_eq!(
+            parse_ctime("Fri Jun 30 19:25:22 2023"),
+            Some(1_688_153_122.0)
+        );
+        assert_eq!(
+            parse_timestamp("2024/11/23 12:23:29.950"),
+            Some(1_732_364_609.95)
+        );
+        assert_eq!(parse_timestamp("1764189075"), Some(1_764_189_075.0));
+        assert_eq!(
+            parse_timestamp("2023-01-15 19:09:56,486"),
+            Some(1_673_809_796.486)
+        );
+        assert_eq!(parse_timestamp("junk"), None);
+    }
 }

@@ -1,0 +1,523 @@
+//! What a trace says beyond its figures (leaks, imbalance, foreign processes,
+//! fragmentation, OOMs), and the verdict of a plan against it, comparing like
+//! with like: device-level figures (nvidia-smi, gpustat, rocm-smi) against the
+//! plan's `device_used`, PyTorch allocator figures against `allocated` /
+//! `reserved`.
+
+use super::{Format, Trace};
+use crate::estimate::Estimate;
+use crate::Plan;
+use serde::{Deserialize, Serialize};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Samples needed before a trend is judged.
+const LEAK_MIN_SAMPLES: usize = 12;
+/// Warm-up left out of the trend: the first fifth of the samples (model load,
+/// first steps, allocator growth).
+const LEAK_WARMUP_FRACTION: f64 = 0.2;
+/// Growth over the steady state that counts as a leak: at least this share of
+/// the GPU's capacity (or of the peak when capacity is unknown)…
+const LEAK_MIN_SHARE: f64 = 0.03;
+/// …and at least this many MiB.
+const LEAK_MIN_MIB: f64 = 256.0;
+/// The trend must explain most of the variation (R² of the linear fit).
+const LEAK_MIN_R2: f64 = 0.6;
+/// One GPU is "far above" the others when its peak exceeds their median by
+/// this factor and by `IMBALANCE_MIN_MIB` (`nn.DataParallel` gathers outputs
+/// on GPU 0; pipeline stage 1 holds the most activations).
+const IMBALANCE_FACTOR: f64 = 1.2;
+const IMBALANCE_MIN_MIB: f64 = 2048.0;
+/// GPUs below this share of capacity are idle (not part of the run).
+const IDLE_SHARE: f64 = 0.05;
+/// Another process holding at least this much beside the run is reported.
+const FOREIGN_MIN_MIB: f64 = 100.0;
+/// Reserved above allocated by this factor and `FRAGMENTATION_MIN_MIB` =
+/// caching-allocator fragmentation (PyTorch docs, "Memory management":
+/// `expandable_segments:True` reduces it).
+const FRAGMENTATION_FACTOR: f64 = 1.25;
+const FRAGMENTATION_MIN_MIB: f64 = 1024.0;
+
+/// One observation, with its evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// `leak`, `imbalance`, `foreign-process`, `fragmentation`, `oom`.
+    pub kind: String,
+    pub gpu: Option<u32>,
+    pub detail: String,
+    /// Planner link with the change that would have fitted (OOM with a plan).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fix_query: Option<String>,
+}
+
+fn gib(mib: f64) -> String {
+    format!("{:.2} GiB", mib / 1024.0)
+}
+
+/// Least-squares slope and R² of `(x, y)`.
+fn trend(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = pts.len() as f64;
+    if n < 3.0 {
+        return None;
+    }
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let syy: f64 = pts.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = if syy > 0.0 {
+        sxy * sxy / (sxx * syy)
+    } else {
+        0.0
+    };
+    Some((slope, r2))
+}
+
+/// Findings of a trace (with a plan: the OOM fix).
+pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let timed = matches!(
+        t.format,
+        Format::NvidiaSmiCsv | Format::NvidiaSmiTable | Format::Gpustat
+    );
+    // Leak: still growing across the steady state.
+    for g in &t.gpus {
+        let pts: Vec<(f64, f64)> = g.series.points.iter().map(|p| (p.t, p.used_mib)).collect();
+        if pts.len() < LEAK_MIN_SAMPLES {
+            continue;
+        }
+        let steady = &pts[(pts.len() as f64 * LEAK_WARMUP_FRACTION) as usize..];
+        let Some((slope, r2)) = trend(steady) else {
+            continue;
+        };
+        let span = steady.last().map(|p| p.0).unwrap_or(0.0) - steady[0].0;
+        let growth = slope * span;
+        let base = g.total_mib.or(g.peak_used_mib).unwrap_or(0.0);
+        if growth > (LEAK_MIN_SHARE * base).max(LEAK_MIN_MIB) && r2 >= LEAK_MIN_R2 {
+            let per = if timed && span > 0.0 {
+                format!("{:.1} MiB per minute", slope * 60.0)
+            } else {
+                format!(
+                    "{:.1} MiB per sample",
+                    slope * g.series.stride.max(1) as f64
+                )
+            };
+            out.push(Finding {
+                kind: "leak".into(),
+                gpu: Some(g.index),
+                detail: format!(
+                    "memory still growing after warm-up: +{} over the steady state ({per}, R² {r2:.2}); \
+                     look for tensors kept across steps (losses appended without .item(), caches)",
+                    gib(growth)
+                ),
+                fix_query: None,
+            });
+        }
+    }
+    // Imbalance: one GPU far above the others.
+    let busy: Vec<(u32, f64)> = t
+        .gpus
+        .iter()
+        .filter(|g| g.mig.is_none())
+        .filter_map(|g| {
+            let p = g.peak_used_mib?;
+            let idle = g.total_mib.map(|c| p < IDLE_SHARE * c).unwrap_or(false);
+            (!idle).then_some((g.index, p))
+        })
+        .collect();
+    if busy.len() >= 2 {
+        let mut v: Vec<f64> = busy.iter().map(|b| b.1).collect();
+        v.sort_by(f64::total_cmp);
+        let median = v[v.len() / 2];
+        let others_median = v[(v.len() - 1) / 2];
+        if let Some(&(gpu, top)) = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            let m = if top == median { others_median } else { median };
+            if top > m * IMBALANCE_FACTOR && top - m > IMBALANCE_MIN_MIB {
+                out.push(Finding {
+                    kind: "imbalance".into(),
+                    gpu: Some(gpu),
+                    detail: format!(
+                        "GPU {gpu} peaks at {} while the others' median is {} (+{:.0} %): \
+                         nn.DataParallel gathering outputs on GPU 0, or the first pipeline stage",
+                        gib(top),
+                        gib(m),
+                        100.0 * (top / m.max(1.0) - 1.0)
+                    ),
+                    fix_query: None,
+                });
+            }
+        }
+    }
+    // Foreign processes: beside the largest process on a GPU.
+    let mut gpus: Vec<u32> = t.processes.iter().filter_map(|p| p.gpu).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    for gpu in gpus {
+        let mut on: Vec<_> = t.processes.iter().filter(|p| p.gpu == Some(gpu)).collect();
+        on.sort_by(|a, b| {
+            b.used_mib
+                .unwrap_or(0.0)
+                .total_cmp(&a.used_mib.unwrap_or(0.0))
+        });
+        let Some(main) = on.first() else { continue };
+        let others: Vec<_> = on[1..]
+            .iter()
+            .filter(|p| p.used_mib.unwrap_or(0.0) >= FOREIGN_MIN_MIB && p.name != main.name)
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        let held: f64 = others.iter().filter_map(|p| p.used_mib).sum();
+        let list = others
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} (pid {}) {}",
+                    p.name,
+                    p.pid.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+                    gib(p.used_mib.unwrap_or(0.0))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(Finding {
+            kind: "foreign-process".into(),
+            gpu: Some(gpu),
+            detail: format!(
+                "besides {} ({}), other processes hold {} on GPU {gpu}: {list}",
+                main.name,
+                gib(main.used_mib.unwrap_or(0.0)),
+                gib(held)
+            ),
+            fix_query: None,
+        });
+    }
+    // Fragmentation: reserved far above allocated.
+    let mut pairs: Vec<(Option<u32>, f64, f64, &str)> = Vec::new();
+    if let Some(a) = &t.allocator {
+        if let (Some(al), Some(re)) = (a.peak_allocated_mib, a.peak_reserved_mib) {
+            pairs.push((None, al, re, "peak"));
+        }
+    }
+    for o in &t.oom {
+        if let (Some(al), Some(re)) = (o.allocated_by_pytorch_mib, o.reserved_by_pytorch_mib) {
+            pairs.push((o.gpu, al, re, "at the OOM"));
+        }
+    }
+    for (gpu, al, re, when) in pairs {
+        if re > al * FRAGMENTATION_FACTOR && re - al > FRAGMENTATION_MIN_MIB {
+            out.push(Finding {
+                kind: "fragmentation".into(),
+                gpu,
+                detail: format!(
+                    "the caching allocator reserved {} but only {} was allocated ({when}): {} cached but unused; \
+                     set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                    gib(re),
+                    gib(al),
+                    gib(re - al)
+                ),
+                fix_query: None,
+            });
+        }
+    }
+    // OOM: what was asked, what was held, and (with a plan) what would fit.
+    let fix = plan.and_then(|p| {
+        crate::search::fix_ladder(p)
+            .ok()
+            .and_then(|l| l.into_iter().find(|r| r.fits))
+    });
+    for o in &t.oom {
+        let mut d = match o.tried_to_allocate_mib {
+            Some(x) => format!("tried to allocate {}", gib(x)),
+            None => "out of memory (the message states no sizes)".to_string(),
+        };
+        if let Some(c) = o.capacity_mib {
+            d.push_str(&format!(" on a {} GPU", gib(c)));
+        }
+        if let Some(f) = o.free_mib {
+            d.push_str(&format!(" with {} free", gib(f)));
+        }
+        if let Some(a) = o.allocated_by_pytorch_mib {
+            d.push_str(&format!("; PyTorch had allocated {}", gib(a)));
+        }
+        if let Some(r) = o.reserved_by_pytorch_mib {
+            d.push_str(&format!(" and reserved {}", gib(r)));
+        }
+        if let Some(r) = &fix {
+            d.push_str(&format!(
+                "; the plan fits after the fix-ladder rung `{}` ({} peak)",
+                r.id,
+                gib(r.device_used.as_f64() / MIB)
+            ));
+        }
+        out.push(Finding {
+            kind: "oom".into(),
+            gpu: o.gpu,
+            detail: format!("line {}: {d}", o.line),
+            fix_query: fix.as_ref().map(|r| r.query.clone()),
+        });
+    }
+    out
+}
+
+/// How a measurement compares with the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Within the plan's uncertainty band.
+    Matches,
+    /// Measured above the band: the plan promised too little.
+    UnderEstimated,
+    /// Measured below the band.
+    OverEstimated,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuVerdict {
+    pub gpu: Option<u32>,
+    pub measured_mib: f64,
+    pub predicted_mib: f64,
+    pub status: Status,
+    /// measured − predicted.
+    pub diff_mib: f64,
+    pub diff_pct: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The plan's counter compared: `device_used`, `allocated` or `reserved`.
+    pub counter: String,
+    pub predicted_mib: f64,
+    pub band_low_mib: f64,
+    pub band_high_mib: f64,
+    pub gpus: Vec<GpuVerdict>,
+    /// Worst status over the GPUs compared (under-estimated beats over-estimated).
+    pub overall: Status,
+    pub summary: String,
+    /// GPUs left out (idle, not part of the run).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub skipped_gpus: Vec<u32>,
+}
+
+fn judge(gpu: Option<u32>, measured: f64, predicted: f64, low: f64, high: f64) -> GpuVerdict {
+    let status = if measured > high {
+        Status::UnderEstimated
+    } else if measured < low {
+        Status::OverEstimated
+    } else {
+        Status::Matches
+    };
+    GpuVerdict {
+        gpu,
+        measured_mib: measured,
+        predicted_mib: predicted,
+        status,
+        diff_mib: measured - predicted,
+        diff_pct: 100.0 * (measured - predicted) / predicted.max(1.0),
+    }
+}
+
+/// The plan's verdict against the trace (`None` when the trace has nothing
+/// comparable).
+pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
+    let band = |x: f64| {
+        let pred = est.peak.device_used.as_f64() / MIB;
+        let scale = if pred > 0.0 { x / pred } else { 1.0 };
+        (
+            est.band_low.as_f64() / MIB * scale,
+            est.band_high.as_f64() / MIB * scale,
+        )
+    };
+    let (counter, predicted, mut gpus, skipped) =
+        if t.format.is_device_level() && t.gpus.iter().any(|g| g.peak_used_mib.is_some()) {
+            let predicted = est.peak.device_used.as_f64() / MIB;
+            let (low, high) = band(predicted);
+            let mut gpus = Vec::new();
+            let mut skipped = Vec::new();
+            for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
+                let Some(m) = g.peak_used_mib else { continue };
+                let idle = g.total_mib.map(|c| m < IDLE_SHARE * c).unwrap_or(false);
+                if idle {
+                    skipped.push(g.index);
+                    continue;
+                }
+                gpus.push(judge(Some(g.index), m, predicted, low, high));
+            }
+            ("device_used", predicted, gpus, skipped)
+        } else if let Some(a) = &t.allocator {
+            if let Some(r) = a.peak_reserved_mib {
+                let predicted = est.peak.reserved.as_f64() / MIB;
+                let (low, high) = band(predicted);
+                let mut gpus = vec![];
+                if a.ranks.is_empty() {
+                    gpus.push(judge(None, r, predicted, low, high));
+                } else {
+                    for rk in &a.ranks {
+                        if let Some(m) = rk.peak_reserved_mib {
+                            gpus.push(judge(Some(rk.rank), m, predicted, low, high));
+                        }
+                    }
+                }
+                ("reserved", predicted, gpus, vec![])
+            } else if let Some(al) = a.peak_allocated_mib {
+                let predicted = est.peak.allocated.as_f64() / MIB;
+                let (low, high) = band(predicted);
+                (
+                    "allocated",
+                    predicted,
+                    vec![judge(None, al, predicted, low, high)],
+                    vec![],
+                )
+            } else {
+                return None;
+            }
+        } else {
+            return None;
+        };
+    if gpus.is_empty() {
+        return None;
+    }
+    gpus.sort_by_key(|g| g.gpu);
+    let overall = if gpus.iter().any(|g| g.status == Status::UnderEstimated) {
+        Status::UnderEstimated
+    } else if gpus.iter().any(|g| g.status == Status::OverEstimated) {
+        Status::OverEstimated
+    } else {
+        Status::Matches
+    };
+    let worst = gpus
+        .iter()
+        .max_by(|a, b| a.diff_mib.abs().total_cmp(&b.diff_mib.abs()))
+        .cloned();
+    let (low, high) = band(predicted);
+    let summary = match (overall, worst) {
+        (Status::Matches, _) => format!(
+            "the plan held: measured {counter} within the predicted band {}–{} on every GPU compared",
+            gib(low),
+            gib(high)
+        ),
+        (s, Some(w)) => format!(
+            "plan {}: {} measured {} vs {} predicted ({:+.2} GiB, {:+.1} %) on {}",
+            if s == Status::UnderEstimated { "under-estimated" } else { "over-estimated" },
+            counter,
+            gib(w.measured_mib),
+            gib(w.predicted_mib),
+            w.diff_mib / 1024.0,
+            w.diff_pct,
+            w.gpu.map(|g| format!("GPU {g}")).unwrap_or_else(|| "the run".into())
+        ),
+        (_, None) => String::new(),
+    };
+    Some(Verdict {
+        counter: counter.into(),
+        predicted_mib: predicted,
+        band_low_mib: low,
+        band_high_mib: high,
+        gpus,
+        overall,
+        summary,
+        skipped_gpus: skipped,
+    })
+}
+
+/// The `memplan verify --json` report (the shape issue 6 fixes; fields may
+/// be added, never renamed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    pub format: Format,
+    pub gpus: Vec<GpuReport>,
+    pub oom: Vec<OomReport>,
+    pub allocator: Option<AllocatorReport>,
+    pub findings: Vec<Finding>,
+    pub verdict: Option<Verdict>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub processes: Vec<super::ProcessUse>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub warnings: Vec<String>,
+    pub lines: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuReport {
+    pub index: u32,
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mig: Option<String>,
+    pub total_mib: Option<f64>,
+    pub peak_used_mib: Option<f64>,
+    pub samples: u64,
+    /// `[t_seconds, used_mib]` points (bounded; peaks kept).
+    pub series: Vec<[f64; 2]>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OomReport {
+    pub line: u64,
+    pub gpu: Option<u32>,
+    pub tried_to_allocate_mib: Option<f64>,
+    pub capacity_mib: Option<f64>,
+    pub free_mib: Option<f64>,
+    pub allocated_by_pytorch_mib: Option<f64>,
+    pub reserved_by_pytorch_mib: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllocatorReport {
+    pub peak_allocated_mib: Option<f64>,
+    pub peak_reserved_mib: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub ranks: Vec<super::RankAllocator>,
+}
+
+/// Builds the report of a trace, with the plan's verdict when one is given.
+pub fn report(t: &Trace, plan: Option<&Plan>) -> VerifyReport {
+    let est = plan.and_then(|p| crate::estimate(p).ok());
+    VerifyReport {
+        format: t.format,
+        gpus: t
+            .gpus
+            .iter()
+            .map(|g| GpuReport {
+                index: g.index,
+                name: g.name.clone(),
+                mig: g.mig.clone(),
+                total_mib: g.total_mib,
+                peak_used_mib: g.peak_used_mib,
+                samples: g.samples,
+                series: g
+                    .series
+                    .points
+                    .iter()
+                    .map(|p| [(p.t * 1000.0).round() / 1000.0, p.used_mib])
+                    .collect(),
+            })
+            .collect(),
+        oom: t
+            .oom
+            .iter()
+            .map(|o| OomReport {
+                line: o.line,
+                gpu: o.gpu,
+                tried_to_allocate_mib: o.tried_to_allocate_mib,
+                capacity_mib: o.capacity_mib,
+                free_mib: o.free_mib,
+                allocated_by_pytorch_mib: o.allocated_by_pytorch_mib,
+                reserved_by_pytorch_mib: o.reserved_by_pytorch_mib,
+            })
+            .collect(),
+        allocator: t.allocator.as_ref().map(|a| AllocatorReport {
+            peak_allocated_mib: a.peak_allocated_mib,
+            peak_reserved_mib: a.peak_reserved_mib,
+            ranks: a.ranks.clone(),
+        }),
+        findings: findings(t, plan),
+        verdict: est.as_ref().and_then(|e| verdict(t, e)),
+        processes: t.processes.clone(),
+        warnings: t.warnings.clone(),
+        lines: t.lines,
+    }
+}

@@ -1,0 +1,221 @@
+//! Training-log lines with PyTorch allocator figures: DeepSpeed
+//! `see_memory_usage` (`MA … Max_MA … CA … Max_CA …`, GB = 2^30 bytes:
+//! `deepspeed/runtime/utils.py` divides by 1024³) and its timer's
+//! `MaxMemAllocated=`, Megatron-LM's `[Rank N] … memory (MB) | allocated: …`
+//! (MB = 2^20: `megatron/training/utils.py` `report_memory`), Hugging Face
+//! Trainer memory metrics (`*_mem_gpu_*_delta = NMB`, `>> 20` in
+//! `trainer_utils.py`), accelerate/PEFT `TorchTracemalloc` reports (`b2mb`,
+//! 2^20), and `torch.cuda.memory_summary()` tables (KiB/MiB/GiB; older
+//! releases label the same binary units KB/MB/GB).
+
+use super::{keep_max, parse_size_mib, Builder, LineParser, RankAllocator, TraceError};
+
+/// A `see_memory_usage` figure line.
+pub fn is_deepspeed_line(l: &str) -> bool {
+    l.contains("Max_MA") && l.contains("CA ")
+}
+
+/// A Trainer memory metric line (`train_mem_gpu_alloc_delta = 693MB`).
+pub fn is_hf_metric_line(l: &str) -> bool {
+    let t = l.trim();
+    (t.contains("_mem_gpu_") || t.contains("_mem_cpu_")) && t.contains('=')
+}
+
+/// The number after `key` (and an optional `=`/`:`) with its unit.
+fn figure_after(line: &str, key: &str, default_unit: &str) -> Option<f64> {
+    let i = line.find(key)? + key.len();
+    let rest = line[i..]
+        .trim_start()
+        .trim_start_matches(['=', ':'])
+        .trim_start();
+    let num_end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(rest.len());
+    let num = &rest[..num_end];
+    if num.is_empty() {
+        return None;
+    }
+    let unit: String = rest[num_end..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    let unit = if unit.is_empty() {
+        default_unit
+    } else {
+        unit.as_str()
+    };
+    let v: f64 = num.parse().ok()?;
+    if v < 0.0 {
+        return Some(-parse_size_mib(&(-v).to_string(), unit)?);
+    }
+    parse_size_mib(num, unit)
+}
+
+/// `[Rank 3]` / `[rank3]:` anywhere in the line.
+fn rank_of(line: &str) -> Option<u32> {
+    let low = line.to_ascii_lowercase();
+    let i = low.find("[rank")? + 5;
+    let digits: String = low[i..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+#[derive(Default)]
+pub struct LogParser;
+
+impl LineParser for LogParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if is_deepspeed_line(line) {
+            // ` MA 0.65 GB  Max_MA 0.66 GB  CA 0.68 GB  Max_CA 1 GB`
+            let ma = figure_after(line, " MA ", "GB");
+            let max_ma = figure_after(line, "Max_MA", "GB");
+            let ca = figure_after(line, " CA ", "GB");
+            let max_ca = figure_after(line, "Max_CA", "GB");
+            let a = b.allocator();
+            // `Max_CA` is rounded to whole GB and can print below `CA`: take both.
+            for v in [ma, max_ma].into_iter().flatten() {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            for v in [ca, max_ca].into_iter().flatten() {
+                keep_max(&mut a.peak_reserved_mib, v);
+            }
+            if ma.is_some() {
+                a.current_allocated_mib = ma;
+            }
+            if ca.is_some() {
+                a.current_reserved_mib = ca;
+            }
+            return Ok(());
+        }
+        if line.contains("MaxMemAllocated=") {
+            if let Some(v) = figure_after(line, "MaxMemAllocated=", "GB") {
+                keep_max(&mut b.allocator().peak_allocated_mib, v);
+            }
+            return Ok(());
+        }
+        if line.contains("memory (MB)") && line.contains("allocated:") {
+            let alloc = figure_after(line, "| allocated:", "MB");
+            let max_alloc = figure_after(line, "max allocated:", "MB");
+            let reserved = figure_after(line, "| reserved:", "MB");
+            let max_reserved = figure_after(line, "max reserved:", "MB");
+            let rank = rank_of(line);
+            let a = b.allocator();
+            if let Some(v) = max_alloc.or(alloc) {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            if let Some(v) = max_reserved.or(reserved) {
+                keep_max(&mut a.peak_reserved_mib, v);
+            }
+            if let Some(r) = rank {
+                match a.ranks.iter_mut().find(|x| x.rank == r) {
+                    Some(x) => {
+                        if let Some(v) = max_alloc {
+                            keep_max(&mut x.peak_allocated_mib, v);
+                        }
+                        if let Some(v) = max_reserved {
+                            keep_max(&mut x.peak_reserved_mib, v);
+                        }
+                    }
+                    None => {
+                        a.ranks.push(RankAllocator {
+                            rank: r,
+                            peak_allocated_mib: max_alloc,
+                            peak_reserved_mib: max_reserved,
+                        });
+                        a.ranks.sort_by_key(|x| x.rank);
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if line.contains("Peak Memory consumed during the") && line.contains("GPU Total") {
+            if let Some(v) = figure_after(line, "(max):", "MB") {
+                keep_max(&mut b.allocator().peak_allocated_mib, v);
+            }
+            return Ok(());
+        }
+        if line.contains("GPU Memory before entering the") {
+            if let Some((label, v)) = line.rsplit_once(':') {
+                if let Ok(v) = v.trim().parse::<f64>() {
+                    b.notes.push((label.trim().to_string(), v));
+                }
+            }
+            return Ok(());
+        }
+        if is_hf_metric_line(line) {
+            if let Some((k, _)) = line.split_once('=') {
+                let key = k.trim();
+                if let Some(v) = figure_after(line, key, "MB") {
+                    b.notes.push((key.to_string(), v));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `torch.cuda.memory_summary()`: the `Allocated memory` and `GPU reserved
+/// memory` rows (Cur Usage, Peak Usage); the last table's current figures
+/// and every table's peaks.
+#[derive(Default)]
+pub struct SummaryParser {
+    tables: u32,
+}
+
+fn cell_mib(cell: &str) -> Option<f64> {
+    let mut it = cell.split_whitespace();
+    parse_size_mib(it.next()?, it.next()?)
+}
+
+impl LineParser for SummaryParser {
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if line.contains("memory summary") {
+            self.tables += 1;
+            return Ok(());
+        }
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix('|') {
+            let cells: Vec<&str> = rest.split('|').map(str::trim).collect();
+            let row = cells.first().copied().unwrap_or("");
+            let is_alloc = row == "Allocated memory";
+            let is_reserved = row == "GPU reserved memory";
+            if is_alloc || is_reserved {
+                let (Some(cur), Some(peak)) = (
+                    cells.get(1).and_then(|c| cell_mib(c)),
+                    cells.get(2).and_then(|c| cell_mib(c)),
+                ) else {
+                    return Err(TraceError::at(
+                        no,
+                        format!("`{row}` row: expected `| Cur Usage | Peak Usage | …` sizes such as `184648 KiB`"),
+                    ));
+                };
+                let a = b.allocator();
+                if is_alloc {
+                    a.current_allocated_mib = Some(cur);
+                    keep_max(&mut a.peak_allocated_mib, peak);
+                } else {
+                    a.current_reserved_mib = Some(cur);
+                    keep_max(&mut a.peak_reserved_mib, peak);
+                }
+            }
+            if let Some(c) = cells.iter().find(|c| c.starts_with("CUDA OOMs:")) {
+                if let Some(n) = c
+                    .trim_start_matches("CUDA OOMs:")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| *n > 0.0)
+                {
+                    b.warnings.push(format!(
+                        "the allocator counted {n} CUDA out-of-memory errors"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

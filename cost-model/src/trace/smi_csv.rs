@@ -1,0 +1,239 @@
+//! `nvidia-smi --query-gpu=… --format=csv[,noheader][,nounits]`: any column
+//! set and order, with or without timestamps, one-shot or looping (`-l`,
+//! `-lms`), a hand-made header, an extra leading column from a wrapper script.
+//! Without a header the memory columns cannot be told apart, so the column
+//! names must be given ([`super::ParseOptions::csv_columns`]).
+
+use super::{parse_timestamp, Builder, LineParser, TraceError};
+
+/// What a column holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Col {
+    Time,
+    Index,
+    Name,
+    Bus,
+    Uuid,
+    Used,
+    Total,
+    Free,
+    Other,
+}
+
+fn column(name: &str) -> Col {
+    let n = name.trim().to_ascii_lowercase();
+    let n = n
+        .split(['[', '('])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .replace([' ', '-'], "_");
+    match n.as_str() {
+        "timestamp" | "time" | "ts" | "epoch" | "date" | "datetime" | "unix_time" => Col::Time,
+        "index" | "gpu" | "gpu_index" | "idx" | "gpu_id" | "device" => Col::Index,
+        "name" | "gpu_name" | "model" => Col::Name,
+        "pci.bus_id" | "pci.bus" | "bus_id" | "busid" => Col::Bus,
+        "uuid" | "gpu_uuid" => Col::Uuid,
+        "memory.used" | "mem.used" | "memory_used" | "mem_used" | "used" | "used_mib"
+        | "fb.used" | "memory.used_mib" => Col::Used,
+        "memory.total" | "mem.total" | "memory_total" | "mem_total" | "total" | "total_mib"
+        | "fb.total" => Col::Total,
+        "memory.free" | "mem.free" | "memory_free" | "mem_free" | "free" | "free_mib" => Col::Free,
+        _ => Col::Other,
+    }
+}
+
+/// A line that looks like a `--query-gpu` CSV header or row: short fields,
+/// either mostly known column names or mostly numbers (with their units).
+pub fn looks_like_csv(line: &str) -> bool {
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.len() < 2 || fields.iter().any(|f| f.len() > 64) {
+        return false;
+    }
+    let known = fields.iter().filter(|f| column(f) != Col::Other).count();
+    if known >= 2 && known * 2 >= fields.len() {
+        return true;
+    }
+    // `timestamp, power.draw [W]`: every field a query name.
+    let query_like = fields.iter().all(|f| {
+        column(f) != Col::Other
+            || (f.contains('.') && f.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+    });
+    if known >= 1 && query_like {
+        return true;
+    }
+    let numeric = fields
+        .iter()
+        .filter(|f| {
+            let n = f.split_whitespace().next().unwrap_or("");
+            n.parse::<f64>().is_ok() || super::parse_timestamp(f).is_some()
+        })
+        .count();
+    fields.len() >= 3 && numeric * 2 >= fields.len()
+}
+
+pub struct CsvParser {
+    cols: Option<Vec<Col>>,
+    names: Vec<String>,
+    header_line: Option<String>,
+    /// Bus id / uuid → GPU ordinal, when there is no index column.
+    ids: Vec<String>,
+    rows: u64,
+    bad: u64,
+    first_bad: Option<(u64, String)>,
+}
+
+impl CsvParser {
+    pub fn new(columns: Option<Vec<String>>) -> Self {
+        let (cols, names) = match columns {
+            Some(c) => (Some(c.iter().map(|n| column(n)).collect()), c),
+            None => (None, Vec::new()),
+        };
+        CsvParser {
+            cols,
+            names,
+            header_line: None,
+            ids: Vec::new(),
+            rows: 0,
+            bad: 0,
+            first_bad: None,
+        }
+    }
+
+    fn bad_row(&mut self, no: u64, why: String) {
+        self.bad += 1;
+        if self.first_bad.is_none() {
+            self.first_bad = Some((no, why));
+        }
+    }
+}
+
+fn mib(v: &str) -> Option<f64> {
+    let v = v.trim();
+    if v.is_empty() || v.contains("N/A") || v.contains("Not Supported") {
+        return None;
+    }
+    let num = v.split_whitespace().next()?;
+    let x: f64 = num.parse().ok()?;
+    let unit = v[num.len()..].trim();
+    match unit {
+        "" | "MiB" => Some(x),
+        u => super::parse_size_mib(num, u),
+    }
+    .filter(|x| x.is_finite() && *x >= 0.0)
+}
+
+impl LineParser for CsvParser {
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            return Ok(());
+        }
+        let fields: Vec<&str> = t.split(',').map(str::trim).collect();
+        if self.cols.is_none() {
+            let cols: Vec<Col> = fields.iter().map(|f| column(f)).collect();
+            let is_header =
+                cols.contains(&Col::Used) || cols.iter().filter(|c| **c != Col::Other).count() >= 2;
+            let has_digits_only = fields.iter().any(|f| f.parse::<f64>().is_ok());
+            if is_header && !has_digits_only {
+                if !cols.contains(&Col::Used) {
+                    return Err(TraceError::at(
+                        no,
+                        format!(
+                            "the CSV columns ({}) include no memory.used: nothing to compare (query memory.used)",
+                            fields.join(", ")
+                        ),
+                    ));
+                }
+                self.names = fields.iter().map(|s| s.to_string()).collect();
+                self.cols = Some(cols);
+                self.header_line = Some(t.to_string());
+                return Ok(());
+            }
+            return Err(TraceError::at(
+                no,
+                "a --query-gpu CSV without its header: which column is memory.used cannot be told; \
+                 keep the header line or give the column names (e.g. --columns timestamp,index,memory.used,memory.total)",
+            ));
+        }
+        if self.header_line.as_deref() == Some(t) {
+            return Ok(()); // repeated header (restarted loop)
+        }
+        let cols = self.cols.clone().unwrap_or_default();
+        if fields.len() != cols.len() {
+            self.bad_row(
+                no,
+                format!(
+                    "expected {} comma-separated fields ({}), found {}",
+                    cols.len(),
+                    self.names.join(", "),
+                    fields.len()
+                ),
+            );
+            return Ok(());
+        }
+        let (mut time, mut index, mut name, mut id) = (None, None, None, None);
+        let (mut used, mut total, mut free) = (None, None, None);
+        for (c, v) in cols.iter().zip(&fields) {
+            match c {
+                Col::Time => time = parse_timestamp(v),
+                Col::Index => index = v.parse::<u32>().ok(),
+                Col::Name => name = Some(*v),
+                Col::Bus | Col::Uuid => id = Some(*v),
+                Col::Used => used = mib(v),
+                Col::Total => total = mib(v),
+                Col::Free => free = mib(v),
+                Col::Other => {}
+            }
+        }
+        let index = match (index, id) {
+            (Some(i), _) => i,
+            (None, Some(id)) => match self.ids.iter().position(|x| x == id) {
+                Some(i) => i as u32,
+                None => {
+                    self.ids.push(id.to_string());
+                    (self.ids.len() - 1) as u32
+                }
+            },
+            (None, None) => 0,
+        };
+        let Some(used) = used else {
+            let raw = cols
+                .iter()
+                .position(|c| *c == Col::Used)
+                .and_then(|i| fields.get(i))
+                .copied()
+                .unwrap_or("");
+            if raw.contains("N/A") || raw.is_empty() {
+                return Ok(()); // the driver had no figure
+            }
+            self.bad_row(no, format!("memory.used `{raw}` is not a number of MiB"));
+            return Ok(());
+        };
+        let total = total.or_else(|| free.map(|f| f + used));
+        b.describe(index, None, name, total);
+        b.sample(index, None, time, used);
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        if let Some((line, why)) = self.first_bad.take() {
+            // A log cut mid-write ends in one partial row; many bad rows mean
+            // the columns are not what the header says.
+            if self.bad > 3 && self.bad * 100 > self.rows {
+                return Err(TraceError::at(line, why));
+            }
+            b.warnings.push(format!(
+                "skipped {} malformed row(s); first at line {line}: {why}",
+                self.bad
+            ));
+        }
+        if self.rows == 0 && self.cols.is_some() {
+            return Err(TraceError::whole(
+                "the CSV has a header but no rows with memory.used",
+            ));
+        }
+        Ok(())
+    }
+}

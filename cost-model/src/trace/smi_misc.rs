@@ -1,0 +1,364 @@
+//! The other device-level tools: `nvidia-smi dmon` / `pmon`, `nvidia-smi -q`
+//! (and `-q -d MEMORY`), `gpustat`, and `rocm-smi` (concise table and `-a`).
+
+use super::{parse_ctime, parse_size_mib, Builder, LineParser, ProcessUse, TraceError};
+
+/// Column names of a `dmon`/`pmon` header (`# gpu pwr gtemp … fb bar1 …`).
+fn header_cols(line: &str) -> Option<Vec<String>> {
+    let t = line.trim();
+    let rest = t.strip_prefix('#')?;
+    Some(
+        rest.split_whitespace()
+            .map(|s| s.to_ascii_lowercase())
+            .collect(),
+    )
+}
+
+/// `nvidia-smi dmon`: memory figures are the `fb` column (MB, i.e. MiB, used
+/// frame buffer) when the `-s m` group is selected; the default groups show
+/// only `mem` (memory-controller utilisation %), which is not memory held.
+#[derive(Default)]
+pub struct DmonParser {
+    cols: Vec<String>,
+    fb: Option<usize>,
+    rows: u64,
+    /// Rows since the last `# gpu` header (one block per sampling interval).
+    block: u64,
+    seen_gpus: Vec<u32>,
+    tick: u64,
+}
+
+impl LineParser for DmonParser {
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if let Some(cols) = header_cols(line) {
+            if cols.first().map(String::as_str) == Some("gpu") {
+                self.fb = cols.iter().position(|c| c == "fb");
+                self.cols = cols;
+            }
+            return Ok(());
+        }
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        if toks.is_empty() || self.cols.is_empty() {
+            return Ok(());
+        }
+        // Newer drivers may prefix date/time columns (`-o DT`); align from the right.
+        let Some(gpu) = toks
+            .len()
+            .checked_sub(self.cols.len())
+            .and_then(|off| toks.get(off))
+            .and_then(|t| t.parse::<u32>().ok())
+        else {
+            return Err(TraceError::at(
+                no,
+                format!(
+                    "expected a dmon row of {} columns ({})",
+                    self.cols.len(),
+                    self.cols.join(" ")
+                ),
+            ));
+        };
+        let off = toks.len() - self.cols.len();
+        // A GPU seen again starts the next sampling interval.
+        if self.seen_gpus.contains(&gpu) {
+            self.seen_gpus.clear();
+            self.tick += 1;
+        }
+        self.seen_gpus.push(gpu);
+        self.rows += 1;
+        self.block += 1;
+        b.describe(gpu, None, None, None);
+        if let Some(fb) = self.fb.and_then(|i| toks.get(off + i)) {
+            if let Ok(v) = fb.parse::<f64>() {
+                b.sample(gpu, None, Some(self.tick as f64), v);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _b: &mut Builder) -> Result<(), TraceError> {
+        if self.fb.is_none() {
+            return Err(TraceError::whole(format!(
+                "nvidia-smi dmon without the `fb` column ({} rows read): `mem` is memory-controller \
+                 utilisation in %, not memory held — run `nvidia-smi dmon -s um` to log used memory",
+                self.rows
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `nvidia-smi pmon`: processes per GPU; `fb` (MB) when `-s m` is selected,
+/// else only utilisation.
+#[derive(Default)]
+pub struct PmonParser {
+    cols: Vec<String>,
+    fb: Option<usize>,
+}
+
+impl LineParser for PmonParser {
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if let Some(cols) = header_cols(line) {
+            if cols.first().map(String::as_str) == Some("gpu") {
+                self.fb = cols.iter().position(|c| c == "fb");
+                self.cols = cols;
+            }
+            return Ok(());
+        }
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        if toks.is_empty() || self.cols.is_empty() {
+            return Ok(());
+        }
+        let (Some(gpu), Some(pid)) = (toks[0].parse::<u32>().ok(), toks.get(1)) else {
+            return Err(TraceError::at(
+                no,
+                format!("expected a pmon row ({})", self.cols.join(" ")),
+            ));
+        };
+        if *pid == "-" {
+            b.describe(gpu, None, None, None);
+            return Ok(()); // no process on this GPU
+        }
+        let name_at = self
+            .cols
+            .iter()
+            .position(|c| c == "command")
+            .unwrap_or(toks.len() - 1);
+        b.describe(gpu, None, None, None);
+        b.processes.push(ProcessUse {
+            gpu: Some(gpu),
+            pid: pid.parse().ok(),
+            name: toks.get(name_at).map(|s| s.to_string()).unwrap_or_default(),
+            kind: toks.get(2).map(|s| s.to_string()),
+            used_mib: self
+                .fb
+                .and_then(|i| toks.get(i))
+                .and_then(|v| v.parse().ok()),
+        });
+        Ok(())
+    }
+
+    fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        if self.fb.is_none() {
+            return Err(TraceError::whole(format!(
+                "nvidia-smi pmon without the `fb` column ({} processes listed): it shows SM and \
+                 memory-controller utilisation only — run `nvidia-smi pmon -s um` to log memory per process",
+                b.processes.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `nvidia-smi -q`: `GPU 00000000:07:00.0` blocks with `Product Name`,
+/// `Minor Number`, `FB Memory Usage` (Total / Reserved / Used / Free) and
+/// `Processes` (`Used GPU Memory`).
+#[derive(Default)]
+pub struct QueryParser {
+    gpus: u32,
+    current: Option<u32>,
+    name: Option<String>,
+    in_fb: bool,
+    total: Option<f64>,
+    time: Option<f64>,
+    pid: Option<u64>,
+    pname: Option<String>,
+}
+
+fn kv(line: &str) -> Option<(&str, &str)> {
+    let (k, v) = line.split_once(':')?;
+    Some((k.trim(), v.trim()))
+}
+
+fn mib_value(v: &str) -> Option<f64> {
+    let mut it = v.split_whitespace();
+    parse_size_mib(it.next()?, it.next()?)
+}
+
+impl LineParser for QueryParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        let t = line.trim();
+        if t.starts_with("GPU ") && t.matches(':').count() >= 2 && !t.contains(" : ") {
+            self.current = Some(self.gpus);
+            self.gpus += 1;
+            self.name = None;
+            self.in_fb = false;
+            self.total = None;
+            return Ok(());
+        }
+        let indent = line.len() - line.trim_start().len();
+        if indent <= 4 {
+            self.in_fb = t == "FB Memory Usage";
+        }
+        let Some((k, v)) = kv(t) else {
+            return Ok(());
+        };
+        match k {
+            "Timestamp" => self.time = parse_ctime(v),
+            "Product Name" => self.name = Some(v.to_string()),
+            "Minor Number" => {
+                // Keep the ordinal: -q lists GPUs by bus id, minor numbers can differ.
+            }
+            "Total" if self.in_fb => {
+                self.total = mib_value(v);
+                if let Some(g) = self.current {
+                    b.describe(g, None, self.name.as_deref(), self.total);
+                }
+            }
+            "Reserved" if self.in_fb => {
+                if let (Some(g), Some(r)) = (self.current, mib_value(v)) {
+                    b.notes
+                        .push((format!("GPU {g}: reserved by the driver"), r));
+                }
+            }
+            "Used" if self.in_fb => {
+                if let (Some(g), Some(u)) = (self.current.or(Some(0)), mib_value(v)) {
+                    b.describe(g, None, self.name.as_deref(), self.total);
+                    b.sample(g, None, self.time, u);
+                }
+            }
+            "Process ID" => self.pid = v.parse().ok(),
+            "Name" | "Process Name" => self.pname = Some(v.to_string()),
+            "Used GPU Memory" => b.processes.push(ProcessUse {
+                gpu: self.current,
+                pid: self.pid.take(),
+                name: self.pname.take().unwrap_or_default(),
+                kind: None,
+                used_mib: mib_value(v),
+            }),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A `gpustat` GPU line: `[0] Tesla P100-PCIE-16GB | 27'C,   0 % |   103 / 16384 MB | user(…)`.
+pub fn is_gpustat_row(line: &str) -> bool {
+    gpustat_row(line).is_some()
+}
+
+fn gpustat_row(line: &str) -> Option<(u32, String, f64, f64, String)> {
+    let t = line.trim();
+    let rest = t.strip_prefix('[')?;
+    let (idx, rest) = rest.split_once(']')?;
+    let idx: u32 = idx.trim().parse().ok()?;
+    let parts: Vec<&str> = rest.split('|').collect();
+    if parts.len() < 3 {
+        return None;
+    }
+    let mem = parts[2].trim();
+    let (used, total) = mem.trim_end_matches("MB").trim().split_once('/')?;
+    let used: f64 = used.trim().parse().ok()?;
+    let total: f64 = total.trim().parse().ok()?;
+    let procs = parts
+        .get(3)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    Some((idx, parts[0].trim().to_string(), used, total, procs))
+}
+
+/// `gpustat` (its "MB" are MiB: it prints nvidia-smi's figures).
+#[derive(Default)]
+pub struct GpustatParser {
+    time: Option<f64>,
+}
+
+impl LineParser for GpustatParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if let Some((idx, name, used, total, procs)) = gpustat_row(line) {
+            b.describe(idx, None, Some(&name), Some(total));
+            b.sample(idx, None, self.time, used);
+            // `user/python/12345(1000M)` or `python(1000M)` entries.
+            for p in procs.split_whitespace() {
+                if let Some((who, rest)) = p.split_once('(') {
+                    let m = rest.trim_end_matches(')').trim_end_matches('M');
+                    b.processes.push(ProcessUse {
+                        gpu: Some(idx),
+                        pid: who.rsplit('/').next().and_then(|x| x.parse().ok()),
+                        name: who.to_string(),
+                        kind: None,
+                        used_mib: m.parse().ok(),
+                    });
+                }
+            }
+        } else if let Some(t) = parse_ctime(line) {
+            self.time = Some(t);
+        }
+        Ok(())
+    }
+}
+
+/// `rocm-smi`: the concise table gives only `VRAM%`; `--showmeminfo vram`
+/// gives `VRAM Total Memory (B)` / `VRAM Total Used Memory (B)`; `-a` lists
+/// `GPU memory use (%)` and a KFD process table.
+#[derive(Default)]
+pub struct RocmParser {
+    total: std::collections::BTreeMap<u32, f64>,
+    percent_only: bool,
+    time: Option<f64>,
+}
+
+fn rocm_gpu(line: &str) -> Option<(u32, &str)> {
+    let rest = line.trim().strip_prefix("GPU[")?;
+    let (i, rest) = rest.split_once(']')?;
+    Some((
+        i.parse().ok()?,
+        rest.trim_start().trim_start_matches(':').trim(),
+    ))
+}
+
+impl LineParser for RocmParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if let Some((g, rest)) = rocm_gpu(line) {
+            if let Some((k, v)) = kv(rest) {
+                let bytes = v.trim().parse::<f64>().ok();
+                let to_mib = |x: f64| x / (1024.0 * 1024.0);
+                match k {
+                    "VRAM Total Memory (B)" => {
+                        if let Some(x) = bytes {
+                            self.total.insert(g, to_mib(x));
+                            b.describe(g, None, None, Some(to_mib(x)));
+                        }
+                    }
+                    "VRAM Total Used Memory (B)" => {
+                        if let Some(x) = bytes {
+                            b.describe(g, None, None, self.total.get(&g).copied());
+                            b.sample(g, None, self.time, to_mib(x));
+                        }
+                    }
+                    "Card series" | "Card Series" | "Card model" | "Card SKU" => {
+                        b.describe(g, None, Some(v), None)
+                    }
+                    k if k.starts_with("GPU memory use")
+                        || k.starts_with("GPU Memory Allocated") =>
+                    {
+                        self.percent_only = true;
+                        b.describe(g, None, None, None);
+                    }
+                    _ => {}
+                }
+            }
+        } else if line.contains("VRAM%") {
+            self.percent_only = true;
+        } else if let Some(t) = parse_ctime(line) {
+            self.time = Some(t);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        if b.processes.is_empty() && !self.total.is_empty() {
+            return Ok(());
+        }
+        if self.total.is_empty() {
+            let why = if self.percent_only {
+                "rocm-smi output with memory only as a percentage (VRAM% / GPU memory use %): no MiB \
+                 figures — run `rocm-smi --showmeminfo vram` for used and total bytes"
+            } else {
+                "rocm-smi output without memory columns (temperature, power and clocks only) — run \
+                 `rocm-smi --showmeminfo vram`"
+            };
+            return Err(TraceError::whole(why));
+        }
+        Ok(())
+    }
+}

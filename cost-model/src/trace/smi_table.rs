@@ -1,0 +1,174 @@
+//! `nvidia-smi`'s default table, every driver generation (396 … 570+): one
+//! snapshot or many concatenated (`watch`, loops), the GPU rows, the
+//! `MIG devices:` section and the `Processes:` table; CRLF and truncated
+//! names (`NVIDIA A800 80G...`) are fine.
+
+use super::{parse_ctime, parse_joined_mib, Builder, LineParser, ProcessUse, TraceError};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Section {
+    #[default]
+    Gpus,
+    Mig,
+    Processes,
+}
+
+#[derive(Default)]
+pub struct TableParser {
+    section: Section,
+    /// GPU whose first row was read; its memory is on the next row.
+    pending: Option<(u32, String)>,
+    /// MIG instance whose memory is on this row.
+    time: Option<f64>,
+    /// Snapshot number (for samples without a date).
+    snapshots: u64,
+    seen_header: bool,
+}
+
+/// The cells between `|` of a table row (`None` if not a row).
+fn cells(line: &str) -> Option<Vec<&str>> {
+    let t = line.trim();
+    if !t.starts_with('|') {
+        return None;
+    }
+    let inner = t.trim_start_matches('|').trim_end_matches('|');
+    Some(inner.split('|').collect())
+}
+
+/// The first row of a GPU in the GPU section: `|   0  NVIDIA H800   On   | 00000000:18:00.0 Off | … |`.
+pub fn is_gpu_row(line: &str) -> bool {
+    gpu_row(line).is_some()
+}
+
+fn gpu_row(line: &str) -> Option<(u32, String)> {
+    let c = cells(line)?;
+    if c.len() < 3 {
+        return None;
+    }
+    let toks: Vec<&str> = c[0].split_whitespace().collect();
+    if toks.len() < 3 {
+        return None;
+    }
+    let idx: u32 = toks[0].parse().ok()?;
+    let last = *toks.last()?;
+    if !matches!(last, "On" | "Off" | "N/A") {
+        return None;
+    }
+    // Bus-Id cell: `00000000:18:00.0 Off`.
+    if !c[1].contains(':') {
+        return None;
+    }
+    let name = toks[1..toks.len() - 1].join(" ");
+    name.chars()
+        .next()
+        .filter(|ch| ch.is_ascii_alphabetic())
+        .map(|_| (idx, name))
+}
+
+/// `65759MiB / 81559MiB` in a cell.
+fn used_total(cell: &str) -> Option<(f64, f64)> {
+    let (u, t) = cell.split_once('/')?;
+    Some((parse_joined_mib(u)?, parse_joined_mib(t)?))
+}
+
+impl TableParser {
+    fn process_row(&mut self, c: &[&str], b: &mut Builder) {
+        let inner = c.join(" ");
+        let toks: Vec<&str> = inner.split_whitespace().collect();
+        if toks.len() < 4 {
+            return;
+        }
+        let Ok(gpu) = toks[0].parse::<u32>() else {
+            return;
+        };
+        let Some(ti) = toks
+            .iter()
+            .position(|t| matches!(*t, "C" | "G" | "C+G" | "M" | "M+C" | "M+G" | "M+C+G"))
+        else {
+            return;
+        };
+        if ti == 0 {
+            return;
+        }
+        let last = *toks.last().unwrap_or(&"");
+        let used = parse_joined_mib(last);
+        let name_end = if used.is_some() || last == "N/A" {
+            toks.len() - 1
+        } else {
+            toks.len()
+        };
+        b.processes.push(ProcessUse {
+            gpu: Some(gpu),
+            pid: toks[ti - 1].parse().ok(),
+            name: toks[ti + 1..name_end.max(ti + 1)].join(" "),
+            kind: Some(toks[ti].to_string()),
+            used_mib: used,
+        });
+    }
+}
+
+impl LineParser for TableParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if line.contains("NVIDIA-SMI") && line.contains("Driver Version") {
+            self.section = Section::Gpus;
+            self.pending = None;
+            self.snapshots += 1;
+            self.seen_header = true;
+            return Ok(());
+        }
+        if line.contains("MIG devices:") {
+            self.section = Section::Mig;
+            if !self.seen_header {
+                self.snapshots += 1;
+                self.seen_header = true;
+            }
+            return Ok(());
+        }
+        if line.contains("Processes:") {
+            self.section = Section::Processes;
+            return Ok(());
+        }
+        let Some(c) = cells(line) else {
+            if !line.trim_start().starts_with('+') {
+                if let Some(t) = parse_ctime(line) {
+                    self.time = Some(t);
+                }
+            }
+            return Ok(());
+        };
+        match self.section {
+            Section::Gpus => {
+                if let Some((idx, name)) = gpu_row(line) {
+                    if !self.seen_header {
+                        // A capture that starts at the table border.
+                        self.snapshots += 1;
+                        self.seen_header = true;
+                    }
+                    self.pending = Some((idx, name));
+                    return Ok(());
+                }
+                if let Some((idx, name)) = self.pending.take() {
+                    if let Some((used, total)) = c.get(1).and_then(|x| used_total(x)) {
+                        b.describe(idx, None, Some(&name), Some(total));
+                        b.sample(idx, None, self.time, used);
+                    } else {
+                        self.pending = Some((idx, name));
+                    }
+                }
+            }
+            Section::Mig => {
+                let toks: Vec<&str> = c[0].split_whitespace().collect();
+                if toks.len() == 4 && toks.iter().all(|t| t.parse::<u32>().is_ok()) {
+                    if let Some((used, total)) = c.get(1).and_then(|x| used_total(x)) {
+                        let gpu: u32 = toks[0].parse().unwrap_or(0);
+                        let mig = format!("GI {} CI {} MIG dev {}", toks[1], toks[2], toks[3]);
+                        b.describe(gpu, Some(&mig), None, Some(total));
+                        b.sample(gpu, Some(&mig), self.time, used);
+                    }
+                }
+            }
+            Section::Processes => self.process_row(&c, b),
+        }
+        Ok(())
+    }
+}

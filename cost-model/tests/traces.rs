@@ -1,0 +1,719 @@
+//! Every public fixture in `shared/fixtures/traces/` (INDEX.md says where
+//! each came from) either parses to the figures it contains — asserted here —
+//! or is refused with a stated reason.
+
+use cost_model::trace::{self, Format, ParseOptions, Trace};
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/traces")
+}
+
+fn read(name: &str) -> String {
+    String::from_utf8_lossy(&std::fs::read(dir().join(name)).expect(name)).into_owned()
+}
+
+fn parse(name: &str) -> Trace {
+    trace::parse(&read(name), &ParseOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn refused(name: &str) -> String {
+    match trace::parse(&read(name), &ParseOptions::default()) {
+        Ok(t) => panic!("{name} should be refused, got {:?}", t.format),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.map(|a| (a - b).abs() <= 0.01 * b.abs().max(1.0))
+        .unwrap_or(false)
+}
+
+/// (file, [used, total] per GPU in index order, [gpu, used, total] per MIG
+/// instance, processes listed with memory, their MiB summed) — read off the
+/// files independently with regular expressions.
+type TableCase = (
+    &'static str,
+    &'static [[u32; 2]],
+    &'static [[u32; 3]],
+    usize,
+    u32,
+);
+
+const TABLES: &[TableCase] = &[
+    ("smi_table_01.txt", &[[2, 81559]], &[], 0, 0),
+    (
+        "smi_table_03.txt",
+        &[[24238, 24576], [16190, 24576], [13152, 24576]],
+        &[],
+        12,
+        53568,
+    ),
+    (
+        "smi_table_05.txt",
+        &[[11015, 24576], [9459, 24576]],
+        &[],
+        5,
+        20453,
+    ),
+    (
+        "smi_table_06.txt",
+        &[
+            [22377, 81920],
+            [15995, 81920],
+            [16122, 81920],
+            [15995, 81920],
+            [15995, 81920],
+            [15995, 81920],
+            [15995, 81920],
+            [15947, 81920],
+        ],
+        &[],
+        10,
+        134396,
+    ),
+    (
+        "smi_table_07.txt",
+        &[
+            [80407, 81920],
+            [73999, 81920],
+            [74149, 81920],
+            [73987, 81920],
+            [59741, 81920],
+            [59787, 81920],
+            [59829, 81920],
+            [59743, 81920],
+        ],
+        &[],
+        8,
+        541618,
+    ),
+    (
+        "smi_table_08.txt",
+        &[
+            [74053, 81920],
+            [74315, 81920],
+            [74269, 81920],
+            [74301, 81920],
+            [74351, 81920],
+            [74457, 81920],
+            [74485, 81920],
+            [74203, 81920],
+        ],
+        &[],
+        0,
+        0,
+    ),
+    (
+        "smi_table_12.txt",
+        &[
+            [65759, 81559],
+            [65785, 81559],
+            [68925, 81559],
+            [68513, 81559],
+            [59785, 81559],
+            [62865, 81559],
+            [59993, 81559],
+            [59511, 81559],
+        ],
+        &[],
+        8,
+        510872,
+    ),
+    ("smi_table_13.txt", &[[60787, 81559]], &[], 1, 60570),
+    (
+        "smi_table_14.txt",
+        &[[9661, 81920], [9661, 81920], [9663, 81920], [9663, 81920]],
+        &[],
+        4,
+        38608,
+    ),
+    (
+        "smi_table_15.txt",
+        &[
+            [1, 81559],
+            [1, 81559],
+            [1, 81559],
+            [1, 81559],
+            [1, 81559],
+            [1, 81559],
+            [1, 81559],
+            [1, 81559],
+        ],
+        &[],
+        0,
+        0,
+    ),
+    (
+        "smi_table_16.txt",
+        &[
+            [1, 16384],
+            [1, 16384],
+            [1, 16384],
+            [1, 16384],
+            [1, 16384],
+            [1, 16384],
+            [1, 16384],
+            [1, 16384],
+        ],
+        &[],
+        0,
+        0,
+    ),
+    ("smi_table_17.txt", &[[0, 2000]], &[], 0, 0),
+    ("smi_table_18.txt", &[[2, 32607]], &[], 0, 0),
+    (
+        "smi_table_19.txt",
+        &[[1, 81920], [1, 81920], [1, 81920], [1, 81920]],
+        &[],
+        0,
+        0,
+    ),
+    ("smi_table_20.txt", &[[0, 16160]], &[], 0, 0),
+    ("smi_table_22.txt", &[[1597, 2048]], &[], 6, 1323),
+    ("smi_table_24.txt", &[[0, 16160]], &[], 0, 0),
+    (
+        "smi_table_26.txt",
+        &[],
+        &[[1, 14366, 19968], [1, 9880, 19968], [1, 13, 19968]],
+        0,
+        0,
+    ),
+    (
+        "smi_table_28.txt",
+        &[[31186, 40960], [425, 40960]],
+        &[],
+        3,
+        31588,
+    ),
+];
+
+#[test]
+fn nvidia_smi_tables() {
+    for (name, gpus, mig, nproc, proc_sum) in TABLES {
+        let t = parse(name);
+        assert_eq!(t.format, Format::NvidiaSmiTable, "{name}");
+        let whole: Vec<_> = t.gpus.iter().filter(|g| g.mig.is_none()).collect();
+        assert_eq!(whole.len(), gpus.len(), "{name}: GPUs");
+        for (g, [used, total]) in whole.iter().zip(gpus.iter()) {
+            assert_eq!(
+                g.peak_used_mib,
+                Some(*used as f64),
+                "{name} GPU {}",
+                g.index
+            );
+            assert_eq!(g.total_mib, Some(*total as f64), "{name} GPU {}", g.index);
+            assert!(
+                g.name.as_deref().is_some_and(|n| !n.is_empty()),
+                "{name}: name"
+            );
+            assert_eq!(g.samples, 1);
+        }
+        let inst: Vec<_> = t.gpus.iter().filter(|g| g.mig.is_some()).collect();
+        assert_eq!(inst.len(), mig.len(), "{name}: MIG instances");
+        for (g, [gpu, used, total]) in inst.iter().zip(mig.iter()) {
+            assert_eq!(
+                (g.index, g.peak_used_mib, g.total_mib),
+                (*gpu, Some(*used as f64), Some(*total as f64))
+            );
+        }
+        let with_mem: Vec<_> = t
+            .processes
+            .iter()
+            .filter(|p| p.used_mib.is_some())
+            .collect();
+        assert_eq!(
+            with_mem.len(),
+            *nproc,
+            "{name}: processes {:?}",
+            t.processes
+        );
+        let sum: f64 = with_mem.iter().filter_map(|p| p.used_mib).sum();
+        assert_eq!(sum, *proc_sum as f64, "{name}: process memory");
+    }
+    // Details: the one-GPU capture of GPU 7, truncated names, process rows.
+    let t = parse("smi_table_13.txt");
+    assert_eq!(t.gpus[0].index, 7);
+    let t = parse("smi_table_07.txt");
+    assert_eq!(t.gpus[0].name.as_deref(), Some("NVIDIA A800 80G..."));
+    let t = parse("smi_table_03.txt");
+    let g = t.processes.iter().find(|p| p.pid == Some(68435)).unwrap();
+    assert_eq!(
+        (g.gpu, g.name.as_str(), g.used_mib),
+        (Some(1), "gunicorn: worker [intent_api:app]", Some(2928.0))
+    );
+    let t = parse("smi_table_22.txt");
+    assert!(t.processes.iter().any(|p| p.kind.as_deref() == Some("C+G")));
+    // CRLF file: same figures as if it had LF.
+    assert!(read("smi_table_12.txt").contains("\r\n"));
+}
+
+#[test]
+fn concatenated_snapshots_become_a_time_series() {
+    let one = read("smi_table_12.txt");
+    let many = format!(
+        "{one}\n{}",
+        one.replace("65759MiB", "70001MiB")
+            .replace("19:25:22", "19:25:52")
+    );
+    let t = trace::parse(&many, &ParseOptions::default()).unwrap();
+    let g0 = &t.gpus[0];
+    assert_eq!(g0.samples, 2);
+    assert_eq!(g0.peak_used_mib, Some(70001.0));
+    assert_eq!(g0.series.points[1].t - g0.series.points[0].t, 30.0);
+}
+
+#[test]
+fn nvidia_smi_csv_logs() {
+    let t = parse("smi_csv_03.txt");
+    assert_eq!(t.format, Format::NvidiaSmiCsv);
+    assert_eq!((t.gpus.len(), t.gpus[0].samples), (1, 1639));
+    assert_eq!(t.gpus[0].peak_used_mib, Some(71162.0));
+    assert_eq!(t.gpus[0].total_mib, None, "memory.total was not queried");
+
+    let t = parse("smi_csv_04.txt");
+    assert_eq!(t.gpus.len(), 2);
+    assert_eq!(
+        (
+            t.gpus[0].samples,
+            t.gpus[0].peak_used_mib,
+            t.gpus[0].total_mib
+        ),
+        (473, Some(25073.0), Some(49140.0))
+    );
+    assert_eq!(
+        (t.gpus[1].samples, t.gpus[1].peak_used_mib),
+        (473, Some(15.0))
+    );
+    assert_eq!(t.gpus[0].name.as_deref(), Some("NVIDIA RTX A6000"));
+    // One second between samples of the same GPU.
+    let p = &t.gpus[0].series.points;
+    assert!((p[1].t - p[0].t - 1.0).abs() < 0.1, "{:?}", &p[..2]);
+
+    // A hand-made header, epoch seconds, nounits values.
+    let t = parse("smi_csv_06.txt");
+    assert_eq!(
+        (
+            t.gpus[0].samples,
+            t.gpus[0].peak_used_mib,
+            t.gpus[0].total_mib
+        ),
+        (90, Some(10904.0), Some(24576.0))
+    );
+    assert_eq!(
+        t.gpus[0].series.points.last().unwrap().t,
+        1764194422.0 - 1764189075.0
+    );
+
+    // No header: refused unless the columns are named.
+    let why = refused("smi_csv_07.txt");
+    assert!(why.contains("line 1") && why.contains("--columns"), "{why}");
+    let cols = "timestamp,name,pci.bus_id,driver_version,pstate,pcie.link.gen.max,pcie.link.gen.current,\
+                temperature.gpu,utilization.gpu,utilization.memory,memory.total,memory.free,memory.used";
+    let opts = ParseOptions {
+        csv_columns: Some(cols.split(',').map(String::from).collect()),
+        ..Default::default()
+    };
+    let t = trace::parse(&read("smi_csv_07.txt"), &opts).unwrap();
+    let peaks: Vec<_> = t.gpus.iter().map(|g| g.peak_used_mib.unwrap()).collect();
+    assert_eq!(
+        peaks,
+        vec![39427.0, 39671.0, 38803.0],
+        "GPUs in order of first bus id"
+    );
+    assert!(t.gpus.iter().all(|g| g.total_mib == Some(40960.0)));
+
+    let why = refused("smi_csv_09.txt");
+    assert!(why.contains("without its header"), "{why}");
+    let cols = [
+        "index",
+        "name",
+        "utilization.gpu",
+        "memory.total",
+        "memory.used",
+        "temperature.gpu",
+    ];
+    let opts = ParseOptions {
+        csv_columns: Some(cols.map(String::from).to_vec()),
+        ..Default::default()
+    };
+    let t = trace::parse(&read("smi_csv_09.txt"), &opts).unwrap();
+    assert_eq!(
+        t.gpus
+            .iter()
+            .map(|g| g.peak_used_mib.unwrap())
+            .collect::<Vec<_>>(),
+        vec![15276.0, 23907.0]
+    );
+
+    // A power-only log holds no memory.
+    let why = refused("smi_csv_05.txt");
+    assert!(why.contains("memory.used"), "{why}");
+}
+
+#[test]
+fn dmon_pmon_and_query_output() {
+    let t = parse("dmon_03.txt");
+    assert_eq!(t.format, Format::NvidiaSmiDmon);
+    let fb: Vec<_> = t.gpus.iter().map(|g| g.peak_used_mib.unwrap()).collect();
+    assert_eq!(fb, vec![11651.0, 11653.0, 11653.0, 11660.0]);
+    for f in ["dmon_01.txt", "dmon_05.txt"] {
+        let why = refused(f);
+        assert!(
+            why.contains("`fb`") && why.contains("utilisation"),
+            "{f}: {why}"
+        );
+    }
+    let why = refused("pmon_01.txt");
+    assert!(why.contains("`fb`") && why.contains("7 processes"), "{why}");
+
+    let t = parse("smi_q_01.txt");
+    assert_eq!(t.format, Format::NvidiaSmiQuery);
+    assert_eq!(
+        (t.gpus.len(), t.gpus[0].peak_used_mib, t.gpus[0].total_mib),
+        (1, Some(22377.0), Some(81920.0))
+    );
+    assert_eq!(t.gpus[0].name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+    assert!(t
+        .processes
+        .iter()
+        .any(|p| p.pid == Some(280058) && p.used_mib == Some(22374.0)));
+    let t = parse("smi_q_02.txt");
+    assert_eq!(t.gpus.len(), 8);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(22377.0));
+    for (f, n, total) in [
+        ("smi_q_03.txt", 8, 81559.0),
+        ("smi_q_04.txt", 1, 32607.0),
+        ("smi_q_05.txt", 1, 2000.0),
+    ] {
+        let t = parse(f);
+        assert_eq!(t.gpus.len(), n, "{f}");
+        assert!(
+            t.gpus
+                .iter()
+                .all(|g| g.total_mib == Some(total) && g.peak_used_mib.is_some()),
+            "{f}: {:?}",
+            t.gpus[0]
+        );
+    }
+    let t = parse("smi_q_06.txt");
+    assert_eq!(
+        (t.gpus[0].peak_used_mib, t.gpus[0].total_mib),
+        (Some(659.0), Some(8192.0))
+    );
+}
+
+#[test]
+fn pytorch_and_framework_reports() {
+    let t = parse("mem_summary_05.txt");
+    assert_eq!(t.format, Format::PytorchMemorySummary);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 192833.0 / 1024.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 235520.0 / 1024.0), "{a:?}");
+    for f in ["mem_summary_01.txt", "mem_summary_03.txt"] {
+        let a = parse(f).allocator.unwrap();
+        assert!(
+            a.peak_allocated_mib.unwrap() > 0.0
+                && a.peak_reserved_mib.unwrap() >= a.peak_allocated_mib.unwrap() * 0.5,
+            "{f}: {a:?}"
+        );
+    }
+
+    let t = parse("ds_see_memory_02.txt");
+    assert_eq!(t.format, Format::DeepspeedSeeMemoryUsage);
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 4.95 * 1024.0) && close(a.peak_reserved_mib, 6.0 * 1024.0),
+        "{a:?}"
+    );
+    let a = parse("ds_see_memory_01.txt").allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 0.73 * 1024.0) && close(a.peak_reserved_mib, 1024.0),
+        "{a:?}"
+    );
+    let a = parse("ds_see_memory_03.txt").allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 0.08 * 1024.0) && close(a.peak_reserved_mib, 0.08 * 1024.0),
+        "{a:?}"
+    );
+
+    let t = parse("megatron_mem_01.txt");
+    assert_eq!(t.format, Format::MegatronMemoryReport);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 7253.22705078125) && close(a.peak_reserved_mib, 7622.0));
+    assert_eq!(a.ranks.len(), 4);
+    assert!(close(a.ranks[3].peak_reserved_mib, 5968.0));
+
+    let t = parse("hf_trainer_mem_01.txt");
+    assert_eq!(t.format, Format::HfTrainerMetrics);
+    assert!(
+        t.notes
+            .contains(&("train_mem_gpu_alloc_delta".to_string(), 693.0)),
+        "{:?}",
+        t.notes
+    );
+    assert!(t
+        .notes
+        .contains(&("init_mem_gpu_alloc_delta".to_string(), 230.0)));
+    assert!(t.allocator.is_none(), "deltas are not an absolute peak");
+
+    let t = parse("accel_tracemalloc_01.txt");
+    assert_eq!(t.format, Format::AccelerateTracemalloc);
+    assert_eq!(t.allocator.unwrap().peak_allocated_mib, Some(9404.0));
+}
+
+#[test]
+fn gpustat_and_rocm_smi() {
+    let t = parse("gpustat_01.txt");
+    assert_eq!(t.format, Format::Gpustat);
+    assert_eq!(t.gpus.len(), 4);
+    assert!(t
+        .gpus
+        .iter()
+        .all(|g| g.peak_used_mib == Some(103.0) && g.total_mib == Some(16384.0)));
+    assert_eq!(t.gpus[0].name.as_deref(), Some("Tesla P100-PCIE-16GB"));
+    for f in ["rocm_smi_01.txt", "rocm_smi_02.txt"] {
+        let why = refused(f);
+        assert!(why.contains("percentage"), "{f}: {why}");
+    }
+    let why = refused("rocm_smi_03.txt");
+    assert!(why.contains("without memory"), "{why}");
+    // `rocm-smi --showmeminfo vram` (format of ROCm 5/6), parsed to MiB.
+    let text = "GPU[0]\t\t: VRAM Total Memory (B): 205822885888\nGPU[0]\t\t: VRAM Total Used Memory (B): 10737418240\n";
+    let t = trace::parse(text, &ParseOptions::default()).unwrap();
+    assert_eq!(
+        (t.gpus[0].peak_used_mib, t.gpus[0].total_mib),
+        (Some(10240.0), Some(196288.0))
+    );
+}
+
+#[test]
+fn every_oom_fixture_is_read_through_the_trace_api() {
+    for f in [
+        "oom_01.txt",
+        "oom_03.txt",
+        "oom_05.txt",
+        "oom_07.txt",
+        "oom_09.txt",
+        "oom_11.txt",
+        "oom_13.txt",
+        "oom_15.txt",
+        "oom_17.txt",
+        "oom_19.txt",
+    ] {
+        let t = parse(f);
+        assert_eq!(t.format, Format::PytorchOom, "{f}");
+        assert!(!t.oom.is_empty(), "{f}");
+    }
+    let t = parse("oom_11.txt");
+    let o = &t.oom[0];
+    assert!(
+        o.tried_to_allocate_mib.is_some() && o.capacity_mib.is_some(),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn every_fixture_is_covered() {
+    let mut seen = 0;
+    for e in std::fs::read_dir(dir()).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".txt") {
+            continue;
+        }
+        seen += 1;
+        // Either figures or a reason; never a panic.
+        match trace::parse(&read(&name), &ParseOptions::default()) {
+            Ok(t) => assert!(t.lines > 0, "{name}"),
+            Err(e) => assert!(e.message.len() > 20, "{name}: {e}"),
+        }
+    }
+    assert!(seen >= 58, "{seen}");
+}
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fixtures() -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".txt"))
+            .collect();
+        v.sort();
+        v.into_iter().map(|n| read(&n)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_text_in_any_format(s in "(?s).{0,3000}", f in 0usize..14) {
+            let opts = ParseOptions { format: Format::ALL.get(f).copied(), ..Default::default() };
+            let _ = trace::parse(&s, &opts);
+        }
+
+        #[test]
+        fn fixtures_cut_spliced_and_forced_into_other_formats(
+            a in 0usize..64, b in 0usize..64, cut in 0usize..20_000, junk in "(?s).{0,80}", f in 0usize..14,
+        ) {
+            let fx = fixtures();
+            let (x, y) = (&fx[a % fx.len()], &fx[b % fx.len()]);
+            let mut cut = cut.min(x.len());
+            while !x.is_char_boundary(cut) { cut -= 1; }
+            let text = format!("{}{junk}{}", &x[..cut], y);
+            let opts = ParseOptions { format: Format::ALL.get(f).copied(), ..Default::default() };
+            if let Ok(t) = trace::parse(&text, &opts) {
+                // Reports build for anything that parsed, with and without a plan.
+                let _ = cost_model::trace::findings::report(&t, Some(&cost_model::Plan::default()));
+            }
+        }
+    }
+}
+
+mod findings_and_verdicts {
+    use super::*;
+    use cost_model::trace::findings::{self, Status};
+
+    fn csv(rows: impl Iterator<Item = (u32, f64)>) -> String {
+        let mut s = String::from("timestamp, index, memory.used [MiB], memory.total [MiB]\n");
+        for (i, (gpu, used)) in rows.enumerate() {
+            let t = 1_700_000_000 + i as u64 / 2;
+            s.push_str(&format!("{t}, {gpu}, {used:.0} MiB, 81559 MiB\n"));
+        }
+        s
+    }
+
+    fn kinds(f: &[findings::Finding]) -> Vec<&str> {
+        f.iter().map(|x| x.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn growth_after_warm_up_is_a_leak_and_a_plateau_is_not() {
+        let leak = csv((0..400).map(|i| (0, 30_000.0 + 20.0 * i as f64)));
+        let t = trace::parse(&leak, &ParseOptions::default()).unwrap();
+        let f = findings::findings(&t, None);
+        assert_eq!(kinds(&f), vec!["leak"], "{f:?}");
+        assert!(f[0].detail.contains("MiB per minute"), "{}", f[0].detail);
+        // Ramp then plateau with noise: no leak.
+        let flat = csv((0..400).map(|i| {
+            (
+                0,
+                if i < 40 {
+                    1000.0 * i as f64
+                } else {
+                    40_000.0 + (i % 7) as f64 * 30.0
+                },
+            )
+        }));
+        let t = trace::parse(&flat, &ParseOptions::default()).unwrap();
+        assert!(findings::findings(&t, None).is_empty());
+    }
+
+    #[test]
+    fn one_gpu_far_above_the_others_is_reported() {
+        let rows = (0..4).map(|g| (g, if g == 0 { 60_000.0 } else { 30_000.0 }));
+        let t = trace::parse(&csv(rows), &ParseOptions::default()).unwrap();
+        let f = findings::findings(&t, None);
+        assert_eq!(kinds(&f), vec!["imbalance"]);
+        assert_eq!(f[0].gpu, Some(0));
+        // An idle GPU next to a busy one is not imbalance (smi_csv_04: GPU 1 idle).
+        assert!(findings::findings(&parse("smi_csv_04.txt"), None)
+            .iter()
+            .all(|x| x.kind != "imbalance"));
+    }
+
+    #[test]
+    fn foreign_processes_and_fragmentation_are_reported_with_evidence() {
+        let f = findings::findings(&parse("smi_table_03.txt"), None);
+        let foreign: Vec<_> = f.iter().filter(|x| x.kind == "foreign-process").collect();
+        assert!(
+            foreign
+                .iter()
+                .any(|x| x.gpu == Some(0) && x.detail.contains("tritonserver")),
+            "{f:?}"
+        );
+        let f = findings::findings(&parse("oom_11.txt"), None);
+        assert!(
+            f.iter()
+                .any(|x| x.kind == "oom" && x.detail.contains("tried to allocate")),
+            "{f:?}"
+        );
+        let summary = "|                  PyTorch CUDA memory summary, device ID 0                 |\n\
+                       | Allocated memory      |    2048 MiB |    2048 MiB |  9000 MiB |  7000 MiB |\n\
+                       | GPU reserved memory   |   10240 MiB |   10240 MiB | 10240 MiB |     0 B   |\n";
+        let t = trace::parse(summary, &ParseOptions::default()).unwrap();
+        let f = findings::findings(&t, None);
+        assert_eq!(kinds(&f), vec!["fragmentation"]);
+        assert!(f[0].detail.contains("expandable_segments"));
+    }
+
+    #[test]
+    fn an_oom_with_a_plan_links_the_change_that_fits() {
+        let mut plan = cost_model::Plan::default();
+        plan.training.micro_batch = 16;
+        let t = parse("oom_11.txt");
+        let f = findings::findings(&t, Some(&plan));
+        let oom = f.iter().find(|x| x.kind == "oom").unwrap();
+        let q = oom.fix_query.as_deref().expect("a rung that fits");
+        let fixed = cost_model::query::decode_str(q).unwrap();
+        assert!(cost_model::estimate(&fixed).unwrap().fits);
+    }
+
+    #[test]
+    fn verdicts_compare_like_with_like() {
+        let plan = cost_model::Plan::default();
+        let est = cost_model::estimate(&plan).unwrap();
+        let pred = est.peak.device_used.as_f64() / 1048576.0;
+        for (scale, want) in [
+            (1.0, Status::Matches),
+            (1.5, Status::UnderEstimated),
+            (0.6, Status::OverEstimated),
+        ] {
+            let rows = (0..8).map(|g| (g, pred * scale));
+            let t = trace::parse(&csv(rows), &ParseOptions::default()).unwrap();
+            let v = findings::verdict(&t, &est).unwrap();
+            assert_eq!(
+                (v.counter.as_str(), v.overall, v.gpus.len()),
+                ("device_used", want, 8),
+                "{scale}: {}",
+                v.summary
+            );
+        }
+        // Allocator figures are compared with `reserved`, not nvidia-smi's counter.
+        let t = parse("megatron_mem_01.txt");
+        let v = findings::verdict(&t, &est).unwrap();
+        assert_eq!(v.counter, "reserved");
+        assert_eq!(v.gpus.len(), 4, "one per rank");
+        // Idle GPUs are left out, and said so.
+        let t = parse("smi_csv_04.txt");
+        let v = findings::verdict(&t, &est).unwrap();
+        assert_eq!(v.skipped_gpus, vec![1]);
+    }
+
+    #[test]
+    fn the_report_has_the_documented_shape() {
+        let t = parse("oom_11.txt");
+        let v = serde_json::to_value(findings::report(&t, None)).unwrap();
+        for k in ["format", "gpus", "oom", "allocator", "findings", "verdict"] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        assert_eq!(v["format"], "pytorch-oom");
+        for k in [
+            "gpu",
+            "tried_to_allocate_mib",
+            "capacity_mib",
+            "free_mib",
+            "allocated_by_pytorch_mib",
+            "reserved_by_pytorch_mib",
+        ] {
+            assert!(v["oom"][0].get(k).is_some(), "oom.{k}");
+        }
+        let v = serde_json::to_value(findings::report(&parse("smi_table_12.txt"), None)).unwrap();
+        for k in ["index", "name", "total_mib", "peak_used_mib", "samples"] {
+            assert!(v["gpus"][0].get(k).is_some(), "gpus.{k}");
+        }
+        assert_eq!(v["gpus"][0]["total_mib"], 81559.0);
+    }
+}
