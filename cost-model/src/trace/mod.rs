@@ -729,8 +729,9 @@ pub fn parse_timestamp(s: &str) -> Option<f64> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
         return None;
     }
-    let time = time.trim().split([',', ' ']).next()?;
-    Some(days_from_civil(y, m, day) as f64 * 86_400.0 + hms(time)?)
+    // `19:09:56,486` (Python logging) is `19:09:56.486`.
+    let time = time.trim().split(' ').next()?.replace(',', ".");
+    Some(days_from_civil(y, m, day) as f64 * 86_400.0 + hms(&time)?)
 }
 
 #[cfg(test)]
