@@ -14,6 +14,8 @@ pub const NOTES_MAX_CHARS: usize = 20_000;
 pub const AUTHOR_MAX_CHARS: usize = 100;
 /// Largest request body the API reads, in bytes (a plan JSON is about 2 KiB).
 pub const MAX_BODY_BYTES: u32 = 256 * 1024;
+/// Largest trace upload, in bytes (kept gzip-compressed).
+pub const MAX_TRACE_BYTES: u64 = 64 * 1024 * 1024;
 /// Saved plans per page of `/plans` and `GET /api/v1/plans`.
 pub const PAGE_SIZE: u32 = 20;
 /// Characters of a plan id: 72 random bits in URL-safe base64.
@@ -370,6 +372,74 @@ impl PlanList {
     pub fn pages(&self) -> u64 {
         self.total.div_ceil(self.per_page.max(1) as u64).max(1)
     }
+}
+
+/// A verification as stored: the upload (gzip) and its parsed report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredTrace {
+    pub id: String,
+    pub plan_id: String,
+    pub created_at_ms: i64,
+    pub filename: String,
+    pub format: String,
+    /// Size of the upload before compression.
+    pub raw_bytes: u64,
+    /// Empty when listed (bodies are read only on download).
+    pub body_gz: Vec<u8>,
+    pub report_json: String,
+}
+
+/// A verification as pages and clients see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceView {
+    pub id: String,
+    pub plan_id: String,
+    pub created_at_ms: i64,
+    pub filename: String,
+    pub raw_bytes: u64,
+    pub report: cost_model::trace::findings::VerifyReport,
+}
+
+impl StoredTrace {
+    pub fn view(&self) -> Option<TraceView> {
+        Some(TraceView {
+            id: self.id.clone(),
+            plan_id: self.plan_id.clone(),
+            created_at_ms: self.created_at_ms,
+            filename: self.filename.clone(),
+            raw_bytes: self.raw_bytes,
+            report: serde_json::from_str(&self.report_json).ok()?,
+        })
+    }
+}
+
+/// Reads `format` / `columns` options of an upload (query string or form).
+pub fn trace_options(
+    format: &str,
+    columns: &str,
+) -> Result<cost_model::trace::ParseOptions, InputError> {
+    use cost_model::trace::{Format, ParseOptions};
+    let format = match format.trim() {
+        "" | "auto" => None,
+        f => Some(Format::from_id(f).ok_or_else(|| {
+            InputError::field(
+                "format",
+                format!(
+                    "unknown format `{f}`; known formats: {}",
+                    Format::known_list()
+                ),
+            )
+        })?),
+    };
+    let cols: Vec<String> = columns
+        .split(',')
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect();
+    Ok(ParseOptions {
+        format,
+        csv_columns: (!cols.is_empty()).then_some(cols),
+    })
 }
 
 /// `2026-11-29 21:30 UTC` for a Unix time in milliseconds.

@@ -257,6 +257,147 @@ pub fn sweep_svg(
     buf
 }
 
+const SERIES: [RGBColor; 8] = [
+    RGBColor(0x3c, 0x6b, 0xe0),
+    RGBColor(0xe8, 0x8a, 0x2e),
+    RGBColor(0x2e, 0x9e, 0x5b),
+    RGBColor(0x8e, 0x5c, 0xd9),
+    RGBColor(0xd9, 0x5c, 0xa8),
+    RGBColor(0x2a, 0xa6, 0xa6),
+    RGBColor(0xd4, 0xb4, 0x2a),
+    RGBColor(0x5f, 0x66, 0x73),
+];
+
+/// Measured memory per GPU against the plan: over time when the trace has a
+/// series, else one bar per GPU; the prediction (line + band) and the
+/// capacity drawn across. Figures in MiB in, GiB on the axis.
+pub fn trace_svg(
+    report: &cost_model::trace::findings::VerifyReport,
+    predicted_mib: Option<(f64, f64, f64)>,
+    capacity_mib: Option<f64>,
+    labels: (&str, &str, &str),
+) -> String {
+    let (time_label, predicted_label, capacity_label) = labels;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        let gpus: Vec<_> = report
+            .gpus
+            .iter()
+            .filter(|g| g.peak_used_mib.is_some())
+            .collect();
+        if gpus.is_empty() {
+            let _ = root.present();
+            drop(root);
+            return buf;
+        }
+        let g = |mib: f64| mib / 1024.0;
+        let cap = capacity_mib
+            .or_else(|| gpus.iter().filter_map(|x| x.total_mib).reduce(f64::max))
+            .map(g);
+        let peak = gpus
+            .iter()
+            .filter_map(|x| x.peak_used_mib)
+            .fold(0.0, f64::max);
+        let mut top = g(peak);
+        if let Some(c) = cap {
+            top = top.max(c);
+        }
+        if let Some((_, _, hi)) = predicted_mib {
+            top = top.max(g(hi));
+        }
+        let top = (top * 1.08).max(1e-6);
+        let y = y_axis(&root, top);
+        let plot_w = (W as i32 - RIGHT - LEFT) as f64;
+        if let Some((p, lo, hi)) = predicted_mib {
+            let _ = root.draw(&Rectangle::new(
+                [(LEFT, y(g(hi))), (W as i32 - RIGHT, y(g(lo)))],
+                FIT.mix(0.15).filled(),
+            ));
+            let yp = y(g(p));
+            let _ = root.draw(&PathElement::new(
+                vec![(LEFT, yp), (W as i32 - RIGHT, yp)],
+                FIT.stroke_width(2),
+            ));
+            let _ = root.draw(&Text::new(
+                format!("{predicted_label} {:.1} GiB", g(p)),
+                (LEFT + 4, yp - 4),
+                ("sans-serif", 11.0)
+                    .into_font()
+                    .color(&FIT)
+                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+            ));
+        }
+        let timed = gpus.iter().any(|x| x.series.len() >= 2);
+        if timed {
+            let t_max = gpus
+                .iter()
+                .flat_map(|x| x.series.iter().map(|p| p[0]))
+                .fold(0.0, f64::max)
+                .max(1e-9);
+            let x = |t: f64| LEFT + (t / t_max * plot_w).round() as i32;
+            for (k, gp) in gpus.iter().enumerate() {
+                let c = SERIES[k % SERIES.len()];
+                let pts: Vec<(i32, i32)> = gp
+                    .series
+                    .iter()
+                    .map(|p| (x(p[0]), y(g(p[1]).min(top))))
+                    .collect();
+                let _ = root.draw(&PathElement::new(pts, c.stroke_width(2)));
+                let ly = TOP + 4 + (k as i32 % 12) * 18;
+                let lx = W as i32 - RIGHT + 14;
+                let _ = root.draw(&Rectangle::new([(lx, ly), (lx + 10, ly + 10)], c.filled()));
+                let _ = root.draw(&Text::new(
+                    format!("GPU {}", gp.index),
+                    (lx + 15, ly + 5),
+                    font(11.0, Pos::new(HPos::Left, VPos::Center)),
+                ));
+            }
+            let _ = root.draw(&Text::new(
+                format!("{time_label} ({:.0} s)", t_max),
+                (W as i32 - RIGHT, H as i32 - 6),
+                font(11.0, Pos::new(HPos::Right, VPos::Bottom)),
+            ));
+        } else {
+            let n = gpus.len() as f64;
+            let slot = plot_w / n;
+            let bar_w = (slot * 0.6).clamp(4.0, 60.0) as i32;
+            for (k, gp) in gpus.iter().enumerate() {
+                let cx = LEFT + (slot * (k as f64 + 0.5)) as i32;
+                let v = g(gp.peak_used_mib.unwrap_or(0.0)).min(top);
+                let _ = root.draw(&Rectangle::new(
+                    [(cx - bar_w / 2, y(v)), (cx + bar_w / 2, y(0.0))],
+                    SERIES[0].filled(),
+                ));
+                let _ = root.draw(&Text::new(
+                    format!("{}", gp.index),
+                    (cx, H as i32 - BOTTOM + 8),
+                    font(11.0, Pos::new(HPos::Center, VPos::Top)),
+                ));
+            }
+            let _ = root.draw(&Text::new(
+                "GPU".to_string(),
+                (W as i32 - RIGHT, H as i32 - 6),
+                font(11.0, Pos::new(HPos::Right, VPos::Bottom)),
+            ));
+        }
+        if let Some(c) = cap {
+            let yc = y(c);
+            dashed(&root, yc, CAPACITY);
+            let _ = root.draw(&Text::new(
+                format!("{capacity_label} {c:.1} GiB"),
+                (W as i32 - RIGHT - 2, yc - 4),
+                ("sans-serif", 11.0)
+                    .into_font()
+                    .color(&CAPACITY)
+                    .pos(Pos::new(HPos::Right, VPos::Bottom)),
+            ));
+        }
+        let _ = root.present();
+    }
+    buf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! Server functions of the pages. Each is a thin wrapper over the service
 //! functions in `store` (the JSON API calls the same ones).
 
-use crate::api::{PlanList, SavedPlan};
+use crate::api::{PlanList, SavedPlan, TraceView};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
@@ -59,6 +59,15 @@ pub async fn get_plan(id: String) -> Result<Option<SavedPlan>, ServerFnError> {
 pub async fn list_plans(query: String, page: u32) -> Result<PlanList, ServerFnError> {
     let store = ssr::store()?;
     crate::store::list(&*store, &query, page)
+        .await
+        .map_err(ssr::to_fn_error)
+}
+
+/// The verifications attached to a saved plan, oldest first.
+#[server(prefix = "/_fn", endpoint = "list_traces")]
+pub async fn list_traces(plan_id: String) -> Result<Vec<TraceView>, ServerFnError> {
+    let store = ssr::store()?;
+    crate::store::list_traces(&*store, &plan_id)
         .await
         .map_err(ssr::to_fn_error)
 }

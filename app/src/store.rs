@@ -3,7 +3,8 @@
 //! API handlers and the server functions both call (one validation path).
 
 use crate::api::{
-    encode_id, is_plan_id, NewPlan, PlanList, PlanSummary, SavedPlan, StoredPlan, PAGE_SIZE,
+    encode_id, is_plan_id, InputError, NewPlan, PlanList, PlanSummary, SavedPlan, StoredPlan,
+    StoredTrace, TraceView, MAX_TRACE_BYTES, PAGE_SIZE,
 };
 use async_trait::async_trait;
 use cost_model::schema::PlanLoadError;
@@ -36,6 +37,12 @@ pub trait PlanStore: Send + Sync + 'static {
         offset: u64,
         limit: u32,
     ) -> Result<(Vec<StoredPlan>, u64), StoreError>;
+    /// Stores a verification (durable on return).
+    async fn insert_trace(&self, trace: &StoredTrace) -> Result<(), StoreError>;
+    /// The verifications of a plan, oldest first, without their bodies.
+    async fn traces(&self, plan_id: &str) -> Result<Vec<StoredTrace>, StoreError>;
+    /// The compressed upload of one verification.
+    async fn trace_body(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
 }
 
 /// The store the server built in `main`, handed to handlers and server functions.
@@ -48,6 +55,9 @@ pub enum ServiceError {
     Input(#[from] crate::api::InputError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// No saved plan has this id.
+    #[error("no saved plan has the id `{0}`")]
+    NotFound(String),
     /// A stored plan no longer loads (a migration is missing): a server bug.
     #[error("stored plan {id} does not load: {error}")]
     Corrupt { id: String, error: PlanLoadError },
@@ -114,4 +124,79 @@ pub async fn list(store: &dyn PlanStore, query: &str, page: u32) -> Result<PlanL
         total,
         plans: rows.into_iter().map(PlanSummary::of).collect(),
     })
+}
+
+/// Parses an uploaded trace, judges it against the saved plan, and stores
+/// both (the upload gzip-compressed).
+pub async fn attach_trace(
+    store: &dyn PlanStore,
+    plan_id: &str,
+    body: &[u8],
+    filename: &str,
+    opts: &cost_model::trace::ParseOptions,
+) -> Result<TraceView, ServiceError> {
+    use std::io::Write;
+    let Some(saved) = load(store, plan_id).await? else {
+        return Err(ServiceError::NotFound(plan_id.to_string()));
+    };
+    if body.len() as u64 > MAX_TRACE_BYTES {
+        return Err(InputError::field(
+            "trace",
+            format!("is larger than {} MiB", MAX_TRACE_BYTES >> 20),
+        )
+        .into());
+    }
+    let filename: String = filename
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
+    let trace = cost_model::trace::parse_reader(body, opts).map_err(|e| {
+        InputError::field(
+            "trace",
+            match e.line {
+                Some(l) => format!("line {l}: {}", e.message),
+                None => e.message,
+            },
+        )
+    })?;
+    let report = cost_model::trace::findings::report(&trace, Some(&saved.plan));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(body)
+        .and_then(|()| gz.flush())
+        .map_err(|e| StoreError::Backend(format!("gzip: {e}")))?;
+    let body_gz = gz
+        .finish()
+        .map_err(|e| StoreError::Backend(format!("gzip: {e}")))?;
+    let report_json =
+        serde_json::to_string(&report).map_err(|e| StoreError::Backend(e.to_string()))?;
+    let row = StoredTrace {
+        id: new_id()?,
+        plan_id: plan_id.to_string(),
+        created_at_ms: now_ms(),
+        filename,
+        format: report.format.id().to_string(),
+        raw_bytes: body.len() as u64,
+        body_gz,
+        report_json,
+    };
+    store.insert_trace(&row).await?;
+    row.view()
+        .ok_or_else(|| StoreError::Backend("stored report does not read back".into()).into())
+}
+
+/// The verifications of a saved plan, oldest first.
+pub async fn list_traces(
+    store: &dyn PlanStore,
+    plan_id: &str,
+) -> Result<Vec<TraceView>, ServiceError> {
+    if !is_plan_id(plan_id) {
+        return Ok(Vec::new());
+    }
+    Ok(store
+        .traces(plan_id)
+        .await?
+        .iter()
+        .filter_map(StoredTrace::view)
+        .collect())
 }

@@ -2,11 +2,13 @@
 //! same service functions as the pages' server functions.
 
 use crate::serve::AppState;
-use app::api::{InputError, NewPlan, PlanList, SavedPlan, MAX_BODY_BYTES};
+use app::api::{
+    InputError, NewPlan, PlanList, SavedPlan, TraceView, MAX_BODY_BYTES, MAX_TRACE_BYTES,
+};
 use app::store::{self, ServiceError, SharedStore};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -23,6 +25,8 @@ pub enum ApiError {
     NotFound(String),
     #[error("request body is larger than {} KiB", MAX_BODY_BYTES / 1024)]
     TooLarge,
+    #[error("the upload is larger than {} MiB", MAX_TRACE_BYTES >> 20)]
+    TraceTooLarge,
     #[error("cannot read the request body: {0}")]
     Body(String),
     #[error("internal error")]
@@ -33,6 +37,7 @@ impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         match e {
             ServiceError::Input(i) => ApiError::Input(i),
+            ServiceError::NotFound(id) => ApiError::NotFound(id),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -80,7 +85,7 @@ impl IntoResponse for ApiError {
                     column: None,
                 },
             ),
-            ApiError::TooLarge => (
+            ApiError::TooLarge | ApiError::TraceTooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 ErrorBody {
                     error: msg,
@@ -149,6 +154,12 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/plans", post(create_plan).get(list_plans))
         .route("/plans/{id}", get(get_plan))
+        .route(
+            "/plans/{id}/traces",
+            post(upload_trace)
+                .get(list_traces)
+                .layer(DefaultBodyLimit::max(MAX_TRACE_BYTES as usize)),
+        )
         .route("/estimate", post(estimate))
 }
 
@@ -255,4 +266,145 @@ async fn estimate(
     let report = cost_model::report::report(&plan)
         .map_err(|e| InputError::field(e.field(), e.to_string()))?;
     Ok(Json(report).into_response())
+}
+
+/// Options of an upload, in the query string or as form fields.
+#[derive(Deserialize, Default)]
+pub struct UploadParams {
+    #[serde(default)]
+    pub format: String,
+    #[serde(default)]
+    pub columns: String,
+    #[serde(default)]
+    pub filename: String,
+}
+
+/// An upload: the text of the trace and how to read it.
+pub struct Upload {
+    pub body: Vec<u8>,
+    pub params: UploadParams,
+}
+
+fn too_large(status: StatusCode, msg: String) -> ApiError {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::TraceTooLarge
+    } else {
+        ApiError::Body(msg)
+    }
+}
+
+/// Reads a trace upload: `multipart/form-data` (a `trace` file, or `text`
+/// pasted, plus `format` / `columns`) or the raw text as the body.
+pub async fn read_upload(req: Request, mut params: UploadParams) -> Result<Upload, ApiError> {
+    let multipart = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("multipart/form-data"));
+    if !multipart {
+        let body = Bytes::from_request(req, &())
+            .await
+            .map_err(|r| too_large(r.status(), r.body_text()))?;
+        return Ok(Upload {
+            body: body.to_vec(),
+            params,
+        });
+    }
+    let mut mp = Multipart::from_request(req, &())
+        .await
+        .map_err(|r| ApiError::Body(r.body_text()))?;
+    let (mut file, mut text) = (Vec::new(), Vec::new());
+    while let Some(field) = mp
+        .next_field()
+        .await
+        .map_err(|e| too_large(e.status(), e.body_text()))?
+    {
+        let name = field.name().unwrap_or("").to_string();
+        let fname = field.file_name().unwrap_or("").to_string();
+        let data = field
+            .bytes()
+            .await
+            .map_err(|e| too_large(e.status(), e.body_text()))?;
+        match name.as_str() {
+            "trace" | "file" if !data.is_empty() => {
+                file = data.to_vec();
+                if params.filename.is_empty() {
+                    params.filename = fname;
+                }
+            }
+            "text" => text = data.to_vec(),
+            "format" => params.format = String::from_utf8_lossy(&data).into_owned(),
+            "columns" => params.columns = String::from_utf8_lossy(&data).into_owned(),
+            _ => {}
+        }
+    }
+    let body = if file.is_empty() { text } else { file };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(InputError::field("trace", "no file chosen and nothing pasted").into());
+    }
+    Ok(Upload { body, params })
+}
+
+/// Parses, judges and stores an upload against saved plan `id`.
+pub async fn attach(store: &SharedStore, id: &str, up: Upload) -> Result<TraceView, ApiError> {
+    let opts = app::api::trace_options(&up.params.format, &up.params.columns)?;
+    Ok(store::attach_trace(&**store, id, &up.body, &up.params.filename, &opts).await?)
+}
+
+async fn upload_trace(
+    State(store): State<SharedStore>,
+    Path(id): Path<String>,
+    Query(params): Query<UploadParams>,
+    req: Request,
+) -> Result<(StatusCode, Json<TraceView>), ApiError> {
+    let up = read_upload(req, params).await?;
+    let view = attach(&store, &id, up).await?;
+    tracing::info!(plan = %id, trace = %view.id, format = view.report.format.id(), "trace attached");
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+async fn list_traces(
+    State(store): State<SharedStore>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<TraceView>>, ApiError> {
+    if store::load(&*store, &id).await?.is_none() {
+        return Err(ApiError::NotFound(id));
+    }
+    Ok(Json(store::list_traces(&*store, &id).await?))
+}
+
+/// The plan page's upload form (works without JavaScript): stores the trace
+/// and goes back to the plan, at the new verification or with the error.
+pub async fn page_upload(
+    State(store): State<SharedStore>,
+    Path(id): Path<String>,
+    req: Request,
+) -> Response {
+    let back = |q: &str, frag: &str| {
+        axum::response::Redirect::to(&format!("/p/{id}{q}#{frag}")).into_response()
+    };
+    let up = match read_upload(req, UploadParams::default()).await {
+        Ok(u) => u,
+        Err(e) => {
+            return back(
+                &format!(
+                    "?verify_error={}",
+                    cost_model::query::escape(&e.to_string())
+                ),
+                "verify",
+            )
+        }
+    };
+    match attach(&store, &id, up).await {
+        Ok(v) => back("", &format!("trace-{}", v.id)),
+        Err(ApiError::NotFound(_)) => ApiError::NotFound(id.clone()).into_response(),
+        Err(e @ ApiError::Internal(_)) => e.into_response(),
+        Err(e) => back(
+            &format!(
+                "?verify_error={}",
+                cost_model::query::escape(&e.to_string())
+            ),
+            "verify",
+        ),
+    }
 }

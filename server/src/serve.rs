@@ -80,6 +80,11 @@ pub fn router(options: LeptosOptions, store: SharedStore) -> Router {
             "/api/v1",
             crate::api::routes().layer(DefaultBodyLimit::max(MAX_BODY_BYTES as usize)),
         )
+        .route(
+            "/p/{id}/traces",
+            axum::routing::post(crate::api::page_upload)
+                .layer(DefaultBodyLimit::max(app::api::MAX_TRACE_BYTES as usize)),
+        )
         .merge(pages)
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,

@@ -313,3 +313,156 @@ async fn the_save_form_works_without_javascript() {
     assert_eq!(v["plan"]["parallel"]["num_gpus"], 4);
     assert_eq!(v["author"], "bo");
 }
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../../shared/fixtures/traces/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+async fn saved_plan(app: &axum::Router) -> String {
+    let r = post_json(app, "/api/v1/plans", save_body("verified run")).await;
+    r.json()["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn traces_attach_to_saved_plans_via_the_api() {
+    let (app, _d) = common::app().await;
+    let id = saved_plan(&app).await;
+    let r = send(
+        &app,
+        http::Request::post(format!("/api/v1/plans/{id}/traces?filename=gpu.csv"))
+            .header("content-type", "text/plain")
+            .body(axum::body::Body::from(fixture("smi_csv_04.txt")))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["filename"], "gpu.csv");
+    assert_eq!(v["report"]["format"], "nvidia-smi-csv");
+    assert_eq!(v["report"]["gpus"][0]["peak_used_mib"], 25073.0);
+    assert_eq!(v["report"]["verdict"]["counter"], "device_used");
+    assert_eq!(v["report"]["verdict"]["skipped_gpus"], json!([1]));
+
+    // An OOM message: the finding carries the fix.
+    let r = send(
+        &app,
+        http::Request::post(format!("/api/v1/plans/{id}/traces"))
+            .body(axum::body::Body::from(fixture("oom_11.txt")))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(r.json()["report"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "oom"));
+
+    let list = get(&app, &format!("/api/v1/plans/{id}/traces")).await;
+    assert_eq!(list.status, 200);
+    assert_eq!(list.json().as_array().unwrap().len(), 2);
+
+    // Refusals: garbage (422 naming the trace and the known formats), unknown plan (404).
+    let r = send(
+        &app,
+        http::Request::post(format!("/api/v1/plans/{id}/traces"))
+            .body(axum::body::Body::from("hello\nworld\n"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((r.status, r.json()["field"].as_str()), (422, Some("trace")));
+    assert!(r.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("known formats"));
+    let r = send(
+        &app,
+        http::Request::post("/api/v1/plans/AAAAAAAAAAAA/traces")
+            .body(axum::body::Body::from(fixture("smi_csv_04.txt")))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    let r = send(
+        &app,
+        http::Request::post(format!("/api/v1/plans/{id}/traces?format=excel"))
+            .body(axum::body::Body::from("x"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.json()["field"].as_str()),
+        (422, Some("format"))
+    );
+    // Over 64 MiB: 413.
+    let big = vec![b'x'; 65 * 1024 * 1024];
+    let r = send(
+        &app,
+        http::Request::post(format!("/api/v1/plans/{id}/traces"))
+            .body(axum::body::Body::from(big))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(list.json().as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn the_page_form_uploads_a_file_and_shows_the_verification() {
+    let (app, _d) = common::app().await;
+    let id = saved_plan(&app).await;
+    let boundary = "XyZ123";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"trace\"; filename=\"smi.txt\"\r\n\
+         Content-Type: text/plain\r\n\r\n{}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\n\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"format\"\r\n\r\nauto\r\n--{boundary}--\r\n",
+        fixture("smi_table_03.txt")
+    );
+    let r = send(
+        &app,
+        http::Request::post(format!("/p/{id}/traces"))
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(axum::body::Body::from(body))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let loc = r.header("location");
+    assert!(loc.starts_with(&format!("/p/{id}#trace-")), "{loc}");
+    let page = get(&app, &format!("/p/{id}")).await.body;
+    assert!(page.contains(r#"data-testid="verification""#), "{page}");
+    assert!(page.contains("smi.txt") && page.contains("nvidia-smi-table"));
+    assert!(
+        page.contains(r#"data-kind="foreign-process""#),
+        "findings shown"
+    );
+    assert!(page.contains(r#"data-testid="trace-chart""#));
+
+    // A paste that is not a trace: back to the page with the reason.
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nnot a log\r\n--{boundary}--\r\n"
+    );
+    let r = send(
+        &app,
+        http::Request::post(format!("/p/{id}/traces"))
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(axum::body::Body::from(body))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 303);
+    let loc = r.header("location");
+    assert!(loc.contains("verify_error="), "{loc}");
+    let page = get(&app, loc.split('#').next().unwrap()).await.body;
+    assert!(page.contains(r#"data-testid="verify-error""#) && page.contains("known formats"));
+}

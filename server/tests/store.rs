@@ -138,6 +138,36 @@ async fn suite(s: &dyn PlanStore) {
     old.plan_json = v1.to_string();
     old.schema_version = 1;
     s.insert(&old).await.unwrap();
+    // Verifications attach to a plan, list oldest first without bodies, keep
+    // the compressed upload.
+    let opts = cost_model::trace::ParseOptions::default();
+    let text = "timestamp, index, memory.used [MiB], memory.total [MiB]\n1700000000, 0, 1000 MiB, 81559 MiB\n";
+    let t1 = store::attach_trace(s, "AAAAAAAAAAA1", text.as_bytes(), "a.csv", &opts)
+        .await
+        .unwrap();
+    let t2 = store::attach_trace(s, "AAAAAAAAAAA1", text.as_bytes(), "b.csv", &opts)
+        .await
+        .unwrap();
+    let listed = store::list_traces(s, "AAAAAAAAAAA1").await.unwrap();
+    assert_eq!(
+        listed.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+        vec![t1.id.clone(), t2.id]
+    );
+    assert_eq!(listed[0].report.gpus[0].peak_used_mib, Some(1000.0));
+    assert!(listed[0].report.verdict.is_some());
+    let gz = s.trace_body(&t1.id).await.unwrap().unwrap();
+    let mut raw = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    assert_eq!(raw, text);
+    assert!(matches!(
+        store::attach_trace(s, "ZZZZZZZZZZZZ", text.as_bytes(), "", &opts).await,
+        Err(store::ServiceError::NotFound(_))
+    ));
+    assert!(store::list_traces(s, "BBBBBBBBBBB1")
+        .await
+        .unwrap()
+        .is_empty());
+
     let back = store::load(s, "VVVVVVVVVVV1").await.unwrap().unwrap();
     assert_eq!(back.saved_schema_version, 1);
     assert_eq!(back.plan.version, cost_model::plan::PLAN_VERSION);

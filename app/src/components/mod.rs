@@ -9,3 +9,4 @@ pub mod plan_summary;
 pub mod save_form;
 pub mod site_header;
 pub mod verdict;
+pub mod verify;

@@ -6,13 +6,14 @@ use crate::components::breakdown::Breakdown;
 use crate::components::plan_summary::PlanSummaryTable;
 use crate::components::site_header::SiteHeader;
 use crate::components::verdict::Verdict;
+use crate::components::verify::VerifyPanel;
 use crate::i18n::use_lang;
 use crate::server_fns::get_plan;
 use cost_model::estimate::MODEL_VERSION;
 use cost_model::plan::PLAN_VERSION;
 use cost_model::query;
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 /// Sets the HTTP status of the server-rendered response.
 pub(crate) fn set_status(code: u16) {
@@ -86,6 +87,9 @@ fn SavedPlanView(saved: SavedPlan) -> impl IntoView {
     let author = saved.author.clone();
     let forked = saved.forked_from.clone();
     let notes = saved.notes.clone();
+    let verify_error = use_query_map().get_untracked().get("verify_error");
+    let verify_plan = plan.clone();
+    let plan_id = saved.id.clone();
     view! {
         <main class="saved">
             <section class="saved-head">
@@ -153,6 +157,7 @@ fn SavedPlanView(saved: SavedPlan) -> impl IntoView {
                     <Breakdown estimate />
                 </div>
             </div>
+            <VerifyPanel plan_id plan=verify_plan error=verify_error />
         </main>
     }
 }

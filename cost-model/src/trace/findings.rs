@@ -338,9 +338,15 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
             let (low, high) = band(predicted);
             let mut gpus = Vec::new();
             let mut skipped = Vec::new();
+            let is_idle = |g: &super::GpuTrace| match (g.peak_used_mib, g.total_mib) {
+                (Some(m), Some(c)) => m < IDLE_SHARE * c,
+                _ => false,
+            };
+            // Idle GPUs beside busy ones are not part of the run; if all are idle, compare all.
+            let any_busy = t.gpus.iter().any(|g| g.mig.is_none() && !is_idle(g));
             for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
                 let Some(m) = g.peak_used_mib else { continue };
-                let idle = g.total_mib.map(|c| m < IDLE_SHARE * c).unwrap_or(false);
+                let idle = any_busy && is_idle(g);
                 if idle {
                     skipped.push(g.index);
                     continue;

@@ -4,7 +4,7 @@
 
 use super::{backend, like_pattern};
 use anyhow::Context;
-use app::api::StoredPlan;
+use app::api::{StoredPlan, StoredTrace};
 use app::store::{PlanStore, StoreError};
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
@@ -137,5 +137,58 @@ impl PlanStore for PgStore {
             .collect::<Result<_, _>>()
             .map_err(backend)?;
         Ok((plans, total.max(0) as u64))
+    }
+
+    async fn insert_trace(&self, t: &StoredTrace) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO traces (id, plan_id, created_at_ms, filename, format, raw_bytes, \
+             body_gz, report_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&t.id)
+        .bind(&t.plan_id)
+        .bind(t.created_at_ms)
+        .bind(&t.filename)
+        .bind(&t.format)
+        .bind(t.raw_bytes.min(i64::MAX as u64) as i64)
+        .bind(&t.body_gz)
+        .bind(&t.report_json)
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn traces(&self, plan_id: &str) -> Result<Vec<StoredTrace>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, plan_id, created_at_ms, filename, format, raw_bytes, report_json \
+             FROM traces WHERE plan_id = $1 ORDER BY seq",
+        )
+        .bind(plan_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredTrace {
+                    id: r.try_get("id")?,
+                    plan_id: r.try_get("plan_id")?,
+                    created_at_ms: r.try_get("created_at_ms")?,
+                    filename: r.try_get("filename")?,
+                    format: r.try_get("format")?,
+                    raw_bytes: r.try_get::<i64, _>("raw_bytes")?.max(0) as u64,
+                    body_gz: Vec::new(),
+                    report_json: r.try_get("report_json")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(backend)
+    }
+
+    async fn trace_body(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        sqlx::query_scalar("SELECT body_gz FROM traces WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)
     }
 }

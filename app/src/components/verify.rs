@@ -1,0 +1,424 @@
+//! Verification: upload or paste what the run printed; the browser previews
+//! the parse (cost-model in WASM) before sending; the server stores the trace
+//! with the saved plan; each stored verification shows the measured memory
+//! against the plan, the verdict and the findings.
+
+use crate::api::{format_utc, TraceView};
+use crate::charts::trace_svg;
+use crate::i18n::use_lang;
+use cost_model::trace::findings::{report, Status, VerifyReport};
+use cost_model::trace::{self, Format};
+use cost_model::Plan;
+use leptos::html;
+use leptos::prelude::*;
+
+/// Files larger than this are not read in the browser for the preview (the
+/// server still parses them).
+const PREVIEW_MAX_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
+
+fn mib(v: Option<f64>) -> String {
+    v.map(|x| format!("{:.2} GiB", x / 1024.0))
+        .unwrap_or_else(|| "—".into())
+}
+
+/// One parsed trace: chart, verdict, figures and findings.
+#[component]
+pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
+    let lang = use_lang();
+    let predicted = report
+        .verdict
+        .as_ref()
+        .filter(|v| v.counter == "device_used")
+        .map(|v| (v.predicted_mib, v.band_low_mib, v.band_high_mib));
+    let svg = {
+        let l = lang.get_untracked();
+        trace_svg(
+            &report,
+            predicted,
+            Some(capacity_mib),
+            (l.t("time"), l.t("plan"), l.t("capacity")),
+        )
+    };
+    let verdict = report.verdict.clone().map(|v| {
+        let class = match v.overall {
+            Status::Matches => "fits",
+            _ => "oom",
+        };
+        let label = match v.overall {
+            Status::Matches => "The plan held",
+            Status::UnderEstimated => "Plan under-estimated",
+            Status::OverEstimated => "Plan over-estimated",
+        };
+        view! {
+            <p class=format!("verdict-line {class}") data-testid="trace-verdict">
+                <strong>{move || lang.get().t(label).to_string()}</strong>
+                " — "
+                {v.summary.clone()}
+                " ("
+                {move || lang.get().t("compared").to_string()}
+                " "
+                <code>{v.counter.clone()}</code>
+                ")"
+            </p>
+        }
+    });
+    let gpus = report.gpus.clone();
+    let ooms = report.oom.clone();
+    let allocator = report.allocator.clone();
+    let findings = report.findings.clone();
+    let warnings = report.warnings.clone();
+    view! {
+        <div class="trace-report">
+            <p class="meta" data-testid="trace-format">
+                {report.format.id()}
+                {format!(" · {} ", report.lines)}
+                {move || lang.get().t("lines").to_string()}
+            </p>
+            {verdict}
+            {(!svg.is_empty() && !gpus.is_empty())
+                .then(|| view! { <div class="chart" data-testid="trace-chart" inner_html=svg.clone()></div> })}
+            {(!gpus.is_empty())
+                .then(|| {
+                    view! {
+                        <div class="table-wrap">
+                            <table class="plans-table" data-testid="trace-gpus">
+                                <thead>
+                                    <tr>
+                                        <th>"GPU"</th>
+                                        <th>{move || lang.get().t("Name")}</th>
+                                        <th>{move || lang.get().t("Peak used")}</th>
+                                        <th>{move || lang.get().t("Total")}</th>
+                                        <th>{move || lang.get().t("Samples")}</th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {gpus
+                                        .iter()
+                                        .map(|g| {
+                                            view! {
+                                                <tr>
+                                                    <td>
+                                                        {g.index}
+                                                        {g.mig.clone().map(|m| format!(" ({m})"))}
+                                                    </td>
+                                                    <td>{g.name.clone().unwrap_or_default()}</td>
+                                                    <td>{mib(g.peak_used_mib)}</td>
+                                                    <td>{mib(g.total_mib)}</td>
+                                                    <td>{g.samples}</td>
+                                                </tr>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                        </div>
+                    }
+                })}
+            {allocator
+                .map(|a| {
+                    view! {
+                        <p data-testid="trace-allocator">
+                            {move || lang.get().t("PyTorch allocator peak: allocated").to_string()}
+                            " "
+                            {mib(a.peak_allocated_mib)}
+                            ", "
+                            {move || lang.get().t("reserved").to_string()}
+                            " "
+                            {mib(a.peak_reserved_mib)}
+                        </p>
+                    }
+                })}
+            {ooms
+                .into_iter()
+                .map(|o| {
+                    view! {
+                        <p class="error" data-testid="trace-oom">
+                            {format!(
+                                "OOM (line {}): tried {} · capacity {} · free {} · allocated {} · reserved {}",
+                                o.line,
+                                mib(o.tried_to_allocate_mib),
+                                mib(o.capacity_mib),
+                                mib(o.free_mib),
+                                mib(o.allocated_by_pytorch_mib),
+                                mib(o.reserved_by_pytorch_mib),
+                            )}
+                        </p>
+                    }
+                })
+                .collect_view()}
+            {(!findings.is_empty())
+                .then(|| {
+                    view! {
+                        <ul class="findings">
+                            {findings
+                                .into_iter()
+                                .map(|f| {
+                                    let fix = f.fix_query.clone().map(|q| {
+                                        view! {
+                                            " "
+                                            <a href=format!("/?{q}") data-testid="finding-fix">
+                                                {move || lang.get().t("Open the plan that fits")}
+                                            </a>
+                                        }
+                                    });
+                                    view! {
+                                        <li data-testid="finding" data-kind=f.kind.clone()>
+                                            <strong>{f.kind.clone()}</strong>
+                                            {f.gpu.map(|g| format!(" (GPU {g})"))}
+                                            ": "
+                                            {f.detail.clone()}
+                                            {fix}
+                                        </li>
+                                    }
+                                })
+                                .collect_view()}
+                        </ul>
+                    }
+                })}
+            {warnings
+                .into_iter()
+                .map(|w| view! { <p class="note">{w}</p> })
+                .collect_view()}
+        </div>
+    }
+}
+
+/// The upload panel and the list of stored verifications of a saved plan.
+#[component]
+pub fn VerifyPanel(plan_id: String, plan: Plan, error: Option<String>) -> impl IntoView {
+    let lang = use_lang();
+    let text = RwSignal::new(String::new());
+    let file_text = RwSignal::new(None::<String>);
+    let note = RwSignal::new(None::<String>);
+    let format = RwSignal::new("auto".to_string());
+    let columns = RwSignal::new(String::new());
+    let capacity = plan.gpu.capacity_mib as f64;
+    let preview_plan = plan.clone();
+    let preview = Memo::new(move |_| {
+        let body = file_text.get().unwrap_or_else(|| text.get());
+        if body.trim().is_empty() {
+            return None;
+        }
+        let opts = match crate::api::trace_options(&format.get(), &columns.get()) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        Some(
+            trace::parse(&body, &opts)
+                .map(|t| report(&t, Some(&preview_plan)))
+                .map_err(|e| e.to_string()),
+        )
+    });
+    let file_input = NodeRef::<html::Input>::new();
+    let traces = Resource::new(
+        {
+            let id = plan_id.clone();
+            move || id.clone()
+        },
+        crate::server_fns::list_traces,
+    );
+    let action = format!("/p/{plan_id}/traces");
+    view! {
+        <section class="verify" id="verify" data-testid="verify-panel">
+            <h2>{move || lang.get().t("Verify against the real run")}</h2>
+            <p class="hint">
+                {move || {
+                    lang.get()
+                        .t(
+                            "Upload or paste what the run printed: nvidia-smi (table, --query-gpu CSV, dmon, -q), a PyTorch OOM message or memory_summary(), DeepSpeed or Megatron memory lines, gpustat, rocm-smi.",
+                        )
+                }}
+            </p>
+            {error.map(|e| view! { <p class="error" data-testid="verify-error">{e}</p> })}
+            <form
+                method="post"
+                enctype="multipart/form-data"
+                action=action
+                class="verify-form"
+                on:dragover=|ev| ev.prevent_default()
+                on:drop=move |ev| on_drop(ev, file_input, file_text, note)
+            >
+                <label>
+                    {move || lang.get().t("Log file")}
+                    <input
+                        type="file"
+                        name="trace"
+                        node_ref=file_input
+                        data-testid="verify-file"
+                        on:change=move |_| read_file(file_input, file_text, note)
+                    />
+                </label>
+                <label>
+                    {move || lang.get().t("or paste it here (drop a file anywhere on this form)")}
+                    <textarea
+                        name="text"
+                        rows="8"
+                        spellcheck="false"
+                        data-testid="verify-text"
+                        on:input=move |ev| text.set(event_target_value(&ev))
+                    ></textarea>
+                </label>
+                <div class="verify-options">
+                    <label>
+                        {move || lang.get().t("Format")}
+                        <select
+                            name="format"
+                            data-testid="verify-format"
+                            on:change=move |ev| format.set(event_target_value(&ev))
+                        >
+                            <option value="auto">{move || lang.get().t("detect")}</option>
+                            {Format::ALL
+                                .iter()
+                                .map(|f| view! { <option value=f.id()>{f.id()}</option> })
+                                .collect_view()}
+                        </select>
+                    </label>
+                    <label>
+                        {move || lang.get().t("CSV columns (headerless logs only)")}
+                        <input
+                            name="columns"
+                            placeholder="timestamp,index,memory.used,memory.total"
+                            on:input=move |ev| columns.set(event_target_value(&ev))
+                        />
+                    </label>
+                </div>
+                <button type="submit" class="button" data-testid="verify-submit">
+                    {move || lang.get().t("Attach to this plan")}
+                </button>
+            </form>
+            {move || note.get().map(|n| view! { <p class="note">{n}</p> })}
+            {move || {
+                preview
+                    .get()
+                    .map(|r| match r {
+                        Ok(rep) => {
+                            view! {
+                                <div class="preview" data-testid="verify-preview">
+                                    <h3>{move || lang.get().t("Preview (not saved yet)")}</h3>
+                                    <ReportView report=rep capacity_mib=capacity />
+                                </div>
+                            }
+                                .into_any()
+                        }
+                        Err(e) => {
+                            view! {
+                                <p class="error" data-testid="verify-preview-error">
+                                    {e}
+                                </p>
+                            }
+                                .into_any()
+                        }
+                    })
+            }}
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let list = traces.await.unwrap_or_default();
+                    view! { <Verifications list capacity_mib=capacity /> }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+fn Verifications(list: Vec<TraceView>, capacity_mib: f64) -> impl IntoView {
+    let lang = use_lang();
+    if list.is_empty() {
+        return view! {
+            <p class="note" data-testid="no-verifications">
+                {move || lang.get().t("No verification attached yet.")}
+            </p>
+        }
+        .into_any();
+    }
+    view! {
+        <h3>{move || lang.get().t("Verifications")}</h3>
+        {list
+            .into_iter()
+            .map(|t| {
+                view! {
+                    <article class="verification" id=format!("trace-{}", t.id) data-testid="verification">
+                        <p class="meta">
+                            {if t.filename.is_empty() { "pasted text".to_string() } else { t.filename.clone() }}
+                            {format!(" · {} · {:.1} KiB", format_utc(t.created_at_ms), t.raw_bytes as f64 / 1024.0)}
+                        </p>
+                        <ReportView report=t.report capacity_mib />
+                    </article>
+                }
+            })
+            .collect_view()}
+    }
+        .into_any()
+}
+
+#[cfg(feature = "hydrate")]
+fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal<Option<String>>) {
+    if file.size() > PREVIEW_MAX_BYTES {
+        into.set(None);
+        note.set(Some(format!(
+            "{}: {:.0} MiB — too large to preview here; the server parses it when attached",
+            file.name(),
+            file.size() / 1048576.0
+        )));
+        return;
+    }
+    note.set(None);
+    let promise = file.text();
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Ok(v) = wasm_bindgen_futures::JsFuture::from(promise).await {
+            into.set(v.as_string());
+        }
+    });
+}
+
+#[cfg(feature = "hydrate")]
+fn read_file(
+    input: NodeRef<html::Input>,
+    into: RwSignal<Option<String>>,
+    note: RwSignal<Option<String>>,
+) {
+    match input.get().and_then(|i| i.files()).and_then(|f| f.get(0)) {
+        Some(file) => read_into(file, into, note),
+        None => into.set(None),
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn on_drop(
+    ev: web_sys::DragEvent,
+    input: NodeRef<html::Input>,
+    into: RwSignal<Option<String>>,
+    note: RwSignal<Option<String>>,
+) {
+    let Some(files) = ev.data_transfer().and_then(|d| d.files()) else {
+        return;
+    };
+    if files.length() == 0 {
+        return;
+    }
+    ev.prevent_default();
+    if let Some(i) = input.get() {
+        i.set_files(Some(&files));
+    }
+    if let Some(file) = files.get(0) {
+        read_into(file, into, note);
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn read_file(
+    _input: NodeRef<html::Input>,
+    _into: RwSignal<Option<String>>,
+    _note: RwSignal<Option<String>>,
+) {
+    let _ = PREVIEW_MAX_BYTES;
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn on_drop(
+    _ev: leptos::ev::DragEvent,
+    _input: NodeRef<html::Input>,
+    _into: RwSignal<Option<String>>,
+    _note: RwSignal<Option<String>>,
+) {
+}
