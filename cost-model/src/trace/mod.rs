@@ -18,7 +18,6 @@ pub mod smi_misc;
 pub mod smi_table;
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::io::BufRead;
 
 pub use oom::OomEvent;
@@ -310,31 +309,41 @@ pub struct Trace {
 /// What parsers accumulate into.
 #[derive(Default)]
 pub struct Builder {
-    gpus: BTreeMap<(u32, String), GpuTrace>,
+    /// Few entries (one per GPU or MIG instance): a linear search beats a map
+    /// and allocates nothing per sample.
+    gpus: Vec<GpuTrace>,
     pub processes: Vec<ProcessUse>,
     pub oom: Vec<OomEvent>,
     pub allocator: Option<AllocatorStats>,
     pub notes: Vec<(String, f64)>,
     pub warnings: Vec<String>,
-    /// Samples pushed without a time get their ordinal per GPU.
-    ordinals: BTreeMap<(u32, String), u64>,
     t0: Option<f64>,
 }
 
 impl Builder {
     fn gpu(&mut self, index: u32, mig: Option<&str>) -> &mut GpuTrace {
-        let key = (index, mig.unwrap_or("").to_string());
-        self.gpus.entry(key).or_insert_with(|| GpuTrace {
-            index,
-            name: None,
-            mig: mig.map(str::to_string),
-            total_mib: None,
-            peak_used_mib: None,
-            samples: 0,
-            first_used_mib: None,
-            last_used_mib: None,
-            series: Series::default(),
-        })
+        let pos = self
+            .gpus
+            .iter()
+            .position(|g| g.index == index && g.mig.as_deref() == mig);
+        let i = match pos {
+            Some(i) => i,
+            None => {
+                self.gpus.push(GpuTrace {
+                    index,
+                    name: None,
+                    mig: mig.map(str::to_string),
+                    total_mib: None,
+                    peak_used_mib: None,
+                    samples: 0,
+                    first_used_mib: None,
+                    last_used_mib: None,
+                    series: Series::default(),
+                });
+                self.gpus.len() - 1
+            }
+        };
+        &mut self.gpus[i]
     }
 
     /// Names a GPU and its capacity (first values win; later ones fill gaps).
@@ -359,18 +368,10 @@ impl Builder {
         if !used_mib.is_finite() {
             return;
         }
-        let key = (index, mig.unwrap_or("").to_string());
-        let ord = self.ordinals.entry(key).or_insert(0);
-        let n = *ord;
-        *ord += 1;
-        let t = match t {
-            Some(t) => {
-                let t0 = *self.t0.get_or_insert(t);
-                t - t0
-            }
-            None => n as f64,
-        };
+        let t = t.map(|t| t - *self.t0.get_or_insert(t));
         let g = self.gpu(index, mig);
+        // Samples without a time get their ordinal on this GPU.
+        let t = t.unwrap_or(g.samples as f64);
         g.samples += 1;
         g.peak_used_mib = Some(g.peak_used_mib.map_or(used_mib, |p| p.max(used_mib)));
         g.first_used_mib.get_or_insert(used_mib);
@@ -383,7 +384,8 @@ impl Builder {
     }
 
     fn finish(mut self, format: Format, lines: u64) -> Trace {
-        let mut gpus: Vec<GpuTrace> = std::mem::take(&mut self.gpus).into_values().collect();
+        let mut gpus = std::mem::take(&mut self.gpus);
+        gpus.sort_by(|a, b| (a.index, &a.mig).cmp(&(b.index, &b.mig)));
         for g in &mut gpus {
             g.series.flush();
         }
@@ -558,30 +560,26 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
 /// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
 /// CR before LF is dropped.
 pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, TraceError> {
-    let mut head: Vec<String> = Vec::new();
     let mut raw = Vec::new();
-    let mut read_line = |r: &mut R| -> Result<Option<String>, TraceError> {
+    // Reads one line into `raw` without its line ending; false at the end.
+    let next = |r: &mut R, raw: &mut Vec<u8>| -> Result<bool, TraceError> {
         raw.clear();
         let n = r
-            .read_until(b'\n', &mut raw)
+            .read_until(b'\n', raw)
             .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
-        if n == 0 {
-            return Ok(None);
-        }
         while matches!(raw.last(), Some(b'\n' | b'\r')) {
             raw.pop();
         }
-        Ok(Some(String::from_utf8_lossy(&raw).into_owned()))
+        Ok(n > 0)
     };
+    let mut head: Vec<String> = Vec::new();
     let mut eof = false;
     while head.len() < DETECT_LINES {
-        match read_line(&mut r)? {
-            Some(l) => head.push(l),
-            None => {
-                eof = true;
-                break;
-            }
+        if !next(&mut r, &mut raw)? {
+            eof = true;
+            break;
         }
+        head.push(String::from_utf8_lossy(&raw).into_owned());
     }
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
@@ -600,18 +598,26 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     let mut b = Builder::default();
     let mut oom = OomScanner::default();
     let mut no = 0u64;
-    let mut feed = |line: &str, b: &mut Builder, no: &mut u64| -> Result<(), TraceError> {
-        *no += 1;
-        oom.line(*no, line, b);
-        parser.line(*no, line, b)
-    };
     for l in &head {
-        feed(l, &mut b, &mut no)?;
+        no += 1;
+        oom.line(no, l, &mut b);
+        parser.line(no, l, &mut b)?;
     }
     drop(head);
     if !eof {
-        while let Some(l) = read_line(&mut r)? {
-            feed(&l, &mut b, &mut no)?;
+        while next(&mut r, &mut raw)? {
+            no += 1;
+            // Valid UTF-8 (the common case) is read in place; anything else is repaired.
+            let lossy;
+            let l = match std::str::from_utf8(&raw) {
+                Ok(l) => l,
+                Err(_) => {
+                    lossy = String::from_utf8_lossy(&raw).into_owned();
+                    &lossy
+                }
+            };
+            oom.line(no, l, &mut b);
+            parser.line(no, l, &mut b)?;
         }
     }
     oom.flush(&mut b);

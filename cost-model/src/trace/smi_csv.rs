@@ -159,19 +159,17 @@ impl LineParser for CsvParser {
         if self.header_line.as_deref() == Some(t) {
             return Ok(()); // repeated header (restarted loop)
         }
-        let cols = self.cols.clone().unwrap_or_default();
-        if fields.len() != cols.len() {
-            self.bad_row(
-                no,
-                format!(
-                    "expected {} comma-separated fields ({}), found {}",
-                    cols.len(),
-                    self.names.join(", "),
-                    fields.len()
-                ),
+        let ncols = self.cols.as_ref().map_or(0, Vec::len);
+        if fields.len() != ncols {
+            let why = format!(
+                "expected {ncols} comma-separated fields ({}), found {}",
+                self.names.join(", "),
+                fields.len()
             );
+            self.bad_row(no, why);
             return Ok(());
         }
+        let cols = self.cols.as_deref().unwrap_or(&[]);
         let (mut time, mut index, mut name, mut id) = (None, None, None, None);
         let (mut used, mut total, mut free) = (None, None, None);
         for (c, v) in cols.iter().zip(&fields) {
@@ -197,13 +195,14 @@ impl LineParser for CsvParser {
             },
             (None, None) => 0,
         };
+        let used_raw = cols
+            .iter()
+            .position(|c| *c == Col::Used)
+            .and_then(|i| fields.get(i))
+            .copied()
+            .unwrap_or("");
         let Some(used) = used else {
-            let raw = cols
-                .iter()
-                .position(|c| *c == Col::Used)
-                .and_then(|i| fields.get(i))
-                .copied()
-                .unwrap_or("");
+            let raw = used_raw;
             if raw.contains("N/A") || raw.is_empty() {
                 return Ok(()); // the driver had no figure
             }

@@ -1,0 +1,91 @@
+import { test, expect, Page } from "@playwright/test";
+import * as path from "path";
+import * as fs from "fs";
+
+const hydrated = (info: { project: { name: string } }) => info.project.name === "hydrated";
+const traces = path.resolve(__dirname, "../../../shared/fixtures/traces");
+
+async function waitForHydration(page: Page, info: { project: { name: string } }) {
+  if (hydrated(info)) {
+    await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true", { timeout: 15_000 });
+  }
+}
+
+/** Saves the example plan with micro-batch 16 (it does not fit 8 × H100) and returns its id. */
+async function savePlan(page: Page, title: string) {
+  const res = await page.request.post("/api/v1/plans", {
+    headers: { "content-type": "application/json" },
+    data: JSON.stringify({ title, plan: await examplePlan(page) }),
+  });
+  expect(res.status()).toBe(201);
+  return (await res.json()).id as string;
+}
+
+let cachedPlan: any = null;
+async function examplePlan(page: Page) {
+  if (!cachedPlan) {
+    // The planner's default plan with micro-batch 16, read back through the API's estimate.
+    const p = JSON.parse(fs.readFileSync(path.resolve(__dirname, "../../cost-model/tests/fixtures/plan-v1.json"), "utf8"));
+    p.training.micro_batch = 16;
+    p.parallel.offload = "none";
+    cachedPlan = p;
+  }
+  return cachedPlan;
+}
+
+test("upload an nvidia-smi CSV log: chart, verdict and findings", async ({ page }, info) => {
+  const id = await savePlan(page, `verify-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  await expect(page.getByTestId("verify-panel")).toBeVisible();
+  await expect(page.getByTestId("no-verifications")).toBeVisible();
+
+  await page.getByTestId("verify-file").setInputFiles(path.join(traces, "smi_csv_04.txt"));
+  if (hydrated(info)) {
+    // Previewed in the browser before anything is sent.
+    const preview = page.getByTestId("verify-preview");
+    await expect(preview.getByTestId("trace-format")).toContainText("nvidia-smi-csv");
+    await expect(preview.getByTestId("trace-chart").locator("svg")).toBeVisible();
+    await expect(preview.getByTestId("trace-verdict")).toContainText("device_used");
+  }
+  await page.getByTestId("verify-submit").click();
+  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
+  const v = page.getByTestId("verification").first();
+  await expect(v).toContainText("smi_csv_04.txt");
+  await expect(v.getByTestId("trace-format")).toContainText("nvidia-smi-csv");
+  await expect(v.getByTestId("trace-chart").locator("svg")).toBeVisible();
+  await expect(v.getByTestId("trace-verdict")).toContainText(/over-estimated|under-estimated|held/);
+  await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
+});
+
+test("paste an OOM message: the diagnosis and the plan change that fits", async ({ page }, info) => {
+  const id = await savePlan(page, `oom-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "oom_11.txt"), "utf8"));
+  if (hydrated(info)) {
+    await expect(page.getByTestId("verify-preview").locator('[data-kind="oom"]')).toContainText("tried to allocate");
+  }
+  await page.getByTestId("verify-submit").click();
+  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
+  const v = page.getByTestId("verification").first();
+  await expect(v.getByTestId("trace-oom")).toContainText("OOM");
+  const oom = v.locator('[data-kind="oom"]');
+  await expect(oom).toContainText("tried to allocate");
+  const fix = oom.getByTestId("finding-fix");
+  await expect(fix).toHaveAttribute("href", /^\/\?/);
+  await fix.click();
+  await expect(page.getByTestId("verdict")).toHaveText("Fits");
+});
+
+test("a paste that is no log is refused with the known formats", async ({ page }, info) => {
+  const id = await savePlan(page, `bad-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  await page.getByTestId("verify-text").fill("hello\nthis is not a log\n");
+  if (hydrated(info)) {
+    await expect(page.getByTestId("verify-preview-error")).toContainText("known formats");
+  }
+  await page.getByTestId("verify-submit").click();
+  await expect(page.getByTestId("verify-error")).toContainText("known formats");
+});
