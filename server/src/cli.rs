@@ -379,7 +379,14 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
             println!("  finding [{}]: {}", x.kind, x.detail);
         }
         match &rep.verdict {
-            Some(v) => println!("verdict ({}): {}", v.counter, v.summary),
+            Some(v) => {
+                let status = match v.overall {
+                    findings::Status::Matches => "the plan held",
+                    findings::Status::UnderEstimated => "plan under-estimated",
+                    findings::Status::OverEstimated => "plan over-estimated",
+                };
+                println!("verdict: {status}: {}", v.summary)
+            }
             None if plan.is_some() => {
                 println!("verdict: nothing in this trace to compare with the plan")
             }

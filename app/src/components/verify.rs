@@ -30,12 +30,19 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
         .as_ref()
         .filter(|v| v.counter == "device_used")
         .map(|v| (v.predicted_mib, v.band_low_mib, v.band_high_mib));
+    // The capacity of the GPUs that ran (as the tool reported it), else the plan's.
+    let capacity = report
+        .gpus
+        .iter()
+        .filter_map(|g| g.total_mib)
+        .reduce(f64::max)
+        .unwrap_or(capacity_mib);
     let svg = {
         let l = lang.get_untracked();
         trace_svg(
             &report,
             predicted,
-            Some(capacity_mib),
+            Some(capacity),
             (l.t("time"), l.t("plan"), l.t("capacity")),
         )
     };
@@ -52,13 +59,8 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
         view! {
             <p class=format!("verdict-line {class}") data-testid="trace-verdict">
                 <strong>{move || lang.get().t(label).to_string()}</strong>
-                " — "
+                ": "
                 {v.summary.clone()}
-                " ("
-                {move || lang.get().t("compared").to_string()}
-                " "
-                <code>{v.counter.clone()}</code>
-                ")"
             </p>
         }
     });

@@ -402,19 +402,20 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
     let (low, high) = band(predicted);
     let summary = match (overall, worst) {
         (Status::Matches, _) => format!(
-            "the plan held: measured {counter} within the predicted band {}–{} on every GPU compared",
+            "measured {counter} within the predicted band {}–{} on every GPU compared",
             gib(low),
             gib(high)
         ),
-        (s, Some(w)) => format!(
-            "plan {}: {} measured {} vs {} predicted ({:+.2} GiB, {:+.1} %) on {}",
-            if s == Status::UnderEstimated { "under-estimated" } else { "over-estimated" },
+        (_, Some(w)) => format!(
+            "{} measured {} vs {} predicted ({:+.2} GiB, {:+.1} %) on {}",
             counter,
             gib(w.measured_mib),
             gib(w.predicted_mib),
             w.diff_mib / 1024.0,
             w.diff_pct,
-            w.gpu.map(|g| format!("GPU {g}")).unwrap_or_else(|| "the run".into())
+            w.gpu
+                .map(|g| format!("GPU {g}"))
+                .unwrap_or_else(|| "the run".into())
         ),
         (_, None) => String::new(),
     };
