@@ -717,3 +717,63 @@ mod findings_and_verdicts {
         assert_eq!(v["gpus"][0]["total_mib"], 81559.0);
     }
 }
+
+#[test]
+fn variants_seen_in_the_wild() {
+    // --query-compute-apps: memory per process.
+    let apps = "pid, process_name, gpu_bus_id, used_gpu_memory [MiB]\n\
+                12345, python, 00000000:07:00.0, 40211 MiB\n\
+                12346, python, 00000000:0F:00.0, 39870 MiB\n";
+    let t = trace::parse(apps, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::NvidiaSmiCsv);
+    assert_eq!(t.processes.len(), 2);
+    assert_eq!(
+        (
+            t.processes[1].gpu,
+            t.processes[1].pid,
+            t.processes[1].used_mib
+        ),
+        (Some(1), Some(12346), Some(39870.0))
+    );
+    // dmon with -o DT and the memory group.
+    let dmon = "#Date       Time        gpu     fb   bar1   ccpm\n\
+                #YYYYMMDD   HH:MM:SS    Idx     MB     MB     MB\n\
+                 20240601   12:00:00      0  40000      5      0\n\
+                 20240601   12:00:00      1  41000      5      0\n\
+                 20240601   12:00:02      0  40500      5      0\n";
+    let t = trace::parse(dmon, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::NvidiaSmiDmon);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(40500.0));
+    assert_eq!(t.gpus[0].series.points[1].t, 2.0);
+    // torch.cuda.memory_stats() printed as a dict.
+    let stats = "{'active.all.allocated': 42, 'allocated_bytes.all.current': 1073741824, \
+                 'allocated_bytes.all.peak': 2147483648, 'reserved_bytes.all.current': 3221225472, \
+                 'reserved_bytes.all.peak': 3221225472}";
+    let t = trace::parse(stats, &ParseOptions::default()).unwrap();
+    let a = t.allocator.unwrap();
+    assert_eq!(
+        (a.peak_allocated_mib, a.peak_reserved_mib),
+        (Some(2048.0), Some(3072.0))
+    );
+}
+
+#[test]
+fn an_oom_at_the_end_of_a_long_training_log_is_found() {
+    let mut log = String::new();
+    for i in 0..5000 {
+        log.push_str(&format!("step {i}: loss 2.{i:04} lr 1e-4 | 1.2 it/s\n"));
+    }
+    log.push_str(&read("oom_13.txt"));
+    let t = trace::parse(&log, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::PytorchOom);
+    assert_eq!(t.oom[0].gpu, Some(5));
+    assert!(t.oom[0].line > 5000);
+    // DeepSpeed lines late in a log are found too.
+    let mut log = "x\n".repeat(1000);
+    log.push_str(&read("ds_see_memory_02.txt"));
+    let t = trace::parse(&log, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::DeepspeedSeeMemoryUsage);
+    // And a long log with nothing in it is still refused.
+    let e = trace::parse(&"nothing here\n".repeat(1000), &ParseOptions::default()).unwrap_err();
+    assert!(e.message.contains("known formats"), "{e}");
+}

@@ -8,7 +8,7 @@
 //! 2^20), and `torch.cuda.memory_summary()` tables (KiB/MiB/GiB; older
 //! releases label the same binary units KB/MB/GB).
 
-use super::{keep_max, parse_size_mib, Builder, LineParser, RankAllocator, TraceError};
+use super::{keep_max, parse_size_mib, Builder, Format, LineParser, RankAllocator, TraceError};
 
 /// A `see_memory_usage` figure line.
 pub fn is_deepspeed_line(l: &str) -> bool {
@@ -69,6 +69,22 @@ pub struct LogParser;
 
 impl LineParser for LogParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        let kind = if is_deepspeed_line(line) || line.contains("MaxMemAllocated=") {
+            Some(Format::DeepspeedSeeMemoryUsage)
+        } else if line.contains("memory (MB)") && line.contains("allocated:") {
+            Some(Format::MegatronMemoryReport)
+        } else if line.contains("GPU Memory before entering the")
+            || line.contains("Peak Memory consumed during the")
+        {
+            Some(Format::AccelerateTracemalloc)
+        } else if is_hf_metric_line(line) {
+            Some(Format::HfTrainerMetrics)
+        } else {
+            None
+        };
+        if b.seen.is_none() {
+            b.seen = kind;
+        }
         if is_deepspeed_line(line) {
             // ` MA 0.65 GB  Max_MA 0.66 GB  CA 0.68 GB  Max_CA 1 GB`
             let ma = figure_after(line, " MA ", "GB");
@@ -171,8 +187,39 @@ fn cell_mib(cell: &str) -> Option<f64> {
     parse_size_mib(it.next()?, it.next()?)
 }
 
+/// The integer after `key` in a printed `torch.cuda.memory_stats()` dict
+/// (`'allocated_bytes.all.peak': 1234`), in MiB.
+fn stat_mib(line: &str, key: &str) -> Option<f64> {
+    let i = line.find(key)? + key.len();
+    let rest = line[i..].trim_start_matches(['\'', '"', ':', ' ', '=']);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse::<f64>().ok().map(|b| b / (1024.0 * 1024.0))
+}
+
 impl LineParser for SummaryParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if line.contains("_bytes.all.") {
+            let a = b.allocator();
+            if let Some(v) = stat_mib(line, "allocated_bytes.all.peak") {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            if let Some(v) = stat_mib(line, "reserved_bytes.all.peak") {
+                keep_max(&mut a.peak_reserved_mib, v);
+            }
+            if let Some(v) = stat_mib(line, "allocated_bytes.all.current") {
+                a.current_allocated_mib = Some(v);
+            }
+            if let Some(v) = stat_mib(line, "reserved_bytes.all.current") {
+                a.current_reserved_mib = Some(v);
+            }
+            if a.peak_allocated_mib.is_none()
+                && a.peak_reserved_mib.is_none()
+                && a.current_allocated_mib.is_none()
+            {
+                b.allocator = None;
+            }
+            return Ok(());
+        }
         if line.contains("memory summary") {
             self.tables += 1;
             return Ok(());

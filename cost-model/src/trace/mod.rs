@@ -317,6 +317,8 @@ pub struct Builder {
     pub allocator: Option<AllocatorStats>,
     pub notes: Vec<(String, f64)>,
     pub warnings: Vec<String>,
+    /// The log format a line-level parser recognised (for logs detected late).
+    pub seen: Option<Format>,
     t0: Option<f64>,
 }
 
@@ -433,7 +435,11 @@ const DETECT_LINES: usize = 400;
 /// Recognises the format from the first lines.
 pub fn detect(head: &[String]) -> Option<Format> {
     let has = |needle: &str| head.iter().any(|l| l.contains(needle));
-    if has("PyTorch CUDA memory summary") || has("CUDA memory summary") {
+    if has("PyTorch CUDA memory summary")
+        || has("CUDA memory summary")
+        || has("allocated_bytes.all.peak")
+        || has("reserved_bytes.all.peak")
+    {
         return Some(Format::PytorchMemorySummary);
     }
     if has("NVSMI LOG") || has("FB Memory Usage") {
@@ -442,11 +448,20 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("NVIDIA-SMI") || has("MIG devices:") || head.iter().any(|l| smi_table::is_gpu_row(l)) {
         return Some(Format::NvidiaSmiTable);
     }
-    if let Some(h) = head
-        .iter()
-        .map(|l| l.trim())
-        .find(|l| l.starts_with("# gpu"))
-    {
+    if let Some(h) = head.iter().map(|l| l.trim()).find(|l| {
+        // `# gpu pwr …`, or with `-o DT`: `#Date Time gpu fb …`.
+        let cols: Vec<String> = l
+            .strip_prefix('#')
+            .unwrap_or("")
+            .split_whitespace()
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        l.starts_with('#')
+            && cols.iter().any(|c| c == "gpu")
+            && cols
+                .iter()
+                .any(|c| matches!(c.as_str(), "pwr" | "sm" | "fb" | "pid" | "mem" | "bar1"))
+    }) {
         return Some(if h.contains("pid") {
             Format::NvidiaSmiPmon
         } else {
@@ -552,6 +567,46 @@ impl OomScanner {
     }
 }
 
+/// Removes terminal escape sequences (`ESC [ … letter`, as `watch --color` or
+/// `script` captures contain) from a line.
+fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Text saved as UTF-16 (PowerShell's `>` on Windows) becomes UTF-8.
+fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
+    let units = bytes.chunks_exact(2).map(|c| {
+        if little_endian {
+            u16::from_le_bytes([c[0], c[1]])
+        } else {
+            u16::from_be_bytes([c[0], c[1]])
+        }
+    });
+    char::decode_utf16(units)
+        .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect::<String>()
+        .into_bytes()
+}
+
 /// Parses a whole text (see [`parse_reader`]).
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
     parse_reader(text.as_bytes(), opts)
@@ -560,6 +615,19 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
 /// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
 /// CR before LF is dropped.
 pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, TraceError> {
+    // A UTF-16 file (byte-order mark FF FE / FE FF) is converted whole: such
+    // files come from Windows shells and are small.
+    let bom = r
+        .fill_buf()
+        .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+    if bom.starts_with(&[0xFF, 0xFE]) || bom.starts_with(&[0xFE, 0xFF]) {
+        let le = bom[0] == 0xFF;
+        let mut all = Vec::new();
+        r.read_to_end(&mut all)
+            .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+        let utf8 = utf16_to_utf8(&all[2..], le);
+        return parse_reader(&utf8[..], opts);
+    }
     let mut raw = Vec::new();
     // Reads one line into `raw` without its line ending; false at the end.
     let next = |r: &mut R, raw: &mut Vec<u8>| -> Result<bool, TraceError> {
@@ -579,21 +647,17 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
             eof = true;
             break;
         }
-        head.push(String::from_utf8_lossy(&raw).into_owned());
+        let line = String::from_utf8_lossy(&raw);
+        let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
+        head.push(strip_ansi(line).into_owned());
     }
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
     }
-    let format = match opts.format.or_else(|| detect(&head)) {
-        Some(f) => f,
-        None => {
-            return Err(TraceError::whole(format!(
-                "unrecognised format: no GPU memory figures found in the first {} lines; known formats: {}",
-                head.len().min(DETECT_LINES),
-                Format::known_list()
-            )))
-        }
-    };
+    // Nothing recognisable at the top (a long training log whose OOM or
+    // memory lines come later): scan the whole log for log-line formats.
+    let detected = opts.format.or_else(|| detect(&head));
+    let format = detected.unwrap_or(Format::PytorchOom);
     let mut parser = parser_for(format, opts);
     let mut b = Builder::default();
     let mut oom = OomScanner::default();
@@ -616,12 +680,25 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
                     &lossy
                 }
             };
-            oom.line(no, l, &mut b);
-            parser.line(no, l, &mut b)?;
+            let l = strip_ansi(l);
+            oom.line(no, &l, &mut b);
+            parser.line(no, &l, &mut b)?;
         }
     }
     oom.flush(&mut b);
     parser.finish(&mut b)?;
+    let format = match detected {
+        Some(f) => f,
+        None => match b.seen.or((!b.oom.is_empty()).then_some(Format::PytorchOom)) {
+            Some(f) => f,
+            None => {
+                return Err(TraceError::whole(format!(
+                    "unrecognised format: no GPU memory figures in {no} lines; known formats: {}",
+                    Format::known_list()
+                )))
+            }
+        },
+    };
     let trace = b.finish(format, no);
     let has_figures = trace
         .gpus
@@ -659,6 +736,21 @@ mod tests {
         assert!(s.points.len() > SERIES_POINTS / 4);
         assert_eq!(s.points.iter().map(|p| p.used_mib).fold(0.0, f64::max), 1e6);
         assert!(s.points.windows(2).all(|w| w[0].t < w[1].t));
+    }
+
+    #[test]
+    fn escapes_boms_and_utf16_are_read() {
+        let table = "\u{feff}| NVIDIA-SMI 535.54.03  Driver Version: 535.54.03  CUDA Version: 12.2 |\n\
+                     |   0  NVIDIA A100-SXM4-80GB  On  | 00000000:07:00.0 Off |   0 |\n\
+                     | N/A   33C  P0  62W / 400W |  \u{1b}[1m40000MiB\u{1b}[0m / 81920MiB |  0%  Default |\n";
+        let t = parse(table, &ParseOptions::default()).unwrap();
+        assert_eq!(t.gpus[0].peak_used_mib, Some(40000.0));
+        let mut utf16 = vec![0xFF, 0xFE];
+        for u in table.trim_start_matches('\u{feff}').encode_utf16() {
+            utf16.extend_from_slice(&u.to_le_bytes());
+        }
+        let t = parse_reader(&utf16[..], &ParseOptions::default()).unwrap();
+        assert_eq!(t.gpus[0].total_mib, Some(81920.0));
     }
 
     #[test]

@@ -17,6 +17,10 @@ enum Col {
     Used,
     Total,
     Free,
+    /// `--query-compute-apps`: one row per process.
+    Pid,
+    ProcessName,
+    ProcessUsed,
     Other,
 }
 
@@ -39,6 +43,10 @@ fn column(name: &str) -> Col {
         "memory.total" | "mem.total" | "memory_total" | "mem_total" | "total" | "total_mib"
         | "fb.total" => Col::Total,
         "memory.free" | "mem.free" | "memory_free" | "mem_free" | "free" | "free_mib" => Col::Free,
+        "pid" => Col::Pid,
+        "process_name" | "process" | "command" => Col::ProcessName,
+        "used_gpu_memory" | "used_memory" => Col::ProcessUsed,
+        "gpu_bus_id" => Col::Bus,
         _ => Col::Other,
     }
 }
@@ -136,7 +144,7 @@ impl LineParser for CsvParser {
                 cols.contains(&Col::Used) || cols.iter().filter(|c| **c != Col::Other).count() >= 2;
             let has_digits_only = fields.iter().any(|f| f.parse::<f64>().is_ok());
             if is_header && !has_digits_only {
-                if !cols.contains(&Col::Used) {
+                if !cols.contains(&Col::Used) && !cols.contains(&Col::ProcessUsed) {
                     return Err(TraceError::at(
                         no,
                         format!(
@@ -172,8 +180,12 @@ impl LineParser for CsvParser {
         let cols = self.cols.as_deref().unwrap_or(&[]);
         let (mut time, mut index, mut name, mut id) = (None, None, None, None);
         let (mut used, mut total, mut free) = (None, None, None);
+        let (mut pid, mut pname, mut pused) = (None, None, None);
         for (c, v) in cols.iter().zip(&fields) {
             match c {
+                Col::Pid => pid = v.parse::<u64>().ok(),
+                Col::ProcessName => pname = Some(*v),
+                Col::ProcessUsed => pused = Some(mib(v)),
                 Col::Time => time = parse_timestamp(v),
                 Col::Index => index = v.parse::<u32>().ok(),
                 Col::Name => name = Some(*v),
@@ -195,6 +207,17 @@ impl LineParser for CsvParser {
             },
             (None, None) => 0,
         };
+        if let Some(pused) = pused {
+            b.processes.push(super::ProcessUse {
+                gpu: Some(index),
+                pid,
+                name: pname.unwrap_or("").to_string(),
+                kind: None,
+                used_mib: pused,
+            });
+            self.rows += 1;
+            return Ok(());
+        }
         let used_raw = cols
             .iter()
             .position(|c| *c == Col::Used)
@@ -228,7 +251,7 @@ impl LineParser for CsvParser {
                 self.bad
             ));
         }
-        if self.rows == 0 && self.cols.is_some() {
+        if self.rows == 0 && self.cols.is_some() && b.processes.is_empty() {
             return Err(TraceError::whole(
                 "the CSV has a header but no rows with memory.used",
             ));

@@ -31,7 +31,8 @@ pub struct DmonParser {
 impl LineParser for DmonParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
         if let Some(cols) = header_cols(line) {
-            if cols.first().map(String::as_str) == Some("gpu") {
+            // `# gpu pwr …`, or with `-o DT`: `# Date Time gpu pwr …`.
+            if cols.iter().any(|c| c == "gpu") {
                 self.fb = cols.iter().position(|c| c == "fb");
                 self.cols = cols;
             }
@@ -41,13 +42,9 @@ impl LineParser for DmonParser {
         if toks.is_empty() || self.cols.is_empty() {
             return Ok(());
         }
-        // Newer drivers may prefix date/time columns (`-o DT`); align from the right.
-        let Some(gpu) = toks
-            .len()
-            .checked_sub(self.cols.len())
-            .and_then(|off| toks.get(off))
-            .and_then(|t| t.parse::<u32>().ok())
-        else {
+        let gpu_col = self.cols.iter().position(|c| c == "gpu").unwrap_or(0);
+        let off = toks.len().saturating_sub(self.cols.len());
+        let Some(gpu) = toks.get(off + gpu_col).and_then(|t| t.parse::<u32>().ok()) else {
             return Err(TraceError::at(
                 no,
                 format!(
@@ -57,7 +54,20 @@ impl LineParser for DmonParser {
                 ),
             ));
         };
-        let off = toks.len() - self.cols.len();
+        let date_time = match (
+            self.cols.iter().position(|c| c == "date"),
+            self.cols.iter().position(|c| c == "time"),
+        ) {
+            (Some(d), Some(t)) => toks.get(off + d).zip(toks.get(off + t)).and_then(|(d, t)| {
+                let d = if d.len() == 8 && d.bytes().all(|c| c.is_ascii_digit()) {
+                    format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..])
+                } else {
+                    d.to_string()
+                };
+                super::parse_timestamp(&format!("{d} {t}"))
+            }),
+            _ => None,
+        };
         // A GPU seen again starts the next sampling interval.
         if self.seen_gpus.contains(&gpu) {
             self.seen_gpus.clear();
@@ -69,7 +79,7 @@ impl LineParser for DmonParser {
         b.describe(gpu, None, None, None);
         if let Some(fb) = self.fb.and_then(|i| toks.get(off + i)) {
             if let Ok(v) = fb.parse::<f64>() {
-                b.sample(gpu, None, Some(self.tick as f64), v);
+                b.sample(gpu, None, Some(date_time.unwrap_or(self.tick as f64)), v);
             }
         }
         Ok(())

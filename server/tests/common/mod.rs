@@ -26,10 +26,29 @@ pub async fn sqlite_store() -> (SharedStore, tempfile::TempDir) {
     (store, dir)
 }
 
+/// Keeps a test's temporary directory and its turn alive.
+pub struct Guard {
+    _dir: tempfile::TempDir,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// Tests that render pages take turns: each `#[tokio::test]` has a runtime of
+/// its own, and Leptos' server rendering of nested resources can hang when
+/// several runtimes render in one process at once (seen as a rare stall of one
+/// test). The server itself runs one runtime.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The whole app over a fresh SQLite store.
-pub async fn app() -> (Router, tempfile::TempDir) {
+pub async fn app() -> (Router, Guard) {
+    let turn = TURN.lock().await;
     let (store, dir) = sqlite_store().await;
-    (server::serve::router(options(), store), dir)
+    (
+        server::serve::router(options(), store),
+        Guard {
+            _dir: dir,
+            _turn: turn,
+        },
+    )
 }
 
 pub struct Reply {
