@@ -395,6 +395,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("fits", "放得下"),
     ("free", "余量"),
     ("does not fit", "放不下"),
+    ("Against the plan", "与方案对比"),
     ("Verify against the real run", "用真实运行结果核对"),
     ("Upload or paste what the run printed: nvidia-smi (table, --query-gpu CSV, dmon, -q), a PyTorch OOM message or memory_summary(), DeepSpeed or Megatron memory lines, gpustat, rocm-smi.", "上传或粘贴运行时打印的内容：nvidia-smi（表格、--query-gpu CSV、dmon、-q）、PyTorch OOM 报错或 memory_summary()、DeepSpeed / Megatron 显存日志、gpustat、rocm-smi。"),
     ("Log file", "日志文件"),

@@ -65,6 +65,31 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
         }
     });
     let gpus = report.gpus.clone();
+    // Per-GPU verdicts (device-level traces), by GPU index.
+    let per_gpu: Vec<(u32, String)> = report
+        .verdict
+        .iter()
+        .filter(|v| v.counter == "device_used")
+        .flat_map(|v| v.gpus.iter())
+        .filter_map(|g| {
+            let status = match g.status {
+                Status::Matches => "matches",
+                Status::UnderEstimated => "under-estimated",
+                Status::OverEstimated => "over-estimated",
+            };
+            g.gpu.map(|i| {
+                (
+                    i,
+                    format!(
+                        "{status} ({:+.2} GiB, {:+.1} %)",
+                        g.diff_mib / 1024.0,
+                        g.diff_pct
+                    ),
+                )
+            })
+        })
+        .collect();
+    let has_verdicts = !per_gpu.is_empty();
     let ooms = report.oom.clone();
     let allocator = report.allocator.clone();
     let findings = report.findings.clone();
@@ -91,6 +116,8 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                                         <th>{move || lang.get().t("Peak used")}</th>
                                         <th>{move || lang.get().t("Total")}</th>
                                         <th>{move || lang.get().t("Samples")}</th>
+                                        {has_verdicts
+                                            .then(|| view! { <th>{move || lang.get().t("Against the plan")}</th> })}
                                     </tr>
                                 </thead>
                                 <tbody>
@@ -107,6 +134,15 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                                                     <td>{mib(g.peak_used_mib)}</td>
                                                     <td>{mib(g.total_mib)}</td>
                                                     <td>{g.samples}</td>
+                                                    {has_verdicts
+                                                        .then(|| {
+                                                            let v = per_gpu
+                                                                .iter()
+                                                                .find(|(i, _)| *i == g.index && g.mig.is_none())
+                                                                .map(|(_, s)| s.clone())
+                                                                .unwrap_or_else(|| "idle — not compared".into());
+                                                            view! { <td data-testid="gpu-verdict">{v}</td> }
+                                                        })}
                                                 </tr>
                                             }
                                         })
