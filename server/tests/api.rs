@@ -445,7 +445,11 @@ async fn the_page_form_uploads_a_file_and_shows_the_verification() {
     );
     assert!(page.contains(r#"data-testid="trace-chart""#));
     // A verdict per GPU: three busy RTX 3090s against an 8 × H100 plan.
-    assert_eq!(page.matches(r#"data-testid="gpu-verdict""#).count(), 3, "per-GPU verdicts");
+    assert_eq!(
+        page.matches(r#"data-testid="gpu-verdict""#).count(),
+        3,
+        "per-GPU verdicts"
+    );
 
     // A paste that is not a trace: back to the page with the reason.
     let body = format!(
