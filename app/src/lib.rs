@@ -20,6 +20,30 @@ use leptos_router::{
     ParamSegment, SsrMode, StaticSegment,
 };
 
+/// This request's CSP nonce (set by the server's middleware as a request extension).
+#[derive(Clone, Debug)]
+pub struct CspNonce(pub String);
+
+/// A fresh CSP nonce: 144 random bits, URL-safe.
+#[cfg(feature = "ssr")]
+pub fn new_csp_nonce() -> String {
+    let mut b = [0u8; 18];
+    if getrandom::fill(&mut b).is_err() {
+        // No OS randomness: a nonce that still differs per response.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b[..16].copy_from_slice(&t.to_le_bytes());
+    }
+    let (x, y) = b.split_at(9);
+    let mut one = [0u8; 9];
+    let mut two = [0u8; 9];
+    one.copy_from_slice(x);
+    two.copy_from_slice(y);
+    api::encode_id(one) + &api::encode_id(two)
+}
+
 /// The Content-Security-Policy of every page: scripts only from this origin or
 /// inline with this response's nonce (the hydration bootstrap, serialized
 /// resources), WebAssembly compilation allowed, no plugins, no framing, forms
@@ -77,17 +101,13 @@ pub fn request_lang() -> i18n::Lang {
 /// The HTML document around the app (server only renders it).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let lang = request_lang();
+    // The server's middleware drew this response's nonce and sends it in the
+    // Content-Security-Policy header; the inline scripts carry the same value.
     #[cfg(feature = "ssr")]
+    if let Some(n) =
+        use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned())
     {
-        leptos::nonce::provide_nonce();
-        if let (Some(resp), Some(nonce)) = (
-            use_context::<leptos_axum::ResponseOptions>(),
-            leptos::nonce::use_nonce(),
-        ) {
-            if let Ok(v) = http::HeaderValue::from_str(&content_security_policy(&nonce)) {
-                resp.insert_header(http::header::CONTENT_SECURITY_POLICY, v);
-            }
-        }
+        provide_context(leptos::nonce::Nonce::from_value(n.0));
     }
     view! {
         <!DOCTYPE html>

@@ -37,6 +37,32 @@ impl FromRef<AppState> for SharedStore {
 /// CSP of responses that are not pages (JSON, assets): nothing may run.
 const NON_PAGE_CSP: &str = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'";
 
+/// Draws a nonce per request (the page's inline scripts carry it, see
+/// `app::shell`) and sets the Content-Security-Policy of every response: the
+/// page policy with that nonce for HTML, deny-all for everything else.
+async fn content_security_policy(
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let nonce = app::new_csp_nonce();
+    req.extensions_mut().insert(app::CspNonce(nonce.clone()));
+    let mut res = next.run(req).await;
+    let html = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/html"));
+    let policy = if html {
+        HeaderValue::from_str(&app::content_security_policy(&nonce))
+            .unwrap_or(HeaderValue::from_static(NON_PAGE_CSP))
+    } else {
+        HeaderValue::from_static(NON_PAGE_CSP)
+    };
+    res.headers_mut()
+        .insert(header::CONTENT_SECURITY_POLICY, policy);
+    res
+}
+
 /// Where the built site lives: the flag/env, cargo-leptos' `LEPTOS_SITE_ROOT`,
 /// `site/` beside the executable (a release install), else `target/site`.
 fn site_root(args: &ServeArgs) -> PathBuf {
@@ -86,10 +112,7 @@ pub fn router(options: LeptosOptions, store: SharedStore) -> Router {
                 .layer(DefaultBodyLimit::max(app::api::MAX_TRACE_BYTES as usize)),
         )
         .merge(pages)
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(NON_PAGE_CSP),
-        ))
+        .layer(axum::middleware::from_fn(content_security_policy))
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),

@@ -233,6 +233,34 @@ async fn pages_carry_a_strict_csp_with_the_scripts_nonce() {
     );
     let again = get(&app, "/").await.header("content-security-policy");
     assert_ne!(csp, again);
+    // Every page response, every time (also after a redirect and on a 404 page).
+    let id = post_json(&app, "/api/v1/plans", save_body("csp"))
+        .await
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for uri in [
+        format!("/p/{id}"),
+        "/plans".into(),
+        "/p/AAAAAAAAAAAA".into(),
+        "/?mb=2".into(),
+    ] {
+        for _ in 0..10 {
+            let r = get(&app, &uri).await;
+            let csp = r.header("content-security-policy");
+            let nonce = csp
+                .split("'nonce-")
+                .nth(1)
+                .and_then(|s| s.split('\'').next())
+                .unwrap_or("");
+            assert!(nonce.len() >= 16, "{uri}: {csp}");
+            assert!(
+                r.body.contains(&format!("nonce=\"{nonce}\"")),
+                "{uri}: scripts carry the nonce"
+            );
+        }
+    }
     // JSON answers forbid everything.
     let api = get(&app, "/api/v1/plans").await;
     assert!(api
@@ -322,6 +350,19 @@ fn fixture(name: &str) -> String {
     .unwrap()
 }
 
+/// POSTs a raw body (no content type).
+async fn post_raw(
+    app: &axum::Router,
+    uri: impl AsRef<str>,
+    body: impl Into<axum::body::Body>,
+) -> common::Reply {
+    send(
+        app,
+        http::Request::post(uri.as_ref()).body(body.into()).unwrap(),
+    )
+    .await
+}
+
 async fn saved_plan(app: &axum::Router) -> String {
     let r = post_json(app, "/api/v1/plans", save_body("verified run")).await;
     r.json()["id"].as_str().unwrap().to_string()
@@ -348,11 +389,10 @@ async fn traces_attach_to_saved_plans_via_the_api() {
     assert_eq!(v["report"]["verdict"]["skipped_gpus"], json!([1]));
 
     // An OOM message: the finding carries the fix.
-    let r = send(
+    let r = post_raw(
         &app,
-        http::Request::post(format!("/api/v1/plans/{id}/traces"))
-            .body(axum::body::Body::from(fixture("oom_11.txt")))
-            .unwrap(),
+        format!("/api/v1/plans/{id}/traces"),
+        fixture("oom_11.txt"),
     )
     .await;
     assert_eq!(r.status, 201, "{}", r.body);
@@ -367,46 +407,27 @@ async fn traces_attach_to_saved_plans_via_the_api() {
     assert_eq!(list.json().as_array().unwrap().len(), 2);
 
     // Refusals: garbage (422 naming the trace and the known formats), unknown plan (404).
-    let r = send(
-        &app,
-        http::Request::post(format!("/api/v1/plans/{id}/traces"))
-            .body(axum::body::Body::from("hello\nworld\n"))
-            .unwrap(),
-    )
-    .await;
+    let r = post_raw(&app, format!("/api/v1/plans/{id}/traces"), "hello\nworld\n").await;
     assert_eq!((r.status, r.json()["field"].as_str()), (422, Some("trace")));
     assert!(r.json()["error"]
         .as_str()
         .unwrap()
         .contains("known formats"));
-    let r = send(
+    let r = post_raw(
         &app,
-        http::Request::post("/api/v1/plans/AAAAAAAAAAAA/traces")
-            .body(axum::body::Body::from(fixture("smi_csv_04.txt")))
-            .unwrap(),
+        "/api/v1/plans/AAAAAAAAAAAA/traces",
+        fixture("smi_csv_04.txt"),
     )
     .await;
     assert_eq!(r.status, 404);
-    let r = send(
-        &app,
-        http::Request::post(format!("/api/v1/plans/{id}/traces?format=excel"))
-            .body(axum::body::Body::from("x"))
-            .unwrap(),
-    )
-    .await;
+    let r = post_raw(&app, format!("/api/v1/plans/{id}/traces?format=excel"), "x").await;
     assert_eq!(
         (r.status, r.json()["field"].as_str()),
         (422, Some("format"))
     );
     // Over 64 MiB: 413.
     let big = vec![b'x'; 65 * 1024 * 1024];
-    let r = send(
-        &app,
-        http::Request::post(format!("/api/v1/plans/{id}/traces"))
-            .body(axum::body::Body::from(big))
-            .unwrap(),
-    )
-    .await;
+    let r = post_raw(&app, format!("/api/v1/plans/{id}/traces"), big).await;
     assert_eq!(r.status, 413, "{}", r.body);
     assert_eq!(list.json().as_array().unwrap().len(), 2);
 }

@@ -437,8 +437,9 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
 pub struct VerifyReport {
     pub format: Format,
     pub gpus: Vec<GpuReport>,
-    pub oom: Vec<OomReport>,
-    pub allocator: Option<AllocatorReport>,
+    /// The OOM messages, as parsed (the figures the message states; `null` otherwise).
+    pub oom: Vec<super::OomEvent>,
+    pub allocator: Option<super::AllocatorStats>,
     pub findings: Vec<Finding>,
     pub verdict: Option<Verdict>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -459,25 +460,6 @@ pub struct GpuReport {
     pub samples: u64,
     /// `[t_seconds, used_mib]` points (bounded; peaks kept).
     pub series: Vec<[f64; 2]>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OomReport {
-    pub line: u64,
-    pub gpu: Option<u32>,
-    pub tried_to_allocate_mib: Option<f64>,
-    pub capacity_mib: Option<f64>,
-    pub free_mib: Option<f64>,
-    pub allocated_by_pytorch_mib: Option<f64>,
-    pub reserved_by_pytorch_mib: Option<f64>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AllocatorReport {
-    pub peak_allocated_mib: Option<f64>,
-    pub peak_reserved_mib: Option<f64>,
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub ranks: Vec<super::RankAllocator>,
 }
 
 /// Builds the report of a trace, with the plan's verdict when one is given.
@@ -503,24 +485,8 @@ pub fn report(t: &Trace, plan: Option<&Plan>) -> VerifyReport {
                     .collect(),
             })
             .collect(),
-        oom: t
-            .oom
-            .iter()
-            .map(|o| OomReport {
-                line: o.line,
-                gpu: o.gpu,
-                tried_to_allocate_mib: o.tried_to_allocate_mib,
-                capacity_mib: o.capacity_mib,
-                free_mib: o.free_mib,
-                allocated_by_pytorch_mib: o.allocated_by_pytorch_mib,
-                reserved_by_pytorch_mib: o.reserved_by_pytorch_mib,
-            })
-            .collect(),
-        allocator: t.allocator.as_ref().map(|a| AllocatorReport {
-            peak_allocated_mib: a.peak_allocated_mib,
-            peak_reserved_mib: a.peak_reserved_mib,
-            ranks: a.ranks.clone(),
-        }),
+        oom: t.oom.clone(),
+        allocator: t.allocator.clone(),
         findings: findings(t, plan),
         verdict: est.as_ref().and_then(|e| verdict(t, e)),
         processes: t.processes.clone(),

@@ -3,15 +3,18 @@
 
 use super::{parse_ctime, parse_size_mib, Builder, LineParser, ProcessUse, TraceError};
 
-/// Column names of a `dmon`/`pmon` header (`# gpu pwr gtemp … fb bar1 …`).
-fn header_cols(line: &str) -> Option<Vec<String>> {
-    let t = line.trim();
-    let rest = t.strip_prefix('#')?;
-    Some(
-        rest.split_whitespace()
-            .map(|s| s.to_ascii_lowercase())
-            .collect(),
-    )
+/// A `dmon`/`pmon` header naming the `gpu` column (`# gpu pwr … fb bar1 …`, or
+/// with `-o DT`: `#Date Time gpu …`): its columns and where `fb` (MB used) is.
+fn gpu_header(line: &str) -> Option<(Vec<String>, Option<usize>)> {
+    let rest = line.trim().strip_prefix('#')?;
+    let cols: Vec<String> = rest
+        .split_whitespace()
+        .map(|s| s.to_ascii_lowercase())
+        .collect();
+    cols.iter().any(|c| c == "gpu").then(|| {
+        let fb = cols.iter().position(|c| c == "fb");
+        (cols, fb)
+    })
 }
 
 /// `nvidia-smi dmon`: memory figures are the `fb` column (MB, i.e. MiB, used
@@ -30,11 +33,11 @@ pub struct DmonParser {
 
 impl LineParser for DmonParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if let Some(cols) = header_cols(line) {
-            // `# gpu pwr …`, or with `-o DT`: `# Date Time gpu pwr …`.
-            if cols.iter().any(|c| c == "gpu") {
-                self.fb = cols.iter().position(|c| c == "fb");
+        if line.trim_start().starts_with('#') {
+            // The header names the columns; the units line below it is skipped.
+            if let Some((cols, fb)) = gpu_header(line) {
                 self.cols = cols;
+                self.fb = fb;
             }
             return Ok(());
         }
@@ -107,10 +110,11 @@ pub struct PmonParser {
 
 impl LineParser for PmonParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if let Some(cols) = header_cols(line) {
-            if cols.first().map(String::as_str) == Some("gpu") {
-                self.fb = cols.iter().position(|c| c == "fb");
+        if line.trim_start().starts_with('#') {
+            // The header names the columns; the units line below it is skipped.
+            if let Some((cols, fb)) = gpu_header(line) {
                 self.cols = cols;
+                self.fb = fb;
             }
             return Ok(());
         }
