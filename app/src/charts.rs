@@ -309,23 +309,11 @@ pub fn trace_svg(
         let top = (top * 1.08).max(1e-6);
         let y = y_axis(&root, top);
         let plot_w = (W as i32 - RIGHT - LEFT) as f64;
-        if let Some((p, lo, hi)) = predicted_mib {
+        // The predicted band under the measurements, its line over them.
+        if let Some((_, lo, hi)) = predicted_mib {
             let _ = root.draw(&Rectangle::new(
                 [(LEFT, y(g(hi))), (W as i32 - RIGHT, y(g(lo)))],
                 FIT.mix(0.15).filled(),
-            ));
-            let yp = y(g(p));
-            let _ = root.draw(&PathElement::new(
-                vec![(LEFT, yp), (W as i32 - RIGHT, yp)],
-                FIT.stroke_width(2),
-            ));
-            let _ = root.draw(&Text::new(
-                format!("{predicted_label} {:.1} GiB", g(p)),
-                (LEFT + 4, yp - 4),
-                ("sans-serif", 11.0)
-                    .into_font()
-                    .color(&FIT)
-                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
             ));
         }
         let timed = gpus.iter().any(|x| x.series.len() >= 2);
@@ -381,6 +369,22 @@ pub fn trace_svg(
                 font(11.0, Pos::new(HPos::Right, VPos::Bottom)),
             ));
         }
+        if let Some((p, _, _)) = predicted_mib {
+            let yp = y(g(p));
+            let _ = root.draw(&PathElement::new(
+                vec![(LEFT, yp), (W as i32 - RIGHT, yp)],
+                FIT.stroke_width(2),
+            ));
+            // Labelled in the right margin, clear of bars and lines.
+            let _ = root.draw(&Text::new(
+                format!("{predicted_label} {:.1} GiB", g(p)),
+                (W as i32 - RIGHT + 6, yp),
+                ("sans-serif", 11.0)
+                    .into_font()
+                    .color(&FIT)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ));
+        }
         if let Some(c) = cap {
             let yc = y(c);
             dashed(&root, yc, CAPACITY);
@@ -403,6 +407,49 @@ mod tests {
     use super::*;
     use cost_model::search::{log2_points, max_micro_batch, sweep, Axis};
     use cost_model::Plan;
+
+    #[test]
+    fn trace_chart_draws_series_or_bars_with_the_plan_and_capacity() {
+        use cost_model::trace::{findings::report, parse, ParseOptions};
+        let plan = Plan::default();
+        let csv = "timestamp, index, memory.used [MiB], memory.total [MiB]\n\
+                   1700000000, 0, 1000 MiB, 81559 MiB\n1700000001, 0, 50000 MiB, 81559 MiB\n\
+                   1700000002, 0, 60000 MiB, 81559 MiB\n";
+        let rep = report(&parse(csv, &ParseOptions::default()).unwrap(), Some(&plan));
+        let v = rep.verdict.clone().unwrap();
+        let pred = Some((v.predicted_mib, v.band_low_mib, v.band_high_mib));
+        let labels = ("time", "plan", "capacity");
+        let a = trace_svg(&rep, pred, None, labels);
+        assert_eq!(a, trace_svg(&rep, pred, None, labels), "deterministic");
+        assert!(
+            a.contains("<polyline") || a.contains("<path"),
+            "a series line"
+        );
+        assert!(
+            a.contains("GPU 0") && a.contains("capacity 79.6 GiB"),
+            "{a}"
+        );
+        assert!(a.contains(&format!("plan {:.1} GiB", v.predicted_mib / 1024.0)));
+        // One snapshot per GPU: bars, no legend of series.
+        let snap = "timestamp, index, memory.used [MiB], memory.total [MiB]\n\
+                    1700000000, 0, 1000 MiB, 81559 MiB\n1700000000, 1, 2000 MiB, 81559 MiB\n";
+        let rep = report(&parse(snap, &ParseOptions::default()).unwrap(), None);
+        let b = trace_svg(&rep, None, None, labels);
+        assert!(
+            b.contains("<rect") && !b.contains("GPU 0") && b.contains("\nGPU\n"),
+            "{b}"
+        );
+        // Nothing to draw: an empty picture, not a panic.
+        let oom = report(
+            &parse(
+                "torch.OutOfMemoryError: CUDA out of memory.",
+                &ParseOptions::default(),
+            )
+            .unwrap(),
+            None,
+        );
+        assert!(!trace_svg(&oom, None, None, labels).contains("<rect"));
+    }
 
     #[test]
     fn breakdown_chart_has_one_bar_per_stage_and_the_capacity_line() {
