@@ -413,6 +413,13 @@ impl StoredTrace {
     }
 }
 
+/// What the saved-plan page shows: the plan and its verifications.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanPage {
+    pub saved: SavedPlan,
+    pub traces: Vec<TraceView>,
+}
+
 /// Reads `format` / `columns` options of an upload (query string or form).
 pub fn trace_options(
     format: &str,

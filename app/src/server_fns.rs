@@ -1,7 +1,7 @@
 //! Server functions of the pages. Each is a thin wrapper over the service
 //! functions in `store` (the JSON API calls the same ones).
 
-use crate::api::{PlanList, SavedPlan, TraceView};
+use crate::api::{PlanList, PlanPage};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
@@ -45,13 +45,20 @@ pub async fn save_plan(
     Ok(id)
 }
 
-/// A saved plan (`None` for an unknown id).
+/// A saved plan and its verifications (`None` for an unknown id).
 #[server(prefix = "/_fn", endpoint = "get_plan")]
-pub async fn get_plan(id: String) -> Result<Option<SavedPlan>, ServerFnError> {
+pub async fn get_plan(id: String) -> Result<Option<PlanPage>, ServerFnError> {
     let store = ssr::store()?;
-    crate::store::load(&*store, &id)
+    let Some(saved) = crate::store::load(&*store, &id)
         .await
-        .map_err(ssr::to_fn_error)
+        .map_err(ssr::to_fn_error)?
+    else {
+        return Ok(None);
+    };
+    let traces = crate::store::list_traces(&*store, &id)
+        .await
+        .map_err(ssr::to_fn_error)?;
+    Ok(Some(PlanPage { saved, traces }))
 }
 
 /// One page of saved plans matching `query`, newest first.
@@ -59,15 +66,6 @@ pub async fn get_plan(id: String) -> Result<Option<SavedPlan>, ServerFnError> {
 pub async fn list_plans(query: String, page: u32) -> Result<PlanList, ServerFnError> {
     let store = ssr::store()?;
     crate::store::list(&*store, &query, page)
-        .await
-        .map_err(ssr::to_fn_error)
-}
-
-/// The verifications attached to a saved plan, oldest first.
-#[server(prefix = "/_fn", endpoint = "list_traces")]
-pub async fn list_traces(plan_id: String) -> Result<Vec<TraceView>, ServerFnError> {
-    let store = ssr::store()?;
-    crate::store::list_traces(&*store, &plan_id)
         .await
         .map_err(ssr::to_fn_error)
 }

@@ -223,7 +223,13 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
 
 /// The upload panel and the list of stored verifications of a saved plan.
 #[component]
-pub fn VerifyPanel(plan_id: String, plan: Plan, error: Option<String>) -> impl IntoView {
+pub fn VerifyPanel(
+    plan_id: String,
+    plan: Plan,
+    error: Option<String>,
+    /// The stored verifications, read with the plan (one request, one query).
+    traces: Vec<TraceView>,
+) -> impl IntoView {
     let lang = use_lang();
     let text = RwSignal::new(String::new());
     let file_text = RwSignal::new(None::<String>);
@@ -248,13 +254,6 @@ pub fn VerifyPanel(plan_id: String, plan: Plan, error: Option<String>) -> impl I
         )
     });
     let file_input = NodeRef::<html::Input>::new();
-    let traces = Resource::new(
-        {
-            let id = plan_id.clone();
-            move || id.clone()
-        },
-        crate::server_fns::list_traces,
-    );
     let action = format!("/p/{plan_id}/traces");
     view! {
         <section class="verify" id="verify" data-testid="verify-panel">
@@ -348,12 +347,7 @@ pub fn VerifyPanel(plan_id: String, plan: Plan, error: Option<String>) -> impl I
                         }
                     })
             }}
-            <Suspense fallback=|| ()>
-                {move || Suspend::new(async move {
-                    let list = traces.await.unwrap_or_default();
-                    view! { <Verifications list capacity_mib=capacity /> }
-                })}
-            </Suspense>
+            <Verifications list=traces capacity_mib=capacity />
         </section>
     }
 }

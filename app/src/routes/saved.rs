@@ -41,7 +41,9 @@ pub fn SavedPlanPage() -> impl IntoView {
         <Suspense fallback=move || view! { <p class="page">{move || lang.get().t("Loading…")}</p> }>
             {move || Suspend::new(async move {
                 match saved.await {
-                    Ok(Some(s)) => view! { <SavedPlanView saved=s /> }.into_any(),
+                    Ok(Some(page)) => {
+                        view! { <SavedPlanView saved=page.saved traces=page.traces /> }.into_any()
+                    }
                     Ok(None) => {
                         set_status(404);
                         view! {
@@ -73,7 +75,7 @@ pub fn SavedPlanPage() -> impl IntoView {
 }
 
 #[component]
-fn SavedPlanView(saved: SavedPlan) -> impl IntoView {
+fn SavedPlanView(saved: SavedPlan, traces: Vec<crate::api::TraceView>) -> impl IntoView {
     let lang = use_lang();
     let plan = saved.plan.clone();
     let fork_href = format!("/?{}&fork={}", query::encode(&plan), saved.id);
@@ -157,7 +159,7 @@ fn SavedPlanView(saved: SavedPlan) -> impl IntoView {
                     <Breakdown estimate />
                 </div>
             </div>
-            <VerifyPanel plan_id plan=verify_plan error=verify_error />
+            <VerifyPanel plan_id plan=verify_plan error=verify_error traces />
         </main>
     }
 }
