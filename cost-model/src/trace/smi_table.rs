@@ -35,26 +35,6 @@ fn cells(line: &str) -> Option<Vec<&str>> {
     Some(inner.split('|').collect())
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::trace::{parse, ParseOptions};
-
-    #[test]
-    fn rows_cut_at_the_terminal_edge_still_read() {
-        // A 535-format table in an 80-column `watch`: the right-hand cells are cut.
-        let text = "Every 2.0s: nvidia-smi          node7: Fri Jun 30 19:25:22 2023\n\
-            | NVIDIA-SMI 535.104.12             Driver Version: 535.104.12   CUDA Versio\n\
-            |   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off |         \n\
-            | N/A   30C    P0             100W /  700W |  70001MiB /  81559MiB |     \n\
-            |   1  NVIDIA H100 80GB HBM3          On  | 00000000:2A:00.0 Off \n\
-            | N/A   30C    P0              82W /  700W |  69999MiB /  81559MiB \n";
-        let t = parse(text, &ParseOptions::default()).unwrap();
-        assert_eq!(t.gpus.len(), 2);
-        assert_eq!(t.gpus[0].peak_used_mib, Some(70001.0));
-        assert_eq!(t.gpus[1].total_mib, Some(81559.0));
-    }
-}
-
 /// The first row of a GPU in the GPU section: `|   0  NVIDIA H800   On   | 00000000:18:00.0 Off | … |`.
 pub fn is_gpu_row(line: &str) -> bool {
     gpu_row(line).is_some()
@@ -192,5 +172,25 @@ impl LineParser for TableParser {
             Section::Processes => self.process_row(&c, b),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::{parse, ParseOptions};
+
+    #[test]
+    fn rows_cut_at_the_terminal_edge_still_read() {
+        // A 535-format table in an 80-column `watch`: the right-hand cells are cut.
+        let text = "Every 2.0s: nvidia-smi          node7: Fri Jun 30 19:25:22 2023\n\
+            | NVIDIA-SMI 535.104.12             Driver Version: 535.104.12   CUDA Versio\n\
+            |   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off |         \n\
+            | N/A   30C    P0             100W /  700W |  70001MiB /  81559MiB |     \n\
+            |   1  NVIDIA H100 80GB HBM3          On  | 00000000:2A:00.0 Off \n\
+            | N/A   30C    P0              82W /  700W |  69999MiB /  81559MiB \n";
+        let t = parse(text, &ParseOptions::default()).unwrap();
+        assert_eq!(t.gpus.len(), 2);
+        assert_eq!(t.gpus[0].peak_used_mib, Some(70001.0));
+        assert_eq!(t.gpus[1].total_mib, Some(81559.0));
     }
 }
