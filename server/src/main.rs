@@ -3,6 +3,9 @@
 #![recursion_limit = "256"] // the planner view's types nest deeply
 
 use clap::Parser;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use server::{cli, serve};
 
 #[tokio::main]
