@@ -2,7 +2,7 @@
 //! and the server functions, and the one validation path both go through.
 //! Pure (no I/O): compiled into the browser bundle and the server alike.
 
-use cost_model::schema::PlanLoadError;
+use cost_model::schema::{strip_position, PlanLoadError};
 use cost_model::{query, Bytes, Plan};
 use serde::{Deserialize, Serialize};
 
@@ -162,7 +162,7 @@ impl NewPlan {
     /// "plan", "forked_from"?}`); the plan may be of any known schema version.
     pub fn from_json_body(body: &[u8]) -> Result<Self, InputError> {
         let de = &mut serde_json::Deserializer::from_slice(body);
-        let b: SaveBody = serde_path_to_error_lite(de)?;
+        let b: SaveBody = read_save_body(de)?;
         let plan = cost_model::schema::load_plan_value(b.plan)
             .map_err(|e| InputError::from_plan_load("plan", e))?;
         Self::new(
@@ -189,7 +189,7 @@ impl NewPlan {
 }
 
 /// Deserialises the top-level body, telling syntax (400) from data (422) errors.
-fn serde_path_to_error_lite<'de, T: Deserialize<'de>>(
+fn read_save_body<'de, T: Deserialize<'de>>(
     de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'de>>,
 ) -> Result<T, InputError> {
     T::deserialize(&mut *de)
@@ -221,14 +221,6 @@ fn top_field(e: &serde_json::Error) -> String {
         }
     }
     "body".to_string()
-}
-
-fn strip_position(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// One saved plan as a store row: immutable once written.
@@ -330,14 +322,12 @@ pub struct PlanSummary {
 impl PlanSummary {
     /// Summarises a stored row, estimating it with the current model.
     pub fn of(row: StoredPlan) -> Self {
-        let est = row
-            .clone()
-            .load()
-            .ok()
-            .and_then(|s| cost_model::estimate(&s.plan).ok());
-        let (gpu_name, num_gpus) = match cost_model::schema::load_plan(&row.plan_json) {
-            Ok(p) => (p.gpu.name, p.parallel.num_gpus),
-            Err(_) => (row.gpu.clone(), row.num_gpus),
+        // One parse of the stored JSON serves the GPU columns and the estimate.
+        let plan = cost_model::schema::load_plan(&row.plan_json).ok();
+        let est = plan.as_ref().and_then(|p| cost_model::estimate(p).ok());
+        let (gpu_name, num_gpus) = match &plan {
+            Some(p) => (p.gpu.name.clone(), p.parallel.num_gpus),
+            None => (row.gpu.clone(), row.num_gpus),
         };
         PlanSummary {
             id: row.id,

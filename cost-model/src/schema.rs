@@ -170,8 +170,9 @@ fn field_of(p: &serde_path_to_error::Path) -> Option<String> {
     (s != ".").then_some(s)
 }
 
-/// serde_json's message without its own " at line L column C" suffix.
-fn strip_position(e: &serde_json::Error) -> String {
+/// serde_json's message without its own " at line L column C" suffix (the
+/// callers report line and column themselves).
+pub fn strip_position(e: &serde_json::Error) -> String {
     let s = e.to_string();
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_string(),

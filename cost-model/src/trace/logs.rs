@@ -69,23 +69,10 @@ pub struct LogParser;
 
 impl LineParser for LogParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        let kind = if is_deepspeed_line(line) || line.contains("MaxMemAllocated=") {
-            Some(Format::DeepspeedSeeMemoryUsage)
-        } else if line.contains("memory (MB)") && line.contains("allocated:") {
-            Some(Format::MegatronMemoryReport)
-        } else if line.contains("GPU Memory before entering the")
-            || line.contains("Peak Memory consumed during the")
-        {
-            Some(Format::AccelerateTracemalloc)
-        } else if is_hf_metric_line(line) {
-            Some(Format::HfTrainerMetrics)
-        } else {
-            None
-        };
-        if b.seen.is_none() {
-            b.seen = kind;
-        }
+        // Each branch records the first log format it recognises (`b.seen`),
+        // so a log detected late is named by what it held.
         if is_deepspeed_line(line) {
+            b.seen.get_or_insert(Format::DeepspeedSeeMemoryUsage);
             // ` MA 0.65 GB  Max_MA 0.66 GB  CA 0.68 GB  Max_CA 1 GB`
             let ma = figure_after(line, " MA ", "GB");
             let max_ma = figure_after(line, "Max_MA", "GB");
@@ -108,12 +95,14 @@ impl LineParser for LogParser {
             return Ok(());
         }
         if line.contains("MaxMemAllocated=") {
+            b.seen.get_or_insert(Format::DeepspeedSeeMemoryUsage);
             if let Some(v) = figure_after(line, "MaxMemAllocated=", "GB") {
                 keep_max(&mut b.allocator().peak_allocated_mib, v);
             }
             return Ok(());
         }
         if line.contains("memory (MB)") && line.contains("allocated:") {
+            b.seen.get_or_insert(Format::MegatronMemoryReport);
             let alloc = figure_after(line, "| allocated:", "MB");
             let max_alloc = figure_after(line, "max allocated:", "MB");
             let reserved = figure_after(line, "| reserved:", "MB");
@@ -148,6 +137,9 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
+        if line.contains("Peak Memory consumed during the") {
+            b.seen.get_or_insert(Format::AccelerateTracemalloc);
+        }
         if line.contains("Peak Memory consumed during the") && line.contains("GPU Total") {
             if let Some(v) = figure_after(line, "(max):", "MB") {
                 keep_max(&mut b.allocator().peak_allocated_mib, v);
@@ -155,6 +147,7 @@ impl LineParser for LogParser {
             return Ok(());
         }
         if line.contains("GPU Memory before entering the") {
+            b.seen.get_or_insert(Format::AccelerateTracemalloc);
             if let Some((label, v)) = line.rsplit_once(':') {
                 if let Ok(v) = v.trim().parse::<f64>() {
                     b.notes.push((label.trim().to_string(), v));
@@ -163,6 +156,7 @@ impl LineParser for LogParser {
             return Ok(());
         }
         if is_hf_metric_line(line) {
+            b.seen.get_or_insert(Format::HfTrainerMetrics);
             if let Some((k, _)) = line.split_once('=') {
                 let key = k.trim();
                 if let Some(v) = figure_after(line, key, "MB") {

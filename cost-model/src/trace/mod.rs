@@ -448,21 +448,16 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("NVIDIA-SMI") || has("MIG devices:") || head.iter().any(|l| smi_table::is_gpu_row(l)) {
         return Some(Format::NvidiaSmiTable);
     }
-    if let Some(h) = head.iter().map(|l| l.trim()).find(|l| {
-        // `# gpu pwr …`, or with `-o DT`: `#Date Time gpu fb …`.
-        let cols: Vec<String> = l
-            .strip_prefix('#')
-            .unwrap_or("")
-            .split_whitespace()
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
-        l.starts_with('#')
-            && cols.iter().any(|c| c == "gpu")
-            && cols
-                .iter()
+    // `# gpu pwr …` (or `#Date Time gpu fb …` with `-o DT`) with a metric column.
+    if let Some(cols) = head
+        .iter()
+        .filter_map(|l| smi_misc::gpu_header(l))
+        .find(|cols| {
+            cols.iter()
                 .any(|c| matches!(c.as_str(), "pwr" | "sm" | "fb" | "pid" | "mem" | "bar1"))
-    }) {
-        return Some(if h.contains("pid") {
+        })
+    {
+        return Some(if cols.iter().any(|c| c == "pid") {
             Format::NvidiaSmiPmon
         } else {
             Format::NvidiaSmiDmon

@@ -4,17 +4,39 @@
 use super::{parse_ctime, parse_size_mib, Builder, LineParser, ProcessUse, TraceError};
 
 /// A `dmon`/`pmon` header naming the `gpu` column (`# gpu pwr … fb bar1 …`, or
-/// with `-o DT`: `#Date Time gpu …`): its columns and where `fb` (MB used) is.
-fn gpu_header(line: &str) -> Option<(Vec<String>, Option<usize>)> {
+/// with `-o DT`: `#Date Time gpu …`): its lower-cased column names.
+pub(crate) fn gpu_header(line: &str) -> Option<Vec<String>> {
     let rest = line.trim().strip_prefix('#')?;
     let cols: Vec<String> = rest
         .split_whitespace()
         .map(|s| s.to_ascii_lowercase())
         .collect();
-    cols.iter().any(|c| c == "gpu").then(|| {
-        let fb = cols.iter().position(|c| c == "fb");
-        (cols, fb)
-    })
+    cols.iter().any(|c| c == "gpu").then_some(cols)
+}
+
+/// The columns of a `dmon`/`pmon` log, read from its header.
+#[derive(Default)]
+struct Columns {
+    names: Vec<String>,
+    /// Where `fb` (MB of frame buffer used) is, when the memory group was logged.
+    fb: Option<usize>,
+}
+
+impl Columns {
+    /// Reads a header (`#` lines; the units line is skipped) and returns the
+    /// whitespace-separated fields of a data row, or `None` when there is no
+    /// row to read.
+    fn row<'a>(&mut self, line: &'a str) -> Option<Vec<&'a str>> {
+        if line.trim_start().starts_with('#') {
+            if let Some(names) = gpu_header(line) {
+                self.fb = names.iter().position(|c| c == "fb");
+                self.names = names;
+            }
+            return None;
+        }
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        (!toks.is_empty() && !self.names.is_empty()).then_some(toks)
+    }
 }
 
 /// `nvidia-smi dmon`: memory figures are the `fb` column (MB, i.e. MiB, used
@@ -22,44 +44,32 @@ fn gpu_header(line: &str) -> Option<(Vec<String>, Option<usize>)> {
 /// only `mem` (memory-controller utilisation %), which is not memory held.
 #[derive(Default)]
 pub struct DmonParser {
-    cols: Vec<String>,
-    fb: Option<usize>,
+    cols: Columns,
     rows: u64,
-    /// Rows since the last `# gpu` header (one block per sampling interval).
-    block: u64,
     seen_gpus: Vec<u32>,
     tick: u64,
 }
 
 impl LineParser for DmonParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if line.trim_start().starts_with('#') {
-            // The header names the columns; the units line below it is skipped.
-            if let Some((cols, fb)) = gpu_header(line) {
-                self.cols = cols;
-                self.fb = fb;
-            }
+        let Some(toks) = self.cols.row(line) else {
             return Ok(());
-        }
-        let toks: Vec<&str> = line.split_whitespace().collect();
-        if toks.is_empty() || self.cols.is_empty() {
-            return Ok(());
-        }
-        let gpu_col = self.cols.iter().position(|c| c == "gpu").unwrap_or(0);
-        let off = toks.len().saturating_sub(self.cols.len());
+        };
+        let gpu_col = self.cols.names.iter().position(|c| c == "gpu").unwrap_or(0);
+        let off = toks.len().saturating_sub(self.cols.names.len());
         let Some(gpu) = toks.get(off + gpu_col).and_then(|t| t.parse::<u32>().ok()) else {
             return Err(TraceError::at(
                 no,
                 format!(
                     "expected a dmon row of {} columns ({})",
-                    self.cols.len(),
-                    self.cols.join(" ")
+                    self.cols.names.len(),
+                    self.cols.names.join(" ")
                 ),
             ));
         };
         let date_time = match (
-            self.cols.iter().position(|c| c == "date"),
-            self.cols.iter().position(|c| c == "time"),
+            self.cols.names.iter().position(|c| c == "date"),
+            self.cols.names.iter().position(|c| c == "time"),
         ) {
             (Some(d), Some(t)) => toks.get(off + d).zip(toks.get(off + t)).and_then(|(d, t)| {
                 let d = if d.len() == 8 && d.bytes().all(|c| c.is_ascii_digit()) {
@@ -78,9 +88,8 @@ impl LineParser for DmonParser {
         }
         self.seen_gpus.push(gpu);
         self.rows += 1;
-        self.block += 1;
         b.describe(gpu, None, None, None);
-        if let Some(fb) = self.fb.and_then(|i| toks.get(off + i)) {
+        if let Some(fb) = self.cols.fb.and_then(|i| toks.get(off + i)) {
             if let Ok(v) = fb.parse::<f64>() {
                 b.sample(gpu, None, Some(date_time.unwrap_or(self.tick as f64)), v);
             }
@@ -89,7 +98,7 @@ impl LineParser for DmonParser {
     }
 
     fn finish(&mut self, _b: &mut Builder) -> Result<(), TraceError> {
-        if self.fb.is_none() {
+        if self.cols.fb.is_none() {
             return Err(TraceError::whole(format!(
                 "nvidia-smi dmon without the `fb` column ({} rows read): `mem` is memory-controller \
                  utilisation in %, not memory held — run `nvidia-smi dmon -s um` to log used memory",
@@ -104,28 +113,18 @@ impl LineParser for DmonParser {
 /// else only utilisation.
 #[derive(Default)]
 pub struct PmonParser {
-    cols: Vec<String>,
-    fb: Option<usize>,
+    cols: Columns,
 }
 
 impl LineParser for PmonParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if line.trim_start().starts_with('#') {
-            // The header names the columns; the units line below it is skipped.
-            if let Some((cols, fb)) = gpu_header(line) {
-                self.cols = cols;
-                self.fb = fb;
-            }
+        let Some(toks) = self.cols.row(line) else {
             return Ok(());
-        }
-        let toks: Vec<&str> = line.split_whitespace().collect();
-        if toks.is_empty() || self.cols.is_empty() {
-            return Ok(());
-        }
+        };
         let (Some(gpu), Some(pid)) = (toks[0].parse::<u32>().ok(), toks.get(1)) else {
             return Err(TraceError::at(
                 no,
-                format!("expected a pmon row ({})", self.cols.join(" ")),
+                format!("expected a pmon row ({})", self.cols.names.join(" ")),
             ));
         };
         if *pid == "-" {
@@ -134,6 +133,7 @@ impl LineParser for PmonParser {
         }
         let name_at = self
             .cols
+            .names
             .iter()
             .position(|c| c == "command")
             .unwrap_or(toks.len() - 1);
@@ -144,6 +144,7 @@ impl LineParser for PmonParser {
             name: toks.get(name_at).map(|s| s.to_string()).unwrap_or_default(),
             kind: toks.get(2).map(|s| s.to_string()),
             used_mib: self
+                .cols
                 .fb
                 .and_then(|i| toks.get(i))
                 .and_then(|v| v.parse().ok()),
@@ -152,7 +153,7 @@ impl LineParser for PmonParser {
     }
 
     fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
-        if self.fb.is_none() {
+        if self.cols.fb.is_none() {
             return Err(TraceError::whole(format!(
                 "nvidia-smi pmon without the `fb` column ({} processes listed): it shows SM and \
                  memory-controller utilisation only — run `nvidia-smi pmon -s um` to log memory per process",
