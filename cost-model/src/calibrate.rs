@@ -289,7 +289,20 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         experts: r.u32("n_experts")?.unwrap_or(0),
         experts_per_token: r.u32("experts_per_token")?.unwrap_or(0),
         shared_experts: 0,
+        fused_projections: false,
+        gelu_new: false,
     };
+    // What the schema's columns cannot say about the implementation (fused
+    // projections, Python GELU) comes from the preset the hub id names, when its
+    // dimensions agree with the row's.
+    let mut model = model;
+    if let Some(p) = crate::presets::by_hub_id(r.get("model")) {
+        let s = p.spec();
+        if s.layers == model.layers && s.hidden == model.hidden {
+            model.fused_projections = s.fused_projections;
+            model.gelu_new = s.gelu_new;
+        }
+    }
     let gpu = gpu_for(r.get("gpu"), r.f64("gpu_mem_gib")?);
 
     let mut plan = Plan {

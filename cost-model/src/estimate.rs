@@ -25,10 +25,13 @@ pub const MODEL_VERSION: u32 = 1;
 
 /// CUDA context plus lazily loaded kernels (cuBLAS, cuDNN, NCCL, PyTorch's
 /// own), MiB, outside the caching allocator. DESIGN.md §3 ("hundreds of MiB,
-/// grows with the CUDA version"); nvidia-smi shows 400–600 MiB for an idle
-/// `torch.cuda.init()` process on CUDA 12 (fixture smi_table_28: a bare conda
-/// python holding 510 MiB).
-pub const CUDA_CONTEXT_MIB: u64 = 512;
+/// grows with the CUDA version"); an idle `torch.cuda.init()` process holds
+/// 400–600 MiB on CUDA 12 (fixture smi_table_28: a bare conda python at 510
+/// MiB), but a training process has loaded its kernels too: on the H200
+/// (torch 2.11, CUDA 13, calibration/h200-2026-11-30) nvidia-smi's used minus
+/// `max_memory_reserved` was 767 MiB in every one of 36 runs (621 MiB of it
+/// right after context creation).
+pub const CUDA_CONTEXT_MIB: u64 = 768;
 
 /// NCCL buffers per communicator, MiB, outside the allocator: ≈0.5–0.7 GB per
 /// communicator on NVLink machines (NVIDIA/nccl#964, DESIGN.md §3).
@@ -314,11 +317,12 @@ pub struct Estimate {
 
 /// Relative width of the uncertainty band below / above the prediction, from
 /// the calibration residuals (docs/ACCURACY.md): with signed errors
-/// e = (predicted − measured) / measured, the truth is predicted / (1 + e);
-/// the 90th percentile of e (+6.0 %) gives the low edge (× 0.943) and the
-/// 10th (−19.3 %) the high edge (× 1.240). Re-derive when the model changes.
-pub const BAND_BELOW: f64 = 0.057;
-pub const BAND_ABOVE: f64 = 0.240;
+/// e = (predicted − measured) / measured, the truth is predicted / (1 + e).
+/// Over the 80 public and 108 H200 rows (2026-11-30) the 90th percentile of e
+/// (+4.7 %) gives the low edge (× 0.955) and the 10th (−14.5 %) the high edge
+/// (× 1.170). Re-derive when the model changes.
+pub const BAND_BELOW: f64 = 0.045;
+pub const BAND_ABOVE: f64 = 0.170;
 
 // ---------------------------------------------------------------------------
 // The model
@@ -747,9 +751,26 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Optimizer-step temporaries: foreach AdamW makes about one state-sized
-    /// fp32 temporary (`_foreach_sqrt(exp_avg_sq)` in torch/optim/adamw.py);
-    /// fused kernels make none; the for-loop one tensor at a time.
+    /// Bytes of one optimizer-state element: fp32 beside fp32 weights or a
+    /// master copy, else the parameter's 16-bit dtype (`torch.zeros_like(p)` in
+    /// torch/optim/adamw.py `_init_group`).
+    fn state_bytes(&self) -> f64 {
+        let w = self.trainable_weight_bytes();
+        if w >= FP32 || self.master_in_optimizer() {
+            FP32
+        } else {
+            HALF
+        }
+    }
+
+    /// Optimizer-step temporaries. Foreach Adam/AdamW makes one state-sized
+    /// temporary in the states' dtype (`exp_avg_sq_sqrt = torch._foreach_sqrt(...)`
+    /// in torch/optim/adam.py `_multi_tensor_adam`; measured on the H200:
+    /// Llama-3.1-8B pure bf16 stepped at weights + grads + states + 2 bytes/param,
+    /// and the amp run went out of memory inside that very `_foreach_sqrt`).
+    /// Foreach SGD with momentum updates in place (`_multi_tensor_sgd`); fused
+    /// kernels make none; per-tensor optimizers (the for-loop path, HF's
+    /// Adafactor, Lion) one tensor at a time.
     fn optimizer_temporaries(&self, s: u32) -> f64 {
         if self.plan.parallel.offload.optimizer_offloaded()
             || self.plan.training.optimizer_in_backward
@@ -766,13 +787,17 @@ impl<'a> Ctx<'a> {
             } else {
                 1.0
             };
+        let largest = (self.m.vocab as f64 * self.m.hidden as f64 / self.t).min(n);
+        let per_tensor = matches!(
+            self.plan.training.optimizer,
+            Optimizer::Adafactor | Optimizer::Lion
+        );
         let kernel = match self.plan.training.optimizer_impl {
-            OptimizerImpl::Foreach => n * FP32,
             OptimizerImpl::Fused => 0.0,
-            OptimizerImpl::ForLoop => {
-                let largest = self.m.vocab as f64 * self.m.hidden as f64 / self.t;
-                largest.min(n) * FP32
-            }
+            _ if self.plan.training.optimizer == Optimizer::SgdMomentum => 0.0,
+            OptimizerImpl::ForLoop => largest * FP32,
+            _ if per_tensor => largest * FP32,
+            OptimizerImpl::Foreach => n * self.state_bytes(),
         };
         // DeepSpeed's ZeRO optimizers step on an fp32 copy of the 16-bit
         // gradient partition (stage_1_and_2.py `single_partition_of_fp32_groups[i].grad`;
@@ -796,9 +821,11 @@ impl<'a> Ctx<'a> {
         if !prec.is_autocast() || self.shards_params() {
             return 0.0;
         }
+        // The LM head's matmul casts its weight whether or not it is tied to
+        // the embedding (measured: +501 MiB for Llama-3.2-1B's tied head, H200).
         let matrices = self.stage_layers(s) * self.layer_matrix_params()
             + if self.is_last(s) {
-                self.m.head_params() as f64 / self.t
+                self.m.vocab as f64 * self.m.hidden as f64 / self.t
             } else {
                 0.0
             };
@@ -830,6 +857,78 @@ impl<'a> Ctx<'a> {
     }
 
     // ----- activations --------------------------------------------------------
+
+    /// The attention kernel that actually runs. SDPA has no fused kernel for
+    /// fp32 grouped-query attention — flash needs 16-bit inputs and the
+    /// memory-efficient kernel takes no `enable_gqa` (PyTorch `sdp_utils.cpp`,
+    /// `check_tensor_dtype`, `check_grouped_query_attention`) — and transformers
+    /// passes `enable_gqa=True` when there is no padding mask
+    /// (`integrations/sdpa_attention.py` `use_gqa_in_sdpa`), so PyTorch takes the
+    /// math path, which materialises the scores and expands k/v. Measured on the
+    /// H200 (calibration/h200-2026-11-30): Qwen2.5-0.5B in fp32 peaked at the
+    /// same byte with SDPA as with eager attention.
+    fn attention(&self) -> Attention {
+        let t = &self.plan.training;
+        if t.attention == Attention::Flash
+            && t.fp32_upcasts
+            && self.e >= FP32
+            && self.m.kv_heads < self.m.heads
+        {
+            Attention::Eager
+        } else {
+            t.attention
+        }
+    }
+
+    /// Under autocast over an fp32 residual stream every matmul casts its own
+    /// input to 16 bits and saves the cast: autocast caches casts of leaf
+    /// weights only (`autocast_mode.cpp` `cached_cast`, `arg.is_leaf()`), so q,
+    /// k and v (gate and up) each keep a copy of the one norm output, which no
+    /// one saves in fp32. Measured on the H200: Llama-3.2-1B amp-bf16 kept
+    /// 6·hidden bytes per token per block more than pure bf16 for this
+    /// (plus 4·hidden for the fp32 normalised tensors, [`Self::norm_affine_bytes`]).
+    fn casts_inputs_per_matmul(&self) -> bool {
+        self.plan.training.precision.is_autocast() && self.residual_bytes() >= FP32
+    }
+
+    /// A Python RMSNorm whose weight trains also keeps its normalised input for
+    /// the weight's gradient: transformers' `LlamaRMSNorm` ends with
+    /// `self.weight * hidden_states.to(input_dtype)` (the residual stream's
+    /// dtype). A frozen weight (LoRA) needs no such tensor; fused norms
+    /// (Megatron, Apex) keep only their input and statistics. Measured on the
+    /// H200: 4·hidden bytes per token per Llama block in pure bf16 beyond the
+    /// norm inputs and outputs.
+    fn norm_affine_bytes(&self) -> f64 {
+        let fused = matches!(
+            self.plan.framework,
+            Framework::Megatron | Framework::Deepspeed
+        );
+        if self.m.norm != Norm::RmsNorm
+            || fused
+            || !self.plan.training.fp32_upcasts
+            || !matches!(self.plan.training.finetune, Finetune::Full)
+        {
+            return 0.0;
+        }
+        self.residual_bytes()
+    }
+
+    /// Extra bytes per MLP-inner element that transformers' `NewGELUActivation`
+    /// (`0.5 * x * (1 + tanh(√(2/π) · (x + 0.044715 · x³)))`) keeps beyond a
+    /// fused GELU: the tanh output, `0.5·x` and `1 + tanh`. `pow` is on
+    /// autocast's fp32 list, so under autocast (and in fp32) the tanh branch is
+    /// fp32 and `0.5·x` stays 16-bit. Measured on the H200: HF GPT-2 in fp32
+    /// kept 115 bytes per token per hidden unit per block, 12·4·ffn/hidden more
+    /// than with a fused GELU.
+    fn gelu_new_extra_bytes(&self) -> f64 {
+        let prec = self.plan.training.precision;
+        let up = if prec.is_autocast() || prec == Precision::Fp32 {
+            FP32
+        } else {
+            self.e
+        };
+        2.0 * up + self.e
+    }
 
     /// Bytes a norm layer keeps for backward: its input upcast to fp32 (HF/LitGPT
     /// RMSNorm call `.float()`; autocast runs layer_norm in fp32), 16-bit in
@@ -879,20 +978,28 @@ impl<'a> Ctx<'a> {
             Finetune::Adapter { .. } => LoraTargets::default(),
         };
         let dropout = self.plan.training.dropout;
-        let norm = self.norm_saved_bytes();
+        let norm = self.norm_saved_bytes() + self.norm_affine_bytes();
+        // How many copies of a norm's output the projections reading it keep:
+        // one shared tensor, or one 16-bit cast each under autocast.
+        let inputs_kept = |targets: &[bool]| -> f64 {
+            let n = targets.iter().filter(|&&t| self.keeps_input(t)).count() as f64;
+            if self.casts_inputs_per_matmul() && !m.fused_projections {
+                n
+            } else {
+                n.min(1.0)
+            }
+        };
 
         // Attention block.
         let mut attn = norm * sb * h / rep; // norm input
-        if self.keeps_input(tg.q) || self.keeps_input(tg.k) || self.keeps_input(tg.v) {
-            attn += e * sb * h / rep; // norm output = q/k/v input
-        }
-        // q, k, v (rotated) for the attention backward; grouped k/v are expanded
-        // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
-        let expand =
-            self.plan.training.attention == Attention::Eager || self.defaults().expands_gqa_kv;
+        attn += inputs_kept(&[tg.q, tg.k, tg.v]) * e * sb * h / rep; // q/k/v input
+                                                                     // q, k, v (rotated) for the attention backward; grouped k/v are expanded
+                                                                     // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
+        let attention = self.attention();
+        let expand = attention == Attention::Eager || self.defaults().expands_gqa_kv;
         let kv = if expand { hq } else { hkv };
         attn += e * sb * (hq + 2.0 * kv) / t;
-        match self.plan.training.attention {
+        match attention {
             Attention::Flash => {
                 attn += e * sb * hq / t; // output, kept by the kernel and o_proj
                 attn += FP32 * b * a * s / t; // per-row log-sum-exp
@@ -920,10 +1027,9 @@ impl<'a> Ctx<'a> {
         };
         let mut mlp = norm * sb * h / rep; // norm input
         let gated = m.mlp == Mlp::Gated;
-        if self.keeps_input(tg.up) || (gated && self.keeps_input(tg.gate)) {
-            mlp += e * sb * h / rep * if m.is_moe() { k } else { 1.0 };
-        }
-        let per_token = if gated {
+        let mlp_inputs = inputs_kept(&[tg.up, gated && tg.gate]);
+        mlp += mlp_inputs * e * sb * h / rep * if m.is_moe() { k } else { 1.0 };
+        let mut per_token = if gated {
             // gate out (SiLU input), SiLU out and up out (the product's inputs)
             3.0 * e * f / t
                 + if self.keeps_input(tg.down) {
@@ -940,6 +1046,9 @@ impl<'a> Ctx<'a> {
                     0.0
                 }
         };
+        if m.gelu_new && self.plan.training.fp32_upcasts {
+            per_token += self.gelu_new_extra_bytes() * f / t;
+        }
         mlp += k * sb * per_token;
         if m.is_moe() {
             mlp += FP32 * sb * m.experts as f64; // router logits / softmax
@@ -954,8 +1063,12 @@ impl<'a> Ctx<'a> {
         if let Some((rank, tg, _, lora_dropout)) = self.lora() {
             let r = rank as f64;
             // PEFT casts the adapter's input to the adapter dtype (fp32 adapters:
-            // `_cast_input_dtype`), so its dropout copy and A-output are fp32 there.
-            let e = if self.trainable_weight_bytes() >= FP32 {
+            // `_cast_input_dtype`), so its dropout copy and A-output are fp32 there —
+            // unless autocast runs, whose `lora_A` matmul saves a 16-bit cast of the
+            // dropout output instead (measured on the H200: Llama-3.2-3B amp-bf16
+            // LoRA kept 2 bytes per adapter input element, not 4).
+            let autocast = self.plan.training.precision.is_autocast();
+            let e = if self.trainable_weight_bytes() >= FP32 && !autocast {
                 FP32
             } else {
                 e
@@ -1081,7 +1194,7 @@ impl<'a> Ctx<'a> {
         let layers = self.stage_layers(s);
         let full = self.layer_activations();
         let flight = self.in_flight(s);
-        let scores = if self.plan.training.attention == Attention::Eager {
+        let scores = if self.attention() == Attention::Eager {
             let m = self.m;
             let dropout = if self.plan.training.dropout {
                 MASK + self.e
@@ -1132,7 +1245,14 @@ impl<'a> Ctx<'a> {
         // Final norm input (fp32 copy) and output (head input).
         let final_norm = (self.norm_saved_bytes() + self.e) * tokens * h / self.rep;
         let per_logit = match self.plan.training.loss {
-            Loss::Standard => LOSS_STANDARD_TENSORS * self.upcast_bytes(),
+            Loss::Standard => {
+                LOSS_STANDARD_TENSORS * self.upcast_bytes()
+                    + if self.loop_holds_logits() {
+                        self.e
+                    } else {
+                        0.0
+                    }
+            }
             Loss::ChunkedKeep => LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT,
             Loss::ChunkedFree => LOSS_CHUNKED_FREE_BYTES_PER_LOGIT,
             Loss::Fused => 0.0,
@@ -1144,6 +1264,23 @@ impl<'a> Ctx<'a> {
             0.0
         };
         final_norm + per_logit * tokens * v + fused_chunk
+    }
+
+    /// A transformers model returns its loss and logits in one `ModelOutput`,
+    /// and the loops written around it keep that output alive through backward
+    /// (`outputs = model(**batch); loss = outputs.loss;
+    /// accelerator.backward(loss)` in Accelerate's and PEFT's examples), so the
+    /// 16-bit logits stay beside the loss's fp32 tensors. The Trainer's
+    /// `compute_loss` returns only the loss, and hand-written models usually
+    /// compute the loss in a function that returns only it. Measured on the
+    /// H200: 14 bytes per logit at the start of backward for Llama-3.2-1B in
+    /// bf16 (2 + 3 × 4).
+    fn loop_holds_logits(&self) -> bool {
+        self.plan.training.fp32_upcasts
+            && matches!(
+                self.plan.framework,
+                Framework::PlainPytorch | Framework::HfAccelerate
+            )
     }
 
     /// The gradient of the logits at the start of backward, for the chunked
@@ -1368,8 +1505,11 @@ impl<'a> Ctx<'a> {
             },
         );
         // Backward: its start (all activations, the loss backward, the 16-bit
-        // weight copies autograd saved, one block's working set) or its end (all
-        // gradients, the last block's working set).
+        // weight copies autograd saved), the last block's backward (the loss's
+        // tensors are freed by then; one block's working set instead) or its end
+        // (all gradients, the last block's working set). Measured on the H200:
+        // the peak of step one sat exactly at the loss backward's two fp32
+        // gradients, with no block's working set on top.
         let bwd_start = mk(
             Phase::Backward,
             Parts {
@@ -1378,6 +1518,18 @@ impl<'a> Ctx<'a> {
                 o,
                 act: acts,
                 lg: logits + self.logits_grad(s),
+                comm: comm_b,
+                tmp: casts,
+            },
+        );
+        let bwd_block = mk(
+            Phase::Backward,
+            Parts {
+                w,
+                g: g_fwd,
+                o,
+                act: acts,
+                lg: z,
                 comm: comm_b,
                 tmp: working + casts,
             },
@@ -1394,11 +1546,10 @@ impl<'a> Ctx<'a> {
                 tmp: working,
             },
         );
-        let backward = if bwd_start.counters.allocated >= bwd_end.counters.allocated {
-            bwd_start
-        } else {
-            bwd_end
-        };
+        let backward = [bwd_start, bwd_block, bwd_end]
+            .into_iter()
+            .max_by_key(|p| p.counters.allocated)
+            .unwrap_or(bwd_end);
         let step = mk(
             Phase::Step,
             Parts {

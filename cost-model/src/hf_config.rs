@@ -154,6 +154,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         experts: 0,
         experts_per_token: 0,
         shared_experts: 0,
+        fused_projections: false,
+        gelu_new: false,
     };
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
@@ -170,6 +172,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             if model_type == "gemma2" {
                 m.norms_per_layer = 4;
             }
+            // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
+            m.fused_projections = model_type == "phi3";
             if let Some(e) = c
                 .opt_u32("num_local_experts")?
                 .or(c.opt_u32("num_experts")?)
@@ -187,6 +191,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             gpt_block(&mut m);
             m.norms_per_layer = 1;
             m.tied_embeddings = c.bool("tie_word_embeddings", false);
+            m.gelu_new = c.str("hidden_act").unwrap_or("gelu_new") == "gelu_new";
         }
         "gpt2" => {
             m.hidden = c.u32("n_embd")?;
@@ -200,10 +205,13 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.positions = Positions::Learned;
             m.max_positions = c.any_u32(&["n_positions", "n_ctx"])?;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
+            m.fused_projections = true; // `c_attn`
+            m.gelu_new = c.str("activation_function").unwrap_or("gelu_new") == "gelu_new";
         }
         "gpt_neox" => {
             standard_dims(&c, &mut m, &["intermediate_size"])?;
             gpt_block(&mut m);
+            m.fused_projections = true; // `query_key_value`
             m.tied_embeddings = c.bool("tie_word_embeddings", false);
         }
         "falcon" | "RefinedWeb" | "RefinedWebModel" => {
@@ -227,6 +235,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 1
             };
             m.linear_bias = c.bool("bias", false);
+            m.fused_projections = true; // `query_key_value`
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
         }
         "bert" | "roberta" => {
@@ -255,6 +264,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             } else {
                 Mlp::Plain
             };
+            // T5 v1.1 / mT5 "gated-gelu" runs `gelu_new` (T5Config.dense_act_fn).
+            m.gelu_new = c.str("feed_forward_proj") == Some("gated-gelu");
             m.positions = Positions::Relative;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
         }

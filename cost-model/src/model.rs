@@ -95,6 +95,16 @@ pub struct ModelSpec {
     /// Always-active shared experts (DeepSeek/Qwen-MoE style).
     #[serde(default)]
     pub shared_experts: u32,
+    /// q/k/v (and gate/up) come out of one matmul each (GPT-2 `c_attn`, Phi-3
+    /// `qkv_proj`/`gate_up_proj`, Falcon, BLOOM, GPT-NeoX): under autocast one
+    /// 16-bit cast of the block input is saved instead of one per projection.
+    #[serde(default)]
+    pub fused_projections: bool,
+    /// The MLP activation is the tanh GELU that transformers computes with
+    /// Python element-wise ops (`hidden_act: "gelu_new"`, `NewGELUActivation`:
+    /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1); each op saves its own tensor.
+    #[serde(default)]
+    pub gelu_new: bool,
 }
 
 fn two() -> u32 {

@@ -35,6 +35,8 @@ struct Dims {
     qkv_bias: bool,
     experts: u32,
     experts_per_token: u32,
+    fused_projections: bool,
+    gelu_new: bool,
 }
 
 /// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
@@ -69,6 +71,8 @@ const fn llama(
         qkv_bias: false,
         experts: 0,
         experts_per_token: 0,
+        fused_projections: false,
+        gelu_new: false,
     }
 }
 
@@ -94,6 +98,8 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         qkv_bias: false,
         experts: 0,
         experts_per_token: 0,
+        fused_projections: false,
+        gelu_new: false,
     }
 }
 
@@ -119,6 +125,8 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         qkv_bias: false,
         experts: 0,
         experts_per_token: 0,
+        fused_projections: false,
+        gelu_new: false,
     }
 }
 
@@ -134,6 +142,19 @@ const fn moe(mut d: Dims, experts: u32, k: u32) -> Dims {
     d
 }
 
+/// q/k/v (and gate/up) from one matmul each.
+const fn fused(mut d: Dims) -> Dims {
+    d.fused_projections = true;
+    d
+}
+
+/// OpenAI GPT-2 as transformers implements it: fused `c_attn`, `gelu_new`.
+const fn gpt2(layers: u32, hidden: u32, heads: u32) -> Dims {
+    let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, 50257, 1024));
+    d.gelu_new = true;
+    d
+}
+
 const fn sandwich(mut d: Dims) -> Dims {
     d.norms_per_layer = 4;
     d
@@ -145,11 +166,12 @@ const fn phi(layers: u32, hidden: u32, heads: u32) -> Dims {
     d.positions = Positions::Rotary;
     d.norms_per_layer = 1;
     d.tied = false;
+    d.gelu_new = true;
     d
 }
 
 const fn falcon7b() -> Dims {
-    let mut d = gpt(Arch::Decoder, 32, 4544, 71, 65024, 0);
+    let mut d = fused(gpt(Arch::Decoder, 32, 4544, 71, 65024, 0));
     d.kv_heads = 1;
     d.head_dim = 64;
     d.positions = Positions::Rotary;
@@ -300,7 +322,7 @@ const PRESETS: &[Preset] = &[
         "phi-3-mini",
         "Phi-3-mini (3.8B)",
         3_821_079_552,
-        llama(32, 3072, 32, 32, 96, 8192, 32064, false)
+        fused(llama(32, 3072, 32, 32, 96, 8192, 32064, false))
     ),
     p!("phi-2", "Phi-2", 2_779_683_840, phi(32, 2560, 32)),
     p!("phi-1.5", "Phi-1.5", 1_418_270_720, phi(24, 2048, 32)),
@@ -317,29 +339,24 @@ const PRESETS: &[Preset] = &[
         34_388_917_248,
         llama(60, 7168, 56, 8, 128, 20480, 64000, false)
     ),
-    p!(
-        "gpt2",
-        "GPT-2 (124M)",
-        124_439_808,
-        gpt(Arch::Decoder, 12, 768, 12, 50257, 1024)
-    ),
+    p!("gpt2", "GPT-2 (124M)", 124_439_808, gpt2(12, 768, 12)),
     p!(
         "gpt2-medium",
         "GPT-2 Medium (355M)",
         354_823_168,
-        gpt(Arch::Decoder, 24, 1024, 16, 50257, 1024)
+        gpt2(24, 1024, 16)
     ),
     p!(
         "gpt2-large",
         "GPT-2 Large (774M)",
         774_030_080,
-        gpt(Arch::Decoder, 36, 1280, 20, 50257, 1024)
+        gpt2(36, 1280, 20)
     ),
     p!(
         "gpt2-xl",
         "GPT-2 XL (1.5B)",
         1_557_611_200,
-        gpt(Arch::Decoder, 48, 1600, 25, 50257, 1024)
+        gpt2(48, 1600, 25)
     ),
     p!(
         "bert-base",
@@ -368,6 +385,25 @@ pub fn presets() -> &'static [Preset] {
 /// Looks a preset up by id.
 pub fn preset(id: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.id == id)
+}
+
+/// The preset a Hugging Face hub id names (`org/name`, any case, `_` for `.`,
+/// a suffix such as `-hf` or `-4k-instruct` allowed): the longest preset id
+/// the name starts with.
+pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
+    let name = hub_id
+        .rsplit('/')
+        .next()
+        .unwrap_or(hub_id)
+        .to_ascii_lowercase()
+        .replace('_', ".");
+    PRESETS
+        .iter()
+        .filter(|p| {
+            name.strip_prefix(p.id)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+        })
+        .max_by_key(|p| p.id.len())
 }
 
 impl Preset {
@@ -399,6 +435,8 @@ impl Preset {
             experts: d.experts,
             experts_per_token: d.experts_per_token,
             shared_experts: 0,
+            fused_projections: d.fused_projections,
+            gelu_new: d.gelu_new,
         }
     }
 }

@@ -224,6 +224,8 @@ const MODEL_KEYS: &[&str] = &[
     "mlp",
     "norm",
     "tied",
+    "fproj",
+    "gelu_new",
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -260,6 +262,12 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             v.push(("mlp", enum_id(&m.mlp)));
             v.push(("norm", enum_id(&m.norm)));
             v.push(("tied", (m.tied_embeddings as u8).to_string()));
+            if all || m.fused_projections {
+                v.push(("fproj", (m.fused_projections as u8).to_string()));
+            }
+            if all || m.gelu_new {
+                v.push(("gelu_new", (m.gelu_new as u8).to_string()));
+            }
         }
     }
     let (t, dt) = (&plan.training, &d.training);
@@ -471,6 +479,12 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         if let Some(s) = get("tied") {
             m.tied_embeddings = boolean("tied", s)?;
         }
+        if let Some(s) = get("fproj") {
+            m.fused_projections = boolean("fproj", s)?;
+        }
+        if let Some(s) = get("gelu_new") {
+            m.gelu_new = boolean("gelu_new", s)?;
+        }
     }
     if let Some(id) = get("gpu") {
         plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
@@ -675,10 +689,13 @@ mod tests {
         p.model.name = "custom".into();
         p.model.layers = 7;
         p.model.hidden = 1000;
+        p.model.fused_projections = true;
+        p.model.gelu_new = true;
         let q = encode(&p);
         let back = decode_str(&q).unwrap();
         assert_eq!(back.model.layers, 7);
         assert_eq!(back.model.hidden, 1000);
+        assert!(back.model.fused_projections && back.model.gelu_new);
         assert_eq!(back.model.params(), p.model.params());
     }
 

@@ -1,6 +1,7 @@
-//! The public calibration cases (../shared/calibration/cases.csv): every row is
-//! predicted, and the accuracy may not slip below the recorded level (a ratchet;
-//! docs/ACCURACY.md holds the full report and the targets).
+//! The public calibration cases (../shared/calibration/cases.csv) and the
+//! project's own H200 measurements (calibration/h200-2026-11-30.csv): every row
+//! is predicted, and the accuracy may not slip below the recorded level (a
+//! ratchet; docs/ACCURACY.md holds the full report and the targets).
 
 use cost_model::calibrate::calibrate;
 
@@ -27,14 +28,41 @@ fn public_cases_hold_the_recorded_accuracy() {
     assert!(s.skipped <= 7, "skipped {}", s.skipped);
     let median = s.median_abs_error_pct.unwrap();
     let p90 = s.p90_abs_error_pct.unwrap();
+    // 2026-11-30: 8.94 % / 24.65 %. The backward peak became the larger of the
+    // loss backward and a block's working set instead of their sum, as the
+    // H200 per-phase readings showed; public rows that leaned on the sum are
+    // under-predicted by terms not modelled yet (docs/ACCURACY.md).
     assert!(median <= 9.0, "median |error| {median} %");
-    assert!(p90 <= 22.0, "p90 |error| {p90} %");
+    assert!(p90 <= 25.0, "p90 |error| {p90} %");
     assert!(
         s.oom_detected >= 9,
         "OOM detected {}/{}",
         s.oom_detected,
         s.oom_total
     );
+}
+
+/// Real training steps measured on an H200 with the exact configuration
+/// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 36
+/// runs and two out-of-memory runs.
+#[test]
+fn h200_measurements_hold_the_recorded_accuracy() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../calibration/h200-2026-11-30.csv"
+    );
+    let r = calibrate(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let s = &r.summary;
+    assert_eq!(s.n, 110);
+    assert_eq!(s.skipped, 0);
+    assert_eq!((s.oom_detected, s.oom_total), (2, 2));
+    let median = s.median_abs_error_pct.unwrap();
+    let p90 = s.p90_abs_error_pct.unwrap();
+    let worst = s.worst_under_prediction_pct.unwrap();
+    // 2026-11-30: 2.06 % / 7.37 % / −15.6 % (Gemma-2's soft-capping is not modelled).
+    assert!(median <= 2.5, "median |error| {median} %");
+    assert!(p90 <= 8.0, "p90 |error| {p90} %");
+    assert!(worst >= -16.0, "worst under-prediction {worst} %");
 }
 
 #[test]

@@ -777,3 +777,54 @@ fn an_oom_at_the_end_of_a_long_training_log_is_found() {
     let e = trace::parse(&"nothing here\n".repeat(1000), &ParseOptions::default()).unwrap_err();
     assert!(e.message.contains("known formats"), "{e}");
 }
+
+/// The outputs captured during this project's own H200 runs
+/// (calibration/h200-2026-11-30, written by calibration/measure.py).
+#[test]
+fn own_h200_captures_parse_to_their_figures() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibration/h200-2026-11-30");
+    let get = |name: &str| {
+        let text = std::fs::read_to_string(dir.join(name)).expect(name);
+        trace::parse(&text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    // nvidia-smi's table during Llama-3.1-8B bf16 + checkpointing.
+    let t = get("nvidia-smi.txt");
+    assert_eq!(t.gpus.len(), 1);
+    assert!(close(t.gpus[0].peak_used_mib, 79059.0));
+    assert!(close(t.gpus[0].total_mib, 143771.0));
+    assert_eq!(t.processes.len(), 1);
+    assert!(close(t.processes[0].used_mib, 79050.0));
+    // The 200 ms CSV log of the first set: its peak is the OOM run's 143,145 MiB
+    // (the largest memory.used value in the file).
+    let t = get("smi-set1.csv");
+    let text = std::fs::read_to_string(dir.join("smi-set1.csv")).unwrap();
+    let want = text
+        .lines()
+        .filter_map(|l| {
+            l.split(", ")
+                .nth(3)?
+                .strip_suffix(" MiB")?
+                .parse::<f64>()
+                .ok()
+        })
+        .fold(0.0, f64::max);
+    assert!(want > 100_000.0);
+    assert!(
+        close(t.gpus[0].peak_used_mib, want),
+        "{:?}",
+        t.gpus[0].peak_used_mib
+    );
+    assert!(t.gpus[0].samples > 200);
+    // memory_summary() after Llama-3.2-1B amp-bf16: peak allocated 46897 MiB, reserved 49546.
+    let a = get("memory_summary.txt").allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 46897.0));
+    assert!(close(a.peak_reserved_mib, 49546.0));
+    // The out-of-memory tracebacks (two runs): the first tried 224 MiB.
+    let t = get("oom.txt");
+    assert_eq!(t.oom.len(), 2, "{:?}", t.oom);
+    assert!(close(t.oom[0].tried_to_allocate_mib, 224.0));
+    assert!(close(t.oom[0].capacity_mib, 139.80 * 1024.0));
+    assert!(close(t.oom[0].free_mib, 113.12));
+    assert!(close(t.oom[0].allocated_by_pytorch_mib, 134.73 * 1024.0));
+    assert!(close(t.oom[1].tried_to_allocate_mib, 37.09 * 1024.0));
+}

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""Measure peak GPU memory of real training steps, for memplan's calibration data.
+
+Run on a machine with one NVIDIA GPU, PyTorch, transformers and peft:
+
+    OUT=/tmp/out python3 calibration/measure.py
+
+Every case builds a Hugging Face model from its config (random weights, built
+directly on the GPU), runs STEPS full training steps (forward with labels,
+backward, optimizer step, zero_grad(set_to_none=True)) in a plain PyTorch loop
+and records, for the whole case:
+
+- `max_allocated`  torch.cuda.max_memory_allocated()
+- `max_reserved`   torch.cuda.max_memory_reserved()
+- `device_used`    the peak of NVML's used memory (what nvidia-smi prints),
+                   sampled every ~2 ms from a thread
+- phase readings   allocated after load, after the optimizer's creation, after
+                   the first forward, after the first backward, after the first
+                   step.
+
+Cases run one after another in one process; between cases every tensor is
+dropped, the caching allocator and cuBLAS workspaces are emptied and the peak
+counters reset, so the CUDA context is shared (it is measured once, on its own).
+Results go to $OUT/results.jsonl, one JSON object per case, written as each
+case ends; `calibration/to_csv.py` turns them into rows of the calibration
+schema.
+"""
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+START = time.time()
+OUT = os.environ.get("OUT", "/tmp/out")
+LIMIT_S = float(os.environ.get("LIMIT_S", "420"))
+STEPS = int(os.environ.get("STEPS", "3"))
+os.makedirs(OUT, exist_ok=True)
+
+import pynvml  # noqa: E402
+
+if os.environ.get("DEVICE", "cuda") == "cuda":
+    pynvml.nvmlInit()
+    NV = pynvml.nvmlDeviceGetHandleByIndex(0)
+
+
+def nvml_used():
+    return pynvml.nvmlDeviceGetMemoryInfo(NV).used
+
+
+NVML_BEFORE_CUDA = nvml_used() if os.environ.get("DEVICE", "cuda") == "cuda" else 0
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoModelForCausalLM,
+    BertConfig,
+    BertForMaskedLM,
+    GPT2Config,
+    Gemma2Config,
+    LlamaConfig,
+    MistralConfig,
+    MixtralConfig,
+    Phi3Config,
+    Qwen2Config,
+)
+
+MIB = 1 << 20
+DEVICE = os.environ.get("DEVICE", "cuda")
+
+
+class Sampler(threading.Thread):
+    """Polls NVML used memory; `peak` is the maximum since the last reset."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak = 0
+        self.stop = False
+
+    def reset(self):
+        self.peak = nvml_used()
+
+    def run(self):
+        while not self.stop:
+            u = nvml_used()
+            if u > self.peak:
+                self.peak = u
+            time.sleep(0.002)
+
+
+def llama(layers, hidden, heads, kv, ffn, vocab, tied, head_dim=None):
+    return LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=ffn,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        head_dim=head_dim or hidden // heads,
+        tie_word_embeddings=tied,
+        max_position_embeddings=131072,
+        rope_theta=500000.0,
+        use_cache=False,
+    )
+
+
+MODELS = {
+    # meta-llama/Llama-3.2-1B
+    "llama-3.2-1b": lambda: llama(16, 2048, 32, 8, 8192, 128256, True, 64),
+    # meta-llama/Llama-3.2-3B
+    "llama-3.2-3b": lambda: llama(28, 3072, 24, 8, 8192, 128256, True, 128),
+    # meta-llama/Meta-Llama-3.1-8B
+    "llama-3.1-8b": lambda: llama(32, 4096, 32, 8, 14336, 128256, False, 128),
+    # Qwen/Qwen2.5-0.5B
+    "qwen2.5-0.5b": lambda: Qwen2Config(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        max_position_embeddings=32768,
+        rope_theta=1000000.0,
+        use_cache=False,
+    ),
+    # openai-community/gpt2 (124M)
+    "gpt2": lambda: GPT2Config(use_cache=False),
+    # google-bert/bert-base-uncased
+    "bert-base": lambda: BertConfig(),
+    # openai-community/gpt2-xl (1.56B)
+    "gpt2-xl": lambda: GPT2Config(n_embd=1600, n_layer=48, n_head=25, use_cache=False),
+    # google-bert/bert-large-uncased
+    "bert-large": lambda: BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
+    # google/gemma-2-2b
+    "gemma-2-2b": lambda: Gemma2Config(
+        vocab_size=256000,
+        hidden_size=2304,
+        intermediate_size=9216,
+        num_hidden_layers=26,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=256,
+        tie_word_embeddings=True,
+        use_cache=False,
+    ),
+    # microsoft/Phi-3-mini-4k-instruct
+    "phi-3-mini": lambda: Phi3Config(
+        vocab_size=32064,
+        hidden_size=3072,
+        intermediate_size=8192,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        tie_word_embeddings=False,
+        use_cache=False,
+    ),
+    # mistralai/Mistral-7B-v0.1
+    "mistral-7b": lambda: MistralConfig(
+        vocab_size=32000,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        tie_word_embeddings=False,
+        use_cache=False,
+    ),
+    # a small Mixtral-shaped MoE (8 experts, top-2)
+    "mixtral-small": lambda: MixtralConfig(
+        vocab_size=32000,
+        hidden_size=1024,
+        intermediate_size=3584,
+        num_hidden_layers=8,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        num_local_experts=8,
+        num_experts_per_tok=2,
+        tie_word_embeddings=False,
+        use_cache=False,
+    ),
+}
+
+
+def case(
+    id, model, mb, seq, precision, optimizer="adamw", ckpt=False, attn="sdpa", lora=None, offload=False, compile=False
+):
+    return dict(
+        offload=offload,
+        compile=compile,
+        id=id,
+        model=model,
+        mb=mb,
+        seq=seq,
+        precision=precision,
+        optimizer=optimizer,
+        ckpt=ckpt,
+        attn=attn,
+        lora=lora,
+    )
+
+
+ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+CASES = [
+    case("l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16"),
+    case("l1b-bf16-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16"),
+    case("l1b-ampbf16-b8-s2048", "llama-3.2-1b", 8, 2048, "amp-bf16"),
+    case("l1b-ampbf16-ckpt-b8-s4096", "llama-3.2-1b", 8, 4096, "amp-bf16", ckpt=True),
+    case("l3b-ampbf16-b2-s2048", "llama-3.2-3b", 2, 2048, "amp-bf16"),
+    case("l3b-bf16-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", ckpt=True),
+    case("l8b-bf16-ckpt-b1-s2048", "llama-3.1-8b", 1, 2048, "bf16", ckpt=True),
+    case("l8b-lora16all-b4-s2048", "llama-3.1-8b", 4, 2048, "bf16", lora=(16, ALL)),
+    case(
+        "l8b-lora16qv-ckpt-b8-s2048",
+        "llama-3.1-8b",
+        8,
+        2048,
+        "bf16",
+        ckpt=True,
+        lora=(16, ["q_proj", "v_proj"]),
+    ),
+    case("q05-fp32-b8-s1024", "qwen2.5-0.5b", 8, 1024, "fp32"),
+    case("q05-fp32-eager-b8-s1024", "qwen2.5-0.5b", 8, 1024, "fp32", attn="eager"),
+    case("gpt2-fp32-b16-s1024", "gpt2", 16, 1024, "fp32"),
+    case("gpt2-ampfp16-b16-s1024", "gpt2", 16, 1024, "amp-fp16"),
+    case("bert-fp32-b32-s512", "bert-base", 32, 512, "fp32"),
+    case("l1b-bf16-sgdm-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", optimizer="sgd-momentum"),
+    case("l1b-bf16-adafactor-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", optimizer="adafactor"),
+    case("moe-ampbf16-b4-s2048", "mixtral-small", 4, 2048, "amp-bf16"),
+    case("l8b-bf16-b2-s4096", "llama-3.1-8b", 2, 4096, "bf16"),
+    case("l8b-ampbf16-b1-s2048", "llama-3.1-8b", 1, 2048, "amp-bf16"),
+    case("q05-ampbf16-b16-s4096", "qwen2.5-0.5b", 16, 4096, "amp-bf16"),
+    case("l3b-ampbf16-lora16all-b8-s2048", "llama-3.2-3b", 8, 2048, "amp-bf16", lora=(16, ALL)),
+]
+
+# The second set: slopes in batch and sequence, fused AdamW, eager attention at
+# length, more model families, activation offload, torch.compile.
+CASES2 = [
+    case("l1b-bf16-b1-s512", "llama-3.2-1b", 1, 512, "bf16"),
+    case("l1b-bf16-b2-s1024", "llama-3.2-1b", 2, 1024, "bf16"),
+    case("l1b-bf16-b1-s4096", "llama-3.2-1b", 1, 4096, "bf16"),
+    case("l1b-bf16-b2-s8192", "llama-3.2-1b", 2, 8192, "bf16"),
+    case("l1b-fp32-b4-s2048", "llama-3.2-1b", 4, 2048, "fp32"),
+    case("l1b-bf16-fusedadamw-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", optimizer="adamw-fused"),
+    case("l1b-bf16-eager-b1-s4096", "llama-3.2-1b", 1, 4096, "bf16", attn="eager"),
+    case("gpt2xl-fp32-b4-s1024", "gpt2-xl", 4, 1024, "fp32"),
+    case("bertl-ampfp16-b32-s512", "bert-large", 32, 512, "amp-fp16"),
+    case("gemma2-2b-bf16-eager-b2-s2048", "gemma-2-2b", 2, 2048, "bf16", attn="eager"),
+    case("phi3-bf16-b4-s2048", "phi-3-mini", 4, 2048, "bf16"),
+    case("mistral7b-lora8qv-b2-s4096", "mistral-7b", 2, 4096, "bf16", lora=(8, ["q_proj", "v_proj"])),
+    case("moe-bf16-b8-s2048", "mixtral-small", 8, 2048, "bf16"),
+    case("l3b-bf16-ckptoffload-b8-s4096", "llama-3.2-3b", 8, 4096, "bf16", ckpt=True, offload=True),
+    case("l3b-ampbf16-ckpt-b8-s4096", "llama-3.2-3b", 8, 4096, "amp-bf16", ckpt=True),
+    case("l8b-lora16all-ckpt-b8-s4096", "llama-3.1-8b", 8, 4096, "bf16", ckpt=True, lora=(16, ALL)),
+    case("l1b-bf16-compile-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", compile=True),
+]
+if os.environ.get("SET") == "2":
+    CASES = CASES2
+
+
+def build(c):
+    cfg = MODELS[c["model"]]()
+    dtype = torch.bfloat16 if c["precision"] == "bf16" else torch.float32
+    kw = dict(dtype=dtype, attn_implementation=c["attn"])
+    with torch.device(DEVICE):
+        if c["model"].startswith("bert"):
+            model = BertForMaskedLM._from_config(cfg, **kw)
+        else:
+            model = AutoModelForCausalLM.from_config(cfg, **kw)
+    model = model.to(DEVICE)
+    if c["ckpt"]:
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False}, offload=c.get("offload", False)
+        )
+    return cfg, model
+
+
+def make_opt(c, params):
+    o = c["optimizer"]
+    if o == "adamw":
+        return torch.optim.AdamW(params, lr=1e-5)  # PyTorch default: foreach
+    if o == "adamw-fused":
+        return torch.optim.AdamW(params, lr=1e-5, fused=True)
+    if o == "sgd-momentum":
+        return torch.optim.SGD(params, lr=1e-5, momentum=0.9)
+    if o == "adafactor":
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=None, scale_parameter=True, relative_step=True, warmup_init=False)
+    raise ValueError(o)
+
+
+def clean():
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear:
+        clear()
+    torch.cuda.empty_cache()
+
+
+def run_case(c, sampler, rec):
+    cfg, model = build(c)
+    rec["params_total"] = sum(p.numel() for p in model.parameters())
+    if c["lora"]:
+        from peft import LoraConfig, get_peft_model
+
+        r, targets = c["lora"]
+        model = get_peft_model(
+            model,
+            LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type="CAUSAL_LM"),
+        )
+        if c["ckpt"]:
+            model.enable_input_require_grads()
+    model.train()
+    rec["attn_impl"] = getattr(model.config, "_attn_implementation", None)
+    params = [p for p in model.parameters() if p.requires_grad]
+    rec["trainable_params"] = sum(p.numel() for p in params)
+    torch.cuda.synchronize()
+    rec["alloc_after_load"] = torch.cuda.memory_allocated()
+    opt = make_opt(c, params)
+    scaler = torch.amp.GradScaler("cuda") if c["precision"] == "amp-fp16" else None
+    amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
+    vocab = cfg.vocab_size
+    ids = torch.randint(0, vocab, (c["mb"], c["seq"]), device="cuda")
+    if c["model"].startswith("bert"):
+        labels = ids.masked_fill(torch.rand(ids.shape, device="cuda") > 0.15, -100)
+    else:
+        labels = ids
+    fwd = torch.compile(model) if c.get("compile") else model
+    step_times = []
+    for step in range(STEPS):
+        t0 = time.time()
+        if amp is not None:
+            with torch.autocast("cuda", dtype=amp):
+                out = fwd(input_ids=ids, labels=labels)
+        else:
+            out = fwd(input_ids=ids, labels=labels)
+        loss = out.loss
+        if step == 0:
+            torch.cuda.synchronize()
+            rec["alloc_after_forward"] = torch.cuda.memory_allocated()
+            rec["peak_alloc_forward"] = torch.cuda.max_memory_allocated()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        if step == 0:
+            torch.cuda.synchronize()
+            rec["alloc_after_backward"] = torch.cuda.memory_allocated()
+            rec["peak_alloc_backward"] = torch.cuda.max_memory_allocated()
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec["loss"] = float(loss.detach())
+        del out, loss
+        torch.cuda.synchronize()
+        step_times.append(time.time() - t0)
+        if step == 0:
+            rec["alloc_after_step"] = torch.cuda.memory_allocated()
+    torch.cuda.synchronize()
+    time.sleep(0.02)
+    rec["step_s"] = step_times
+    rec["max_allocated"] = torch.cuda.max_memory_allocated()
+    rec["max_reserved"] = torch.cuda.max_memory_reserved()
+    stats = torch.cuda.memory_stats()
+    rec["max_active"] = stats.get("active_bytes.all.peak")
+    rec["alloc_retries"] = stats.get("num_alloc_retries")
+    rec["nvml_end"] = nvml_used()
+    rec["device_used"] = max(sampler.peak, rec["nvml_end"])
+    if c["id"] == "l1b-ampbf16-b4-s2048":
+        with open(os.path.join(OUT, "memory_summary.txt"), "w") as f:
+            f.write(torch.cuda.memory_summary())
+    if c["id"] == "l8b-bf16-ckpt-b1-s2048":
+        with open(os.path.join(OUT, "nvidia-smi.txt"), "w") as f:
+            f.write(subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
+
+
+def main():
+    smi = subprocess.Popen(
+        [
+            "nvidia-smi",
+            "--query-gpu=timestamp,index,name,memory.used,memory.total,utilization.gpu",
+            "--format=csv",
+            "-lms",
+            "200",
+        ],
+        stdout=open(os.path.join(OUT, "smi.csv"), "w"),
+        stderr=subprocess.STDOUT,
+    )
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    ctx_only = nvml_used()
+    x = torch.randn(1024, 1024, device="cuda", dtype=torch.bfloat16)
+    (x @ x).sum().item()
+    del x
+    torch.cuda.synchronize()
+    env = dict(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        transformers=transformers.__version__,
+        gpu=torch.cuda.get_device_name(0),
+        total=torch.cuda.get_device_properties(0).total_memory,
+        nvml_total=pynvml.nvmlDeviceGetMemoryInfo(NV).total,
+        driver=pynvml.nvmlSystemGetDriverVersion(),
+        nvml_before_cuda=NVML_BEFORE_CUDA,
+        nvml_after_context=ctx_only,
+        nvml_after_first_matmul=nvml_used(),
+        reserved_after_first_matmul=torch.cuda.memory_reserved(),
+    )
+    try:
+        import peft
+
+        env["peft"] = peft.__version__
+    except Exception as e:  # noqa: BLE001
+        env["peft"] = repr(e)
+    print(json.dumps(env), flush=True)
+    with open(os.path.join(OUT, "env.json"), "w") as f:
+        json.dump(env, f)
+    sampler = Sampler()
+    sampler.start()
+    only = os.environ.get("ONLY")
+    results = open(os.path.join(OUT, "results.jsonl"), "a")
+    for c in CASES:
+        if only and c["id"] not in only.split(","):
+            continue
+        if time.time() - START > LIMIT_S:
+            print(f"time limit: skipping {c['id']}", flush=True)
+            continue
+        clean()
+        torch.cuda.reset_peak_memory_stats()
+        rec = dict(c)
+        rec["alloc_before"] = torch.cuda.memory_allocated()
+        rec["nvml_before"] = nvml_used()
+        sampler.reset()
+        t0 = time.time()
+        try:
+            run_case(c, sampler, rec)
+            rec["oom"] = False
+        except torch.OutOfMemoryError as e:
+            rec["oom"] = True
+            rec["error"] = str(e)
+            rec["max_allocated"] = torch.cuda.max_memory_allocated()
+            rec["max_reserved"] = torch.cuda.max_memory_reserved()
+            rec["device_used"] = sampler.peak
+            with open(os.path.join(OUT, "oom.txt"), "a") as f:
+                f.write("".join(traceback.format_exception(e)))
+        except Exception as e:  # noqa: BLE001
+            rec["error"] = "".join(traceback.format_exception(e))[-3000:]
+        rec["wall_s"] = round(time.time() - t0, 2)
+        results.write(json.dumps(rec) + "\n")
+        results.flush()
+        short = {k: rec.get(k) for k in ("id", "oom", "max_allocated", "max_reserved", "device_used", "wall_s")}
+        for k in ("max_allocated", "max_reserved", "device_used"):
+            if short[k]:
+                short[k] = round(short[k] / MIB)
+        print(json.dumps(short), "ERROR" if "error" in rec and not rec.get("oom") else "", flush=True)
+        if "error" in rec and not rec.get("oom"):
+            print(rec["error"][-1500:], flush=True)
+    sampler.stop = True
+    clean()
+    time.sleep(0.5)
+    smi.terminate()
+    print(f"done in {time.time() - START:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

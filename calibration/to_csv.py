@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Turn measure.py's results.jsonl files into rows of the calibration schema.
+
+    python3 calibration/to_csv.py calibration/h200-2026-11-30 > calibration/h200-2026-11-30.csv
+
+One run gives three rows, one per counter: `max_allocated`, `max_reserved` and
+`device_used`. NVML's v1 `used` (what the sampler reads) counts the memory the
+driver reserves for itself, which nvidia-smi does not print: `used` read before
+CUDA was initialised (`nvml_before_cuda` in env.json, 615 MiB on the H200) is
+subtracted, so `device_used` is the number nvidia-smi shows (checked against
+nvidia-smi.txt, printed during l8b-bf16-ckpt-b1-s2048: 79059 MiB = 79674 − 615).
+An out-of-memory run gives one `device_used` row holding the card's capacity.
+"""
+
+import csv
+import glob
+import json
+import os
+import sys
+
+HEADER = (
+    "id,source_url,framework,model,arch,n_layers,hidden,n_heads,n_kv_heads,ffn_hidden,mlp,vocab,"
+    "tied_embeddings,n_experts,experts_per_token,params_total,task,lora_rank,lora_targets,"
+    "trainable_params,micro_batch,seq_len,grad_accum,precision,base_weight_bits,optimizer,"
+    "optimizer_in_backward,activation_checkpointing,activation_offload,attention,loss,compile,"
+    "num_gpus,sharding,tp,pp,cp,offload,gpu,gpu_mem_gib,metric,measured_gib,oom,quality,notes"
+).split(",")
+
+# name, arch, layers, hidden, heads, kv heads, ffn, mlp, vocab, tied, experts, top-k
+MODELS = {
+    "llama-3.2-1b": ("meta-llama/Llama-3.2-1B", "decoder", 16, 2048, 32, 8, 8192, "gated", 128256, True, 0, 0),
+    "llama-3.2-3b": ("meta-llama/Llama-3.2-3B", "decoder", 28, 3072, 24, 8, 8192, "gated", 128256, True, 0, 0),
+    "llama-3.1-8b": ("meta-llama/Llama-3.1-8B", "decoder", 32, 4096, 32, 8, 14336, "gated", 128256, False, 0, 0),
+    "qwen2.5-0.5b": ("Qwen/Qwen2.5-0.5B", "decoder", 24, 896, 14, 2, 4864, "gated", 151936, True, 0, 0),
+    "gpt2": ("openai-community/gpt2", "decoder", 12, 768, 12, 12, 3072, "plain", 50257, True, 0, 0),
+    "gpt2-xl": ("openai-community/gpt2-xl", "decoder", 48, 1600, 25, 25, 6400, "plain", 50257, True, 0, 0),
+    "bert-base": ("google-bert/bert-base-uncased", "encoder", 12, 768, 12, 12, 3072, "plain", 30522, True, 0, 0),
+    "bert-large": ("google-bert/bert-large-uncased", "encoder", 24, 1024, 16, 16, 4096, "plain", 30522, True, 0, 0),
+    "gemma-2-2b": ("google/gemma-2-2b", "decoder", 26, 2304, 8, 4, 9216, "gated", 256000, True, 0, 0),
+    "phi-3-mini": ("microsoft/Phi-3-mini-4k-instruct", "decoder", 32, 3072, 32, 32, 8192, "gated", 32064, False, 0, 0),
+    "mistral-7b": ("mistralai/Mistral-7B-v0.1", "decoder", 32, 4096, 32, 8, 14336, "gated", 32000, False, 0, 0),
+    "mixtral-small": ("transformers/MixtralForCausalLM-small", "decoder", 8, 1024, 16, 8, 3584, "gated", 32000, False, 8, 2),
+}
+SHORT = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
+GIB = float(1 << 30)
+SOURCE = "calibration/measure.py (this repository; H200 run of 2026-11-30)"
+
+
+def rows(rec, env):
+    name, arch, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts, topk = MODELS[rec["model"]]
+    lora = rec.get("lora")
+    notes = [
+        f"torch {env['torch']} + transformers {env['transformers']}" + (f" + peft {env['peft']}" if lora else ""),
+        "random weights built on the GPU from the model config (no checkpoint load)",
+        f"{len(rec.get('step_s') or []) or 3} steps; zero_grad(set_to_none=True)",
+        f"attention {rec.get('attn_impl') or rec['attn']}",
+    ]
+    if rec["optimizer"] == "adamw-fused":
+        notes.append("torch.optim.AdamW(fused=True)")
+    elif rec["optimizer"] == "adamw":
+        notes.append("torch.optim.AdamW (foreach)")
+    if lora:
+        notes.append("lora_alpha=2r; lora_dropout=0.05")
+    if rec["model"] == "mixtral-small":
+        notes.append("MixtralConfig of this shape (not a published model)")
+    if rec["model"] == "gemma-2-2b":
+        notes.append("head_dim 256 (not hidden/heads)")
+    base = {
+        "source_url": SOURCE,
+        "framework": "plain-pytorch",
+        "model": name,
+        "arch": arch,
+        "n_layers": layers,
+        "hidden": hidden,
+        "n_heads": heads,
+        "n_kv_heads": kv,
+        "ffn_hidden": ffn,
+        "mlp": mlp,
+        "vocab": vocab,
+        "tied_embeddings": str(tied).lower(),
+        "n_experts": experts,
+        "experts_per_token": topk,
+        "params_total": f"{rec['params_total'] / 1e9:.4f}" if rec.get("params_total") else "",
+        "task": "lora" if lora else "full",
+        "lora_rank": lora[0] if lora else "",
+        "lora_targets": "+".join(SHORT[t] for t in lora[1]) if lora else "",
+        "trainable_params": f"{rec['trainable_params'] / 1e6:.3f}" if lora and rec.get("trainable_params") else "",
+        "micro_batch": rec["mb"],
+        "seq_len": rec["seq"],
+        "grad_accum": 1,
+        "precision": rec["precision"],
+        "base_weight_bits": 32 if rec["precision"] in ("fp32", "amp-fp16", "amp-bf16") else 16,
+        "optimizer": "adamw" if rec["optimizer"].startswith("adamw") else rec["optimizer"],
+        "optimizer_in_backward": "false",
+        "activation_checkpointing": "full" if rec["ckpt"] else "none",
+        "activation_offload": str(bool(rec.get("offload"))).lower(),
+        "attention": "eager" if rec["attn"] == "eager" else "flash",
+        "loss": "standard",
+        "compile": str(bool(rec.get("compile"))).lower(),
+        "num_gpus": 1,
+        "sharding": "none",
+        "tp": 1,
+        "pp": 1,
+        "cp": 1,
+        "offload": "none",
+        "gpu": "H200",
+        "gpu_mem_gib": f"{env['nvml_total'] / GIB:.2f}",
+        "quality": "A",
+    }
+    if rec.get("error") and not rec.get("oom"):
+        return
+    if rec.get("oom"):
+        notes.append("CUDA OOM: " + rec["error"].split(". ")[1][:60])
+        yield dict(
+            base,
+            id=f"h200-2026-11-30-{rec['id']}",
+            metric="device_used",
+            measured_gib=f"{(env['nvml_total'] - env['nvml_before_cuda']) / GIB:.3f}",
+            oom="true",
+            notes="; ".join(notes),
+        )
+        return
+    for metric, value, suffix in (
+        ("max_allocated", rec["max_allocated"], "alloc"),
+        ("max_reserved", rec["max_reserved"], "resv"),
+        ("device_used", rec["device_used"] - env["nvml_before_cuda"], "smi"),
+    ):
+        yield dict(
+            base,
+            id=f"h200-2026-11-30-{rec['id']}-{suffix}",
+            metric=metric,
+            measured_gib=f"{value / GIB:.3f}",
+            oom="false",
+            notes="; ".join(notes),
+        )
+
+
+def main(folder):
+    env = json.load(open(os.path.join(folder, "env.json")))
+    out = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
+    out.writeheader()
+    for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
+        for line in open(path):
+            for row in rows(json.loads(line), env):
+                out.writerow(row)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
