@@ -187,9 +187,23 @@ MODELS = {
 
 
 def case(
-    id, model, mb, seq, precision, optimizer="adamw", ckpt=False, attn="sdpa", lora=None, offload=False, compile=False
+    id,
+    model,
+    mb,
+    seq,
+    precision,
+    optimizer="adamw",
+    ckpt=False,
+    attn="sdpa",
+    lora=None,
+    offload=False,
+    compile=False,
+    trainer=False,
+    pad=0.0,
 ):
     return dict(
+        trainer=trainer,
+        pad=pad,
         offload=offload,
         compile=compile,
         id=id,
@@ -258,8 +272,33 @@ CASES2 = [
     case("l8b-lora16all-ckpt-b8-s4096", "llama-3.1-8b", 8, 4096, "bf16", ckpt=True, lora=(16, ALL)),
     case("l1b-bf16-compile-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", compile=True),
 ]
+# The third set: the Hugging Face Trainer as users run it (its default optimizer,
+# `bf16=True` autocast, padded batches with an attention mask), and torch.compile.
+CASES3 = [
+    case("trainer-l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", trainer=True),
+    case("trainer-l1b-ampbf16-ckpt-b8-s2048", "llama-3.2-1b", 8, 2048, "amp-bf16", ckpt=True, trainer=True),
+    case("trainer-l3b-bf16-b4-s2048", "llama-3.2-3b", 4, 2048, "bf16", trainer=True),
+    case("trainer-q05-ampbf16-pad-b8-s1024", "qwen2.5-0.5b", 8, 1024, "amp-bf16", trainer=True, pad=0.25),
+    case(
+        "trainer-l8b-lora16all-ckpt-b4-s2048",
+        "llama-3.1-8b",
+        4,
+        2048,
+        "bf16",
+        ckpt=True,
+        lora=(16, ALL),
+        trainer=True,
+    ),
+    case("trainer-mistral7b-bf16-ckpt-b2-s4096", "mistral-7b", 2, 4096, "bf16", ckpt=True, trainer=True),
+    case("trainer-gpt2-ampfp16-b16-s1024", "gpt2", 16, 1024, "amp-fp16", trainer=True),
+    case("l1b-ampbf16-compile-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", compile=True),
+    case("gpt2-fp32-compile-b16-s1024", "gpt2", 16, 1024, "fp32", compile=True),
+    case("l3b-bf16-compile-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", ckpt=True, compile=True),
+]
 if os.environ.get("SET") == "2":
     CASES = CASES2
+if os.environ.get("SET") == "3":
+    CASES = CASES3
 
 
 def build(c):
@@ -304,6 +343,53 @@ def clean():
     torch.cuda.empty_cache()
 
 
+class RandomTokens(torch.utils.data.Dataset):
+    """Random token ids; with `pad` > 0 the last fraction of each row is padding
+    (attention_mask 0, labels -100), as a padding collator would leave it."""
+
+    def __init__(self, n, seq, vocab, pad):
+        g = torch.Generator().manual_seed(0)
+        self.ids = torch.randint(0, vocab, (n, seq), generator=g)
+        self.mask = torch.ones(n, seq, dtype=torch.long)
+        if pad > 0:
+            self.mask[:, int(seq * (1 - pad)) :] = 0
+        self.labels = self.ids.masked_fill(self.mask == 0, -100)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return dict(input_ids=self.ids[i], attention_mask=self.mask[i], labels=self.labels[i])
+
+
+def run_trainer(c, model, cfg, rec):
+    from transformers import Trainer, TrainingArguments
+
+    args = TrainingArguments(
+        output_dir="/tmp/trainer-out",
+        per_device_train_batch_size=c["mb"],
+        max_steps=STEPS,
+        learning_rate=1e-5,
+        bf16=c["precision"] in ("amp-bf16", "bf16"),
+        fp16=c["precision"] == "amp-fp16",
+        gradient_checkpointing=c["ckpt"],
+        gradient_checkpointing_kwargs={"use_reentrant": False},
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        use_cpu=DEVICE == "cpu",  # the dry run on a machine without a GPU
+    )
+    rec["optim"] = str(args.optim)
+    ds = RandomTokens(c["mb"] * STEPS, c["seq"], cfg.vocab_size, c["pad"])
+    t0 = time.time()
+    Trainer(model=model, args=args, train_dataset=ds).train()
+    torch.cuda.synchronize()
+    rec["step_s"] = [(time.time() - t0) / STEPS] * STEPS
+
+
 def run_case(c, sampler, rec):
     cfg, model = build(c)
     rec["params_total"] = sum(p.numel() for p in model.parameters())
@@ -319,6 +405,11 @@ def run_case(c, sampler, rec):
             model.enable_input_require_grads()
     model.train()
     rec["attn_impl"] = getattr(model.config, "_attn_implementation", None)
+    if c.get("trainer"):
+        rec["alloc_after_load"] = torch.cuda.memory_allocated()
+        rec["trainable_params"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        run_trainer(c, model, cfg, rec)
+        return finish(c, sampler, rec)
     params = [p for p in model.parameters() if p.requires_grad]
     rec["trainable_params"] = sum(p.numel() for p in params)
     torch.cuda.synchronize()
@@ -366,9 +457,13 @@ def run_case(c, sampler, rec):
         step_times.append(time.time() - t0)
         if step == 0:
             rec["alloc_after_step"] = torch.cuda.memory_allocated()
+    rec["step_s"] = step_times
+    finish(c, sampler, rec)
+
+
+def finish(c, sampler, rec):
     torch.cuda.synchronize()
     time.sleep(0.02)
-    rec["step_s"] = step_times
     rec["max_allocated"] = torch.cuda.max_memory_allocated()
     rec["max_reserved"] = torch.cuda.max_memory_reserved()
     stats = torch.cuda.memory_stats()

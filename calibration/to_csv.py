@@ -55,7 +55,11 @@ def rows(rec, env):
         f"{len(rec.get('step_s') or []) or 3} steps; zero_grad(set_to_none=True)",
         f"attention {rec.get('attn_impl') or rec['attn']}",
     ]
-    if rec["optimizer"] == "adamw-fused":
+    if rec.get("trainer"):
+        notes.append(f"transformers Trainer (optim {rec.get('optim', '').split('.')[-1].lower()}; max_grad_norm 1.0)")
+        if rec.get("pad"):
+            notes.append(f"last {int(rec['pad'] * 100)} % of every row padding (attention_mask 0; labels -100)")
+    elif rec["optimizer"] == "adamw-fused":
         notes.append("torch.optim.AdamW(fused=True)")
     elif rec["optimizer"] == "adamw":
         notes.append("torch.optim.AdamW (foreach)")
@@ -67,7 +71,7 @@ def rows(rec, env):
         notes.append("head_dim 256 (not hidden/heads)")
     base = {
         "source_url": SOURCE,
-        "framework": "plain-pytorch",
+        "framework": "hf-trainer" if rec.get("trainer") else "plain-pytorch",
         "model": name,
         "arch": arch,
         "n_layers": layers,

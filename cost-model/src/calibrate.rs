@@ -353,6 +353,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     };
     t.activation_offload = r.bool("activation_offload")?;
+    t.compile = r.bool("compile")?;
     // Plain-MLP families (GPT-2, BERT, T5, BLOOM) ship configs with dropout 0.1;
     // the Llama lineage (gated MLP) with 0.0.
     t.dropout = mlp == Mlp::Plain;

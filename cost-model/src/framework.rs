@@ -100,9 +100,11 @@ impl Framework {
     /// Documented defaults.
     ///
     /// - Hugging Face models compute `logits.float()` and full cross-entropy
-    ///   (transformers `LlamaForCausalLM.forward`, `loss_utils.ForCausalLMLoss`);
-    ///   Trainer builds `torch.optim.AdamW` with PyTorch's default foreach
-    ///   implementation (`optim="adamw_torch"`).
+    ///   (transformers `LlamaForCausalLM.forward`, `loss_utils.ForCausalLMLoss`).
+    ///   The Trainer's (and TRL's) `optim` defaults to `adamw_torch_fused` with
+    ///   torch ≥ 2.8 (transformers `training_args.py`; the H200 Trainer runs
+    ///   reported `ADAMW_TORCH_FUSED`); Accelerate and plain loops build
+    ///   `torch.optim.AdamW`, whose default is the foreach implementation.
     /// - torchtune: `CEWithChunkedOutputLoss` (8 chunks, upcast per chunk) and
     ///   `enable_activation_checkpointing: True` in its recipes' configs.
     /// - torchtitan: full logits + `cross_entropy` on fp32 (`train.py`),
@@ -125,11 +127,11 @@ impl Framework {
             fp32_upcasts: true,
         };
         match self {
-            Framework::HfTrainer
-            | Framework::HfAccelerate
-            | Framework::Peft
-            | Framework::Trl
-            | Framework::FsdpQlora => hf,
+            Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                ..hf
+            },
+            Framework::HfAccelerate | Framework::Peft | Framework::FsdpQlora => hf,
             Framework::PlainPytorch => FrameworkDefaults {
                 fp32_upcasts: false,
                 ..hf

