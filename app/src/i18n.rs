@@ -217,6 +217,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Attention kernel", "注意力实现"),
     ("Loss", "损失计算"),
     ("Activation offload", "激活值卸载到 CPU"),
+    ("torch.compile", "torch.compile 编译"),
     ("Method", "方法"),
     ("LoRA rank", "LoRA 秩 (rank)"),
     ("Base weight bits", "基座权重位数"),
@@ -294,6 +295,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "Full fp32 logits are often the single largest tensor",
         "完整的 fp32 logits 往往是最大的单个张量",
+    ),
+    (
+        "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept",
+        "融合归一化、激活函数与损失：其 fp32 中间张量在反向时重算，不再保存",
     ),
     (
         "Keeps only the block in flight on the GPU",

@@ -178,3 +178,22 @@ test("hydrated: searching the presets picks a model", async ({ page }, info) => 
   await expect(page.getByTestId("model")).toHaveValue("mistral-7b");
   await expect(page).toHaveURL(/model=mistral-7b/);
 });
+
+test("torch.compile: the checkbox and the URL key agree, and compiling keeps fewer activations", async ({ page }, info) => {
+  const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
+  await page.goto(plan);
+  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const eager = await page.getByTestId("row-activations").textContent();
+  const eagerUsed = await used();
+  await expect(page.getByTestId("compile")).not.toBeChecked();
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("compile").check();
+    await expect(page).toHaveURL(/compile=1/);
+  } else {
+    await page.goto(plan + "&compile=1");
+    await expect(page.getByTestId("compile")).toBeChecked();
+  }
+  await expect(page.getByTestId("row-activations")).not.toHaveText(eager ?? "");
+  await expect.poll(used).toBeLessThan(eagerUsed);
+});
