@@ -291,6 +291,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         shared_experts: 0,
         fused_projections: false,
         gelu_new: false,
+        softcap: false,
     };
     // What the schema's columns cannot say about the implementation (fused
     // projections, Python GELU) comes from the preset the hub id names, when its
@@ -301,6 +302,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         if s.layers == model.layers && s.hidden == model.hidden {
             model.fused_projections = s.fused_projections;
             model.gelu_new = s.gelu_new;
+            model.softcap = s.softcap;
+            model.norms_per_layer = s.norms_per_layer;
+            model.head_dim = s.head_dim;
         }
     }
     let gpu = gpu_for(r.get("gpu"), r.f64("gpu_mem_gib")?);

@@ -156,6 +156,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         shared_experts: 0,
         fused_projections: false,
         gelu_new: false,
+        softcap: false,
     };
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
@@ -171,6 +172,12 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 || c.bool("attention_bias", false);
             if model_type == "gemma2" {
                 m.norms_per_layer = 4;
+                m.softcap =
+                    c.v.get("attn_logit_softcapping")
+                        .is_some_and(|v| !v.is_null())
+                        || c.v
+                            .get("final_logit_softcapping")
+                            .is_some_and(|v| !v.is_null());
             }
             // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
             m.fused_projections = model_type == "phi3";

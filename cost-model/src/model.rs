@@ -105,6 +105,11 @@ pub struct ModelSpec {
     /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1); each op saves its own tensor.
     #[serde(default)]
     pub gelu_new: bool,
+    /// Attention and final-logit soft-capping, `cap · tanh(x / cap)` (Gemma-2:
+    /// `attn_logit_softcapping`, `final_logit_softcapping`): the tanh output of
+    /// every score (eager attention) and of every logit is kept for backward.
+    #[serde(default)]
+    pub softcap: bool,
 }
 
 fn two() -> u32 {

@@ -37,6 +37,7 @@ struct Dims {
     experts_per_token: u32,
     fused_projections: bool,
     gelu_new: bool,
+    softcap: bool,
 }
 
 /// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
@@ -73,6 +74,7 @@ const fn llama(
         experts_per_token: 0,
         fused_projections: false,
         gelu_new: false,
+        softcap: false,
     }
 }
 
@@ -100,6 +102,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         experts_per_token: 0,
         fused_projections: false,
         gelu_new: false,
+        softcap: false,
     }
 }
 
@@ -127,6 +130,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         experts_per_token: 0,
         fused_projections: false,
         gelu_new: false,
+        softcap: false,
     }
 }
 
@@ -157,6 +161,13 @@ const fn gpt2(layers: u32, hidden: u32, heads: u32) -> Dims {
 
 const fn sandwich(mut d: Dims) -> Dims {
     d.norms_per_layer = 4;
+    d
+}
+
+/// Gemma-2: sandwich norms and soft-capped attention scores and logits.
+const fn gemma2(d: Dims) -> Dims {
+    let mut d = sandwich(d);
+    d.softcap = true;
     d
 }
 
@@ -304,19 +315,19 @@ const PRESETS: &[Preset] = &[
         "gemma-2-2b",
         "Gemma-2-2B",
         2_614_341_888,
-        sandwich(llama(26, 2304, 8, 4, 256, 9216, 256000, true))
+        gemma2(llama(26, 2304, 8, 4, 256, 9216, 256000, true))
     ),
     p!(
         "gemma-2-9b",
         "Gemma-2-9B",
         9_241_705_984,
-        sandwich(llama(42, 3584, 16, 8, 256, 14336, 256000, true))
+        gemma2(llama(42, 3584, 16, 8, 256, 14336, 256000, true))
     ),
     p!(
         "gemma-2-27b",
         "Gemma-2-27B",
         27_227_128_320,
-        sandwich(llama(46, 4608, 32, 16, 128, 36864, 256000, true))
+        gemma2(llama(46, 4608, 32, 16, 128, 36864, 256000, true))
     ),
     p!(
         "phi-3-mini",
@@ -437,6 +448,7 @@ impl Preset {
             shared_experts: 0,
             fused_projections: d.fused_projections,
             gelu_new: d.gelu_new,
+            softcap: d.softcap,
         }
     }
 }

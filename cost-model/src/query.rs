@@ -226,6 +226,7 @@ const MODEL_KEYS: &[&str] = &[
     "tied",
     "fproj",
     "gelu_new",
+    "softcap",
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -267,6 +268,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             }
             if all || m.gelu_new {
                 v.push(("gelu_new", (m.gelu_new as u8).to_string()));
+            }
+            if all || m.softcap {
+                v.push(("softcap", (m.softcap as u8).to_string()));
             }
         }
     }
@@ -489,6 +493,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         }
         if let Some(s) = get("gelu_new") {
             m.gelu_new = boolean("gelu_new", s)?;
+        }
+        if let Some(s) = get("softcap") {
+            m.softcap = boolean("softcap", s)?;
         }
     }
     if let Some(id) = get("gpu") {
