@@ -81,7 +81,9 @@ test("hydrated: the fix ladder's first rung makes a non-fitting plan fit when th
     if ((await page.getByTestId("verdict").textContent()) === "Fits") break;
   }
   await expect(page.getByTestId("verdict")).toHaveText("Fits");
-  await expect(page).not.toHaveURL(/mb=8/);
+  // The rungs applied are in the URL: compile first, then checkpointing.
+  await expect(page).toHaveURL(/compile=1/);
+  await expect(page).toHaveURL(/ckpt=full/);
 });
 
 test("no-js: a fix-ladder rung is a link to the changed plan", async ({ page }, info) => {
