@@ -29,7 +29,7 @@ pub const MODEL_VERSION: u32 = 1;
 /// 400–600 MiB on CUDA 12 (fixture smi_table_28: a bare conda python at 510
 /// MiB), but a training process has loaded its kernels too: on the H200
 /// (torch 2.11, CUDA 13, calibration/h200-2026-11-30) nvidia-smi's used minus
-/// `max_memory_reserved` was 767 MiB in every one of 36 runs (621 MiB of it
+/// `max_memory_reserved` was 767 MiB in every one of the 46 runs (621 MiB of it
 /// right after context creation).
 pub const CUDA_CONTEXT_MIB: u64 = 768;
 
@@ -919,8 +919,8 @@ impl<'a> Ctx<'a> {
     /// fused GELU: the tanh output, `0.5·x` and `1 + tanh`. `pow` is on
     /// autocast's fp32 list, so under autocast (and in fp32) the tanh branch is
     /// fp32 and `0.5·x` stays 16-bit. Measured on the H200: HF GPT-2 in fp32
-    /// kept 115 bytes per token per hidden unit per block, 12·4·ffn/hidden more
-    /// than with a fused GELU.
+    /// kept 115 bytes per token per hidden unit per block, 12 bytes per MLP-inner
+    /// element more than a fused GELU would.
     fn gelu_new_extra_bytes(&self) -> f64 {
         let prec = self.plan.training.precision;
         let up = if prec.is_autocast() || prec == Precision::Fp32 {
