@@ -1317,15 +1317,18 @@ impl<'a> Ctx<'a> {
     /// accelerator.backward(loss)` in Accelerate's and PEFT's examples), so the
     /// 16-bit logits stay beside the loss's fp32 tensors. The Trainer's
     /// `compute_loss` returns only the loss, and hand-written models usually
-    /// compute the loss in a function that returns only it. Measured on the
-    /// H200: 14 bytes per logit at the start of backward for Llama-3.2-1B in
-    /// bf16 (2 + 3 × 4).
+    /// compute the loss in a function that returns only it. LitGPT's loops keep
+    /// `logits` in scope through `fabric.backward` (litgpt/pretrain.py `fit`,
+    /// finetune scripts), which only matters for the unchunked loss (the kept
+    /// chunks are the logits). Measured on the H200: 14 bytes per logit at the
+    /// start of backward for Llama-3.2-1B in bf16 (2 + 3 × 4).
     fn loop_holds_logits(&self) -> bool {
-        self.plan.training.fp32_upcasts
+        (self.plan.training.fp32_upcasts
             && matches!(
                 self.plan.framework,
                 Framework::PlainPytorch | Framework::HfAccelerate
-            )
+            ))
+            || self.plan.framework == Framework::Litgpt
     }
 
     /// The gradient of the logits at the start of backward, for the chunked

@@ -235,3 +235,21 @@ fn gemma2_soft_capping_and_sandwich_norms_keep_their_tensors() {
             .softcap
     );
 }
+
+#[test]
+fn loops_that_keep_the_logits_pay_for_them() {
+    let logits = |fw: Framework, upcasts: bool| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 4, 2048);
+        p.set_framework(fw);
+        p.training.fp32_upcasts = upcasts;
+        p.training.loss = cost_model::plan::Loss::Standard;
+        mib(phase(&estimate(&p).unwrap(), Phase::Forward).logits)
+    };
+    let bf16_logits = 4.0 * 2048.0 * 128256.0 * 2.0 / (1u64 << 20) as f64;
+    // `outputs = model(**batch)` around a transformers model keeps them …
+    let held = logits(Framework::PlainPytorch, true) - logits(Framework::HfTrainer, true);
+    assert!((held - bf16_logits).abs() < 1.0, "{held}");
+    // … so does LitGPT's loop; a hand-written loss function returning only the loss does not.
+    let lit = logits(Framework::Litgpt, false) - logits(Framework::PlainPytorch, false);
+    assert!((lit - bf16_logits).abs() < 1.0, "{lit}");
+}
