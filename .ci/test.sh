@@ -17,6 +17,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "clippy (wasm32, app/hydrate)"
 cargo clippy -p app --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
+step "calibration data: the committed CSV is what its raw measurements give"
+python3 calibration/to_csv.py calibration/h200-2026-11-30 | diff -u calibration/h200-2026-11-30.csv -
+
 step "cargo test --workspace"
 cargo test --workspace
 
