@@ -3,7 +3,7 @@
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
 use cost_model::estimate::{estimate, Phase};
-use cost_model::plan::{Finetune, LoraTargets, Plan, Sharding};
+use cost_model::plan::{Attention, Finetune, LoraTargets, Plan, Precision, Sharding};
 use cost_model::presets::presets;
 use proptest::prelude::*;
 
@@ -26,9 +26,15 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             any::<u32>(),
         ),
         (0usize..9, any::<bool>(), any::<u32>(), any::<u32>()),
+        (any::<u8>(), any::<u32>(), 0usize..6),
     )
         .prop_map(
-            |((l, h, a, kv, f, v), (mb, seq, gpus, tp, pp, cp), (shard, lora, rank, bits))| {
+            |(
+                (l, h, a, kv, f, v),
+                (mb, seq, gpus, tp, pp, cp),
+                (shard, lora, rank, bits),
+                (flags, norms, prec),
+            )| {
                 let mut p = Plan::default();
                 p.model.layers = l % 300;
                 p.model.hidden = h;
@@ -53,6 +59,9 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                     Sharding::FsdpGradOp,
                     Sharding::Hsdp,
                 ][shard];
+                set_flags(&mut p, flags);
+                p.model.norms_per_layer = norms;
+                p.training.precision = PRECISIONS[prec];
                 if lora {
                     p.training.finetune = Finetune::Lora {
                         rank,
@@ -64,6 +73,29 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 p
             },
         )
+}
+
+const PRECISIONS: [Precision; 6] = [
+    Precision::Fp32,
+    Precision::AmpFp16,
+    Precision::AmpBf16,
+    Precision::Bf16,
+    Precision::Fp16,
+    Precision::Fp8,
+];
+
+/// The implementation switches, one bit each: torch.compile, soft-capping,
+/// gelu_new, fused projections, eager attention, transformers model code.
+fn set_flags(p: &mut Plan, flags: u8) {
+    let on = |bit: u8| flags & (1 << bit) != 0;
+    p.training.compile = on(0);
+    p.model.softcap = on(1);
+    p.model.gelu_new = on(2);
+    p.model.fused_projections = on(3);
+    if on(4) {
+        p.training.attention = Attention::Eager;
+    }
+    p.training.fp32_upcasts = on(5);
 }
 
 proptest! {
@@ -89,11 +121,15 @@ proptest! {
         mb in 1u32..64,
         seq in 1u32..16384,
         shard in 0usize..4,
+        flags in any::<u8>(),
+        prec in 0usize..6,
     ) {
         let mut p = Plan {
             model: presets()[preset % presets().len()].spec(),
             ..Plan::default()
         };
+        set_flags(&mut p, flags);
+        p.training.precision = PRECISIONS[prec];
         p.parallel.sharding = [Sharding::None, Sharding::Ddp, Sharding::Zero2, Sharding::FsdpFull][shard];
         p.training.micro_batch = mb;
         p.training.seq_len = seq;
