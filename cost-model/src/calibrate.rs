@@ -259,7 +259,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         (Arch::Encoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Learned, true),
         (Arch::Decoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Rotary, true),
     };
-    let model = ModelSpec {
+    let mut model = ModelSpec {
         name: r.get("model").to_string(),
         arch,
         layers,
@@ -294,9 +294,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         softcap: false,
     };
     // What the schema's columns cannot say about the implementation (fused
-    // projections, Python GELU) comes from the preset the hub id names, when its
-    // dimensions agree with the row's.
-    let mut model = model;
+    // projections, Python GELU, soft-capping, norms per block, head width) comes
+    // from the preset the hub id names, when its dimensions agree with the row's.
     if let Some(p) = crate::presets::by_hub_id(r.get("model")) {
         let s = p.spec();
         if s.layers == model.layers && s.hidden == model.hidden {

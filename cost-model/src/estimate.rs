@@ -631,11 +631,10 @@ impl<'a> Ctx<'a> {
 
     /// Optimizer state bytes per trainable parameter, master copy included.
     fn optimizer_bytes_per_param(&self) -> f64 {
-        let w = self.trainable_weight_bytes();
         // States in fp32 unless the weights are pure 16-bit without a master copy
         // (pure bf16 keeps states in the parameter dtype, DESIGN.md §3).
-        let master = self.master_in_optimizer() && w < FP32;
-        let state = if master || w >= FP32 { FP32 } else { HALF };
+        let state = self.state_bytes();
+        let master = self.master_in_optimizer() && self.trainable_weight_bytes() < FP32;
         let master_bytes = if master { FP32 } else { 0.0 };
         let states = match self.plan.training.optimizer {
             Optimizer::Adamw | Optimizer::PagedAdamw => ADAM_STATES * state,
@@ -899,12 +898,8 @@ impl<'a> Ctx<'a> {
     /// H200: 4·hidden bytes per token per Llama block in pure bf16 beyond the
     /// norm inputs and outputs.
     fn norm_affine_bytes(&self) -> f64 {
-        let fused = matches!(
-            self.plan.framework,
-            Framework::Megatron | Framework::Deepspeed
-        );
         if self.m.norm != Norm::RmsNorm
-            || fused
+            || self.fused_norms()
             || self.plan.training.compile
             || !self.plan.training.fp32_upcasts
             || !matches!(self.plan.training.finetune, Finetune::Full)
@@ -931,6 +926,15 @@ impl<'a> Ctx<'a> {
         2.0 * up + self.e
     }
 
+    /// Megatron/TransformerEngine (and DeepSpeed's) fused norm kernels keep only
+    /// their input and statistics, in the activation dtype.
+    fn fused_norms(&self) -> bool {
+        matches!(
+            self.plan.framework,
+            Framework::Megatron | Framework::Deepspeed
+        )
+    }
+
     /// Bytes a norm layer keeps for backward: its input upcast to fp32 (HF/LitGPT
     /// RMSNorm call `.float()`; autocast runs layer_norm in fp32), 16-bit in
     /// Megatron/TransformerEngine fused norms.
@@ -947,11 +951,7 @@ impl<'a> Ctx<'a> {
             // recomputed too — the larger reading is used.
             return self.residual_bytes();
         }
-        let fused = matches!(
-            self.plan.framework,
-            Framework::Megatron | Framework::Deepspeed
-        );
-        if prec.fp32_weights() || (self.m.norm == Norm::RmsNorm && !fused) {
+        if prec.fp32_weights() || (self.m.norm == Norm::RmsNorm && !self.fused_norms()) {
             FP32
         } else {
             self.e
@@ -1004,9 +1004,10 @@ impl<'a> Ctx<'a> {
 
         // Attention block.
         let mut attn = norm * sb * h / rep; // norm input
-        attn += inputs_kept(&[tg.q, tg.k, tg.v]) * e * sb * h / rep; // q/k/v input
-                                                                     // q, k, v (rotated) for the attention backward; grouped k/v are expanded
-                                                                     // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
+                                            // q/k/v input (the norm output, or its casts)
+        attn += inputs_kept(&[tg.q, tg.k, tg.v]) * e * sb * h / rep;
+        // q, k, v (rotated) for the attention backward; grouped k/v are expanded
+        // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
         let attention = self.attention();
         let expand = attention == Attention::Eager || self.defaults().expands_gqa_kv;
         let kv = if expand { hq } else { hkv };
@@ -1026,10 +1027,6 @@ impl<'a> Ctx<'a> {
             Attention::Eager => {
                 let scores = b * a * s * (s * self.plan.parallel.cp as f64) / t;
                 attn += self.score_bytes() * scores;
-                if m.softcap {
-                    // `tanh(scores / cap)` keeps its output for backward.
-                    attn += e * scores;
-                }
                 if dropout {
                     attn += (MASK + e) * scores;
                 }
@@ -1142,13 +1139,12 @@ impl<'a> Ctx<'a> {
     /// (in the upcast dtype) and, when that is fp32 over 16-bit activations, its
     /// 16-bit cast for the value matmul (transformers `eager_attention_forward`).
     /// Korthikanti et al.'s 2 bytes for a 16-bit softmax; dropout adds its own.
+    /// Soft-capping (`tanh(scores / cap)`, Gemma-2) keeps the tanh output too.
     fn score_bytes(&self) -> f64 {
         let up = self.upcast_bytes();
-        if up > self.e {
-            up + self.e
-        } else {
-            up
-        }
+        let softmax = if up > self.e { up + self.e } else { up };
+        let softcap = if self.m.softcap { self.e } else { 0.0 };
+        softmax + softcap
     }
 
     /// What a checkpointed block keeps: its input (residual stream dtype).
@@ -1229,9 +1225,7 @@ impl<'a> Ctx<'a> {
             } else {
                 0.0
             };
-            let softcap = if m.softcap { self.e } else { 0.0 };
-            (self.score_bytes() + dropout + softcap) * self.b * m.heads as f64 * self.s * self.s
-                / self.t
+            (self.score_bytes() + dropout) * self.b * m.heads as f64 * self.s * self.s / self.t
         } else {
             0.0
         };
@@ -1274,6 +1268,11 @@ impl<'a> Ctx<'a> {
         let h = m.hidden as f64;
         // Final norm input (fp32 copy) and output (head input).
         let final_norm = (self.norm_saved_bytes() + self.e) * tokens * h / self.rep;
+        let held = if self.loop_holds_logits() {
+            self.e
+        } else {
+            0.0
+        };
         let per_logit = match self.plan.training.loss {
             // A transformers model computes its loss inside `forward`, so a
             // compiled model fuses the upcast, log-softmax and NLL into kernels
@@ -1282,20 +1281,12 @@ impl<'a> Ctx<'a> {
             // logits at the start of backward, compiled Llama-3.2-1B and GPT-2).
             // A loss computed outside the compiled model runs eagerly.
             Loss::Standard if self.plan.training.compile && self.plan.training.fp32_upcasts => {
-                FP32 + if self.loop_holds_logits() {
-                    self.e
-                } else {
-                    0.0
-                }
+                FP32 + held
             }
+            // Final-logit soft-capping keeps the tanh output.
             Loss::Standard => {
                 LOSS_STANDARD_TENSORS * self.upcast_bytes()
-                    + if self.loop_holds_logits() {
-                        self.e
-                    } else {
-                        0.0
-                    }
-                    // Final-logit soft-capping keeps the tanh output.
+                    + held
                     + if self.m.softcap { self.e } else { 0.0 }
             }
             Loss::ChunkedKeep => LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT,

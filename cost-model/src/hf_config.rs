@@ -87,6 +87,11 @@ impl Cfg<'_> {
     fn bool(&self, key: &str, default: bool) -> bool {
         self.v.get(key).and_then(Value::as_bool).unwrap_or(default)
     }
+    /// The key is present with a non-null value.
+    fn is_set(&self, key: &str) -> bool {
+        self.v.get(key).is_some_and(|v| !v.is_null())
+    }
+
     fn str(&self, key: &str) -> Option<&str> {
         self.v.get(key).and_then(Value::as_str)
     }
@@ -173,11 +178,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             if model_type == "gemma2" {
                 m.norms_per_layer = 4;
                 m.softcap =
-                    c.v.get("attn_logit_softcapping")
-                        .is_some_and(|v| !v.is_null())
-                        || c.v
-                            .get("final_logit_softcapping")
-                            .is_some_and(|v| !v.is_null());
+                    c.is_set("attn_logit_softcapping") || c.is_set("final_logit_softcapping");
             }
             // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
             m.fused_projections = model_type == "phi3";

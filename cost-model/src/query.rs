@@ -263,14 +263,14 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             v.push(("mlp", enum_id(&m.mlp)));
             v.push(("norm", enum_id(&m.norm)));
             v.push(("tied", (m.tied_embeddings as u8).to_string()));
-            if all || m.fused_projections {
-                v.push(("fproj", (m.fused_projections as u8).to_string()));
-            }
-            if all || m.gelu_new {
-                v.push(("gelu_new", (m.gelu_new as u8).to_string()));
-            }
-            if all || m.softcap {
-                v.push(("softcap", (m.softcap as u8).to_string()));
+            for (k, on) in [
+                ("fproj", m.fused_projections),
+                ("gelu_new", m.gelu_new),
+                ("softcap", m.softcap),
+            ] {
+                if all || on {
+                    v.push((k, (on as u8).to_string()));
+                }
             }
         }
     }
@@ -488,14 +488,14 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         if let Some(s) = get("tied") {
             m.tied_embeddings = boolean("tied", s)?;
         }
-        if let Some(s) = get("fproj") {
-            m.fused_projections = boolean("fproj", s)?;
-        }
-        if let Some(s) = get("gelu_new") {
-            m.gelu_new = boolean("gelu_new", s)?;
-        }
-        if let Some(s) = get("softcap") {
-            m.softcap = boolean("softcap", s)?;
+        for (k, slot) in [
+            ("fproj", &mut m.fused_projections),
+            ("gelu_new", &mut m.gelu_new),
+            ("softcap", &mut m.softcap),
+        ] {
+            if let Some(s) = get(k) {
+                *slot = boolean(k, s)?;
+            }
         }
     }
     if let Some(id) = get("gpu") {
