@@ -8,7 +8,8 @@ use crate::framework::Framework;
 use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
 use crate::plan::{
-    Attention, Checkpointing, Finetune, Loss, Offload, Optimizer, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, Loss, Offload, Optimizer, Plan, Precision,
+    Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -393,9 +394,20 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             let m = r
                 .f64("trainable_params")?
                 .ok_or("trainable_params is empty for an other-peft row")?;
+            // The method is named in the notes when its saved tensors differ
+            // from a frozen base's.
+            let notes = r.get("notes");
+            let method = if notes.contains("LLaMA-Adapter v2") {
+                AdapterMethod::LlamaAdapterV2
+            } else if notes.contains("LLaMA-Adapter") {
+                AdapterMethod::LlamaAdapter
+            } else {
+                AdapterMethod::Generic
+            };
             Finetune::Adapter {
                 trainable_params: (m * 1e6).round() as u64,
                 base_bits,
+                method,
             }
         }
         k => return Err(format!("task `{k}` is not in the schema")),

@@ -8,8 +8,8 @@ use crate::error::PlanError;
 use crate::framework::Framework;
 use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
 use crate::plan::{
-    Attention, Checkpointing, Finetune, LoraTargets, Loss, OffloadDevice, Optimizer, OptimizerImpl,
-    PipelineSchedule, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, Loss, OffloadDevice, Optimizer,
+    OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
 };
 use crate::units::{Bytes, MIB};
 use crate::validate::validate;
@@ -898,15 +898,62 @@ impl<'a> Ctx<'a> {
     /// H200: 4·hidden bytes per token per Llama block in pure bf16 beyond the
     /// norm inputs and outputs.
     fn norm_affine_bytes(&self) -> f64 {
+        let fp32_affine = self.defaults().rmsnorm_affine_fp32;
         if self.m.norm != Norm::RmsNorm
             || self.fused_norms()
             || self.plan.training.compile
-            || !self.plan.training.fp32_upcasts
-            || !matches!(self.plan.training.finetune, Finetune::Full)
+            || !(self.plan.training.fp32_upcasts || fp32_affine)
+            || !self.norms_train()
         {
             return 0.0;
         }
-        self.residual_bytes()
+        if fp32_affine {
+            FP32
+        } else {
+            self.residual_bytes()
+        }
+    }
+
+    /// The share of the blocks that keep activations and hold a LLaMA-Adapter
+    /// prefix attention: LLaMA-Adapter v1 blocks below the start layer keep
+    /// nothing (counted out in [`Self::activations`]), so every block that keeps
+    /// anything has one; under v2 every block trains.
+    fn adapter_prefix_share(&self) -> f64 {
+        let l = self.m.layers as f64;
+        let below = (AdapterMethod::LLAMA_ADAPTER_START_LAYER as f64).min(l);
+        match self.plan.training.finetune {
+            Finetune::Adapter {
+                method: AdapterMethod::LlamaAdapterV2,
+                ..
+            } if l > 0.0 => (l - below) / l,
+            _ => 1.0,
+        }
+    }
+
+    /// Blocks of stage `s` that keep nothing for backward because nothing
+    /// beneath them trains: the LLaMA-Adapter blocks below the start layer.
+    fn untrained_prefix_layers(&self, s: u32) -> f64 {
+        match self.plan.training.finetune {
+            Finetune::Adapter {
+                method: AdapterMethod::LlamaAdapter,
+                ..
+            } if self.is_first(s) => {
+                (AdapterMethod::LLAMA_ADAPTER_START_LAYER as f64).min(self.stage_layers(s))
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Whether the norm weights train: full training, and LLaMA-Adapter v2.
+    fn norms_train(&self) -> bool {
+        matches!(
+            self.plan.training.finetune,
+            Finetune::Full
+                | Finetune::Adapter {
+                    method: AdapterMethod::LlamaAdapterV2,
+                    ..
+                }
+        )
     }
 
     /// Extra bytes per MLP-inner element that transformers' `NewGELUActivation`
@@ -1005,18 +1052,25 @@ impl<'a> Ctx<'a> {
         // Attention block.
         let mut attn = norm * sb * h / rep; // norm input
                                             // q/k/v input (the norm output, or its casts)
-        attn += inputs_kept(&[tg.q, tg.k, tg.v]) * e * sb * h / rep;
+        let attn_inputs = inputs_kept(&[tg.q, tg.k, tg.v]);
+        attn += attn_inputs * e * sb * h / rep;
         // q, k, v (rotated) for the attention backward; grouped k/v are expanded
         // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
         let attention = self.attention();
         let expand = attention == Attention::Eager || self.defaults().expands_gqa_kv;
         let kv = if expand { hq } else { hkv };
         attn += e * sb * (hq + 2.0 * kv) / t;
-        if m.fused_projections && m.positions == Positions::Rotary {
-            // One fused qkv output: v is a view of it, so the whole tensor stays
-            // alive beside the rotated q and k copies (transformers Phi-3,
-            // GPT-NeoX, Falcon). Measured on the H200: Phi-3-mini bf16 kept
-            // more than the separate-projection count by about this much.
+        // One fused qkv output: v is a view of it, so the whole tensor stays
+        // alive beside the rotated q and k copies (transformers Phi-3,
+        // GPT-NeoX, Falcon; measured on the H200: Phi-3-mini bf16 kept more than
+        // the separate-projection count by about this much). LitGPT fuses qkv
+        // for every model, but expanding grouped k/v copies v, freeing it.
+        let keeps_qkv = if self.defaults().fused_qkv {
+            !expand || m.kv_heads == m.heads
+        } else {
+            m.fused_projections
+        };
+        if keeps_qkv && m.positions == Positions::Rotary {
             attn += e * sb * (hq + hkv) / t;
         }
         match attention {
@@ -1045,9 +1099,23 @@ impl<'a> Ctx<'a> {
         } else {
             1.0
         };
-        let mut mlp = norm * sb * h / rep; // norm input
+        // A parallel block with one norm (Phi, GPT-J, Falcon-7B) feeds the same
+        // normalised tensor to attention and MLP: no second norm input, and the
+        // MLP's input is the tensor attention already keeps (unless autocast
+        // casts it once per matmul).
+        let shared_norm = m.norms_per_layer == 1;
+        let mut mlp = if shared_norm {
+            0.0
+        } else {
+            norm * sb * h / rep
+        }; // norm input
         let gated = m.mlp == Mlp::Gated;
         let mlp_inputs = inputs_kept(&[tg.up, gated && tg.gate]);
+        let mlp_inputs = if shared_norm && attn_inputs > 0.0 && !self.casts_inputs_per_matmul() {
+            0.0
+        } else {
+            mlp_inputs
+        };
         mlp += mlp_inputs * e * sb * h / rep * if m.is_moe() { k } else { 1.0 };
         let mut per_token = if gated {
             // gate out (SiLU input), SiLU out and up out (the product's inputs)
@@ -1093,21 +1161,57 @@ impl<'a> Ctx<'a> {
             } else {
                 e
             };
-            let mut add = |on: bool, din: f64, n: f64| {
-                if on {
-                    lora += n * sb * e * r;
-                    if lora_dropout {
-                        lora += n * sb * (e + MASK) * din;
-                    }
+            // One adapter reading an input of width `din`: its rank-r output
+            // (`ranks` of them for a grouped adapter) and, with dropout, the
+            // dropped-out input copy and its mask; `n` such adapters.
+            let adapter = |on: bool, din: f64, n: f64, ranks: f64| {
+                if !on {
+                    return 0.0;
                 }
+                let mut a = n * ranks * sb * e * r;
+                if lora_dropout {
+                    a += n * sb * (e + MASK) * din;
+                }
+                a
             };
-            add(tg.q, h, 1.0);
-            add(tg.k, h, 1.0);
-            add(tg.v, h, 1.0);
-            add(tg.o, hq, 1.0);
-            add(tg.gate && gated, h, k);
-            add(tg.up, h, k);
-            add(tg.down, f, k);
+            if self.defaults().lora_qkv_grouped {
+                // One adapter over the fused qkv input; `zero_pad` keeps its
+                // output unless q, k and v are all adapted.
+                let out = [(tg.q, hq), (tg.k, hkv), (tg.v, hkv)];
+                let on = out.iter().filter(|(on, _)| *on);
+                let ranks = on.clone().count() as f64;
+                lora += adapter(ranks > 0.0, h, 1.0, ranks);
+                if ranks > 0.0 && ranks < 3.0 {
+                    lora += on.map(|(_, d)| d).sum::<f64>() * sb * self.e / t;
+                }
+            } else {
+                lora += adapter(tg.q, h, 1.0, 1.0);
+                lora += adapter(tg.k, h, 1.0, 1.0);
+                lora += adapter(tg.v, h, 1.0, 1.0);
+            }
+            lora += adapter(tg.o, hq, 1.0, 1.0);
+            lora += adapter(tg.gate && gated, h, k, 1.0);
+            lora += adapter(tg.up, h, k, 1.0);
+            lora += adapter(tg.down, f, k, 1.0);
+        }
+
+        // LLaMA-Adapter v2 scales every linear's output by a trained vector
+        // (`adapter_scale * (linear(x) + adapter_bias)`, LitGPT `AdapterV2Linear`),
+        // so each output is kept. Counted from litgpt 0.5.13 blocks under torch
+        // 2.15: Llama-2-7B kept 29·hidden bytes per token more than LLaMA-Adapter
+        // v1 (these outputs plus the fp32 normalised tensors of the trained
+        // RMSNorms, [`Self::norm_affine_bytes`]).
+        if let Finetune::Adapter { method, .. } = self.plan.training.finetune {
+            if method == AdapterMethod::LlamaAdapterV2 {
+                let up = if gated { 2.0 * f } else { f };
+                lora += e * sb * ((hq + 2.0 * hkv + k * up) / t + (1.0 + k) * h / rep);
+            }
+            // The prefix attention's output, kept by the trained gate
+            // (`y + self.gating_factor * ay`) in the blocks that have one
+            // (the same probe: +2.3·hidden per token in those blocks).
+            if method != AdapterMethod::Generic {
+                lora += e * sb * hq / t * self.adapter_prefix_share();
+            }
         }
 
         // Sandwich norms (Gemma-2/3: a norm after attention and after the MLP
@@ -1215,7 +1319,7 @@ impl<'a> Ctx<'a> {
     /// Activations stage `s` holds at the end of forward, and the transient
     /// working set of one block during backward (recompute included).
     fn activations(&self, s: u32) -> (f64, f64) {
-        let layers = self.stage_layers(s);
+        let layers = self.stage_layers(s) - self.untrained_prefix_layers(s);
         let full = self.layer_activations();
         let flight = self.in_flight(s);
         let scores = if self.attention() == Attention::Eager {

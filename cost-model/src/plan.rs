@@ -197,7 +197,54 @@ pub enum Finetune {
     Adapter {
         trainable_params: u64,
         base_bits: u32,
+        /// What the method keeps for backward beyond a frozen base's count.
+        #[serde(default)]
+        method: AdapterMethod,
     },
+}
+
+/// Parameter-efficient methods whose saved tensors differ from a frozen base's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdapterMethod {
+    /// Trainable parameters that make no frozen matrix keep anything
+    /// (LLaMA-Adapter's gated prefix, prompt tuning, …).
+    #[default]
+    Generic,
+    /// LLaMA-Adapter (Zhang et al. 2023; LitGPT `adapter.py`): a gated
+    /// attention over learned prefix tokens in every block from
+    /// `adapter_start_layer` (LitGPT's default, 2) on. The gate keeps the
+    /// prefix attention's output; the blocks below keep nothing, since nothing
+    /// beneath them trains.
+    LlamaAdapter,
+    /// LLaMA-Adapter v2 (Gao et al. 2023; LitGPT `adapter_v2.py`): every
+    /// linear becomes `adapter_scale * (linear(x) + adapter_bias)`, so each keeps
+    /// its output for the trained scale's gradient, and the norms train.
+    LlamaAdapterV2,
+}
+
+impl AdapterMethod {
+    pub fn id(self) -> &'static str {
+        match self {
+            AdapterMethod::Generic => "generic",
+            AdapterMethod::LlamaAdapter => "llama-adapter",
+            AdapterMethod::LlamaAdapterV2 => "llama-adapter-v2",
+        }
+    }
+
+    /// Blocks from which the LLaMA-Adapter prefix attention runs (LitGPT
+    /// `adapter.Config.adapter_start_layer` default).
+    pub const LLAMA_ADAPTER_START_LAYER: u32 = 2;
+
+    pub fn from_id(s: &str) -> Option<AdapterMethod> {
+        [
+            AdapterMethod::Generic,
+            AdapterMethod::LlamaAdapter,
+            AdapterMethod::LlamaAdapterV2,
+        ]
+        .into_iter()
+        .find(|m| m.id() == s)
+    }
 }
 
 impl Finetune {

@@ -5,7 +5,7 @@
 
 use crate::framework::Framework;
 use crate::gpu;
-use crate::plan::{Finetune, LoraTargets, Offload, Plan};
+use crate::plan::{AdapterMethod, Finetune, LoraTargets, Offload, Plan};
 use crate::presets;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -352,10 +352,14 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         Finetune::Adapter {
             trainable_params,
             base_bits,
+            method,
         } => {
             v.push(("ft", "adapter".into()));
             v.push(("trainable", trainable_params.to_string()));
             v.push(("bits", base_bits.to_string()));
+            if all || method != AdapterMethod::Generic {
+                v.push(("adapter", method.id().into()));
+            }
         }
     }
     let mut put = |k: &'static str, a: String, b: String| {
@@ -590,9 +594,19 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .map(|s| num("bits", s))
                 .transpose()?
                 .unwrap_or(16);
+            let method = match get("adapter") {
+                None => AdapterMethod::Generic,
+                Some(s) => AdapterMethod::from_id(s).ok_or_else(|| {
+                    err(
+                        "adapter",
+                        format!("`{s}` is not an adapter method (generic, llama-adapter, llama-adapter-v2)"),
+                    )
+                })?,
+            };
             t.finetune = Finetune::Adapter {
                 trainable_params,
                 base_bits,
+                method,
             };
         }
         Some(other) => {
@@ -780,11 +794,27 @@ mod apply_tests {
             p.training.finetune,
             Finetune::Adapter {
                 trainable_params: 1_200_000,
-                base_bits: 4
+                base_bits: 4,
+                method: AdapterMethod::Generic,
             }
         );
         assert_eq!(decode_str(&encode(&p)).unwrap(), p);
         assert_eq!(decode_str("ft=adapter").unwrap_err().param, "trainable");
+        let v2 = decode_str("ft=adapter&trainable=4280000&adapter=llama-adapter-v2").unwrap();
+        assert!(matches!(
+            v2.training.finetune,
+            Finetune::Adapter {
+                method: AdapterMethod::LlamaAdapterV2,
+                ..
+            }
+        ));
+        assert_eq!(decode_str(&encode(&v2)).unwrap(), v2);
+        assert_eq!(
+            decode_str("ft=adapter&trainable=1&adapter=v3")
+                .unwrap_err()
+                .param,
+            "adapter"
+        );
     }
 
     #[test]

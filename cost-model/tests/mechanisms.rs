@@ -6,7 +6,8 @@
 use cost_model::estimate::{estimate, Breakdown, Estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    Attention, Checkpointing, Optimizer, OptimizerImpl, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, Optimizer, OptimizerImpl, Plan,
+    Precision, Sharding,
 };
 use cost_model::presets::{by_hub_id, preset};
 
@@ -252,4 +253,152 @@ fn loops_that_keep_the_logits_pay_for_them() {
     // … so does LitGPT's loop; a hand-written loss function returning only the loss does not.
     let lit = logits(Framework::Litgpt, false) - logits(Framework::PlainPytorch, false);
     assert!((lit - bf16_logits).abs() < 1.0, "{lit}");
+}
+
+/// Activation bytes per token per block per hidden unit, as the saved-tensor
+/// probe (calibration/saved_tensors.py) reports them.
+fn per_token_block(p: &Plan) -> f64 {
+    let e = estimate(p).unwrap();
+    let acts = phase(&e, Phase::Forward).activations.get() as f64;
+    let t = (p.training.micro_batch * p.training.seq_len) as f64;
+    acts / (t * p.model.layers as f64 * p.model.hidden as f64)
+}
+
+/// A LitGPT fine-tune in bf16-true on one GPU, as its finetune scripts run.
+fn litgpt(hub_id: &str, finetune: Finetune) -> Plan {
+    let mut p = Plan::default();
+    p.model = by_hub_id(hub_id).unwrap().spec();
+    p.set_framework(Framework::Litgpt);
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 1;
+    p.training.seq_len = 1024;
+    p.training.checkpointing = Checkpointing::None;
+    p.training.dropout = false;
+    p.training.finetune = finetune;
+    p.parallel.num_gpus = 1;
+    p.parallel.sharding = Sharding::None;
+    p
+}
+
+fn lora_qv() -> Finetune {
+    Finetune::Lora {
+        rank: 8,
+        targets: LoraTargets {
+            q: true,
+            v: true,
+            ..LoraTargets::default()
+        },
+        base_bits: 16,
+        dropout: true,
+    }
+}
+
+#[test]
+fn litgpt_blocks_keep_what_their_saved_tensors_add_up_to() {
+    // Counted with calibration/saved_tensors.py (litgpt 0.5.13, torch 2.15, CPU,
+    // SDPA replaced by a function saving what CUDA flash attention saves). CPU
+    // dropout masks are 2 bytes, CUDA's 1, so 1·hidden is taken off LoRA rows;
+    // on CPU the attention output is copied before the output projection, on
+    // CUDA flash's output is already in that layout, so a trained projection
+    // keeps no second copy (2·hidden off the full fine-tune).
+    let cases = [
+        ("meta-llama/Llama-2-7b-hf", lora_qv(), 44.35 - 1.0),
+        ("microsoft/phi-1_5", lora_qv(), 30.21 - 1.0),
+        (
+            "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+            Finetune::Full,
+            52.13 - 2.0,
+        ),
+        (
+            "meta-llama/Llama-2-7b-hf",
+            Finetune::Adapter {
+                trainable_params: 4_280_000,
+                base_bits: 16,
+                method: AdapterMethod::LlamaAdapterV2,
+            },
+            67.31,
+        ),
+    ];
+    for (id, ft, counted) in cases {
+        let got = per_token_block(&litgpt(id, ft));
+        assert!(
+            (got - counted).abs() < 0.6,
+            "{id}: model {got:.2}·hidden bytes per token per block, counted {counted:.2}"
+        );
+    }
+}
+
+#[test]
+fn litgpt_lora_on_qkv_is_one_adapter_over_the_fused_input() {
+    // One dropout copy (+ mask) of the block input however many of q, k, v are
+    // adapted, and `zero_pad` keeps the adapter output unless all three are.
+    let h = 4096.0;
+    let with = |q: bool, k: bool, v: bool| {
+        per_token_block(&litgpt(
+            "meta-llama/Llama-2-7b-hf",
+            Finetune::Lora {
+                rank: 8,
+                targets: LoraTargets {
+                    q,
+                    k,
+                    v,
+                    ..LoraTargets::default()
+                },
+                base_bits: 16,
+                dropout: true,
+            },
+        ))
+    };
+    let q = with(true, false, false);
+    let qv = with(true, false, true);
+    let qkv = with(true, true, true);
+    // q+v over q: v's 2-byte output in zero_pad and its rank-8 A output.
+    assert!((qv - q - (2.0 + 2.0 * 8.0 / h)).abs() < 1e-6, "{q} {qv}");
+    // All three: no zero_pad, so less than q+v despite a third adapter.
+    assert!(qkv < qv, "{qv} {qkv}");
+    // The same plan under PEFT keeps one dropout copy per adapted matrix.
+    let mut p = litgpt("meta-llama/Llama-2-7b-hf", lora_qv());
+    let grouped = per_token_block(&p);
+    p.set_framework(Framework::Peft);
+    p.training.fp32_upcasts = false;
+    p.training.precision = Precision::Bf16;
+    assert!(per_token_block(&p) != grouped);
+}
+
+#[test]
+fn a_parallel_block_with_one_norm_keeps_its_output_once() {
+    // Phi-1.5 feeds one LayerNorm output to attention and MLP: the full
+    // fine-tune keeps the norm input and that output once each.
+    let mut p = litgpt("microsoft/phi-1_5", Finetune::Full);
+    let one = per_token_block(&p);
+    p.model.norms_per_layer = 2;
+    let two = per_token_block(&p);
+    // A second norm: its bf16 input and its output for the MLP's first matmul.
+    assert!((two - one - 4.0).abs() < 1e-6, "{one} {two}");
+}
+
+#[test]
+fn llama_adapter_blocks_below_the_start_layer_keep_nothing() {
+    let adapter = |method| Finetune::Adapter {
+        trainable_params: 1_230_000,
+        base_bits: 16,
+        method,
+    };
+    let p = |m| litgpt("meta-llama/Llama-2-7b-hf", adapter(m));
+    let acts = |m| {
+        phase(&estimate(&p(m)).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let generic = acts(AdapterMethod::Generic);
+    let v1 = acts(AdapterMethod::LlamaAdapter);
+    // 30 of 32 blocks keep activations, each with the 2-byte prefix output.
+    let per_block = generic / 32.0;
+    let prefix = 2.0 * 4096.0 * 1024.0;
+    assert!(
+        (v1 - 30.0 * (per_block + prefix)).abs() < 1.0,
+        "{generic} {v1}"
+    );
+    // v2 trains something in every block.
+    assert!(acts(AdapterMethod::LlamaAdapterV2) > generic);
 }

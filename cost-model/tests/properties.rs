@@ -3,7 +3,10 @@
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
 use cost_model::estimate::{estimate, Phase};
-use cost_model::plan::{Attention, Finetune, LoraTargets, Plan, Precision, Sharding};
+use cost_model::framework::Framework;
+use cost_model::plan::{
+    AdapterMethod, Attention, Finetune, LoraTargets, Plan, Precision, Sharding,
+};
 use cost_model::presets::presets;
 use proptest::prelude::*;
 
@@ -59,10 +62,24 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                     Sharding::FsdpGradOp,
                     Sharding::Hsdp,
                 ][shard];
+                // Every framework profile (LitGPT's fused qkv and grouped LoRA,
+                // DeepSpeed's master weights, …), then the drawn switches.
+                p.set_framework(Framework::ALL[(norms >> 8) as usize % Framework::ALL.len()]);
                 set_flags(&mut p, flags);
                 p.model.norms_per_layer = norms;
                 p.training.precision = PRECISIONS[prec];
-                if lora {
+                if lora && rank % 4 == 3 {
+                    // Every adapter method, with any parameter count.
+                    p.training.finetune = Finetune::Adapter {
+                        trainable_params: rank as u64 * bits as u64,
+                        base_bits: bits % 40,
+                        method: [
+                            AdapterMethod::Generic,
+                            AdapterMethod::LlamaAdapter,
+                            AdapterMethod::LlamaAdapterV2,
+                        ][(rank / 4 % 3) as usize],
+                    };
+                } else if lora {
                     p.training.finetune = Finetune::Lora {
                         rank,
                         targets: LoraTargets::ALL_LINEAR,

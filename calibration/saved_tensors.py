@@ -1,0 +1,182 @@
+"""Counts the bytes LitGPT's transformer blocks keep for backward, per token per
+block, in units of the hidden size — the numbers `cost-model/tests/mechanisms.rs`
+(`litgpt_blocks_keep_what_their_saved_tensors_add_up_to`) pins the model to.
+
+No GPU needed: the blocks run on the CPU under `torch.autograd.graph.saved_tensors_hooks`,
+which sees every tensor autograd saves; storages are counted once. The block input
+requires grad, so a block counts what it keeps when something beneath it trains. Scaled dot-product
+attention is replaced by a function that saves what CUDA's flash kernel saves
+(q, k, v, output, fp32 log-sum-exp), so the count is the CUDA one except for two CPU
+differences the test notes: dropout masks are in the input dtype (CUDA: bool), and the
+attention output is copied before the output projection (CUDA flash's output already
+has that layout).
+
+Set-up (any machine with PyPI; LitGPT's own imports pull in lightning, which the
+counted modules do not need, so they are taken straight out of the wheel):
+
+    python -m venv v && v/bin/pip install torch pyyaml numpy
+    pip download litgpt==0.5.13 --no-deps -d whl && unzip -q whl/litgpt-*.whl -d whl/lg
+    v/bin/python calibration/saved_tensors.py whl/lg/litgpt
+
+Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
+per block / hidden (blocks 1, 2, 3 of a 4-block model):
+
+    lora   Llama-2-7b-hf (q+v, r=8, dropout 0.05)   44.35
+    lora   phi-1_5       (q+v, r=8, dropout 0.05)   30.21
+    lora   stablelm-base-alpha-3b (same)            30.17
+    full   tiny-llama-1.1b                          52.13
+    adapter    Llama-2-7b-hf  block 1 / 2, 3        36.22 / 38.56 38.56
+    adapter_v2 Llama-2-7b-hf  block 1 / 2, 3        64.97 / 67.78 67.31
+
+(lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
+whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
+"""
+
+import importlib
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+
+MODULES = ["config.py", "model.py", "lora.py", "adapter.py", "adapter_v2.py"]
+
+UTILS_STUB = '''
+def map_old_state_dict_weights(state_dict, mapping, prefix):
+    for old, new in mapping.items():
+        if prefix + old in state_dict:
+            state_dict[prefix + new] = state_dict.pop(prefix + old)
+    return state_dict
+
+def find_multiple(n, k):
+    return n if n % k == 0 else n + k - (n % k)
+'''
+
+CONVERT_STUB = '''
+import torch
+def qkv_reassemble(param, config):
+    q_per_kv = config.n_head // config.n_query_groups
+    qs, ks, vs = [], [], []
+    for chunk in torch.chunk(param, config.n_query_groups):
+        q, k, v = torch.split(chunk, [config.head_size * q_per_kv, config.head_size, config.head_size])
+        qs.append(q); ks.append(k); vs.append(v)
+    return torch.cat((torch.cat(qs), torch.cat(ks), torch.cat(vs)))
+'''
+
+
+def install_litgpt(src: str) -> None:
+    """A `litgpt` package of the counted modules with lightning-free stubs."""
+    root = tempfile.mkdtemp()
+    pkg = os.path.join(root, "litgpt")
+    os.makedirs(os.path.join(pkg, "scripts"))
+    for f in MODULES:
+        shutil.copy(os.path.join(src, f), pkg)
+    open(os.path.join(pkg, "__init__.py"), "w").close()
+    open(os.path.join(pkg, "scripts", "__init__.py"), "w").close()
+    with open(os.path.join(pkg, "utils.py"), "w") as f:
+        f.write(UTILS_STUB)
+    with open(os.path.join(pkg, "scripts", "convert_hf_checkpoint.py"), "w") as f:
+        f.write(CONVERT_STUB)
+    sys.path.insert(0, root)
+
+
+_SDPA = F.scaled_dot_product_attention
+
+
+class FlashLike(torch.autograd.Function):
+    """Saves q, k, v, the output and an fp32 log-sum-exp, as CUDA flash attention does."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        with torch.no_grad():
+            out = _SDPA(q.float(), k.float(), v.float(), is_causal=True).to(q.dtype)
+        lse = torch.zeros(q.shape[:-1], dtype=torch.float32)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, _, _ = ctx.saved_tensors
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+
+
+def flash_like(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, is_causal=False, **kw):
+    return FlashLike.apply(q, k, v)
+
+
+class SavedBytes:
+    """Bytes of the distinct storages autograd saves inside the `with` block."""
+
+    def __init__(self, exclude):
+        self.exclude = exclude
+        self.storages = {}
+
+    def pack(self, t):
+        s = t.untyped_storage()
+        if s.data_ptr() not in self.exclude:
+            self.storages[s.data_ptr()] = max(self.storages.get(s.data_ptr(), 0), s.nbytes())
+        return t
+
+    def __enter__(self):
+        self.hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, lambda t: t)
+        self.hooks.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        self.hooks.__exit__(*a)
+
+    def total(self):
+        return sum(self.storages.values())
+
+
+def per_block(mod_name, name, n_layer=4, B=2, T=64, dtype=torch.bfloat16, **over):
+    """Saved bytes per token per block / hidden for blocks 1..n_layer-1."""
+    mod = importlib.import_module("litgpt." + mod_name)
+    cfg = mod.Config.from_name(name, n_layer=n_layer, **over)
+    model = mod.GPT(cfg)
+    model.max_seq_length = T
+    model = model.to(dtype)
+    if mod_name == "lora":
+        mod.mark_only_lora_as_trainable(model)
+    elif mod_name == "adapter":
+        mod.mark_only_adapter_as_trainable(model)
+    elif mod_name == "adapter_v2":
+        mod.mark_only_adapter_v2_as_trainable(model)
+    fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    fixed |= {b.untyped_storage().data_ptr() for b in model.buffers()}
+    idx = torch.randint(0, cfg.padded_vocab_size, (B, T))
+    cos, sin = model.cos[:T].unsqueeze(0), model.sin[:T].unsqueeze(0)
+    totals = []
+    for n in range(1, n_layer + 1):
+        x0 = model.transformer.wte(idx).detach().requires_grad_(True)
+        with SavedBytes(fixed | {x0.untyped_storage().data_ptr()}) as c:
+            x = x0
+            for block in model.transformer.h[:n]:
+                x = block(x, cos, sin, None, None)
+        totals.append(c.total())
+    return [(b - a) / (B * T * cfg.n_embd) for a, b in zip(totals, totals[1:])]
+
+
+def main():
+    install_litgpt(sys.argv[1])
+    F.scaled_dot_product_attention = flash_like
+    torch.manual_seed(0)
+    lora = dict(lora_r=8, lora_alpha=16, lora_dropout=0.05, lora_query=True, lora_value=True)
+    adapter = dict(adapter_prompt_length=10, adapter_start_layer=2)
+    print(f"torch {torch.__version__}")
+    for mod_name, name, over in [
+        ("lora", "Llama-2-7b-hf", lora),
+        ("lora", "phi-1_5", lora),
+        ("lora", "stablelm-base-alpha-3b", lora),
+        ("model", "tiny-llama-1.1b", {}),
+        ("adapter", "Llama-2-7b-hf", adapter),
+        ("adapter_v2", "Llama-2-7b-hf", adapter),
+    ]:
+        blocks = per_block(mod_name, name, **over)
+        print(f"{mod_name:10s} {name:24s} blocks 1, 2, 3: " + " ".join(f"{b:6.2f}" for b in blocks))
+
+
+if __name__ == "__main__":
+    main()
