@@ -408,6 +408,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 trainable_params: (m * 1e6).round() as u64,
                 base_bits,
                 method,
+                virtual_tokens: virtual_tokens(notes),
             }
         }
         k => return Err(format!("task `{k}` is not in the schema")),
@@ -453,6 +454,22 @@ fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String>
         head.fields.iter().map(|h| h.trim().to_string()).collect(),
         records,
     ))
+}
+
+/// Virtual tokens a prompt-tuning row prepends, from notes such as
+/// "prompt tuning: 200 virtual tokens prepended" (0 when not stated).
+fn virtual_tokens(notes: &str) -> u32 {
+    let Some(at) = notes.find("virtual tokens") else {
+        return 0;
+    };
+    let before = notes[..at].trim_end();
+    let digits = before.len()
+        - before
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+    before[digits..].parse().unwrap_or(0)
 }
 
 /// The plan the row with this id describes (for `memplan calibrate --explain`).

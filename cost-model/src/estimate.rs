@@ -399,7 +399,8 @@ impl<'a> Ctx<'a> {
             t,
             rep: if p.sequence_parallel { t } else { 1.0 },
             b: plan.training.micro_batch as f64,
-            s: plan.training.seq_len as f64 / p.cp as f64,
+            s: (plan.training.seq_len as f64 + plan.training.finetune.virtual_tokens() as f64)
+                / p.cp as f64,
             e: plan.training.precision.activation_bytes(),
             shard,
         }

@@ -200,6 +200,12 @@ pub enum Finetune {
         /// What the method keeps for backward beyond a frozen base's count.
         #[serde(default)]
         method: AdapterMethod,
+        /// Tokens the method prepends to every sequence (prompt tuning,
+        /// P-tuning: PEFT `PeftModelForCausalLM.forward` concatenates the
+        /// virtual-token embeddings before the inputs), so every block and the
+        /// LM head see `seq_len + virtual_tokens` positions.
+        #[serde(default)]
+        virtual_tokens: u32,
     },
 }
 
@@ -248,6 +254,14 @@ impl AdapterMethod {
 }
 
 impl Finetune {
+    /// Positions the model runs beyond the training sequence (prompt tuning).
+    pub fn virtual_tokens(&self) -> u32 {
+        match *self {
+            Finetune::Adapter { virtual_tokens, .. } => virtual_tokens,
+            _ => 0,
+        }
+    }
+
     /// Bits of the frozen base weights, or `None` when every weight trains.
     pub fn base_bits(&self) -> Option<u32> {
         match *self {

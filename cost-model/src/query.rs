@@ -353,12 +353,16 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             trainable_params,
             base_bits,
             method,
+            virtual_tokens,
         } => {
             v.push(("ft", "adapter".into()));
             v.push(("trainable", trainable_params.to_string()));
             v.push(("bits", base_bits.to_string()));
             if all || method != AdapterMethod::Generic {
                 v.push(("adapter", method.id().into()));
+            }
+            if all || virtual_tokens > 0 {
+                v.push(("vtokens", virtual_tokens.to_string()));
             }
         }
     }
@@ -603,10 +607,15 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                     )
                 })?,
             };
+            let virtual_tokens = get("vtokens")
+                .map(|s| num("vtokens", s))
+                .transpose()?
+                .unwrap_or(0);
             t.finetune = Finetune::Adapter {
                 trainable_params,
                 base_bits,
                 method,
+                virtual_tokens,
             };
         }
         Some(other) => {
@@ -796,6 +805,7 @@ mod apply_tests {
                 trainable_params: 1_200_000,
                 base_bits: 4,
                 method: AdapterMethod::Generic,
+                virtual_tokens: 0,
             }
         );
         assert_eq!(decode_str(&encode(&p)).unwrap(), p);
@@ -814,6 +824,15 @@ mod apply_tests {
                 .unwrap_err()
                 .param,
             "adapter"
+        );
+        let pt = decode_str("ft=adapter&trainable=614400&vtokens=200").unwrap();
+        assert_eq!(pt.training.finetune.virtual_tokens(), 200);
+        assert_eq!(decode_str(&encode(&pt)).unwrap(), pt);
+        assert_eq!(
+            decode_str("ft=adapter&trainable=1&vtokens=-3")
+                .unwrap_err()
+                .param,
+            "vtokens"
         );
     }
 

@@ -89,6 +89,13 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     positive("training.seq_len", t.seq_len, MAX_SEQ_LEN)?;
     positive("training.grad_accum", t.grad_accum, 1 << 20)?;
     positive("training.checkpoint_every", t.checkpoint_every, MAX_LAYERS)?;
+    if t.finetune.virtual_tokens() as u64 > MAX_SEQ_LEN {
+        return Err(PlanError::TooLarge {
+            field: "training.finetune.virtual_tokens",
+            value: t.finetune.virtual_tokens() as u64,
+            max: MAX_SEQ_LEN,
+        });
+    }
     if let Finetune::Lora { rank, .. } = t.finetune {
         positive("training.finetune.rank", rank, MAX_WIDTH)?;
     }

@@ -80,3 +80,29 @@ fn malformed_case_files_are_rejected_with_the_line() {
         r.cases[0].skipped
     );
 }
+
+#[test]
+fn method_details_stated_in_the_notes_reach_the_plan() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::{AdapterMethod, Finetune};
+    let csv = cases();
+    let method = |id: &str| match case_plan(&csv, id).unwrap().training.finetune {
+        Finetune::Adapter { method, .. } => method,
+        other => panic!("{id}: {other:?}"),
+    };
+    assert_eq!(
+        method("litgpt_resource_tables_2023-10-024"),
+        AdapterMethod::LlamaAdapter
+    );
+    assert_eq!(
+        method("litgpt_resource_tables_2023-10-030"),
+        AdapterMethod::LlamaAdapterV2
+    );
+    assert_eq!(
+        method("peft_metamathqa_benchmark-157"),
+        AdapterMethod::Generic
+    );
+    let prompt = case_plan(&csv, "peft_metamathqa_benchmark-158").unwrap();
+    assert_eq!(prompt.training.finetune.virtual_tokens(), 200);
+    assert_eq!(prompt.training.seq_len, 768);
+}

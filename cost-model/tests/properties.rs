@@ -78,6 +78,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                             AdapterMethod::LlamaAdapter,
                             AdapterMethod::LlamaAdapterV2,
                         ][(rank / 4 % 3) as usize],
+                        virtual_tokens: bits % 4096,
                     };
                 } else if lora {
                     p.training.finetune = Finetune::Lora {
