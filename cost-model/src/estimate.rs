@@ -856,6 +856,16 @@ impl<'a> Ctx<'a> {
         self.stage_params(s) * bytes
     }
 
+    /// The loaded full copy still held while training a frozen base
+    /// ([`crate::framework::FrameworkDefaults::keeps_loaded_checkpoint`]).
+    fn load_kept(&self, s: u32) -> f64 {
+        if self.defaults().keeps_loaded_checkpoint && self.base_bits().is_some() {
+            self.load_materialised(s)
+        } else {
+            0.0
+        }
+    }
+
     // ----- activations --------------------------------------------------------
 
     /// The attention kernel that actually runs. SDPA has no fused kernel for
@@ -1567,7 +1577,7 @@ impl<'a> Ctx<'a> {
     // ----- phases ---------------------------------------------------------------
 
     fn stage(&self, s: u32) -> StageEstimate {
-        let w = self.weights(s);
+        let w = self.weights(s) + self.load_kept(s);
         let g = self.gradients(s);
         let o = self.optimizer(s);
         let (acts, working) = self.activations(s);
@@ -1621,7 +1631,7 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: z,
                 comm: z,
-                tmp: self.load_materialised(s),
+                tmp: self.load_materialised(s) - self.load_kept(s),
             },
         );
         let init = mk(

@@ -427,3 +427,25 @@ fn prompt_tuning_runs_its_virtual_tokens_through_every_block() {
     p.training.seq_len = 968;
     assert_eq!(prompt, estimate(&p).unwrap().peak);
 }
+
+#[test]
+fn litgpt_fsdp_fine_tunes_keep_the_loaded_full_weights() {
+    // lit-gpt's FSDP LoRA rows peak at full 16-bit weights + shard +
+    // activations in every batch size; pretraining loads no checkpoint.
+    let mut p = litgpt("meta-llama/Llama-2-7b-hf", lora_qv());
+    p.parallel.num_gpus = 2;
+    p.parallel.sharding = Sharding::FsdpFull;
+    let e = estimate(&p).unwrap();
+    let fwd = phase(&e, Phase::Forward);
+    let full = e.params as f64 * 2.0;
+    let shard = full / 2.0;
+    // (the adapters' few million bytes aside)
+    assert!(
+        (fwd.weights.get() as f64 / (full + shard) - 1.0).abs() < 1e-3,
+        "{}",
+        fwd.weights.get()
+    );
+    p.training.finetune = Finetune::Full;
+    let e = estimate(&p).unwrap();
+    assert!((phase(&e, Phase::Forward).weights.get() as f64 / shard - 1.0).abs() < 1e-3);
+}
