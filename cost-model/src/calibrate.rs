@@ -408,11 +408,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 trainable_params: (m * 1e6).round() as u64,
                 base_bits,
                 method,
-                virtual_tokens: virtual_tokens(notes),
+                // Prompt tuning: "200 virtual tokens prepended".
+                virtual_tokens: stated_number(notes, "virtual tokens").unwrap_or(0),
             }
         }
         k => return Err(format!("task `{k}` is not in the schema")),
     };
+    // A CUDA context the source measured ("incl. ~1343 MiB CUDA context": CUDA
+    // before lazy module loading) replaces the default, as a user would enter it.
+    if let Some(mib) = stated_number(r.get("notes"), "MiB CUDA context") {
+        plan.runtime.cuda_context_mib = mib.into();
+    }
     let p = &mut plan.parallel;
     p.num_gpus = r.u32("num_gpus")?.unwrap_or(1).max(1);
     p.tp = r.u32("tp")?.unwrap_or(1).max(1);
@@ -456,12 +462,10 @@ fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String>
     ))
 }
 
-/// Virtual tokens a prompt-tuning row prepends, from notes such as
-/// "prompt tuning: 200 virtual tokens prepended" (0 when not stated).
-fn virtual_tokens(notes: &str) -> u32 {
-    let Some(at) = notes.find("virtual tokens") else {
-        return 0;
-    };
+/// A number the notes state right before `unit`: "200 virtual tokens",
+/// "~1343 MiB CUDA context" (`None` when not stated).
+fn stated_number(notes: &str, unit: &str) -> Option<u32> {
+    let at = notes.find(unit)?;
     let before = notes[..at].trim_end();
     let digits = before.len()
         - before
@@ -469,7 +473,7 @@ fn virtual_tokens(notes: &str) -> u32 {
             .rev()
             .take_while(|c| c.is_ascii_digit())
             .count();
-    before[digits..].parse().unwrap_or(0)
+    before[digits..].parse().ok()
 }
 
 /// The plan the row with this id describes (for `memplan calibrate --explain`).

@@ -105,4 +105,12 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
     let prompt = case_plan(&csv, "peft_metamathqa_benchmark-158").unwrap();
     assert_eq!(prompt.training.finetune.virtual_tokens(), 200);
     assert_eq!(prompt.training.seq_len, 768);
+    // "NVML used memory … incl. ~1343 MiB CUDA context": a measured context.
+    let v100 = case_plan(&csv, "hf_transformers_perf_train_gpu_one-128").unwrap();
+    assert_eq!(v100.runtime.cuda_context_mib, 1343);
+    let other = case_plan(&csv, "peft_metamathqa_benchmark-158").unwrap();
+    assert_eq!(
+        other.runtime.cuda_context_mib,
+        cost_model::estimate::CUDA_CONTEXT_MIB
+    );
 }
