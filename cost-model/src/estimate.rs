@@ -108,6 +108,10 @@ const DEEPSPEED_BUCKET_ELEMENTS: f64 = 5e8;
 /// Units FSDP / ZeRO-3 hold unsharded at once: the current one and the
 /// prefetched next (FSDP `BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch`).
 const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
+/// DeepSpeed ZeRO-3 `stage3_max_live_parameters` and `stage3_max_reuse_distance`
+/// defaults (DeepSpeed config docs; transformers `integrations/deepspeed.py`
+/// leaves them at 1e9 in its "auto" config).
+const DEEPSPEED_MAX_LIVE_PARAMETERS: f64 = 1e9;
 
 /// ZeRO-Infinity NVMe parameter offload: pinned host buffers of
 /// `offload_param.buffer_count` (default 5) × `buffer_size` (default 1e8
@@ -1476,10 +1480,31 @@ impl<'a> Ctx<'a> {
                 let b = bucket.min(trainable) * HALF;
                 (b, ZERO_BUCKETS_IN_BACKWARD * b)
             }
-            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp if self.shard > 1.0 => {
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp
+                if self.shard > 1.0 || p.offload.params_offloaded() =>
+            {
                 // Unsharded parameters of the current and prefetched unit
                 // (one transformer block per unit), and in backward their gradients.
                 let unit = self.layer_matrix_params() + self.layer_norm_params();
+                let resident = if p.sharding == Sharding::Zero3 {
+                    // DeepSpeed keeps up to `stage3_max_live_parameters`
+                    // gathered and does not release a parameter reused within
+                    // `stage3_max_reuse_distance` (both 1e9 by default and in
+                    // transformers' "auto" config), so at the turn from forward
+                    // to backward the last blocks are still gathered; a single
+                    // parameter larger than that (an embedding) is gathered whole.
+                    let largest = if self.is_first(s) || self.is_last(s) {
+                        self.m.embedding_params() as f64 / self.t
+                    } else {
+                        0.0
+                    };
+                    DEEPSPEED_MAX_LIVE_PARAMETERS
+                        .min(self.stage_params(s))
+                        .max(FSDP_UNITS_IN_FLIGHT * unit)
+                        .max(largest)
+                } else {
+                    FSDP_UNITS_IN_FLIGHT * unit
+                };
                 // Gathered in the compute dtype: FSDP `MixedPrecision(param_dtype=bf16)`
                 // / FSDP2 `MixedPrecisionPolicy` and DeepSpeed gather 16-bit
                 // parameters; only plain fp32 training gathers fp32.
@@ -1488,7 +1513,7 @@ impl<'a> Ctx<'a> {
                 } else {
                     HALF
                 };
-                let gathered = FSDP_UNITS_IN_FLIGHT * unit * pbytes;
+                let gathered = resident * pbytes;
                 let grads = if self.base_bits().is_some() {
                     0.0
                 } else {

@@ -449,3 +449,28 @@ fn litgpt_fsdp_fine_tunes_keep_the_loaded_full_weights() {
     let e = estimate(&p).unwrap();
     assert!((phase(&e, Phase::Forward).weights.get() as f64 / shard - 1.0).abs() < 1e-3);
 }
+
+#[test]
+fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
+    use cost_model::plan::OffloadDevice;
+    // DeepSpeed's stage3_max_live_parameters (1e9) of fp32 parameters sit on
+    // the GPU at the turn from forward to backward, offloaded or not.
+    let mut p = plan("llama-2-7b", Precision::Fp32, 8, 64);
+    p.set_framework(Framework::HfAccelerate);
+    p.parallel.sharding = Sharding::Zero3;
+    p.parallel.offload.params = OffloadDevice::Cpu;
+    p.parallel.offload.optimizer = OffloadDevice::Cpu;
+    let e = estimate(&p).unwrap();
+    assert_eq!(phase(&e, Phase::Load).weights.get(), 0);
+    let comm = phase(&e, Phase::Forward).comm_buffers.get() as f64;
+    assert!((comm / 4e9 - 1.0).abs() < 1e-9, "{comm}");
+    // An embedding larger than that is gathered whole (BLOOM's 250880 × 4096).
+    p.model.vocab = 250_880;
+    let comm = phase(&estimate(&p).unwrap(), Phase::Forward)
+        .comm_buffers
+        .get() as f64;
+    assert!(
+        (comm / (250_880.0 * 4096.0 * 4.0) - 1.0).abs() < 1e-9,
+        "{comm}"
+    );
+}
