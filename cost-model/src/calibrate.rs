@@ -387,8 +387,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             targets: parse_targets("lora_targets", r.get("lora_targets"))
                 .map_err(|e| e.to_string())?,
             base_bits,
-            // lora_dropout > 0 is the default of PEFT's examples and LitGPT (0.05).
-            dropout: true,
+            // The framework's default (no column states it).
+            dropout: framework.defaults().lora_dropout,
         },
         "other-peft" => {
             let m = r

@@ -69,6 +69,11 @@ pub struct FrameworkDefaults {
     /// (LitGPT `RMSNorm.forward`), so a trained weight keeps that fp32 tensor
     /// for its gradient (transformers keeps a 16-bit cast instead).
     pub rmsnorm_affine_fp32: bool,
+    /// LoRA adapters apply dropout to their input (so each keeps a dropped-out
+    /// copy): LitGPT's finetune scripts (`lora_dropout` 0.05) and PEFT's
+    /// examples and most recipes (0.05–0.1; `LoraConfig` itself defaults to 0);
+    /// torchtune's LoRA configs set `lora_dropout: 0.0`.
+    pub lora_dropout: bool,
 }
 
 impl Framework {
@@ -154,6 +159,7 @@ impl Framework {
             fused_qkv: false,
             lora_qkv_grouped: false,
             rmsnorm_affine_fp32: false,
+            lora_dropout: true,
         };
         match self {
             Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
@@ -168,6 +174,7 @@ impl Framework {
             Framework::Torchtune => FrameworkDefaults {
                 loss: Loss::ChunkedFree,
                 checkpointing: Checkpointing::Full,
+                lora_dropout: false,
                 ..hf
             },
             Framework::Torchtitan => FrameworkDefaults {

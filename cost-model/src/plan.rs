@@ -546,6 +546,9 @@ impl Plan {
         self.training.checkpointing = d.checkpointing;
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
+        if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {
+            *dropout = d.lora_dropout;
+        }
     }
 
     /// Parses a plan from JSON of any known schema version (older ones are

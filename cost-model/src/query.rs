@@ -509,6 +509,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(id) = get("gpu") {
         plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
     }
+    let lora_dropout_default = plan.framework.defaults().lora_dropout;
     let t = &mut plan.training;
     for (k, slot) in [
         ("mb", &mut t.micro_batch),
@@ -574,7 +575,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             let dropout = get("lora_dropout")
                 .map(|s| boolean("lora_dropout", s))
                 .transpose()?
-                .unwrap_or(true);
+                .unwrap_or(lora_dropout_default);
             t.finetune = Finetune::Lora {
                 rank,
                 targets,
@@ -834,6 +835,21 @@ mod apply_tests {
                 .param,
             "vtokens"
         );
+    }
+
+    #[test]
+    fn lora_dropout_defaults_to_the_frameworks() {
+        let dropout = |q: &str| match decode_str(q).unwrap().training.finetune {
+            Finetune::Lora { dropout, .. } => dropout,
+            other => panic!("{other:?}"),
+        };
+        assert!(dropout("ft=lora"));
+        assert!(dropout("fw=litgpt&ft=lora"));
+        // torchtune's LoRA configs set lora_dropout: 0.0.
+        assert!(!dropout("fw=torchtune&ft=lora"));
+        assert!(dropout("fw=torchtune&ft=lora&lora_dropout=1"));
+        let p = decode_str("fw=torchtune&ft=qlora").unwrap();
+        assert_eq!(decode_str(&encode(&p)).unwrap(), p);
     }
 
     #[test]
