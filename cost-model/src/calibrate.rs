@@ -401,6 +401,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 AdapterMethod::LlamaAdapterV2
             } else if notes.contains("LLaMA-Adapter") {
                 AdapterMethod::LlamaAdapter
+            } else if notes.contains("IA3") || notes.contains("IA³") {
+                AdapterMethod::Ia3
             } else {
                 AdapterMethod::Generic
             };

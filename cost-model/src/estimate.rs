@@ -1222,10 +1222,18 @@ impl<'a> Ctx<'a> {
                 let up = if gated { 2.0 * f } else { f };
                 lora += e * sb * ((hq + 2.0 * hkv + k * up) / t + (1.0 + k) * h / rep);
             }
+            if method == AdapterMethod::Ia3 {
+                // `result * ia3_scaling` keeps k's and v's outputs; the
+                // feed-forward branch keeps `x.to(ia3_l.dtype)`.
+                lora += sb * (e * 2.0 * hkv + k * self.trainable_weight_bytes() * f) / t;
+            }
             // The prefix attention's output, kept by the trained gate
             // (`y + self.gating_factor * ay`) in the blocks that have one
             // (the same probe: +2.3·hidden per token in those blocks).
-            if method != AdapterMethod::Generic {
+            if matches!(
+                method,
+                AdapterMethod::LlamaAdapter | AdapterMethod::LlamaAdapterV2
+            ) {
                 lora += e * sb * hq / t * self.adapter_prefix_share();
             }
         }

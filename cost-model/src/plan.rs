@@ -227,6 +227,11 @@ pub enum AdapterMethod {
     /// linear becomes `adapter_scale * (linear(x) + adapter_bias)`, so each keeps
     /// its output for the trained scale's gradient, and the norms train.
     LlamaAdapterV2,
+    /// IA³ (Liu et al. 2022; PEFT `tuners/ia3/layer.py`) on PEFT's default
+    /// targets for decoders — k, v and the MLP's down projection: k and v keep
+    /// their unscaled outputs for the trained vectors' gradients, and the down
+    /// projection's input is cast to the vectors' dtype and kept.
+    Ia3,
 }
 
 impl AdapterMethod {
@@ -235,6 +240,7 @@ impl AdapterMethod {
             AdapterMethod::Generic => "generic",
             AdapterMethod::LlamaAdapter => "llama-adapter",
             AdapterMethod::LlamaAdapterV2 => "llama-adapter-v2",
+            AdapterMethod::Ia3 => "ia3",
         }
     }
 
@@ -247,6 +253,7 @@ impl AdapterMethod {
             AdapterMethod::Generic,
             AdapterMethod::LlamaAdapter,
             AdapterMethod::LlamaAdapterV2,
+            AdapterMethod::Ia3,
         ]
         .into_iter()
         .find(|m| m.id() == s)

@@ -604,7 +604,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 Some(s) => AdapterMethod::from_id(s).ok_or_else(|| {
                     err(
                         "adapter",
-                        format!("`{s}` is not an adapter method (generic, llama-adapter, llama-adapter-v2)"),
+                        format!("`{s}` is not an adapter method (generic, llama-adapter, llama-adapter-v2, ia3)"),
                     )
                 })?,
             };

@@ -96,8 +96,9 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
         method("litgpt_resource_tables_2023-10-030"),
         AdapterMethod::LlamaAdapterV2
     );
+    assert_eq!(method("peft_metamathqa_benchmark-157"), AdapterMethod::Ia3);
     assert_eq!(
-        method("peft_metamathqa_benchmark-157"),
+        method("peft_metamathqa_benchmark-159"),
         AdapterMethod::Generic
     );
     let prompt = case_plan(&csv, "peft_metamathqa_benchmark-158").unwrap();

@@ -474,3 +474,32 @@ fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
         "{comm}"
     );
 }
+
+#[test]
+fn ia3_keeps_the_scaled_outputs_and_the_cast_feed_forward_input() {
+    // PEFT IA³ over a bf16 base with fp32 vectors: k and v keep their bf16
+    // outputs, the down projection keeps its fp32-cast input.
+    let mut p = plan("llama-3.2-3b", Precision::Bf16, 4, 768);
+    p.training.fp32_upcasts = false; // PEFT's benchmark script, plain loop
+    let acts = |method| {
+        let mut p = p.clone();
+        p.training.finetune = Finetune::Adapter {
+            trainable_params: 286_720,
+            base_bits: 16,
+            method,
+            virtual_tokens: 0,
+        };
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let m = &p.model;
+    let tokens = 4.0 * 768.0;
+    let hkv = (m.kv_heads * m.head_dim) as f64;
+    let per_layer = tokens * (2.0 * 2.0 * hkv + 4.0 * m.ffn as f64);
+    let extra = acts(AdapterMethod::Ia3) - acts(AdapterMethod::Generic);
+    assert!(
+        (extra / (m.layers as f64 * per_layer) - 1.0).abs() < 1e-9,
+        "{extra}"
+    );
+}

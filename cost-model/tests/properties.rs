@@ -77,7 +77,8 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                             AdapterMethod::Generic,
                             AdapterMethod::LlamaAdapter,
                             AdapterMethod::LlamaAdapterV2,
-                        ][(rank / 4 % 3) as usize],
+                            AdapterMethod::Ia3,
+                        ][(rank / 4 % 4) as usize],
                         virtual_tokens: bits % 4096,
                     };
                 } else if lora {
