@@ -25,6 +25,10 @@ per block / hidden (blocks 1, 2, 3 of a 4-block model):
     lora   phi-1_5       (q+v, r=8, dropout 0.05)   30.21
     lora   stablelm-base-alpha-3b (same)            30.17
     full   tiny-llama-1.1b                          52.13
+    lora   Llama-3-8B (q+v)                         43.68
+    lora   Llama-3-8B, Mistral-7B-v0.1 (every linear: q, k, v, proj, mlp)   67.12
+    full   phi-1_5                                  34.06
+    full   Llama-3-8B                               58.10
     adapter    Llama-2-7b-hf  block 1 / 2, 3        36.22 / 38.56 38.56
     adapter_v2 Llama-2-7b-hf  block 1 / 2, 3        64.97 / 67.78 67.31
 
@@ -164,6 +168,7 @@ def main():
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)
     lora = dict(lora_r=8, lora_alpha=16, lora_dropout=0.05, lora_query=True, lora_value=True)
+    every_linear = dict(lora, lora_key=True, lora_projection=True, lora_mlp=True)
     adapter = dict(adapter_prompt_length=10, adapter_start_layer=2)
     print(f"torch {torch.__version__}")
     for mod_name, name, over in [
@@ -171,6 +176,11 @@ def main():
         ("lora", "phi-1_5", lora),
         ("lora", "stablelm-base-alpha-3b", lora),
         ("model", "tiny-llama-1.1b", {}),
+        ("lora", "Llama-3-8B", lora),
+        ("lora", "Llama-3-8B", every_linear),
+        ("lora", "Mistral-7B-v0.1", every_linear),
+        ("model", "phi-1_5", {}),
+        ("model", "Llama-3-8B", {}),
         ("adapter", "Llama-2-7b-hf", adapter),
         ("adapter_v2", "Llama-2-7b-hf", adapter),
     ]:

@@ -280,6 +280,15 @@ fn litgpt(hub_id: &str, finetune: Finetune) -> Plan {
     p
 }
 
+fn lora_all() -> Finetune {
+    Finetune::Lora {
+        rank: 8,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: true,
+    }
+}
+
 fn lora_qv() -> Finetune {
     Finetune::Lora {
         rank: 8,
@@ -309,6 +318,13 @@ fn litgpt_blocks_keep_what_their_saved_tensors_add_up_to() {
             Finetune::Full,
             52.13 - 2.0,
         ),
+        // Grouped-query attention, LoRA on q+v and on every linear (five
+        // dropout copies: 7.5·hidden of CPU masks off), full fine-tunes.
+        ("meta-llama/Llama-3.1-8B", lora_qv(), 43.68 - 1.0),
+        ("meta-llama/Llama-3.1-8B", lora_all(), 67.12 - 7.5),
+        ("mistralai/Mistral-7B-v0.1", lora_all(), 67.12 - 7.5),
+        ("microsoft/phi-1_5", Finetune::Full, 34.06 - 2.0),
+        ("meta-llama/Llama-3.1-8B", Finetune::Full, 58.10 - 2.0),
         (
             "meta-llama/Llama-2-7b-hf",
             Finetune::Adapter {
