@@ -6,10 +6,9 @@ No GPU needed: the blocks run on the CPU under `torch.autograd.graph.saved_tenso
 which sees every tensor autograd saves; storages are counted once. The block input
 requires grad, so a block counts what it keeps when something beneath it trains. Scaled dot-product
 attention is replaced by a function that saves what CUDA's flash kernel saves
-(q, k, v, output, fp32 log-sum-exp), so the count is the CUDA one except for two CPU
-differences the test notes: dropout masks are in the input dtype (CUDA: bool), and the
-attention output is copied before the output projection (CUDA flash's output already
-has that layout).
+(q, k, v, output, fp32 log-sum-exp) and returns its output in CUDA's memory layout, so the
+count is the CUDA one except that CPU dropout masks are in the input dtype (CUDA: bool;
+the test takes 1 byte per masked element off).
 
 Set-up (any machine with PyPI; LitGPT's own imports pull in lightning, which the
 counted modules do not need, so they are taken straight out of the wheel):
@@ -17,6 +16,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     python -m venv v && v/bin/pip install torch pyyaml numpy
     pip download litgpt==0.5.13 --no-deps -d whl && unzip -q whl/litgpt-*.whl -d whl/lg
     v/bin/python calibration/saved_tensors.py whl/lg/litgpt
+    v/bin/pip install transformers && v/bin/python calibration/saved_tensors.py --transformers
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -24,13 +24,19 @@ per block / hidden (blocks 1, 2, 3 of a 4-block model):
     lora   Llama-2-7b-hf (q+v, r=8, dropout 0.05)   44.35
     lora   phi-1_5       (q+v, r=8, dropout 0.05)   30.21
     lora   stablelm-base-alpha-3b (same)            30.17
-    full   tiny-llama-1.1b                          52.13
+    full   tiny-llama-1.1b                          50.13
     lora   Llama-3-8B (q+v)                         43.68
     lora   Llama-3-8B, Mistral-7B-v0.1 (every linear: q, k, v, proj, mlp)   67.12
-    full   phi-1_5                                  34.06
-    full   Llama-3-8B                               58.10
+    full   phi-1_5                                  32.06
+    full   Llama-3-8B                               56.10
     adapter    Llama-2-7b-hf  block 1 / 2, 3        36.22 / 38.56 38.56
     adapter_v2 Llama-2-7b-hf  block 1 / 2, 3        64.97 / 67.78 67.31
+
+transformers 5.24 (`--transformers`; small configs: hidden 1024, 16 heads, MLP 2816), full fine-tune:
+
+    llama / qwen2 / mistral (16 heads, 4 kv heads)   43.07
+    llama (16 kv heads)                              46.07
+    phi3 (fused qkv, 16 kv heads)                    50.07
 
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
@@ -95,7 +101,13 @@ class FlashLike(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v):
         with torch.no_grad():
-            out = _SDPA(q.float(), k.float(), v.float(), is_causal=True).to(q.dtype)
+            kk, vv = k, v
+            if k.shape[1] != q.shape[1]:  # grouped k/v (enable_gqa)
+                kk = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+                vv = v.repeat_interleave(q.shape[1] // k.shape[1], 1)
+            out = _SDPA(q.float(), kk.float(), vv.float(), is_causal=True).to(q.dtype)
+            # CUDA's kernels return (B, H, T, D) as a view of (B, T, H, D) memory.
+            out = out.transpose(1, 2).contiguous().transpose(1, 2)
         lse = torch.zeros(q.shape[:-1], dtype=torch.float32)
         ctx.save_for_backward(q, k, v, out, lse)
         return out
@@ -106,7 +118,7 @@ class FlashLike(torch.autograd.Function):
         return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
 
 
-def flash_like(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, is_causal=False, **kw):
+def flash_like(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, is_causal=False, enable_gqa=False, **kw):
     return FlashLike.apply(q, k, v)
 
 
@@ -163,7 +175,48 @@ def per_block(mod_name, name, n_layer=4, B=2, T=64, dtype=torch.bfloat16, **over
     return [(b - a) / (B * T * cfg.n_embd) for a, b in zip(totals, totals[1:])]
 
 
+def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16):
+    """The same count for a transformers model built from `config` (random weights), full
+    fine-tune, `use_cache=False` as training scripts set (a KV cache in the training forward
+    copies v, which frees a fused qkv output)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    totals = []
+    for n in (2, 3):
+        cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=n))
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+        model.train()
+        fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        fixed |= {b.untyped_storage().data_ptr() for b in model.buffers()}
+        idx = torch.randint(0, cfg.vocab_size, (B, T))
+        with SavedBytes(fixed) as c:
+            model(input_ids=idx, use_cache=False)
+        totals.append(c.total())
+    return (totals[1] - totals[0]) / (B * T * config["hidden_size"])
+
+
+def transformers_main():
+    F.scaled_dot_product_attention = flash_like
+    import transformers
+
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}")
+    small = dict(hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                 num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    for name, config in [
+        ("llama (GQA 16/4)", dict(small, model_type="llama")),
+        ("llama (MHA)", dict(small, model_type="llama", num_key_value_heads=16)),
+        ("qwen2 (GQA)", dict(small, model_type="qwen2")),
+        ("mistral (GQA)", dict(small, model_type="mistral")),
+        ("phi3 (fused qkv, MHA)", dict(small, model_type="phi3", num_key_value_heads=16)),
+    ]:
+        print(f"full {name:24s} {per_block_transformers(config):6.2f}")
+
+
 def main():
+    if sys.argv[1] == "--transformers":
+        return transformers_main()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)

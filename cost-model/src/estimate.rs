@@ -1079,8 +1079,11 @@ impl<'a> Ctx<'a> {
         // One fused qkv output: v is a view of it, so the whole tensor stays
         // alive beside the rotated q and k copies (transformers Phi-3,
         // GPT-NeoX, Falcon; measured on the H200: Phi-3-mini bf16 kept more than
-        // the separate-projection count by about this much). LitGPT fuses qkv
-        // for every model, but expanding grouped k/v copies v, freeing it.
+        // the separate-projection count by about this much; counted exactly by
+        // calibration/saved_tensors.py). That is with `use_cache=False`, as
+        // training scripts set and gradient checkpointing forces: a KV cache in
+        // the training forward copies v. LitGPT fuses qkv for every model, but
+        // expanding grouped k/v copies v, freeing it.
         let keeps_qkv = if self.defaults().fused_qkv {
             !expand || m.kv_heads == m.heads
         } else {
