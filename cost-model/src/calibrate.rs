@@ -293,6 +293,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         fused_projections: false,
         gelu_new: false,
         softcap: false,
+        parallel_residual: false,
     };
     // What the schema's columns cannot say about the implementation (fused
     // projections, Python GELU, soft-capping, norms per block, head width) comes
@@ -303,6 +304,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.fused_projections = s.fused_projections;
             model.gelu_new = s.gelu_new;
             model.softcap = s.softcap;
+            model.parallel_residual = s.parallel_residual;
             model.norms_per_layer = s.norms_per_layer;
             model.head_dim = s.head_dim;
         }

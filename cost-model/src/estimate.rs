@@ -1123,11 +1123,13 @@ impl<'a> Ctx<'a> {
         // MLP's input is the tensor attention already keeps (unless autocast
         // casts it once per matmul).
         let shared_norm = m.norms_per_layer == 1;
-        let mut mlp = if shared_norm {
+        // Parallel blocks with two norms (GPT-NeoX) normalise the same input:
+        // kept once.
+        let mut mlp = if shared_norm || m.parallel_residual {
             0.0
         } else {
-            norm * sb * h / rep
-        }; // norm input
+            norm * sb * h / rep // norm input
+        };
         let gated = m.mlp == Mlp::Gated;
         let mlp_inputs = inputs_kept(&[tg.up, gated && tg.gate]);
         let mlp_inputs = if shared_norm && attn_inputs > 0.0 && !self.casts_inputs_per_matmul() {

@@ -162,6 +162,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         fused_projections: false,
         gelu_new: false,
         softcap: false,
+        parallel_residual: false,
     };
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
@@ -221,6 +222,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             gpt_block(&mut m);
             m.fused_projections = true; // `query_key_value`
             m.tied_embeddings = c.bool("tie_word_embeddings", false);
+            m.parallel_residual = c.bool("use_parallel_residual", true);
         }
         "falcon" | "RefinedWeb" | "RefinedWebModel" => {
             m.hidden = c.u32("hidden_size")?;
@@ -242,6 +244,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             } else {
                 1
             };
+            m.parallel_residual = c.bool("parallel_attn", true);
             m.linear_bias = c.bool("bias", false);
             m.fused_projections = true; // `query_key_value`
             m.tied_embeddings = c.bool("tie_word_embeddings", true);

@@ -110,6 +110,14 @@ pub struct ModelSpec {
     /// every score (eager attention) and of every logit is kept for backward.
     #[serde(default)]
     pub softcap: bool,
+    /// Attention and MLP both read the block input (GPT-NeoX/Pythia
+    /// `use_parallel_residual`, GPT-J, Falcon, Phi): with two norms
+    /// (`norms_per_layer = 2`) both normalise that one tensor, which is kept
+    /// once. Counted with calibration/saved_tensors.py: transformers GPT-NeoX
+    /// kept 2·hidden bytes per token per block less than sequential blocks.
+    /// One norm (`norms_per_layer = 1`) implies it.
+    #[serde(default)]
+    pub parallel_residual: bool,
 }
 
 fn two() -> u32 {

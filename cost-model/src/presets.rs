@@ -38,6 +38,7 @@ struct Dims {
     fused_projections: bool,
     gelu_new: bool,
     softcap: bool,
+    parallel_residual: bool,
 }
 
 /// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
@@ -75,6 +76,7 @@ const fn llama(
         fused_projections: false,
         gelu_new: false,
         softcap: false,
+        parallel_residual: false,
     }
 }
 
@@ -103,6 +105,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         fused_projections: false,
         gelu_new: false,
         softcap: false,
+        parallel_residual: false,
     }
 }
 
@@ -131,6 +134,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         fused_projections: false,
         gelu_new: false,
         softcap: false,
+        parallel_residual: false,
     }
 }
 
@@ -449,6 +453,7 @@ impl Preset {
             fused_projections: d.fused_projections,
             gelu_new: d.gelu_new,
             softcap: d.softcap,
+            parallel_residual: d.parallel_residual || d.norms_per_layer == 1,
         }
     }
 }

@@ -227,6 +227,7 @@ const MODEL_KEYS: &[&str] = &[
     "fproj",
     "gelu_new",
     "softcap",
+    "parallel",
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -267,6 +268,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 ("fproj", m.fused_projections),
                 ("gelu_new", m.gelu_new),
                 ("softcap", m.softcap),
+                ("parallel", m.parallel_residual),
             ] {
                 if all || on {
                     v.push((k, (on as u8).to_string()));
@@ -500,6 +502,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             ("fproj", &mut m.fused_projections),
             ("gelu_new", &mut m.gelu_new),
             ("softcap", &mut m.softcap),
+            ("parallel", &mut m.parallel_residual),
         ] {
             if let Some(s) = get(k) {
                 *slot = boolean(k, s)?;

@@ -5,6 +5,7 @@
 
 use cost_model::estimate::{estimate, Breakdown, Estimate, Phase};
 use cost_model::framework::Framework;
+use cost_model::model::{Mlp, Norm};
 use cost_model::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, Optimizer, OptimizerImpl, Plan,
     Precision, Sharding,
@@ -387,9 +388,13 @@ fn a_parallel_block_with_one_norm_keeps_its_output_once() {
     let mut p = litgpt("microsoft/phi-1_5", Finetune::Full);
     let one = per_token_block(&p);
     p.model.norms_per_layer = 2;
-    let two = per_token_block(&p);
-    // A second norm: its bf16 input and its output for the MLP's first matmul.
-    assert!((two - one - 4.0).abs() < 1e-6, "{one} {two}");
+    let parallel = per_token_block(&p);
+    p.model.parallel_residual = false;
+    let sequential = per_token_block(&p);
+    // A second norm over the same input (GPT-NeoX): its output for the MLP's
+    // first matmul; over the attention's output: its bf16 input too.
+    assert!((parallel - one - 2.0).abs() < 1e-6, "{one} {parallel}");
+    assert!((sequential - one - 4.0).abs() < 1e-6, "{one} {sequential}");
 }
 
 #[test]
@@ -539,4 +544,9 @@ fn transformers_blocks_keep_what_their_saved_tensors_add_up_to() {
     count(&m, 46.07);
     m.fused_projections = true; // Phi-3: v a view of the fused qkv output
     count(&m, 50.07);
+    // GPT-NeoX: LayerNorm, plain GELU MLP, parallel attention and MLP whose
+    // two norms read one input.
+    (m.ffn, m.mlp, m.norm) = (4096, Mlp::Plain, Norm::LayerNorm);
+    m.parallel_residual = true;
+    count(&m, 34.07);
 }
