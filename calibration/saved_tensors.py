@@ -38,6 +38,7 @@ transformers 5.24 (`--transformers`; small configs: hidden 1024, 16 heads, MLP 2
     llama (16 kv heads)                              46.07
     phi3 (fused qkv, 16 kv heads)                    50.07
     gpt_neox (fused qkv, parallel, 2 norms, MLP 4096) 34.07
+    falcon (fused qkv, multi-query, 1 norm, MLP 4096) 24.32
 
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
@@ -213,6 +214,9 @@ def transformers_main():
         ("phi3 (fused qkv, MHA)", dict(small, model_type="phi3", num_key_value_heads=16)),
         ("gpt_neox (parallel)", dict(model_type="gpt_neox", hidden_size=1024, intermediate_size=4096,
                                      num_attention_heads=16, vocab_size=1000)),
+        ("falcon (multi-query)", dict(model_type="falcon", hidden_size=1024, num_attention_heads=16,
+                                      vocab_size=1000, new_decoder_architecture=False, multi_query=True,
+                                      parallel_attn=True)),
     ]:
         print(f"full {name:24s} {per_block_transformers(config):6.2f}")
 

@@ -1082,13 +1082,12 @@ impl<'a> Ctx<'a> {
         // the separate-projection count by about this much; counted exactly by
         // calibration/saved_tensors.py). That is with `use_cache=False`, as
         // training scripts set and gradient checkpointing forces: a KV cache in
-        // the training forward copies v. LitGPT fuses qkv for every model, but
-        // expanding grouped k/v copies v, freeing it.
-        let keeps_qkv = if self.defaults().fused_qkv {
-            !expand || m.kv_heads == m.heads
-        } else {
-            m.fused_projections
-        };
+        // the training forward copies v. LitGPT fuses qkv for every model.
+        // With grouped or multi-query k/v, v is copied out of the fused output
+        // (LitGPT's expansion; transformers Falcon indexes `[..., [-1], :]`),
+        // which frees it: counted, Falcon-7B-shaped blocks kept 2.1·hidden B per
+        // token less than the view would.
+        let keeps_qkv = (m.fused_projections || self.defaults().fused_qkv) && m.kv_heads == m.heads;
         if keeps_qkv && m.positions == Positions::Rotary {
             attn += e * sb * (hq + hkv) / t;
         }
