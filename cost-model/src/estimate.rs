@@ -1030,9 +1030,30 @@ impl<'a> Ctx<'a> {
             Finetune::Full => true,
             Finetune::Lora {
                 base_bits, dropout, ..
-            } => (targeted && !dropout) || base_bits <= 8,
+            } => (targeted && !dropout && !self.lora_casts_input()) || base_bits <= 8,
             Finetune::Adapter { base_bits, .. } => base_bits <= 8,
         }
+    }
+
+    /// Bytes per element of what a LoRA adapter reads: PEFT casts its input to
+    /// the adapter weights' dtype (`_cast_input_dtype`: fp32 adapters over a
+    /// 16-bit base, `autocast_adapter_dtype`), unless autocast runs, whose
+    /// `lora_A` matmul saves a 16-bit cast instead (measured on the H200:
+    /// Llama-3.2-3B amp-bf16 LoRA kept 2 bytes per adapter input element).
+    fn lora_input_bytes(&self) -> f64 {
+        if self.trainable_weight_bytes() >= FP32 && !self.plan.training.precision.is_autocast() {
+            FP32
+        } else {
+            self.e
+        }
+    }
+
+    /// Each adapter keeps its own wider cast of the block input, so the input
+    /// itself is not what it saves (counted with calibration/saved_tensors.py:
+    /// PEFT LoRA without dropout on every linear of a bf16 Llama kept
+    /// 4 bytes per adapter input element).
+    fn lora_casts_input(&self) -> bool {
+        self.lora_input_bytes() > self.e
     }
 
     /// Saved bytes of one block for one micro-batch on one rank, counted tensor
@@ -1170,20 +1191,14 @@ impl<'a> Ctx<'a> {
         let mut lora = 0.0;
         if let Some((rank, tg, _, lora_dropout)) = self.lora() {
             let r = rank as f64;
-            // PEFT casts the adapter's input to the adapter dtype (fp32 adapters:
-            // `_cast_input_dtype`), so its dropout copy and A-output are fp32 there —
-            // unless autocast runs, whose `lora_A` matmul saves a 16-bit cast of the
-            // dropout output instead (measured on the H200: Llama-3.2-3B amp-bf16
-            // LoRA kept 2 bytes per adapter input element, not 4).
-            let autocast = self.plan.training.precision.is_autocast();
-            let e = if self.trainable_weight_bytes() >= FP32 && !autocast {
-                FP32
-            } else {
-                e
-            };
+            // The adapter's dropout copy and A-output are in its input dtype
+            // ([`Self::lora_input_bytes`]).
+            let e = self.lora_input_bytes();
+            let casts = self.lora_casts_input();
             // One adapter reading an input of width `din`: its rank-r output
             // (`ranks` of them for a grouped adapter) and, with dropout, the
-            // dropped-out input copy and its mask; `n` such adapters.
+            // dropped-out input copy and its mask — without dropout, its own
+            // wider cast of the input; `n` such adapters.
             let adapter = |on: bool, din: f64, n: f64, ranks: f64| {
                 if !on {
                     return 0.0;
@@ -1191,6 +1206,8 @@ impl<'a> Ctx<'a> {
                 let mut a = n * ranks * sb * e * r;
                 if lora_dropout {
                     a += n * sb * (e + MASK) * din;
+                } else if casts {
+                    a += n * sb * e * din;
                 }
                 a
             };

@@ -563,3 +563,42 @@ fn transformers_blocks_keep_what_their_saved_tensors_add_up_to() {
     m.norms_per_layer = 1;
     count(&m, 24.32);
 }
+
+#[test]
+fn peft_lora_adapters_keep_their_own_fp32_inputs() {
+    // calibration/saved_tensors.py --transformers, PEFT LoRA over the small
+    // bf16 Llama (fp32 adapters). With dropout each adapter keeps its fp32
+    // dropped-out copy and a mask (CPU masks over fp32 are 4 bytes, CUDA's 1:
+    // 3 bytes per masked element off); without, its own fp32 cast of the input.
+    let mut m = preset("llama-3.2-1b").unwrap().spec();
+    (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (1024, 2816, 16, 4, 64);
+    (m.vocab, m.layers, m.tied_embeddings) = (1000, 3, false);
+    let mut p = plan("llama-3.2-1b", Precision::Bf16, 2, 64);
+    p.model = m;
+    p.set_framework(Framework::Peft);
+    let qv = LoraTargets {
+        q: true,
+        v: true,
+        ..LoraTargets::default()
+    };
+    // Dropped-out inputs per block (in hidden units): q, v; or q, k, v, o,
+    // gate, up and down (2.75).
+    for (targets, rank, dropout, counted) in [
+        (qv, 8, true, 45.63 - 3.0 * 2.0),
+        (qv, 8, false, 37.63),
+        (LoraTargets::ALL_LINEAR, 16, true, 100.01 - 3.0 * 8.75),
+        (LoraTargets::ALL_LINEAR, 16, false, 65.01),
+    ] {
+        p.training.finetune = Finetune::Lora {
+            rank,
+            targets,
+            base_bits: 16,
+            dropout,
+        };
+        let got = per_token_block(&p);
+        assert!(
+            (got - counted).abs() < 0.05,
+            "{targets:?} dropout {dropout}: model {got:.2}, counted {counted:.2}"
+        );
+    }
+}
