@@ -294,6 +294,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         gelu_new: false,
         softcap: false,
         parallel_residual: false,
+        norm_fp32_affine: false,
     };
     // What the schema's columns cannot say about the implementation (fused
     // projections, Python GELU, soft-capping, norms per block, head width) comes
@@ -305,6 +306,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.gelu_new = s.gelu_new;
             model.softcap = s.softcap;
             model.parallel_residual = s.parallel_residual;
+            model.norm_fp32_affine = s.norm_fp32_affine;
             model.norms_per_layer = s.norms_per_layer;
             model.head_dim = s.head_dim;
         }

@@ -914,7 +914,7 @@ impl<'a> Ctx<'a> {
     /// H200: 4·hidden bytes per token per Llama block in pure bf16 beyond the
     /// norm inputs and outputs.
     fn norm_affine_bytes(&self) -> f64 {
-        let fp32_affine = self.defaults().rmsnorm_affine_fp32;
+        let fp32_affine = self.defaults().rmsnorm_affine_fp32 || self.m.norm_fp32_affine;
         if self.m.norm != Norm::RmsNorm
             || self.fused_norms()
             || self.plan.training.compile

@@ -163,6 +163,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         gelu_new: false,
         softcap: false,
         parallel_residual: false,
+        norm_fp32_affine: false,
     };
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
@@ -181,6 +182,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 m.softcap =
                     c.is_set("attn_logit_softcapping") || c.is_set("final_logit_softcapping");
             }
+            // GemmaRMSNorm: `output * (1.0 + self.weight.float())`.
+            m.norm_fp32_affine = matches!(model_type.as_str(), "gemma" | "gemma2");
             // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
             m.fused_projections = model_type == "phi3";
             if let Some(e) = c

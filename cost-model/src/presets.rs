@@ -39,6 +39,7 @@ struct Dims {
     gelu_new: bool,
     softcap: bool,
     parallel_residual: bool,
+    norm_fp32_affine: bool,
 }
 
 /// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
@@ -77,6 +78,7 @@ const fn llama(
         gelu_new: false,
         softcap: false,
         parallel_residual: false,
+        norm_fp32_affine: false,
     }
 }
 
@@ -106,6 +108,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         gelu_new: false,
         softcap: false,
         parallel_residual: false,
+        norm_fp32_affine: false,
     }
 }
 
@@ -135,6 +138,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         gelu_new: false,
         softcap: false,
         parallel_residual: false,
+        norm_fp32_affine: false,
     }
 }
 
@@ -168,10 +172,12 @@ const fn sandwich(mut d: Dims) -> Dims {
     d
 }
 
-/// Gemma-2: sandwich norms and soft-capped attention scores and logits.
+/// Gemma-2: sandwich norms, soft-capped attention scores and logits, and
+/// RMSNorms that scale in fp32.
 const fn gemma2(d: Dims) -> Dims {
     let mut d = sandwich(d);
     d.softcap = true;
+    d.norm_fp32_affine = true;
     d
 }
 
@@ -454,6 +460,7 @@ impl Preset {
             gelu_new: d.gelu_new,
             softcap: d.softcap,
             parallel_residual: d.parallel_residual || d.norms_per_layer == 1,
+            norm_fp32_affine: d.norm_fp32_affine,
         }
     }
 }

@@ -228,6 +228,7 @@ const MODEL_KEYS: &[&str] = &[
     "gelu_new",
     "softcap",
     "parallel",
+    "norm32",
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -269,6 +270,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 ("gelu_new", m.gelu_new),
                 ("softcap", m.softcap),
                 ("parallel", m.parallel_residual),
+                ("norm32", m.norm_fp32_affine),
             ] {
                 if all || on {
                     v.push((k, (on as u8).to_string()));
@@ -503,6 +505,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             ("gelu_new", &mut m.gelu_new),
             ("softcap", &mut m.softcap),
             ("parallel", &mut m.parallel_residual),
+            ("norm32", &mut m.norm_fp32_affine),
         ] {
             if let Some(s) = get(k) {
                 *slot = boolean(k, s)?;

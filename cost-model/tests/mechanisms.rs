@@ -562,6 +562,18 @@ fn transformers_blocks_keep_what_their_saved_tensors_add_up_to() {
     m.kv_heads = 1;
     m.norms_per_layer = 1;
     count(&m, 24.32);
+    // Gemma-2 in eager attention: soft-capped scores, sandwich norms whose
+    // fp32 normalised tensors are kept (`output * (1.0 + weight.float())`).
+    let mut g = preset("gemma-2-2b").unwrap().spec();
+    (g.hidden, g.ffn, g.heads, g.kv_heads, g.head_dim) = (1024, 2816, 8, 4, 128);
+    (g.vocab, g.layers) = (1000, 3);
+    p.model = g;
+    p.training.attention = Attention::Eager;
+    let got = per_token_block(&p);
+    assert!(
+        (got - 70.14).abs() < 0.2,
+        "gemma-2: model {got:.2}, counted 70.14"
+    );
 }
 
 #[test]
