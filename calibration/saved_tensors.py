@@ -39,6 +39,7 @@ transformers 5.24 (`--transformers`; small configs: hidden 1024, 16 heads, MLP 2
     phi3 (fused qkv, 16 kv heads)                    50.07
     gpt_neox (fused qkv, parallel, 2 norms, MLP 4096) 34.07
     falcon (fused qkv, multi-query, 1 norm, MLP 4096) 24.32
+    mixtral (8 experts, top 2; router and expert outputs kept) 73.18
     gemma2 (eager: soft-capped scores; 4 fp32-scaling RMSNorms; 8 heads of 128) 70.14
 
 and PEFT 0.21 LoRA on the llama config (fp32 adapters; a CPU dropout mask over an fp32
@@ -231,6 +232,8 @@ def transformers_main():
                                       parallel_attn=True)),
     ]:
         print(f"full {name:24s} {per_block_transformers(config):6.2f}")
+    mixtral = dict(small, model_type="mixtral", num_local_experts=8, num_experts_per_tok=2)
+    print(f"full {'mixtral (8 experts, top 2)':24s} {per_block_transformers(mixtral):6.2f}")
     gemma2 = dict(small, model_type="gemma2", num_attention_heads=8, head_dim=128)
     print(f"full {'gemma2 (eager)':24s} {per_block_transformers(gemma2, attn='eager'):6.2f}")
     llama = dict(small, model_type="llama")

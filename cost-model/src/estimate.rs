@@ -1181,6 +1181,14 @@ impl<'a> Ctx<'a> {
         mlp += k * sb * per_token;
         if m.is_moe() {
             mlp += FP32 * sb * m.experts as f64; // router logits / softmax
+            if matches!(self.plan.training.finetune, Finetune::Full) {
+                // A trained router keeps its input, and the routing weights'
+                // gradient needs each expert's output (`expert_out *
+                // routing_weights`, transformers Mixtral / Qwen-MoE): counted
+                // with calibration/saved_tensors.py, 6·hidden B per token more
+                // than the experts alone for a top-2 bf16 Mixtral block.
+                mlp += e * sb * h / rep * (1.0 + k);
+            }
         }
         if dropout {
             mlp += MASK * sb * h / rep;
