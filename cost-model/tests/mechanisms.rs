@@ -531,13 +531,20 @@ fn ia3_keeps_the_scaled_outputs_and_the_cast_feed_forward_input() {
     );
 }
 
+/// The small configs saved_tensors.py --transformers builds: hidden 1024, MLP
+/// 2816, 16 heads of 64 with 4 kv heads, vocabulary 1000, untied.
+fn small(preset_id: &str) -> cost_model::model::ModelSpec {
+    let mut m = preset(preset_id).unwrap().spec();
+    (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (1024, 2816, 16, 4, 64);
+    (m.vocab, m.layers, m.tied_embeddings) = (1000, 3, false);
+    m
+}
+
 #[test]
 fn transformers_blocks_keep_what_their_saved_tensors_add_up_to() {
     // calibration/saved_tensors.py --transformers (transformers 5.24, torch
     // 2.15): small Llama-shaped configs, full fine-tune in pure bf16.
-    let mut m = preset("llama-3.2-1b").unwrap().spec();
-    (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (1024, 2816, 16, 4, 64);
-    (m.vocab, m.layers, m.tied_embeddings) = (1000, 3, false);
+    let mut m = small("llama-3.2-1b");
     let mut p = plan("llama-3.2-1b", Precision::Bf16, 2, 64);
     let mut count = |m: &cost_model::model::ModelSpec, counted: f64| {
         p.model = m.clone();
@@ -565,15 +572,11 @@ fn transformers_blocks_keep_what_their_saved_tensors_add_up_to() {
     count(&m, 24.32);
     // Mixtral: 8 experts, top 2; the trained router keeps its input and the
     // routing weights' gradient each expert's output.
-    let mut x = preset("mixtral-8x7b").unwrap().spec();
-    (x.hidden, x.ffn, x.heads, x.kv_heads, x.head_dim) = (1024, 2816, 16, 4, 64);
-    (x.vocab, x.layers) = (1000, 3);
-    count(&x, 73.18);
+    count(&small("mixtral-8x7b"), 73.18);
     // Gemma-2 in eager attention: soft-capped scores, sandwich norms whose
     // fp32 normalised tensors are kept (`output * (1.0 + weight.float())`).
-    let mut g = preset("gemma-2-2b").unwrap().spec();
-    (g.hidden, g.ffn, g.heads, g.kv_heads, g.head_dim) = (1024, 2816, 8, 4, 128);
-    (g.vocab, g.layers) = (1000, 3);
+    let mut g = small("gemma-2-2b");
+    (g.heads, g.head_dim, g.tied_embeddings) = (8, 128, true);
     p.model = g;
     p.training.attention = Attention::Eager;
     let got = per_token_block(&p);
@@ -589,9 +592,7 @@ fn peft_lora_adapters_keep_their_own_fp32_inputs() {
     // bf16 Llama (fp32 adapters). With dropout each adapter keeps its fp32
     // dropped-out copy and a mask (CPU masks over fp32 are 4 bytes, CUDA's 1:
     // 3 bytes per masked element off); without, its own fp32 cast of the input.
-    let mut m = preset("llama-3.2-1b").unwrap().spec();
-    (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (1024, 2816, 16, 4, 64);
-    (m.vocab, m.layers, m.tied_embeddings) = (1000, 3, false);
+    let m = small("llama-3.2-1b");
     let mut p = plan("llama-3.2-1b", Precision::Bf16, 2, 64);
     p.model = m;
     p.set_framework(Framework::Peft);
