@@ -112,6 +112,7 @@ const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
 /// defaults (DeepSpeed config docs; transformers `integrations/deepspeed.py`
 /// leaves them at 1e9 in its "auto" config).
 const DEEPSPEED_MAX_LIVE_PARAMETERS: f64 = 1e9;
+const DEEPSPEED_MAX_REUSE_DISTANCE: f64 = 1e9;
 
 /// ZeRO-Infinity NVMe parameter offload: pinned host buffers of
 /// `offload_param.buffer_count` (default 5) × `buffer_size` (default 1e8
@@ -1524,18 +1525,21 @@ impl<'a> Ctx<'a> {
                 // (one transformer block per unit), and in backward their gradients.
                 let unit = self.layer_matrix_params() + self.layer_norm_params();
                 let resident = if p.sharding == Sharding::Zero3 {
-                    // DeepSpeed keeps up to `stage3_max_live_parameters`
-                    // gathered and does not release a parameter reused within
-                    // `stage3_max_reuse_distance` (both 1e9 by default and in
-                    // transformers' "auto" config), so at the turn from forward
-                    // to backward the last blocks are still gathered; a single
-                    // parameter larger than that (an embedding) is gathered whole.
+                    // DeepSpeed does not release a parameter reused within
+                    // `stage3_max_reuse_distance` parameters and keeps at most
+                    // `stage3_max_live_parameters` gathered (both 1e9 by default
+                    // and in transformers' "auto" config). At the turn from
+                    // forward to backward, block L−j is reused after about 2·j
+                    // blocks, so the last block and those within half the reuse
+                    // distance are still gathered; a single parameter larger
+                    // than the cap (an embedding) is gathered whole.
                     let largest = if self.is_first(s) || self.is_last(s) {
                         self.m.embedding_params() as f64 / self.t
                     } else {
                         0.0
                     };
-                    DEEPSPEED_MAX_LIVE_PARAMETERS
+                    (unit + DEEPSPEED_MAX_REUSE_DISTANCE / 2.0)
+                        .min(DEEPSPEED_MAX_LIVE_PARAMETERS)
                         .min(self.stage_params(s))
                         .max(FSDP_UNITS_IN_FLIGHT * unit)
                         .max(largest)
