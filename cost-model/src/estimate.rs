@@ -385,6 +385,8 @@ struct Ctx<'a> {
     e: f64,
     /// Degree over which sharded model states are split.
     shard: f64,
+    /// The framework profile's defaults (read many times per block count).
+    d: crate::framework::FrameworkDefaults,
 }
 
 impl<'a> Ctx<'a> {
@@ -409,6 +411,7 @@ impl<'a> Ctx<'a> {
                 / p.cp as f64,
             e: plan.training.precision.activation_bytes(),
             shard,
+            d: plan.framework.defaults(),
         }
     }
 
@@ -573,8 +576,8 @@ impl<'a> Ctx<'a> {
 
     // ----- bytes per parameter ----------------------------------------------
 
-    fn defaults(&self) -> crate::framework::FrameworkDefaults {
-        self.plan.framework.defaults()
+    fn defaults(&self) -> &crate::framework::FrameworkDefaults {
+        &self.d
     }
 
     /// Bytes of a trainable weight as stored: fp32 under fp32/AMP (PyTorch AMP
@@ -1248,24 +1251,23 @@ impl<'a> Ctx<'a> {
         // v1 (these outputs plus the fp32 normalised tensors of the trained
         // RMSNorms, [`Self::norm_affine_bytes`]).
         if let Finetune::Adapter { method, .. } = self.plan.training.finetune {
-            if method == AdapterMethod::LlamaAdapterV2 {
-                let up = if gated { 2.0 * f } else { f };
-                lora += e * sb * ((hq + 2.0 * hkv + k * up) / t + (1.0 + k) * h / rep);
-            }
-            if method == AdapterMethod::Ia3 {
-                // `result * ia3_scaling` keeps k's and v's outputs; the
-                // feed-forward branch keeps `x.to(ia3_l.dtype)`.
-                lora += sb * (e * 2.0 * hkv + k * self.trainable_weight_bytes() * f) / t;
-            }
             // The prefix attention's output, kept by the trained gate
             // (`y + self.gating_factor * ay`) in the blocks that have one
             // (the same probe: +2.3·hidden per token in those blocks).
-            if matches!(
-                method,
-                AdapterMethod::LlamaAdapter | AdapterMethod::LlamaAdapterV2
-            ) {
-                lora += e * sb * hq / t * self.adapter_prefix_share();
-            }
+            let prefix = e * sb * hq / t * self.adapter_prefix_share();
+            lora += match method {
+                AdapterMethod::Generic => 0.0,
+                AdapterMethod::LlamaAdapter => prefix,
+                AdapterMethod::LlamaAdapterV2 => {
+                    let up = if gated { 2.0 * f } else { f };
+                    prefix + e * sb * ((hq + 2.0 * hkv + k * up) / t + (1.0 + k) * h / rep)
+                }
+                // `result * ia3_scaling` keeps k's and v's outputs; the
+                // feed-forward branch keeps `x.to(ia3_l.dtype)`.
+                AdapterMethod::Ia3 => {
+                    sb * (e * 2.0 * hkv + k * self.trainable_weight_bytes() * f) / t
+                }
+            };
         }
 
         // Sandwich norms (Gemma-2/3: a norm after attention and after the MLP

@@ -235,29 +235,9 @@ pub enum AdapterMethod {
 }
 
 impl AdapterMethod {
-    pub fn id(self) -> &'static str {
-        match self {
-            AdapterMethod::Generic => "generic",
-            AdapterMethod::LlamaAdapter => "llama-adapter",
-            AdapterMethod::LlamaAdapterV2 => "llama-adapter-v2",
-            AdapterMethod::Ia3 => "ia3",
-        }
-    }
-
     /// Blocks from which the LLaMA-Adapter prefix attention runs (LitGPT
     /// `adapter.Config.adapter_start_layer` default).
     pub const LLAMA_ADAPTER_START_LAYER: u32 = 2;
-
-    pub fn from_id(s: &str) -> Option<AdapterMethod> {
-        [
-            AdapterMethod::Generic,
-            AdapterMethod::LlamaAdapter,
-            AdapterMethod::LlamaAdapterV2,
-            AdapterMethod::Ia3,
-        ]
-        .into_iter()
-        .find(|m| m.id() == s)
-    }
 }
 
 impl Finetune {

@@ -5,6 +5,7 @@
 
 use crate::framework::Framework;
 use crate::gpu;
+use crate::model::ModelSpec;
 use crate::plan::{AdapterMethod, Finetune, LoraTargets, Offload, Plan};
 use crate::presets;
 use serde::de::DeserializeOwned;
@@ -231,6 +232,17 @@ const MODEL_KEYS: &[&str] = &[
     "norm32",
 ];
 
+/// The model's implementation switches and their URL keys (each also in
+/// `MODEL_KEYS`).
+type Flag = fn(&mut ModelSpec) -> &mut bool;
+const MODEL_FLAGS: [(&str, Flag); 5] = [
+    ("fproj", |m| &mut m.fused_projections),
+    ("gelu_new", |m| &mut m.gelu_new),
+    ("softcap", |m| &mut m.softcap),
+    ("parallel", |m| &mut m.parallel_residual),
+    ("norm32", |m| &mut m.norm_fp32_affine),
+];
+
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     let d = Plan::default();
     let mut v: Vec<(&'static str, String)> = Vec::new();
@@ -265,13 +277,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             v.push(("mlp", enum_id(&m.mlp)));
             v.push(("norm", enum_id(&m.norm)));
             v.push(("tied", (m.tied_embeddings as u8).to_string()));
-            for (k, on) in [
-                ("fproj", m.fused_projections),
-                ("gelu_new", m.gelu_new),
-                ("softcap", m.softcap),
-                ("parallel", m.parallel_residual),
-                ("norm32", m.norm_fp32_affine),
-            ] {
+            let mut flags = m.clone(); // the table's accessors take `&mut`
+            for (k, flag) in MODEL_FLAGS {
+                let on = *flag(&mut flags);
                 if all || on {
                     v.push((k, (on as u8).to_string()));
                 }
@@ -363,7 +371,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             v.push(("trainable", trainable_params.to_string()));
             v.push(("bits", base_bits.to_string()));
             if all || method != AdapterMethod::Generic {
-                v.push(("adapter", method.id().into()));
+                v.push(("adapter", enum_id(&method)));
             }
             if all || virtual_tokens > 0 {
                 v.push(("vtokens", virtual_tokens.to_string()));
@@ -500,15 +508,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         if let Some(s) = get("tied") {
             m.tied_embeddings = boolean("tied", s)?;
         }
-        for (k, slot) in [
-            ("fproj", &mut m.fused_projections),
-            ("gelu_new", &mut m.gelu_new),
-            ("softcap", &mut m.softcap),
-            ("parallel", &mut m.parallel_residual),
-            ("norm32", &mut m.norm_fp32_affine),
-        ] {
+        for (k, flag) in MODEL_FLAGS {
             if let Some(s) = get(k) {
-                *slot = boolean(k, s)?;
+                *flag(m) = boolean(k, s)?;
             }
         }
     }
@@ -605,15 +607,10 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .map(|s| num("bits", s))
                 .transpose()?
                 .unwrap_or(16);
-            let method = match get("adapter") {
-                None => AdapterMethod::Generic,
-                Some(s) => AdapterMethod::from_id(s).ok_or_else(|| {
-                    err(
-                        "adapter",
-                        format!("`{s}` is not an adapter method (generic, llama-adapter, llama-adapter-v2, ia3)"),
-                    )
-                })?,
-            };
+            let method = get("adapter")
+                .map(|s| parse_enum("adapter", s))
+                .transpose()?
+                .unwrap_or_default();
             let virtual_tokens = get("vtokens")
                 .map(|s| num("vtokens", s))
                 .transpose()?
