@@ -17,6 +17,8 @@ counted modules do not need, so they are taken straight out of the wheel):
     pip download litgpt==0.5.13 --no-deps -d whl && unzip -q whl/litgpt-*.whl -d whl/lg
     v/bin/python calibration/saved_tensors.py whl/lg/litgpt
     v/bin/pip install transformers && v/bin/python calibration/saved_tensors.py --transformers
+    v/bin/pip install peft && v/bin/python calibration/saved_tensors.py --peft [boft]
+    v/bin/python calibration/saved_tensors.py --scratch
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -50,6 +52,23 @@ copy is 4 bytes, CUDA's 1):
 
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
+
+`--peft` (PEFT 0.21.2; Llama-3.2-3B-shaped bf16 blocks, fp32 adapters, r 32 on q and v;
+per token per block / hidden, and token-independent MB per block):
+
+    lora, no dropout / dropout 0.05                  37.45 / 45.45
+    lora-fa (every lora_A frozen), no dropout / 0.05 29.45 / 37.45
+    dora, no dropout                                 45.45
+    dora, dropout 0.05                               56.12, 50.38 MB (fp32 weight copies)
+    ln tuning                                        33.37
+    boft block 4 (q, v)                              34.03, 113.59 MB (3 bf16 in x in per layer)
+
+`--scratch` (LLMs-from-scratch LayerNorm / GELU; bytes per element beyond the input, fp32
+and bf16 alike in elements): custom LayerNorm 2 tensors with its scale trained, 1 frozen;
+custom tanh GELU 3; F.layer_norm and the fused GELU none.
+
+Only tensors still alive when the forward returns are counted (a graph built and dropped
+inside the forward, as DoRA's detached weight norm, saves tensors that are freed).
 """
 
 import importlib
@@ -57,6 +76,7 @@ import os
 import shutil
 import sys
 import tempfile
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -140,9 +160,15 @@ class SavedBytes:
         self.storages = {}
 
     def pack(self, t):
+        # A weak reference: a tensor saved by a graph that is dropped before
+        # backward (DoRA's detached weight-norm branch) is not kept, and its
+        # storage's address may be reused by a later one.
         s = t.untyped_storage()
-        if s.data_ptr() not in self.exclude:
-            self.storages[s.data_ptr()] = max(self.storages.get(s.data_ptr(), 0), s.nbytes())
+        ptr = s.data_ptr()
+        if ptr not in self.exclude:
+            old = self.storages.get(ptr)
+            size = s.nbytes() if old is None or old[0]() is None else max(old[1], s.nbytes())
+            self.storages[ptr] = (weakref.ref(t), size)
         return t
 
     def __enter__(self):
@@ -154,7 +180,8 @@ class SavedBytes:
         self.hooks.__exit__(*a)
 
     def total(self):
-        return sum(self.storages.values())
+        """Bytes of the saved storages still alive (call while the output is held)."""
+        return sum(size for ref, size in self.storages.values() if ref() is not None)
 
 
 def per_block(mod_name, name, n_layer=4, B=2, T=64, dtype=torch.bfloat16, **over):
@@ -185,7 +212,8 @@ def per_block(mod_name, name, n_layer=4, B=2, T=64, dtype=torch.bfloat16, **over
     return [(b - a) / (B * T * cfg.n_embd) for a, b in zip(totals, totals[1:])]
 
 
-def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, attn="sdpa"):
+def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, attn="sdpa", peft_config=None,
+                           after=None, raw=False):
     """The same count for a transformers model built from `config` (random weights), full
     fine-tune or PEFT LoRA (`lora`: LoraConfig arguments; PEFT keeps fp32 adapters over a
     16-bit base), `use_cache=False` as training scripts set (a KV cache in the training
@@ -193,7 +221,7 @@ def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, a
     from transformers import AutoConfig, AutoModelForCausalLM
 
     totals = []
-    for n in (2, 3):
+    for n in ((config["num_hidden_layers"],) if raw else (2, 3)):
         cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=n))
         cfg._attn_implementation = attn
         torch.manual_seed(0)
@@ -202,13 +230,22 @@ def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, a
             from peft import LoraConfig, get_peft_model
 
             model = get_peft_model(model, LoraConfig(**lora))
+        if peft_config is not None:
+            from peft import get_peft_model
+
+            model = get_peft_model(model, peft_config())
+            if after is not None:
+                after(model)
         model.train()
         fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
         fixed |= {b.untyped_storage().data_ptr() for b in model.buffers()}
         idx = torch.randint(0, cfg.vocab_size, (B, T))
         with SavedBytes(fixed) as c:
-            model(input_ids=idx, use_cache=False)
+            out = model(input_ids=idx, use_cache=False)
         totals.append(c.total())
+        del out
+    if raw:
+        return totals[0]
     return (totals[1] - totals[0]) / (B * T * config["hidden_size"])
 
 
@@ -248,9 +285,93 @@ def transformers_main():
         print(f"peft llama {name:24s} {per_block_transformers(llama, lora=lora):6.2f}")
 
 
+def peft_main():
+    """PEFT variants over a Llama-3.2-3B-shaped bf16 model (fp32 adapters), r 32 on q
+    and v: per token per block (hidden units) and per block (MB, token-independent),
+    from 2- and 3-block models at 32 and 64 tokens. LoRA-FA is LoRA with every
+    `lora_A` frozen, as `peft.optimizers.create_lorafa_optimizer` leaves it."""
+    import peft
+
+    F.scaled_dot_product_attention = flash_like
+    config = dict(model_type="llama", hidden_size=3072, intermediate_size=8192, num_attention_heads=24,
+                  num_key_value_heads=8, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    qv = dict(r=32, lora_alpha=64, target_modules=["q_proj", "v_proj"])
+
+    def freeze_a(model):
+        for n, p in model.named_parameters():
+            if "lora_A" in n:
+                p.requires_grad_(False)
+
+    print(f"torch {torch.__version__}, peft {peft.__version__}")
+    for name, make, after in [
+        ("lora, no dropout", lambda: peft.LoraConfig(**qv), None),
+        ("lora, dropout 0.05", lambda: peft.LoraConfig(**qv, lora_dropout=0.05), None),
+        ("lora-fa, no dropout", lambda: peft.LoraConfig(**qv), freeze_a),
+        ("lora-fa, dropout 0.05", lambda: peft.LoraConfig(**qv, lora_dropout=0.05), freeze_a),
+        ("dora, no dropout", lambda: peft.LoraConfig(**qv, use_dora=True), None),
+        ("dora, dropout 0.05", lambda: peft.LoraConfig(**qv, use_dora=True, lora_dropout=0.05), None),
+        ("ln tuning", lambda: peft.LNTuningConfig(task_type="CAUSAL_LM"), None),
+        ("boft block 4 (q, v)", lambda: peft.BOFTConfig(boft_block_size=4, target_modules=["q_proj", "v_proj"]), None),
+    ]:
+        if len(sys.argv) > 2 and sys.argv[2] not in name:
+            continue
+        blocks = {}
+        for T in (32, 64):
+            totals = []
+            for n in (2, 3):
+                totals.append(per_block_transformers(dict(config, num_hidden_layers=n), B=1, T=T,
+                                                     peft_config=make, after=after, raw=True))
+            blocks[T] = totals[1] - totals[0]
+        per_token = (blocks[64] - blocks[32]) / 32
+        const = blocks[32] - 32 * per_token
+        print(f"peft {name:24s} {per_token / config['hidden_size']:6.2f} per token, {const / 1e6:6.2f} MB per block")
+
+
+def scratch_main():
+    """LLMs-from-scratch's LayerNorm and GELU (ch04, written as tensor ops) against
+    F.layer_norm and the fused tanh GELU: bytes per element kept beyond the input."""
+
+    class LayerNorm(torch.nn.Module):
+        def __init__(self, emb_dim):
+            super().__init__()
+            self.eps = 1e-5
+            self.scale = torch.nn.Parameter(torch.ones(emb_dim))
+            self.shift = torch.nn.Parameter(torch.zeros(emb_dim))
+
+        def forward(self, x):
+            mean = x.mean(dim=-1, keepdim=True)
+            var = x.var(dim=-1, keepdim=True, unbiased=False)
+            norm_x = (x - mean) / torch.sqrt(var + self.eps)
+            return self.scale * norm_x + self.shift
+
+    class GELU(torch.nn.Module):
+        def forward(self, x):
+            return 0.5 * x * (1 + torch.tanh(torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))))
+
+    H, N = 768, 4096
+    for dtype in (torch.float32, torch.bfloat16):
+        for name, mod in [("custom LayerNorm", LayerNorm(H)), ("F.layer_norm", torch.nn.LayerNorm(H)),
+                          ("custom GELU", GELU()), ("fused tanh GELU", torch.nn.GELU(approximate="tanh"))]:
+            mod = mod.to(dtype)
+            for train in (True, False):
+                for p in mod.parameters():
+                    p.requires_grad_(train)
+                fixed = {p.untyped_storage().data_ptr() for p in mod.parameters()}
+                x = torch.randn(N, H, dtype=dtype).requires_grad_(True)
+                fixed.add(x.untyped_storage().data_ptr())
+                with SavedBytes(fixed) as c:
+                    y = mod(x)
+                print(f"{str(dtype):15s} {name:17s} {'trained' if train else 'frozen':8s} {c.total() / (N * H):6.2f}")
+                del y
+
+
 def main():
     if sys.argv[1] == "--transformers":
         return transformers_main()
+    if sys.argv[1] == "--peft":
+        return peft_main()
+    if sys.argv[1] == "--scratch":
+        return scratch_main()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)
