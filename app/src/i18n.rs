@@ -221,10 +221,27 @@ pub const ZH: &[(&str, &str)] = &[
     ("Method", "方法"),
     ("LoRA rank", "LoRA 秩 (rank)"),
     ("Base weight bits", "基座权重位数"),
+    ("LoRA variant", "LoRA 变体"),
+    ("Output head", "输出头"),
+    ("language-model head (vocab logits)", "语言模型头（词表 logits）"),
+    ("classification head", "分类头"),
+    ("LoRA dropout", "LoRA dropout"),
     // Hints
     (
         "Preset dimensions from the model's config.json",
         "预设维度来自模型的 config.json",
+    ),
+    (
+        "DoRA also keeps each adapted layer's base and LoRA outputs; LoRA-FA freezes A, so no adapter keeps its input",
+        "DoRA 还会为每个适配层保存基座输出和 LoRA 输出；LoRA-FA 冻结 A，适配器不再保存其输入",
+    ),
+    (
+        "A classification head (reward model, BERT classifier) makes no vocab logits",
+        "分类头（奖励模型、BERT 分类器）不产生词表大小的 logits",
+    ),
+    (
+        "With dropout each adapter keeps a dropped-out copy of its input and a mask",
+        "开启 dropout 时，每个适配器都保存一份 dropout 后的输入副本和掩码",
     ),
     (
         "Capacity as nvidia-smi reports it",
@@ -334,6 +351,8 @@ pub const ZH: &[(&str, &str)] = &[
     ("full fine-tune / pretrain", "全参数微调 / 预训练"),
     ("LoRA", "LoRA"),
     ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),
+    ("DoRA", "DoRA"),
+    ("LoRA-FA (A frozen)", "LoRA-FA（冻结 A）"),
     ("none (on GPU)", "无（留在显存）"),
     ("CPU (host RAM)", "CPU（主机内存）"),
     ("NVMe", "NVMe"),

@@ -6,10 +6,10 @@ use crate::csv;
 use crate::estimate::{estimate, Counters};
 use crate::framework::Framework;
 use crate::gpu::{self, GpuSpec};
-use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, Loss, Offload, Optimizer, Plan, Precision,
-    Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraVariant, Loss, Offload, Optimizer, Plan,
+    Precision, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -35,6 +35,21 @@ impl Counter {
             "device_used" => Some(Counter::DeviceUsed),
             _ => None,
         }
+    }
+
+    /// The counter a row was measured on: its `metric`, or, when that is
+    /// unstated, the one its notes say the script printed
+    /// (`max_memory_allocated`, `memory_reserved`).
+    pub fn for_row(metric: &str, notes: &str) -> Option<Counter> {
+        if metric.is_empty() {
+            if notes.contains("max_memory_allocated") {
+                return Some(Counter::Allocated);
+            }
+            if notes.contains("memory_reserved") {
+                return Some(Counter::Reserved);
+            }
+        }
+        Counter::from_metric(metric)
     }
 
     pub fn pick(self, c: &Counters) -> u64 {
@@ -295,6 +310,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
+        python_norm: false,
+        head: ModelHead::Lm,
     };
     // What the schema's columns cannot say about the implementation (fused
     // projections, Python GELU, soft-capping, norms per block, head width) comes
@@ -310,6 +327,19 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.norms_per_layer = s.norms_per_layer;
             model.head_dim = s.head_dim;
         }
+    }
+    // A from-scratch model whose notes say its LayerNorm / GELU are written as
+    // tensor ops ("custom LayerNorm/GELU").
+    let notes = r.get("notes");
+    // "sequence classification head only (no LM head; no vocab logits)".
+    if notes.contains("classification head") || notes.contains("no LM head") {
+        model.head = ModelHead::Classifier;
+    }
+    if notes.contains("custom LayerNorm") {
+        model.python_norm = true;
+    }
+    if notes.contains("custom LayerNorm/GELU") || notes.contains("custom GELU") {
+        model.gelu_new = true;
     }
     let gpu = gpu_for(r.get("gpu"), r.f64("gpu_mem_gib")?);
 
@@ -343,6 +373,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "sgd" => Optimizer::Sgd,
         "sgd-momentum" => Optimizer::SgdMomentum,
         "lion" => Optimizer::Lion,
+        // PEFT's LoRA-FA optimizer is AdamW over B (the A matrices are frozen:
+        // the LoRA variant below).
+        "other" if r.get("notes").contains("LoRA-FA") => Optimizer::Adamw,
         "other" => {
             return Err("optimizer `other` cannot be modelled without its state size".into())
         }
@@ -391,8 +424,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             targets: parse_targets("lora_targets", r.get("lora_targets"))
                 .map_err(|e| e.to_string())?,
             base_bits,
-            // The framework's default (no column states it).
-            dropout: framework.defaults().lora_dropout,
+            // No column states it: the notes may ("dropout 0.1",
+            // "lora_dropout=0.05"), else the framework's default.
+            dropout: stated_dropout(r.get("notes")).unwrap_or(framework.defaults().lora_dropout),
+            variant: if r.get("notes").contains("LoRA-FA") {
+                LoraVariant::LoraFa
+            } else if r.get("notes").contains("DoRA") || r.get("notes").contains("use_dora") {
+                LoraVariant::Dora
+            } else {
+                LoraVariant::Lora
+            },
         },
         "other-peft" => {
             let m = r
@@ -407,6 +448,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 AdapterMethod::LlamaAdapter
             } else if notes.contains("IA3") || notes.contains("IA³") {
                 AdapterMethod::Ia3
+            } else if notes.contains("LN tuning") {
+                AdapterMethod::LnTuning
+            } else if notes.contains("BOFT") {
+                AdapterMethod::Boft
             } else {
                 AdapterMethod::Generic
             };
@@ -482,6 +527,17 @@ fn stated_number(notes: &str, unit: &str) -> Option<u32> {
     before[digits..].parse().ok()
 }
 
+/// The adapter dropout probability the notes state (`dropout 0.1`,
+/// `lora_dropout=0.05`): whether it is non-zero.
+fn stated_dropout(notes: &str) -> Option<bool> {
+    let at = notes.find("dropout")? + "dropout".len();
+    let rest = notes[at..].trim_start_matches([' ', '=', ':']);
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    rest[..end].parse::<f64>().ok().map(|p| p > 0.0)
+}
+
 /// The plan the row with this id describes (for `memplan calibrate --explain`).
 pub fn case_plan(csv_text: &str, id: &str) -> Result<Plan, String> {
     let (header, rows) = read_cases(csv_text)?;
@@ -543,7 +599,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
                     header.len()
                 ));
             }
-            let counter = Counter::from_metric(&metric)
+            let counter = Counter::for_row(&metric, row.get("notes"))
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
             let plan = plan_for(&row)?;
             let est = estimate(&plan).map_err(|e| e.to_string())?;

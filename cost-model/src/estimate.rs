@@ -6,10 +6,10 @@
 
 use crate::error::PlanError;
 use crate::framework::Framework;
-use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, Loss, OffloadDevice, Optimizer,
-    OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss,
+    OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
 };
 use crate::units::{Bytes, MIB};
 use crate::validate::validate;
@@ -320,15 +320,23 @@ pub struct Estimate {
     pub nvme_offload: Bytes,
 }
 
+/// `in × in` matrices a BOFT layer keeps per forward in the activation dtype:
+/// the butterfly permutation cast to the input's dtype (`boft_P.to(x)`) and
+/// the two products of the rotation chain (`butterfly_oft_mat @
+/// boft_rotation`, then `x @ boft_rotation`). Counted with
+/// calibration/saved_tensors.py --peft (PEFT 0.21.2, block size 4, one
+/// butterfly factor).
+const BOFT_ROTATION_MATRICES: f64 = 3.0;
+
 /// Relative width of the uncertainty band below / above the prediction, from
 /// the calibration residuals (docs/ACCURACY.md): with signed errors
 /// e = (predicted − measured) / measured, the truth is predicted / (1 + e).
-/// Over the 80 public and 138 H200 rows (2026-11-30, after the LitGPT
-/// saved-tensor count, IA³ and ZeRO-3's live parameters) the 90th percentile
-/// of e (+5.2 %) gives the low edge (× 0.950) and the 10th (−7.0 %) the high
-/// edge (× 1.076). Re-derive when the model changes.
-pub const BAND_BELOW: f64 = 0.050;
-pub const BAND_ABOVE: f64 = 0.076;
+/// Over the 81 public and 138 H200 rows (2026-11-30, after DoRA, LoRA-FA,
+/// PEFT's default LoRA dropout and Python norms) the 90th percentile of e
+/// (+5.2 %) gives the low edge (× 0.951) and the 10th (−6.6 %) the high edge
+/// (× 1.071). Re-derive when the model changes.
+pub const BAND_BELOW: f64 = 0.049;
+pub const BAND_ABOVE: f64 = 0.071;
 
 // ---------------------------------------------------------------------------
 // The model
@@ -422,8 +430,16 @@ impl<'a> Ctx<'a> {
                 targets,
                 base_bits,
                 dropout,
+                ..
             } => Some((rank, targets, base_bits, dropout)),
             _ => None,
+        }
+    }
+
+    fn lora_variant(&self) -> LoraVariant {
+        match self.plan.training.finetune {
+            Finetune::Lora { variant, .. } => variant,
+            _ => LoraVariant::Lora,
         }
     }
 
@@ -484,7 +500,7 @@ impl<'a> Ctx<'a> {
         }
         if self.is_last(s) {
             p += m.norm_params() as f64;
-            let head = if m.tied_embeddings && m.arch != Arch::Encoder {
+            let head = if m.tied_embeddings && m.arch != Arch::Encoder && m.head == ModelHead::Lm {
                 // A tied head on a later stage keeps its own copy of the embedding.
                 if self.plan.parallel.pp > 1 {
                     m.vocab as f64 * m.hidden as f64
@@ -505,7 +521,29 @@ impl<'a> Ctx<'a> {
     }
 
     /// LoRA parameters of one layer: r·(d_in + d_out) per targeted matrix.
+    /// Trainable adapter parameters per block: A and B of every targeted
+    /// matrix, plus DoRA's magnitude vector (one per output); under LoRA-FA
+    /// only B trains.
     fn lora_layer_params(&self, rank: u32, tg: LoraTargets) -> f64 {
+        let (a, b, outs) = self.lora_layer_parts(rank, tg);
+        match self.lora_variant() {
+            LoraVariant::Lora => a + b,
+            LoraVariant::Dora => a + b + outs,
+            LoraVariant::LoraFa => b,
+        }
+    }
+
+    /// Frozen adapter parameters per block (LoRA-FA's A matrices), stored in
+    /// the adapters' dtype beside the trained ones.
+    fn frozen_adapter_layer_params(&self) -> f64 {
+        match (self.lora(), self.lora_variant()) {
+            (Some((rank, tg, _, _)), LoraVariant::LoraFa) => self.lora_layer_parts(rank, tg).0,
+            _ => 0.0,
+        }
+    }
+
+    /// (A parameters, B parameters, targeted outputs) of one block's adapters.
+    fn lora_layer_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
         let m = self.m;
         let r = rank as f64;
         let h = m.hidden as f64;
@@ -517,10 +555,12 @@ impl<'a> Ctx<'a> {
         } else {
             1.0
         };
-        let mut p = 0.0;
+        let (mut a, mut b, mut outs) = (0.0, 0.0, 0.0);
         let mut add = |on: bool, din: f64, dout: f64, n: f64| {
             if on {
-                p += n * r * (din + dout);
+                a += n * r * din;
+                b += n * r * dout;
+                outs += n * dout;
             }
         };
         add(tg.q, h, hq, 1.0);
@@ -531,7 +571,7 @@ impl<'a> Ctx<'a> {
         add(tg.gate && gated, h, f, mlp_copies);
         add(tg.up, h, f, mlp_copies);
         add(tg.down, f, h, mlp_copies);
-        p
+        (a, b, outs)
     }
 
     fn stage_trainable(&self, s: u32) -> f64 {
@@ -701,7 +741,9 @@ impl<'a> Ctx<'a> {
                 let rest_bytes = if base_bits >= 32 { FP32 } else { HALF };
                 matrices * self.frozen_matrix_bytes(base_bits)
                     + rest * rest_bytes
-                    + self.stage_trainable(s) * self.trainable_weight_bytes()
+                    + (self.stage_trainable(s)
+                        + self.stage_layers(s) * self.frozen_adapter_layer_params())
+                        * self.trainable_weight_bytes()
             }
         };
         if offload_params {
@@ -833,7 +875,7 @@ impl<'a> Ctx<'a> {
         // The LM head's matmul casts its weight whether or not it is tied to
         // the embedding (measured: +501 MiB for Llama-3.2-1B's tied head, H200).
         let matrices = self.stage_layers(s) * self.layer_matrix_params()
-            + if self.is_last(s) {
+            + if self.is_last(s) && self.m.head == ModelHead::Lm {
                 self.m.vocab as f64 * self.m.hidden as f64 / self.t
             } else {
                 0.0
@@ -934,6 +976,20 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// What a norm written as tensor ops ([`ModelSpec::python_norm`]) keeps
+    /// beyond a fused one, in the residual stream's dtype (the ops are on no
+    /// autocast list): the centred input, kept by the division whenever
+    /// gradients flow through the norm, and the normalised tensor, kept by the
+    /// scale's multiply when the scale trains. Compiled, Inductor fuses the ops
+    /// and recomputes them.
+    fn python_norm_extra_bytes(&self) -> f64 {
+        if !self.m.python_norm || self.plan.training.compile {
+            return 0.0;
+        }
+        let kept = if self.norms_train() { 2.0 } else { 1.0 };
+        kept * self.residual_bytes()
+    }
+
     /// The share of the blocks that keep activations and hold a LLaMA-Adapter
     /// prefix attention: LLaMA-Adapter v1 blocks below the start layer keep
     /// nothing (counted out in [`Self::activations`]), so every block that keeps
@@ -970,7 +1026,7 @@ impl<'a> Ctx<'a> {
             self.plan.training.finetune,
             Finetune::Full
                 | Finetune::Adapter {
-                    method: AdapterMethod::LlamaAdapterV2,
+                    method: AdapterMethod::LlamaAdapterV2 | AdapterMethod::LnTuning,
                     ..
                 }
         )
@@ -984,6 +1040,7 @@ impl<'a> Ctx<'a> {
     /// kept 115 bytes per token per hidden unit per block, 12 bytes per MLP-inner
     /// element more than a fused GELU would.
     fn gelu_new_extra_bytes(&self) -> f64 {
+        debug_assert!(self.python_gelu());
         let prec = self.plan.training.precision;
         let up = if prec.is_autocast() || prec == Precision::Fp32 {
             FP32
@@ -991,6 +1048,23 @@ impl<'a> Ctx<'a> {
             self.e
         };
         2.0 * up + self.e
+    }
+
+    /// Whether the MLP runs the Python tanh GELU ([`ModelSpec::gelu_new`]):
+    /// the model's own implementation runs (transformers' under the HF
+    /// frameworks, DeepSpeed and plain loops; a from-scratch model's in a plain
+    /// loop), not LitGPT's, Megatron's, torchtitan's or torchtune's, which call
+    /// the fused `F.gelu`. Compiled, Inductor fuses it.
+    fn python_gelu(&self) -> bool {
+        self.m.gelu_new
+            && !self.plan.training.compile
+            && !matches!(
+                self.plan.framework,
+                Framework::Litgpt
+                    | Framework::Megatron
+                    | Framework::Torchtitan
+                    | Framework::Torchtune
+            )
     }
 
     /// Megatron/TransformerEngine (and DeepSpeed's) fused norm kernels keep only
@@ -1033,8 +1107,14 @@ impl<'a> Ctx<'a> {
         match self.plan.training.finetune {
             Finetune::Full => true,
             Finetune::Lora {
-                base_bits, dropout, ..
-            } => (targeted && !dropout && !self.lora_casts_input()) || base_bits <= 8,
+                base_bits,
+                dropout,
+                variant,
+                ..
+            } => {
+                (targeted && !dropout && !self.lora_casts_input() && variant != LoraVariant::LoraFa)
+                    || base_bits <= 8
+            }
             Finetune::Adapter { base_bits, .. } => base_bits <= 8,
         }
     }
@@ -1078,7 +1158,8 @@ impl<'a> Ctx<'a> {
             Finetune::Adapter { .. } => LoraTargets::default(),
         };
         let dropout = self.plan.training.dropout;
-        let norm = self.norm_saved_bytes() + self.norm_affine_bytes();
+        let norm =
+            self.norm_saved_bytes() + self.norm_affine_bytes() + self.python_norm_extra_bytes();
         // How many copies of a norm's output the projections reading it keep:
         // one shared tensor, or one 16-bit cast each under autocast.
         let inputs_kept = |targets: &[bool]| -> f64 {
@@ -1179,7 +1260,7 @@ impl<'a> Ctx<'a> {
                     0.0
                 }
         };
-        if m.gelu_new && self.plan.training.fp32_upcasts && !self.plan.training.compile {
+        if self.python_gelu() {
             per_token += self.gelu_new_extra_bytes() * f / t;
         }
         mlp += k * sb * per_token;
@@ -1207,19 +1288,36 @@ impl<'a> Ctx<'a> {
             // ([`Self::lora_input_bytes`]).
             let e = self.lora_input_bytes();
             let casts = self.lora_casts_input();
+            let variant = self.lora_variant();
             // One adapter reading an input of width `din`: its rank-r output
             // (`ranks` of them for a grouped adapter) and, with dropout, the
             // dropped-out input copy and its mask — without dropout, its own
-            // wider cast of the input; `n` such adapters.
-            let adapter = |on: bool, din: f64, n: f64, ranks: f64| {
+            // wider cast of the input; `n` such adapters. A frozen A (LoRA-FA)
+            // keeps no input (only dropout's mask). DoRA's magnitude keeps the
+            // base output (16-bit) and the LoRA output (adapter dtype) of its
+            // `dout` outputs; with dropout it recomputes the base output in the
+            // adapter dtype (`F.linear(x, weight.to(x.dtype))`), keeping that
+            // instead and the weight copy (PEFT `DoraLinearLayer.forward`).
+            let adapter = |on: bool, din: f64, dout: f64, n: f64, ranks: f64| {
                 if !on {
                     return 0.0;
                 }
                 let mut a = n * ranks * sb * e * r;
+                let keeps_input = variant != LoraVariant::LoraFa;
                 if lora_dropout {
-                    a += n * sb * (e + MASK) * din;
-                } else if casts {
+                    a += n * sb * MASK * din;
+                    if keeps_input {
+                        a += n * sb * e * din;
+                    }
+                } else if casts && keeps_input {
                     a += n * sb * e * din;
+                }
+                if variant == LoraVariant::Dora {
+                    a += if lora_dropout {
+                        n * (sb * 2.0 * e * dout + e * din * dout)
+                    } else {
+                        n * sb * (self.e + e) * dout
+                    };
                 }
                 a
             };
@@ -1229,19 +1327,20 @@ impl<'a> Ctx<'a> {
                 let out = [(tg.q, hq), (tg.k, hkv), (tg.v, hkv)];
                 let on = out.iter().filter(|(on, _)| *on);
                 let ranks = on.clone().count() as f64;
-                lora += adapter(ranks > 0.0, h, 1.0, ranks);
+                let outs = on.clone().map(|(_, d)| d).sum::<f64>();
+                lora += adapter(ranks > 0.0, h, outs, 1.0, ranks);
                 if ranks > 0.0 && ranks < 3.0 {
-                    lora += on.map(|(_, d)| d).sum::<f64>() * sb * self.e / t;
+                    lora += outs * sb * self.e / t;
                 }
             } else {
-                lora += adapter(tg.q, h, 1.0, 1.0);
-                lora += adapter(tg.k, h, 1.0, 1.0);
-                lora += adapter(tg.v, h, 1.0, 1.0);
+                lora += adapter(tg.q, h, hq, 1.0, 1.0);
+                lora += adapter(tg.k, h, hkv, 1.0, 1.0);
+                lora += adapter(tg.v, h, hkv, 1.0, 1.0);
             }
-            lora += adapter(tg.o, hq, 1.0, 1.0);
-            lora += adapter(tg.gate && gated, h, k, 1.0);
-            lora += adapter(tg.up, h, k, 1.0);
-            lora += adapter(tg.down, f, k, 1.0);
+            lora += adapter(tg.o, hq, h, 1.0, 1.0);
+            lora += adapter(tg.gate && gated, h, f, k, 1.0);
+            lora += adapter(tg.up, h, f, k, 1.0);
+            lora += adapter(tg.down, f, h, k, 1.0);
         }
 
         // LLaMA-Adapter v2 scales every linear's output by a trained vector
@@ -1266,6 +1365,16 @@ impl<'a> Ctx<'a> {
                 // feed-forward branch keeps `x.to(ia3_l.dtype)`.
                 AdapterMethod::Ia3 => {
                     sb * (e * 2.0 * hkv + k * self.trainable_weight_bytes() * f) / t
+                }
+                // The trained norm weights keep their normalised tensors
+                // ([`Self::norm_affine_bytes`], through `norms_train`).
+                AdapterMethod::LnTuning => 0.0,
+                // q and v share their input (kept once by the rotation
+                // matmuls) and keep their outputs for the scale; each keeps
+                // the rotation chain's `in × in` products.
+                AdapterMethod::Boft => {
+                    e * sb * (h / rep + (hq + hkv) / t)
+                        + 2.0 * BOFT_ROTATION_MATRICES * e * h * h / t
                 }
             };
         }
@@ -1427,7 +1536,14 @@ impl<'a> Ctx<'a> {
         let v = m.vocab as f64 / self.t;
         let h = m.hidden as f64;
         // Final norm input (fp32 copy) and output (head input).
-        let final_norm = (self.norm_saved_bytes() + self.e) * tokens * h / self.rep;
+        let final_norm =
+            (self.norm_saved_bytes() + self.python_norm_extra_bytes() + self.e) * tokens * h
+                / self.rep;
+        if m.head == ModelHead::Classifier {
+            // A classification head's logits are a few numbers per token (or
+            // per sequence, pooled): nothing vocab-sized.
+            return final_norm;
+        }
         let held = if self.loop_holds_logits() {
             self.e
         } else {
@@ -1489,6 +1605,7 @@ impl<'a> Ctx<'a> {
             return 0.0;
         }
         match self.plan.training.loss {
+            _ if self.m.head == ModelHead::Classifier => 0.0,
             Loss::ChunkedKeep | Loss::ChunkedFree => {
                 self.e * self.b * self.s * self.m.vocab as f64 / self.t
             }

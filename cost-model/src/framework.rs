@@ -70,9 +70,11 @@ pub struct FrameworkDefaults {
     /// for its gradient (transformers keeps a 16-bit cast instead).
     pub rmsnorm_affine_fp32: bool,
     /// LoRA adapters apply dropout to their input (so each keeps a dropped-out
-    /// copy): LitGPT's finetune scripts (`lora_dropout` 0.05) and PEFT's
-    /// examples and most recipes (0.05–0.1; `LoraConfig` itself defaults to 0);
-    /// torchtune's LoRA configs set `lora_dropout: 0.0`.
+    /// copy): LitGPT's finetune scripts (`lora_dropout` 0.05) and the
+    /// Trainer/TRL/Accelerate examples and recipes (0.05–0.1). A plain PyTorch
+    /// loop gets PEFT's `LoraConfig` default, `lora_dropout=0.0`
+    /// (`peft/tuners/lora/config.py`), and torchtune's LoRA configs set
+    /// `lora_dropout: 0.0`.
     pub lora_dropout: bool,
 }
 
@@ -169,6 +171,7 @@ impl Framework {
             Framework::HfAccelerate | Framework::Peft | Framework::FsdpQlora => hf,
             Framework::PlainPytorch => FrameworkDefaults {
                 fp32_upcasts: false,
+                lora_dropout: false,
                 ..hf
             },
             Framework::Torchtune => FrameworkDefaults {

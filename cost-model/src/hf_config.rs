@@ -1,6 +1,6 @@
 //! Import a model from a pasted Hugging Face `config.json`.
 
-use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -164,6 +164,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
+        python_norm: false,
+        head: ModelHead::Lm,
     };
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
@@ -285,6 +287,20 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         }
         other => return Err(ConfigError::UnknownType(other.to_string())),
     }
+    // A checkpoint saved from `*ForSequenceClassification` /
+    // `*ForTokenClassification` (reward models, BERT classifiers) names its
+    // head in `architectures`.
+    let classifier = v
+        .get("architectures")
+        .and_then(Value::as_array)
+        .is_some_and(|a| {
+            a.iter().filter_map(Value::as_str).any(|s| {
+                s.ends_with("ForSequenceClassification") || s.ends_with("ForTokenClassification")
+            })
+        });
+    if classifier {
+        m.head = ModelHead::Classifier;
+    }
     Ok(m)
 }
 
@@ -292,6 +308,17 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
 mod tests {
     use super::*;
     use crate::presets::preset;
+
+    #[test]
+    fn a_classification_checkpoint_has_a_classifier_head() {
+        let cls = LLAMA3_8B.replace("LlamaForCausalLM", "LlamaForSequenceClassification");
+        let m = from_config_json(&cls, "rm").unwrap();
+        assert_eq!(m.head, ModelHead::Classifier);
+        let lm = from_config_json(LLAMA3_8B, "lm").unwrap();
+        assert_eq!(lm.head, ModelHead::Lm);
+        // The untied LM head (128256 × 4096) is gone; a 2-output score is there.
+        assert_eq!(lm.params() - m.params(), 128_256 * 4096 - 2 * 4096 - 2);
+    }
 
     const LLAMA3_8B: &str = r#"{"architectures":["LlamaForCausalLM"],"hidden_size":4096,
       "intermediate_size":14336,"model_type":"llama","num_attention_heads":32,

@@ -100,9 +100,11 @@ pub struct ModelSpec {
     /// 16-bit cast of the block input is saved instead of one per projection.
     #[serde(default)]
     pub fused_projections: bool,
-    /// The MLP activation is the tanh GELU that transformers computes with
-    /// Python element-wise ops (`hidden_act: "gelu_new"`, `NewGELUActivation`:
-    /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1); each op saves its own tensor.
+    /// The MLP activation is the tanh GELU computed with Python element-wise
+    /// ops — transformers' `hidden_act: "gelu_new"` (`NewGELUActivation`:
+    /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1) or a from-scratch model's
+    /// (LLMs-from-scratch `GELU`, the same formula); each op saves its own
+    /// tensor.
     #[serde(default)]
     pub gelu_new: bool,
     /// Attention and final-logit soft-capping, `cap · tanh(x / cap)` (Gemma-2:
@@ -124,7 +126,38 @@ pub struct ModelSpec {
     /// a 16-bit cast. Measured on the H200: Gemma-2-2B bf16 −3.2 % → −0.2 %.
     #[serde(default)]
     pub norm_fp32_affine: bool,
+    /// The norm is written as Python tensor ops (LLMs-from-scratch
+    /// `LayerNorm`: `mean`, `var`, `(x − mean) / sqrt(var + eps)`,
+    /// `scale · norm + shift`), each saving its own tensor: beside the input,
+    /// the centred input (kept by the division) and the normalised tensor (kept
+    /// by the scale's multiply) — two more hidden-sized tensors per norm than a
+    /// fused `F.layer_norm`, which keeps its input and two per-row statistics
+    /// (PyTorch `tools/autograd/derivatives.yaml`: `var`, `div`, `mul`).
+    #[serde(default)]
+    pub python_norm: bool,
+    /// What sits on top of the last block: the language-model head (vocab
+    /// logits), or a classification head (`AutoModelForSequenceClassification`,
+    /// reward models: a few outputs per token, no vocab logits).
+    #[serde(default)]
+    pub head: ModelHead,
 }
+
+/// The output head.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelHead {
+    /// Vocab logits (causal or masked LM).
+    #[default]
+    Lm,
+    /// A linear layer to [`CLASSIFIER_OUTPUTS`] labels (transformers
+    /// `*ForSequenceClassification` / `*ForTokenClassification`: `score` or
+    /// `classifier`; BERT's also keeps its pooler): its logits are negligible.
+    Classifier,
+}
+
+/// Labels of a classification head as counted (binary classification; a
+/// reward model's one score is smaller still).
+pub const CLASSIFIER_OUTPUTS: u64 = 2;
 
 fn two() -> u32 {
     2
@@ -211,9 +244,17 @@ impl ModelSpec {
         p
     }
 
-    /// The output head: LM head (untied), BERT pooler.
+    /// The output head: LM head (untied), BERT pooler; a classifier's linear
+    /// layer (BERT: after the pooler).
     pub fn head_params(&self) -> u64 {
         let h = self.hidden as u64;
+        if self.head == ModelHead::Classifier {
+            let classifier = h * CLASSIFIER_OUTPUTS + CLASSIFIER_OUTPUTS;
+            return match self.arch {
+                Arch::Encoder => h * h + h + classifier,
+                _ => classifier,
+            };
+        }
         match self.arch {
             // BERT base model: pooler dense h×h + bias (the MLM head is not counted
             // in the published 110M/340M figures).

@@ -190,6 +190,9 @@ pub enum Finetune {
         base_bits: u32,
         /// `lora_dropout > 0`: the adapter keeps its own dropped-out copy of its input.
         dropout: bool,
+        /// Plain LoRA, DoRA or LoRA-FA.
+        #[serde(default)]
+        variant: LoraVariant,
     },
     /// Another parameter-efficient method (LLaMA-Adapter, IA³, prompt tuning,
     /// norm tuning, …): a frozen base plus this many trainable parameters that
@@ -207,6 +210,27 @@ pub enum Finetune {
         #[serde(default)]
         virtual_tokens: u32,
     },
+}
+
+/// How a LoRA adapter is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoraVariant {
+    /// `base(x) + B(A(dropout(x)))·scaling` (Hu et al. 2021; PEFT `lora.Linear`).
+    #[default]
+    Lora,
+    /// DoRA (Liu et al. 2024, "DoRA: Weight-Decomposed Low-Rank Adaptation";
+    /// PEFT `use_dora=True`, `lora/dora.py` `DoraLinearLayer.forward`): a
+    /// trained magnitude vector per output rescales `base(x)` and the LoRA
+    /// output, so both are kept for its gradient; with dropout the base output
+    /// is recomputed from the dropped-out input against a copy of the weight in
+    /// the adapter's dtype, which is kept too.
+    Dora,
+    /// LoRA-FA (Zhang et al. 2023, "LoRA-FA: Memory-efficient Low-rank
+    /// Adaptation"; PEFT `optimizers.create_lorafa_optimizer`): A is frozen and
+    /// only B trains, so the adapters keep no copy of their input and only B has
+    /// gradients and optimizer states.
+    LoraFa,
 }
 
 /// Parameter-efficient methods whose saved tensors differ from a frozen base's.
@@ -232,6 +256,19 @@ pub enum AdapterMethod {
     /// their unscaled outputs for the trained vectors' gradients, and the down
     /// projection's input is cast to the vectors' dtype and kept.
     Ia3,
+    /// LN tuning (Zhao et al. 2023; PEFT `LNTuningConfig`): only the norms'
+    /// weights train, so each norm keeps its normalised tensor for the
+    /// weight's gradient (counted with calibration/saved_tensors.py --peft:
+    /// +4·hidden bytes per token per block over a frozen bf16 Llama).
+    LnTuning,
+    /// BOFT (Liu et al. 2024, "Parameter-Efficient Orthogonal Finetuning via
+    /// Butterfly Factorization"; PEFT `tuners/boft/layer.py`) on PEFT's default
+    /// targets for decoders, q and v: each rotates its input by an orthogonal
+    /// `in × in` matrix built from butterfly blocks every forward
+    /// (`x @ boft_rotation`) and scales its output by a trained vector, so it
+    /// keeps its input, its output, and the `in × in` products of the rotation
+    /// chain (token-independent).
+    Boft,
 }
 
 impl AdapterMethod {

@@ -3,7 +3,7 @@
 //! card or `sum(p.numel())` of the released checkpoint gives (a test checks
 //! that [`ModelSpec::params`] lands within 0.5 % of it).
 
-use crate::model::{Arch, Mlp, ModelSpec, Norm, Positions};
+use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 
 /// A preset: the model's dimensions and its published parameter count.
 #[derive(Clone, Copy, Debug)]
@@ -461,6 +461,8 @@ impl Preset {
             softcap: d.softcap,
             parallel_residual: d.parallel_residual || d.norms_per_layer == 1,
             norm_fp32_affine: d.norm_fp32_affine,
+            python_norm: false,
+            head: ModelHead::Lm,
         }
     }
 }

@@ -5,8 +5,8 @@
 
 use crate::framework::Framework;
 use crate::gpu;
-use crate::model::ModelSpec;
-use crate::plan::{AdapterMethod, Finetune, LoraTargets, Offload, Plan};
+use crate::model::{ModelHead, ModelSpec};
+use crate::plan::{AdapterMethod, Finetune, LoraTargets, LoraVariant, Offload, Plan};
 use crate::presets;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -199,7 +199,12 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     }
     if key == "fw" {
         // A new framework re-seeds the settings it decides.
-        pairs.retain(|(k, _)| !matches!(k.as_str(), "loss" | "ckpt" | "opt_impl" | "upcast"));
+        pairs.retain(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "loss" | "ckpt" | "opt_impl" | "upcast" | "lora_dropout"
+            )
+        });
     }
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
@@ -230,17 +235,19 @@ const MODEL_KEYS: &[&str] = &[
     "softcap",
     "parallel",
     "norm32",
+    "pynorm",
 ];
 
 /// The model's implementation switches and their URL keys (each also in
 /// `MODEL_KEYS`).
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 5] = [
+const MODEL_FLAGS: [(&str, Flag); 6] = [
     ("fproj", |m| &mut m.fused_projections),
     ("gelu_new", |m| &mut m.gelu_new),
     ("softcap", |m| &mut m.softcap),
     ("parallel", |m| &mut m.parallel_residual),
     ("norm32", |m| &mut m.norm_fp32_affine),
+    ("pynorm", |m| &mut m.python_norm),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -253,7 +260,12 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     };
     // Model: preset id when it matches one, else every dimension (with `all`,
     // the dimensions too, so every control shows its value).
-    match presets::presets().iter().find(|p| p.spec() == plan.model) {
+    // The head is its own key (kept when the preset changes).
+    let headless = ModelSpec {
+        head: ModelHead::Lm,
+        ..plan.model.clone()
+    };
+    match presets::presets().iter().find(|p| p.spec() == headless) {
         Some(p) if !all => put("model", p.id.to_string(), d.model.name.clone()),
         found => {
             let id = found.map(|p| p.id).unwrap_or("custom");
@@ -285,6 +297,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 }
             }
         }
+    }
+    if all || plan.model.head != ModelHead::Lm {
+        v.push(("head", enum_id(&plan.model.head)));
     }
     let (t, dt) = (&plan.training, &d.training);
     let (p, dp) = (&plan.parallel, &d.parallel);
@@ -354,12 +369,16 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             targets,
             base_bits,
             dropout,
+            variant,
         } => {
             v.push(("ft", "lora".into()));
             v.push(("rank", rank.to_string()));
             v.push(("targets", targets_id(&targets)));
             v.push(("bits", base_bits.to_string()));
             v.push(("lora_dropout", (dropout as u8).to_string()));
+            if all || variant != LoraVariant::Lora {
+                v.push(("lora_var", enum_id(&variant)));
+            }
         }
         Finetune::Adapter {
             trainable_params,
@@ -514,6 +533,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             }
         }
     }
+    if let Some(s) = get("head") {
+        plan.model.head = parse_enum("head", s)?;
+    }
     if let Some(id) = get("gpu") {
         plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
     }
@@ -584,11 +606,16 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .map(|s| boolean("lora_dropout", s))
                 .transpose()?
                 .unwrap_or(lora_dropout_default);
+            let variant = get("lora_var")
+                .map(|s| parse_enum("lora_var", s))
+                .transpose()?
+                .unwrap_or_default();
             t.finetune = Finetune::Lora {
                 rank,
                 targets,
                 base_bits,
                 dropout,
+                variant,
             };
         }
         Some("adapter") => {
@@ -718,11 +745,38 @@ mod tests {
             targets: LoraTargets::QV,
             base_bits: 4,
             dropout: false,
+            variant: LoraVariant::Dora,
         };
         p.parallel.sharding = Sharding::FsdpFull;
         p.parallel.num_gpus = 4;
         let q = encode(&p);
+        assert!(q.contains("lora_var=dora"), "{q}");
         assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        // A classification head keeps the preset's id and survives a new preset.
+        p.model.head = ModelHead::Classifier;
+        let q = encode(&p);
+        assert!(
+            q.contains("model=qwen2.5-7b") && q.contains("head=classifier"),
+            "{q}"
+        );
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        let other = apply(&p, "model", "llama-3.1-8b").unwrap();
+        assert_eq!(other.model.head, ModelHead::Classifier);
+        assert_eq!(decode_str("head=score").unwrap_err().param, "head");
+        assert_eq!(
+            decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
+            "lora_var"
+        );
+    }
+
+    #[test]
+    fn a_new_framework_reseeds_the_lora_dropout() {
+        let p = decode_str("fw=hf-trainer&ft=lora").unwrap();
+        let p = apply(&p, "fw", "torchtune").unwrap();
+        match p.training.finetune {
+            Finetune::Lora { dropout, .. } => assert!(!dropout),
+            _ => panic!("expected lora"),
+        }
     }
 
     #[test]

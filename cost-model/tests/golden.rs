@@ -20,6 +20,9 @@ fn gpt(layers: u32, hidden: u32, heads: u32, vocab: u32) -> ModelSpec {
         ffn: 4 * hidden,
         vocab,
         max_positions: 2048,
+        // Megatron's GPT runs a fused bias-GELU kernel, which keeps only its
+        // input (the paper's count), not transformers' Python tanh GELU.
+        gelu_new: false,
         ..preset("gpt2").unwrap().spec()
     }
 }

@@ -7,8 +7,8 @@ use cost_model::estimate::{estimate, Breakdown, Estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::model::{Mlp, Norm};
 use cost_model::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, Optimizer, OptimizerImpl, Plan,
-    Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Optimizer,
+    OptimizerImpl, Plan, Precision, Sharding,
 };
 use cost_model::presets::{by_hub_id, preset};
 
@@ -151,9 +151,9 @@ fn python_gelu_keeps_three_more_tensors() {
     let extra = acts(true) - acts(false);
     let want = 12.0 * 3072.0 * 16.0 * 1024.0 * 12.0 / (1u64 << 20) as f64;
     assert_eq!(extra, want);
-    // Only transformers' implementation computes it in Python.
+    // LitGPT's GPT-2 calls the fused kernel.
     let mut p = plan("gpt2", Precision::Fp32, 16, 1024);
-    p.training.fp32_upcasts = false;
+    p.set_framework(Framework::Litgpt);
     let a = phase(&estimate(&p).unwrap(), Phase::Forward).activations;
     p.model.gelu_new = false;
     assert_eq!(a, phase(&estimate(&p).unwrap(), Phase::Forward).activations);
@@ -295,6 +295,7 @@ fn lora_all() -> Finetune {
         targets: LoraTargets::ALL_LINEAR,
         base_bits: 16,
         dropout: true,
+        variant: LoraVariant::Lora,
     }
 }
 
@@ -308,6 +309,7 @@ fn lora_qv() -> Finetune {
         },
         base_bits: 16,
         dropout: true,
+        variant: LoraVariant::Lora,
     }
 }
 
@@ -370,6 +372,7 @@ fn litgpt_lora_on_qkv_is_one_adapter_over_the_fused_input() {
                 },
                 base_bits: 16,
                 dropout: true,
+                variant: LoraVariant::Lora,
             },
         ))
     };
@@ -620,11 +623,172 @@ fn peft_lora_adapters_keep_their_own_fp32_inputs() {
             targets,
             base_bits: 16,
             dropout,
+            variant: LoraVariant::Lora,
         };
         let got = per_token_block(&p);
         assert!(
             (got - counted).abs() < 0.05,
             "{targets:?} dropout {dropout}: model {got:.2}, counted {counted:.2}"
+        );
+    }
+}
+
+#[test]
+fn dora_and_lora_fa_keep_what_their_saved_tensors_add_up_to() {
+    // calibration/saved_tensors.py --peft (PEFT 0.21.2, transformers 5.24, torch
+    // 2.15): a Llama-3.2-3B-shaped bf16 block, fp32 adapters, r 32 on q and v.
+    // DoRA's magnitude keeps the 16-bit base output and the fp32 LoRA output of
+    // q and v; LoRA-FA's frozen A keeps no input (only dropout's mask: 4 bytes
+    // per fp32 element on the CPU, CUDA's 1).
+    let mut p = plan("llama-3.2-3b", Precision::Bf16, 1, 64);
+    p.set_framework(Framework::Peft);
+    let qv = LoraTargets {
+        q: true,
+        v: true,
+        ..LoraTargets::default()
+    };
+    let cpu_masks = 2.0 * 3.0; // two adapters over the hidden-wide input
+    for (variant, dropout, counted) in [
+        (LoraVariant::Lora, false, 37.45),
+        (LoraVariant::Lora, true, 45.45 - cpu_masks),
+        (LoraVariant::Dora, false, 45.45),
+        (LoraVariant::LoraFa, false, 29.45),
+        (LoraVariant::LoraFa, true, 37.45 - cpu_masks),
+    ] {
+        p.training.finetune = Finetune::Lora {
+            rank: 32,
+            targets: qv,
+            base_bits: 16,
+            dropout,
+            variant,
+        };
+        let got = per_token_block(&p);
+        assert!(
+            (got - counted).abs() < 0.05,
+            "{variant:?} dropout {dropout}: model {got:.2}, counted {counted:.2}"
+        );
+    }
+    // DoRA with dropout recomputes the base output in fp32 from the
+    // dropped-out input (kept, with the LoRA output) against an fp32 copy of
+    // the weight, kept too: counted 56.12·hidden per token and 50.38 MB per
+    // block (q 3072², v 3072·1024, 4 bytes each).
+    let block = |seq: u32| {
+        let mut d = p.clone();
+        d.training.seq_len = seq;
+        d.training.finetune = Finetune::Lora {
+            rank: 32,
+            targets: qv,
+            base_bits: 16,
+            dropout: true,
+            variant: LoraVariant::Dora,
+        };
+        let e = estimate(&d).unwrap();
+        phase(&e, Phase::Forward).activations.get() as f64 / d.model.layers as f64
+    };
+    let per_token = (block(128) - block(64)) / 64.0 / 3072.0;
+    let constant = block(64) - 64.0 * per_token * 3072.0;
+    assert!(
+        (per_token - (56.12 - cpu_masks)).abs() < 0.05,
+        "{per_token:.2}"
+    );
+    assert!(
+        (constant / 1e6 - 50.38).abs() < 0.1,
+        "{:.2} MB",
+        constant / 1e6
+    );
+    // LoRA-FA trains B only; DoRA adds a magnitude per adapted output.
+    let mut trainable = |variant| {
+        p.training.finetune = Finetune::Lora {
+            rank: 32,
+            targets: qv,
+            base_bits: 16,
+            dropout: false,
+            variant,
+        };
+        estimate(&p).unwrap().trainable_params
+    };
+    let (h, kv, layers) = (3072u64, 1024u64, 28u64);
+    assert_eq!(trainable(LoraVariant::Lora), layers * 32 * (h + h + h + kv));
+    assert_eq!(trainable(LoraVariant::LoraFa), layers * 32 * (h + kv));
+    assert_eq!(
+        trainable(LoraVariant::Dora),
+        layers * (32 * (h + h + h + kv) + h + kv)
+    );
+}
+
+#[test]
+fn python_layer_norm_keeps_the_centred_and_normalised_tensors() {
+    // calibration/saved_tensors.py --scratch: LLMs-from-scratch's LayerNorm
+    // keeps 2 tensors beyond its input when its scale trains (1 when frozen);
+    // F.layer_norm keeps only per-row statistics beside the input.
+    let acts = |python_norm: bool, ft: Finetune| {
+        let mut p = plan("gpt2", Precision::Bf16, 8, 1024);
+        p.set_framework(Framework::PlainPytorch);
+        p.model.python_norm = python_norm;
+        p.training.finetune = ft;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let tokens = 8.0 * 1024.0;
+    // Two norms per block, 2 bytes per element (the final norm is counted
+    // with the logits).
+    let per_norm = |kept: f64| kept * 2.0 * 768.0 * tokens * 2.0 * 12.0;
+    let full = acts(true, Finetune::Full) - acts(false, Finetune::Full);
+    assert!(
+        (full - per_norm(2.0)).abs() < 1.0,
+        "{full} vs {}",
+        per_norm(2.0)
+    );
+    let lora = Finetune::Lora {
+        rank: 8,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: false,
+        variant: LoraVariant::Lora,
+    };
+    let frozen = acts(true, lora) - acts(false, lora);
+    assert!(
+        (frozen - per_norm(1.0)).abs() < 1.0,
+        "{frozen} vs {}",
+        per_norm(1.0)
+    );
+}
+
+#[test]
+fn ln_tuning_and_boft_keep_what_their_saved_tensors_add_up_to() {
+    // calibration/saved_tensors.py --peft on the Llama-3.2-3B-shaped bf16 block:
+    // a frozen base keeps 29.33·hidden per token; LN tuning's trained norm
+    // weights keep their 16-bit normalised inputs (+2 per norm); BOFT on q and v
+    // keeps their shared input and their outputs (+4.67) and, token-independent,
+    // three 3072² bf16 matrices per adapted layer (113.59 MB per block).
+    let block = |method: AdapterMethod, seq: u32| {
+        let mut p = plan("llama-3.2-3b", Precision::Bf16, 1, seq);
+        p.set_framework(Framework::Peft);
+        p.training.finetune = Finetune::Adapter {
+            trainable_params: 1_000_000,
+            base_bits: 16,
+            method,
+            virtual_tokens: 0,
+        };
+        let e = estimate(&p).unwrap();
+        phase(&e, Phase::Forward).activations.get() as f64 / p.model.layers as f64
+    };
+    for (method, per_token_counted, per_block_mb) in [
+        (AdapterMethod::Generic, 29.37, 0.0),
+        (AdapterMethod::LnTuning, 33.37, 0.0),
+        (AdapterMethod::Boft, 34.03, 113.59),
+    ] {
+        let per_token = (block(method, 128) - block(method, 64)) / 64.0 / 3072.0;
+        let constant = block(method, 64) - 64.0 * per_token * 3072.0;
+        assert!(
+            (per_token - per_token_counted).abs() < 0.1,
+            "{method:?}: {per_token:.2} per token, counted {per_token_counted}"
+        );
+        assert!(
+            (constant / 1e6 - per_block_mb).abs() < 0.5,
+            "{method:?}: {:.2} MB per block, counted {per_block_mb}",
+            constant / 1e6
         );
     }
 }

@@ -5,7 +5,7 @@
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    AdapterMethod, Attention, Finetune, LoraTargets, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Finetune, LoraTargets, LoraVariant, Plan, Precision, Sharding,
 };
 use cost_model::presets::presets;
 use proptest::prelude::*;
@@ -87,6 +87,8 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                         targets: LoraTargets::ALL_LINEAR,
                         base_bits: bits % 40,
                         dropout: true,
+                        variant: [LoraVariant::Lora, LoraVariant::Dora, LoraVariant::LoraFa]
+                            [(rank % 3) as usize],
                     };
                 }
                 p

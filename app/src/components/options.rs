@@ -58,6 +58,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
             "Model and hardware",
             vec![
                 ("model", "Model", "Preset dimensions from the model's config.json", Kind::Select(model_list)),
+                (
+                    "head",
+                    "Output head",
+                    "A classification head (reward model, BERT classifier) makes no vocab logits",
+                    opts(&[("lm", "language-model head (vocab logits)"), ("classifier", "classification head")]),
+                ),
                 ("gpu", "GPU", "Capacity as nvidia-smi reports it", gpus),
                 ("gpus", "GPUs", "All GPUs in the run", Kind::Number { min: 1, max: 100_000 }),
                 ("fw", "Framework", "Its documented defaults fill loss, checkpointing and optimizer settings", fws),
@@ -226,6 +232,13 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     ]),
                 ),
                 ("rank", "LoRA rank", "Adapter parameters: r·(d_in + d_out) per target", Kind::Number { min: 1, max: 65536 }),
+                (
+                    "lora_var",
+                    "LoRA variant",
+                    "DoRA also keeps each adapted layer's base and LoRA outputs; LoRA-FA freezes A, so no adapter keeps its input",
+                    opts(&[("lora", "LoRA"), ("dora", "DoRA"), ("lora-fa", "LoRA-FA (A frozen)")]),
+                ),
+                ("lora_dropout", "LoRA dropout", "With dropout each adapter keeps a dropped-out copy of its input and a mask", Kind::Check),
                 (
                     "bits",
                     "Base weight bits",
