@@ -222,6 +222,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("LoRA rank", "LoRA 秩 (rank)"),
     ("Base weight bits", "基座权重位数"),
     ("LoRA variant", "LoRA 变体"),
+    ("Free gradients after each step", "每步之后释放梯度"),
     ("Output head", "输出头"),
     ("language-model head (vocab logits)", "语言模型头（词表 logits）"),
     ("classification head", "分类头"),
@@ -234,6 +235,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "DoRA also keeps each adapted layer's base and LoRA outputs; LoRA-FA freezes A, so no adapter keeps its input",
         "DoRA 还会为每个适配层保存基座输出和 LoRA 输出；LoRA-FA 冻结 A，适配器不再保存其输入",
+    ),
+    (
+        "zero_grad(set_to_none=True), the default since PyTorch 2.0; off, zeroed gradients stay allocated through the next step",
+        "zero_grad(set_to_none=True)，PyTorch 2.0 起的默认行为；关闭时清零的梯度会一直占用显存到下一步",
     ),
     (
         "A classification head (reward model, BERT classifier) makes no vocab logits",

@@ -394,6 +394,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     };
     t.activation_offload = r.bool("activation_offload")?;
+    // "zero_grad(set_to_none=False)", as PyTorch < 2.0 did by default.
+    if r.get("notes").contains("set_to_none=False") {
+        t.zero_grad_set_to_none = false;
+    }
     t.compile = r.bool("compile")?;
     // Plain-MLP families (GPT-2, BERT, T5, BLOOM) ship configs with dropout 0.1;
     // the Llama lineage (gated MLP) with 0.0.

@@ -1769,8 +1769,15 @@ impl<'a> Ctx<'a> {
         let (acts, working) = self.activations(s);
         let logits = self.logits(s);
         let (comm_f, comm_b) = self.comm_buffers(s);
-        let accum = self.plan.training.grad_accum > 1 && !self.plan.training.optimizer_in_backward;
-        let g_fwd = if accum { g } else { 0.0 };
+        // Gradients exist through forward and backward while they accumulate,
+        // and in every step when `zero_grad` zeroes instead of freeing them.
+        let t = &self.plan.training;
+        let kept = t.grad_accum > 1 || !t.zero_grad_set_to_none;
+        let g_fwd = if kept && !t.optimizer_in_backward {
+            g
+        } else {
+            0.0
+        };
         let runtime = self.runtime() + self.paged_optimizer_resident(s);
         let frac = self.reserve_fraction();
         let casts = self.autocast_copies(s);

@@ -335,6 +335,13 @@ pub struct TrainingSpec {
     /// its partitioner recomputes them in backward instead of saving them.
     #[serde(default)]
     pub compile: bool,
+    /// `zero_grad(set_to_none=True)` frees the gradients after each step (the
+    /// default of `optimizer.zero_grad` and `Module.zero_grad` since PyTorch
+    /// 2.0). `false`: they are zeroed in place and stay allocated through the
+    /// next forward and backward (PyTorch < 2.0's default, which the
+    /// Trainer's `model.zero_grad()` then used).
+    #[serde(default = "yes")]
+    pub zero_grad_set_to_none: bool,
     pub finetune: Finetune,
 }
 
@@ -538,6 +545,7 @@ impl Default for Plan {
                 dropout: false,
                 activation_offload: false,
                 compile: false,
+                zero_grad_set_to_none: true,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {

@@ -358,6 +358,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         (t.compile as u8).to_string(),
         (dt.compile as u8).to_string(),
     );
+    put(
+        "grad_none",
+        (t.zero_grad_set_to_none as u8).to_string(),
+        (dt.zero_grad_set_to_none as u8).to_string(),
+    );
     match t.finetune {
         Finetune::Full => {
             if all {
@@ -585,6 +590,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("compile") {
         t.compile = boolean("compile", s)?;
+    }
+    if let Some(s) = get("grad_none") {
+        t.zero_grad_set_to_none = boolean("grad_none", s)?;
     }
     match get("ft") {
         None | Some("full") => {}

@@ -792,3 +792,28 @@ fn ln_tuning_and_boft_keep_what_their_saved_tensors_add_up_to() {
         );
     }
 }
+
+#[test]
+fn zeroed_gradients_stay_through_the_next_step() {
+    // PyTorch < 2.0's `zero_grad()` zeroed the gradients in place: they are
+    // allocated through every forward and backward, as during accumulation.
+    let grads_in_forward = |set_to_none: bool, accum: u32| {
+        let mut p = plan("bert-large", Precision::Fp32, 4, 512);
+        p.training.grad_accum = accum;
+        p.training.zero_grad_set_to_none = set_to_none;
+        let e = estimate(&p).unwrap();
+        phase(&e, Phase::Forward).gradients.get()
+    };
+    // fp32 gradients of BERT-large's 335 M parameters (1.25 GiB).
+    let all = grads_in_forward(true, 4);
+    assert!((all as f64 / 4.0 / 335e6 - 1.0).abs() < 0.01, "{all}");
+    assert_eq!(grads_in_forward(true, 1), 0);
+    assert_eq!(grads_in_forward(false, 1), all);
+    assert_eq!(decode_grad_none("grad_none=0"), Some(false));
+}
+
+fn decode_grad_none(q: &str) -> Option<bool> {
+    cost_model::query::decode_str(q)
+        .ok()
+        .map(|p| p.training.zero_grad_set_to_none)
+}

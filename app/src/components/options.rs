@@ -129,6 +129,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "foreach makes a state-sized temporary at the step; fused does not",
                     opts(&[("foreach", "foreach (PyTorch default)"), ("fused", "fused"), ("for-loop", "for-loop")]),
                 ),
+                (
+                    "grad_none",
+                    "Free gradients after each step",
+                    "zero_grad(set_to_none=True), the default since PyTorch 2.0; off, zeroed gradients stay allocated through the next step",
+                    Kind::Check,
+                ),
             ],
         ),
         (
