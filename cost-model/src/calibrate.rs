@@ -37,21 +37,6 @@ impl Counter {
         }
     }
 
-    /// The counter a row was measured on: its `metric`, or, when that is
-    /// unstated, the one its notes say the script printed
-    /// (`max_memory_allocated`, `memory_reserved`).
-    pub fn for_row(metric: &str, notes: &str) -> Option<Counter> {
-        if metric.is_empty() {
-            if notes.contains("max_memory_allocated") {
-                return Some(Counter::Allocated);
-            }
-            if notes.contains("memory_reserved") {
-                return Some(Counter::Reserved);
-            }
-        }
-        Counter::from_metric(metric)
-    }
-
     pub fn pick(self, c: &Counters) -> u64 {
         match self {
             Counter::Allocated => c.allocated.get(),
@@ -351,9 +336,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     plan.set_framework(framework);
     let t = &mut plan.training;
     t.micro_batch = r.need_u32("micro_batch")?;
-    t.seq_len = r
-        .u32("seq_len")?
-        .ok_or("seq_len is empty (the sequence length run is unknown)")?;
+    t.seq_len = match r.u32("seq_len")? {
+        Some(s) => s,
+        // An OOM row only needs a lower bound: memory never falls as the
+        // sequence grows (tests/properties.rs), so a run that does not fit
+        // at one token did not fit at its real length. Its prediction is
+        // that lower bound.
+        None if r.bool("oom").unwrap_or(false) => 1,
+        None => return Err("seq_len is empty (the sequence length run is unknown)".into()),
+    };
     t.grad_accum = r.u32("grad_accum")?.unwrap_or(1).max(1);
     t.precision = match r.get("precision") {
         "fp32" => Precision::Fp32,
@@ -603,7 +594,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
                     header.len()
                 ));
             }
-            let counter = Counter::for_row(&metric, row.get("notes"))
+            let counter = Counter::from_metric(&metric)
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
             let plan = plan_for(&row)?;
             let est = estimate(&plan).map_err(|e| e.to_string())?;
