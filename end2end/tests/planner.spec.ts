@@ -202,3 +202,34 @@ test("torch.compile: the checkbox and the URL key agree, and compiling keeps few
   await expect(page.getByTestId("row-activations")).not.toHaveText(eager ?? "");
   await expect.poll(used).toBeLessThan(eagerUsed);
 });
+
+test("LoRA variant and output head: the controls and the URL keys agree, and the breakdown follows", async ({ page }, info) => {
+  const plan =
+    "/?model=llama-3.2-3b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048&ft=lora&targets=q%2Bv&rank=32";
+  await page.goto(plan);
+  const acts = await page.getByTestId("row-activations").textContent();
+  const logits = await page.getByTestId("row-logits").textContent();
+  await expect(page.getByTestId("lora-var")).toHaveValue("lora");
+  await expect(page.getByTestId("head")).toHaveValue("lm");
+  // A plain loop gets PEFT's default lora_dropout=0.
+  await expect(page.getByTestId("lora-dropout")).not.toBeChecked();
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("lora-var").selectOption("dora");
+    await expect(page).toHaveURL(/lora_var=dora/);
+  } else {
+    await page.goto(plan + "&lora_var=dora");
+    await expect(page.getByTestId("lora-var")).toHaveValue("dora");
+  }
+  // DoRA's magnitude keeps the base and LoRA outputs of q and v.
+  await expect(page.getByTestId("row-activations")).not.toHaveText(acts ?? "");
+  if (hydrated(info)) {
+    await page.getByTestId("head").selectOption("classifier");
+    await expect(page).toHaveURL(/head=classifier/);
+  } else {
+    await page.goto(plan + "&lora_var=dora&head=classifier");
+    await expect(page.getByTestId("head")).toHaveValue("classifier");
+  }
+  // No vocab logits under a classification head.
+  await expect(page.getByTestId("row-logits")).not.toHaveText(logits ?? "");
+});
