@@ -223,6 +223,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Base weight bits", "基座权重位数"),
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
+    ("Fused kernels (Liger / Unsloth)", "融合算子（Liger / Unsloth）"),
     ("Output head", "输出头"),
     ("language-model head (vocab logits)", "语言模型头（词表 logits）"),
     ("classification head", "分类头"),
@@ -239,6 +240,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "zero_grad(set_to_none=True), the default since PyTorch 2.0; off, zeroed gradients stay allocated through the next step",
         "zero_grad(set_to_none=True)，PyTorch 2.0 起的默认行为；关闭时清零的梯度会一直占用显存到下一步",
+    ),
+    (
+        "RMSNorm keeps its 16-bit input, SwiGLU recomputes its activation in backward; pair with the fused loss",
+        "RMSNorm 只保存 16 位输入，SwiGLU 在反向时重算激活；可与融合损失搭配使用",
     ),
     (
         "A classification head (reward model, BERT classifier) makes no vocab logits",

@@ -385,6 +385,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     };
     t.activation_offload = r.bool("activation_offload")?;
+    // Liger Kernel / Unsloth: fused norm and SwiGLU kernels.
+    let fused = ["Liger", "liger", "Unsloth", "unsloth"];
+    if fused.iter().any(|k| r.get("notes").contains(k)) {
+        t.fused_kernels = true;
+    }
     // "zero_grad(set_to_none=False)", as PyTorch < 2.0 did by default.
     if r.get("notes").contains("set_to_none=False") {
         t.zero_grad_set_to_none = false;
@@ -406,6 +411,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     t.loss = match r.get("loss") {
         "standard" => Loss::Standard,
         "chunked" => match framework {
+            // Liger's / Unsloth's loss is a fused linear + cross-entropy.
+            _ if t.fused_kernels => Loss::Fused,
             Framework::Litgpt => Loss::ChunkedKeep,
             _ => Loss::ChunkedFree,
         },

@@ -963,6 +963,7 @@ impl<'a> Ctx<'a> {
         let fp32_affine = self.defaults().rmsnorm_affine_fp32 || self.m.norm_fp32_affine;
         if self.m.norm != Norm::RmsNorm
             || self.fused_norms()
+            || self.plan.training.fused_kernels
             || self.plan.training.compile
             || !(self.plan.training.fp32_upcasts || fp32_affine)
             || !self.norms_train()
@@ -1090,6 +1091,11 @@ impl<'a> Ctx<'a> {
             // intermediates (LayerNorm input and output both kept); Llama-3.2-1B
             // kept 9 % less than this count, as if the norm outputs were
             // recomputed too — the larger reading is used.
+            return self.residual_bytes();
+        }
+        if self.plan.training.fused_kernels {
+            // Liger's / Unsloth's norm kernels keep the input as it comes and
+            // a per-row fp32 rstd ([`crate::plan::TrainingSpec::fused_kernels`]).
             return self.residual_bytes();
         }
         if prec.fp32_weights() || (self.m.norm == Norm::RmsNorm && !self.fused_norms()) {
@@ -1244,8 +1250,14 @@ impl<'a> Ctx<'a> {
         };
         mlp += mlp_inputs * e * sb * h / rep * if m.is_moe() { k } else { 1.0 };
         let mut per_token = if gated {
-            // gate out (SiLU input), SiLU out and up out (the product's inputs)
-            3.0 * e * f / t
+            // gate out (SiLU input), SiLU out and up out (the product's
+            // inputs); a fused SwiGLU kernel recomputes the SiLU out.
+            let kept = if self.plan.training.fused_kernels {
+                2.0
+            } else {
+                3.0
+            };
+            kept * e * f / t
                 + if self.keeps_input(tg.down) {
                     e * f / t
                 } else {

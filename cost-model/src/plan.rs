@@ -342,6 +342,14 @@ pub struct TrainingSpec {
     /// Trainer's `model.zero_grad()` then used).
     #[serde(default = "yes")]
     pub zero_grad_set_to_none: bool,
+    /// Triton kernels for the norm and the gated MLP (Liger Kernel's
+    /// `LigerRMSNorm`/`LigerSiLUMulFunction`, as `use_liger_kernel=True` patches
+    /// them in; Unsloth's likewise): the RMSNorm keeps its input in its own
+    /// dtype and an fp32 rstd per row (`rms_norm.py`: `save_for_backward(X, W,
+    /// RSTD)`), the SwiGLU/GeGLU keeps gate and up and recomputes the
+    /// activation in backward (`swiglu.py`: `save_for_backward(a, b)`).
+    #[serde(default)]
+    pub fused_kernels: bool,
     pub finetune: Finetune,
 }
 
@@ -546,6 +554,7 @@ impl Default for Plan {
                 activation_offload: false,
                 compile: false,
                 zero_grad_set_to_none: true,
+                fused_kernels: false,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {

@@ -359,6 +359,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         (dt.compile as u8).to_string(),
     );
     put(
+        "fkern",
+        (t.fused_kernels as u8).to_string(),
+        (dt.fused_kernels as u8).to_string(),
+    );
+    put(
         "grad_none",
         (t.zero_grad_set_to_none as u8).to_string(),
         (dt.zero_grad_set_to_none as u8).to_string(),
@@ -590,6 +595,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("compile") {
         t.compile = boolean("compile", s)?;
+    }
+    if let Some(s) = get("fkern") {
+        t.fused_kernels = boolean("fkern", s)?;
     }
     if let Some(s) = get("grad_none") {
         t.zero_grad_set_to_none = boolean("grad_none", s)?;

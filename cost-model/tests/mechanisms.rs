@@ -817,3 +817,29 @@ fn decode_grad_none(q: &str) -> Option<bool> {
         .ok()
         .map(|p| p.training.zero_grad_set_to_none)
 }
+
+#[test]
+fn fused_kernels_keep_the_norm_input_and_recompute_the_silu() {
+    // Liger Kernel 0.8.5: `LigerRMSNorm` saves (X, W, RSTD) — the 16-bit input
+    // and an fp32 rstd per row — where transformers' RMSNorm keeps an fp32
+    // copy of its input and, when its weight trains, a 16-bit cast of the
+    // normalised tensor; `LigerSiLUMulFunction` saves (a, b) and recomputes
+    // SiLU(a) in backward. Llama-3.2-1B (hidden 2048, MLP 8192) in bf16.
+    let per_block = |fused: bool, ft: Finetune| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 2, 1024);
+        p.training.fused_kernels = fused;
+        p.training.finetune = ft;
+        per_token_block(&p)
+    };
+    let (h, f) = (2048.0, 8192.0);
+    // Full fine-tune: per norm 4 + 2 bytes → 2; the SiLU output (2 bytes per
+    // MLP element) is not kept.
+    let saved = per_block(false, Finetune::Full) - per_block(true, Finetune::Full);
+    let want = (2.0 * (4.0 + 2.0 - 2.0) * h + 2.0 * f) / h;
+    assert!((saved - want).abs() < 0.01, "{saved:.3} vs {want:.3}");
+    // LoRA (frozen norms): per norm 4 → 2.
+    let lora = lora_qv();
+    let saved = per_block(false, lora) - per_block(true, lora);
+    let want = (2.0 * (4.0 - 2.0) * h + 2.0 * f) / h;
+    assert!((saved - want).abs() < 0.01, "{saved:.3} vs {want:.3}");
+}

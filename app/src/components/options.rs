@@ -215,6 +215,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
                 ("compile", "torch.compile", "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept", Kind::Check),
+                (
+                    "fkern",
+                    "Fused kernels (Liger / Unsloth)",
+                    "RMSNorm keeps its 16-bit input, SwiGLU recomputes its activation in backward; pair with the fused loss",
+                    Kind::Check,
+                ),
             ],
         ),
         (
