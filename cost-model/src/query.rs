@@ -6,7 +6,7 @@
 use crate::framework::Framework;
 use crate::gpu;
 use crate::model::{ModelHead, ModelSpec};
-use crate::plan::{AdapterMethod, Finetune, LoraTargets, LoraVariant, Offload, Plan};
+use crate::plan::{AdapterMethod, Finetune, LoraTargets, LoraVariant, Offload, Plan, TrainingSpec};
 use crate::presets;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -250,6 +250,18 @@ const MODEL_FLAGS: [(&str, Flag); 6] = [
     ("pynorm", |m| &mut m.python_norm),
 ];
 
+/// The training step's switches and their URL keys.
+type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
+const TRAINING_FLAGS: [(&str, TrainingFlag); 7] = [
+    ("opt_bwd", |t| &mut t.optimizer_in_backward),
+    ("upcast", |t| &mut t.fp32_upcasts),
+    ("dropout", |t| &mut t.dropout),
+    ("act_off", |t| &mut t.activation_offload),
+    ("compile", |t| &mut t.compile),
+    ("fkern", |t| &mut t.fused_kernels),
+    ("grad_none", |t| &mut t.zero_grad_set_to_none),
+];
+
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     let d = Plan::default();
     let mut v: Vec<(&'static str, String)> = Vec::new();
@@ -322,11 +334,6 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         enum_id(&dt.optimizer_impl),
     );
     put(
-        "opt_bwd",
-        (t.optimizer_in_backward as u8).to_string(),
-        (dt.optimizer_in_backward as u8).to_string(),
-    );
-    put(
         "ckpt",
         enum_id(&t.checkpointing),
         enum_id(&dt.checkpointing),
@@ -338,36 +345,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         t.checkpoint_every.to_string(),
         dt.checkpoint_every.to_string(),
     );
-    put(
-        "upcast",
-        (t.fp32_upcasts as u8).to_string(),
-        (dt.fp32_upcasts as u8).to_string(),
-    );
-    put(
-        "dropout",
-        (t.dropout as u8).to_string(),
-        (dt.dropout as u8).to_string(),
-    );
-    put(
-        "act_off",
-        (t.activation_offload as u8).to_string(),
-        (dt.activation_offload as u8).to_string(),
-    );
-    put(
-        "compile",
-        (t.compile as u8).to_string(),
-        (dt.compile as u8).to_string(),
-    );
-    put(
-        "fkern",
-        (t.fused_kernels as u8).to_string(),
-        (dt.fused_kernels as u8).to_string(),
-    );
-    put(
-        "grad_none",
-        (t.zero_grad_set_to_none as u8).to_string(),
-        (dt.zero_grad_set_to_none as u8).to_string(),
-    );
+    let (mut tc, mut dc) = (t.clone(), dt.clone()); // the accessors take `&mut`
+    for (k, flag) in TRAINING_FLAGS {
+        let (a, b) = (*flag(&mut tc), *flag(&mut dc));
+        put(k, (a as u8).to_string(), (b as u8).to_string());
+    }
     match t.finetune {
         Finetune::Full => {
             if all {
@@ -569,9 +551,6 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;
     }
-    if let Some(s) = get("opt_bwd") {
-        t.optimizer_in_backward = boolean("opt_bwd", s)?;
-    }
     if let Some(s) = get("ckpt") {
         t.checkpointing = parse_enum("ckpt", s)?;
     }
@@ -584,23 +563,10 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("ckpt_every") {
         t.checkpoint_every = num("ckpt_every", s)?;
     }
-    if let Some(s) = get("upcast") {
-        t.fp32_upcasts = boolean("upcast", s)?;
-    }
-    if let Some(s) = get("dropout") {
-        t.dropout = boolean("dropout", s)?;
-    }
-    if let Some(s) = get("act_off") {
-        t.activation_offload = boolean("act_off", s)?;
-    }
-    if let Some(s) = get("compile") {
-        t.compile = boolean("compile", s)?;
-    }
-    if let Some(s) = get("fkern") {
-        t.fused_kernels = boolean("fkern", s)?;
-    }
-    if let Some(s) = get("grad_none") {
-        t.zero_grad_set_to_none = boolean("grad_none", s)?;
+    for (k, flag) in TRAINING_FLAGS {
+        if let Some(s) = get(k) {
+            *flag(t) = boolean(k, s)?;
+        }
     }
     match get("ft") {
         None | Some("full") => {}
