@@ -224,6 +224,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
     ("Fused kernels (Liger / Unsloth)", "融合算子（Liger / Unsloth）"),
+    (
+        "Fused kernels (Liger): RMSNorm, SwiGLU, linear + cross-entropy",
+        "融合算子（Liger）：RMSNorm、SwiGLU、线性层 + 交叉熵",
+    ),
     ("Output head", "输出头"),
     ("language-model head (vocab logits)", "语言模型头（词表 logits）"),
     ("classification head", "分类头"),

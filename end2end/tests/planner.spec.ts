@@ -81,8 +81,10 @@ test("hydrated: the fix ladder's first rung makes a non-fitting plan fit when th
     if ((await page.getByTestId("verdict").textContent()) === "Fits") break;
   }
   await expect(page.getByTestId("verdict")).toHaveText("Fits");
-  // The rungs applied are in the URL: compile first, then checkpointing.
+  // The rungs applied are in the URL: compile first, fused kernels, then checkpointing.
   await expect(page).toHaveURL(/compile=1/);
+  await expect(page).toHaveURL(/fkern=1/);
+  await expect(page).toHaveURL(/loss=fused/);
   await expect(page).toHaveURL(/ckpt=full/);
 });
 
@@ -90,9 +92,12 @@ test("no-js: a fix-ladder rung is a link to the changed plan", async ({ page }, 
   test.skip(hydrated(info), "JS-off behaviour");
   await page.goto("/?shard=ddp&mb=8");
   await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
-  // The first rung is torch.compile (faster and smaller), the next checkpointing.
+  // The first rung is torch.compile (faster and smaller), then Liger's fused
+  // kernels (faster too), then checkpointing.
   await page.getByTestId("rung-0").click();
   await expect(page).toHaveURL(/compile=1/);
+  await page.getByTestId("rung-0").click();
+  await expect(page).toHaveURL(/fkern=1/);
   await page.getByTestId("rung-0").click();
   await expect(page).toHaveURL(/ckpt=full/);
 });

@@ -14,6 +14,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
     let en = match id {
         "mixed-precision" => "Mixed precision",
         "compile" => "torch.compile",
+        "fused-kernels" => "Fused kernels (Liger): RMSNorm, SwiGLU, linear + cross-entropy",
         "checkpointing" => "Activation checkpointing",
         "grad-accum" => "Smaller micro-batch + gradient accumulation",
         "zero-1" => "ZeRO-1",
