@@ -19,6 +19,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/pip install transformers && v/bin/python calibration/saved_tensors.py --transformers
     v/bin/pip install peft && v/bin/python calibration/saved_tensors.py --peft [boft]
     v/bin/python calibration/saved_tensors.py --scratch
+    v/bin/python calibration/saved_tensors.py --methods
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -62,6 +63,13 @@ per token per block / hidden, and token-independent MB per block):
     dora, dropout 0.05                               56.12, 50.38 MB (fp32 weight copies)
     ln tuning                                        33.37
     boft block 4 (q, v)                              34.03, 113.59 MB (3 bf16 in x in per layer)
+
+`--methods` (other PEFT methods on q and v of the small bf16 Llama, hidden 1024; per token
+per block / hidden, MB per block): frozen base (TinyLoRA) 29.59; input casts only — LoRA r8
+37.63, C3A, OFT (+1.05 MB), DeLoRA 37.70, GraLoRA 38.07, VeRA 36.57, RoAd 39.57, AdaLoRA 42.66;
+a weight-sized update kept — LoHa, LoKr, FourierFT 37.57 + 5.24 MB, WaveFT + 10.52 MB,
+RandLoRA 34.57 + 4.46 MB, HRA + 86.11 MB; MiSS 30.07; prefix tuning 32.57 (its mask makes
+SDPA expand the grouped k/v: +3); p-tuning 29.57 + 0.61 MB (20 virtual tokens).
 
 `--scratch` (LLMs-from-scratch LayerNorm / GELU; bytes per element beyond the input, fp32
 and bf16 alike in elements): custom LayerNorm 2 tensors with its scale trained, 1 frozen;
@@ -327,6 +335,47 @@ def peft_main():
         print(f"peft {name:24s} {per_token / config['hidden_size']:6.2f} per token, {const / 1e6:6.2f} MB per block")
 
 
+def methods_main():
+    """Other PEFT methods on q and v of the small bf16 Llama (hidden 1024, 16 heads / 4 kv,
+    MLP 2816), PEFT's default settings: per token per block / hidden and MB per block."""
+    import peft
+
+    F.scaled_dot_product_attention = flash_like
+    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    qv = ["q_proj", "v_proj"]
+    print(f"torch {torch.__version__}, peft {peft.__version__}")
+    for name, make in [
+        ("tinylora (frozen base)", lambda: peft.TinyLoraConfig(target_modules=qv)),
+        ("lora r8, no dropout", lambda: peft.LoraConfig(r=8, target_modules=qv)),
+        ("adalora", lambda: peft.AdaLoraConfig(r=8, target_modules=qv, total_step=100)),
+        ("loha", lambda: peft.LoHaConfig(r=8, target_modules=qv)),
+        ("lokr", lambda: peft.LoKrConfig(r=8, target_modules=qv)),
+        ("vera", lambda: peft.VeraConfig(r=256, target_modules=qv)),
+        ("fourierft", lambda: peft.FourierFTConfig(n_frequency=1000, target_modules=qv)),
+        ("waveft", lambda: peft.WaveFTConfig(n_frequency=1000, target_modules=qv)),
+        ("randlora", lambda: peft.RandLoraConfig(r=32, target_modules=qv)),
+        ("oft", lambda: peft.OFTConfig(r=0, oft_block_size=32, target_modules=qv)),
+        ("hra", lambda: peft.HRAConfig(r=8, target_modules=qv)),
+        ("c3a", lambda: peft.C3AConfig(block_size=256, target_modules=qv)),
+        ("road", lambda: peft.RoadConfig(target_modules=qv)),
+        ("delora", lambda: peft.DeloraConfig(r=8, target_modules=qv)),
+        ("gralora", lambda: peft.GraloraConfig(r=32, target_modules=qv)),
+        ("miss", lambda: peft.MissConfig(r=64, target_modules=qv)),
+        ("prefix tuning (20)", lambda: peft.PrefixTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=20)),
+        ("p-tuning (20)", lambda: peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=20,
+                                                           encoder_hidden_size=128)),
+    ]:
+        blocks = {}
+        for T in (32, 64):
+            tot = [per_block_transformers(dict(config, num_hidden_layers=n), B=1, T=T, peft_config=make, raw=True)
+                   for n in (2, 3)]
+            blocks[T] = tot[1] - tot[0]
+        per_token = (blocks[64] - blocks[32]) / 32
+        const = blocks[32] - 32 * per_token
+        print(f"peft {name:24s} {per_token / 1024:6.2f} per token, {const / 1e6:6.2f} MB per block")
+
+
 def scratch_main():
     """LLMs-from-scratch's LayerNorm and GELU (ch04, written as tensor ops) against
     F.layer_norm and the fused tanh GELU: bytes per element kept beyond the input."""
@@ -372,6 +421,8 @@ def main():
         return peft_main()
     if sys.argv[1] == "--scratch":
         return scratch_main()
+    if sys.argv[1] == "--methods":
+        return methods_main()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)

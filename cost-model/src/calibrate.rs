@@ -8,8 +8,8 @@ use crate::framework::Framework;
 use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraVariant, Loss, Offload, Optimizer, Plan,
-    Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Offload,
+    Optimizer, Plan, Precision, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -454,6 +454,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 AdapterMethod::LnTuning
             } else if notes.contains("BOFT") {
                 AdapterMethod::Boft
+            } else if ["LoHa", "LoKr", "FourierFT", "WaveFT", "RandLoRA"]
+                .iter()
+                .any(|k| notes.contains(k))
+            {
+                AdapterMethod::DeltaWeight
+            } else if ["VeRA", "C3A", "DeLoRA", "GraLoRA", "RoAd", "AdaLoRA", "OFT"]
+                .iter()
+                .any(|k| notes.contains(k))
+            {
+                AdapterMethod::CastInputs
             } else {
                 AdapterMethod::Generic
             };
@@ -463,6 +473,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 method,
                 // Prompt tuning: "200 virtual tokens prepended".
                 virtual_tokens: stated_number(notes, "virtual tokens").unwrap_or(0),
+                // "… on q+v": the adapted matrices, else PEFT's default.
+                targets: stated_targets(notes).unwrap_or(LoraTargets::QV),
             }
         }
         k => return Err(format!("task `{k}` is not in the schema")),
@@ -538,6 +550,13 @@ fn stated_dropout(notes: &str) -> Option<bool> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(rest.len());
     rest[..end].parse::<f64>().ok().map(|p| p > 0.0)
+}
+
+/// The matrices the notes say a method adapts ("BOFT block 4 on q+v").
+fn stated_targets(notes: &str) -> Option<LoraTargets> {
+    let at = notes.find(" on ")? + " on ".len();
+    let word = notes[at..].split([' ', ';', ',', '(']).next()?;
+    parse_targets("notes", word).ok()
 }
 
 /// The plan the row with this id describes (for `memplan calibrate --explain`).

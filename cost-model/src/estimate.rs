@@ -1361,7 +1361,33 @@ impl<'a> Ctx<'a> {
         // 2.15: Llama-2-7B kept 29·hidden bytes per token more than LLaMA-Adapter
         // v1 (these outputs plus the fp32 normalised tensors of the trained
         // RMSNorms, [`Self::norm_affine_bytes`]).
-        if let Finetune::Adapter { method, .. } = self.plan.training.finetune {
+        if let Finetune::Adapter {
+            method,
+            targets: atg,
+            ..
+        } = self.plan.training.finetune
+        {
+            // (input width, output width, copies) of each adapted matrix.
+            let adapted = [
+                (atg.q, h, hq, 1.0),
+                (atg.k, h, hkv, 1.0),
+                (atg.v, h, hkv, 1.0),
+                (atg.o, hq, h, 1.0),
+                (atg.gate && gated, h, f, k),
+                (atg.up, h, f, k),
+                (atg.down, f, h, k),
+            ];
+            let le = self.lora_input_bytes();
+            let casts: f64 = adapted
+                .iter()
+                .filter(|a| a.0)
+                .map(|&(_, din, _, n)| n * le * sb * din)
+                .sum();
+            let deltas: f64 = adapted
+                .iter()
+                .filter(|a| a.0)
+                .map(|&(_, din, dout, n)| n * le * din * dout / t)
+                .sum();
             // The prefix attention's output, kept by the trained gate
             // (`y + self.gating_factor * ay`) in the blocks that have one
             // (the same probe: +2.3·hidden per token in those blocks).
@@ -1388,6 +1414,8 @@ impl<'a> Ctx<'a> {
                     e * sb * (h / rep + (hq + hkv) / t)
                         + 2.0 * BOFT_ROTATION_MATRICES * e * h * h / t
                 }
+                AdapterMethod::CastInputs => casts,
+                AdapterMethod::DeltaWeight => casts + deltas,
             };
         }
 

@@ -209,7 +209,15 @@ pub enum Finetune {
         /// LM head see `seq_len + virtual_tokens` positions.
         #[serde(default)]
         virtual_tokens: u32,
+        /// The matrices a per-matrix method (`cast-inputs`, `delta-weight`)
+        /// adapts; PEFT's default for Llama-family models is q and v.
+        #[serde(default = "qv")]
+        targets: LoraTargets,
     },
+}
+
+fn qv() -> LoraTargets {
+    LoraTargets::QV
 }
 
 /// How a LoRA adapter is applied.
@@ -269,6 +277,20 @@ pub enum AdapterMethod {
     /// keeps its input, its output, and the `in × in` products of the rotation
     /// chain (token-independent).
     Boft,
+    /// PEFT methods that run each adapted matrix's input through their own
+    /// weights in the adapter dtype (fp32 over a 16-bit base), keeping that
+    /// cast for their gradient, and keep nothing weight-sized: VeRA, C3A,
+    /// DeLoRA, GraLoRA, RoAd, AdaLoRA, OFT (counted with
+    /// calibration/saved_tensors.py --methods: +4 bytes per input element and
+    /// adapted matrix over a frozen bf16 Llama, like LoRA without dropout).
+    CastInputs,
+    /// PEFT methods that build a weight-sized update every forward (LoHa's
+    /// Hadamard product, LoKr's Kronecker product, FourierFT's inverse FFT,
+    /// WaveFT, RandLoRA) and keep it for the input's gradient: the input casts
+    /// of `cast-inputs` plus one `in × out` tensor in the adapter dtype per
+    /// adapted matrix (counted: 5.24 MB per block for q and v of a
+    /// 1024-wide Llama, (1024² + 1024·256) · 4 bytes).
+    DeltaWeight,
 }
 
 impl AdapterMethod {

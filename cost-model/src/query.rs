@@ -377,12 +377,16 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             base_bits,
             method,
             virtual_tokens,
+            targets,
         } => {
             v.push(("ft", "adapter".into()));
             v.push(("trainable", trainable_params.to_string()));
             v.push(("bits", base_bits.to_string()));
             if all || method != AdapterMethod::Generic {
                 v.push(("adapter", enum_id(&method)));
+            }
+            if all || targets != LoraTargets::QV {
+                v.push(("targets", targets_id(&targets)));
             }
             if all || virtual_tokens > 0 {
                 v.push(("vtokens", virtual_tokens.to_string()));
@@ -624,11 +628,16 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .map(|s| num("vtokens", s))
                 .transpose()?
                 .unwrap_or(0);
+            let targets = get("targets")
+                .map(|s| parse_targets("targets", s))
+                .transpose()?
+                .unwrap_or(LoraTargets::QV);
             t.finetune = Finetune::Adapter {
                 trainable_params,
                 base_bits,
                 method,
                 virtual_tokens,
+                targets,
             };
         }
         Some(other) => {
@@ -846,6 +855,7 @@ mod apply_tests {
                 base_bits: 4,
                 method: AdapterMethod::Generic,
                 virtual_tokens: 0,
+                targets: LoraTargets::QV,
             }
         );
         assert_eq!(decode_str(&encode(&p)).unwrap(), p);

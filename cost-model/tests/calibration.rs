@@ -128,6 +128,17 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
         AdapterMethod::LnTuning
     );
     assert_eq!(method("peft_metamathqa_benchmark-162"), AdapterMethod::Boft);
+    // "OSF on q+k+v+o+gate+up+down": the adapted matrices, read off the notes.
+    match case_plan(&csv, "peft_metamathqa_benchmark-161")
+        .unwrap()
+        .training
+        .finetune
+    {
+        Finetune::Adapter { targets, .. } => {
+            assert_eq!(targets, cost_model::plan::LoraTargets::ALL_LINEAR)
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         method("peft_metamathqa_benchmark-160"),
         AdapterMethod::Generic

@@ -341,6 +341,7 @@ fn litgpt_blocks_keep_what_their_saved_tensors_add_up_to() {
                 base_bits: 16,
                 method: AdapterMethod::LlamaAdapterV2,
                 virtual_tokens: 0,
+                targets: LoraTargets::QV,
             },
             67.31,
         ),
@@ -415,6 +416,7 @@ fn llama_adapter_blocks_below_the_start_layer_keep_nothing() {
         base_bits: 16,
         method,
         virtual_tokens: 0,
+        targets: LoraTargets::QV,
     };
     let p = |m| litgpt("meta-llama/Llama-2-7b-hf", adapter(m));
     let acts = |m| {
@@ -446,6 +448,7 @@ fn prompt_tuning_runs_its_virtual_tokens_through_every_block() {
         base_bits: 16,
         method: AdapterMethod::Generic,
         virtual_tokens: 200,
+        targets: LoraTargets::QV,
     };
     let prompt = estimate(&p).unwrap().peak;
     p.training.finetune = Finetune::Adapter {
@@ -453,6 +456,7 @@ fn prompt_tuning_runs_its_virtual_tokens_through_every_block() {
         base_bits: 16,
         method: AdapterMethod::Generic,
         virtual_tokens: 0,
+        targets: LoraTargets::QV,
     };
     p.training.seq_len = 968;
     assert_eq!(prompt, estimate(&p).unwrap().peak);
@@ -524,6 +528,7 @@ fn ia3_keeps_the_scaled_outputs_and_the_cast_feed_forward_input() {
             base_bits: 16,
             method,
             virtual_tokens: 0,
+            targets: LoraTargets::QV,
         };
         phase(&estimate(&p).unwrap(), Phase::Forward)
             .activations
@@ -770,6 +775,7 @@ fn ln_tuning_and_boft_keep_what_their_saved_tensors_add_up_to() {
             base_bits: 16,
             method,
             virtual_tokens: 0,
+            targets: LoraTargets::QV,
         };
         let e = estimate(&p).unwrap();
         phase(&e, Phase::Forward).activations.get() as f64 / p.model.layers as f64
@@ -842,4 +848,52 @@ fn fused_kernels_keep_the_norm_input_and_recompute_the_silu() {
     let saved = per_block(false, lora) - per_block(true, lora);
     let want = (2.0 * (4.0 - 2.0) * h + 2.0 * f) / h;
     assert!((saved - want).abs() < 0.01, "{saved:.3} vs {want:.3}");
+}
+
+#[test]
+fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
+    // calibration/saved_tensors.py --methods (PEFT 0.21.2, the small bf16 Llama:
+    // hidden 1024, 16 heads / 4 kv heads, MLP 2816; q and v adapted): C3A,
+    // DeLoRA, GraLoRA, VeRA, OFT, … keep an fp32 cast of each adapted input
+    // (37.57·hidden per token against 29.59 frozen); LoHa, LoKr, FourierFT keep
+    // that and one fp32 q- and v-sized update per block (5.24 MB).
+    let block = |method: AdapterMethod, targets: LoraTargets, seq: u32| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
+        p.model = small("llama-3.2-1b");
+        p.set_framework(Framework::Peft);
+        p.training.finetune = Finetune::Adapter {
+            trainable_params: 100_000,
+            base_bits: 16,
+            method,
+            virtual_tokens: 0,
+            targets,
+        };
+        let e = estimate(&p).unwrap();
+        phase(&e, Phase::Forward).activations.get() as f64 / p.model.layers as f64
+    };
+    let split = |method, targets| {
+        let per_token = (block(method, targets, 128) - block(method, targets, 64)) / 64.0 / 1024.0;
+        let constant = block(method, targets, 64) - 64.0 * per_token * 1024.0;
+        (per_token, constant / 1e6)
+    };
+    let qv = LoraTargets::QV;
+    for (method, per_token_counted, mb_counted) in [
+        (AdapterMethod::Generic, 29.59, 0.0),
+        (AdapterMethod::CastInputs, 37.57, 0.0),
+        (AdapterMethod::DeltaWeight, 37.57, 5.24),
+    ] {
+        let (per_token, mb) = split(method, qv);
+        assert!(
+            (per_token - per_token_counted).abs() < 0.1,
+            "{method:?}: {per_token:.2} per token, counted {per_token_counted}"
+        );
+        assert!(
+            (mb - mb_counted).abs() < 0.05,
+            "{method:?}: {mb:.2} MB per block, counted {mb_counted}"
+        );
+    }
+    // The targets decide the sizes: adapting every linear keeps more.
+    let all = split(AdapterMethod::DeltaWeight, LoraTargets::ALL_LINEAR);
+    let (per_token, mb) = split(AdapterMethod::DeltaWeight, qv);
+    assert!(all.0 > per_token && all.1 > mb);
 }

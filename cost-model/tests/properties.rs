@@ -80,6 +80,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                             AdapterMethod::Ia3,
                         ][(rank / 4 % 4) as usize],
                         virtual_tokens: bits % 4096,
+                        targets: LoraTargets::QV,
                     };
                 } else if lora {
                     p.training.finetune = Finetune::Lora {
