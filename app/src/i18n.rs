@@ -229,6 +229,7 @@ pub const ZH: &[(&str, &str)] = &[
         "融合算子（Liger）：RMSNorm、SwiGLU、线性层 + 交叉熵",
     ),
     ("Output head", "输出头"),
+    ("Sliding window", "滑动窗口"),
     ("language-model head (vocab logits)", "语言模型头（词表 logits）"),
     ("classification head", "分类头"),
     ("LoRA dropout", "LoRA dropout"),
@@ -248,6 +249,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "RMSNorm keeps its 16-bit input, SwiGLU recomputes its activation in backward; pair with the fused loss",
         "RMSNorm 只保存 16 位输入，SwiGLU 在反向时重算激活；可与融合损失搭配使用",
+    ),
+    (
+        "Attention window in tokens (0 = none); from there on transformers' SDPA path expands grouped k/v",
+        "注意力窗口长度（token，0 表示无）；序列达到该长度时 transformers 的 SDPA 路径会把分组的 k/v 扩展到每个头",
     ),
     (
         "A classification head (reward model, BERT classifier) makes no vocab logits",

@@ -297,6 +297,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         norm_fp32_affine: false,
         python_norm: false,
         head: ModelHead::Lm,
+        sliding_window: 0,
     };
     // What the schema's columns cannot say about the implementation (fused
     // projections, Python GELU, soft-capping, norms per block, head width) comes
@@ -310,6 +311,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.parallel_residual = s.parallel_residual;
             model.norm_fp32_affine = s.norm_fp32_affine;
             model.norms_per_layer = s.norms_per_layer;
+            model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
         }
     }

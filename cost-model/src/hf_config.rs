@@ -166,6 +166,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         norm_fp32_affine: false,
         python_norm: false,
         head: ModelHead::Lm,
+        sliding_window: 0,
     };
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
@@ -188,6 +189,16 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.norm_fp32_affine = matches!(model_type.as_str(), "gemma" | "gemma2");
             // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
             m.fused_projections = model_type == "phi3";
+            // Every layer attends over a window (Mistral, Mixtral, Phi-3; Qwen2
+            // only with `use_sliding_window`); Gemma-2 alternates, in eager.
+            let windowed = match model_type.as_str() {
+                "mistral" | "mixtral" | "phi3" => true,
+                "qwen2" | "qwen2_moe" => c.bool("use_sliding_window", false),
+                _ => false,
+            };
+            if windowed {
+                m.sliding_window = c.opt_u32("sliding_window")?.unwrap_or(0);
+            }
             if let Some(e) = c
                 .opt_u32("num_local_experts")?
                 .or(c.opt_u32("num_experts")?)
@@ -308,6 +319,24 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
 mod tests {
     use super::*;
     use crate::presets::preset;
+
+    #[test]
+    fn a_sliding_window_is_read_where_every_layer_uses_it() {
+        let mistral = LLAMA3_8B.replace("\"llama\"", "\"mistral\"").replacen(
+            '{',
+            "{\"sliding_window\":4096,",
+            1,
+        );
+        assert_eq!(
+            from_config_json(&mistral, "m").unwrap().sliding_window,
+            4096
+        );
+        let null = mistral.replace("\"sliding_window\":4096", "\"sliding_window\":null");
+        assert_eq!(from_config_json(&null, "m").unwrap().sliding_window, 0);
+        // Qwen2 ships a window but uses it only with use_sliding_window.
+        let qwen = mistral.replace("\"mistral\"", "\"qwen2\"");
+        assert_eq!(from_config_json(&qwen, "q").unwrap().sliding_window, 0);
+    }
 
     #[test]
     fn a_classification_checkpoint_has_a_classifier_head() {

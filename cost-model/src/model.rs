@@ -140,6 +140,12 @@ pub struct ModelSpec {
     /// reward models: a few outputs per token, no vocab logits).
     #[serde(default)]
     pub head: ModelHead,
+    /// Attention over a sliding window of this many tokens (config.json
+    /// `sliding_window`: Mistral-7B v0.1, 4096); 0 for none. When the
+    /// sequence reaches it, transformers passes SDPA an explicit mask, and
+    /// SDPA then gets grouped k/v expanded to every head.
+    #[serde(default)]
+    pub sliding_window: u32,
 }
 
 /// The output head.

@@ -40,6 +40,7 @@ struct Dims {
     softcap: bool,
     parallel_residual: bool,
     norm_fp32_affine: bool,
+    sliding_window: u32,
 }
 
 /// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
@@ -79,6 +80,7 @@ const fn llama(
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
+        sliding_window: 0,
     }
 }
 
@@ -109,6 +111,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
+        sliding_window: 0,
     }
 }
 
@@ -139,12 +142,19 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
+        sliding_window: 0,
     }
 }
 
 const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool) -> Dims {
     let mut d = llama(l, h, a, kv, h / a, ffn, vocab, tied);
     d.qkv_bias = true;
+    d
+}
+
+/// Attention over a sliding window of `w` tokens (config.json `sliding_window`).
+const fn window(mut d: Dims, w: u32) -> Dims {
+    d.sliding_window = w;
     d
 }
 
@@ -265,7 +275,7 @@ const PRESETS: &[Preset] = &[
         "mistral-7b",
         "Mistral-7B-v0.1",
         7_241_732_096,
-        llama(32, 4096, 32, 8, 128, 14336, 32000, false)
+        window(llama(32, 4096, 32, 8, 128, 14336, 32000, false), 4096)
     ),
     p!(
         "mixtral-8x7b",
@@ -463,6 +473,7 @@ impl Preset {
             norm_fp32_affine: d.norm_fp32_affine,
             python_norm: false,
             head: ModelHead::Lm,
+            sliding_window: d.sliding_window,
         }
     }
 }

@@ -227,6 +227,7 @@ const MODEL_KEYS: &[&str] = &[
     "vocab",
     "experts",
     "top_k",
+    "window",
     "mlp",
     "norm",
     "tied",
@@ -295,6 +296,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 ("vocab", m.vocab),
                 ("experts", m.experts),
                 ("top_k", m.experts_per_token),
+                ("window", m.sliding_window),
             ] {
                 v.push((k, x.to_string()));
             }
@@ -509,6 +511,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             ("vocab", &mut m.vocab),
             ("experts", &mut m.experts),
             ("top_k", &mut m.experts_per_token),
+            ("window", &mut m.sliding_window),
         ] {
             if let Some(s) = get(k) {
                 *slot = num(k, s)?;

@@ -78,9 +78,10 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     let worst = s.worst_under_prediction_pct.unwrap();
     // 2026-11-30: 2.43 % / 7.01 % / −19.8 % (torch.compile with checkpointing
     // keeps more than modelled); then 1.99 % / 6.42 % once transformers 5's
-    // grouped experts run in fp32 under autocast.
-    assert!(median <= 2.2, "median |error| {median} %");
-    assert!(p90 <= 6.8, "p90 |error| {p90} %");
+    // grouped experts run in fp32 under autocast; 1.86 % / 6.20 % once a
+    // reached sliding window makes SDPA expand grouped k/v.
+    assert!(median <= 2.0, "median |error| {median} %");
+    assert!(p90 <= 6.5, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 

@@ -917,3 +917,31 @@ fn grouped_experts_run_in_fp32_under_autocast() {
     // (Before the term: 19.91 GiB, −11.3 %. The pure-bf16 run of the same
     // model, which the term leaves alone, is −0.5 %: docs/ACCURACY.md.)
 }
+
+#[test]
+fn a_sliding_window_reached_makes_sdpa_expand_grouped_kv() {
+    // transformers keeps an explicit mask once the sequence reaches the window
+    // (Mistral-7B v0.1: 4096), and SDPA is then given k/v repeated to every
+    // head: 2 × 2 bytes × (32 − 8) × 128 more per token per block in bf16.
+    let per_block = |seq: u32| {
+        let p = plan("mistral-7b", Precision::Bf16, 1, seq);
+        assert_eq!(p.model.sliding_window, 4096);
+        per_token_block(&p) * p.model.hidden as f64
+    };
+    let extra = per_block(4096) - per_block(4095);
+    assert!((extra - 2.0 * 2.0 * 24.0 * 128.0).abs() < 1.0, "{extra}");
+    // H200, Mistral-7B v0.1 LoRA q+v, 2 × 4096 tokens: 65.996 GiB allocated.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../calibration/h200-2026-11-30.csv"
+    );
+    let csv = std::fs::read_to_string(path).unwrap();
+    let p =
+        cost_model::calibrate::case_plan(&csv, "h200-2026-11-30-mistral7b-lora8qv-b2-s4096-alloc")
+            .unwrap();
+    let got = estimate(&p).unwrap().peak.allocated.get() as f64 / (1u64 << 30) as f64;
+    assert!(
+        (got / 65.996 - 1.0).abs() < 0.03,
+        "{got:.3} GiB (was −7.3 %)"
+    );
+}

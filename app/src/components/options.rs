@@ -79,6 +79,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ("head_dim", "Head dim", "Width of one head (usually hidden / heads)", Kind::Number { min: 1, max: 1 << 20 }),
                 ("ffn", "FFN width", "MLP inner width (per expert for MoE)", Kind::Number { min: 1, max: 1 << 20 }),
                 ("vocab", "Vocabulary", "Rows of the embedding; the logits are batch × sequence × vocabulary", Kind::Number { min: 1, max: 1 << 26 }),
+                ("window", "Sliding window", "Attention window in tokens (0 = none); from there on transformers' SDPA path expands grouped k/v", Kind::Number { min: 0, max: 1 << 24 }),
                 ("experts", "Experts", "Routed experts per MoE layer (0 = dense)", Kind::Number { min: 0, max: 1 << 14 }),
                 ("top_k", "Experts per token", "Top-k routing", Kind::Number { min: 0, max: 1 << 14 }),
                 ("mlp", "MLP", "Gated (SwiGLU) MLPs keep three ffn-wide tensors per token", opts(&[("gated", "gated (SwiGLU)"), ("plain", "plain (GELU)")])),
