@@ -293,6 +293,18 @@ def transformers_main():
         print(f"peft llama {name:24s} {per_block_transformers(llama, lora=lora):6.2f}")
 
 
+def per_token_and_constant(config, make, after=None):
+    """One block's saved bytes (a 3-block minus a 2-block model, PEFT config from `make`) at
+    32 and 64 tokens, split into bytes per token / hidden and token-independent bytes."""
+    blocks = {}
+    for T in (32, 64):
+        totals = [per_block_transformers(dict(config, num_hidden_layers=n), B=1, T=T, peft_config=make,
+                                         after=after, raw=True) for n in (2, 3)]
+        blocks[T] = totals[1] - totals[0]
+    per_token = (blocks[64] - blocks[32]) / 32
+    return per_token / config["hidden_size"], blocks[32] - 32 * per_token
+
+
 def peft_main():
     """PEFT variants over a Llama-3.2-3B-shaped bf16 model (fp32 adapters), r 32 on q
     and v: per token per block (hidden units) and per block (MB, token-independent),
@@ -323,16 +335,8 @@ def peft_main():
     ]:
         if len(sys.argv) > 2 and sys.argv[2] not in name:
             continue
-        blocks = {}
-        for T in (32, 64):
-            totals = []
-            for n in (2, 3):
-                totals.append(per_block_transformers(dict(config, num_hidden_layers=n), B=1, T=T,
-                                                     peft_config=make, after=after, raw=True))
-            blocks[T] = totals[1] - totals[0]
-        per_token = (blocks[64] - blocks[32]) / 32
-        const = blocks[32] - 32 * per_token
-        print(f"peft {name:24s} {per_token / config['hidden_size']:6.2f} per token, {const / 1e6:6.2f} MB per block")
+        per_token, const = per_token_and_constant(config, make, after)
+        print(f"peft {name:24s} {per_token:6.2f} per token, {const / 1e6:6.2f} MB per block")
 
 
 def methods_main():
@@ -366,14 +370,8 @@ def methods_main():
         ("p-tuning (20)", lambda: peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=20,
                                                            encoder_hidden_size=128)),
     ]:
-        blocks = {}
-        for T in (32, 64):
-            tot = [per_block_transformers(dict(config, num_hidden_layers=n), B=1, T=T, peft_config=make, raw=True)
-                   for n in (2, 3)]
-            blocks[T] = tot[1] - tot[0]
-        per_token = (blocks[64] - blocks[32]) / 32
-        const = blocks[32] - 32 * per_token
-        print(f"peft {name:24s} {per_token / 1024:6.2f} per token, {const / 1e6:6.2f} MB per block")
+        per_token, const = per_token_and_constant(config, make)
+        print(f"peft {name:24s} {per_token:6.2f} per token, {const / 1e6:6.2f} MB per block")
 
 
 def scratch_main():

@@ -315,13 +315,14 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.head_dim = s.head_dim;
         }
     }
-    // A from-scratch model whose notes say its LayerNorm / GELU are written as
-    // tensor ops ("custom LayerNorm/GELU").
+    // What the notes state about the implementation.
     let notes = r.get("notes");
     // "sequence classification head only (no LM head; no vocab logits)".
     if notes.contains("classification head") || notes.contains("no LM head") {
         model.head = ModelHead::Classifier;
     }
+    // A from-scratch model whose LayerNorm / GELU are written as tensor ops
+    // ("custom LayerNorm/GELU").
     if notes.contains("custom LayerNorm") {
         model.python_norm = true;
     }
@@ -368,7 +369,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "lion" => Optimizer::Lion,
         // PEFT's LoRA-FA optimizer is AdamW over B (the A matrices are frozen:
         // the LoRA variant below).
-        "other" if r.get("notes").contains("LoRA-FA") => Optimizer::Adamw,
+        "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
         "other" => {
             return Err("optimizer `other` cannot be modelled without its state size".into())
         }
@@ -388,12 +389,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     t.activation_offload = r.bool("activation_offload")?;
     // Liger Kernel / Unsloth: fused norm and SwiGLU kernels.
-    let fused = ["Liger", "liger", "Unsloth", "unsloth"];
-    if fused.iter().any(|k| r.get("notes").contains(k)) {
+    let lower = notes.to_ascii_lowercase();
+    if lower.contains("liger") || lower.contains("unsloth") {
         t.fused_kernels = true;
     }
     // "zero_grad(set_to_none=False)", as PyTorch < 2.0 did by default.
-    if r.get("notes").contains("set_to_none=False") {
+    if notes.contains("set_to_none=False") {
         t.zero_grad_set_to_none = false;
     }
     t.compile = r.bool("compile")?;
@@ -430,10 +431,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             base_bits,
             // No column states it: the notes may ("dropout 0.1",
             // "lora_dropout=0.05"), else the framework's default.
-            dropout: stated_dropout(r.get("notes")).unwrap_or(framework.defaults().lora_dropout),
-            variant: if r.get("notes").contains("LoRA-FA") {
+            dropout: stated_dropout(notes).unwrap_or(framework.defaults().lora_dropout),
+            variant: if notes.contains("LoRA-FA") {
                 LoraVariant::LoraFa
-            } else if r.get("notes").contains("DoRA") || r.get("notes").contains("use_dora") {
+            } else if notes.contains("DoRA") || notes.contains("use_dora") {
                 LoraVariant::Dora
             } else {
                 LoraVariant::Lora
@@ -445,7 +446,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 .ok_or("trainable_params is empty for an other-peft row")?;
             // The method is named in the notes when its saved tensors differ
             // from a frozen base's.
-            let notes = r.get("notes");
             let method = if notes.contains("LLaMA-Adapter v2") {
                 AdapterMethod::LlamaAdapterV2
             } else if notes.contains("LLaMA-Adapter") {
@@ -483,7 +483,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     // A CUDA context the source measured ("incl. ~1343 MiB CUDA context": CUDA
     // before lazy module loading) replaces the default, as a user would enter it.
-    if let Some(mib) = stated_number(r.get("notes"), "MiB CUDA context") {
+    if let Some(mib) = stated_number(notes, "MiB CUDA context") {
         plan.runtime.cuda_context_mib = mib.into();
     }
     let p = &mut plan.parallel;

@@ -340,6 +340,16 @@ const BOFT_ROTATION_MATRICES: f64 = 3.0;
 pub const BAND_BELOW: f64 = 0.049;
 pub const BAND_ABOVE: f64 = 0.057;
 
+/// One weight matrix of a block ([`Ctx::block_matrices`]).
+#[derive(Clone, Copy)]
+struct BlockMatrix {
+    targeted: bool,
+    din: f64,
+    dout: f64,
+    /// Part of the MLP (one copy per expert in an MoE block).
+    mlp: bool,
+}
+
 // ---------------------------------------------------------------------------
 // The model
 // ---------------------------------------------------------------------------
@@ -522,7 +532,6 @@ impl<'a> Ctx<'a> {
             + self.edge_params(s)
     }
 
-    /// LoRA parameters of one layer: r·(d_in + d_out) per targeted matrix.
     /// Trainable adapter parameters per block: A and B of every targeted
     /// matrix, plus DoRA's magnitude vector (one per output); under LoRA-FA
     /// only B trains.
@@ -548,32 +557,47 @@ impl<'a> Ctx<'a> {
     fn lora_layer_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
         let m = self.m;
         let r = rank as f64;
-        let h = m.hidden as f64;
-        let hq = (m.heads * m.head_dim) as f64;
-        let hkv = (m.kv_heads * m.head_dim) as f64;
-        let f = m.ffn as f64;
         let mlp_copies = if m.is_moe() {
             (m.experts + m.shared_experts) as f64
         } else {
             1.0
         };
         let (mut a, mut b, mut outs) = (0.0, 0.0, 0.0);
-        let mut add = |on: bool, din: f64, dout: f64, n: f64| {
-            if on {
-                a += n * r * din;
-                b += n * r * dout;
-                outs += n * dout;
-            }
-        };
-        add(tg.q, h, hq, 1.0);
-        add(tg.k, h, hkv, 1.0);
-        add(tg.v, h, hkv, 1.0);
-        add(tg.o, hq, h, 1.0);
-        let gated = m.mlp == Mlp::Gated;
-        add(tg.gate && gated, h, f, mlp_copies);
-        add(tg.up, h, f, mlp_copies);
-        add(tg.down, f, h, mlp_copies);
+        for mat in self.block_matrices(tg).iter().filter(|x| x.targeted) {
+            let n = if mat.mlp { mlp_copies } else { 1.0 };
+            a += n * r * mat.din;
+            b += n * r * mat.dout;
+            outs += n * mat.dout;
+        }
         (a, b, outs)
+    }
+
+    /// The seven matrices of a block (q, k, v, o, gate, up, down) with their
+    /// widths and whether `tg` targets them (gate only in a gated MLP). MLP
+    /// matrices exist once per expert; callers count the copies they need
+    /// (all experts' parameters, or the routed ones per token).
+    fn block_matrices(&self, tg: LoraTargets) -> [BlockMatrix; 7] {
+        let m = self.m;
+        let h = m.hidden as f64;
+        let hq = (m.heads * m.head_dim) as f64;
+        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let f = m.ffn as f64;
+        let gated = m.mlp == Mlp::Gated;
+        let mat = |targeted, din, dout, mlp| BlockMatrix {
+            targeted,
+            din,
+            dout,
+            mlp,
+        };
+        [
+            mat(tg.q, h, hq, false),
+            mat(tg.k, h, hkv, false),
+            mat(tg.v, h, hkv, false),
+            mat(tg.o, hq, h, false),
+            mat(tg.gate && gated, h, f, true),
+            mat(tg.up, h, f, true),
+            mat(tg.down, f, h, true),
+        ]
     }
 
     fn stage_trainable(&self, s: u32) -> f64 {
@@ -1067,17 +1091,9 @@ impl<'a> Ctx<'a> {
     /// loop), not LitGPT's, Megatron's, torchtitan's or torchtune's, which call
     /// the fused `F.gelu`. Compiled, Inductor fuses it.
     fn python_gelu(&self) -> bool {
-        self.m.gelu_new && !self.plan.training.compile && self.runs_the_models_own_code()
-    }
-
-    /// The framework runs the model's own implementation (transformers', or a
-    /// hand-written model's), not one of its own (LitGPT, Megatron-LM,
-    /// torchtitan and torchtune bring their model code).
-    fn runs_the_models_own_code(&self) -> bool {
-        !matches!(
-            self.plan.framework,
-            Framework::Litgpt | Framework::Megatron | Framework::Torchtitan | Framework::Torchtune
-        )
+        self.m.gelu_new
+            && !self.plan.training.compile
+            && self.plan.framework.runs_the_models_own_code()
     }
 
     /// Whether the routed experts compute in fp32 under autocast: transformers
@@ -1093,7 +1109,7 @@ impl<'a> Ctx<'a> {
             && self.plan.training.precision.is_autocast()
             && self.residual_bytes() >= FP32
             && self.base_bits().is_none()
-            && self.runs_the_models_own_code()
+            && self.plan.framework.runs_the_models_own_code()
     }
 
     /// Whether transformers hands SDPA an explicit mask, so that it expands
@@ -1399,15 +1415,17 @@ impl<'a> Ctx<'a> {
                 if ranks > 0.0 && ranks < 3.0 {
                     lora += outs * sb * self.e / t;
                 }
-            } else {
-                lora += adapter(tg.q, h, hq, 1.0, 1.0);
-                lora += adapter(tg.k, h, hkv, 1.0, 1.0);
-                lora += adapter(tg.v, h, hkv, 1.0, 1.0);
             }
-            lora += adapter(tg.o, hq, h, 1.0, 1.0);
-            lora += adapter(tg.gate && gated, h, f, k, 1.0);
-            lora += adapter(tg.up, h, f, k, 1.0);
-            lora += adapter(tg.down, f, h, k, 1.0);
+            // q, k, v separately unless grouped above; o and the MLP (routed
+            // experts per token).
+            let grouped = self.defaults().lora_qkv_grouped;
+            for (i, mat) in self.block_matrices(tg).into_iter().enumerate() {
+                if grouped && i < 3 {
+                    continue;
+                }
+                let n = if mat.mlp { k } else { 1.0 };
+                lora += adapter(mat.targeted, mat.din, mat.dout, n, 1.0);
+            }
         }
 
         // LLaMA-Adapter v2 scales every linear's output by a trained vector
@@ -1422,27 +1440,15 @@ impl<'a> Ctx<'a> {
             ..
         } = self.plan.training.finetune
         {
-            // (input width, output width, copies) of each adapted matrix.
-            let adapted = [
-                (atg.q, h, hq, 1.0),
-                (atg.k, h, hkv, 1.0),
-                (atg.v, h, hkv, 1.0),
-                (atg.o, hq, h, 1.0),
-                (atg.gate && gated, h, f, k),
-                (atg.up, h, f, k),
-                (atg.down, f, h, k),
-            ];
+            // Each adapted matrix (routed experts per token) keeps a cast of
+            // its input; `delta-weight` methods also one `in × out` update.
             let le = self.lora_input_bytes();
-            let casts: f64 = adapted
-                .iter()
-                .filter(|a| a.0)
-                .map(|&(_, din, _, n)| n * le * sb * din)
-                .sum();
-            let deltas: f64 = adapted
-                .iter()
-                .filter(|a| a.0)
-                .map(|&(_, din, dout, n)| n * le * din * dout / t)
-                .sum();
+            let (mut casts, mut deltas) = (0.0, 0.0);
+            for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
+                let n = if mat.mlp { k } else { 1.0 };
+                casts += n * le * sb * mat.din;
+                deltas += n * le * mat.din * mat.dout / t;
+            }
             // The prefix attention's output, kept by the trained gate
             // (`y + self.gating_factor * ay`) in the blocks that have one
             // (the same probe: +2.3·hidden per token in those blocks).

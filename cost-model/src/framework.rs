@@ -129,6 +129,16 @@ impl Framework {
         }
     }
 
+    /// The framework runs the model's own implementation (transformers', or a
+    /// hand-written model's), not one of its own (LitGPT, Megatron-LM,
+    /// torchtitan and torchtune bring their model code).
+    pub fn runs_the_models_own_code(self) -> bool {
+        !matches!(
+            self,
+            Framework::Litgpt | Framework::Megatron | Framework::Torchtitan | Framework::Torchtune
+        )
+    }
+
     /// Documented defaults.
     ///
     /// - Hugging Face models compute `logits.float()` and full cross-entropy

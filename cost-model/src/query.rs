@@ -195,7 +195,7 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
         .collect();
     if key == "model" && value != "custom" {
         // A new preset replaces the custom dimensions.
-        pairs.retain(|(k, _)| !MODEL_KEYS.contains(&k.as_str()));
+        pairs.retain(|(k, _)| !is_model_key(k));
     }
     if key == "fw" {
         // A new framework re-seeds the settings it decides.
@@ -214,7 +214,8 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     decode(&pairs)
 }
 
-/// The keys that describe a custom model's dimensions.
+/// The keys that describe a custom model's dimensions (with the
+/// implementation switches of [`MODEL_FLAGS`]).
 const MODEL_KEYS: &[&str] = &[
     "arch",
     "layers",
@@ -231,16 +232,13 @@ const MODEL_KEYS: &[&str] = &[
     "mlp",
     "norm",
     "tied",
-    "fproj",
-    "gelu_new",
-    "softcap",
-    "parallel",
-    "norm32",
-    "pynorm",
 ];
 
-/// The model's implementation switches and their URL keys (each also in
-/// `MODEL_KEYS`).
+fn is_model_key(k: &str) -> bool {
+    MODEL_KEYS.contains(&k) || MODEL_FLAGS.iter().any(|(f, _)| *f == k)
+}
+
+/// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
 const MODEL_FLAGS: [(&str, Flag); 6] = [
     ("fproj", |m| &mut m.fused_projections),

@@ -232,15 +232,8 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     // 1c. Fused kernels (Liger): the transformers models Liger patches (RMSNorm,
     // gated MLP) under the frameworks that run them; its fused linear +
     // cross-entropy never materialises the logits. Faster too.
-    let transformers = matches!(
-        cur.framework,
-        Framework::HfTrainer
-            | Framework::Trl
-            | Framework::HfAccelerate
-            | Framework::Peft
-            | Framework::FsdpQlora
-            | Framework::PlainPytorch
-    );
+    let transformers =
+        cur.framework.runs_the_models_own_code() && cur.framework != Framework::Deepspeed;
     if transformers
         && cur.model.norm == Norm::RmsNorm
         && cur.model.mlp == Mlp::Gated

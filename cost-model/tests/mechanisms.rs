@@ -273,6 +273,20 @@ fn per_token_block(p: &Plan) -> f64 {
     acts / (t * p.model.layers as f64 * p.model.hidden as f64)
 }
 
+/// Forward-phase activation bytes of one block (all blocks alike).
+fn block_bytes(p: &Plan) -> f64 {
+    let e = estimate(p).unwrap();
+    phase(&e, Phase::Forward).activations.get() as f64 / p.model.layers as f64
+}
+
+/// Splits a block's bytes at one sequence of 64 and of 128 tokens into a
+/// per-token part (in units of `hidden` bytes) and a token-independent part
+/// (bytes), as the saved-tensor probe reports them.
+fn per_token_and_constant(block: impl Fn(u32) -> f64, hidden: f64) -> (f64, f64) {
+    let per_token = (block(128) - block(64)) / 64.0 / hidden;
+    (per_token, block(64) - 64.0 * per_token * hidden)
+}
+
 /// A LitGPT fine-tune in bf16-true on one GPU, as its finetune scripts run.
 fn litgpt(hub_id: &str, finetune: Finetune) -> Plan {
     let mut p = Plan::default();
@@ -687,11 +701,9 @@ fn dora_and_lora_fa_keep_what_their_saved_tensors_add_up_to() {
             dropout: true,
             variant: LoraVariant::Dora,
         };
-        let e = estimate(&d).unwrap();
-        phase(&e, Phase::Forward).activations.get() as f64 / d.model.layers as f64
+        block_bytes(&d)
     };
-    let per_token = (block(128) - block(64)) / 64.0 / 3072.0;
-    let constant = block(64) - 64.0 * per_token * 3072.0;
+    let (per_token, constant) = per_token_and_constant(block, 3072.0);
     assert!(
         (per_token - (56.12 - cpu_masks)).abs() < 0.05,
         "{per_token:.2}"
@@ -777,16 +789,14 @@ fn ln_tuning_and_boft_keep_what_their_saved_tensors_add_up_to() {
             virtual_tokens: 0,
             targets: LoraTargets::QV,
         };
-        let e = estimate(&p).unwrap();
-        phase(&e, Phase::Forward).activations.get() as f64 / p.model.layers as f64
+        block_bytes(&p)
     };
     for (method, per_token_counted, per_block_mb) in [
         (AdapterMethod::Generic, 29.37, 0.0),
         (AdapterMethod::LnTuning, 33.37, 0.0),
         (AdapterMethod::Boft, 34.03, 113.59),
     ] {
-        let per_token = (block(method, 128) - block(method, 64)) / 64.0 / 3072.0;
-        let constant = block(method, 64) - 64.0 * per_token * 3072.0;
+        let (per_token, constant) = per_token_and_constant(|seq| block(method, seq), 3072.0);
         assert!(
             (per_token - per_token_counted).abs() < 0.1,
             "{method:?}: {per_token:.2} per token, counted {per_token_counted}"
@@ -868,12 +878,11 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
             virtual_tokens: 0,
             targets,
         };
-        let e = estimate(&p).unwrap();
-        phase(&e, Phase::Forward).activations.get() as f64 / p.model.layers as f64
+        block_bytes(&p)
     };
     let split = |method, targets| {
-        let per_token = (block(method, targets, 128) - block(method, targets, 64)) / 64.0 / 1024.0;
-        let constant = block(method, targets, 64) - 64.0 * per_token * 1024.0;
+        let (per_token, constant) =
+            per_token_and_constant(|seq| block(method, targets, seq), 1024.0);
         (per_token, constant / 1e6)
     };
     let qv = LoraTargets::QV;
