@@ -102,9 +102,6 @@ const FUSED_LOSS_CHUNK_TENSORS: f64 = 2.0;
 /// filled and the one being reduced (`overlap_comm`, stage_1_and_2.py).
 const ZERO_BUCKETS_IN_BACKWARD: f64 = 2.0;
 
-/// DeepSpeed ZeRO-1/2 `reduce_bucket_size` / `allgather_bucket_size` default:
-/// 5e8 elements each (deepspeed/runtime/zero/config.py).
-const DEEPSPEED_BUCKET_ELEMENTS: f64 = 5e8;
 /// Units FSDP / ZeRO-3 hold unsharded at once: the current one and the
 /// prefetched next (FSDP `BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch`).
 const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
@@ -1729,12 +1726,7 @@ impl<'a> Ctx<'a> {
                 (g, g)
             }
             Sharding::Zero1 | Sharding::Zero2 if dp > 1 => {
-                let bucket = if self.plan.framework == Framework::Deepspeed {
-                    DEEPSPEED_BUCKET_ELEMENTS
-                } else {
-                    // HF Trainer's "auto": hidden² elements (transformers integrations/deepspeed.py).
-                    (self.m.hidden as f64).powi(2)
-                };
+                let bucket = self.deepspeed_bucket_elements();
                 let b = bucket.min(trainable) * HALF;
                 (b, ZERO_BUCKETS_IN_BACKWARD * b)
             }
@@ -1790,6 +1782,27 @@ impl<'a> Ctx<'a> {
             }
             _ => (0.0, 0.0),
         }
+    }
+
+    /// `reduce_bucket_size` of a DeepSpeed run: the framework's fill-in.
+    fn deepspeed_bucket_elements(&self) -> f64 {
+        self.plan
+            .framework
+            .deepspeed_reduce_bucket_elements(self.m.hidden)
+    }
+
+    /// ZeRO-3's contiguous gradient (IPG) bucket: with `contiguous_gradients`
+    /// (on by default) the stage-3 optimizer allocates `reduce_bucket_size`
+    /// elements of the trainable parameters' dtype on the GPU when it is built,
+    /// whatever the world size, the offload or the number of trainable
+    /// parameters, and keeps it for the whole run (`__ipg_bucket_flat_buffer`
+    /// in deepspeed/runtime/zero/stage3.py 0.8.3 and 0.14.4, `IPGBucket.buffer`
+    /// in 0.17.5). Stage 1/2 allocate theirs per backward (`comm_buffers`).
+    fn zero3_ipg_bucket(&self, s: u32) -> f64 {
+        if self.plan.parallel.sharding != Sharding::Zero3 || self.stage_trainable(s) <= 0.0 {
+            return 0.0;
+        }
+        self.deepspeed_bucket_elements() * self.trainable_weight_bytes()
     }
 
     /// NCCL communicators a rank joins (one per parallel dimension in use).
@@ -1869,7 +1882,9 @@ impl<'a> Ctx<'a> {
         let o = self.optimizer(s);
         let (acts, working) = self.activations(s);
         let logits = self.logits(s);
+        let ipg = self.zero3_ipg_bucket(s);
         let (comm_f, comm_b) = self.comm_buffers(s);
+        let (comm_f, comm_b) = (comm_f + ipg, comm_b + ipg);
         // Gradients exist through forward and backward while they accumulate,
         // and in every step when `zero_grad` zeroes instead of freeing them.
         let t = &self.plan.training;
@@ -1936,7 +1951,7 @@ impl<'a> Ctx<'a> {
                 o,
                 act: z,
                 lg: z,
-                comm: z,
+                comm: ipg,
                 tmp: z,
             },
         );
@@ -2006,7 +2021,7 @@ impl<'a> Ctx<'a> {
                 o,
                 act: z,
                 lg: z,
-                comm: z,
+                comm: ipg,
                 tmp: self.optimizer_temporaries(s),
             },
         );

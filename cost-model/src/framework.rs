@@ -21,6 +21,10 @@ pub enum Framework {
     PlainPytorch,
 }
 
+/// DeepSpeed's `reduce_bucket_size` / `allgather_bucket_size` default: 5e8
+/// elements each (deepspeed/runtime/zero/config.py).
+pub const DEEPSPEED_DEFAULT_BUCKET_ELEMENTS: f64 = 5e8;
+
 /// The defaults a framework applies when the user does not say otherwise.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameworkDefaults {
@@ -137,6 +141,20 @@ impl Framework {
             self,
             Framework::Litgpt | Framework::Megatron | Framework::Torchtitan | Framework::Torchtune
         )
+    }
+
+    /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
+    /// The Trainer fills its "auto" with hidden² (transformers
+    /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's
+    /// DeepSpeed plugin writes no `reduce_bucket_size` into the config it builds
+    /// (`DeepSpeedPlugin.__post_init__`, accelerate 0.17–1.15), so its
+    /// `deepspeed_config_process` has no "auto" to fill and DeepSpeed's own
+    /// default, 5e8 (`runtime/zero/config.py`), applies, as for DeepSpeed itself.
+    pub fn deepspeed_reduce_bucket_elements(self, hidden: u32) -> f64 {
+        match self {
+            Framework::HfTrainer | Framework::Peft | Framework::Trl => (hidden as f64).powi(2),
+            _ => DEEPSPEED_DEFAULT_BUCKET_ELEMENTS,
+        }
     }
 
     /// Documented defaults.

@@ -511,7 +511,9 @@ fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
     p.parallel.offload.optimizer = OffloadDevice::Cpu;
     let e = estimate(&p).unwrap();
     assert_eq!(phase(&e, Phase::Load).weights.get(), 0);
-    let comm = phase(&e, Phase::Forward).comm_buffers.get() as f64;
+    // Less the IPG bucket, pinned by the next test.
+    let ipg = 5e8 * 4.0;
+    let comm = phase(&e, Phase::Forward).comm_buffers.get() as f64 - ipg;
     let m = &p.model;
     let block = (m.attention_params() + m.mlp_params() + 2 * m.norm_params()) as f64;
     assert!(
@@ -522,11 +524,46 @@ fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
     p.model.vocab = 250_880;
     let comm = phase(&estimate(&p).unwrap(), Phase::Forward)
         .comm_buffers
-        .get() as f64;
+        .get() as f64
+        - ipg;
     assert!(
         (comm / (250_880.0 * 4096.0 * 4.0) - 1.0).abs() < 1e-9,
         "{comm}"
     );
+}
+
+#[test]
+fn zero3_allocates_its_ipg_bucket_when_the_optimizer_is_built() {
+    use cost_model::plan::OffloadDevice;
+    // stage3.py: `torch.empty(reduce_bucket_size, dtype=<trainable dtype>)` on
+    // the GPU with contiguous_gradients (default on), one GPU and offload
+    // included, from optimizer construction to the end of the run.
+    let mut p = plan("llama-2-7b", Precision::Fp32, 8, 64);
+    p.set_framework(Framework::HfAccelerate);
+    p.parallel.sharding = Sharding::Zero3;
+    p.parallel.offload.params = OffloadDevice::Cpu;
+    p.parallel.offload.optimizer = OffloadDevice::Cpu;
+    p.training.finetune = lora_qv();
+    let e = estimate(&p).unwrap();
+    // Accelerate's plugin leaves reduce_bucket_size at DeepSpeed's 5e8.
+    for ph in [Phase::Init, Phase::Step] {
+        assert_eq!(phase(&e, ph).comm_buffers.get(), 2_000_000_000, "{ph:?}");
+    }
+    assert_eq!(phase(&e, Phase::Load).comm_buffers.get(), 0);
+    // The Trainer fills its "auto" with hidden².
+    p.set_framework(Framework::HfTrainer);
+    p.training.finetune = lora_qv();
+    p.training.precision = Precision::Fp32;
+    let e = estimate(&p).unwrap();
+    assert_eq!(
+        phase(&e, Phase::Init).comm_buffers.get(),
+        4096 * 4096 * 4,
+        "Trainer"
+    );
+    // FSDP has no such bucket.
+    p.parallel.sharding = Sharding::FsdpFull;
+    let e = estimate(&p).unwrap();
+    assert_eq!(phase(&e, Phase::Init).comm_buffers.get(), 0);
 }
 
 #[test]
