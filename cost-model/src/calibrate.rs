@@ -154,10 +154,6 @@ impl Row<'_> {
             })
     }
 
-    fn need_u32(&self, col: &str) -> Result<u32, String> {
-        self.u32(col)?.ok_or_else(|| format!("{col} is empty"))
-    }
-
     fn f64(&self, col: &str) -> Result<Option<f64>, String> {
         let v = self.get(col);
         if v.is_empty() {
@@ -176,6 +172,60 @@ impl Row<'_> {
         }
     }
 }
+
+/// An `other` optimizer the notes name, as the built-in one with the same
+/// states per parameter: one full-size state for Adam-mini (its second moment
+/// is one value per block, Zhang et al. 2024), RMSprop (`square_avg`) and
+/// Adagrad (`sum`) — as SGD with momentum; two for Sophia (`exp_avg`,
+/// `hessian`, Liu et al. 2023), schedule-free AdamW (`z`, `exp_avg_sq`,
+/// Defazio et al. 2024) and Adam — as AdamW (torch.optim state dicts).
+fn other_optimizer(notes: &str) -> Option<Optimizer> {
+    let n = notes.to_ascii_lowercase();
+    // Optimizers whose states are neither: projected (GaLore, APOLLO),
+    // orthogonalised momentum plus AdamW (Muon), preconditioners (Shampoo,
+    // SOAP), three moments (Adan).
+    let own = ["galore", "apollo", "muon", "shampoo", "soap", "adan"];
+    if own.iter().any(|k| n.contains(k)) {
+        return None;
+    }
+    let one = ["adam-mini", "adam_mini", "rmsprop", "adagrad"];
+    let two = ["sophia", "schedule-free", "schedulefree", "adam"];
+    if one.iter().any(|k| n.contains(k)) {
+        Some(Optimizer::SgdMomentum)
+    } else if two.iter().any(|k| n.contains(k)) {
+        Some(Optimizer::Adamw)
+    } else {
+        None
+    }
+}
+
+/// The encoder and decoder layer counts the notes state ("24 enc + 24 dec",
+/// "12 encoder + 6 decoder").
+fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
+    let trailing_number = |t: &str| -> Option<u32> {
+        let t = t.trim_end();
+        let digits = t.len() - t.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        t[t.len() - digits..].parse().ok()
+    };
+    notes.match_indices('+').find_map(|(at, _)| {
+        let left = notes[..at].trim_end();
+        let left = left.strip_suffix("layers").unwrap_or(left).trim_end();
+        let left = left
+            .strip_suffix("encoder")
+            .or_else(|| left.strip_suffix("enc"))?;
+        let enc = trailing_number(left)?;
+        let right = notes[at + 1..].trim_start();
+        let digits = right.len() - right.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let dec: u32 = right[..digits].parse().ok()?;
+        right[digits..]
+            .trim_start()
+            .starts_with("dec")
+            .then_some((enc, dec))
+    })
+}
+
+/// LoRA rank when a row does not state it (PEFT `LoraConfig.r`, LitGPT `lora_r`).
+const DEFAULT_LORA_RANK: u32 = 8;
 
 /// Finds the catalogue GPU a free-text name means; else one with the stated capacity.
 fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
@@ -236,21 +286,41 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "plain-pytorch" | "other" | "" => Framework::PlainPytorch,
         f => return Err(format!("framework `{f}` is not in the schema")),
     };
+    // The preset the model column names (its hub id, or a name starting with
+    // one: "TinyLlama-1.1B (litgpt config)"): it fills architecture columns a
+    // row leaves empty, and says what the columns cannot (below).
+    let named = r.get("model").split_whitespace().next().unwrap_or("");
+    let named = crate::presets::by_hub_id(named).map(|p| p.spec());
+    let from_preset = |col: &str, v: Option<u32>, pick: fn(&ModelSpec) -> u32| {
+        v.or(named.as_ref().map(pick)).ok_or_else(|| {
+            format!(
+                "{col} is empty and `model` ({}) names no preset to take it from",
+                r.get("model")
+            )
+        })
+    };
     let arch = match r.get("arch") {
-        "decoder" | "" => Arch::Decoder,
+        "" => named.as_ref().map_or(Arch::Decoder, |m| m.arch),
+        "decoder" => Arch::Decoder,
         "encoder" => Arch::Encoder,
         "encoder-decoder" => Arch::EncoderDecoder,
         a => return Err(format!("arch `{a}` is not in the schema")),
     };
     let mlp = match r.get("mlp") {
+        "" => named.as_ref().map_or(Mlp::Plain, |m| m.mlp),
         "gated" => Mlp::Gated,
-        "plain" | "" => Mlp::Plain,
+        "plain" => Mlp::Plain,
         m => return Err(format!("mlp `{m}` is not in the schema")),
     };
-    let layers = r.need_u32("n_layers")?;
-    let hidden = r.need_u32("hidden")?;
-    let heads = r.need_u32("n_heads")?;
-    let kv_heads = r.u32("n_kv_heads")?.unwrap_or(heads);
+    let layers = from_preset("n_layers", r.u32("n_layers")?, |m| m.layers)?;
+    let hidden = from_preset("hidden", r.u32("hidden")?, |m| m.hidden)?;
+    let heads = from_preset("n_heads", r.u32("n_heads")?, |m| m.heads)?;
+    // Without GQA unless the named preset (with these heads) has it.
+    let kv_heads = match (r.u32("n_kv_heads")?, &named) {
+        (Some(k), _) => k,
+        (None, Some(m)) if m.heads == heads => m.kv_heads,
+        (None, _) => heads,
+    };
     // The schema has no norm or position column: gated-MLP models are the
     // Llama lineage (RMSNorm, rotary); plain-MLP ones GPT/BERT (LayerNorm);
     // T5-style encoder–decoders use RMS-style norms and relative positions.
@@ -273,10 +343,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         heads,
         kv_heads,
         head_dim: hidden / heads.max(1),
-        ffn: r.need_u32("ffn_hidden")?,
+        ffn: from_preset("ffn_hidden", r.u32("ffn_hidden")?, |m| m.ffn)?,
         mlp,
-        vocab: r.need_u32("vocab")?,
-        tied_embeddings: r.bool("tied_embeddings")?,
+        vocab: from_preset("vocab", r.u32("vocab")?, |m| m.vocab)?,
+        tied_embeddings: match r.get("tied_embeddings") {
+            "" => named.as_ref().is_some_and(|m| m.tied_embeddings),
+            _ => r.bool("tied_embeddings")?,
+        },
         norm,
         norms_per_layer: 2,
         positions,
@@ -302,8 +375,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // What the schema's columns cannot say about the implementation (fused
     // projections, Python GELU, soft-capping, norms per block, head width) comes
     // from the preset the hub id names, when its dimensions agree with the row's.
-    if let Some(p) = crate::presets::by_hub_id(r.get("model")) {
-        let s = p.spec();
+    if let Some(s) = &named {
         if s.layers == model.layers && s.hidden == model.hidden {
             model.fused_projections = s.fused_projections;
             model.gelu_new = s.gelu_new;
@@ -317,6 +389,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     // What the notes state about the implementation.
     let notes = r.get("notes");
+    // "n_layers is per stack (24 enc + 24 dec)", "12 encoder + 6 decoder".
+    if let (Arch::EncoderDecoder, Some((enc, dec))) = (arch, stated_stacks(notes)) {
+        model.encoder_layers = enc;
+        model.layers = dec;
+    }
     // "sequence classification head only (no LM head; no vocab logits)".
     if notes.contains("classification head") || notes.contains("no LM head") {
         model.head = ModelHead::Classifier;
@@ -338,18 +415,26 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     plan.set_framework(framework);
     let t = &mut plan.training;
-    t.micro_batch = r.need_u32("micro_batch")?;
+    let oom = r.bool("oom").unwrap_or(false);
+    t.micro_batch = match r.u32("micro_batch")? {
+        Some(b) => b,
+        // An OOM row's lower bound, as for the sequence below.
+        None if oom => 1,
+        None => return Err("micro_batch is empty (the batch run is unknown)".into()),
+    };
     t.seq_len = match r.u32("seq_len")? {
         Some(s) => s,
         // An OOM row only needs a lower bound: memory never falls as the
         // sequence grows (tests/properties.rs), so a run that does not fit
         // at one token did not fit at its real length. Its prediction is
         // that lower bound.
-        None if r.bool("oom").unwrap_or(false) => 1,
+        None if oom => 1,
         None => return Err("seq_len is empty (the sequence length run is unknown)".into()),
     };
     t.grad_accum = r.u32("grad_accum")?.unwrap_or(1).max(1);
     t.precision = match r.get("precision") {
+        // Not stated: the framework's default (set above).
+        "" => t.precision,
         "fp32" => Precision::Fp32,
         "amp-fp16" => Precision::AmpFp16,
         "amp-bf16" => Precision::AmpBf16,
@@ -370,9 +455,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // PEFT's LoRA-FA optimizer is AdamW over B (the A matrices are frozen:
         // the LoRA variant below).
         "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
-        "other" => {
-            return Err("optimizer `other` cannot be modelled without its state size".into())
-        }
+        "other" => other_optimizer(notes).ok_or(
+            "optimizer `other` cannot be modelled without its state size (modelled when the notes \
+             name Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
+        )?,
         o => return Err(format!("optimizer `{o}` is not in the schema")),
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
@@ -422,12 +508,24 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         _ => t.loss,
     };
     let base_bits = r.u32("base_weight_bits")?.unwrap_or(16);
-    t.finetune = match r.get("task") {
-        "full" | "" => Finetune::Full,
+    // A task left empty is LoRA when a rank or targets are stated.
+    let task = match r.get("task") {
+        "" if !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty() => "lora",
+        "" => "full",
+        t => t,
+    };
+    t.finetune = match task {
+        "full" => Finetune::Full,
         "lora" | "qlora" => Finetune::Lora {
-            rank: r.need_u32("lora_rank")?,
-            targets: parse_targets("lora_targets", r.get("lora_targets"))
-                .map_err(|e| e.to_string())?,
+            // Not stated: r = 8 and the query/value projections, the defaults
+            // of PEFT (`LoraConfig.r`, the Llama entry of
+            // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING) and LitGPT
+            // (`lora_r`, `lora_query`/`lora_value` on).
+            rank: r.u32("lora_rank")?.unwrap_or(DEFAULT_LORA_RANK),
+            targets: match r.get("lora_targets") {
+                "" => LoraTargets::QV,
+                t => parse_targets("lora_targets", t).map_err(|e| e.to_string())?,
+            },
             base_bits,
             // No column states it: the notes may ("dropout 0.1",
             // "lora_dropout=0.05"), else the framework's default.
@@ -492,7 +590,22 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     p.pp = r.u32("pp")?.unwrap_or(1).max(1);
     p.cp = r.u32("cp")?.unwrap_or(1).max(1);
     p.sharding = match r.get("sharding") {
-        "none" | "" => Sharding::None,
+        "" if p.num_gpus / (p.tp * p.pp * p.cp).max(1) <= 1 => Sharding::None,
+        // Data parallel across GPUs, not stated: what the framework's
+        // multi-GPU launch does by default.
+        "" => match framework {
+            // litgpt finetune/pretrain pick FSDPStrategy for devices > 1;
+            // torchtitan and torchtune's distributed recipes shard with FSDP2;
+            // fsdp_qlora is FSDP.
+            Framework::Litgpt
+            | Framework::Torchtitan
+            | Framework::Torchtune
+            | Framework::FsdpQlora => Sharding::FsdpFull,
+            // DDP for Trainer/Accelerate/torchrun loops, DeepSpeed's default
+            // ZeRO stage 0 and Megatron without the distributed optimizer.
+            _ => Sharding::Ddp,
+        },
+        "none" => Sharding::None,
         "ddp" => Sharding::Ddp,
         "zero1" => Sharding::Zero1,
         "zero2" => Sharding::Zero2,

@@ -179,3 +179,113 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
         cost_model::estimate::CUDA_CONTEXT_MIB
     );
 }
+
+/// The public file's header and one row, with some columns set.
+fn with_fields(id: &str, set: &[(&str, &str)]) -> String {
+    let text = cases();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row = lines.find(|l| l.starts_with(&format!("{id},"))).unwrap();
+    let mut fields: Vec<&str> = row.split(',').collect();
+    for (c, v) in set {
+        let i = header.iter().position(|h| h == c).unwrap();
+        fields[i] = v;
+    }
+    format!("{}\n{}\n", header.join(","), fields.join(","))
+}
+
+/// … with columns emptied ("empty means unknown").
+fn with_blanks(id: &str, cols: &[&str]) -> String {
+    let set: Vec<(&str, &str)> = cols.iter().map(|c| (*c, "")).collect();
+    with_fields(id, &set)
+}
+
+#[test]
+fn empty_columns_take_the_named_preset_and_the_documented_defaults() {
+    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA r8 q+v, 2 GPUs FSDP
+    let full = calibrate(&with_blanks(id, &[])).unwrap().cases[0].clone();
+    assert!(full.skipped.is_none(), "{full:?}");
+    // Architecture from the preset the hub id names; r = 8 on q+v (PEFT's and
+    // LitGPT's defaults); LitGPT shards two GPUs with FSDP.
+    let blanks = [
+        "arch",
+        "n_layers",
+        "hidden",
+        "n_heads",
+        "n_kv_heads",
+        "ffn_hidden",
+        "mlp",
+        "vocab",
+        "tied_embeddings",
+        "lora_rank",
+        "lora_targets",
+        "sharding",
+    ];
+    let filled = calibrate(&with_blanks(id, &blanks)).unwrap().cases[0].clone();
+    assert_eq!(filled.predicted_gib, full.predicted_gib, "{filled:?}");
+    // The task follows from a stated rank.
+    let task = calibrate(&with_blanks(id, &["task"])).unwrap().cases[0].clone();
+    assert_eq!(task.predicted_gib, full.predicted_gib, "{task:?}");
+    // Without a preset to take them from, empty dimensions are named.
+    let scratch = calibrate(&with_blanks(
+        "rasbt_llms_from_scratch_speed-180",
+        &["hidden"],
+    ))
+    .unwrap()
+    .cases[0]
+        .clone();
+    let why = scratch.skipped.unwrap();
+    assert!(
+        why.contains("hidden is empty") && why.contains("names no preset"),
+        "{why}"
+    );
+    // An unknown batch is skipped, except on an OOM row (a lower bound).
+    let mb = calibrate(&with_blanks(id, &["micro_batch"])).unwrap().cases[0].clone();
+    assert!(mb.skipped.unwrap().contains("micro_batch is empty"));
+    let oom = calibrate(&with_blanks("peft_readme_raft-143", &["micro_batch"]))
+        .unwrap()
+        .cases[0]
+        .clone();
+    assert!(
+        oom.skipped.is_none() && oom.predicted_gib.unwrap() > 80.0,
+        "{oom:?}"
+    );
+}
+
+#[test]
+fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Optimizer;
+    let id = "litgpt_resource_tables_2023-10-042";
+    let with_notes = |notes: &str| with_fields(id, &[("optimizer", "other"), ("notes", notes)]);
+    let opt = |notes: &str| case_plan(&with_notes(notes), id).map(|p| p.training.optimizer);
+    assert_eq!(opt("Adam-mini optimizer"), Ok(Optimizer::SgdMomentum));
+    assert_eq!(opt("torch.optim.RMSprop"), Ok(Optimizer::SgdMomentum));
+    assert_eq!(opt("SophiaG"), Ok(Optimizer::Adamw));
+    assert_eq!(opt("AdamWScheduleFree"), Ok(Optimizer::Adamw));
+    assert_eq!(opt("plain Adam"), Ok(Optimizer::Adamw));
+    for unmodelled in ["GaLore AdamW rank 128", "Muon", "some optimizer"] {
+        let e = opt(unmodelled).unwrap_err();
+        assert!(e.contains("optimizer `other`"), "{unmodelled}: {e}");
+    }
+}
+
+#[test]
+fn encoder_decoder_stacks_stated_in_the_notes_reach_the_plan() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_readme_raft-137"; // T0_3B: "n_layers is per stack (24 enc + 24 dec)"
+    let stacks = |notes: &str| {
+        let m = case_plan(&with_fields(id, &[("seq_len", "64"), ("notes", notes)]), id)
+            .unwrap()
+            .model;
+        (m.encoder_layers, m.layers)
+    };
+    assert_eq!(stacks("n_layers is per stack (24 enc + 24 dec)"), (24, 24));
+    assert_eq!(
+        stacks("t5 with 12 encoder layers + 6 decoder layers"),
+        (12, 6)
+    );
+    assert_eq!(stacks("24 enc+6 dec"), (24, 6));
+    // Not stated: n_layers per stack.
+    assert_eq!(stacks("lr 1e-3 + warmup"), (24, 24));
+}
