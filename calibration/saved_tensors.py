@@ -20,6 +20,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/pip install peft && v/bin/python calibration/saved_tensors.py --peft [boft]
     v/bin/python calibration/saved_tensors.py --scratch
     v/bin/python calibration/saved_tensors.py --methods
+    v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -70,6 +71,14 @@ per block / hidden, MB per block): frozen base (TinyLoRA) 29.59; input casts onl
 a weight-sized update kept — LoHa, LoKr, FourierFT 37.57 + 5.24 MB, WaveFT + 10.52 MB,
 RandLoRA 34.57 + 4.46 MB, HRA + 86.11 MB; MiSS 30.07; prefix tuning 32.57 (its mask makes
 SDPA expand the grouped k/v: +3); p-tuning 29.57 + 0.61 MB (20 virtual tokens).
+
+`--osf [fp32]` (OSF on every linear of the small bf16 Llama, 32 trained directions per
+matrix, 581 856 trainable per block; per token per block / hidden, MB per block, frozen
+buffer elements per block):
+
+    PEFT 0.20.0, bf16 adapters (weight rebuilt every forward)  39.07, 23.13 MB, 16 069 920
+    PEFT 0.21.2, bf16 adapters (factored rank-2r update)       39.95,  2.33 MB,  9 421 024
+    PEFT 0.21.2, fp32 adapters                                 66.32,  4.65 MB,  9 421 024
 
 `--scratch` (LLMs-from-scratch LayerNorm / GELU; bytes per element beyond the input, fp32
 and bf16 alike in elements): custom LayerNorm 2 tensors with its scale trained, 1 frozen;
@@ -221,7 +230,7 @@ def per_block(mod_name, name, n_layer=4, B=2, T=64, dtype=torch.bfloat16, **over
 
 
 def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, attn="sdpa", peft_config=None,
-                           after=None, raw=False):
+                           after=None, raw=False, autocast_adapter_dtype=True, buffers=None):
     """The same count for a transformers model built from `config` (random weights), full
     fine-tune or PEFT LoRA (`lora`: LoraConfig arguments; PEFT keeps fp32 adapters over a
     16-bit base), `use_cache=False` as training scripts set (a KV cache in the training
@@ -241,12 +250,14 @@ def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, a
         if peft_config is not None:
             from peft import get_peft_model
 
-            model = get_peft_model(model, peft_config())
+            model = get_peft_model(model, peft_config(), autocast_adapter_dtype=autocast_adapter_dtype)
             if after is not None:
                 after(model)
         model.train()
         fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
         fixed |= {b.untyped_storage().data_ptr() for b in model.buffers()}
+        if buffers is not None:
+            buffers[n] = sum(b.numel() for name, b in model.named_buffers() if "rotary" not in name)
         idx = torch.randint(0, cfg.vocab_size, (B, T))
         with SavedBytes(fixed) as c:
             out = model(input_ids=idx, use_cache=False)
@@ -293,13 +304,13 @@ def transformers_main():
         print(f"peft llama {name:24s} {per_block_transformers(llama, lora=lora):6.2f}")
 
 
-def per_token_and_constant(config, make, after=None):
+def per_token_and_constant(config, make, after=None, **kw):
     """One block's saved bytes (a 3-block minus a 2-block model, PEFT config from `make`) at
     32 and 64 tokens, split into bytes per token / hidden and token-independent bytes."""
     blocks = {}
     for T in (32, 64):
         totals = [per_block_transformers(dict(config, num_hidden_layers=n), B=1, T=T, peft_config=make,
-                                         after=after, raw=True) for n in (2, 3)]
+                                         after=after, raw=True, **kw) for n in (2, 3)]
         blocks[T] = totals[1] - totals[0]
     per_token = (blocks[64] - blocks[32]) / 32
     return per_token / config["hidden_size"], blocks[32] - 32 * per_token
@@ -374,6 +385,37 @@ def methods_main():
         print(f"peft {name:24s} {per_token:6.2f} per token, {const / 1e6:6.2f} MB per block")
 
 
+def osf_main():
+    """PEFT's OSF on every linear of the small bf16 Llama (hidden 1024, 16 heads / 4 kv, MLP
+    2816) with bf16 adapters (`autocast_adapter_dtype=False`, as PEFT's MetaMathQA run),
+    training the bottom 32 singular directions of each matrix: per token per block / hidden,
+    MB per block, and the frozen OSF buffers (elements per block) and trainable parameters."""
+    import peft
+
+    F.scaled_dot_product_attention = flash_like
+    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    linear = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    # effective_rank is the frozen (top) rank: min(out, in) - 32 trains 32 directions
+    # (k and v are 1024 -> 256).
+    def make():
+        return peft.OSFConfig(target_modules=linear, effective_rank=1024 - 32,
+                              rank_pattern={"k_proj": 256 - 32, "v_proj": 256 - 32})
+
+    # `--osf fp32`: PEFT's default fp32 adapters (autocast_adapter_dtype=True) instead.
+    autocast = len(sys.argv) > 2 and sys.argv[2] == "fp32"
+    print(f"torch {torch.__version__}, peft {peft.__version__}, {'fp32' if autocast else 'bf16'} adapters")
+    buffers = {}
+    per_token, const = per_token_and_constant(config, make, autocast_adapter_dtype=autocast, buffers=buffers)
+    from transformers import AutoConfig, AutoModelForCausalLM
+    cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=1))
+    model = peft.get_peft_model(AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16), make(),
+                                autocast_adapter_dtype=autocast)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    print(f"osf all-linear, 32 trained directions: {per_token:6.2f} per token, {const / 1e6:6.2f} MB per block;"
+          f" buffers {buffers[3] - buffers[2]} elements per block; trainable {trainable} per block")
+
+
 def scratch_main():
     """LLMs-from-scratch's LayerNorm and GELU (ch04, written as tensor ops) against
     F.layer_norm and the fused tanh GELU: bytes per element kept beyond the input."""
@@ -421,6 +463,8 @@ def main():
         return scratch_main()
     if sys.argv[1] == "--methods":
         return methods_main()
+    if sys.argv[1] == "--osf":
+        return osf_main()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)

@@ -224,6 +224,20 @@ fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
     })
 }
 
+/// A `major.minor` version the notes state after `name` ("PEFT 0.21.2").
+fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
+    let at = notes.find(name)? + name.len();
+    let rest = notes[at..].trim_start_matches('v');
+    let mut parts = rest.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor: String = parts
+        .next()?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    Some((major, minor.parse().ok()?))
+}
+
 /// LoRA rank when a row does not state it (PEFT `LoraConfig.r`, LitGPT `lora_r`).
 const DEFAULT_LORA_RANK: u32 = 8;
 
@@ -554,6 +568,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 AdapterMethod::LnTuning
             } else if notes.contains("BOFT") {
                 AdapterMethod::Boft
+            } else if notes.contains("OSF") {
+                // PEFT 0.21 factored OSF's forward; the published OSF runs
+                // (PEFT's MetaMathQA results, added with the method in 0.18)
+                // rebuilt the weight. A stated "PEFT 0.21" (or later) says which.
+                match stated_version(notes, "PEFT ") {
+                    Some((0, minor)) if minor >= 21 => AdapterMethod::Osf,
+                    Some((major, _)) if major >= 1 => AdapterMethod::Osf,
+                    _ => AdapterMethod::OsfReconstruct,
+                }
             } else if ["LoHa", "LoKr", "FourierFT", "WaveFT", "RandLoRA"]
                 .iter()
                 .any(|k| notes.contains(k))

@@ -550,6 +550,113 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Elements per token of the distinct 16-bit inputs of the matrices `tg`
+    /// adapts, none of which a frozen block keeps: q, k and v share theirs (the
+    /// normed block input), as gate and up do; o's is the attention output
+    /// (made contiguous after eager attention), down's the gated product
+    /// (routed experts per token).
+    fn distinct_inputs(&self, tg: LoraTargets) -> f64 {
+        let (m, t, rep) = (self.m, self.t, self.rep);
+        let k = if m.is_moe() {
+            m.experts_per_token as f64
+        } else {
+            1.0
+        };
+        let [q, kk, v, o, g, u, d] = self.block_matrices(tg).map(|x| x.targeted);
+        let h = m.hidden as f64;
+        let mut inputs = 0.0;
+        if q || kk || v {
+            inputs += h / rep;
+        }
+        // A fused kernel's output is o's input, already kept (`layer_activations`).
+        if o && self.attention() == Attention::Eager {
+            inputs += (m.heads * m.head_dim) as f64 / t;
+        }
+        if g || u {
+            inputs += h / rep;
+        }
+        if d {
+            inputs += k * m.ffn as f64 / t;
+        }
+        inputs
+    }
+
+    /// The adapter method of a `Finetune::Adapter` plan.
+    fn adapter_method(&self) -> Option<AdapterMethod> {
+        match self.plan.training.finetune {
+            Finetune::Adapter { method, .. } => Some(method),
+            _ => None,
+        }
+    }
+
+    /// OSF's trained rank r: a block's trainable parameters over what one
+    /// rank costs across its adapted matrices (`(out + in + 1)` each: the
+    /// `U_low` column, `V_low` row and `S_low` value; MoE experts each).
+    fn osf_rank(&self) -> f64 {
+        let Finetune::Adapter {
+            trainable_params,
+            targets,
+            ..
+        } = self.plan.training.finetune
+        else {
+            return 0.0;
+        };
+        let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
+        let per_rank: f64 = self
+            .block_matrices(targets)
+            .iter()
+            .filter(|x| x.targeted)
+            .map(|x| self.mlp_copies(x) * (x.din + x.dout + 1.0))
+            .sum();
+        if per_rank > 0.0 {
+            (per_block / per_rank).max(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// Copies of a block matrix among a block's parameters (MoE experts).
+    fn mlp_copies(&self, x: &BlockMatrix) -> f64 {
+        if x.mlp && self.m.is_moe() {
+            (self.m.experts + self.m.shared_experts) as f64
+        } else {
+            1.0
+        }
+    }
+
+    /// Frozen OSF factors a block stores beside its base weights (PEFT
+    /// `_osf_*` buffers, in the base weight's dtype): see [`AdapterMethod::Osf`]
+    /// and [`AdapterMethod::OsfReconstruct`].
+    fn osf_buffer_layer_params(&self) -> f64 {
+        let Some(method @ (AdapterMethod::Osf | AdapterMethod::OsfReconstruct)) =
+            self.adapter_method()
+        else {
+            return 0.0;
+        };
+        let Finetune::Adapter { targets, .. } = self.plan.training.finetune else {
+            return 0.0;
+        };
+        let r = self.osf_rank();
+        self.block_matrices(targets)
+            .iter()
+            .filter(|x| x.targeted)
+            .map(|x| {
+                let high = (x.din.min(x.dout) - r).max(0.0);
+                let per = match method {
+                    // U_high, S_high, V_high.
+                    AdapterMethod::OsfReconstruct => high * (x.din + x.dout + 1.0),
+                    // The initial triplets, and the unrecoverable high factor.
+                    _ => {
+                        r * (x.din + x.dout + 1.0)
+                            + if x.dout > x.din { high * x.dout } else { 0.0 }
+                            + if x.din > x.dout { high * x.din } else { 0.0 }
+                    }
+                };
+                self.mlp_copies(x) * per
+            })
+            .sum()
+    }
+
     /// (A parameters, B parameters, targeted outputs) of one block's adapters.
     fn lora_layer_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
         let m = self.m;
@@ -648,7 +755,10 @@ impl<'a> Ctx<'a> {
     /// DeepSpeed/Megatron mixed precision (ZeRO paper: 2Ψ).
     fn trainable_weight_bytes(&self) -> f64 {
         let prec = self.plan.training.precision;
-        if self.base_bits().is_some() && self.peft_adapters_fp32() {
+        if self.base_bits().is_some()
+            && self.peft_adapters_fp32()
+            && self.adapter_method() != Some(AdapterMethod::OsfReconstruct)
+        {
             return FP32;
         }
         if prec == Precision::Fp32 || (prec.fp32_weights() && !self.master_in_optimizer()) {
@@ -767,6 +877,7 @@ impl<'a> Ctx<'a> {
                     + (self.stage_trainable(s)
                         + self.stage_layers(s) * self.frozen_adapter_layer_params())
                         * self.trainable_weight_bytes()
+                    + self.stage_layers(s) * self.osf_buffer_layer_params() * rest_bytes
             }
         };
         if offload_params {
@@ -1474,6 +1585,35 @@ impl<'a> Ctx<'a> {
                 }
                 AdapterMethod::CastInputs => casts,
                 AdapterMethod::DeltaWeight => casts + deltas,
+                // LoRA-like of rank 2r: the input (a cast per matrix when the
+                // adapters are wider than it, else the shared 16-bit inputs),
+                // the 2r-wide `h`, and the concatenated factors A (out × 2r)
+                // and B (2r × in).
+                AdapterMethod::Osf => {
+                    let r2 = 2.0 * self.osf_rank();
+                    let mut a = if self.lora_casts_input() {
+                        casts
+                    } else {
+                        e * sb * self.distinct_inputs(atg)
+                    };
+                    for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
+                        let n = if mat.mlp { k } else { 1.0 };
+                        a += n * le * (sb * r2 + r2 * (mat.din + mat.dout) / t);
+                    }
+                    a
+                }
+                // The rebuilt weights (`deltas`: out × in each, in the adapter
+                // dtype), `U_low·S_low` (out × r) each, and the 16-bit inputs
+                // `F.linear` keeps.
+                AdapterMethod::OsfReconstruct => {
+                    let r = self.osf_rank();
+                    let mut a = deltas + e * sb * self.distinct_inputs(atg);
+                    for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
+                        let n = if mat.mlp { k } else { 1.0 };
+                        a += n * le * mat.dout * r / t;
+                    }
+                    a
+                }
             };
         }
 

@@ -209,8 +209,9 @@ pub enum Finetune {
         /// LM head see `seq_len + virtual_tokens` positions.
         #[serde(default)]
         virtual_tokens: u32,
-        /// The matrices a per-matrix method (`cast-inputs`, `delta-weight`)
-        /// adapts; PEFT's default for Llama-family models is q and v.
+        /// The matrices a per-matrix method (`cast-inputs`, `delta-weight`,
+        /// `osf`, `osf-reconstruct`) adapts; PEFT's default for Llama-family
+        /// models is q and v.
         #[serde(default = "qv")]
         targets: LoraTargets,
     },
@@ -291,6 +292,25 @@ pub enum AdapterMethod {
     /// adapted matrix (counted: 5.24 MB per block for q and v of a
     /// 1024-wide Llama, (1024² + 1024·256) · 4 bytes).
     DeltaWeight,
+    /// OSF (Orthogonal Subspace Fine-tuning; PEFT `tuners/osf`, ≥ 0.21): each
+    /// adapted `W = U Σ Vᵀ` (SVD at load) trains the bottom-r singular triplets
+    /// `U_low, S_low, V_low`; the forward adds the factored rank-2r difference
+    /// `[U_low·S_low, −U_low₀·S_low₀] · [V_low; V_low₀] · x` to the frozen base
+    /// output, so, like LoRA of rank 2r, it keeps a cast of its input and the
+    /// 2r-wide intermediate. It stores the initial triplets (the trained ones'
+    /// size) and, for a non-square matrix, the frozen high-rank factor the
+    /// initial ones cannot recover (`U_high` when out > in, `V_high` when
+    /// in > out) for its gradient projection.
+    Osf,
+    /// OSF as PEFT 0.18–0.20 ran it (`OSFLayer._reconstruct_weight`): the
+    /// whole weight is rebuilt every forward as `U_high·S_high·V_highᵀ +
+    /// U_low·S_low·V_lowᵀ` and applied with `F.linear`, so each adapted matrix
+    /// keeps its rebuilt `out × in` weight and its 16-bit input for backward,
+    /// and the frozen high-rank factors (`(out + in)·(min(out, in) − r)`
+    /// values) are stored beside the base weight. Its adapters must share the
+    /// base's dtype (the rebuilt weight meets the 16-bit input in `F.linear`;
+    /// PEFT's MetaMathQA run sets `autocast_adapter_dtype=False`).
+    OsfReconstruct,
 }
 
 impl AdapterMethod {

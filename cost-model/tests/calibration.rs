@@ -32,8 +32,9 @@ fn public_cases_hold_the_recorded_accuracy() {
     // (calibration/saved_tensors.py): 3.82 % / 13.82 % (was 8.86 % / 24.65 %).
     // Then DoRA, LoRA-FA, LN tuning, BOFT, Python LayerNorm/GELU (each pinned
     // to a count) and classification heads: 3.78 % / 13.81 %.
-    assert!(median <= 3.9, "median |error| {median} %");
-    assert!(p90 <= 14.0, "p90 |error| {p90} %");
+    // Then the ZeRO-3 IPG bucket and OSF's rebuilt weights: 3.72 % / 12.72 %.
+    assert!(median <= 3.8, "median |error| {median} %");
+    assert!(p90 <= 13.0, "p90 |error| {p90} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",
@@ -144,6 +145,26 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
     assert_eq!(
         method("peft_metamathqa_benchmark-160"),
         AdapterMethod::Generic
+    );
+    // OSF rebuilt the weight until PEFT 0.21 factored it; a stated version says which.
+    assert_eq!(
+        method("peft_metamathqa_benchmark-161"),
+        AdapterMethod::OsfReconstruct
+    );
+    let id = "peft_metamathqa_benchmark-161";
+    let osf = |notes: &str| match case_plan(&with_fields(id, &[("notes", notes)]), id)
+        .unwrap()
+        .training
+        .finetune
+    {
+        Finetune::Adapter { method, .. } => method,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(osf("OSF on q+v; PEFT 0.21.2"), AdapterMethod::Osf);
+    assert_eq!(osf("OSF on q+v; PEFT 1.0"), AdapterMethod::Osf);
+    assert_eq!(
+        osf("OSF on q+v; PEFT 0.20.0"),
+        AdapterMethod::OsfReconstruct
     );
     // LoRA variants and dropout: "DoRA (use_dora)", "LoRA-FA optimizer";
     // "LoRA alpha32 dropout 0.1"; unstated in a plain loop: PEFT's default 0.

@@ -991,3 +991,69 @@ fn a_sliding_window_reached_makes_sdpa_expand_grouped_kv() {
         "{got:.3} GiB (was −7.3 %)"
     );
 }
+
+#[test]
+fn osf_keeps_what_peft_osf_saves_and_stores() {
+    // calibration/saved_tensors.py --osf: PEFT's OSF on every linear of the
+    // small bf16 Llama (hidden 1024, 16 heads / 4 kv heads, MLP 2816, three
+    // blocks), the bottom 32 singular directions of each matrix trained
+    // (581 856 parameters per block).
+    let osf = |method: AdapterMethod, seq: u32| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
+        p.model = small("llama-3.2-1b");
+        p.set_framework(Framework::Peft);
+        p.training.finetune = Finetune::Adapter {
+            trainable_params: 3 * 581_856,
+            base_bits: 16,
+            method,
+            virtual_tokens: 0,
+            targets: LoraTargets::ALL_LINEAR,
+        };
+        p
+    };
+    let split = |method| {
+        let (per_token, constant) =
+            per_token_and_constant(|seq| block_bytes(&osf(method, seq)), 1024.0);
+        (per_token, constant / 1e6)
+    };
+    // The frozen high-rank factors stored beside the base weights, per block:
+    // the weights grow by them (bf16), over a plain frozen base.
+    let weights = |method| {
+        let e = estimate(&osf(method, 64)).unwrap();
+        phase(&e, Phase::Init).weights.get() as f64
+    };
+    // Less the trained triplets: fp32 under PEFT's autocast_adapter_dtype,
+    // except for the rebuilding OSF, whose adapters must be the base's bf16.
+    let trained = 3.0 * 581_856.0;
+    let base = weights(AdapterMethod::Generic) - trained * 4.0;
+    for (method, per_token_counted, mb_counted, buffers_counted) in [
+        // PEFT 0.20.0: every forward rebuilds each weight (kept, 22.54 MB per
+        // block, with U_low·S_low) and F.linear keeps the 16-bit inputs;
+        // U_high, S_high, V_high stored.
+        (AdapterMethod::OsfReconstruct, 39.07, 23.13, 16_069_920.0),
+        // PEFT 0.21.2 (`--osf fp32`: PEFT's fp32 adapters): a rank-64
+        // factored update over fp32 casts of the inputs; the initial triplets
+        // and the non-square high factors stored.
+        (AdapterMethod::Osf, 66.32, 4.65, 9_421_024.0),
+    ] {
+        let (per_token, mb) = split(method);
+        assert!(
+            (per_token - per_token_counted).abs() < 0.1,
+            "{method:?}: {per_token:.2} per token, counted {per_token_counted}"
+        );
+        assert!(
+            (mb - mb_counted).abs() < 0.05,
+            "{method:?}: {mb:.2} MB per block, counted {mb_counted}"
+        );
+        let adapter_bytes = if method == AdapterMethod::OsfReconstruct {
+            2.0
+        } else {
+            4.0
+        };
+        let stored = (weights(method) - trained * adapter_bytes - base) / 3.0 / 2.0;
+        assert!(
+            (stored / buffers_counted - 1.0).abs() < 1e-3,
+            "{method:?}: {stored} buffer elements per block, counted {buffers_counted}"
+        );
+    }
+}
