@@ -180,11 +180,15 @@ class SavedBytes:
         # A weak reference: a tensor saved by a graph that is dropped before
         # backward (DoRA's detached weight-norm branch) is not kept, and its
         # storage's address may be reused by a later one.
-        s = t.untyped_storage()
-        ptr = s.data_ptr()
+        if t.layout == torch.sparse_coo:
+            # A sparse tensor (SHiRA's update): its indices and values.
+            ptr, nbytes = id(t), t._indices().nbytes + t._values().nbytes
+        else:
+            s = t.untyped_storage()
+            ptr, nbytes = s.data_ptr(), s.nbytes()
         if ptr not in self.exclude:
             old = self.storages.get(ptr)
-            size = s.nbytes() if old is None or old[0]() is None else max(old[1], s.nbytes())
+            size = nbytes if old is None or old[0]() is None else max(old[1], nbytes)
             self.storages[ptr] = (weakref.ref(t), size)
         return t
 
@@ -377,10 +381,16 @@ def methods_main():
         ("delora", lambda: peft.DeloraConfig(r=8, target_modules=qv)),
         ("gralora", lambda: peft.GraloraConfig(r=32, target_modules=qv)),
         ("miss", lambda: peft.MissConfig(r=64, target_modules=qv)),
+        ("shira", lambda: peft.ShiraConfig(r=32, target_modules=qv)),
+        ("vblora", lambda: peft.VBLoRAConfig(r=4, num_vectors=256, vector_length=256, target_modules=qv)),
+        ("trainable tokens (10)", lambda: peft.TrainableTokensConfig(target_modules=["embed_tokens"],
+                                                                     token_indices=list(range(10)))),
         ("prefix tuning (20)", lambda: peft.PrefixTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=20)),
         ("p-tuning (20)", lambda: peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=20,
                                                            encoder_hidden_size=128)),
     ]:
+        if len(sys.argv) > 2 and sys.argv[2] not in name:
+            continue
         per_token, const = per_token_and_constant(config, make)
         print(f"peft {name:24s} {per_token:6.2f} per token, {const / 1e6:6.2f} MB per block")
 

@@ -568,6 +568,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 AdapterMethod::LnTuning
             } else if notes.contains("BOFT") {
                 AdapterMethod::Boft
+            } else if notes.contains("HRA") {
+                AdapterMethod::Hra
+            } else if notes.to_ascii_lowercase().contains("prefix tuning") {
+                AdapterMethod::PrefixTuning
             } else if notes.contains("OSF") {
                 // PEFT 0.21 factored OSF's forward; the published OSF runs
                 // (PEFT's MetaMathQA results, added with the method in 0.18)
@@ -582,9 +586,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 .any(|k| notes.contains(k))
             {
                 AdapterMethod::DeltaWeight
-            } else if ["VeRA", "C3A", "DeLoRA", "GraLoRA", "RoAd", "AdaLoRA", "OFT"]
-                .iter()
-                .any(|k| notes.contains(k))
+            } else if [
+                "VeRA", "VB-LoRA", "VBLoRA", "C3A", "DeLoRA", "GraLoRA", "RoAd", "AdaLoRA", "OFT",
+            ]
+            .iter()
+            .any(|k| notes.contains(k))
             {
                 AdapterMethod::CastInputs
             } else {

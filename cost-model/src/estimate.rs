@@ -424,7 +424,7 @@ impl<'a> Ctx<'a> {
             t,
             rep: if p.sequence_parallel { t } else { 1.0 },
             b: plan.training.micro_batch as f64,
-            s: (plan.training.seq_len as f64 + plan.training.finetune.virtual_tokens() as f64)
+            s: (plan.training.seq_len as f64 + plan.training.finetune.prepended_tokens() as f64)
                 / p.cp as f64,
             e: plan.training.precision.activation_bytes(),
             shard,
@@ -607,6 +607,31 @@ impl<'a> Ctx<'a> {
             .iter()
             .filter(|x| x.targeted)
             .map(|x| self.mlp_copies(x) * (x.din + x.dout + 1.0))
+            .sum();
+        if per_rank > 0.0 {
+            (per_block / per_rank).max(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// HRA's number of reflections: a block's trainable parameters over the
+    /// adapted matrices' input widths (one `in`-long vector per reflection).
+    fn hra_rank(&self) -> f64 {
+        let Finetune::Adapter {
+            trainable_params,
+            targets,
+            ..
+        } = self.plan.training.finetune
+        else {
+            return 0.0;
+        };
+        let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
+        let per_rank: f64 = self
+            .block_matrices(targets)
+            .iter()
+            .filter(|x| x.targeted)
+            .map(|x| self.mlp_copies(x) * x.din)
             .sum();
         if per_rank > 0.0 {
             (per_block / per_rank).max(0.0)
@@ -1225,16 +1250,25 @@ impl<'a> Ctx<'a> {
     /// group k/v itself only without a mask (transformers 5
     /// `integrations/sdpa_attention.py`), and `_ignore_causal_mask_sdpa`
     /// keeps the mask whenever a sliding window is no longer than the
-    /// sequence (`masking_utils.py`). Measured on the H200: Mistral-7B v0.1
-    /// LoRA at 4096 tokens, allocated −7.3 % without this term.
+    /// sequence (`masking_utils.py`), or a prefix-tuning cache adds positions
+    /// before the sequence. Measured on the H200: Mistral-7B v0.1 LoRA at 4096
+    /// tokens, allocated −7.3 % without this term; counted for prefix tuning
+    /// (calibration/saved_tensors.py --methods).
     fn sdpa_gets_a_mask(&self) -> bool {
         let w = self.m.sliding_window;
+        let prefix = matches!(
+            self.plan.training.finetune,
+            Finetune::Adapter {
+                method: AdapterMethod::PrefixTuning,
+                virtual_tokens: 1..,
+                ..
+            }
+        );
+        let window = w > 0 && self.plan.training.seq_len >= w && !self.plan.training.compile;
         self.attention() == Attention::Flash
             && self.plan.training.fp32_upcasts
-            && w > 0
-            && self.plan.training.seq_len >= w
             && self.m.kv_heads < self.m.heads
-            && !self.plan.training.compile
+            && (window || prefix)
     }
 
     /// Megatron/TransformerEngine (and DeepSpeed's) fused norm kernels keep only
@@ -1602,6 +1636,21 @@ impl<'a> Ctx<'a> {
                     }
                     a
                 }
+                // The input casts, r + 1 `in × in` reflection products and
+                // two `out × in` weights (the base's fp32 copy, the rotated
+                // one) per adapted matrix.
+                AdapterMethod::Hra => {
+                    let r = self.hra_rank();
+                    let mut a = casts;
+                    for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
+                        let n = if mat.mlp { k } else { 1.0 };
+                        a +=
+                            n * le * ((r + 1.0) * mat.din * mat.din + 2.0 * mat.dout * mat.din) / t;
+                    }
+                    a
+                }
+                // Prefix tuning: SDPA's expanded k/v ([`Self::sdpa_gets_a_mask`]).
+                AdapterMethod::PrefixTuning => 0.0,
                 // The rebuilt weights (`deltas`: out × in each, in the adapter
                 // dtype), `U_low·S_low` (out × r) each, and the 16-bit inputs
                 // `F.linear` keeps.

@@ -311,6 +311,25 @@ pub enum AdapterMethod {
     /// base's dtype (the rebuilt weight meets the 16-bit input in `F.linear`;
     /// PEFT's MetaMathQA run sets `autocast_adapter_dtype=False`).
     OsfReconstruct,
+    /// HRA (Yuan et al. 2024, "Bridging the Gap between Low-rank and
+    /// Orthogonal Adaptation via Householder Reflection Adaptation"; PEFT
+    /// `tuners/hra/layer.py`): each adapted weight is multiplied every forward
+    /// by a chain of r Householder reflections `(I − 2·u·uᵀ)` built as
+    /// `in × in` matrices, each step's input kept for backward; then the fp32
+    /// copy of the base weight and the rotated weight are kept too. Counted
+    /// with calibration/saved_tensors.py (r = 8 on a 1024-wide q): r + 1
+    /// `in × in` and two `out × in` tensors in the adapter dtype per adapted
+    /// matrix, plus the input cast. r is read off `trainable_params` (one
+    /// `in`-long vector per reflection).
+    Hra,
+    /// Prefix tuning (Li & Liang 2021; PEFT `PrefixTuningConfig`): learned
+    /// keys and values for `virtual_tokens` positions in every layer, passed
+    /// as a past key/value cache, so the hidden sequence does not grow; the
+    /// attention mask that comes with them makes transformers hand SDPA an
+    /// explicit mask, which then gets grouped k/v repeated to every head
+    /// (counted: +3·hidden bytes per token per block for 16 heads over 4 kv
+    /// heads of 64, bf16).
+    PrefixTuning,
 }
 
 impl AdapterMethod {
@@ -320,11 +339,24 @@ impl AdapterMethod {
 }
 
 impl Finetune {
-    /// Positions the model runs beyond the training sequence (prompt tuning).
+    /// Virtual tokens of a prompt-learning method (prompt, prefix or P-tuning).
     pub fn virtual_tokens(&self) -> u32 {
         match *self {
             Finetune::Adapter { virtual_tokens, .. } => virtual_tokens,
             _ => 0,
+        }
+    }
+
+    /// Positions the blocks run beyond the training sequence: prompt tuning's
+    /// and P-tuning's prepended virtual tokens (prefix tuning's are keys and
+    /// values only).
+    pub fn prepended_tokens(&self) -> u32 {
+        match *self {
+            Finetune::Adapter {
+                method: AdapterMethod::PrefixTuning,
+                ..
+            } => 0,
+            _ => self.virtual_tokens(),
         }
     }
 

@@ -166,6 +166,13 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
         osf("OSF on q+v; PEFT 0.20.0"),
         AdapterMethod::OsfReconstruct
     );
+    assert_eq!(osf("HRA r8 on q+v"), AdapterMethod::Hra);
+    assert_eq!(osf("VB-LoRA on q+v"), AdapterMethod::CastInputs);
+    assert_eq!(osf("SHiRA on q+v"), AdapterMethod::Generic);
+    assert_eq!(
+        osf("prefix tuning: 20 virtual tokens"),
+        AdapterMethod::PrefixTuning
+    );
     // LoRA variants and dropout: "DoRA (use_dora)", "LoRA-FA optimizer";
     // "LoRA alpha32 dropout 0.1"; unstated in a plain loop: PEFT's default 0.
     let lora = |id: &str| match case_plan(&csv, id).unwrap().training.finetune {

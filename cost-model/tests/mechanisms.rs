@@ -938,6 +938,49 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
             "{method:?}: {mb:.2} MB per block, counted {mb_counted}"
         );
     }
+    // HRA, r = 8 reflections on q and v (8 · (1024 + 1024) parameters per
+    // block): 37.57 per token and 86.11 MB per block, counted.
+    let hra = |seq: u32| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
+        p.model = small("llama-3.2-1b");
+        p.set_framework(Framework::Peft);
+        p.training.finetune = Finetune::Adapter {
+            trainable_params: 3 * 8 * 2048,
+            base_bits: 16,
+            method: AdapterMethod::Hra,
+            virtual_tokens: 0,
+            targets: qv,
+        };
+        block_bytes(&p)
+    };
+    let (per_token, constant) = per_token_and_constant(hra, 1024.0);
+    assert!((per_token - 37.57).abs() < 0.1, "HRA {per_token:.2}");
+    // (the counted 86.11 MB also holds the per-column norms and vectors)
+    assert!(
+        (constant / 1e6 / 86.11 - 1.0).abs() < 0.02,
+        "HRA {constant}"
+    );
+    // Prefix tuning, 20 virtual tokens: the sequence does not grow, SDPA's
+    // grouped k/v are expanded (29.59 + 3), counted 32.57.
+    let prefix = |seq: u32| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
+        p.model = small("llama-3.2-1b");
+        p.set_framework(Framework::Peft);
+        p.training.finetune = Finetune::Adapter {
+            trainable_params: 20 * 2 * 3 * 256,
+            base_bits: 16,
+            method: AdapterMethod::PrefixTuning,
+            virtual_tokens: 20,
+            targets: qv,
+        };
+        block_bytes(&p)
+    };
+    let (per_token, constant) = per_token_and_constant(prefix, 1024.0);
+    assert!(
+        (per_token - 32.57).abs() < 0.1,
+        "prefix tuning {per_token:.2}"
+    );
+    assert!(constant.abs() < 0.1e6, "prefix tuning {constant}");
     // The targets decide the sizes: adapting every linear keeps more.
     let all = split(AdapterMethod::DeltaWeight, LoraTargets::ALL_LINEAR);
     let (per_token, mb) = split(AdapterMethod::DeltaWeight, qv);
