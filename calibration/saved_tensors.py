@@ -69,8 +69,10 @@ per token per block / hidden, and token-independent MB per block):
 per block / hidden, MB per block): frozen base (TinyLoRA) 29.59; input casts only — LoRA r8
 37.63, C3A, OFT (+1.05 MB), DeLoRA 37.70, GraLoRA 38.07, VeRA 36.57, RoAd 39.57, AdaLoRA 42.66;
 a weight-sized update kept — LoHa, LoKr, FourierFT 37.57 + 5.24 MB, WaveFT + 10.52 MB,
-RandLoRA 34.57 + 4.46 MB, HRA + 86.11 MB; MiSS 30.07; prefix tuning 32.57 (its mask makes
-SDPA expand the grouped k/v: +3); p-tuning 29.57 + 0.61 MB (20 virtual tokens).
+RandLoRA 34.57 + 4.46 MB, HRA + 86.11 MB (r 8: nine or eleven 1024² fp32 products per
+matrix); VB-LoRA 37.60 + 0.16 MB; SHiRA 31.57 + 4.75 MB (its 16-bit input and sparse
+updates); MiSS 30.07; trainable tokens 29.57; prefix tuning 32.57 (its mask makes SDPA
+expand the grouped k/v: +3); p-tuning 29.57 + 0.61 MB (20 virtual tokens).
 
 `--osf [fp32]` (OSF on every linear of the small bf16 Llama, 32 trained directions per
 matrix, 581 856 trainable per block; per token per block / hidden, MB per block, frozen
