@@ -1987,6 +1987,11 @@ impl<'a> Ctx<'a> {
     /// parameters, and keeps it for the whole run (`__ipg_bucket_flat_buffer`
     /// in deepspeed/runtime/zero/stage3.py 0.8.3 and 0.14.4, `IPGBucket.buffer`
     /// in 0.17.5). Stage 1/2 allocate theirs per backward (`comm_buffers`).
+    /// Seen in ../shared/fixtures/traces/ds_see_memory_02.txt (DeepSpeed 0.10,
+    /// Accelerate's ZeRO-3 CPU-offload config, fp32 LoRA on bloomz-560m):
+    /// "Reduce bucket size 500,000,000", then allocated memory grows from
+    /// 3.04 to 4.92 GiB while the optimizer is built — 5e8 fp32 values are
+    /// 1.86 GiB.
     fn zero3_ipg_bucket(&self, s: u32) -> f64 {
         if self.plan.parallel.sharding != Sharding::Zero3 || self.stage_trainable(s) <= 0.0 {
             return 0.0;
