@@ -9,7 +9,7 @@ use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Offload,
-    Optimizer, Plan, Precision, Sharding,
+    Optimizer, OptimizerImpl, Plan, Precision, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -493,9 +493,30 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if lower.contains("liger") || lower.contains("unsloth") {
         t.fused_kernels = true;
     }
-    // "zero_grad(set_to_none=False)", as PyTorch < 2.0 did by default.
-    if notes.contains("set_to_none=False") {
+    // "zero_grad(set_to_none=False)", as PyTorch < 2.0 did by default; a
+    // stated PyTorch 1.x also ran AdamW's per-parameter loop (its `foreach`
+    // defaulted to False until 2.0's `_default_to_fused_or_foreach`).
+    let torch_1 = ["torch 1.", "PyTorch 1.", "pytorch 1."]
+        .iter()
+        .any(|k| notes.contains(k));
+    if notes.contains("set_to_none=False") || torch_1 {
         t.zero_grad_set_to_none = false;
+    }
+    if torch_1 {
+        t.optimizer_impl = OptimizerImpl::ForLoop;
+    }
+    // The optimizer implementation the notes name: transformers' own AdamW
+    // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
+    // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
+    if notes.contains("adamw_hf") {
+        t.optimizer_impl = OptimizerImpl::ForLoop;
+    } else if notes.contains("adamw_torch_fused")
+        || notes.contains("fused AdamW")
+        || notes.contains("fused=True")
+    {
+        t.optimizer_impl = OptimizerImpl::Fused;
+    } else if notes.contains("adamw_torch") || notes.contains("foreach") {
+        t.optimizer_impl = OptimizerImpl::Foreach;
     }
     t.compile = r.bool("compile")?;
     // Plain-MLP families (GPT-2, BERT, T5, BLOOM) ship configs with dropout 0.1;

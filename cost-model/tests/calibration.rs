@@ -317,3 +317,34 @@ fn encoder_decoder_stacks_stated_in_the_notes_reach_the_plan() {
     // Not stated: n_layers per stack.
     assert_eq!(stacks("lr 1e-3 + warmup"), (24, 24));
 }
+
+#[test]
+fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::OptimizerImpl;
+    let id = "hf_transformers_perf_train_gpu_one-128"; // "Trainer default adamw_hf"
+    let plan = |notes: &str| case_plan(&with_fields(id, &[("notes", notes)]), id).unwrap();
+    let t = plan("Trainer default adamw_hf (fp32 states)").training;
+    assert_eq!(t.optimizer_impl, OptimizerImpl::ForLoop);
+    assert!(t.zero_grad_set_to_none);
+    assert_eq!(
+        plan("optim adamw_torch_fused").training.optimizer_impl,
+        OptimizerImpl::Fused
+    );
+    assert_eq!(
+        plan("fused AdamW").training.optimizer_impl,
+        OptimizerImpl::Fused
+    );
+    assert_eq!(
+        plan("optim adamw_torch").training.optimizer_impl,
+        OptimizerImpl::Foreach
+    );
+    // PyTorch 1.x: zero_grad kept the gradients, AdamW looped per parameter.
+    let old = plan("torch 1.13.1").training;
+    assert!(!old.zero_grad_set_to_none);
+    assert_eq!(old.optimizer_impl, OptimizerImpl::ForLoop);
+    // Nothing stated: the framework's defaults.
+    let t = plan("").training;
+    assert!(t.zero_grad_set_to_none);
+    assert_eq!(t.optimizer_impl, OptimizerImpl::Fused);
+}
