@@ -587,10 +587,9 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// OSF's trained rank r: a block's trainable parameters over what one
-    /// rank costs across its adapted matrices (`(out + in + 1)` each: the
-    /// `U_low` column, `V_low` row and `S_low` value; MoE experts each).
-    fn osf_rank(&self) -> f64 {
+    /// The rank of a per-matrix adapter method: a block's trainable parameters
+    /// over what one rank costs across its adapted matrices (MoE experts each).
+    fn adapter_rank(&self, per_rank: impl Fn(&BlockMatrix) -> f64) -> f64 {
         let Finetune::Adapter {
             trainable_params,
             targets,
@@ -600,42 +599,28 @@ impl<'a> Ctx<'a> {
             return 0.0;
         };
         let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
-        let per_rank: f64 = self
+        let cost: f64 = self
             .block_matrices(targets)
             .iter()
             .filter(|x| x.targeted)
-            .map(|x| self.mlp_copies(x) * (x.din + x.dout + 1.0))
+            .map(|x| self.mlp_copies(x) * per_rank(x))
             .sum();
-        if per_rank > 0.0 {
-            (per_block / per_rank).max(0.0)
+        if cost > 0.0 {
+            (per_block / cost).max(0.0)
         } else {
             0.0
         }
     }
 
-    /// HRA's number of reflections: a block's trainable parameters over the
-    /// adapted matrices' input widths (one `in`-long vector per reflection).
+    /// OSF's trained rank r: `out + in + 1` parameters per rank and matrix
+    /// (the `U_low` column, `V_low` row and `S_low` value).
+    fn osf_rank(&self) -> f64 {
+        self.adapter_rank(|x| x.din + x.dout + 1.0)
+    }
+
+    /// HRA's number of reflections: one `in`-long vector per reflection and matrix.
     fn hra_rank(&self) -> f64 {
-        let Finetune::Adapter {
-            trainable_params,
-            targets,
-            ..
-        } = self.plan.training.finetune
-        else {
-            return 0.0;
-        };
-        let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
-        let per_rank: f64 = self
-            .block_matrices(targets)
-            .iter()
-            .filter(|x| x.targeted)
-            .map(|x| self.mlp_copies(x) * x.din)
-            .sum();
-        if per_rank > 0.0 {
-            (per_block / per_rank).max(0.0)
-        } else {
-            0.0
-        }
+        self.adapter_rank(|x| x.din)
     }
 
     /// Copies of a block matrix among a block's parameters (MoE experts).

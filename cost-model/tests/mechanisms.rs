@@ -498,17 +498,24 @@ fn litgpt_fsdp_fine_tunes_keep_the_loaded_full_weights() {
     assert!((phase(&e, Phase::Forward).weights.get() as f64 / shard - 1.0).abs() < 1e-3);
 }
 
-#[test]
-fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
+/// Llama-2-7B in fp32 under Accelerate's ZeRO-3 with parameters and
+/// optimizer offloaded to the CPU, one GPU (PEFT's RAFT example set-up).
+fn zero3_offload_fp32() -> Plan {
     use cost_model::plan::OffloadDevice;
-    // At the turn from forward to backward the last block and those within
-    // half of stage3_max_reuse_distance (1e9) are still gathered — capped by
-    // stage3_max_live_parameters (1e9) — offloaded or not.
     let mut p = plan("llama-2-7b", Precision::Fp32, 8, 64);
     p.set_framework(Framework::HfAccelerate);
     p.parallel.sharding = Sharding::Zero3;
     p.parallel.offload.params = OffloadDevice::Cpu;
     p.parallel.offload.optimizer = OffloadDevice::Cpu;
+    p
+}
+
+#[test]
+fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
+    // At the turn from forward to backward the last block and those within
+    // half of stage3_max_reuse_distance (1e9) are still gathered — capped by
+    // stage3_max_live_parameters (1e9) — offloaded or not.
+    let mut p = zero3_offload_fp32();
     let e = estimate(&p).unwrap();
     assert_eq!(phase(&e, Phase::Load).weights.get(), 0);
     // Less the IPG bucket, pinned by the next test.
@@ -534,15 +541,10 @@ fn zero3_keeps_its_live_parameters_gathered_even_on_one_gpu() {
 
 #[test]
 fn zero3_allocates_its_ipg_bucket_when_the_optimizer_is_built() {
-    use cost_model::plan::OffloadDevice;
     // stage3.py: `torch.empty(reduce_bucket_size, dtype=<trainable dtype>)` on
     // the GPU with contiguous_gradients (default on), one GPU and offload
     // included, from optimizer construction to the end of the run.
-    let mut p = plan("llama-2-7b", Precision::Fp32, 8, 64);
-    p.set_framework(Framework::HfAccelerate);
-    p.parallel.sharding = Sharding::Zero3;
-    p.parallel.offload.params = OffloadDevice::Cpu;
-    p.parallel.offload.optimizer = OffloadDevice::Cpu;
+    let mut p = zero3_offload_fp32();
     p.training.finetune = lora_qv();
     let e = estimate(&p).unwrap();
     // Accelerate's plugin leaves reduce_bucket_size at DeepSpeed's 5e8.
@@ -603,6 +605,38 @@ fn small(preset_id: &str) -> cost_model::model::ModelSpec {
     (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (1024, 2816, 16, 4, 64);
     (m.vocab, m.layers, m.tied_embeddings) = (1000, 3, false);
     m
+}
+
+/// A block's modelled bytes per token (hidden units) and MB against the
+/// saved-tensor probe's count: within 0.1·hidden per token and 0.05 MB.
+fn assert_counted(what: impl std::fmt::Debug, model: (f64, f64), counted: (f64, f64)) {
+    assert!(
+        (model.0 - counted.0).abs() < 0.1,
+        "{what:?}: {:.2} per token, counted {}",
+        model.0,
+        counted.0
+    );
+    assert!(
+        (model.1 - counted.1).abs() < 0.05,
+        "{what:?}: {:.2} MB per block, counted {}",
+        model.1,
+        counted.1
+    );
+}
+
+/// The small bf16 Llama under PEFT with an adapter method (`seq` tokens).
+fn small_adapter(method: AdapterMethod, targets: LoraTargets, trainable: u64, seq: u32) -> Plan {
+    let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
+    p.model = small("llama-3.2-1b");
+    p.set_framework(Framework::Peft);
+    p.training.finetune = Finetune::Adapter {
+        trainable_params: trainable,
+        base_bits: 16,
+        method,
+        virtual_tokens: 0,
+        targets,
+    };
+    p
 }
 
 #[test]
@@ -905,17 +939,7 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
     // (37.57·hidden per token against 29.59 frozen); LoHa, LoKr, FourierFT keep
     // that and one fp32 q- and v-sized update per block (5.24 MB).
     let block = |method: AdapterMethod, targets: LoraTargets, seq: u32| {
-        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
-        p.model = small("llama-3.2-1b");
-        p.set_framework(Framework::Peft);
-        p.training.finetune = Finetune::Adapter {
-            trainable_params: 100_000,
-            base_bits: 16,
-            method,
-            virtual_tokens: 0,
-            targets,
-        };
-        block_bytes(&p)
+        block_bytes(&small_adapter(method, targets, 100_000, seq))
     };
     let split = |method, targets| {
         let (per_token, constant) =
@@ -929,30 +953,11 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
         (AdapterMethod::DeltaWeight, 37.57, 5.24),
     ] {
         let (per_token, mb) = split(method, qv);
-        assert!(
-            (per_token - per_token_counted).abs() < 0.1,
-            "{method:?}: {per_token:.2} per token, counted {per_token_counted}"
-        );
-        assert!(
-            (mb - mb_counted).abs() < 0.05,
-            "{method:?}: {mb:.2} MB per block, counted {mb_counted}"
-        );
+        assert_counted(method, (per_token, mb), (per_token_counted, mb_counted));
     }
     // HRA, r = 8 reflections on q and v (8 · (1024 + 1024) parameters per
     // block): 37.57 per token and 86.11 MB per block, counted.
-    let hra = |seq: u32| {
-        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
-        p.model = small("llama-3.2-1b");
-        p.set_framework(Framework::Peft);
-        p.training.finetune = Finetune::Adapter {
-            trainable_params: 3 * 8 * 2048,
-            base_bits: 16,
-            method: AdapterMethod::Hra,
-            virtual_tokens: 0,
-            targets: qv,
-        };
-        block_bytes(&p)
-    };
+    let hra = |seq: u32| block_bytes(&small_adapter(AdapterMethod::Hra, qv, 3 * 8 * 2048, seq));
     let (per_token, constant) = per_token_and_constant(hra, 1024.0);
     assert!((per_token - 37.57).abs() < 0.1, "HRA {per_token:.2}");
     // (the counted 86.11 MB also holds the per-column norms and vectors)
@@ -963,16 +968,10 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
     // Prefix tuning, 20 virtual tokens: the sequence does not grow, SDPA's
     // grouped k/v are expanded (29.59 + 3), counted 32.57.
     let prefix = |seq: u32| {
-        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
-        p.model = small("llama-3.2-1b");
-        p.set_framework(Framework::Peft);
-        p.training.finetune = Finetune::Adapter {
-            trainable_params: 20 * 2 * 3 * 256,
-            base_bits: 16,
-            method: AdapterMethod::PrefixTuning,
-            virtual_tokens: 20,
-            targets: qv,
-        };
+        let mut p = small_adapter(AdapterMethod::PrefixTuning, qv, 20 * 2 * 3 * 256, seq);
+        if let Finetune::Adapter { virtual_tokens, .. } = &mut p.training.finetune {
+            *virtual_tokens = 20;
+        }
         block_bytes(&p)
     };
     let (per_token, constant) = per_token_and_constant(prefix, 1024.0);
@@ -1042,17 +1041,7 @@ fn osf_keeps_what_peft_osf_saves_and_stores() {
     // blocks), the bottom 32 singular directions of each matrix trained
     // (581 856 parameters per block).
     let osf = |method: AdapterMethod, seq: u32| {
-        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, seq);
-        p.model = small("llama-3.2-1b");
-        p.set_framework(Framework::Peft);
-        p.training.finetune = Finetune::Adapter {
-            trainable_params: 3 * 581_856,
-            base_bits: 16,
-            method,
-            virtual_tokens: 0,
-            targets: LoraTargets::ALL_LINEAR,
-        };
-        p
+        small_adapter(method, LoraTargets::ALL_LINEAR, 3 * 581_856, seq)
     };
     let split = |method| {
         let (per_token, constant) =
@@ -1080,14 +1069,7 @@ fn osf_keeps_what_peft_osf_saves_and_stores() {
         (AdapterMethod::Osf, 66.32, 4.65, 9_421_024.0),
     ] {
         let (per_token, mb) = split(method);
-        assert!(
-            (per_token - per_token_counted).abs() < 0.1,
-            "{method:?}: {per_token:.2} per token, counted {per_token_counted}"
-        );
-        assert!(
-            (mb - mb_counted).abs() < 0.05,
-            "{method:?}: {mb:.2} MB per block, counted {mb_counted}"
-        );
+        assert_counted(method, (per_token, mb), (per_token_counted, mb_counted));
         let adapter_bytes = if method == AdapterMethod::OsfReconstruct {
             2.0
         } else {
