@@ -72,7 +72,12 @@ a weight-sized update kept — LoHa, LoKr, FourierFT 37.57 + 5.24 MB, WaveFT + 1
 RandLoRA 34.57 + 4.46 MB, HRA + 86.11 MB (r 8: nine or eleven 1024² fp32 products per
 matrix); VB-LoRA 37.60 + 0.16 MB; SHiRA 31.57 + 4.75 MB (its 16-bit input and sparse
 updates); MiSS 30.07; trainable tokens 29.57; prefix tuning 32.57 (its mask makes SDPA
-expand the grouped k/v: +3); p-tuning 29.57 + 0.61 MB (20 virtual tokens).
+expand the grouped k/v: +3); p-tuning 29.57 + 0.61 MB (20 virtual tokens). PEFT's other
+tuners with their default configs (a loop over `peft.*Config`, same model): BEFT 29.57,
+CPT 29.57 + 0.03 MB, Cartridge 32.57 + 0.08 MB (a prefix, as prefix tuning), DEFT 42.70 +
+0.11 MB, FRoD 33.57 + 4.95 MB, GLoRA 31.57 + 2.62 MB, HiRA 37.57 + 5.24 MB, LiLy 37.84 +
+0.16 MB, PEANuT 37.57 + 10.75 MB, PSOFT 29.82, PVeRA 42.57, SuperTuning 31.57 + 2.73 MB,
+UniLoRA 37.60 + 0.05 MB.
 
 `--osf [fp32]` (OSF on every linear of the small bf16 Llama, 32 trained directions per
 matrix, 581 856 trainable per block; per token per block / hidden, MB per block, frozen

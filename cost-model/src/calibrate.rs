@@ -579,21 +579,32 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 .ok_or("trainable_params is empty for an other-peft row")?;
             // The method is named in the notes when its saved tensors differ
             // from a frozen base's.
+            // Method names are matched as whole words, so that SHiRA is not
+            // HiRA and BOFT not OFT.
+            let words: Vec<String> = notes
+                .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '³'))
+                .map(str::to_lowercase)
+                .collect();
+            let named = |names: &[&str]| names.iter().any(|n| words.iter().any(|w| w == n));
+            let lower = notes.to_lowercase();
             let method = if notes.contains("LLaMA-Adapter v2") {
                 AdapterMethod::LlamaAdapterV2
-            } else if notes.contains("LLaMA-Adapter") {
+            } else if named(&["llama-adapter"]) {
                 AdapterMethod::LlamaAdapter
-            } else if notes.contains("IA3") || notes.contains("IA³") {
+            } else if named(&["ia3", "ia³"]) {
                 AdapterMethod::Ia3
-            } else if notes.contains("LN tuning") {
+            } else if lower.contains("ln tuning") || named(&["ln-tuning"]) {
                 AdapterMethod::LnTuning
-            } else if notes.contains("BOFT") {
+            } else if named(&["boft"]) {
                 AdapterMethod::Boft
-            } else if notes.contains("HRA") {
+            } else if named(&["hra"]) {
                 AdapterMethod::Hra
-            } else if notes.to_ascii_lowercase().contains("prefix tuning") {
+            } else if lower.contains("prefix tuning")
+                || named(&["prefix-tuning", "cartridge", "cartridges"])
+            {
+                // Cartridges (PEFT `CartridgeConfig`) train a key/value prefix too.
                 AdapterMethod::PrefixTuning
-            } else if notes.contains("OSF") {
+            } else if named(&["osf"]) {
                 // PEFT 0.21 factored OSF's forward; the published OSF runs
                 // (PEFT's MetaMathQA results, added with the method in 0.18)
                 // rebuilt the weight. A stated "PEFT 0.21" (or later) says which.
@@ -602,17 +613,23 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                     Some((major, _)) if major >= 1 => AdapterMethod::Osf,
                     _ => AdapterMethod::OsfReconstruct,
                 }
-            } else if ["LoHa", "LoKr", "FourierFT", "WaveFT", "RandLoRA"]
-                .iter()
-                .any(|k| notes.contains(k))
-            {
+            } else if named(&[
+                "loha",
+                "lokr",
+                "fourierft",
+                "waveft",
+                "randlora",
+                "hira",
+                "peanut",
+            ]) {
+                // Counted with saved_tensors.py --methods: the fp32 input
+                // casts plus a weight-sized update (PEANuT keeps about two).
                 AdapterMethod::DeltaWeight
-            } else if [
-                "VeRA", "VB-LoRA", "VBLoRA", "C3A", "DeLoRA", "GraLoRA", "RoAd", "AdaLoRA", "OFT",
-            ]
-            .iter()
-            .any(|k| notes.contains(k))
-            {
+            } else if named(&[
+                "vera", "pvera", "vb-lora", "vblora", "c3a", "delora", "gralora", "road",
+                "adalora", "oft", "lily", "unilora", "deft",
+            ]) {
+                // Counted: the fp32 input casts (PVeRA and DEFT keep a little more).
                 AdapterMethod::CastInputs
             } else {
                 AdapterMethod::Generic

@@ -169,6 +169,11 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
     assert_eq!(osf("HRA r8 on q+v"), AdapterMethod::Hra);
     assert_eq!(osf("VB-LoRA on q+v"), AdapterMethod::CastInputs);
     assert_eq!(osf("SHiRA on q+v"), AdapterMethod::Generic);
+    assert_eq!(osf("HiRA on q+v"), AdapterMethod::DeltaWeight);
+    assert_eq!(osf("PEANuT on q+v"), AdapterMethod::DeltaWeight);
+    assert_eq!(osf("LiLy on q+v"), AdapterMethod::CastInputs);
+    assert_eq!(osf("BOFT block 4 on q+v"), AdapterMethod::Boft);
+    assert_eq!(osf("Cartridges (20 tokens)"), AdapterMethod::PrefixTuning);
     assert_eq!(
         osf("prefix tuning: 20 virtual tokens"),
         AdapterMethod::PrefixTuning
