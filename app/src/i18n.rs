@@ -235,6 +235,18 @@ pub const ZH: &[(&str, &str)] = &[
     ("LoRA dropout", "LoRA dropout"),
     // Hints
     (
+        "For other PEFT methods: what each keeps for backward beyond a frozen base",
+        "用于其他 PEFT 方法：除冻结基座外，各方法为反向传播额外保存的内容",
+    ),
+    (
+        "For other PEFT methods: the count PEFT's print_trainable_parameters() reports",
+        "用于其他 PEFT 方法：PEFT 的 print_trainable_parameters() 报告的数量",
+    ),
+    (
+        "Prompt, prefix or P-tuning tokens per sequence",
+        "每个序列的 prompt、prefix 或 P-tuning 虚拟 token 数",
+    ),
+    (
         "Preset dimensions from the model's config.json",
         "预设维度来自模型的 config.json",
     ),
@@ -372,6 +384,28 @@ pub const ZH: &[(&str, &str)] = &[
     ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),
     ("DoRA", "DoRA"),
     ("LoRA-FA (A frozen)", "LoRA-FA（冻结 A）"),
+    ("other PEFT method", "其他 PEFT 方法"),
+    ("PEFT method", "PEFT 方法"),
+    ("Trainable parameters", "可训练参数"),
+    ("Virtual tokens", "虚拟 token"),
+    (
+        "frozen base only (prompt tuning, P-tuning, MiSS…)",
+        "仅冻结基座（prompt tuning、P-tuning、MiSS…）",
+    ),
+    ("LLaMA-Adapter v2", "LLaMA-Adapter v2"),
+    ("LN tuning", "LN tuning（仅训练归一化层）"),
+    (
+        "input casts (VeRA, C3A, OFT, AdaLoRA…)",
+        "输入类型转换副本（VeRA、C3A、OFT、AdaLoRA…）",
+    ),
+    (
+        "weight-sized update (LoHa, LoKr, FourierFT…)",
+        "权重大小的增量（LoHa、LoKr、FourierFT…）",
+    ),
+    ("OSF (PEFT ≥ 0.21)", "OSF（PEFT ≥ 0.21）"),
+    ("OSF (PEFT 0.18–0.20)", "OSF（PEFT 0.18–0.20）"),
+    ("HRA (Householder reflections)", "HRA（Householder 反射）"),
+    ("prefix tuning", "prefix tuning（前缀微调）"),
     ("none (on GPU)", "无（留在显存）"),
     ("CPU (host RAM)", "CPU（主机内存）"),
     ("NVMe", "NVMe"),

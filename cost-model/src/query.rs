@@ -606,16 +606,13 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             };
         }
         Some("adapter") => {
+            // Not given (the planner's method switched to `adapter`): none
+            // yet, a frozen base, until the count is entered.
             let trainable_params = match get("trainable") {
                 Some(s) => s
                     .parse::<u64>()
                     .map_err(|_| err("trainable", format!("`{s}` is not a whole number")))?,
-                None => {
-                    return Err(err(
-                        "trainable",
-                        "an adapter plan needs its trainable parameter count",
-                    ))
-                }
+                None => 0,
             };
             let base_bits = get("bits")
                 .map(|s| num("bits", s))
@@ -860,7 +857,26 @@ mod apply_tests {
             }
         );
         assert_eq!(decode_str(&encode(&p)).unwrap(), p);
-        assert_eq!(decode_str("ft=adapter").unwrap_err().param, "trainable");
+        // Switching the planner's method to `adapter`: no count yet, a frozen base.
+        assert_eq!(
+            decode_str("ft=adapter").unwrap().training.finetune,
+            Finetune::Adapter {
+                trainable_params: 0,
+                base_bits: 16,
+                method: AdapterMethod::Generic,
+                virtual_tokens: 0,
+                targets: LoraTargets::QV,
+            }
+        );
+        assert_eq!(
+            decode_str("ft=adapter&trainable=many").unwrap_err().param,
+            "trainable"
+        );
+        for m in ["osf", "osf-reconstruct", "hra", "prefix-tuning"] {
+            let p =
+                decode_str(&format!("ft=adapter&trainable=1000&adapter={m}&vtokens=20")).unwrap();
+            assert_eq!(decode_str(&encode(&p)).unwrap(), p, "{m}");
+        }
         let v2 = decode_str("ft=adapter&trainable=4280000&adapter=llama-adapter-v2").unwrap();
         assert!(matches!(
             v2.training.finetune,

@@ -238,3 +238,26 @@ test("LoRA variant and output head: the controls and the URL keys agree, and the
   // No vocab logits under a classification head.
   await expect(page.getByTestId("row-logits")).not.toHaveText(logits ?? "");
 });
+
+test("other PEFT methods: the method select, the trainable count and the URL keys agree, and the breakdown follows", async ({ page }, info) => {
+  const plan =
+    "/?model=llama-3.2-3b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=768" +
+    "&ft=adapter&trainable=194536000&targets=all-linear";
+  await page.goto(plan);
+  await expect(page.getByTestId("ft")).toHaveValue("adapter");
+  await expect(page.getByTestId("adapter")).toHaveValue("generic");
+  await expect(page.getByTestId("trainable")).toHaveValue("194536000");
+  const acts = await page.getByTestId("row-activations").textContent();
+  const weights = await page.getByTestId("row-weights").textContent();
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("adapter").selectOption("osf-reconstruct");
+    await expect(page).toHaveURL(/adapter=osf-reconstruct/);
+  } else {
+    await page.goto(plan + "&adapter=osf-reconstruct");
+    await expect(page.getByTestId("adapter")).toHaveValue("osf-reconstruct");
+  }
+  // PEFT 0.18–0.20's OSF keeps each rebuilt weight and stores the frozen high-rank factors.
+  await expect(page.getByTestId("row-activations")).not.toHaveText(acts ?? "");
+  await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
+});
