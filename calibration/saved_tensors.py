@@ -20,6 +20,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/pip install peft && v/bin/python calibration/saved_tensors.py --peft [boft]
     v/bin/python calibration/saved_tensors.py --scratch
     v/bin/python calibration/saved_tensors.py --methods
+    v/bin/python calibration/saved_tensors.py --compile
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
@@ -86,6 +87,13 @@ buffer elements per block):
     PEFT 0.20.0, bf16 adapters (weight rebuilt every forward)  39.07, 23.13 MB, 16 069 920
     PEFT 0.21.2, bf16 adapters (factored rank-2r update)       39.95,  2.33 MB,  9 421 024
     PEFT 0.21.2, fp32 adapters                                 66.32,  4.65 MB,  9 421 024
+
+`--compile` (whole-model torch.compile, inductor on the CPU, torch 2.15, transformers 5.24; the
+small bf16 Llama, per token per block / hidden): eager 43.07, compiled 32.57; with
+non-reentrant checkpointing 2.00 either way (only the block input). A CPU profile of the
+backward (`torch.profiler`, `profile_memory=True`, 2 × 2048 tokens, 2/4/6 blocks) grew by
+one block's gradients per block, compiled or not: the H200's excess under compile with
+checkpointing (calibration/h200-2026-11-30) is not reproduced on the CPU.
 
 `--scratch` (LLMs-from-scratch LayerNorm / GELU; bytes per element beyond the input, fp32
 and bf16 alike in elements): custom LayerNorm 2 tensors with its scale trained, 1 frozen;
@@ -433,6 +441,44 @@ def osf_main():
           f" buffers {buffers[3] - buffers[2]} elements per block; trainable {trainable} per block")
 
 
+def compile_main():
+    """Whole-model torch.compile (inductor, CPU) with and without non-reentrant gradient
+    checkpointing on the small bf16 Llama (B=2, T=64, labels given so the loss is in the
+    graph): saved bytes per token per block / hidden at the end of the forward."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    print(f"torch {torch.__version__}")
+
+    def saved(n, ckpt, comp, B=2, T=64):
+        cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=n))
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        model.train()
+        if ckpt:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        fwd = torch.compile(model) if comp else model
+        fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        fixed |= {b.untyped_storage().data_ptr() for b in model.buffers()}
+        idx = torch.randint(0, cfg.vocab_size, (B, T))
+        if comp:  # compile outside the count
+            out = fwd(input_ids=idx, labels=idx, use_cache=False)
+            out.loss.backward()
+            del out
+        with SavedBytes(fixed) as c:
+            out = fwd(input_ids=idx, labels=idx, use_cache=False)
+        total = c.total()
+        del out
+        return total
+
+    for ckpt in (False, True):
+        for comp in (False, True):
+            per_block = (saved(3, ckpt, comp) - saved(2, ckpt, comp)) / (2 * 64 * config["hidden_size"])
+            print(f"checkpointing {str(ckpt):5s} compile {str(comp):5s} {per_block:6.2f}")
+
+
 def scratch_main():
     """LLMs-from-scratch's LayerNorm and GELU (ch04, written as tensor ops) against
     F.layer_norm and the fused tanh GELU: bytes per element kept beyond the input."""
@@ -482,6 +528,8 @@ def main():
         return methods_main()
     if sys.argv[1] == "--osf":
         return osf_main()
+    if sys.argv[1] == "--compile":
+        return compile_main()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)

@@ -32,8 +32,9 @@ fn public_cases_hold_the_recorded_accuracy() {
     // (calibration/saved_tensors.py): 3.82 % / 13.82 % (was 8.86 % / 24.65 %).
     // Then DoRA, LoRA-FA, LN tuning, BOFT, Python LayerNorm/GELU (each pinned
     // to a count) and classification heads: 3.78 % / 13.81 %.
-    // Then the ZeRO-3 IPG bucket and OSF's rebuilt weights: 3.72 % / 12.72 %.
-    assert!(median <= 3.8, "median |error| {median} %");
+    // Then the ZeRO-3 IPG bucket and OSF's rebuilt weights: 3.72 % / 12.72 %;
+    // a compiled block's recomputed SiLU output: 3.58 % / 12.72 %.
+    assert!(median <= 3.7, "median |error| {median} %");
     assert!(p90 <= 13.0, "p90 |error| {p90} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
@@ -80,9 +81,11 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // 2026-11-30: 2.43 % / 7.01 % / −19.8 % (torch.compile with checkpointing
     // keeps more than modelled); then 1.99 % / 6.42 % once transformers 5's
     // grouped experts run in fp32 under autocast; 1.86 % / 6.20 % once a
-    // reached sliding window makes SDPA expand grouped k/v.
-    assert!(median <= 2.0, "median |error| {median} %");
-    assert!(p90 <= 6.5, "p90 |error| {p90} %");
+    // reached sliding window makes SDPA expand grouped k/v; 1.79 % / 5.38 %
+    // once a compiled block recomputes its SiLU output and SDPA gets a mask
+    // (and repeated k/v) under torch.compile.
+    assert!(median <= 1.9, "median |error| {median} %");
+    assert!(p90 <= 5.6, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 
