@@ -20,7 +20,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/pip install peft && v/bin/python calibration/saved_tensors.py --peft [boft]
     v/bin/python calibration/saved_tensors.py --scratch
     v/bin/python calibration/saved_tensors.py --methods
-    v/bin/python calibration/saved_tensors.py --compile
+    v/bin/python calibration/saved_tensors.py --compile      # and --compile-backward (7 min)
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
@@ -90,10 +90,11 @@ buffer elements per block):
 
 `--compile` (whole-model torch.compile, inductor on the CPU, torch 2.15, transformers 5.24; the
 small bf16 Llama, per token per block / hidden): eager 43.07, compiled 32.57; with
-non-reentrant checkpointing 2.00 either way (only the block input). A CPU profile of the
-backward (`torch.profiler`, `profile_memory=True`, 2 × 2048 tokens, 2/4/6 blocks) grew by
-one block's gradients per block, compiled or not: the H200's excess under compile with
-checkpointing (calibration/h200-2026-11-30) is not reproduced on the CPU.
+non-reentrant checkpointing 2.00 either way (only the block input). `--compile-backward` profiles the
+CPU allocations of a forward and backward (2 × 2048 tokens, 2/4/6 blocks): with
+checkpointing the peak grew by 22.55 MB per block eager and 20.71 MB compiled (one block's
+bf16 gradients, 22.5 MB; 180.65 MB without checkpointing): the H200's excess under compile
+with checkpointing (calibration/h200-2026-11-30) is not reproduced on the CPU.
 
 `--scratch` (LLMs-from-scratch LayerNorm / GELU; bytes per element beyond the input, fp32
 and bf16 alike in elements): custom LayerNorm 2 tensors with its scale trained, 1 frozen;
@@ -479,6 +480,49 @@ def compile_main():
             print(f"checkpointing {str(ckpt):5s} compile {str(comp):5s} {per_block:6.2f}")
 
 
+def compile_backward_main():
+    """The peak of CPU allocations over one forward and backward (torch.profiler,
+    profile_memory=True) of the small bf16 Llama with 2, 4 and 6 blocks at 2 x 2048 tokens,
+    with non-reentrant checkpointing, eager and compiled, and without checkpointing:
+    how the peak grows per block."""
+    from torch.profiler import ProfilerActivity, profile
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+    def peak(n, ckpt, comp, B=2, T=2048):
+        cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=n))
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        model.train()
+        if ckpt:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        fwd = torch.compile(model) if comp else model
+        idx = torch.randint(0, cfg.vocab_size, (B, T))
+        for _ in range(2):  # compile and warm up outside the profile
+            fwd(input_ids=idx, labels=idx, use_cache=False).loss.backward()
+            model.zero_grad(set_to_none=True)
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            loss = fwd(input_ids=idx, labels=idx, use_cache=False).loss
+            loss.backward()
+            del loss
+        events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                        if e.name() == "[memory]")
+        live = top = 0
+        for _, nbytes in events:
+            live += nbytes
+            top = max(top, live)
+        return top
+
+    print(f"torch {torch.__version__}")
+    for ckpt, comp in [(True, False), (True, True), (False, False)]:
+        p = {n: peak(n, ckpt, comp) for n in (2, 4, 6)}
+        print(f"checkpointing {str(ckpt):5s} compile {str(comp):5s} peak MB "
+              f"{[round(p[n] / 1e6, 1) for n in (2, 4, 6)]}, per block {(p[6] - p[2]) / 4 / 1e6:.2f} MB")
+
+
 def scratch_main():
     """LLMs-from-scratch's LayerNorm and GELU (ch04, written as tensor ops) against
     F.layer_norm and the fused tanh GELU: bytes per element kept beyond the input."""
@@ -530,6 +574,8 @@ def main():
         return osf_main()
     if sys.argv[1] == "--compile":
         return compile_main()
+    if sys.argv[1] == "--compile-backward":
+        return compile_backward_main()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)
