@@ -667,16 +667,10 @@ impl<'a> Ctx<'a> {
 
     /// (A parameters, B parameters, targeted outputs) of one block's adapters.
     fn lora_layer_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
-        let m = self.m;
         let r = rank as f64;
-        let mlp_copies = if m.is_moe() {
-            (m.experts + m.shared_experts) as f64
-        } else {
-            1.0
-        };
         let (mut a, mut b, mut outs) = (0.0, 0.0, 0.0);
         for mat in self.block_matrices(tg).iter().filter(|x| x.targeted) {
-            let n = if mat.mlp { mlp_copies } else { 1.0 };
+            let n = self.mlp_copies(mat);
             a += n * r * mat.din;
             b += n * r * mat.dout;
             outs += n * mat.dout;
