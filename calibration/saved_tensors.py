@@ -249,6 +249,27 @@ def per_block(mod_name, name, n_layer=4, B=2, T=64, dtype=torch.bfloat16, **over
     return [(b - a) / (B * T * cfg.n_embd) for a, b in zip(totals, totals[1:])]
 
 
+# The small Llama-shaped config the method counts use: hidden 1024, 16 heads over 4 kv
+# heads, MLP 2816, a 1000-token vocabulary.
+SMALL_LLAMA = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                   num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+
+def small_llama(n, ckpt=False, comp=False):
+    """The small bf16 Llama with `n` blocks in training mode, optionally with non-reentrant
+    checkpointing and whole-model torch.compile: (model, the callable to run, config)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.for_model(**dict(SMALL_LLAMA, num_hidden_layers=n))
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    model.train()
+    if ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model, (torch.compile(model) if comp else model), cfg
+
+
 def per_block_transformers(config, B=2, T=64, dtype=torch.bfloat16, lora=None, attn="sdpa", peft_config=None,
                            after=None, raw=False, autocast_adapter_dtype=True, buffers=None):
     """The same count for a transformers model built from `config` (random weights), full
@@ -376,8 +397,7 @@ def methods_main():
     import peft
 
     F.scaled_dot_product_attention = flash_like
-    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
-                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = SMALL_LLAMA
     qv = ["q_proj", "v_proj"]
     print(f"torch {torch.__version__}, peft {peft.__version__}")
     for name, make in [
@@ -419,8 +439,7 @@ def osf_main():
     import peft
 
     F.scaled_dot_product_attention = flash_like
-    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
-                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = SMALL_LLAMA
     linear = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     # effective_rank is the frozen (top) rank: min(out, in) - 32 trains 32 directions
     # (k and v are 1024 -> 256).
@@ -446,21 +465,11 @@ def compile_main():
     """Whole-model torch.compile (inductor, CPU) with and without non-reentrant gradient
     checkpointing on the small bf16 Llama (B=2, T=64, labels given so the loss is in the
     graph): saved bytes per token per block / hidden at the end of the forward."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
-                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = SMALL_LLAMA
     print(f"torch {torch.__version__}")
 
     def saved(n, ckpt, comp, B=2, T=64):
-        cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=n))
-        cfg._attn_implementation = "sdpa"
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-        model.train()
-        if ckpt:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        fwd = torch.compile(model) if comp else model
+        model, fwd, cfg = small_llama(n, ckpt, comp)
         fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
         fixed |= {b.untyped_storage().data_ptr() for b in model.buffers()}
         idx = torch.randint(0, cfg.vocab_size, (B, T))
@@ -486,20 +495,10 @@ def compile_backward_main():
     with non-reentrant checkpointing, eager and compiled, and without checkpointing:
     how the peak grows per block."""
     from torch.profiler import ProfilerActivity, profile
-    from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = dict(model_type="llama", hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
-                  num_key_value_heads=4, vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
 
     def peak(n, ckpt, comp, B=2, T=2048):
-        cfg = AutoConfig.for_model(**dict(config, num_hidden_layers=n))
-        cfg._attn_implementation = "sdpa"
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-        model.train()
-        if ckpt:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        fwd = torch.compile(model) if comp else model
+        model, fwd, cfg = small_llama(n, ckpt, comp)
         idx = torch.randint(0, cfg.vocab_size, (B, T))
         for _ in range(2):  # compile and warm up outside the profile
             fwd(input_ids=idx, labels=idx, use_cache=False).loss.backward()
@@ -561,21 +560,20 @@ def scratch_main():
                 del y
 
 
+MODES = {
+    "--transformers": lambda: transformers_main(),
+    "--peft": lambda: peft_main(),
+    "--scratch": lambda: scratch_main(),
+    "--methods": lambda: methods_main(),
+    "--osf": lambda: osf_main(),
+    "--compile": lambda: compile_main(),
+    "--compile-backward": lambda: compile_backward_main(),
+}
+
+
 def main():
-    if sys.argv[1] == "--transformers":
-        return transformers_main()
-    if sys.argv[1] == "--peft":
-        return peft_main()
-    if sys.argv[1] == "--scratch":
-        return scratch_main()
-    if sys.argv[1] == "--methods":
-        return methods_main()
-    if sys.argv[1] == "--osf":
-        return osf_main()
-    if sys.argv[1] == "--compile":
-        return compile_main()
-    if sys.argv[1] == "--compile-backward":
-        return compile_backward_main()
+    if sys.argv[1] in MODES:
+        return MODES[sys.argv[1]]()
     install_litgpt(sys.argv[1])
     F.scaled_dot_product_attention = flash_like
     torch.manual_seed(0)
