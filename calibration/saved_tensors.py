@@ -561,13 +561,13 @@ def scratch_main():
 
 
 MODES = {
-    "--transformers": lambda: transformers_main(),
-    "--peft": lambda: peft_main(),
-    "--scratch": lambda: scratch_main(),
-    "--methods": lambda: methods_main(),
-    "--osf": lambda: osf_main(),
-    "--compile": lambda: compile_main(),
-    "--compile-backward": lambda: compile_backward_main(),
+    "--transformers": transformers_main,
+    "--peft": peft_main,
+    "--scratch": scratch_main,
+    "--methods": methods_main,
+    "--osf": osf_main,
+    "--compile": compile_main,
+    "--compile-backward": compile_backward_main,
 }
 
 
