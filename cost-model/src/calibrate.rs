@@ -519,9 +519,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.optimizer_impl = OptimizerImpl::Foreach;
     }
     t.compile = r.bool("compile")?;
-    // Plain-MLP families (GPT-2, BERT, T5, BLOOM) ship configs with dropout 0.1;
-    // the Llama lineage (gated MLP) with 0.0.
-    t.dropout = mlp == Mlp::Plain;
+    // Plain-MLP families (GPT-2, BERT, T5, OPT) ship configs with dropout 0.1,
+    // the Llama lineage (gated MLP) with 0.0 (so does BLOOM, which this rule
+    // does not tell apart) — unless the framework runs its own model code
+    // without dropout layers (LitGPT, torchtitan, torchtune).
+    t.dropout = mlp == Mlp::Plain && framework.model_code_has_dropout();
     // A plain PyTorch or Accelerate loop runs whatever model implementation it
     // is given: a model named by its Hugging Face hub id (`org/name`) is the
     // transformers implementation, which upcasts softmax and logits to fp32.

@@ -143,6 +143,19 @@ impl Framework {
         )
     }
 
+    /// Whether the framework's own model code has dropout layers at all.
+    /// LitGPT's blocks have none (its `Config` has no dropout; attention calls
+    /// SDPA with `dropout_p=0.0`, lit-gpt 2023-10 to litgpt 0.5), nor do
+    /// torchtitan's and torchtune's Llama-family builders (`attn_dropout=0.0`);
+    /// Megatron-LM's default `--hidden-dropout`/`--attention-dropout` is 0.1, and
+    /// transformers models follow their config.
+    pub fn model_code_has_dropout(self) -> bool {
+        !matches!(
+            self,
+            Framework::Litgpt | Framework::Torchtitan | Framework::Torchtune
+        )
+    }
+
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
     /// The Trainer fills its "auto" with hidden² (transformers
     /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's

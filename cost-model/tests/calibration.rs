@@ -33,8 +33,10 @@ fn public_cases_hold_the_recorded_accuracy() {
     // Then DoRA, LoRA-FA, LN tuning, BOFT, Python LayerNorm/GELU (each pinned
     // to a count) and classification heads: 3.78 % / 13.81 %.
     // Then the ZeRO-3 IPG bucket and OSF's rebuilt weights: 3.72 % / 12.72 %;
-    // a compiled block's recomputed SiLU output: 3.58 % / 12.72 %.
-    assert!(median <= 3.7, "median |error| {median} %");
+    // a compiled block's recomputed SiLU output: 3.58 % / 12.72 %. Then 3.94 %:
+    // LitGPT's plain-MLP rows lost dropout masks its model code never had
+    // (they had been hiding ~3 % missing elsewhere in the phi-1.5 rows).
+    assert!(median <= 4.0, "median |error| {median} %");
     assert!(p90 <= 13.0, "p90 |error| {p90} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
@@ -197,6 +199,19 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
         (LoraVariant::Lora, false)
     );
     assert_eq!(lora("peft_readme_raft-144"), (LoraVariant::Lora, true));
+    // LitGPT's model code has no dropout; a transformers GPT-2/BERT has.
+    assert!(
+        !case_plan(&csv, "litgpt_resource_tables_2023-10-001")
+            .unwrap()
+            .training
+            .dropout
+    );
+    assert!(
+        case_plan(&csv, "hf_transformers_perf_train_gpu_one-128")
+            .unwrap()
+            .training
+            .dropout
+    );
     // "custom LayerNorm/GELU"; "sequence classification head only".
     let scratch = case_plan(&csv, "rasbt_llms_from_scratch_speed-180").unwrap();
     assert!(scratch.model.python_norm && scratch.model.gelu_new);
