@@ -143,6 +143,16 @@ impl Framework {
         )
     }
 
+    /// Whether a quantized (QLoRA) base has its LM head quantized too. LitGPT
+    /// quantizes through Fabric's `BitsandbytesPrecision`, which converts every
+    /// `nn.Linear` (`_convert_layers`, no modules ignored by LitGPT's scripts);
+    /// transformers keeps the output embedding in 16 bits
+    /// (`get_keys_to_not_convert`), and torchtune's NF4 covers the blocks'
+    /// linears.
+    pub fn quantizes_lm_head(self) -> bool {
+        self == Framework::Litgpt
+    }
+
     /// Whether the framework's own model code has dropout layers at all.
     /// LitGPT's blocks have none (its `Config` has no dropout; attention calls
     /// SDPA with `dropout_p=0.0`, lit-gpt 2023-10 to litgpt 0.5), nor do

@@ -35,8 +35,10 @@ fn public_cases_hold_the_recorded_accuracy() {
     // Then the ZeRO-3 IPG bucket and OSF's rebuilt weights: 3.72 % / 12.72 %;
     // a compiled block's recomputed SiLU output: 3.58 % / 12.72 %. Then 3.94 %:
     // LitGPT's plain-MLP rows lost dropout masks its model code never had
-    // (they had been hiding ~3 % missing elsewhere in the phi-1.5 rows).
-    assert!(median <= 4.0, "median |error| {median} %");
+    // (they had been hiding ~3 % missing elsewhere in the phi-1.5 rows); then
+    // 3.72 % once bitsandbytes' dequantized weights and LitGPT's quantized LM
+    // head were modelled.
+    assert!(median <= 3.8, "median |error| {median} %");
     assert!(p90 <= 13.0, "p90 |error| {p90} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
