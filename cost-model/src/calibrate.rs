@@ -588,7 +588,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 .map(str::to_lowercase)
                 .collect();
             let named = |names: &[&str]| names.iter().any(|n| words.iter().any(|w| w == n));
-            let lower = notes.to_lowercase();
             let method = if notes.contains("LLaMA-Adapter v2") {
                 AdapterMethod::LlamaAdapterV2
             } else if named(&["llama-adapter"]) {

@@ -553,14 +553,10 @@ impl<'a> Ctx<'a> {
     /// adapts, none of which a frozen block keeps: q, k and v share theirs (the
     /// normed block input), as gate and up do; o's is the attention output
     /// (made contiguous after eager attention), down's the gated product
-    /// (routed experts per token).
+    /// (per MLP a token runs through).
     fn distinct_inputs(&self, tg: LoraTargets) -> f64 {
         let (m, t, rep) = (self.m, self.t, self.rep);
-        let k = if m.is_moe() {
-            m.experts_per_token as f64
-        } else {
-            1.0
-        };
+        let k = self.mlp_runs_per_token();
         let [q, kk, v, o, g, u, d] = self.block_matrices(tg).map(|x| x.targeted);
         let h = m.hidden as f64;
         let mut inputs = 0.0;
@@ -578,6 +574,16 @@ impl<'a> Ctx<'a> {
             inputs += k * m.ffn as f64 / t;
         }
         inputs
+    }
+
+    /// MLPs each token runs through: the routed experts plus the shared ones
+    /// of an MoE block, else one.
+    fn mlp_runs_per_token(&self) -> f64 {
+        if self.m.is_moe() {
+            (self.m.experts_per_token + self.m.shared_experts) as f64
+        } else {
+            1.0
+        }
     }
 
     /// The adapter method of a `Finetune::Adapter` plan.
@@ -637,12 +643,12 @@ impl<'a> Ctx<'a> {
     /// `_osf_*` buffers, in the base weight's dtype): see [`AdapterMethod::Osf`]
     /// and [`AdapterMethod::OsfReconstruct`].
     fn osf_buffer_layer_params(&self) -> f64 {
-        let Some(method @ (AdapterMethod::Osf | AdapterMethod::OsfReconstruct)) =
-            self.adapter_method()
+        let Finetune::Adapter {
+            method: method @ (AdapterMethod::Osf | AdapterMethod::OsfReconstruct),
+            targets,
+            ..
+        } = self.plan.training.finetune
         else {
-            return 0.0;
-        };
-        let Finetune::Adapter { targets, .. } = self.plan.training.finetune else {
             return 0.0;
         };
         let r = self.osf_rank();
@@ -1450,11 +1456,7 @@ impl<'a> Ctx<'a> {
         }
 
         // MLP block (per routed token: top-k experts plus shared ones).
-        let k = if m.is_moe() {
-            (m.experts_per_token + m.shared_experts) as f64
-        } else {
-            1.0
-        };
+        let k = self.mlp_runs_per_token();
         // A parallel block with one norm (Phi, GPT-J, Falcon-7B) feeds the same
         // normalised tensor to attention and MLP: no second norm input, and the
         // MLP's input is the tensor attention already keeps (unless autocast
