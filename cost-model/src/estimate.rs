@@ -55,6 +55,14 @@ const MASK: f64 = 1.0;
 /// bitsandbytes NF4 storage: 4 bits per weight plus one fp32 absmax per
 /// 64-weight block (Dettmers et al., QLoRA, 2023, §2: 32/64 = 0.5 bit/param).
 const NF4_BYTES_PER_PARAM: f64 = 0.5 + 4.0 / 64.0;
+/// Double-quantized NF4: the 64-weight blocks' scales stored as int8, with one
+/// fp32 factor per 256 of them (QLoRA §2, "Double Quantization": 0.127 bit
+/// per parameter instead of 0.5) — torchao's `NF4Tensor`
+/// (`to_nf4(block_size=64, scaler_block_size=256)`), which torchtune's QLoRA
+/// models always use. LitGPT's resource table measures the bitsandbytes
+/// equivalent ("nf4-dq") 0.055 GiB below "nf4" for phi-1.5's 1.2 B quantized
+/// weights: 0.047 B per parameter, as here.
+const NF4_DOUBLE_QUANT_BYTES_PER_PARAM: f64 = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0);
 /// bitsandbytes LLM.int8(): one byte per weight plus row-wise fp32 scales (negligible).
 const INT8_BYTES_PER_PARAM: f64 = 1.0;
 
@@ -75,9 +83,24 @@ const LOSS_STANDARD_TENSORS: f64 = 3.0;
 /// LitGPT `chunked_cross_entropy` with a chunked LM head keeps every 16-bit
 /// logits chunk and its 16-bit log-softmax (litgpt/utils.py).
 const LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT: f64 = 2.0 * HALF;
-/// torchtune `CEWithChunkedOutputLoss`: 16-bit logits kept, each chunk
-/// upcast and freed (torchtune/modules/loss/ce_chunked_output_loss.py).
-const LOSS_CHUNKED_FREE_BYTES_PER_LOGIT: f64 = HALF;
+/// torchtune `CEWithChunkedOutputLoss` (torchtune/modules/loss/ce_chunked_output_loss.py):
+/// the decoder returns a list of 16-bit logits chunks (`chunked_output`), and
+/// `compute_cross_entropy` runs `F.cross_entropy(logits.float(), ...)` on each.
+/// Eagerly, each chunk's log-softmax keeps its fp32 output for backward
+/// (`LogSoftmaxBackward` saves `result`) while the recipe still holds the
+/// 16-bit list until `del logits` after the loss: 16-bit + fp32 bytes per
+/// logit at the end of the loss forward, the fp32 outputs alone as backward
+/// starts. Compiled (torchtune's `compile_loss` compiles
+/// `compute_cross_entropy` in place), the partitioner saves the 16-bit chunk
+/// and recomputes the upcast: the 16-bit list alone, each chunk's gradient
+/// taking the place of its logits as backward walks the chunks (the chunks'
+/// loss nodes run before any LM-head chunk's, being created later).
+const LOSS_CHUNKED_FREE_EAGER_BYTES_PER_LOGIT: f64 = FP32;
+/// `CEWithChunkedOutputLoss(num_output_chunks=8)`, torchtune's default.
+const LOSS_CHUNKED_FREE_CHUNKS: f64 = 8.0;
+/// Eager backward of one chunk: the NLL's dense fp32 gradient, log-softmax's
+/// fp32 input gradient and the cast back to 16 bits.
+const LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32: f64 = 2.0;
 /// Fused linear-cross-entropy (Liger, Unsloth) never materialises the logits;
 /// one chunk of fp32 logits of this many tokens lives at a time
 /// (liger_kernel fused_linear_cross_entropy: chunk ≈ 2^ceil(log2(BT / (V/H)))).
@@ -328,13 +351,12 @@ const BOFT_ROTATION_MATRICES: f64 = 3.0;
 /// Relative width of the uncertainty band below / above the prediction, from
 /// the calibration residuals (docs/ACCURACY.md): with signed errors
 /// e = (predicted − measured) / measured, the truth is predicted / (1 + e).
-/// Over the 81 public and 138 H200 rows (2026-11-30, fourth session, after
-/// ZeRO-3's IPG bucket, OSF's rebuilt weights, the compiled block's count,
-/// LitGPT rows without dropout and bitsandbytes' dequantized weights) the
-/// 90th percentile of e (+4.8 %) gives the low edge (× 0.954) and the 10th
-/// (−5.4 %) the high edge (× 1.057). Re-derive when the model changes.
-pub const BAND_BELOW: f64 = 0.046;
-pub const BAND_ABOVE: f64 = 0.057;
+/// Over the 81 public, 138 H200 and 13 torchtune rows (2026-11-30, fifth
+/// session, after torchtune's own mechanisms) the 90th percentile of e
+/// (+5.0 %) gives the low edge (× 0.953) and the 10th (−5.65 %) the high edge
+/// (× 1.060). Re-derive when the model changes.
+pub const BAND_BELOW: f64 = 0.047;
+pub const BAND_ABOVE: f64 = 0.060;
 
 /// One weight matrix of a block ([`Ctx::block_matrices`]).
 #[derive(Clone, Copy)]
@@ -521,6 +543,36 @@ impl<'a> Ctx<'a> {
             p += head / self.t;
         }
         p
+    }
+
+    /// The LM head's weight on stage `s` (the embedding when tied), if last.
+    fn lm_head_params(&self, s: u32) -> f64 {
+        let m = self.m;
+        if !self.is_last(s) || m.head != ModelHead::Lm {
+            return 0.0;
+        }
+        m.vocab as f64 * m.hidden as f64 / self.t
+    }
+
+    /// Whether the parameters outside the blocks train (full fine-tuning).
+    fn trains_edges(&self) -> bool {
+        matches!(self.plan.training.finetune, Finetune::Full)
+    }
+
+    /// With the optimizer step in backward, each parameter steps and drops
+    /// its gradient once the gradient is complete
+    /// (`register_post_accumulate_grad_hook`, torchtune
+    /// `training.register_optim_in_bwd_hooks`). The LM head's gradient exists
+    /// as backward starts; a tied head's keeps accumulating until the
+    /// embedding's backward, the very last, so it lives through the whole
+    /// backward. Returns (at the loss backward, through the blocks').
+    fn optim_in_bwd_head_grads(&self, s: u32) -> (f64, f64) {
+        if !self.plan.training.optimizer_in_backward || !self.trains_edges() {
+            return (0.0, 0.0);
+        }
+        let g = self.lm_head_params(s) * self.grad_bytes();
+        let tied = self.m.tied_embeddings && self.plan.parallel.pp == 1;
+        (g, if tied { g } else { 0.0 })
     }
 
     fn stage_params(&self, s: u32) -> f64 {
@@ -843,6 +895,7 @@ impl<'a> Ctx<'a> {
     /// Bytes of a frozen block matrix weight (LoRA base).
     fn frozen_matrix_bytes(&self, base_bits: u32) -> f64 {
         match base_bits {
+            4 if self.plan.framework.nf4_double_quantized() => NF4_DOUBLE_QUANT_BYTES_PER_PARAM,
             4 => NF4_BYTES_PER_PARAM,
             8 => INT8_BYTES_PER_PARAM,
             32 => FP32,
@@ -940,6 +993,10 @@ impl<'a> Ctx<'a> {
 
     /// Gradients of one rank (full size; ZeRO-2+/FSDP keep only a shard).
     fn gradients(&self, s: u32) -> f64 {
+        if self.grads_offloaded() {
+            // Only the reduce buckets / the unit in flight stay ([`Self::comm_buffers`]).
+            return 0.0;
+        }
         let g = self.stage_trainable(s) * self.grad_bytes();
         if self.plan.training.optimizer_in_backward {
             // Gradients are freed as each parameter steps: one layer's worth lives.
@@ -949,6 +1006,26 @@ impl<'a> Ctx<'a> {
             g / self.shard
         } else {
             g
+        }
+    }
+
+    /// The gradient shard lives in host memory ([`Self::offload_targets`]
+    /// counts it there): ZeRO-2/3 with `offload_optimizer` copy each reduced
+    /// bucket into the pinned fp32 gradient partition and free the GPU
+    /// gradient (deepspeed/runtime/zero/stage_1_and_2.py
+    /// `async_inplace_copy_grad_to_fp32_buffer_from_gpu`; stage3.py
+    /// `partition_grads` into `fp32_partitioned_groups_flat[i].grad`), and
+    /// FSDP's parameter offload moves the sharded gradients with them
+    /// (FSDP1 `CPUOffload(offload_params=True)`: "gradients are offloaded to
+    /// CPU as well"; FSDP2 `CPUOffloadPolicy`: sharded parameters and
+    /// gradients on the CPU, the optimizer steps there). ZeRO-1 reduces only
+    /// after backward, from full gradients on the GPU.
+    fn grads_offloaded(&self) -> bool {
+        let off = self.plan.parallel.offload;
+        match self.plan.parallel.sharding {
+            Sharding::Zero2 | Sharding::Zero3 => off.optimizer_offloaded(),
+            Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp => off.params_offloaded(),
+            _ => false,
         }
     }
 
@@ -1836,10 +1913,11 @@ impl<'a> Ctx<'a> {
         (kept * flight, working)
     }
 
-    /// Logits and loss on the last stage (vocab-parallel over TP).
-    fn logits(&self, s: u32) -> f64 {
+    /// Logits and loss on the last stage (vocab-parallel over TP): what is
+    /// alive at the end of the loss forward and as backward starts.
+    fn logits(&self, s: u32) -> (f64, f64) {
         if !self.is_last(s) {
-            return 0.0;
+            return (0.0, 0.0);
         }
         let m = self.m;
         let mut tokens = self.b * self.s;
@@ -1856,32 +1934,52 @@ impl<'a> Ctx<'a> {
         if m.head == ModelHead::Classifier {
             // A classification head's logits are a few numbers per token (or
             // per sequence, pooled): nothing vocab-sized.
-            return final_norm;
+            return (final_norm, final_norm);
         }
         let held = if self.loop_holds_logits() {
             self.e
         } else {
             0.0
         };
-        let per_logit = match self.plan.training.loss {
+        let compiled = self.plan.training.compile;
+        // Bytes per logit at the end of the loss forward and as backward starts.
+        let (fwd, bwd) = match self.plan.training.loss {
             // A transformers model computes its loss inside `forward`, so a
             // compiled model fuses the upcast, log-softmax and NLL into kernels
             // that save nothing logits-sized; backward makes one fp32-sized
             // gradient (measured on the H200: +4 B per logit over the held
             // logits at the start of backward, compiled Llama-3.2-1B and GPT-2).
-            // A loss computed outside the compiled model runs eagerly.
-            Loss::Standard if self.plan.training.compile && self.plan.training.fp32_upcasts => {
-                FP32 + held
+            // A loss computed outside the compiled code runs eagerly
+            // ([`Framework::compile_covers_unchunked_loss`]).
+            Loss::Standard
+                if compiled
+                    && self.plan.training.fp32_upcasts
+                    && self.plan.framework.compile_covers_unchunked_loss() =>
+            {
+                (FP32 + held, FP32 + held)
             }
             // Final-logit soft-capping keeps the tanh output.
             Loss::Standard => {
-                LOSS_STANDARD_TENSORS * self.upcast_bytes()
+                let b = LOSS_STANDARD_TENSORS * self.upcast_bytes()
                     + held
-                    + if self.m.softcap { self.e } else { 0.0 }
+                    + if self.m.softcap { self.e } else { 0.0 };
+                (b, b)
             }
-            Loss::ChunkedKeep => LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT,
-            Loss::ChunkedFree => LOSS_CHUNKED_FREE_BYTES_PER_LOGIT,
-            Loss::Fused => 0.0,
+            // The kept chunks and, in backward, all their 16-bit gradients.
+            Loss::ChunkedKeep => (
+                LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT,
+                LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT + self.e,
+            ),
+            Loss::ChunkedFree if compiled => {
+                (self.e, self.e * (1.0 + 1.0 / LOSS_CHUNKED_FREE_CHUNKS))
+            }
+            Loss::ChunkedFree => (
+                self.e + LOSS_CHUNKED_FREE_EAGER_BYTES_PER_LOGIT,
+                LOSS_CHUNKED_FREE_EAGER_BYTES_PER_LOGIT
+                    + (LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32 * FP32 + self.e)
+                        / LOSS_CHUNKED_FREE_CHUNKS,
+            ),
+            Loss::Fused => (0.0, 0.0),
         };
         let fused_chunk = if self.plan.training.loss == Loss::Fused {
             // One fp32 chunk of logits and its gradient.
@@ -1889,7 +1987,11 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        final_norm + per_logit * tokens * v + fused_chunk
+        let logits = tokens * v;
+        (
+            final_norm + fwd * logits + fused_chunk,
+            final_norm + bwd * logits + fused_chunk,
+        )
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,
@@ -1910,21 +2012,6 @@ impl<'a> Ctx<'a> {
                 Framework::PlainPytorch | Framework::HfAccelerate
             ))
             || self.plan.framework == Framework::Litgpt
-    }
-
-    /// The gradient of the logits at the start of backward, for the chunked
-    /// losses (the standard one already counts its fp32 gradient).
-    fn logits_grad(&self, s: u32) -> f64 {
-        if !self.is_last(s) {
-            return 0.0;
-        }
-        match self.plan.training.loss {
-            _ if self.m.head == ModelHead::Classifier => 0.0,
-            Loss::ChunkedKeep | Loss::ChunkedFree => {
-                self.e * self.b * self.s * self.m.vocab as f64 / self.t
-            }
-            Loss::Standard | Loss::Fused => 0.0,
-        }
     }
 
     // ----- communication and runtime -------------------------------------------
@@ -1974,6 +2061,22 @@ impl<'a> Ctx<'a> {
                 } else {
                     FSDP_UNITS_IN_FLIGHT * unit
                 };
+                // The head's own FSDP2 unit ([`Framework::fsdp_head_is_own_unit`])
+                // in flight beside one block at the loss, with its gradient.
+                let (edges, edge_grads) = if p.sharding != Sharding::Zero3
+                    && self.plan.framework.fsdp_head_is_own_unit()
+                    && self.is_last(s)
+                {
+                    let head = self.lm_head_params(s);
+                    let g = if self.trains_edges() {
+                        (head - unit).max(0.0)
+                    } else {
+                        0.0
+                    };
+                    ((unit + head - resident).max(0.0), g)
+                } else {
+                    (0.0, 0.0)
+                };
                 // Gathered in the compute dtype: FSDP `MixedPrecision(param_dtype=bf16)`
                 // / FSDP2 `MixedPrecisionPolicy` and DeepSpeed gather 16-bit
                 // parameters; only plain fp32 training gathers fp32.
@@ -1982,13 +2085,13 @@ impl<'a> Ctx<'a> {
                 } else {
                     HALF
                 };
-                let gathered = resident * pbytes;
+                let gathered = (resident + edges) * pbytes;
                 let grads = if self.base_bits().is_some() {
                     0.0
                 } else {
                     unit * self.grad_bytes()
                 };
-                (gathered, gathered + grads)
+                (gathered, gathered + grads + edge_grads * self.grad_bytes())
             }
             Sharding::FsdpGradOp if self.shard > 1.0 => {
                 // SHARD_GRAD_OP keeps parameters unsharded between forward and backward.
@@ -2102,7 +2205,7 @@ impl<'a> Ctx<'a> {
         let g = self.gradients(s);
         let o = self.optimizer(s);
         let (acts, working) = self.activations(s);
-        let logits = self.logits(s);
+        let (logits, logits_bwd) = self.logits(s);
         let ipg = self.zero3_ipg_bucket(s);
         let (comm_f, comm_b) = self.comm_buffers(s);
         let (comm_f, comm_b) = (comm_f + ipg, comm_b + ipg);
@@ -2197,14 +2300,15 @@ impl<'a> Ctx<'a> {
         // (all gradients, the last block's working set). Measured on the H200:
         // the peak of step one sat exactly at the loss backward's two fp32
         // gradients, with no block's working set on top.
+        let (head_g_start, head_g_blocks) = self.optim_in_bwd_head_grads(s);
         let bwd_start = mk(
             Phase::Backward,
             Parts {
                 w,
-                g: g_fwd,
+                g: g_fwd + head_g_start,
                 o,
                 act: acts,
-                lg: logits + self.logits_grad(s),
+                lg: logits_bwd,
                 comm: comm_b,
                 tmp: casts + dq_head,
             },
@@ -2213,7 +2317,7 @@ impl<'a> Ctx<'a> {
             Phase::Backward,
             Parts {
                 w,
-                g: g_fwd,
+                g: g_fwd + head_g_blocks,
                 o,
                 act: acts,
                 lg: z,
@@ -2225,7 +2329,7 @@ impl<'a> Ctx<'a> {
             Phase::Backward,
             Parts {
                 w,
-                g,
+                g: g + head_g_blocks,
                 o,
                 act: self.layer_input_bytes(),
                 lg: z,

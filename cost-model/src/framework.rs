@@ -166,6 +166,44 @@ impl Framework {
         )
     }
 
+    /// Whether `torch.compile`, as the framework applies it, covers the fp32
+    /// upcast and cross-entropy of an unchunked loss. transformers computes
+    /// `logits.float()` and the loss inside the model's `forward`, so compiling
+    /// the model compiles both; torchtitan compiles its loss function, which
+    /// upcasts inside (`cross_entropy_loss`: `pred.flatten(0, 1).float()`,
+    /// `BaseLoss._maybe_compile`, torchtitan 0.3.0). torchtune compiles block
+    /// by block (`training.compile_model`), upcasts in the decoder's eager
+    /// `forward` (`self.output(h).float()`), and its recipes drop what
+    /// `training.compile_loss` returns for any loss but the chunked one, which
+    /// it patches in place (`full_finetune_single_device.py`,
+    /// `lora_finetune_single_device.py`, torchtune 0.6.1): the standard loss
+    /// runs eagerly.
+    pub fn compile_covers_unchunked_loss(self) -> bool {
+        self != Framework::Torchtune
+    }
+
+    /// Whether the framework's 4-bit base is double-quantized NF4 whatever the
+    /// run says: torchtune's QLoRA builders quantize with torchao's `to_nf4`
+    /// (torchtune/modules/low_precision, `FrozenNF4Linear`), whose scales are
+    /// themselves quantized. bitsandbytes leaves it to the run
+    /// (`bnb_4bit_use_double_quant`, default off), which a plan does not state.
+    pub fn nf4_double_quantized(self) -> bool {
+        self == Framework::Torchtune
+    }
+
+    /// Whether the framework's FSDP2 wrapping makes the output projection a
+    /// unit of its own: torchtune (`custom_sharded_layers: ['tok_embeddings',
+    /// 'output']` in its large-model configs, `training.shard_model`) and
+    /// torchtitan (`apply_fsdp` shards `[norm, output]` together). At the loss
+    /// that unit is gathered beside the last block's, and in backward its
+    /// unsharded gradient exists until its reduce-scatter. (FSDP1's root unit
+    /// — embeddings, final norm and head, never resharded after forward,
+    /// `_post_forward_reshard` — is not modelled: with it LitGPT's FSDP rows
+    /// over-predict by 4–9 points more.)
+    pub fn fsdp_head_is_own_unit(self) -> bool {
+        matches!(self, Framework::Torchtune | Framework::Torchtitan)
+    }
+
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
     /// The Trainer fills its "auto" with hidden² (transformers
     /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's
@@ -188,8 +226,10 @@ impl Framework {
     ///   torch ≥ 2.8 (transformers `training_args.py`; the H200 Trainer runs
     ///   reported `ADAMW_TORCH_FUSED`); Accelerate and plain loops build
     ///   `torch.optim.AdamW`, whose default is the foreach implementation.
-    /// - torchtune: `CEWithChunkedOutputLoss` (8 chunks, upcast per chunk) and
-    ///   `enable_activation_checkpointing: True` in its recipes' configs.
+    /// - torchtune: `CEWithChunkedOutputLoss` (8 chunks, upcast per chunk),
+    ///   `enable_activation_checkpointing: True` and `torch.optim.AdamW` with
+    ///   `fused: True` in its recipes' configs (118 of the 123 configs that name
+    ///   `torch.optim.AdamW` in torchtune 0.6.1 set it).
     /// - torchtitan: full logits + `cross_entropy` on fp32 (`train.py`),
     ///   `activation_checkpoint.mode = "selective"` with `selective_ac_option = "op"`.
     /// - LitGPT: `chunked_cross_entropy` with `lm_head_chunk_size=128` in finetune scripts.
@@ -228,6 +268,7 @@ impl Framework {
             Framework::Torchtune => FrameworkDefaults {
                 loss: Loss::ChunkedFree,
                 checkpointing: Checkpointing::Full,
+                optimizer_impl: OptimizerImpl::Fused,
                 lora_dropout: false,
                 ..hf
             },

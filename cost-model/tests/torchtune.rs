@@ -1,0 +1,235 @@
+//! Mechanisms read off torchtune's sources (0.6.1, from PyPI) and checked
+//! against the memory its README publishes (calibration/torchtune-readme-0.6.1.csv):
+//! each test pins one term, so that breaking it fails here.
+#![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
+
+use cost_model::estimate::{estimate, Breakdown, Estimate, Phase};
+use cost_model::framework::Framework;
+use cost_model::plan::{
+    Checkpointing, Finetune, Loss, Offload, OffloadDevice, OptimizerImpl, Plan, Precision, Sharding,
+};
+use cost_model::presets::preset;
+
+/// Llama-3.2-3B (tied embeddings) under torchtune on one GPU: batch 2 × 4096,
+/// pure bf16, no checkpointing (the README's "Optimization flags" baseline).
+fn torchtune_3b() -> Plan {
+    let mut p = Plan::default();
+    p.model = preset("llama-3.2-3b").unwrap().spec();
+    p.set_framework(Framework::Torchtune);
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 2;
+    p.training.seq_len = 4096;
+    p.training.checkpointing = Checkpointing::None;
+    p.parallel.num_gpus = 1;
+    p.parallel.sharding = Sharding::None;
+    p
+}
+
+/// The largest breakdown of a phase (backward has three candidate moments).
+fn phase(e: &Estimate, ph: Phase) -> Breakdown {
+    e.stages[0]
+        .phases
+        .iter()
+        .filter(|p| p.phase == ph)
+        .map(|p| p.breakdown)
+        .max_by_key(|b| b.allocated())
+        .unwrap()
+}
+
+/// Logits: 2 × 4096 tokens × 128256 vocabulary.
+const LOGITS: f64 = 2.0 * 4096.0 * 128_256.0;
+
+fn logits_bytes(p: &Plan, ph: Phase) -> f64 {
+    phase(&estimate(p).unwrap(), ph).logits.get() as f64
+}
+
+/// The loss's own bytes: the logits component less the final norm's tensors
+/// (what a fused loss reports, less its one fp32 chunk and gradient of
+/// 1024 tokens).
+fn loss_bytes(p: &Plan, ph: Phase) -> f64 {
+    let mut q = p.clone();
+    q.training.loss = Loss::Fused;
+    let norm = logits_bytes(&q, Phase::Forward) - 1024.0 * 128_256.0 * 4.0 * 2.0;
+    logits_bytes(p, ph) - norm
+}
+
+#[test]
+fn torchtune_configs_step_with_fused_adamw() {
+    // 118 of the 123 configs naming torch.optim.AdamW set `fused: True`.
+    let p = torchtune_3b();
+    assert_eq!(p.training.optimizer_impl, OptimizerImpl::Fused);
+    let step = phase(&estimate(&p).unwrap(), Phase::Step);
+    assert_eq!(step.temporaries.get(), 0);
+}
+
+#[test]
+fn torchtunes_standard_loss_stays_eager_under_compile() {
+    // The decoder upcasts outside the compiled blocks and the recipe drops what
+    // `compile_loss` returns: compiling changes nothing logits-sized ...
+    let mut p = torchtune_3b();
+    p.training.loss = Loss::Standard;
+    let eager = loss_bytes(&p, Phase::Forward);
+    p.training.compile = true;
+    assert_eq!(loss_bytes(&p, Phase::Forward), eager);
+    // ... while a transformers model compiled with its loss keeps only the
+    // fp32 gradient's worth (the H200 measurement, 4 B per logit).
+    let mut hf = p.clone();
+    hf.set_framework(Framework::HfTrainer);
+    hf.training.loss = Loss::Standard;
+    hf.training.checkpointing = Checkpointing::None;
+    hf.training.compile = true;
+    assert!((loss_bytes(&hf, Phase::Forward) - 4.0 * LOGITS).abs() < 1.0);
+    assert!((eager - 12.0 * LOGITS).abs() < 1.0, "{eager}");
+}
+
+#[test]
+fn chunked_cross_entropy_keeps_fp32_log_probs_eagerly_and_16_bit_chunks_compiled() {
+    let mut p = torchtune_3b();
+    p.training.loss = Loss::ChunkedFree;
+    // Eager: the 16-bit chunk list (held by the recipe until `del logits`) and
+    // every chunk's fp32 log-softmax output at the end of the loss forward;
+    // the fp32 outputs and one chunk's backward tensors as backward starts.
+    let fwd = loss_bytes(&p, Phase::Forward);
+    assert!((fwd - 6.0 * LOGITS).abs() < 1.0, "{fwd}");
+    let bwd = loss_bytes(&p, Phase::Backward);
+    assert!((bwd - (4.0 + 10.0 / 8.0) * LOGITS).abs() < 1.0, "{bwd}");
+    // Compiled: the 16-bit chunks, then one chunk's gradient beside them.
+    p.training.compile = true;
+    let fwd = loss_bytes(&p, Phase::Forward);
+    assert!((fwd - 2.0 * LOGITS).abs() < 1.0, "{fwd}");
+    let bwd = loss_bytes(&p, Phase::Backward);
+    assert!((bwd - 2.0 * 9.0 / 8.0 * LOGITS).abs() < 1.0, "{bwd}");
+}
+
+#[test]
+fn optimizer_in_backward_keeps_a_tied_heads_gradient_through_backward() {
+    // A fused loss keeps no logits, and at batch 8 a block's backward working
+    // set outweighs the loss's chunk: the reported backward moment is a
+    // block's. A tied head's gradient (3B) is still there; an untied one's
+    // (8B) has stepped and gone.
+    let grads_in_blocks = |model: &str| {
+        let mut p = torchtune_3b();
+        p.model = preset(model).unwrap().spec();
+        p.training.micro_batch = 8;
+        p.training.optimizer_in_backward = true;
+        p.training.loss = Loss::Fused;
+        phase(&estimate(&p).unwrap(), Phase::Backward)
+            .gradients
+            .get() as f64
+    };
+    let tied_head = 128_256.0 * 3072.0 * 2.0;
+    assert_eq!(grads_in_blocks("llama-3.2-3b"), tied_head);
+    let untied_head = 128_256.0 * 4096.0 * 2.0;
+    assert_eq!(grads_in_blocks("llama-3.1-8b"), 0.0);
+    // At the loss backward (chunked loss, logits alive) the untied head's
+    // gradient exists too: it is what the first backward op makes.
+    let mut p = torchtune_3b();
+    p.model = preset("llama-3.1-8b").unwrap().spec();
+    p.training.optimizer_in_backward = true;
+    p.training.checkpointing = Checkpointing::Full;
+    let b = phase(&estimate(&p).unwrap(), Phase::Backward);
+    assert!(b.logits.get() > 0);
+    assert_eq!(b.gradients.get() as f64, untied_head);
+}
+
+/// Llama-3.1-70B, full fine-tune over 8 GPUs with FSDP, batch 2 × 2048.
+fn fsdp_70b(fw: Framework) -> Plan {
+    let mut p = Plan::default();
+    p.model = preset("llama-3.1-70b").unwrap().spec();
+    p.set_framework(fw);
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 2;
+    p.training.seq_len = 2048;
+    p.training.finetune = Finetune::Full;
+    p.parallel.num_gpus = 8;
+    p.parallel.sharding = Sharding::FsdpFull;
+    p
+}
+
+#[test]
+fn fsdp_parameter_offload_takes_the_gradients_to_the_cpu() {
+    let mut p = fsdp_70b(Framework::Torchtune);
+    let on_gpu = estimate(&p).unwrap();
+    assert!(phase(&on_gpu, Phase::Step).gradients.get() > 0);
+    p.parallel.offload = Offload {
+        optimizer: OffloadDevice::Cpu,
+        params: OffloadDevice::Cpu,
+    };
+    let off = estimate(&p).unwrap();
+    assert_eq!(phase(&off, Phase::Step).gradients.get(), 0);
+    // Host RAM holds them instead (with the states).
+    assert!(off.host_offload.get() > 0);
+}
+
+#[test]
+fn zero_offload_keeps_gradients_on_the_gpu_only_for_stage_1() {
+    let grads = |sharding: Sharding, offload: bool| {
+        let mut p = fsdp_70b(Framework::Deepspeed);
+        p.model = preset("llama-3.1-8b").unwrap().spec();
+        p.training.precision = Precision::AmpBf16;
+        p.parallel.sharding = sharding;
+        if offload {
+            p.parallel.offload.optimizer = OffloadDevice::Cpu;
+        }
+        phase(&estimate(&p).unwrap(), Phase::Step).gradients.get()
+    };
+    assert!(grads(Sharding::Zero2, false) > 0);
+    assert_eq!(grads(Sharding::Zero2, true), 0);
+    assert_eq!(grads(Sharding::Zero3, true), 0);
+    // ZeRO-1 reduces after backward from full gradients.
+    assert_eq!(grads(Sharding::Zero1, true), grads(Sharding::Zero1, false));
+}
+
+#[test]
+fn fsdp2_gathers_the_output_projection_as_its_own_unit() {
+    // Llama-3.1-70B's output projection (128256 × 8192) outweighs a block
+    // (~856 M parameters): at the loss it is gathered beside one block, and
+    // its unsharded gradient waits for its reduce-scatter.
+    let tt = fsdp_70b(Framework::Torchtune);
+    let comm = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Backward)
+            .comm_buffers
+            .get() as f64
+    };
+    let mut hf = tt.clone();
+    hf.set_framework(Framework::HfAccelerate);
+    hf.training.loss = tt.training.loss;
+    hf.training.checkpointing = tt.training.checkpointing;
+    hf.training.optimizer_impl = tt.training.optimizer_impl;
+    let head = 128_256.0 * 8192.0;
+    let block = preset("llama-3.1-70b").unwrap().spec().params() as f64;
+    let block = (block - 2.0 * head) / 80.0;
+    // gathered (head − block) + gradient (head − block), both bf16
+    let extra = 2.0 * (head - block) * 2.0;
+    let d = comm(&tt) - comm(&hf);
+    assert!((d - extra).abs() / extra < 0.01, "{d} vs {extra}");
+}
+
+#[test]
+fn torchtunes_nf4_base_is_double_quantized() {
+    // torchao's NF4Tensor: 4 bits + an int8 scale per 64 weights + an fp32
+    // factor per 256 scales; bitsandbytes' default keeps an fp32 absmax per 64.
+    let weights = |fw: Framework, base_bits: u32| {
+        let mut p = torchtune_3b();
+        p.set_framework(fw);
+        p.training.finetune = Finetune::Lora {
+            rank: 8,
+            targets: cost_model::plan::LoraTargets::QV,
+            base_bits,
+            dropout: false,
+            variant: cost_model::plan::LoraVariant::Lora,
+        };
+        phase(&estimate(&p).unwrap(), Phase::Init).weights.get() as f64
+    };
+    // What quantizing saves (the adapters' dtype differs between the two).
+    let saved = |fw: Framework| weights(fw, 16) - weights(fw, 4);
+    let m = preset("llama-3.2-3b").unwrap().spec();
+    let quantized = m.params() as f64 - 128_256.0 * 3072.0 - 2.0 * 28.0 * 3072.0 - 3072.0;
+    let per_param = (4.0 / 64.0) - (1.0 / 64.0 + 4.0 / (64.0 * 256.0));
+    let d = saved(Framework::Torchtune) - saved(Framework::HfTrainer);
+    assert!(
+        (d - quantized * per_param).abs() < 1e3,
+        "{d} vs {}",
+        quantized * per_param
+    );
+}
