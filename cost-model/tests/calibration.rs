@@ -15,6 +15,13 @@ fn cases() -> String {
         .unwrap_or_else(|e| panic!("{path}: {e} (the shared/ folder sits beside the checkout)"))
 }
 
+/// One of the project's own case files (calibration/), predicted.
+fn project_set(file: &str) -> cost_model::calibrate::Report {
+    let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    calibrate(&text).unwrap()
+}
+
 #[test]
 fn public_cases_hold_the_recorded_accuracy() {
     let r = calibrate(&cases()).unwrap();
@@ -71,11 +78,7 @@ fn an_oom_row_without_its_sequence_length_is_bounded_below() {
 /// runs (plain loops and the transformers Trainer) and two out-of-memory runs.
 #[test]
 fn h200_measurements_hold_the_recorded_accuracy() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../calibration/h200-2026-11-30.csv"
-    );
-    let r = calibrate(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let r = project_set("h200-2026-11-30.csv");
     let s = &r.summary;
     assert_eq!(s.n, 140);
     assert_eq!(s.skipped, 0);
@@ -100,11 +103,7 @@ fn h200_measurements_hold_the_recorded_accuracy() {
 /// C (excluded from the statistics).
 #[test]
 fn torchtune_readme_rows_hold_the_recorded_accuracy() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../calibration/torchtune-readme-0.6.1.csv"
-    );
-    let r = calibrate(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let r = project_set("torchtune-readme-0.6.1.csv");
     let s = &r.summary;
     assert_eq!((s.n, s.skipped), (15, 0));
     let median = s.median_abs_error_pct.unwrap();

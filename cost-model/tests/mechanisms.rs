@@ -3,7 +3,10 @@
 //! term to the bytes it was measured to add, so that breaking the term fails here.
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
-use cost_model::estimate::{estimate, Breakdown, Estimate, Phase};
+mod common;
+use common::phase;
+
+use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::model::{Mlp, Norm};
 use cost_model::plan::{
@@ -26,16 +29,6 @@ fn plan(model: &str, precision: Precision, mb: u32, seq: u32) -> Plan {
     p.parallel.num_gpus = 1;
     p.parallel.sharding = Sharding::None;
     p
-}
-
-fn phase(e: &Estimate, ph: Phase) -> Breakdown {
-    e.stages[0]
-        .phases
-        .iter()
-        .filter(|p| p.phase == ph)
-        .map(|p| p.breakdown)
-        .max_by_key(|b| b.allocated())
-        .unwrap()
 }
 
 fn mib(b: cost_model::units::Bytes) -> f64 {

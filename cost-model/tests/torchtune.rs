@@ -3,7 +3,10 @@
 //! each test pins one term, so that breaking it fails here.
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
-use cost_model::estimate::{estimate, Breakdown, Estimate, Phase};
+mod common;
+use common::phase;
+
+use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
     Checkpointing, Finetune, Loss, Offload, OffloadDevice, OptimizerImpl, Plan, Precision, Sharding,
@@ -23,17 +26,6 @@ fn torchtune_3b() -> Plan {
     p.parallel.num_gpus = 1;
     p.parallel.sharding = Sharding::None;
     p
-}
-
-/// The largest breakdown of a phase (backward has three candidate moments).
-fn phase(e: &Estimate, ph: Phase) -> Breakdown {
-    e.stages[0]
-        .phases
-        .iter()
-        .filter(|p| p.phase == ph)
-        .map(|p| p.breakdown)
-        .max_by_key(|b| b.allocated())
-        .unwrap()
 }
 
 /// Logits: 2 × 4096 tokens × 128256 vocabulary.
