@@ -1029,6 +1029,18 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// ZeRO-3 allocates the gradient partitions of every trainable parameter
+    /// as one flat buffer when its optimizer is built and keeps it for the
+    /// run, on the GPU unless the optimizer is offloaded
+    /// (deepspeed/runtime/zero/stage3.py `grad_partitions_flat_buffer`, on
+    /// `self.device`, the CPU under `offload_optimizer`; 0.14.4 and 0.17.5).
+    /// ZeRO-2 frees its partition after each step (`averaged_gradients[i] = None`).
+    fn zero3_grad_buffer_on_gpu(&self) -> bool {
+        self.plan.parallel.sharding == Sharding::Zero3
+            && !self.plan.parallel.offload.optimizer_offloaded()
+            && !self.plan.training.optimizer_in_backward
+    }
+
     /// Optimizer states (and master copy) one rank holds on the GPU, wherever
     /// they are allocated; zero when offloaded to the CPU.
     fn optimizer_on_gpu(&self, s: u32) -> f64 {
@@ -2210,9 +2222,11 @@ impl<'a> Ctx<'a> {
         let (comm_f, comm_b) = self.comm_buffers(s);
         let (comm_f, comm_b) = (comm_f + ipg, comm_b + ipg);
         // Gradients exist through forward and backward while they accumulate,
-        // and in every step when `zero_grad` zeroes instead of freeing them.
+        // in every step when `zero_grad` zeroes instead of freeing them, and
+        // always in ZeRO-3's gradient partition buffer.
         let t = &self.plan.training;
-        let kept = t.grad_accum > 1 || !t.zero_grad_set_to_none;
+        let persistent = self.zero3_grad_buffer_on_gpu();
+        let kept = t.grad_accum > 1 || !t.zero_grad_set_to_none || persistent;
         let g_fwd = if kept && !t.optimizer_in_backward {
             g
         } else {
@@ -2274,7 +2288,7 @@ impl<'a> Ctx<'a> {
             Phase::Init,
             Parts {
                 w,
-                g: z,
+                g: if persistent { g } else { z },
                 o,
                 act: z,
                 lg: z,

@@ -1,5 +1,6 @@
-//! Mechanisms read off torchtune's sources (0.6.1, from PyPI) and checked
-//! against the memory its README publishes (calibration/torchtune-readme-0.6.1.csv):
+//! Mechanisms read off the frameworks' sources (torchtune 0.6.1, torchtitan
+//! 0.3.0, DeepSpeed 0.14.4 and 0.17.5, PyTorch's FSDP), most of them checked
+//! against torchtune's published memory (calibration/torchtune-readme-0.6.1.csv):
 //! each test pins one term, so that breaking it fails here.
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
@@ -223,5 +224,34 @@ fn torchtunes_nf4_base_is_double_quantized() {
         (d - quantized * per_param).abs() < 1e3,
         "{d} vs {}",
         quantized * per_param
+    );
+}
+
+#[test]
+fn zero3_keeps_its_gradient_partitions_from_init_unless_offloaded() {
+    // Llama-3.1-8B full fine-tune, 8 GPUs, ZeRO-3: the flat gradient buffer is
+    // there before the first forward, and so during it.
+    let mut p = fsdp_70b(Framework::Deepspeed);
+    p.model = preset("llama-3.1-8b").unwrap().spec();
+    p.training.precision = Precision::AmpBf16;
+    p.parallel.sharding = Sharding::Zero3;
+    let e = estimate(&p).unwrap();
+    let shard = e.params as f64 * 2.0 / 8.0;
+    for ph in [Phase::Init, Phase::Forward, Phase::Step] {
+        let g = phase(&e, ph).gradients.get() as f64;
+        assert!((g - shard).abs() < 8.0, "{ph:?}: {g} vs {shard}");
+    }
+    // Offloaded, the buffer is on the CPU.
+    p.parallel.offload.optimizer = OffloadDevice::Cpu;
+    let e = estimate(&p).unwrap();
+    assert_eq!(phase(&e, Phase::Forward).gradients.get(), 0);
+    // ZeRO-2 frees its partition after the step: none in the next forward.
+    p.parallel.offload.optimizer = OffloadDevice::None;
+    p.parallel.sharding = Sharding::Zero2;
+    assert_eq!(
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .gradients
+            .get(),
+        0
     );
 }
