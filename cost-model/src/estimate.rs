@@ -348,6 +348,14 @@ pub struct Estimate {
 /// butterfly factor).
 const BOFT_ROTATION_MATRICES: f64 = 3.0;
 
+/// Logits-related bytes at the three moments they matter ([`Ctx::logits`]).
+#[derive(Clone, Copy, Default)]
+struct LogitsBytes {
+    forward: f64,
+    loss_backward: f64,
+    head_backward: f64,
+}
+
 /// Relative width of the uncertainty band below / above the prediction, from
 /// the calibration residuals (docs/ACCURACY.md): with signed errors
 /// e = (predicted − measured) / measured, the truth is predicted / (1 + e).
@@ -1926,10 +1934,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// Logits and loss on the last stage (vocab-parallel over TP): what is
-    /// alive at the end of the loss forward and as backward starts.
-    fn logits(&self, s: u32) -> (f64, f64) {
+    /// alive at the end of the loss forward, as backward starts (the loss's
+    /// backward) and at the LM head's backward, once the loss's tensors are
+    /// freed and the 16-bit gradient of the logits (with whatever logits the
+    /// loop still holds) meets the head's weight gradient.
+    fn logits(&self, s: u32) -> LogitsBytes {
         if !self.is_last(s) {
-            return (0.0, 0.0);
+            return LogitsBytes::default();
         }
         let m = self.m;
         let mut tokens = self.b * self.s;
@@ -1946,7 +1957,11 @@ impl<'a> Ctx<'a> {
         if m.head == ModelHead::Classifier {
             // A classification head's logits are a few numbers per token (or
             // per sequence, pooled): nothing vocab-sized.
-            return (final_norm, final_norm);
+            return LogitsBytes {
+                forward: final_norm,
+                loss_backward: final_norm,
+                head_backward: final_norm,
+            };
         }
         let held = if self.loop_holds_logits() {
             self.e
@@ -1999,11 +2014,41 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        // At the head's backward: the logits' 16-bit gradient, beside the
+        // logits the loop holds (LitGPT's chunks, a transformers output);
+        // a fused loss has no such moment (its head gradient is made in forward).
+        let head = match self.plan.training.loss {
+            Loss::Standard => self.e + held,
+            Loss::ChunkedKeep => HALF + self.e,
+            Loss::ChunkedFree => self.e,
+            Loss::Fused => 0.0,
+        };
         let logits = tokens * v;
-        (
-            final_norm + fwd * logits + fused_chunk,
-            final_norm + bwd * logits + fused_chunk,
-        )
+        LogitsBytes {
+            forward: final_norm + fwd * logits + fused_chunk,
+            loss_backward: final_norm + bwd * logits + fused_chunk,
+            head_backward: final_norm + head * logits,
+        }
+    }
+
+    /// The LM head's weight gradient as autograd makes it in a full
+    /// fine-tune, when no other term holds it: the gradients are not all
+    /// alive already (accumulation, zeroed-not-freed, ZeRO-3's buffer), the
+    /// optimizer does not step in backward ([`Self::optim_in_bwd_head_grads`])
+    /// and the parameters are not sharded (ZeRO-3/FSDP count a unit's
+    /// unsharded gradients with their buffers). It exists from the head's
+    /// backward (from the loss forward with a fused linear-cross-entropy, which
+    /// accumulates `grad_weight` chunk by chunk there: liger_kernel
+    /// `fused_linear_cross_entropy_forward`) until the step.
+    fn head_grad_in_backward(&self, s: u32, grads_alive: bool) -> f64 {
+        if grads_alive
+            || !self.trains_edges()
+            || self.plan.training.optimizer_in_backward
+            || self.shards_params()
+        {
+            return 0.0;
+        }
+        self.lm_head_params(s) * self.grad_bytes()
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,
@@ -2217,7 +2262,7 @@ impl<'a> Ctx<'a> {
         let g = self.gradients(s);
         let o = self.optimizer(s);
         let (acts, working) = self.activations(s);
-        let (logits, logits_bwd) = self.logits(s);
+        let lg = self.logits(s);
         let ipg = self.zero3_ipg_bucket(s);
         let (comm_f, comm_b) = self.comm_buffers(s);
         let (comm_f, comm_b) = (comm_f + ipg, comm_b + ipg);
@@ -2296,33 +2341,55 @@ impl<'a> Ctx<'a> {
                 tmp: z,
             },
         );
+        // The head's weight gradient: made inside a fused loss's forward, else
+        // at the head's backward; kept until the step either way.
+        let head_g = self.head_grad_in_backward(s, g_fwd > 0.0);
+        let fused = self.plan.training.loss == Loss::Fused;
+        let head_g_fwd = if fused { head_g } else { 0.0 };
         let forward = mk(
             Phase::Forward,
             Parts {
                 w,
-                g: g_fwd,
+                g: g_fwd + head_g_fwd,
                 o,
                 act: acts,
-                lg: logits,
+                lg: lg.forward,
                 comm: comm_f,
                 tmp: casts,
             },
         );
         // Backward: its start (all activations, the loss backward, the 16-bit
-        // weight copies autograd saved), the last block's backward (the loss's
-        // tensors are freed by then; one block's working set instead) or its end
-        // (all gradients, the last block's working set). Measured on the H200:
-        // the peak of step one sat exactly at the loss backward's two fp32
-        // gradients, with no block's working set on top.
-        let (head_g_start, head_g_blocks) = self.optim_in_bwd_head_grads(s);
+        // weight copies autograd saved), the LM head's backward (the loss's
+        // tensors freed, the logits' gradient and the head's weight gradient
+        // made), the last block's backward (one block's working set instead)
+        // or its end (all gradients, the last block's working set). Measured on
+        // the H200: the peak of step one sat exactly at the loss backward's two
+        // fp32 gradients, with no block's working set on top.
+        let (head_g_opt_bwd, head_g_blocks) = self.optim_in_bwd_head_grads(s);
         let bwd_start = mk(
             Phase::Backward,
             Parts {
                 w,
-                g: g_fwd + head_g_start,
+                g: g_fwd + head_g_fwd,
                 o,
                 act: acts,
-                lg: logits_bwd,
+                lg: lg.loss_backward,
+                comm: comm_b,
+                tmp: casts + dq_head,
+            },
+        );
+        let bwd_head = mk(
+            Phase::Backward,
+            Parts {
+                w,
+                g: g_fwd + head_g + head_g_opt_bwd,
+                o,
+                act: acts,
+                lg: if fused {
+                    lg.loss_backward
+                } else {
+                    lg.head_backward
+                },
                 comm: comm_b,
                 tmp: casts + dq_head,
             },
@@ -2331,7 +2398,7 @@ impl<'a> Ctx<'a> {
             Phase::Backward,
             Parts {
                 w,
-                g: g_fwd + head_g_blocks,
+                g: g_fwd + head_g + head_g_blocks,
                 o,
                 act: acts,
                 lg: z,
@@ -2351,7 +2418,7 @@ impl<'a> Ctx<'a> {
                 tmp: working + dq_block,
             },
         );
-        let backward = [bwd_start, bwd_block, bwd_end]
+        let backward = [bwd_start, bwd_head, bwd_block, bwd_end]
             .into_iter()
             .max_by_key(|p| p.counters.allocated)
             .unwrap_or(bwd_end);

@@ -91,8 +91,9 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // grouped experts run in fp32 under autocast; 1.86 % / 6.20 % once a
     // reached sliding window makes SDPA expand grouped k/v; 1.79 % / 5.38 %
     // once a compiled block recomputes its SiLU output and SDPA gets a mask
-    // (and repeated k/v) under torch.compile.
-    assert!(median <= 1.9, "median |error| {median} %");
+    // (and repeated k/v) under torch.compile; 1.65 % once the LM head's
+    // weight gradient counts from the head's backward on.
+    assert!(median <= 1.7, "median |error| {median} %");
     assert!(p90 <= 5.6, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
@@ -115,9 +116,11 @@ fn torchtune_readme_rows_hold_the_recorded_accuracy() {
     // the tied head's gradient under optimizer-in-backward, torchao's
     // double-quantized NF4): 8.69 % / 43.80 % / −15.7 %; after: 3.57 % /
     // 9.67 % / −14.3 % (the 8-bit AdamW row, whose optimizer is not named).
-    assert!(median <= 3.7, "median |error| {median} %");
+    // Then 4.42 % / 9.67 % / −15.6 % once the LM head's weight gradient waits
+    // for the head's backward instead of meeting the loss's chunk gradient.
+    assert!(median <= 4.5, "median |error| {median} %");
     assert!(p90 <= 10.0, "p90 |error| {p90} %");
-    assert!(worst >= -14.5, "worst under-prediction {worst} %");
+    assert!(worst >= -16.0, "worst under-prediction {worst} %");
 }
 
 #[test]

@@ -29,6 +29,17 @@ fn torchtune_3b() -> Plan {
     p
 }
 
+/// LoRA rank 8 on q and v over a `base_bits` base.
+fn lora_qv(base_bits: u32) -> Finetune {
+    Finetune::Lora {
+        rank: 8,
+        targets: cost_model::plan::LoraTargets::QV,
+        base_bits,
+        dropout: false,
+        variant: cost_model::plan::LoraVariant::Lora,
+    }
+}
+
 /// Logits: 2 × 4096 tokens × 128256 vocabulary.
 const LOGITS: f64 = 2.0 * 4096.0 * 128_256.0;
 
@@ -86,8 +97,10 @@ fn chunked_cross_entropy_keeps_fp32_log_probs_eagerly_and_16_bit_chunks_compiled
     assert!((fwd - 6.0 * LOGITS).abs() < 1.0, "{fwd}");
     let bwd = loss_bytes(&p, Phase::Backward);
     assert!((bwd - (4.0 + 10.0 / 8.0) * LOGITS).abs() < 1.0, "{bwd}");
-    // Compiled: the 16-bit chunks, then one chunk's gradient beside them.
+    // Compiled: the 16-bit chunks, then one chunk's gradient beside them
+    // (LoRA: no head gradient to make the head's backward the larger moment).
     p.training.compile = true;
+    p.training.finetune = lora_qv(16);
     let fwd = loss_bytes(&p, Phase::Forward);
     assert!((fwd - 2.0 * LOGITS).abs() < 1.0, "{fwd}");
     let bwd = loss_bytes(&p, Phase::Backward);
@@ -114,12 +127,14 @@ fn optimizer_in_backward_keeps_a_tied_heads_gradient_through_backward() {
     assert_eq!(grads_in_blocks("llama-3.2-3b"), tied_head);
     let untied_head = 128_256.0 * 4096.0 * 2.0;
     assert_eq!(grads_in_blocks("llama-3.1-8b"), 0.0);
-    // At the loss backward (chunked loss, logits alive) the untied head's
-    // gradient exists too: it is what the first backward op makes.
+    // At the head's backward (chunked loss: the logits' gradients alive) the
+    // untied head's gradient exists too, until it steps.
+    // (Compiled: eagerly the loss backward's fp32 log-probabilities outweigh it.)
     let mut p = torchtune_3b();
     p.model = preset("llama-3.1-8b").unwrap().spec();
     p.training.optimizer_in_backward = true;
     p.training.checkpointing = Checkpointing::Full;
+    p.training.compile = true;
     let b = phase(&estimate(&p).unwrap(), Phase::Backward);
     assert!(b.logits.get() > 0);
     assert_eq!(b.gradients.get() as f64, untied_head);
@@ -205,13 +220,7 @@ fn torchtunes_nf4_base_is_double_quantized() {
     let weights = |fw: Framework, base_bits: u32| {
         let mut p = torchtune_3b();
         p.set_framework(fw);
-        p.training.finetune = Finetune::Lora {
-            rank: 8,
-            targets: cost_model::plan::LoraTargets::QV,
-            base_bits,
-            dropout: false,
-            variant: cost_model::plan::LoraVariant::Lora,
-        };
+        p.training.finetune = lora_qv(base_bits);
         phase(&estimate(&p).unwrap(), Phase::Init).weights.get() as f64
     };
     // What quantizing saves (the adapters' dtype differs between the two).
@@ -254,4 +263,29 @@ fn zero3_keeps_its_gradient_partitions_from_init_unless_offloaded() {
             .get(),
         0
     );
+}
+
+#[test]
+fn the_heads_weight_gradient_meets_the_logits_gradient_at_the_heads_backward() {
+    // Llama-3.2-3B full fine-tune, compiled chunked loss, every activation
+    // kept: the reported backward moment is the head's: all chunks' 16-bit
+    // gradients (the chunks themselves freed) and the tied head's bf16 weight
+    // gradient.
+    let mut p = torchtune_3b();
+    p.training.loss = Loss::ChunkedFree;
+    p.training.compile = true;
+    let b = phase(&estimate(&p).unwrap(), Phase::Backward);
+    let head = 128_256.0 * 3072.0 * 2.0;
+    assert_eq!(b.gradients.get() as f64, head);
+    let lg = loss_bytes(&p, Phase::Backward);
+    assert!((lg - 2.0 * LOGITS).abs() < 1.0, "{lg}");
+    // A fused linear-cross-entropy makes the head's gradient in forward.
+    p.training.loss = Loss::Fused;
+    let f = phase(&estimate(&p).unwrap(), Phase::Forward);
+    assert_eq!(f.gradients.get() as f64, head);
+    // LoRA: the head is frozen, no such gradient.
+    p.training.loss = Loss::ChunkedFree;
+    p.training.finetune = lora_qv(16);
+    let b = phase(&estimate(&p).unwrap(), Phase::Backward);
+    assert!((b.gradients.get() as f64) < head / 10.0);
 }
