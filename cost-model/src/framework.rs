@@ -196,10 +196,9 @@ impl Framework {
     /// 'output']` in its large-model configs, `training.shard_model`) and
     /// torchtitan (`apply_fsdp` shards `[norm, output]` together). At the loss
     /// that unit is gathered beside the last block's, and in backward its
-    /// unsharded gradient exists until its reduce-scatter. (FSDP1's root unit
-    /// — embeddings, final norm and head, never resharded after forward,
-    /// `_post_forward_reshard` — is not modelled: with it LitGPT's FSDP rows
-    /// over-predict by 4–9 points more.)
+    /// unsharded gradient exists until its reduce-scatter. Everyone else wraps
+    /// with FSDP1, whose root unit (embeddings, final norm, head) stays
+    /// gathered from forward through backward (`Ctx::comm_buffers`).
     pub fn fsdp_head_is_own_unit(self) -> bool {
         matches!(self, Framework::Torchtune | Framework::Torchtitan)
     }
