@@ -69,9 +69,12 @@ pub struct FrameworkDefaults {
     /// `index_copy_` keeps the adapter's output for backward when not all of q,
     /// k and v are adapted (the same saved-tensor count).
     pub lora_qkv_grouped: bool,
-    /// The RMSNorm multiplies the fp32 normalised tensor by `weight.float()`
-    /// (LitGPT `RMSNorm.forward`), so a trained weight keeps that fp32 tensor
-    /// for its gradient (transformers keeps a 16-bit cast instead).
+    /// The RMSNorm multiplies the fp32 normalised tensor by its weight
+    /// (LitGPT `RMSNorm.forward`: `* self.weight.float()`; torchtune
+    /// `RMSNorm.forward`: `F.rms_norm(x.float(), weight=self.scale)`, whose
+    /// composite `result.mul(weight)` promotes to fp32), so a trained weight
+    /// keeps that fp32 tensor for its gradient (transformers keeps a 16-bit
+    /// cast instead).
     pub rmsnorm_affine_fp32: bool,
     /// LoRA adapters apply dropout to their input (so each keeps a dropped-out
     /// copy): LitGPT's finetune scripts (`lora_dropout` 0.05) and the
@@ -268,6 +271,7 @@ impl Framework {
                 loss: Loss::ChunkedFree,
                 checkpointing: Checkpointing::Full,
                 optimizer_impl: OptimizerImpl::Fused,
+                rmsnorm_affine_fp32: true,
                 lora_dropout: false,
                 ..hf
             },

@@ -299,3 +299,22 @@ fn the_heads_weight_gradient_meets_the_logits_gradient_at_the_heads_backward() {
     let b = phase(&estimate(&p).unwrap(), Phase::Backward);
     assert!((b.gradients.get() as f64) < head / 10.0);
 }
+
+#[test]
+fn torchtunes_rmsnorm_keeps_the_fp32_normalised_tensor_for_its_scale() {
+    // `F.rms_norm(x.float(), weight=self.scale)`: the scale multiplies in fp32,
+    // so a trained scale keeps the fp32 normalised tensor (transformers keeps
+    // a 16-bit cast): 2 more bytes per hidden unit, two norms per block.
+    let acts = |fw: Framework| {
+        let mut p = torchtune_3b();
+        p.set_framework(fw);
+        p.training.loss = Loss::Standard;
+        p.training.checkpointing = Checkpointing::None;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let d = acts(Framework::Torchtune) - acts(Framework::HfTrainer);
+    let expected = 2.0 * 2.0 * 3072.0 * 2.0 * 4096.0 * 28.0;
+    assert!((d - expected).abs() < 1.0, "{d} vs {expected}");
+}
