@@ -197,7 +197,8 @@ impl Framework {
     /// Whether the framework's FSDP2 wrapping makes the output projection a
     /// unit of its own: torchtune (`custom_sharded_layers: ['tok_embeddings',
     /// 'output']` in its large-model configs, `training.shard_model`) and
-    /// torchtitan (`apply_fsdp` shards `[norm, output]` together). At the loss
+    /// torchtitan (`apply_fsdp` shards `[norm, lm_head]` as one unit, kept
+    /// gathered after forward by default; torchtitan 0.3.0). At the loss
     /// that unit is gathered beside the last block's, and in backward its
     /// unsharded gradient exists until its reduce-scatter. Everyone else wraps
     /// with FSDP1, whose root unit (embeddings, final norm, head) stays
