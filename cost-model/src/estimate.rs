@@ -78,7 +78,10 @@ const ADAM_8BIT_BYTES: f64 = 2.0;
 /// the upcast logits, the log-softmax output and its gradient — "about three
 /// logits-sized fp32 tensors" (DESIGN.md §3b; transformers PR #33902 measured
 /// 18.5 vs 10.6 GiB for Llama-3.1-8B with and without `logits.float()`).
-/// Without an upcast they are in the logits' dtype.
+/// Without an upcast they are in the logits' dtype: Liger-Kernel's benchmark
+/// data (liger_kernel 0.8.5 sdist, `benchmark/data/all_benchmark_data.csv`,
+/// A100, an `nn.Linear` head + `CrossEntropyLoss` on bf16 logits, H 4096,
+/// V 128256) grows by 6.1 bytes per logit with the token count.
 const LOSS_STANDARD_TENSORS: f64 = 3.0;
 /// LitGPT `chunked_cross_entropy` with a chunked LM head keeps every 16-bit
 /// logits chunk and its 16-bit log-softmax (litgpt/utils.py).
