@@ -104,10 +104,14 @@ const LOSS_CHUNKED_FREE_CHUNKS: f64 = 8.0;
 /// Eager backward of one chunk: the NLL's dense fp32 gradient, log-softmax's
 /// fp32 input gradient and the cast back to 16 bits.
 const LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32: f64 = 2.0;
-/// Fused linear-cross-entropy (Liger, Unsloth) never materialises the logits;
-/// one chunk of fp32 logits of this many tokens lives at a time
-/// (liger_kernel fused_linear_cross_entropy: chunk ≈ 2^ceil(log2(BT / (V/H)))).
-const FUSED_LOSS_CHUNK_TOKENS: f64 = 1024.0;
+/// Fused linear-cross-entropy (Liger) never materialises the logits: it
+/// sizes its chunk so that a chunk of logits is about as large as the hidden
+/// input (liger_kernel 0.8.5 `fused_linear_cross_entropy_forward`:
+/// `inc_factor = cdiv(V, chunk_mem_const · H)`, `chunk_size =
+/// next_power_of_2(cdiv(BT, inc_factor))`, `_CHUNK_MEM_CONST = 1`), in the
+/// input's dtype, its gradient written in place; `grad_input` is a
+/// `zeros_like` of the whole input.
+const FUSED_LOSS_CHUNK_MEM_CONST: f64 = 1.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
 /// during backward: the gradients of the block being differentiated (or the
@@ -119,10 +123,6 @@ const BACKWARD_WORKING_BLOCKS: f64 = 1.0;
 /// the one in use and the one being copied (double buffering in
 /// `torch.autograd.graph.save_on_cpu(pin_memory=True)` and Unsloth's offloaded checkpointing).
 const ACTIVATION_OFFLOAD_BLOCKS_ON_GPU: f64 = 2.0;
-
-/// Fused linear-cross-entropy keeps one chunk of fp32 logits and its gradient
-/// (liger_kernel `fused_linear_cross_entropy_forward`).
-const FUSED_LOSS_CHUNK_TENSORS: f64 = 2.0;
 
 /// DeepSpeed ZeRO-1/2 buckets alive in backward: the reduce (IPG) bucket being
 /// filled and the one being reduced (`overlap_comm`, stage_1_and_2.py).
@@ -2012,8 +2012,12 @@ impl<'a> Ctx<'a> {
             Loss::Fused => (0.0, 0.0),
         };
         let fused_chunk = if self.plan.training.loss == Loss::Fused {
-            // One fp32 chunk of logits and its gradient.
-            FUSED_LOSS_CHUNK_TOKENS.min(tokens) * v * FP32 * FUSED_LOSS_CHUNK_TENSORS
+            // One 16-bit chunk of logits (its gradient in place) and the
+            // input's gradient.
+            let inc = (v / (FUSED_LOSS_CHUNK_MEM_CONST * h)).ceil().max(1.0);
+            let chunk = (tokens / inc).ceil().max(1.0);
+            let chunk = 2f64.powf(chunk.log2().ceil()).min(tokens);
+            chunk * v * self.e + tokens * h * self.e
         } else {
             0.0
         };

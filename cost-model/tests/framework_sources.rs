@@ -47,14 +47,32 @@ fn logits_bytes(p: &Plan, ph: Phase) -> f64 {
     phase(&estimate(p).unwrap(), ph).logits.get() as f64
 }
 
+/// Liger's fused loss on Llama-3.2-3B at 2 × 4096 tokens: `inc_factor =
+/// cdiv(128256, 3072) = 42`, chunk `next_power_of_2(cdiv(8192, 42)) = 256`
+/// tokens of bf16 logits, and the bf16 gradient of the whole input.
+const FUSED_3B: f64 = 256.0 * 128_256.0 * 2.0 + 8192.0 * 3072.0 * 2.0;
+
 /// The loss's own bytes: the logits component less the final norm's tensors
-/// (what a fused loss reports, less its one fp32 chunk and gradient of
-/// 1024 tokens).
+/// (what a fused loss reports, less its chunk and input gradient).
 fn loss_bytes(p: &Plan, ph: Phase) -> f64 {
     let mut q = p.clone();
     q.training.loss = Loss::Fused;
-    let norm = logits_bytes(&q, Phase::Forward) - 1024.0 * 128_256.0 * 4.0 * 2.0;
+    let norm = logits_bytes(&q, Phase::Forward) - FUSED_3B;
     logits_bytes(p, ph) - norm
+}
+
+#[test]
+fn liger_sizes_its_logits_chunk_like_the_hidden_input() {
+    let mut p = torchtune_3b();
+    p.training.loss = Loss::Fused;
+    // The final norm's tensors are what the fused loss reports beyond this
+    // (`loss_bytes` subtracts exactly FUSED_3B from the fused report), so
+    // compare with the standard loss's final norm instead.
+    let mut std = p.clone();
+    std.training.loss = Loss::Standard;
+    let norm = logits_bytes(&std, Phase::Forward) - 12.0 * LOGITS;
+    let fused = logits_bytes(&p, Phase::Forward) - norm;
+    assert!((fused - FUSED_3B).abs() < 1.0, "{fused} vs {FUSED_3B}");
 }
 
 #[test]
