@@ -565,8 +565,8 @@ impl<'a> Ctx<'a> {
         m.vocab as f64 * m.hidden as f64 / self.t
     }
 
-    /// Whether the parameters outside the blocks train (full fine-tuning).
-    fn trains_edges(&self) -> bool {
+    /// Full fine-tuning: every parameter trains, those outside the blocks too.
+    fn full_finetune(&self) -> bool {
         matches!(self.plan.training.finetune, Finetune::Full)
     }
 
@@ -578,7 +578,7 @@ impl<'a> Ctx<'a> {
     /// embedding's backward, the very last, so it lives through the whole
     /// backward. Returns (at the loss backward, through the blocks').
     fn optim_in_bwd_head_grads(&self, s: u32) -> (f64, f64) {
-        if !self.plan.training.optimizer_in_backward || !self.trains_edges() {
+        if !self.plan.training.optimizer_in_backward || !self.full_finetune() {
             return (0.0, 0.0);
         }
         let g = self.lm_head_params(s) * self.grad_bytes();
@@ -875,7 +875,7 @@ impl<'a> Ctx<'a> {
                     && self.m.head == ModelHead::Lm
                     && self.is_last(s) =>
             {
-                self.m.vocab as f64 * self.m.hidden as f64 / self.t
+                self.lm_head_params(s)
             }
             _ => 0.0,
         }
@@ -1165,12 +1165,8 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let matrices = self.stage_layers(s) * (self.layer_matrix_params() - experts)
-            + if self.is_last(s) && self.m.head == ModelHead::Lm {
-                self.m.vocab as f64 * self.m.hidden as f64 / self.t
-            } else {
-                0.0
-            };
+        let matrices =
+            self.stage_layers(s) * (self.layer_matrix_params() - experts) + self.lm_head_params(s);
         match self.base_bits() {
             // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast.
             Some(bits) if bits < 32 && self.trainable_weight_bytes() >= FP32 => {
@@ -1618,7 +1614,7 @@ impl<'a> Ctx<'a> {
         mlp += k * sb * per_token;
         if m.is_moe() {
             mlp += FP32 * sb * m.experts as f64; // router logits / softmax
-            if matches!(self.plan.training.finetune, Finetune::Full) {
+            if self.full_finetune() {
                 // A trained router keeps its input, and the routing weights'
                 // gradient needs each expert's output (`expert_out *
                 // routing_weights`, transformers Mixtral / Qwen-MoE): counted
@@ -2022,8 +2018,9 @@ impl<'a> Ctx<'a> {
             0.0
         };
         // At the head's backward: the logits' 16-bit gradient, beside the
-        // logits the loop holds (LitGPT's chunks, a transformers output);
-        // a fused loss has no such moment (its head gradient is made in forward).
+        // logits the loop holds (LitGPT's chunks, a transformers output); a
+        // fused loss has no separate moment (it makes the head's gradient in
+        // forward), so its head moment is its loss moment.
         let head = match self.plan.training.loss {
             Loss::Standard => self.e + held,
             Loss::ChunkedKeep => HALF + self.e,
@@ -2034,7 +2031,7 @@ impl<'a> Ctx<'a> {
         LogitsBytes {
             forward: final_norm + fwd * logits + fused_chunk,
             loss_backward: final_norm + bwd * logits + fused_chunk,
-            head_backward: final_norm + head * logits,
+            head_backward: final_norm + head * logits + fused_chunk,
         }
     }
 
@@ -2049,7 +2046,7 @@ impl<'a> Ctx<'a> {
     /// `fused_linear_cross_entropy_forward`) until the step.
     fn head_grad_in_backward(&self, s: u32, grads_alive: bool) -> f64 {
         if grads_alive
-            || !self.trains_edges()
+            || !self.full_finetune()
             || self.plan.training.optimizer_in_backward
             || self.shards_params()
         {
@@ -2134,22 +2131,18 @@ impl<'a> Ctx<'a> {
                 // measured term) already counts those weights. The head's own
                 // FSDP2 unit ([`Framework::fsdp_head_is_own_unit`]) is in flight
                 // beside one block at the loss, with its gradient.
-                let fsdp1 =
-                    p.sharding != Sharding::Zero3 && !self.plan.framework.fsdp_head_is_own_unit();
-                let (edges, edge_grads) = if fsdp1 && self.load_kept(s) == 0.0 {
+                let trains = if self.full_finetune() { 1.0 } else { 0.0 };
+                let (edges, edge_grads) = if p.sharding == Sharding::Zero3 {
+                    (0.0, 0.0)
+                } else if self.plan.framework.fsdp_head_is_own_unit() {
+                    let head = self.lm_head_params(s); // zero before the last stage
+                    (
+                        (unit + head - resident).max(0.0),
+                        trains * (head - unit).max(0.0),
+                    )
+                } else if self.load_kept(s) == 0.0 {
                     let e = self.edge_params(s);
-                    (e, if self.trains_edges() { e } else { 0.0 })
-                } else if p.sharding != Sharding::Zero3
-                    && self.plan.framework.fsdp_head_is_own_unit()
-                    && self.is_last(s)
-                {
-                    let head = self.lm_head_params(s);
-                    let g = if self.trains_edges() {
-                        (head - unit).max(0.0)
-                    } else {
-                        0.0
-                    };
-                    ((unit + head - resident).max(0.0), g)
+                    (e, trains * e)
                 } else {
                     (0.0, 0.0)
                 };
@@ -2363,8 +2356,11 @@ impl<'a> Ctx<'a> {
         // The head's weight gradient: made inside a fused loss's forward, else
         // at the head's backward; kept until the step either way.
         let head_g = self.head_grad_in_backward(s, g_fwd > 0.0);
-        let fused = self.plan.training.loss == Loss::Fused;
-        let head_g_fwd = if fused { head_g } else { 0.0 };
+        let head_g_fwd = if self.plan.training.loss == Loss::Fused {
+            head_g
+        } else {
+            0.0
+        };
         let forward = mk(
             Phase::Forward,
             Parts {
@@ -2404,11 +2400,7 @@ impl<'a> Ctx<'a> {
                 g: g_fwd + head_g + head_g_opt_bwd,
                 o,
                 act: acts,
-                lg: if fused {
-                    lg.loss_backward
-                } else {
-                    lg.head_backward
-                },
+                lg: lg.head_backward,
                 comm: comm_b,
                 tmp: casts + dq_head,
             },
