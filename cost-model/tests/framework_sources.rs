@@ -14,18 +14,32 @@ use cost_model::plan::{
 };
 use cost_model::presets::preset;
 
+/// A pure-bf16 full fine-tune of `model` under `fw`, batch 2 × `seq`, over
+/// `gpus` GPUs with `sharding`.
+fn bf16_plan(model: &str, fw: Framework, seq: u32, gpus: u32, sharding: Sharding) -> Plan {
+    let mut p = Plan::default();
+    p.model = preset(model).unwrap().spec();
+    p.set_framework(fw);
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 2;
+    p.training.seq_len = seq;
+    p.training.finetune = Finetune::Full;
+    p.parallel.num_gpus = gpus;
+    p.parallel.sharding = sharding;
+    p
+}
+
 /// Llama-3.2-3B (tied embeddings) under torchtune on one GPU: batch 2 × 4096,
 /// pure bf16, no checkpointing (the README's "Optimization flags" baseline).
 fn torchtune_3b() -> Plan {
-    let mut p = Plan::default();
-    p.model = preset("llama-3.2-3b").unwrap().spec();
-    p.set_framework(Framework::Torchtune);
-    p.training.precision = Precision::Bf16;
-    p.training.micro_batch = 2;
-    p.training.seq_len = 4096;
+    let mut p = bf16_plan(
+        "llama-3.2-3b",
+        Framework::Torchtune,
+        4096,
+        1,
+        Sharding::None,
+    );
     p.training.checkpointing = Checkpointing::None;
-    p.parallel.num_gpus = 1;
-    p.parallel.sharding = Sharding::None;
     p
 }
 
@@ -160,16 +174,7 @@ fn optimizer_in_backward_keeps_a_tied_heads_gradient_through_backward() {
 
 /// Llama-3.1-70B, full fine-tune over 8 GPUs with FSDP, batch 2 × 2048.
 fn fsdp_70b(fw: Framework) -> Plan {
-    let mut p = Plan::default();
-    p.model = preset("llama-3.1-70b").unwrap().spec();
-    p.set_framework(fw);
-    p.training.precision = Precision::Bf16;
-    p.training.micro_batch = 2;
-    p.training.seq_len = 2048;
-    p.training.finetune = Finetune::Full;
-    p.parallel.num_gpus = 8;
-    p.parallel.sharding = Sharding::FsdpFull;
-    p
+    bf16_plan("llama-3.1-70b", fw, 2048, 8, Sharding::FsdpFull)
 }
 
 #[test]
