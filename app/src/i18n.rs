@@ -378,7 +378,7 @@ pub const ZH: &[(&str, &str)] = &[
         "chunked, freed per chunk (torchtune)",
         "分块，逐块释放 (torchtune)",
     ),
-    ("fused linear + CE (Liger)", "融合 linear + CE (Liger)"),
+    ("fused linear + CE (Liger, CCE)", "融合 linear + CE (Liger, CCE)"),
     ("full fine-tune / pretrain", "全参数微调 / 预训练"),
     ("LoRA", "LoRA"),
     ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),

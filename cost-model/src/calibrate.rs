@@ -297,6 +297,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "deepspeed" => Framework::Deepspeed,
         "megatron" => Framework::Megatron,
         "fsdp-qlora" => Framework::FsdpQlora,
+        // Axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL all train through
+        // transformers' `Trainer`: its defaults are theirs.
+        "other" if trainer_based(r.get("notes")) => Framework::HfTrainer,
         "plain-pytorch" | "other" | "" => Framework::PlainPytorch,
         f => return Err(format!("framework `{f}` is not in the schema")),
     };
@@ -536,6 +539,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     t.loss = match r.get("loss") {
         "standard" => Loss::Standard,
+        // Cut Cross-Entropy names itself; a fused loss the column could only
+        // call "chunked" or leave unknown.
+        "chunked" | "unknown" | "" if fused_linear_ce(&lower) => Loss::Fused,
         "chunked" => match framework {
             // Liger's / Unsloth's loss is a fused linear + cross-entropy.
             _ if t.fused_kernels => Loss::Fused,
@@ -740,6 +746,44 @@ fn stated_targets(notes: &str) -> Option<LoraTargets> {
     let at = notes.find(" on ")? + " on ".len();
     let word = notes[at..].split([' ', ';', ',', '(']).next()?;
     parse_targets("notes", word).ok()
+}
+
+/// The notes name a tool that trains through transformers' `Trainer` (a
+/// whole word, so "control" is not TRL).
+fn trainer_based(notes: &str) -> bool {
+    const TOOLS: [&str; 7] = [
+        "axolotl",
+        "llama-factory",
+        "llamafactory",
+        "unsloth",
+        "ms-swift",
+        "trl",
+        "sfttrainer",
+    ];
+    notes
+        .to_ascii_lowercase()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .any(|w| TOOLS.contains(&w))
+}
+
+/// The notes (lower-cased) name a fused linear + cross-entropy: Apple's Cut
+/// Cross-Entropy (axolotl's `CutCrossEntropyPlugin`, Unsloth), or Liger's by
+/// its name.
+fn fused_linear_ce(lower: &str) -> bool {
+    [
+        "cut cross-entropy",
+        "cut cross entropy",
+        "cut_cross_entropy",
+        "cutcrossentropy",
+        "fused linear cross",
+        "fused linear-cross",
+        "fused_linear_cross",
+    ]
+    .iter()
+    .any(|k| lower.contains(k))
+        || lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == "cce" || w == "flce")
 }
 
 /// The plan the row with this id describes (for `memplan calibrate --explain`).

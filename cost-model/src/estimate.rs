@@ -110,7 +110,11 @@ const LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32: f64 = 2.0;
 /// `inc_factor = cdiv(V, chunk_mem_const · H)`, `chunk_size =
 /// next_power_of_2(cdiv(BT, inc_factor))`, `_CHUNK_MEM_CONST = 1`), in the
 /// input's dtype, its gradient written in place; `grad_input` is a
-/// `zeros_like` of the whole input.
+/// `zeros_like` of the whole input. Cut Cross-Entropy (Wijmans et al. 2024,
+/// arXiv:2411.09009; apple/ml-cross-entropy) computes the logits block by
+/// block in on-chip memory and keeps only a per-token fp32 log-sum-exp and the
+/// input's gradient: the same input gradient, no chunk — so the Liger chunk,
+/// at most about the input's size, bounds it from above.
 const FUSED_LOSS_CHUNK_MEM_CONST: f64 = 1.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones

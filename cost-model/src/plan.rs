@@ -129,7 +129,9 @@ pub enum Loss {
     ChunkedKeep,
     /// Chunked cross-entropy that upcasts and frees per chunk (torchtune).
     ChunkedFree,
-    /// Fused linear + cross-entropy that never materialises the logits (Liger, Unsloth).
+    /// Fused linear + cross-entropy that never materialises the logits (Liger,
+    /// Unsloth, Apple's Cut Cross-Entropy as axolotl's `CutCrossEntropyPlugin`
+    /// runs it).
     Fused,
 }
 

@@ -403,3 +403,27 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
     assert!(t.zero_grad_set_to_none);
     assert_eq!(t.optimizer_impl, OptimizerImpl::Fused);
 }
+
+#[test]
+fn a_trainer_based_tool_and_a_fused_loss_named_in_the_notes_reach_the_plan() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::framework::Framework;
+    use cost_model::plan::Loss;
+    let id = "peft_metamathqa_benchmark-158"; // plain PyTorch loop, standard loss
+    let plan = |set: &[(&str, &str)]| case_plan(&with_fields(id, set), id).unwrap();
+    // `other` is a plain loop unless the notes name a Trainer-based tool.
+    let other = |notes: &str| plan(&[("framework", "other"), ("notes", notes)]).framework;
+    assert_eq!(other("own training loop"), Framework::PlainPytorch);
+    assert_eq!(other("axolotl 0.21 example config"), Framework::HfTrainer);
+    assert_eq!(other("LLaMA-Factory sft"), Framework::HfTrainer);
+    assert_eq!(other("TRL SFTTrainer; packed"), Framework::HfTrainer);
+    assert_eq!(other("control run"), Framework::PlainPytorch);
+    // A chunked or unknown loss that the notes call Cut Cross-Entropy is fused.
+    let loss = |col: &str, notes: &str| plan(&[("loss", col), ("notes", notes)]).training.loss;
+    assert_eq!(loss("chunked", "CutCrossEntropyPlugin"), Loss::Fused);
+    assert_eq!(loss("unknown", "Cut Cross-Entropy (CCE) on"), Loss::Fused);
+    assert_eq!(loss("chunked", "cce; packed"), Loss::Fused);
+    assert_eq!(loss("chunked", "succeeded"), Loss::ChunkedFree);
+    // The column wins over the notes when it says standard.
+    assert_eq!(loss("standard", "CCE installed but off"), Loss::Standard);
+}

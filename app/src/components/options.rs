@@ -211,7 +211,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("standard", "full logits (fp32 upcast)"),
                         ("chunked-keep", "chunked, chunks kept (LitGPT)"),
                         ("chunked-free", "chunked, freed per chunk (torchtune)"),
-                        ("fused", "fused linear + CE (Liger)"),
+                        ("fused", "fused linear + CE (Liger, CCE)"),
                     ]),
                 ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
