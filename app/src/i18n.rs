@@ -223,6 +223,11 @@ pub const ZH: &[(&str, &str)] = &[
     ("Base weight bits", "基座权重位数"),
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
+    ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
+    (
+        "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
+        "PEFT 把 4/8 位基座的词嵌入、归一化层和未量化的输出头转为 fp32，残差流随之变为 fp32",
+    ),
     ("Fused kernels (Liger / Unsloth)", "融合算子（Liger / Unsloth）"),
     (
         "Fused kernels (Liger): RMSNorm, SwiGLU, linear + cross-entropy",

@@ -508,6 +508,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if torch_1 {
         t.optimizer_impl = OptimizerImpl::ForLoop;
     }
+    if notes.contains("prepare_model_for_kbit_training") {
+        t.kbit_fp32_prep = true;
+    }
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.

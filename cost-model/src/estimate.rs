@@ -493,6 +493,13 @@ impl<'a> Ctx<'a> {
         self.plan.training.finetune.base_bits()
     }
 
+    /// PEFT's `prepare_model_for_kbit_training` cast the unquantized
+    /// parameters of a 4/8-bit base to fp32
+    /// ([`crate::plan::TrainingSpec::kbit_fp32_prep`]).
+    fn kbit_fp32(&self) -> bool {
+        self.plan.training.kbit_fp32_prep && self.base_bits().is_some_and(|b| b <= 8)
+    }
+
     // ----- parameters per rank --------------------------------------------
 
     /// Layers held by pipeline stage `s` (uneven splits give the first stages one more).
@@ -988,7 +995,11 @@ impl<'a> Ctx<'a> {
                 let matrices = self.stage_layers(s) * self.layer_matrix_params()
                     + self.quantized_head_params(s);
                 let rest = self.stage_params(s) - matrices;
-                let rest_bytes = if base_bits >= 32 { FP32 } else { HALF };
+                let rest_bytes = if base_bits >= 32 || self.kbit_fp32() {
+                    FP32
+                } else {
+                    HALF
+                };
                 matrices * self.frozen_matrix_bytes(base_bits)
                     + rest * rest_bytes
                     + (self.stage_trainable(s)
@@ -1172,11 +1183,22 @@ impl<'a> Ctx<'a> {
         let matrices =
             self.stage_layers(s) * (self.layer_matrix_params() - experts) + self.lm_head_params(s);
         match self.base_bits() {
-            // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast.
-            Some(bits) if bits < 32 && self.trainable_weight_bytes() >= FP32 => {
-                self.stage_trainable(s) * HALF
+            // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast,
+            // and an LM head that `prepare_model_for_kbit_training` made fp32
+            // (its 16-bit cast saved by the head's matmul for the input gradient).
+            Some(bits) if bits < 32 => {
+                let adapters = if self.trainable_weight_bytes() >= FP32 {
+                    self.stage_trainable(s)
+                } else {
+                    0.0
+                };
+                let head = if self.kbit_fp32() {
+                    self.lm_head_params(s) - self.quantized_head_params(s)
+                } else {
+                    0.0
+                };
+                (adapters + head) * HALF
             }
-            Some(bits) if bits < 32 => 0.0,
             Some(_) => matrices * HALF + self.stage_trainable(s) * HALF,
             None if self.trainable_weight_bytes() >= FP32 => matrices * HALF,
             None => 0.0,
@@ -1844,6 +1866,7 @@ impl<'a> Ctx<'a> {
         let prec = self.plan.training.precision;
         let fp32_compute = match prec {
             Precision::Fp32 => true,
+            _ if self.kbit_fp32() => true,
             Precision::AmpFp16 | Precision::AmpBf16 => {
                 !self.shards_params()
                     && !self.master_in_optimizer()

@@ -83,6 +83,10 @@ pub struct FrameworkDefaults {
     /// (`peft/tuners/lora/config.py`), and torchtune's LoRA configs set
     /// `lora_dropout: 0.0`.
     pub lora_dropout: bool,
+    /// A quantized base goes through PEFT's `prepare_model_for_kbit_training`
+    /// ([`crate::plan::TrainingSpec::kbit_fp32_prep`]): PEFT's quantization
+    /// guide and its int8/QLoRA examples call it before `get_peft_model`.
+    pub kbit_fp32_prep: bool,
 }
 
 impl Framework {
@@ -256,13 +260,18 @@ impl Framework {
             lora_qkv_grouped: false,
             rmsnorm_affine_fp32: false,
             lora_dropout: true,
+            kbit_fp32_prep: false,
         };
         match self {
             Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
                 optimizer_impl: OptimizerImpl::Fused,
                 ..hf
             },
-            Framework::HfAccelerate | Framework::Peft | Framework::FsdpQlora => hf,
+            Framework::Peft => FrameworkDefaults {
+                kbit_fp32_prep: true,
+                ..hf
+            },
+            Framework::HfAccelerate | Framework::FsdpQlora => hf,
             Framework::PlainPytorch => FrameworkDefaults {
                 fp32_upcasts: false,
                 lora_dropout: false,

@@ -426,6 +426,21 @@ pub struct TrainingSpec {
     /// activation in backward (`swiglu.py`: `save_for_backward(a, b)`).
     #[serde(default)]
     pub fused_kernels: bool,
+    /// PEFT's `prepare_model_for_kbit_training` ran on the 4/8-bit base: it
+    /// casts every parameter that is neither quantized nor already fp32 —
+    /// embeddings, an unquantized LM head, norms, biases — to fp32
+    /// (peft 0.21.2 `utils/other.py`: "cast all non INT8 parameters to fp32").
+    /// The fp32 norm weights then promote the norm outputs
+    /// (`self.weight * hidden_states.to(input_dtype)`), bitsandbytes' 4-bit
+    /// linear returns its input's dtype (`Linear4bit.forward`:
+    /// `.to(inp_dtype)`), and the residual stream runs in fp32 — the case
+    /// transformers' flash-attention path warns of ("The input hidden states
+    /// seems to be silently casted in float32 … upcasted embedding or layer
+    /// norm layers in float32"). PEFT's own QLoRA recipes call it; the
+    /// Trainer does not, TRL 1.x no longer does, and axolotl patches it to
+    /// leave the embeddings alone. Only with a quantized base.
+    #[serde(default)]
+    pub kbit_fp32_prep: bool,
     pub finetune: Finetune,
 }
 
@@ -631,6 +646,7 @@ impl Default for Plan {
                 compile: false,
                 zero_grad_set_to_none: true,
                 fused_kernels: false,
+                kbit_fp32_prep: d.kbit_fp32_prep,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {
@@ -663,6 +679,7 @@ impl Plan {
         self.training.checkpointing = d.checkpointing;
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
+        self.training.kbit_fp32_prep = d.kbit_fp32_prep;
         if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {
             *dropout = d.lora_dropout;
         }

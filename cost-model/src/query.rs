@@ -251,7 +251,7 @@ const MODEL_FLAGS: [(&str, Flag); 6] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 7] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 8] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -259,6 +259,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 7] = [
     ("compile", |t| &mut t.compile),
     ("fkern", |t| &mut t.fused_kernels),
     ("grad_none", |t| &mut t.zero_grad_set_to_none),
+    ("kbit32", |t| &mut t.kbit_fp32_prep),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {

@@ -405,7 +405,7 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
 }
 
 #[test]
-fn a_trainer_based_tool_and_a_fused_loss_named_in_the_notes_reach_the_plan() {
+fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_reach_the_plan() {
     use cost_model::calibrate::case_plan;
     use cost_model::framework::Framework;
     use cost_model::plan::Loss;
@@ -426,4 +426,10 @@ fn a_trainer_based_tool_and_a_fused_loss_named_in_the_notes_reach_the_plan() {
     assert_eq!(loss("chunked", "succeeded"), Loss::ChunkedFree);
     // The column wins over the notes when it says standard.
     assert_eq!(loss("standard", "CCE installed but off"), Loss::Standard);
+    // PEFT's k-bit preparation, named in the notes.
+    let prep = |notes: &str| plan(&[("notes", notes)]).training.kbit_fp32_prep;
+    assert!(prep(
+        "QLoRA; prepare_model_for_kbit_training before get_peft_model"
+    ));
+    assert!(!prep("QLoRA"));
 }

@@ -341,3 +341,74 @@ fn torchtunes_rmsnorm_keeps_the_fp32_normalised_tensor_for_its_scale() {
     let expected = 2.0 * 2.0 * 3072.0 * 2.0 * 4096.0 * 28.0;
     assert!((d - expected).abs() < 1.0, "{d} vs {expected}");
 }
+
+/// QLoRA of Llama-3.1-8B (untied 128K-vocabulary head) under the Trainer with
+/// autocast: all-linear rank 16 over NF4, batch 1 × 2048, full checkpointing.
+fn qlora_8b(prep: bool) -> Plan {
+    let mut p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::HfTrainer,
+        2048,
+        1,
+        Sharding::None,
+    );
+    p.training.precision = Precision::AmpBf16;
+    p.training.micro_batch = 1;
+    p.training.checkpointing = Checkpointing::Full;
+    p.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: cost_model::plan::LoraTargets::ALL_LINEAR,
+        base_bits: 4,
+        dropout: false,
+        variant: cost_model::plan::LoraVariant::Lora,
+    };
+    p.training.kbit_fp32_prep = prep;
+    p
+}
+
+#[test]
+fn peft_prepare_model_for_kbit_training_makes_the_unquantized_parameters_and_the_stream_fp32() {
+    let (off, on) = (qlora_8b(false), qlora_8b(true));
+    let (eo, en) = (estimate(&off).unwrap(), estimate(&on).unwrap());
+    let m = &off.model;
+    let (h, v, l) = (m.hidden as f64, m.vocab as f64, m.layers as f64);
+    // peft `prepare_model_for_kbit_training`: embeddings, the (unquantized)
+    // head and the norms go from 2 to 4 bytes.
+    let unquantized = 2.0 * v * h + (2.0 * l + 1.0) * h;
+    let init = |e| phase(e, Phase::Init);
+    let dw = init(&en).weights.get() as f64 - init(&eo).weights.get() as f64;
+    assert_eq!(dw, 2.0 * unquantized);
+    // The residual stream follows the fp32 norms: every checkpointed block
+    // input doubles (2048 tokens × hidden × 2 more bytes per block) …
+    let fwd = |e| phase(e, Phase::Forward);
+    let dact = fwd(&en).activations.get() as f64 - fwd(&eo).activations.get() as f64;
+    assert!(dact >= l * 2048.0 * h * 2.0, "{dact}");
+    // … and under autocast the head's matmul saves a 16-bit cast of the fp32 head.
+    assert!(en.peak.allocated.get() as f64 - eo.peak.allocated.get() as f64 > dw + v * h * 2.0);
+    // PEFT's profile runs it by default; the Trainer's and TRL's do not.
+    let mut p = off.clone();
+    p.set_framework(Framework::Peft);
+    assert!(p.training.kbit_fp32_prep);
+    p.set_framework(Framework::Trl);
+    assert!(!p.training.kbit_fp32_prep);
+    // It travels in the URL.
+    let url = cost_model::query::encode(&on);
+    assert!(url.contains("kbit32=1"), "{url}");
+    assert!(
+        cost_model::query::decode_str(&url)
+            .unwrap()
+            .training
+            .kbit_fp32_prep
+    );
+    // Without a quantized base there is nothing to prepare.
+    let mut lora16 = on.clone();
+    if let Finetune::Lora { base_bits, .. } = &mut lora16.training.finetune {
+        *base_bits = 16;
+    }
+    let mut lora16_off = lora16.clone();
+    lora16_off.training.kbit_fp32_prep = false;
+    assert_eq!(
+        estimate(&lora16).unwrap().peak,
+        estimate(&lora16_off).unwrap().peak
+    );
+}

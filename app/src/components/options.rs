@@ -294,6 +294,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "Frozen base: 16-bit, 8-bit or 4-bit NF4",
                     opts(&[("16", "16"), ("8", "8"), ("4", "4 (NF4)"), ("32", "32")]),
                 ),
+                (
+                    "kbit32",
+                    "prepare_model_for_kbit_training",
+                    "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
+                    Kind::Check,
+                ),
             ],
         ),
     ]
