@@ -223,6 +223,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("Base weight bits", "基座权重位数"),
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
+    (
+        "Keep the 4-bit base's embeddings and norms in 16-bit",
+        "4 位基座的词嵌入和归一化层保持 16 位",
+    ),
     ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
     (
         "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
