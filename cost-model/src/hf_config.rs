@@ -46,6 +46,65 @@ pub const KNOWN_TYPES: &[&str] = &[
     "roberta",
     "t5",
     "mt5",
+    "qwen3_moe",
+    "olmo2",
+    "olmo3",
+    "olmoe",
+    "granite",
+    "granitemoe",
+    "smollm3",
+    "seed_oss",
+    "hunyuan_v1_dense",
+    "ministral",
+    "exaone4",
+    "glm",
+    "glm4",
+    "gemma3_text",
+    "cohere",
+    "cohere2",
+    "stablelm",
+    "starcoder2",
+    "phimoe",
+    "gpt_oss",
+    "bloom",
+    "opt",
+    "gptj",
+    "gpt_bigcode",
+    "mpt",
+    "xlm-roberta",
+    "camembert",
+    "bart",
+    "mbart",
+];
+
+/// Multimodal checkpoints keep their language model's config under
+/// `text_config`; the `model_type` it has when that config does not say
+/// (transformers' `*Config.sub_configs`).
+const TEXT_CONFIG_TYPES: &[(&str, &str)] = &[
+    ("gemma3", "gemma3_text"),
+    ("mistral3", "mistral"),
+    ("llava", "llama"),
+    ("llava_next", "llama"),
+    ("qwen2_vl", "qwen2"),
+    ("qwen2_5_vl", "qwen2"),
+    ("paligemma", "gemma"),
+];
+
+/// `tie_word_embeddings` when the file leaves it out (a config saved by
+/// transformers omits values equal to the class default): the classes whose
+/// default ties the head to the embedding.
+const TIED_BY_DEFAULT: &[&str] = &[
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "cohere",
+    "cohere2",
+    "smollm3",
+    "starcoder2",
+    "bloom",
+    "opt",
+    "gpt_bigcode",
+    "mpt",
 ];
 
 struct Cfg<'a> {
@@ -128,15 +187,36 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
     if !v.is_object() {
         return Err(ConfigError::NotObject);
     }
-    let model_type = v
+    let outer = &v;
+    let outer_type = v
         .get("model_type")
         .and_then(Value::as_str)
-        .unwrap_or("llama")
-        .to_string();
+        .unwrap_or("llama");
+    // A multimodal wrapper: read its language model.
+    let (v, model_type) = match v.get("text_config").filter(|t| t.is_object()) {
+        Some(text) => {
+            let inner = text.get("model_type").and_then(Value::as_str).or_else(|| {
+                TEXT_CONFIG_TYPES
+                    .iter()
+                    .find(|(o, _)| *o == outer_type)
+                    .map(|(_, i)| *i)
+            });
+            match inner {
+                Some(t) => (text, t.to_string()),
+                None => {
+                    return Err(ConfigError::UnknownType(format!(
+                        "{outer_type} (text_config)"
+                    )))
+                }
+            }
+        }
+        None => (&v, outer_type.to_string()),
+    };
     let c = Cfg {
-        v: &v,
+        v,
         model_type: model_type.clone(),
     };
+    let tied_default = TIED_BY_DEFAULT.contains(&model_type.as_str());
     let mut m = ModelSpec {
         name: name.to_string(),
         arch: Arch::Decoder,
@@ -169,31 +249,68 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         sliding_window: 0,
     };
     match model_type.as_str() {
-        "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "gemma" | "gemma2"
-        | "phi3" | "olmo" => {
+        "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe"
+        | "gemma" | "gemma2" | "gemma3_text" | "phi3" | "phimoe" | "olmo" | "olmo2" | "olmo3"
+        | "olmoe" | "granite" | "granitemoe" | "smollm3" | "seed_oss" | "hunyuan_v1_dense"
+        | "ministral" | "exaone4" | "glm" | "glm4" | "cohere" | "cohere2" | "stablelm"
+        | "starcoder2" | "gpt_oss" => {
             let ffn_keys: &[&'static str] = match model_type.as_str() {
-                "qwen2_moe" => &["moe_intermediate_size", "intermediate_size"],
+                "qwen2_moe" | "qwen3_moe" => &["moe_intermediate_size", "intermediate_size"],
                 _ => &["intermediate_size"],
             };
             standard_dims(&c, &mut m, ffn_keys)?;
-            let tied_default = matches!(model_type.as_str(), "gemma" | "gemma2");
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+            // Biases on q/k/v: Qwen2 always; GLM, Seed-OSS and gpt-oss by their
+            // class default; StableLM under its own key.
+            let bias_default =
+                matches!(model_type.as_str(), "glm" | "glm4" | "seed_oss" | "gpt_oss");
             m.qkv_bias = matches!(model_type.as_str(), "qwen2" | "qwen2_moe")
-                || c.bool("attention_bias", false);
-            if model_type == "gemma2" {
+                || c.bool("attention_bias", bias_default)
+                || c.bool("use_qkv_bias", false);
+            // Sandwich norms: Gemma-2/3 and GLM-4 normalise each sub-block's
+            // output too.
+            if matches!(model_type.as_str(), "gemma2" | "gemma3_text" | "glm4") {
                 m.norms_per_layer = 4;
+            }
+            if matches!(model_type.as_str(), "gemma2" | "gemma3_text") {
                 m.softcap =
                     c.is_set("attn_logit_softcapping") || c.is_set("final_logit_softcapping");
             }
             // GemmaRMSNorm: `output * (1.0 + self.weight.float())`.
-            m.norm_fp32_affine = matches!(model_type.as_str(), "gemma" | "gemma2");
+            m.norm_fp32_affine = matches!(model_type.as_str(), "gemma" | "gemma2" | "gemma3_text");
             // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
             m.fused_projections = model_type == "phi3";
-            // Every layer attends over a window (Mistral, Mixtral, Phi-3; Qwen2
-            // only with `use_sliding_window`); Gemma-2 alternates, in eager.
+            // LayerNorm blocks: Cohere (one norm feeding attention and MLP in
+            // parallel), StableLM (parallel when `use_parallel_residual`),
+            // StarCoder2 (a plain GELU MLP with biases), PhiMoE.
+            match model_type.as_str() {
+                "cohere" | "cohere2" => {
+                    m.norm = Norm::LayerNorm;
+                    m.norms_per_layer = 1;
+                    m.parallel_residual = true;
+                }
+                "stablelm" => {
+                    m.norm = Norm::LayerNorm;
+                    if c.bool("use_parallel_residual", false) {
+                        m.norms_per_layer = 1;
+                        m.parallel_residual = true;
+                    }
+                }
+                "starcoder2" => {
+                    m.norm = Norm::LayerNorm;
+                    m.mlp = Mlp::Plain;
+                    m.linear_bias = c.bool("use_bias", true);
+                }
+                "phimoe" => m.norm = Norm::LayerNorm,
+                _ => {}
+            }
+            // Every layer attends over a window (Mistral, Mixtral, Phi-3,
+            // StarCoder2 when set; Qwen2/Qwen3-MoE only with
+            // `use_sliding_window`); Gemma-2/3, Cohere-2, OLMo-3, gpt-oss and
+            // Ministral alternate window and full layers.
             let windowed = match model_type.as_str() {
-                "mistral" | "mixtral" | "phi3" => true,
-                "qwen2" | "qwen2_moe" => c.bool("use_sliding_window", false),
+                "mistral" | "mixtral" | "phi3" | "phimoe" | "starcoder2" => true,
+                "qwen2" | "qwen2_moe" | "qwen3_moe" => c.bool("use_sliding_window", false),
                 _ => false,
             };
             if windowed {
@@ -265,7 +382,119 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.fused_projections = true; // `query_key_value`
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
         }
-        "bert" | "roberta" => {
+        "bloom" => {
+            m.hidden = c.any_u32(&["hidden_size", "n_embed"])?;
+            m.layers = c.any_u32(&["n_layer", "num_hidden_layers"])?;
+            m.heads = c.any_u32(&["n_head", "num_attention_heads"])?;
+            m.kv_heads = m.heads;
+            m.head_dim = m.hidden / m.heads;
+            m.ffn = 4 * m.hidden;
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.positions = Positions::Alibi;
+            m.fused_projections = true; // `query_key_value`
+            m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+        }
+        "opt" => {
+            m.hidden = c.u32("hidden_size")?;
+            m.layers = c.u32("num_hidden_layers")?;
+            m.heads = c.u32("num_attention_heads")?;
+            m.kv_heads = m.heads;
+            m.head_dim = m.hidden / m.heads;
+            m.ffn = c.u32("ffn_dim")?;
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.linear_bias = c.bool("enable_bias", true);
+            m.positions = Positions::Learned;
+            // `OPTLearnedPositionalEmbedding` keeps 2 rows beyond the maximum.
+            m.max_positions = c.u32("max_position_embeddings")?.saturating_add(2);
+            m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+        }
+        "gptj" => {
+            m.hidden = c.u32("n_embd")?;
+            m.layers = c.u32("n_layer")?;
+            m.heads = c.u32("n_head")?;
+            m.kv_heads = m.heads;
+            m.head_dim = m.hidden / m.heads;
+            m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            // One norm feeds attention and the MLP, added in parallel.
+            m.norms_per_layer = 1;
+            m.parallel_residual = true;
+            m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+            m.gelu_new = c.str("activation_function").unwrap_or("gelu_new") == "gelu_new";
+        }
+        "gpt_bigcode" => {
+            m.hidden = c.u32("n_embd")?;
+            m.layers = c.u32("n_layer")?;
+            m.heads = c.u32("n_head")?;
+            // Multi-query attention by default (SantaCoder, StarCoder).
+            m.kv_heads = if c.bool("multi_query", true) {
+                1
+            } else {
+                m.heads
+            };
+            m.head_dim = m.hidden / m.heads;
+            m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.positions = Positions::Learned;
+            m.max_positions = c.any_u32(&["n_positions", "max_position_embeddings"])?;
+            m.fused_projections = true; // `c_attn`
+            m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+            m.gelu_new = c.str("activation_function") == Some("gelu_new");
+        }
+        "mpt" => {
+            m.hidden = c.u32("d_model")?;
+            m.layers = c.u32("n_layers")?;
+            m.heads = c.u32("n_heads")?;
+            let attn = c.v.get("attn_config");
+            let attn_str = |k: &str| attn.and_then(|a| a.get(k)).and_then(Value::as_str);
+            m.kv_heads = match attn_str("attn_type") {
+                Some("multiquery_attention") => 1,
+                Some("grouped_query_attention") => attn
+                    .and_then(|a| a.get("kv_n_heads"))
+                    .and_then(Value::as_u64)
+                    .filter(|&n| n > 0 && n <= m.heads as u64)
+                    .map_or(m.heads, |n| n as u32),
+                _ => m.heads,
+            };
+            m.head_dim = m.hidden / m.heads;
+            m.ffn = c.u32("expansion_ratio")?.saturating_mul(m.hidden);
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.linear_bias = !c.bool("no_bias", true);
+            let alibi = attn
+                .and_then(|a| a.get("alibi"))
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            if alibi {
+                m.positions = Positions::Alibi;
+            } else {
+                m.positions = Positions::Learned;
+                m.max_positions = c.u32("max_seq_len")?;
+            }
+            m.fused_projections = true; // `Wqkv`
+            m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+        }
+        "bart" | "mbart" => {
+            m.arch = Arch::EncoderDecoder;
+            m.hidden = c.u32("d_model")?;
+            m.encoder_layers = c.u32("encoder_layers")?;
+            m.layers = c.u32("decoder_layers")?;
+            m.heads = c.u32("encoder_attention_heads")?;
+            m.kv_heads = m.heads;
+            m.head_dim = m.hidden / m.heads;
+            m.ffn = c.u32("encoder_ffn_dim")?;
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.positions = Positions::Learned;
+            // `BartLearnedPositionalEmbedding`: 2 rows beyond the maximum.
+            m.max_positions = c.u32("max_position_embeddings")?.saturating_add(2);
+            m.tied_embeddings = true;
+        }
+        "bert" | "roberta" | "xlm-roberta" | "camembert" => {
             m.arch = Arch::Encoder;
             standard_dims(&c, &mut m, &["intermediate_size"])?;
             gpt_block(&mut m);
@@ -301,7 +530,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
     // A checkpoint saved from `*ForSequenceClassification` /
     // `*ForTokenClassification` (reward models, BERT classifiers) names its
     // head in `architectures`.
-    let classifier = v
+    let classifier = outer
         .get("architectures")
         .and_then(Value::as_array)
         .is_some_and(|a| {
@@ -380,6 +609,140 @@ mod tests {
         assert_eq!(from_config_json(bert, "b").unwrap().params(), 109_482_240);
         let t5 = r#"{"model_type":"t5","d_model":768,"num_layers":12,"num_heads":12,"d_kv":64,"d_ff":3072,"vocab_size":32128}"#;
         assert_eq!(from_config_json(t5, "t").unwrap().params(), 222_903_552);
+    }
+
+    /// Within 0.5 % of the published count (the preset standard): the
+    /// importer does not count q/k norms, BLOOM's embedding LayerNorm or a
+    /// bias-free LayerNorm's missing bias.
+    fn close(got: u64, published: u64) -> bool {
+        (got as f64 - published as f64).abs() <= 0.005 * published as f64
+    }
+
+    #[test]
+    fn newer_and_older_model_types_match_their_published_counts() {
+        // The configs as their hub repositories ship them (the keys that matter).
+        let cases: [(&str, u64); 8] = [
+            // Qwen/Qwen3-30B-A3B: 30.5B.
+            (
+                r#"{"model_type":"qwen3_moe","hidden_size":2048,"intermediate_size":6144,
+                "moe_intermediate_size":768,"num_attention_heads":32,"num_hidden_layers":48,
+                "num_key_value_heads":4,"head_dim":128,"num_experts":128,"num_experts_per_tok":8,
+                "vocab_size":151936,"tie_word_embeddings":false}"#,
+                30_532_122_624,
+            ),
+            // google/gemma-3-1b-pt (text only; ties by its class default).
+            (
+                r#"{"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,
+                "num_attention_heads":4,"num_hidden_layers":26,"num_key_value_heads":1,
+                "head_dim":256,"vocab_size":262144}"#,
+                999_885_952,
+            ),
+            // mistralai/Mistral-Small-3.1-24B-Instruct-2503: the language model
+            // under `text_config` (23.57B of its 24B; the rest is the vision tower).
+            (
+                r#"{"model_type":"mistral3","architectures":["Mistral3ForConditionalGeneration"],
+                "text_config":{"model_type":"mistral","hidden_size":5120,"intermediate_size":32768,
+                "num_attention_heads":32,"num_hidden_layers":40,"num_key_value_heads":8,
+                "head_dim":128,"vocab_size":131072,"tie_word_embeddings":false},
+                "vision_config":{"model_type":"pixtral","hidden_size":1024}}"#,
+                23_572_403_200,
+            ),
+            // bigscience/bloom-560m.
+            (
+                r#"{"model_type":"bloom","hidden_size":1024,"n_layer":24,"n_head":16,"vocab_size":250880}"#,
+                559_214_592,
+            ),
+            // facebook/opt-125m.
+            (
+                r#"{"model_type":"opt","hidden_size":768,"num_hidden_layers":12,"num_attention_heads":12,
+                "ffn_dim":3072,"vocab_size":50272,"max_position_embeddings":2048}"#,
+                125_239_296,
+            ),
+            // EleutherAI/gpt-j-6b.
+            (
+                r#"{"model_type":"gptj","n_embd":4096,"n_layer":28,"n_head":16,"n_positions":2048,
+                "rotary_dim":64,"vocab_size":50400,"tie_word_embeddings":false}"#,
+                6_053_381_344,
+            ),
+            // mosaicml/mpt-7b.
+            (
+                r#"{"model_type":"mpt","d_model":4096,"n_heads":32,"n_layers":32,"expansion_ratio":4,
+                "max_seq_len":2048,"vocab_size":50432,"no_bias":true,
+                "attn_config":{"alibi":true,"attn_type":"multihead_attention"}}"#,
+                6_649_286_656,
+            ),
+            // facebook/bart-large.
+            (
+                r#"{"model_type":"bart","d_model":1024,"encoder_layers":12,"decoder_layers":12,
+                "encoder_attention_heads":16,"decoder_attention_heads":16,"encoder_ffn_dim":4096,
+                "decoder_ffn_dim":4096,"vocab_size":50265,"max_position_embeddings":1024}"#,
+                406_291_456,
+            ),
+        ];
+        for (json, published) in cases {
+            let m = from_config_json(json, "x").unwrap_or_else(|e| panic!("{e}: {json}"));
+            assert!(
+                close(m.params(), published),
+                "{} vs {published}: {json}",
+                m.params()
+            );
+        }
+    }
+
+    #[test]
+    fn implementation_details_follow_the_model_type() {
+        let m = |json: &str| from_config_json(json, "x").unwrap();
+        let dims = r#""hidden_size":1024,"intermediate_size":4096,"num_attention_heads":16,
+            "num_hidden_layers":2,"vocab_size":1000"#;
+        let with = |t: &str, extra: &str| format!(r#"{{"model_type":"{t}",{dims}{extra}}}"#);
+        // Cohere: one LayerNorm feeding attention and the MLP in parallel, tied.
+        let cohere = m(&with("cohere", ""));
+        assert!(cohere.parallel_residual && cohere.norm == Norm::LayerNorm);
+        assert_eq!(cohere.norms_per_layer, 1);
+        assert!(cohere.tied_embeddings);
+        // StarCoder2: plain MLP with biases; a window on every layer when set.
+        let sc2 = m(&with("starcoder2", r#","sliding_window":4096"#));
+        assert_eq!(
+            (sc2.mlp, sc2.linear_bias, sc2.sliding_window),
+            (Mlp::Plain, true, 4096)
+        );
+        // Gemma-3: sandwich norms in fp32-affine RMSNorm; GLM-4 sandwiches too.
+        let g3 = m(&with("gemma3_text", ""));
+        assert_eq!(g3.norms_per_layer, 4);
+        assert!(g3.norm_fp32_affine && g3.tied_embeddings);
+        assert_eq!(m(&with("glm4", "")).norms_per_layer, 4);
+        // q/k/v biases by class default or by key.
+        assert!(m(&with("seed_oss", "")).qkv_bias);
+        assert!(!m(&with("seed_oss", r#","attention_bias":false"#)).qkv_bias);
+        assert!(m(&with("stablelm", r#","use_qkv_bias":true"#)).qkv_bias);
+        // gpt-oss: experts by `num_local_experts`.
+        let oss = m(&with(
+            "gpt_oss",
+            r#","num_local_experts":32,"num_experts_per_tok":4"#,
+        ));
+        assert_eq!((oss.experts, oss.experts_per_token), (32, 4));
+        // GPT-BigCode is multi-query unless it says otherwise.
+        let bigcode = r#"{"model_type":"gpt_bigcode","n_embd":768,"n_layer":2,"n_head":12,
+            "n_positions":1024,"vocab_size":1000}"#;
+        assert_eq!(m(bigcode).kv_heads, 1);
+        assert_eq!(
+            m(&bigcode.replace("{", r#"{"multi_query":false,"#)).kv_heads,
+            12
+        );
+        // A classifier checkpoint of a multimodal model names it at the top.
+        let nested = r#"{"model_type":"gemma3","architectures":["Gemma3ForSequenceClassification"],
+            "text_config":{"hidden_size":1152,"intermediate_size":6912,"num_attention_heads":4,
+            "num_hidden_layers":2,"num_key_value_heads":1,"head_dim":256,"vocab_size":1000}}"#;
+        let g = m(nested);
+        assert_eq!(g.head, ModelHead::Classifier);
+        assert_eq!(g.norms_per_layer, 4, "text_config read as gemma3_text");
+        // A wrapper whose language model cannot be named is refused by name.
+        let e = from_config_json(
+            r#"{"model_type":"mystery_vlm","text_config":{"hidden_size":8}}"#,
+            "x",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("mystery_vlm (text_config)"), "{e}");
     }
 
     #[test]
