@@ -152,6 +152,12 @@ const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool)
     d
 }
 
+/// gpt-oss: biases on the attention projections (`attention_bias: true`).
+const fn gpt_oss(mut d: Dims) -> Dims {
+    d.qkv_bias = true;
+    d
+}
+
 /// Attention over a sliding window of `w` tokens (config.json `sliding_window`).
 const fn window(mut d: Dims, w: u32) -> Dims {
     d.sliding_window = w;
@@ -187,6 +193,14 @@ const fn sandwich(mut d: Dims) -> Dims {
 const fn gemma2(d: Dims) -> Dims {
     let mut d = sandwich(d);
     d.softcap = true;
+    d.norm_fp32_affine = true;
+    d
+}
+
+/// Gemma-3: Gemma-2's sandwich norms and fp32-scaling RMSNorms, without soft-capping
+/// (its `attn_logit_softcapping` / `final_logit_softcapping` are null).
+const fn gemma3(d: Dims) -> Dims {
+    let mut d = sandwich(d);
     d.norm_fp32_affine = true;
     d
 }
@@ -331,6 +345,71 @@ const PRESETS: &[Preset] = &[
         72_706_203_648,
         qwen(80, 8192, 64, 8, 29568, 152064, false)
     ),
+    // Qwen3, Mistral-Small-24B, OLMo-2, Gemma-3-1B, Phi-4: the sum of the
+    // released tensors' sizes as their config.json gives them (q/k norms
+    // included), which the model cards round (0.6B, 4.0B, 8.2B, 14.8B, 32.8B,
+    // 30.5B, 24B, 7.3B, 1B, 14.7B).
+    p!(
+        "qwen3-0.6b",
+        "Qwen3-0.6B",
+        596_049_920,
+        llama(28, 1024, 16, 8, 128, 3072, 151936, true)
+    ),
+    p!(
+        "qwen3-4b",
+        "Qwen3-4B",
+        4_022_468_096,
+        llama(36, 2560, 32, 8, 128, 9728, 151936, true)
+    ),
+    p!(
+        "qwen3-8b",
+        "Qwen3-8B",
+        8_190_735_360,
+        llama(36, 4096, 32, 8, 128, 12288, 151936, false)
+    ),
+    p!(
+        "qwen3-14b",
+        "Qwen3-14B",
+        14_768_307_200,
+        llama(40, 5120, 40, 8, 128, 17408, 151936, false)
+    ),
+    p!(
+        "qwen3-32b",
+        "Qwen3-32B",
+        32_762_123_264,
+        llama(64, 5120, 64, 8, 128, 25600, 151936, false)
+    ),
+    p!(
+        "qwen3-30b-a3b",
+        "Qwen3-30B-A3B (MoE)",
+        30_532_122_624,
+        moe(llama(48, 2048, 32, 4, 128, 768, 151936, false), 128, 8)
+    ),
+    p!(
+        "mistral-small-24b",
+        "Mistral-Small-24B (3.x text; Magistral, Devstral Small)",
+        23_572_403_200,
+        llama(40, 5120, 32, 8, 128, 32768, 131072, false)
+    ),
+    p!(
+        "gpt-oss-20b",
+        "gpt-oss-20b (MoE, experts in bf16)",
+        // The model card's table: 20.91B total (3.61B active).
+        20_910_000_000,
+        gpt_oss(moe(llama(24, 2880, 64, 8, 64, 2880, 201088, false), 32, 4))
+    ),
+    p!(
+        "olmo-2-1124-7b",
+        "OLMo-2-7B (1124)",
+        7_298_617_344,
+        llama(32, 4096, 32, 32, 128, 11008, 100352, false)
+    ),
+    p!(
+        "gemma-3-1b",
+        "Gemma-3-1B",
+        999_885_952,
+        gemma3(llama(26, 1152, 4, 1, 256, 6912, 262144, true))
+    ),
     p!(
         "gemma-2-2b",
         "Gemma-2-2B",
@@ -354,6 +433,12 @@ const PRESETS: &[Preset] = &[
         "Phi-3-mini (3.8B)",
         3_821_079_552,
         fused(llama(32, 3072, 32, 32, 96, 8192, 32064, false))
+    ),
+    p!(
+        "phi-4",
+        "Phi-4 (14B)",
+        14_659_507_200,
+        fused(llama(40, 5120, 40, 10, 128, 17920, 100352, false))
     ),
     p!("phi-2", "Phi-2", 2_779_683_840, phi(32, 2560, 32)),
     p!("phi-1.5", "Phi-1.5", 1_418_270_720, phi(24, 2048, 32)),
