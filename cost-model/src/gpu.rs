@@ -4,7 +4,8 @@
 //! Capacities are the `memory.total` values nvidia-smi prints for each board
 //! (see `../shared/fixtures/traces/` for several: 81559 MiB H100 80GB HBM3,
 //! 81920 MiB A100-SXM4-80GB, 40960 MiB A100-SXM4-40GB, 24576 MiB RTX 3090,
-//! 32607 MiB RTX 5090, 16384 MiB V100-SXM2-16GB, 143771 MiB H200, 49140 MiB RTX A6000).
+//! 32607 MiB RTX 5090, 16384 MiB V100-SXM2-16GB, 143771 MiB H200, 49140 MiB RTX A6000,
+//! 16384 MiB Tesla P100-PCIE-16GB in gpustat_01).
 //! Bandwidth and TFLOP/s are the vendors' data-sheet figures (dense, no sparsity).
 
 use crate::units::{Bytes, MIB};
@@ -118,6 +119,15 @@ const CATALOGUE: &[Row] = &[
         0.0
     ),
     gpu!(
+        "a100-pcie-40gb",
+        "NVIDIA A100-PCIE-40GB",
+        40_960,
+        1555.0,
+        312.0,
+        312.0,
+        0.0
+    ),
+    gpu!(
         "a100-sxm4-40gb",
         "NVIDIA A100-SXM4-40GB",
         40_960,
@@ -155,6 +165,17 @@ const CATALOGUE: &[Row] = &[
         155.0,
         0.0
     ),
+    // 48 GB GDDR6 with ECC on, as the L40S.
+    gpu!("a40-48gb", "NVIDIA A40", 46_068, 696.0, 149.7, 149.7, 0.0),
+    gpu!(
+        "rtx-a5000-24gb",
+        "NVIDIA RTX A5000",
+        24_564,
+        768.0,
+        111.1,
+        111.1,
+        0.0
+    ),
     gpu!(
         "rtx6000-ada-48gb",
         "NVIDIA RTX 6000 Ada Generation",
@@ -183,6 +204,16 @@ const CATALOGUE: &[Row] = &[
         0.0
     ),
     gpu!("t4-16gb", "Tesla T4", 15_360, 320.0, 0.0, 65.0, 0.0),
+    // Pascal: no tensor cores; fp16 is the data sheet's half-precision rate.
+    gpu!(
+        "p100-pcie-16gb",
+        "Tesla P100-PCIE-16GB",
+        16_384,
+        732.0,
+        0.0,
+        18.7,
+        0.0
+    ),
     gpu!(
         "rtx5090-32gb",
         "NVIDIA GeForce RTX 5090",
@@ -297,6 +328,7 @@ mod tests {
         assert_eq!(gpu("a100-sxm4-40gb").unwrap().capacity_mib, 40_960);
         assert_eq!(gpu("rtx3090-24gb").unwrap().capacity_mib, 24_576);
         assert_eq!(gpu("h200-sxm-141gb").unwrap().capacity_mib, 143_771);
+        assert_eq!(gpu("p100-pcie-16gb").unwrap().capacity_mib, 16_384);
         assert_eq!(
             gpu("h200-sxm-141gb").unwrap().capacity(),
             Bytes::from_mib(143_771)
