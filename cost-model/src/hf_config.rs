@@ -170,6 +170,25 @@ fn standard_dims(c: &Cfg, m: &mut ModelSpec, ffn_keys: &[&'static str]) -> Resul
     Ok(())
 }
 
+/// Every head its own k/v, `hidden / heads` wide.
+fn mha(m: &mut ModelSpec) {
+    m.kv_heads = m.heads;
+    m.head_dim = m.hidden / m.heads;
+}
+
+/// GPT-2's key spellings (`n_embd`, `n_layer`, `n_head`, `n_inner`), shared by
+/// GPT-J and GPT-BigCode, and its block.
+fn gpt2_dims(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
+    m.hidden = c.u32("n_embd")?;
+    m.layers = c.u32("n_layer")?;
+    m.heads = c.u32("n_head")?;
+    mha(m);
+    m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
+    m.vocab = c.u32("vocab_size")?;
+    gpt_block(m);
+    Ok(())
+}
+
 /// The GPT-2 / BERT / NeoX / Phi block: plain GELU MLP, LayerNorm, biases everywhere.
 fn gpt_block(m: &mut ModelSpec) {
     m.mlp = Mlp::Plain;
@@ -336,14 +355,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.gelu_new = c.str("hidden_act").unwrap_or("gelu_new") == "gelu_new";
         }
         "gpt2" => {
-            m.hidden = c.u32("n_embd")?;
-            m.layers = c.u32("n_layer")?;
-            m.heads = c.u32("n_head")?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
-            m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
+            gpt2_dims(&c, &mut m)?;
             m.positions = Positions::Learned;
             m.max_positions = c.any_u32(&["n_positions", "n_ctx"])?;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
@@ -386,8 +398,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.hidden = c.any_u32(&["hidden_size", "n_embed"])?;
             m.layers = c.any_u32(&["n_layer", "num_hidden_layers"])?;
             m.heads = c.any_u32(&["n_head", "num_attention_heads"])?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
+            mha(&mut m);
             m.ffn = 4 * m.hidden;
             m.vocab = c.u32("vocab_size")?;
             gpt_block(&mut m);
@@ -399,8 +410,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.hidden = c.u32("hidden_size")?;
             m.layers = c.u32("num_hidden_layers")?;
             m.heads = c.u32("num_attention_heads")?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
+            mha(&mut m);
             m.ffn = c.u32("ffn_dim")?;
             m.vocab = c.u32("vocab_size")?;
             gpt_block(&mut m);
@@ -411,14 +421,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
         }
         "gptj" => {
-            m.hidden = c.u32("n_embd")?;
-            m.layers = c.u32("n_layer")?;
-            m.heads = c.u32("n_head")?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
-            m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
+            gpt2_dims(&c, &mut m)?;
             // One norm feeds attention and the MLP, added in parallel.
             m.norms_per_layer = 1;
             m.parallel_residual = true;
@@ -426,19 +429,11 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.gelu_new = c.str("activation_function").unwrap_or("gelu_new") == "gelu_new";
         }
         "gpt_bigcode" => {
-            m.hidden = c.u32("n_embd")?;
-            m.layers = c.u32("n_layer")?;
-            m.heads = c.u32("n_head")?;
+            gpt2_dims(&c, &mut m)?;
             // Multi-query attention by default (SantaCoder, StarCoder).
-            m.kv_heads = if c.bool("multi_query", true) {
-                1
-            } else {
-                m.heads
-            };
-            m.head_dim = m.hidden / m.heads;
-            m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
+            if c.bool("multi_query", true) {
+                m.kv_heads = 1;
+            }
             m.positions = Positions::Learned;
             m.max_positions = c.any_u32(&["n_positions", "max_position_embeddings"])?;
             m.fused_projections = true; // `c_attn`
@@ -484,8 +479,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.encoder_layers = c.u32("encoder_layers")?;
             m.layers = c.u32("decoder_layers")?;
             m.heads = c.u32("encoder_attention_heads")?;
-            m.kv_heads = m.heads;
-            m.head_dim = m.hidden / m.heads;
+            mha(&mut m);
             m.ffn = c.u32("encoder_ffn_dim")?;
             m.vocab = c.u32("vocab_size")?;
             gpt_block(&mut m);
