@@ -24,6 +24,11 @@ pub enum ConfigError {
     BadNumber { key: &'static str, got: String },
     #[error("config.json: model_type `{0}` is not supported; known: {known}", known = KNOWN_TYPES.join(", "))]
     UnknownType(String),
+    #[error("config.json: {what} (model_type `{model_type}`) is not modelled: every block is the same here")]
+    MixedLayers {
+        what: &'static str,
+        model_type: String,
+    },
 }
 
 /// The `model_type`s this importer understands.
@@ -66,6 +71,7 @@ pub const KNOWN_TYPES: &[&str] = &[
     "starcoder2",
     "phimoe",
     "gpt_oss",
+    "llama4_text",
     "bloom",
     "opt",
     "gptj",
@@ -88,6 +94,7 @@ const TEXT_CONFIG_TYPES: &[(&str, &str)] = &[
     ("qwen2_vl", "qwen2"),
     ("qwen2_5_vl", "qwen2"),
     ("paligemma", "gemma"),
+    ("llama4", "llama4_text"),
 ];
 
 /// `tie_word_embeddings` when the file leaves it out (a config saved by
@@ -272,7 +279,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         | "gemma" | "gemma2" | "gemma3_text" | "phi3" | "phimoe" | "olmo" | "olmo2" | "olmo3"
         | "olmoe" | "granite" | "granitemoe" | "smollm3" | "seed_oss" | "hunyuan_v1_dense"
         | "ministral" | "exaone4" | "glm" | "glm4" | "cohere" | "cohere2" | "stablelm"
-        | "starcoder2" | "gpt_oss" => {
+        | "starcoder2" | "gpt_oss" | "llama4_text" => {
             let ffn_keys: &[&'static str] = match model_type.as_str() {
                 "qwen2_moe" | "qwen3_moe" => &["moe_intermediate_size", "intermediate_size"],
                 _ => &["intermediate_size"],
@@ -345,6 +352,35 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             if model_type == "qwen2_moe" && c.opt_u32("shared_expert_intermediate_size")?.is_some()
             {
                 m.shared_experts = 1;
+            }
+            // Llama-4: a shared expert beside the routed ones; Maverick's MoE on
+            // every other block (dense blocks `intermediate_size_mlp` wide) cannot
+            // be one block shape.
+            if model_type == "llama4_text" {
+                m.shared_experts = 1;
+                let step = c.opt_u32("interleave_moe_layer_step")?.unwrap_or(1);
+                let listed =
+                    c.v.get("moe_layers")
+                        .and_then(Value::as_array)
+                        .map(Vec::len);
+                if step > 1 || listed.is_some_and(|n| n != m.layers as usize) {
+                    return Err(ConfigError::MixedLayers {
+                        what: "MoE on some blocks only (interleave_moe_layer_step / moe_layers)",
+                        model_type: model_type.clone(),
+                    });
+                }
+            }
+            // Qwen3-MoE / Qwen2-MoE with dense blocks among the sparse ones.
+            let dense_listed =
+                c.v.get("mlp_only_layers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty());
+            if m.experts > 0 && (dense_listed || c.opt_u32("decoder_sparse_step")?.unwrap_or(1) > 1)
+            {
+                return Err(ConfigError::MixedLayers {
+                    what: "dense blocks among the MoE ones (mlp_only_layers / decoder_sparse_step)",
+                    model_type: model_type.clone(),
+                });
             }
         }
         "phi" => {
@@ -730,6 +766,29 @@ mod tests {
         let g = m(nested);
         assert_eq!(g.head, ModelHead::Classifier);
         assert_eq!(g.norms_per_layer, 4, "text_config read as gemma3_text");
+        // Llama-4 Scout: 16 routed experts, top-1, and a shared expert on every
+        // block; Maverick's alternating dense/MoE blocks are refused by name.
+        let scout = r#"{"model_type":"llama4","text_config":{"hidden_size":5120,
+            "intermediate_size":8192,"intermediate_size_mlp":16384,"num_attention_heads":40,
+            "num_hidden_layers":48,"num_key_value_heads":8,"head_dim":128,"num_local_experts":16,
+            "num_experts_per_tok":1,"vocab_size":202048,"interleave_moe_layer_step":1}}"#;
+        let s = m(scout);
+        assert_eq!(
+            (s.experts, s.experts_per_token, s.shared_experts),
+            (16, 1, 1)
+        );
+        let maverick = scout.replace(
+            r#""interleave_moe_layer_step":1"#,
+            r#""interleave_moe_layer_step":2"#,
+        );
+        let e = from_config_json(&maverick, "x").unwrap_err();
+        assert!(matches!(e, ConfigError::MixedLayers { .. }), "{e}");
+        let sparse_step = r#"{"model_type":"qwen2_moe","hidden_size":1024,"intermediate_size":4096,
+            "moe_intermediate_size":512,"num_attention_heads":16,"num_hidden_layers":4,
+            "num_experts":8,"num_experts_per_tok":2,"vocab_size":1000,"decoder_sparse_step":2}"#;
+        assert!(from_config_json(sparse_step, "x").is_err());
+        let every = sparse_step.replace(r#""decoder_sparse_step":2"#, r#""decoder_sparse_step":1"#);
+        assert!(from_config_json(&every, "x").is_ok());
         // A wrapper whose language model cannot be named is refused by name.
         let e = from_config_json(
             r#"{"model_type":"mystery_vlm","text_config":{"hidden_size":8}}"#,
