@@ -297,10 +297,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "deepspeed" => Framework::Deepspeed,
         "megatron" => Framework::Megatron,
         "fsdp-qlora" => Framework::FsdpQlora,
-        // Axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL all train through
-        // transformers' `Trainer`: its defaults are theirs.
-        "other" if trainer_based(r.get("notes")) => Framework::HfTrainer,
-        "plain-pytorch" | "other" | "" => Framework::PlainPytorch,
+        // A tool the notes name: NeMo and Megatron-Bridge run Megatron-Core;
+        // axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL train through
+        // transformers' `Trainer`.
+        "other" => other_framework(r.get("notes")).unwrap_or(Framework::PlainPytorch),
+        "plain-pytorch" | "" => Framework::PlainPytorch,
         f => return Err(format!("framework `{f}` is not in the schema")),
     };
     // The preset the model column names (its hub id, or a name starting with
@@ -751,10 +752,13 @@ fn stated_targets(notes: &str) -> Option<LoraTargets> {
     parse_targets("notes", word).ok()
 }
 
-/// The notes name a tool that trains through transformers' `Trainer` (a
-/// whole word, so "control" is not TRL).
-fn trainer_based(notes: &str) -> bool {
-    const TOOLS: [&str; 7] = [
+/// The framework profile of a tool the notes name (whole words, so
+/// "control" is not TRL): Megatron-Core's users (NeMo, Megatron-Bridge) get
+/// Megatron-LM's, the tools that train through transformers' `Trainer`
+/// (axolotl, LLaMA-Factory, Unsloth, ms-swift, TRL) the Trainer's.
+fn other_framework(notes: &str) -> Option<Framework> {
+    const MEGATRON: [&str; 4] = ["nemo", "megatron-core", "megatron-bridge", "mcore"];
+    const TRAINER: [&str; 7] = [
         "axolotl",
         "llama-factory",
         "llamafactory",
@@ -763,10 +767,18 @@ fn trainer_based(notes: &str) -> bool {
         "trl",
         "sfttrainer",
     ];
-    notes
-        .to_ascii_lowercase()
+    let lower = notes.to_ascii_lowercase();
+    let words: Vec<&str> = lower
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .any(|w| TOOLS.contains(&w))
+        .collect();
+    let named = |tools: &[&str]| words.iter().any(|w| tools.contains(w));
+    if named(&MEGATRON) {
+        Some(Framework::Megatron)
+    } else if named(&TRAINER) {
+        Some(Framework::HfTrainer)
+    } else {
+        None
+    }
 }
 
 /// The notes (lower-cased) name a fused linear + cross-entropy: Apple's Cut
