@@ -667,6 +667,21 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     p.tp = r.u32("tp")?.unwrap_or(1).max(1);
     p.pp = r.u32("pp")?.unwrap_or(1).max(1);
     p.cp = r.u32("cp")?.unwrap_or(1).max(1);
+    // What the schema has no column for, as the notes state it: sequence
+    // parallelism (else the framework's default, from `set_framework`), the
+    // expert-parallel degree, the interleaved schedule's model chunks.
+    if stated_sequence_parallel(notes) {
+        p.sequence_parallel = true;
+    }
+    if let Some(ep) = stated_degree(notes, &["EP", "expert parallel", "expert-parallel"]) {
+        p.ep = ep;
+    }
+    if let Some(v) =
+        stated_degree(notes, &["VPP", "virtual pipeline", "virtual stages"]).filter(|_| p.pp > 1)
+    {
+        p.virtual_stages = v;
+        p.pp_schedule = crate::plan::PipelineSchedule::Interleaved;
+    }
     p.sharding = match r.get("sharding") {
         "" if p.num_gpus / (p.tp * p.pp * p.cp).max(1) <= 1 => Sharding::None,
         // Data parallel across GPUs, not stated: what the framework's
@@ -732,6 +747,45 @@ fn stated_number(notes: &str, unit: &str) -> Option<u32> {
             .take_while(|c| c.is_ascii_digit())
             .count();
     before[digits..].parse().ok()
+}
+
+/// The notes say sequence parallelism runs beside TP ("sequence parallel",
+/// `--sequence-parallel`, "TP 4 + SP").
+fn stated_sequence_parallel(notes: &str) -> bool {
+    let lower = notes.to_ascii_lowercase();
+    (lower.contains("sequence parallel")
+        || lower.contains("sequence-parallel")
+        || lower.contains("sequence_parallel"))
+        && !lower.contains("no sequence parallel")
+        && !lower.contains("sequence_parallel=false")
+        || notes
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == "SP")
+}
+
+/// A degree the notes give after one of `names` ("EP 8", "EP=8", "EP8",
+/// "expert parallel 8"); at least 1.
+fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
+    for name in names {
+        let mut from = 0;
+        while let Some(i) = notes[from..].find(name) {
+            let at = from + i;
+            from = at + name.len();
+            // A whole word: "EP" is not the end of "STEP" nor the start of "EPOCH".
+            let before_ok = notes[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_ascii_alphanumeric());
+            let rest = notes[from..].trim_start_matches([' ', '=', ':']);
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if before_ok && !digits.is_empty() {
+                if let Ok(n) = digits.parse::<u32>() {
+                    return Some(n.max(1));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The adapter dropout probability the notes state (`dropout 0.1`,

@@ -87,6 +87,14 @@ pub struct FrameworkDefaults {
     /// ([`crate::plan::TrainingSpec::kbit_fp32_prep`]): PEFT's quantization
     /// guide and its int8/QLoRA examples call it before `get_peft_model`.
     pub kbit_fp32_prep: bool,
+    /// Tensor parallelism comes with sequence parallelism: torchtitan's TP
+    /// plan shards the norms and the activations between blocks along the
+    /// sequence (`SequenceParallel()` on the norms, `Shard(1)` around
+    /// attention and FFN; 0.1.0 unconditionally, 0.3.0 under
+    /// `enable_sequence_parallel`, default `True`). Megatron-Core's
+    /// `ModelParallelConfig.sequence_parallel` defaults to `False`
+    /// (megatron-core 0.19.2), as does Megatron-LM's `--sequence-parallel`.
+    pub sequence_parallel: bool,
 }
 
 impl Framework {
@@ -261,6 +269,7 @@ impl Framework {
             rmsnorm_affine_fp32: false,
             lora_dropout: true,
             kbit_fp32_prep: false,
+            sequence_parallel: false,
         };
         match self {
             Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
@@ -287,6 +296,7 @@ impl Framework {
             },
             Framework::Torchtitan => FrameworkDefaults {
                 checkpointing: Checkpointing::OpSelective,
+                sequence_parallel: true,
                 ..hf
             },
             Framework::Litgpt => FrameworkDefaults {

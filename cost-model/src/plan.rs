@@ -671,7 +671,8 @@ impl Default for Plan {
 
 impl Plan {
     /// Switches the framework and applies the settings it decides by default
-    /// (loss variant, checkpointing policy, optimizer implementation).
+    /// (loss variant, checkpointing policy, optimizer implementation, sequence
+    /// parallelism with TP, …).
     pub fn set_framework(&mut self, f: Framework) {
         let d = f.defaults();
         self.framework = f;
@@ -680,6 +681,7 @@ impl Plan {
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
         self.training.kbit_fp32_prep = d.kbit_fp32_prep;
+        self.parallel.sequence_parallel = d.sequence_parallel;
         if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {
             *dropout = d.lora_dropout;
         }

@@ -263,7 +263,12 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 8] = [
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
-    let d = Plan::default();
+    // Each value is left out when it is what decoding rebuilds without it:
+    // the default plan with the plan's framework applied (`decode` sets the
+    // framework first, and its defaults seed the settings it decides).
+    let d0 = Plan::default();
+    let mut d = d0.clone();
+    d.set_framework(plan.framework);
     let mut v: Vec<(&'static str, String)> = Vec::new();
     let mut put = |k: &'static str, a: String, b: String| {
         if all || a != b {
@@ -323,7 +328,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     };
     put("gpu", plan.gpu.id.clone(), d.gpu.id.clone());
     put("gpus", p.num_gpus.to_string(), dp.num_gpus.to_string());
-    put("fw", plan.framework.id().into(), d.framework.id().into());
+    put("fw", plan.framework.id().into(), d0.framework.id().into());
     put("mb", t.micro_batch.to_string(), dt.micro_batch.to_string());
     put("seq", t.seq_len.to_string(), dt.seq_len.to_string());
     put("ga", t.grad_accum.to_string(), dt.grad_accum.to_string());
@@ -757,6 +762,36 @@ mod tests {
             decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
             "lora_var"
         );
+    }
+
+    #[test]
+    fn every_framework_round_trips_each_switch_against_its_own_defaults() {
+        // A value equal to the default plan's but not to the framework's
+        // (PEFT's k-bit preparation, torchtitan's sequence parallelism, a plain
+        // loop's upcasts) must still travel.
+        for f in Framework::ALL {
+            let mut base = Plan::default();
+            base.set_framework(f);
+            base.parallel.tp = 2;
+            base.training.finetune = Finetune::Lora {
+                rank: 8,
+                targets: LoraTargets::QV,
+                base_bits: 4,
+                dropout: true,
+                variant: LoraVariant::Lora,
+            };
+            for (k, flag) in TRAINING_FLAGS {
+                let mut p = base.clone();
+                let v = flag(&mut p.training);
+                *v = !*v;
+                let q = encode(&p);
+                assert_eq!(decode_str(&q).unwrap(), p, "{} {k}: {q}", f.id());
+            }
+            let mut p = base.clone();
+            p.parallel.sequence_parallel = !p.parallel.sequence_parallel;
+            let q = encode(&p);
+            assert_eq!(decode_str(&q).unwrap(), p, "{} sp: {q}", f.id());
+        }
     }
 
     #[test]

@@ -435,3 +435,44 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     ));
     assert!(!prep("QLoRA"));
 }
+
+#[test]
+fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::PipelineSchedule;
+    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA, 2 GPUs
+    let layout = |framework: &str, tp: &str, pp: &str, notes: &str| {
+        let set = [
+            ("framework", framework),
+            ("task", "full"),
+            ("lora_rank", ""),
+            ("lora_targets", ""),
+            ("num_gpus", "64"),
+            ("sharding", "zero1"),
+            ("tp", tp),
+            ("pp", pp),
+            ("notes", notes),
+        ];
+        case_plan(&with_fields(id, &set), id).unwrap().parallel
+    };
+    // torchtitan's TP always shards the sequence; Megatron's only when stated.
+    assert!(layout("torchtitan", "8", "1", "").sequence_parallel);
+    assert!(!layout("megatron", "8", "1", "").sequence_parallel);
+    assert!(layout("megatron", "8", "1", "TP 8 + SP").sequence_parallel);
+    assert!(layout("megatron", "8", "1", "--sequence-parallel").sequence_parallel);
+    assert!(!layout("megatron", "8", "1", "SPMD launch").sequence_parallel);
+    // Expert parallelism and the interleaved schedule.
+    assert_eq!(layout("megatron", "2", "4", "EP=8").ep, 8);
+    assert_eq!(
+        layout("megatron", "2", "4", "expert parallel 4; bf16").ep,
+        4
+    );
+    assert_eq!(layout("megatron", "2", "4", "STEP 8 of EPOCH 2").ep, 1);
+    let vpp = layout("megatron", "2", "4", "VPP 2");
+    assert_eq!(
+        (vpp.virtual_stages, vpp.pp_schedule),
+        (2, PipelineSchedule::Interleaved)
+    );
+    // No pipeline, no virtual stages.
+    assert_eq!(layout("megatron", "2", "1", "VPP 2").virtual_stages, 1);
+}

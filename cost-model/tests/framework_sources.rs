@@ -412,3 +412,32 @@ fn peft_prepare_model_for_kbit_training_makes_the_unquantized_parameters_and_the
         estimate(&lora16_off).unwrap().peak
     );
 }
+
+#[test]
+fn torchtitan_shards_the_sequence_with_tensor_parallelism_megatron_only_when_asked() {
+    let mut p = bf16_plan(
+        "llama-3.1-70b",
+        Framework::Torchtitan,
+        8192,
+        64,
+        Sharding::FsdpFull,
+    );
+    p.parallel.tp = 8;
+    assert!(p.parallel.sequence_parallel);
+    let with_sp = estimate(&p).unwrap();
+    p.set_framework(Framework::Megatron);
+    assert!(!p.parallel.sequence_parallel);
+    p.set_framework(Framework::Torchtitan);
+    p.parallel.sequence_parallel = false;
+    // Without SP the norms and the block inputs are whole on every TP rank.
+    assert!(estimate(&p).unwrap().peak.allocated > with_sp.peak.allocated);
+    // The URL can still turn it off.
+    let q = cost_model::query::encode(&p);
+    assert!(
+        !cost_model::query::decode_str(&q)
+            .unwrap()
+            .parallel
+            .sequence_parallel,
+        "{q}"
+    );
+}
