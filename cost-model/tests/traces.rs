@@ -828,3 +828,49 @@ fn own_h200_captures_parse_to_their_figures() {
     assert!(close(t.oom[0].allocated_by_pytorch_mib, 134.73 * 1024.0));
     assert!(close(t.oom[1].tried_to_allocate_mib, 37.09 * 1024.0));
 }
+
+/// Parses inline text (the frameworks' own format strings, filled in).
+fn parse_text(text: &str) -> Trace {
+    trace::parse(text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn framework_training_logs_give_their_peaks() {
+    // torchtitan `components/metrics.py`: each step line holds the interval's
+    // max_memory_reserved in GiB (the peak is reset after each log), coloured.
+    let titan = "[rank0]:[titan] 2026-01-01 10:00:00,000 - root - INFO - CUDA memory usage for model: 3.55GiB(4.49%)\n\
+        [rank0]:[titan] 2026-01-01 10:00:09,000 - root - INFO - \u{1b}[31mstep:  1  \u{1b}[32mloss: 12.02500  \u{1b}[38;2;180;60;0mgrad_norm:  3.1406  \u{1b}[36mmemory: 41.87GiB(52.93%)  \u{1b}[34mtps: 1,215  \u{1b}[36mtflops: 70.38  \u{1b}[35mmfu: 7.12%\u{1b}[39m\n\
+        [rank0]:[titan] 2026-01-01 10:00:19,000 - root - INFO - step: 10  loss:  9.10000  grad_norm:  2.0000  memory: 45.23GiB(57.12%)  tps: 6,500  tflops: 376.0  mfu: 38.0%\n";
+    let t = parse_text(titan);
+    assert_eq!(t.format, Format::TorchtitanMetrics);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_reserved_mib, 45.23 * 1024.0), "{a:?}");
+    assert!(
+        a.peak_allocated_mib.is_none(),
+        "torchtitan prints reserved only"
+    );
+
+    // torchtune `training/memory.py` `log_memory_stats` and its metric logger
+    // (`Step N | name:value …`, GiB).
+    let tune = "INFO:torchtune.utils._logging:Memory stats after model init:\n\
+        \tGPU peak memory allocation: 6.02 GiB\n\
+        \tGPU peak memory reserved: 6.11 GiB\n\
+        \tGPU peak memory active: 6.02 GiB\n\
+        Step 1 | loss:1.2345 lr:2e-05 tokens_per_second_per_gpu:1234.5 peak_memory_active:17.51 peak_memory_alloc:17.48 peak_memory_reserved:19.94 \n";
+    let t = parse_text(tune);
+    assert_eq!(t.format, Format::TorchtuneMemoryStats);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
+
+    // LitGPT: `max_memory_allocated() / 1e9`, decimal GB (12.34e9 bytes = 11768 MiB).
+    for lit in [
+        "Epoch 1 | iter 100 step 50 | loss train: 1.234\nMemory used: 12.34 GB\n",
+        "| Performance\n| - Total tokens  : 1,000,000\n| Memory Usage\n| - Memory Used   : 12.34 GB\n",
+    ] {
+        let t = parse_text(lit);
+        assert_eq!(t.format, Format::LitgptMemoryUsed, "{lit}");
+        let a = t.allocator.unwrap();
+        assert!(close(a.peak_allocated_mib, 12.34e9 / 1048576.0), "{a:?}");
+    }
+}

@@ -6,13 +6,54 @@
 //! Trainer memory metrics (`*_mem_gpu_*_delta = NMB`, `>> 20` in
 //! `trainer_utils.py`), accelerate/PEFT `TorchTracemalloc` reports (`b2mb`,
 //! 2^20), and `torch.cuda.memory_summary()` tables (KiB/MiB/GiB; older
-//! releases label the same binary units KB/MB/GB).
+//! releases label the same binary units KB/MB/GB); torchtitan's step lines
+//! (`memory: 45.23GiB(57.12%)`: `max_memory_reserved` over the logging
+//! interval, 2^30 — torchtitan `components/metrics.py`), torchtune's memory
+//! stats (`peak memory allocation: 15.23 GiB`, and the metric logger's
+//! `peak_memory_alloc:15.23`, 2^30 — `training/memory.py`) and LitGPT's
+//! `Memory used: 12.34 GB` (`max_memory_allocated() / 1e9`: decimal GB).
 
 use super::{keep_max, parse_size_mib, Builder, Format, LineParser, RankAllocator, TraceError};
 
 /// A `see_memory_usage` figure line.
 pub fn is_deepspeed_line(l: &str) -> bool {
     l.contains("Max_MA") && l.contains("CA ")
+}
+
+/// A torchtitan step line (`step: 10  loss:  8.1  memory: 45.23GiB(57.12%)  tps: …`)
+/// or its `… memory usage for model: 3.55GiB(4.49%)` line, colours removed.
+pub fn is_torchtitan_line(l: &str) -> bool {
+    l.contains("GiB(") && (l.contains("memory: ") || l.contains("memory usage for model:"))
+}
+
+/// torchtune's `log_memory_stats` lines or its metric logger's keys.
+pub fn is_torchtune_line(l: &str) -> bool {
+    l.contains("peak memory allocation:")
+        || l.contains("peak memory reserved:")
+        || l.contains("peak_memory_alloc:")
+        || l.contains("peak_memory_reserved:")
+}
+
+/// LitGPT's `Memory used: 12.34 GB` (or the `| - Memory Used : …` summary row).
+pub fn is_litgpt_line(l: &str) -> bool {
+    (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
+}
+
+/// A figure after `key` in MiB: GiB (as torchtitan and torchtune print) unless
+/// a size unit follows the number (`peak_memory_alloc:17.48 peak_memory_…`
+/// has none: the next word is another key).
+fn gib_after(line: &str, key: &str) -> Option<f64> {
+    let i = line.find(key)? + key.len();
+    let rest = line[i..].trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let unit: String = rest[end..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    parse_size_mib(&rest[..end], &unit).or_else(|| parse_size_mib(&rest[..end], "GiB"))
 }
 
 /// A Trainer memory metric line (`train_mem_gpu_alloc_delta = 693MB`).
@@ -152,6 +193,64 @@ impl LineParser for LogParser {
                 if let Ok(v) = v.trim().parse::<f64>() {
                     b.notes.push((label.trim().to_string(), v));
                 }
+            }
+            return Ok(());
+        }
+        if is_torchtitan_line(line) {
+            b.seen.get_or_insert(Format::TorchtitanMetrics);
+            // Each step line holds the interval's `max_memory_reserved` (the
+            // peak is reset after every log); the model-init line too.
+            let key = if line.contains("memory usage for model:") {
+                "memory usage for model:"
+            } else {
+                "memory: "
+            };
+            if let Some(v) = gib_after(line, key) {
+                keep_max(&mut b.allocator().peak_reserved_mib, v);
+            }
+            return Ok(());
+        }
+        if is_torchtune_line(line) {
+            b.seen.get_or_insert(Format::TorchtuneMemoryStats);
+            let a = b.allocator();
+            for key in ["peak memory allocation:", "peak_memory_alloc:"] {
+                if let Some(v) = gib_after(line, key) {
+                    keep_max(&mut a.peak_allocated_mib, v);
+                }
+            }
+            for key in ["peak memory reserved:", "peak_memory_reserved:"] {
+                if let Some(v) = gib_after(line, key) {
+                    keep_max(&mut a.peak_reserved_mib, v);
+                }
+            }
+            return Ok(());
+        }
+        if line.contains("peak memory active:") || line.contains("peak_memory_active:") {
+            // torchtune's third figure (peak active bytes ≥ allocated): the
+            // allocated counter's peak when that is not printed.
+            let v = gib_after(line, "peak memory active:")
+                .or_else(|| gib_after(line, "peak_memory_active:"));
+            if let Some(v) = v {
+                let a = b.allocator();
+                if a.peak_allocated_mib.is_none() {
+                    a.peak_allocated_mib = Some(v);
+                }
+            }
+            return Ok(());
+        }
+        if is_litgpt_line(line) {
+            b.seen.get_or_insert(Format::LitgptMemoryUsed);
+            // `torch.cuda.max_memory_allocated() / 1e9`: decimal gigabytes.
+            let at = line
+                .find("Memory used")
+                .or_else(|| line.find("Memory Used"))
+                .unwrap_or(0);
+            if let Some(gb) = figure_after(&line[at..], ":", "GB") {
+                // `figure_after` reads GB as 2^30 (PyTorch's habit); LitGPT's is 1e9.
+                keep_max(
+                    &mut b.allocator().peak_allocated_mib,
+                    gb * 1e9 / 1024f64.powi(3),
+                );
             }
             return Ok(());
         }

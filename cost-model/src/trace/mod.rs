@@ -1,8 +1,8 @@
 //! Parsers for what training runs print about GPU memory: `nvidia-smi`
 //! (table, `--query-gpu` CSV, `dmon`, `pmon`, `-q`), PyTorch (OOM messages,
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
-//! report, Hugging Face Trainer and accelerate memory reports, `gpustat` and
-//! `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
+//! torchtune's and LitGPT's training logs, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -75,12 +75,15 @@ pub enum Format {
     MegatronMemoryReport,
     HfTrainerMetrics,
     AccelerateTracemalloc,
+    TorchtitanMetrics,
+    TorchtuneMemoryStats,
+    LitgptMemoryUsed,
     Gpustat,
     RocmSmi,
 }
 
 impl Format {
-    pub const ALL: [Format; 13] = [
+    pub const ALL: [Format; 16] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -92,6 +95,9 @@ impl Format {
         Format::MegatronMemoryReport,
         Format::HfTrainerMetrics,
         Format::AccelerateTracemalloc,
+        Format::TorchtitanMetrics,
+        Format::TorchtuneMemoryStats,
+        Format::LitgptMemoryUsed,
         Format::Gpustat,
         Format::RocmSmi,
     ];
@@ -109,6 +115,9 @@ impl Format {
             Format::MegatronMemoryReport => "megatron-memory-report",
             Format::HfTrainerMetrics => "hf-trainer-metrics",
             Format::AccelerateTracemalloc => "accelerate-tracemalloc",
+            Format::TorchtitanMetrics => "torchtitan-metrics",
+            Format::TorchtuneMemoryStats => "torchtune-memory-stats",
+            Format::LitgptMemoryUsed => "litgpt-memory-used",
             Format::Gpustat => "gpustat",
             Format::RocmSmi => "rocm-smi",
         }
@@ -484,6 +493,15 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if head.iter().any(|l| logs::is_hf_metric_line(l)) {
         return Some(Format::HfTrainerMetrics);
     }
+    if head.iter().any(|l| logs::is_torchtitan_line(l)) {
+        return Some(Format::TorchtitanMetrics);
+    }
+    if head.iter().any(|l| logs::is_torchtune_line(l)) {
+        return Some(Format::TorchtuneMemoryStats);
+    }
+    if head.iter().any(|l| logs::is_litgpt_line(l)) {
+        return Some(Format::LitgptMemoryUsed);
+    }
     if head
         .iter()
         .any(|l| l.to_ascii_lowercase().contains("out of memory"))
@@ -510,7 +528,10 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::DeepspeedSeeMemoryUsage
         | Format::MegatronMemoryReport
         | Format::HfTrainerMetrics
-        | Format::AccelerateTracemalloc => Box::new(logs::LogParser),
+        | Format::AccelerateTracemalloc
+        | Format::TorchtitanMetrics
+        | Format::TorchtuneMemoryStats
+        | Format::LitgptMemoryUsed => Box::new(logs::LogParser),
     }
 }
 
