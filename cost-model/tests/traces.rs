@@ -863,6 +863,16 @@ fn framework_training_logs_give_their_peaks() {
     assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
     assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
 
+    // axolotl: the Trainer's log dict with its memory keys (GiB; peaks reset
+    // at each log).
+    let axo = "{'loss': 1.2345, 'grad_norm': 0.51, 'learning_rate': 2e-05, 'memory/max_active (GiB)': 17.51, 'memory/max_allocated (GiB)': 17.48, 'memory/device_reserved (GiB)': 19.94, 'epoch': 0.1}\n\
+        {'loss': 1.1, 'grad_norm': 0.4, 'learning_rate': 2e-05, 'memory/max_active (GiB)': 16.0, 'memory/max_allocated (GiB)': 15.9, 'memory/device_reserved (GiB)': 18.0, 'epoch': 0.2}\n";
+    let t = parse_text(axo);
+    assert_eq!(t.format, Format::AxolotlMetrics);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
+
     // LitGPT: `max_memory_allocated() / 1e9`, decimal GB (12.34e9 bytes = 11768 MiB).
     for lit in [
         "Epoch 1 | iter 100 step 50 | loss train: 1.234\nMemory used: 12.34 GB\n",

@@ -34,6 +34,13 @@ pub fn is_torchtune_line(l: &str) -> bool {
         || l.contains("peak_memory_reserved:")
 }
 
+/// axolotl's Trainer log dict (`'memory/max_allocated (GiB)': 17.48`,
+/// `'memory/device_reserved (GiB)': 19.94` — `max_memory_reserved`, reset at
+/// each log: axolotl `core/trainers/base.py`, `utils/bench.py`).
+pub fn is_axolotl_line(l: &str) -> bool {
+    l.contains("memory/max_allocated (GiB)") || l.contains("memory/device_reserved (GiB)")
+}
+
 /// LitGPT's `Memory used: 12.34 GB` (or the `| - Memory Used : …` summary row).
 pub fn is_litgpt_line(l: &str) -> bool {
     (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
@@ -44,7 +51,7 @@ pub fn is_litgpt_line(l: &str) -> bool {
 /// has none: the next word is another key).
 fn gib_after(line: &str, key: &str) -> Option<f64> {
     let i = line.find(key)? + key.len();
-    let rest = line[i..].trim_start();
+    let rest = line[i..].trim_start_matches([' ', '\'', '"', ':', '=']);
     let end = rest
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(rest.len());
@@ -207,6 +214,19 @@ impl LineParser for LogParser {
             };
             if let Some(v) = gib_after(line, key) {
                 keep_max(&mut b.allocator().peak_reserved_mib, v);
+            }
+            return Ok(());
+        }
+        if is_axolotl_line(line) {
+            b.seen.get_or_insert(Format::AxolotlMetrics);
+            let a = b.allocator();
+            if let Some(v) = gib_after(line, "memory/max_allocated (GiB)")
+                .or_else(|| gib_after(line, "memory/max_active (GiB)"))
+            {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            if let Some(v) = gib_after(line, "memory/device_reserved (GiB)") {
+                keep_max(&mut a.peak_reserved_mib, v);
             }
             return Ok(());
         }

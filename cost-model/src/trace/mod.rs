@@ -2,7 +2,7 @@
 //! (table, `--query-gpu` CSV, `dmon`, `pmon`, `-q`), PyTorch (OOM messages,
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
-//! torchtune's and LitGPT's training logs, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! torchtune's, axolotl's and LitGPT's training logs, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -77,13 +77,14 @@ pub enum Format {
     AccelerateTracemalloc,
     TorchtitanMetrics,
     TorchtuneMemoryStats,
+    AxolotlMetrics,
     LitgptMemoryUsed,
     Gpustat,
     RocmSmi,
 }
 
 impl Format {
-    pub const ALL: [Format; 16] = [
+    pub const ALL: [Format; 17] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -97,6 +98,7 @@ impl Format {
         Format::AccelerateTracemalloc,
         Format::TorchtitanMetrics,
         Format::TorchtuneMemoryStats,
+        Format::AxolotlMetrics,
         Format::LitgptMemoryUsed,
         Format::Gpustat,
         Format::RocmSmi,
@@ -117,6 +119,7 @@ impl Format {
             Format::AccelerateTracemalloc => "accelerate-tracemalloc",
             Format::TorchtitanMetrics => "torchtitan-metrics",
             Format::TorchtuneMemoryStats => "torchtune-memory-stats",
+            Format::AxolotlMetrics => "axolotl-memory-metrics",
             Format::LitgptMemoryUsed => "litgpt-memory-used",
             Format::Gpustat => "gpustat",
             Format::RocmSmi => "rocm-smi",
@@ -490,6 +493,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("GPU Memory before entering the") || has("GPU Peak Memory consumed") {
         return Some(Format::AccelerateTracemalloc);
     }
+    if head.iter().any(|l| logs::is_axolotl_line(l)) {
+        return Some(Format::AxolotlMetrics);
+    }
     if head.iter().any(|l| logs::is_hf_metric_line(l)) {
         return Some(Format::HfTrainerMetrics);
     }
@@ -531,6 +537,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::AccelerateTracemalloc
         | Format::TorchtitanMetrics
         | Format::TorchtuneMemoryStats
+        | Format::AxolotlMetrics
         | Format::LitgptMemoryUsed => Box::new(logs::LogParser),
     }
 }
