@@ -241,35 +241,69 @@ fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
 /// LoRA rank when a row does not state it (PEFT `LoraConfig.r`, LitGPT `lora_r`).
 const DEFAULT_LORA_RANK: u32 = 8;
 
+/// Lower-case alphanumeric tokens of a GPU name, without the vendor and
+/// product-line words ("NVIDIA GeForce RTX 4090" → `rtx`, `4090`), plus each
+/// pair of neighbours joined (`rtx4090`, as catalogue ids spell it).
+fn gpu_tokens(s: &str) -> Vec<String> {
+    let words = gpu_words(s);
+    let mut out = words.clone();
+    out.extend(words.windows(2).map(|w| format!("{}{}", w[0], w[1])));
+    out
+}
+
+fn gpu_words(s: &str) -> Vec<String> {
+    const NOISE: [&str; 6] = ["nvidia", "tesla", "geforce", "amd", "instinct", "quadro"];
+    s.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !NOISE.contains(w))
+        .map(String::from)
+        .collect()
+}
+
+/// A token that names the chip ("h100", "a6000", "4090", "t4"), not its
+/// memory ("80gb"), form factor ("sxm5", "pcie", "hbm3"), or a count ("8x").
+fn is_model_token(t: &str) -> bool {
+    const FORM: [&str; 10] = [
+        "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "pcie", "hbm2", "hbm2e", "hbm3", "hbm3e",
+    ];
+    let digits = t.chars().filter(|c| c.is_ascii_digit()).count();
+    let tail = t.trim_start_matches(|c: char| c.is_ascii_digit());
+    digits > 0 && !FORM.contains(&t) && !matches!(tail, "gb" | "g" | "x" | "gib")
+}
+
 /// Finds the catalogue GPU a free-text name means; else one with the stated capacity.
+/// Every chip token of the name must be one of the GPU's (so "H20" is not a
+/// GH200); among those, the one sharing most tokens wins (catalogue order on
+/// ties); a stated capacity must agree within 10 %.
 fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
-    let norm = |s: &str| {
-        s.to_ascii_lowercase()
-            .replace("nvidia", "")
-            .replace("tesla", "")
-            .replace("geforce", "")
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect::<String>()
-    };
-    let want = norm(name);
+    let want = gpu_tokens(name);
+    let chips: Vec<String> = gpu_words(name)
+        .into_iter()
+        .filter(|t| is_model_token(t))
+        .collect();
     let cap_mib = mem_gib.map(|g| (g * 1024.0).round() as u64);
-    let mut best: Option<GpuSpec> = None;
-    if !want.is_empty() {
+    let mut best: Option<(usize, GpuSpec)> = None;
+    if !chips.is_empty() {
         for g in gpu::catalogue() {
-            let n = norm(&g.name);
-            let id = norm(&g.id);
-            let name_match = n.contains(&want) || want.contains(&n) || id.starts_with(&want);
+            let mut have = gpu_tokens(&g.name);
+            have.extend(gpu_tokens(&g.id));
+            if !chips.iter().all(|c| have.contains(c)) {
+                continue;
+            }
             // A stated capacity must agree within 10 % (48 GB board ≈ 46068 MiB).
             let cap_ok = cap_mib
                 .map(|c| (g.capacity_mib as f64 - c as f64).abs() / (c as f64) < 0.1)
                 .unwrap_or(true);
-            if name_match && cap_ok {
-                best = Some(g);
-                break;
+            if !cap_ok {
+                continue;
+            }
+            let score = want.iter().filter(|t| have.contains(t)).count();
+            if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                best = Some((score, g));
             }
         }
     }
+    let best = best.map(|(_, g)| g);
     best.unwrap_or_else(|| GpuSpec {
         id: "custom".into(),
         name: if name.is_empty() {

@@ -119,8 +119,8 @@ const CATALOGUE: &[Row] = &[
         0.0
     ),
     gpu!(
-        "a100-pcie-40gb",
-        "NVIDIA A100-PCIE-40GB",
+        "a100-sxm4-40gb",
+        "NVIDIA A100-SXM4-40GB",
         40_960,
         1555.0,
         312.0,
@@ -128,8 +128,8 @@ const CATALOGUE: &[Row] = &[
         0.0
     ),
     gpu!(
-        "a100-sxm4-40gb",
-        "NVIDIA A100-SXM4-40GB",
+        "a100-pcie-40gb",
+        "NVIDIA A100-PCIE-40GB",
         40_960,
         1555.0,
         312.0,

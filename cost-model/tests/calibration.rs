@@ -476,3 +476,38 @@ fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
     // No pipeline, no virtual stages.
     assert_eq!(layout("megatron", "2", "1", "VPP 2").virtual_stages, 1);
 }
+
+#[test]
+fn a_free_text_gpu_name_finds_its_catalogue_entry_by_chip() {
+    use cost_model::calibrate::case_plan;
+    let id = "litgpt_resource_tables_2023-10-001";
+    let gpu = |name: &str, mem: &str| {
+        case_plan(&with_fields(id, &[("gpu", name), ("gpu_mem_gib", mem)]), id)
+            .unwrap()
+            .gpu
+    };
+    for (name, mem, want) in [
+        ("H100-SXM5-80GB", "80", "h100-sxm-80gb"),
+        ("NVIDIA H100 80GB HBM3", "", "h100-sxm-80gb"),
+        ("8x A100-SXM4-40GB", "40", "a100-sxm4-40gb"),
+        ("A100", "40", "a100-sxm4-40gb"),
+        ("V100-32GB", "32", "v100-sxm2-32gb"),
+        ("GeForce RTX 3090", "", "rtx3090-24gb"),
+        ("RTX4090", "24", "rtx4090-24gb"),
+        ("Tesla T4", "", "t4-16gb"),
+        ("A40", "48", "a40-48gb"),
+        ("RTX A6000", "", "a6000-48gb"),
+        ("AMD Instinct MI300X", "", "mi300x-192gb"),
+    ] {
+        assert_eq!(gpu(name, mem).id, want, "{name}");
+    }
+    // A chip the catalogue lacks is not its neighbour by substring: an H20 is no
+    // GH200, an RTX A4000 no A40; it gets the stated capacity.
+    for (name, mem, mib) in [("H20", "96", 98_304), ("RTX A4000", "16", 16_384)] {
+        let g = gpu(name, mem);
+        assert_eq!((g.id.as_str(), g.capacity_mib), ("custom", mib), "{name}");
+    }
+    // A capacity that contradicts the name wins over it.
+    assert_eq!(gpu("A100", "80").id, "a100-sxm4-80gb");
+    assert_eq!(gpu("24GB GPU (model not stated)", "24").id, "custom");
+}
