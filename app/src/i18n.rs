@@ -289,8 +289,8 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("All GPUs in the run", "本次训练使用的全部 GPU"),
     (
-        "Its documented defaults fill loss, checkpointing and optimizer settings",
-        "按框架文档中的默认值设置损失、检查点和优化器",
+        "Its documented defaults fill loss, checkpointing, optimizer, upcast, k-bit preparation and sequence-parallel settings",
+        "按框架文档中的默认值设置损失、检查点、优化器、fp32 上转、k-bit 预处理和序列并行",
     ),
     (
         "Sequences per GPU per forward: activations grow linearly",

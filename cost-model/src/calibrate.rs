@@ -526,8 +526,24 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     };
     t.activation_offload = r.bool("activation_offload")?;
-    // Liger Kernel / Unsloth: fused norm and SwiGLU kernels.
     let lower = notes.to_ascii_lowercase();
+    // Unsloth's own checkpointing (`use_gradient_checkpointing="unsloth"`)
+    // moves each checkpointed block input to host memory and back for its
+    // recomputation: checkpointing with the activations offloaded.
+    let unsloth_ckpt = lower
+        .find("use_gradient_checkpointing")
+        .map(|i| &lower[i + "use_gradient_checkpointing".len()..])
+        .is_some_and(|rest| {
+            rest.trim_start_matches([' ', '=', ':', '"', '\''])
+                .starts_with("unsloth")
+        });
+    if unsloth_ckpt || lower.contains("unsloth gradient checkpointing") {
+        t.activation_offload = true;
+        if t.checkpointing == Checkpointing::None {
+            t.checkpointing = Checkpointing::Full;
+        }
+    }
+    // Liger Kernel / Unsloth: fused norm and SwiGLU kernels.
     if lower.contains("liger") || lower.contains("unsloth") {
         t.fused_kernels = true;
     }

@@ -434,6 +434,16 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
         "QLoRA; prepare_model_for_kbit_training before get_peft_model"
     ));
     assert!(!prep("QLoRA"));
+    // Unsloth's checkpointing offloads the checkpointed inputs.
+    let offload = |notes: &str| {
+        let t = plan(&[("notes", notes)]).training;
+        (t.activation_offload, t.checkpointing)
+    };
+    assert_eq!(
+        offload("unsloth; use_gradient_checkpointing=unsloth"),
+        (true, cost_model::plan::Checkpointing::Full)
+    );
+    assert!(!offload("unsloth; use_gradient_checkpointing=True").0);
 }
 
 #[test]
