@@ -238,6 +238,19 @@ fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
     Some((major, minor.parse().ok()?))
 }
 
+/// A CUDA context larger than this (MiB) was created with eager module
+/// loading. PyTorch 1.13 made lazy loading the default
+/// (`torch/cuda/__init__.py` sets `CUDA_MODULE_LOADING=LAZY` when unset; 1.12.1
+/// does not — both read from the wheels on PyPI), after which a training
+/// process holds far less outside the allocator: 767 MiB on the H200 with its
+/// kernels loaded (calibration/h200-2026-11-30), 510 MiB for an idle CUDA 12
+/// context (fixture smi_table_28). Eagerly, every kernel image is loaded when
+/// the context is made: 1343 MiB in the V100 rows of the Trainer's
+/// perf_train_gpu_one guide. A run above this predates PyTorch 2.0, so its
+/// `zero_grad()` kept the gradients (`set_to_none=False`, the 1.x default in
+/// `Module.zero_grad` and `Optimizer.zero_grad`) and AdamW looped per parameter.
+const EAGER_MODULE_LOADING_CONTEXT_MIB: u32 = 1024;
+
 /// LoRA rank when a row does not state it (PEFT `LoraConfig.r`, LitGPT `lora_r`).
 const DEFAULT_LORA_RANK: u32 = 8;
 
@@ -550,9 +563,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // "zero_grad(set_to_none=False)", as PyTorch < 2.0 did by default; a
     // stated PyTorch 1.x also ran AdamW's per-parameter loop (its `foreach`
     // defaulted to False until 2.0's `_default_to_fused_or_foreach`).
+    // A stated CUDA context beyond what lazy module loading leaves means the
+    // kernels were loaded eagerly, as before PyTorch 1.13
+    // ([`EAGER_MODULE_LOADING_CONTEXT_MIB`]): a PyTorch 1.x run.
+    let eager_context = stated_number(notes, "MiB CUDA context")
+        .is_some_and(|mib| mib > EAGER_MODULE_LOADING_CONTEXT_MIB);
     let torch_1 = ["torch 1.", "PyTorch 1.", "pytorch 1."]
         .iter()
-        .any(|k| notes.contains(k));
+        .any(|k| notes.contains(k))
+        || eager_context;
     if notes.contains("set_to_none=False") || torch_1 {
         t.zero_grad_set_to_none = false;
     }

@@ -45,9 +45,11 @@ fn public_cases_hold_the_recorded_accuracy() {
     // LitGPT's plain-MLP rows lost dropout masks its model code never had
     // (they had been hiding ~3 % missing elsewhere in the phi-1.5 rows); then
     // 3.72 % once bitsandbytes' dequantized weights and LitGPT's quantized LM
-    // head were modelled.
-    assert!(median <= 3.8, "median |error| {median} %");
-    assert!(p90 <= 13.0, "p90 |error| {p90} %");
+    // head were modelled. Then 3.58 % / 7.42 %: the V100 BERT rows' stated
+    // 1343 MiB CUDA context (eager module loading) makes them PyTorch 1.x
+    // runs, whose zero_grad kept the gradients.
+    assert!(median <= 3.6, "median |error| {median} %");
+    assert!(p90 <= 7.5, "p90 |error| {p90} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",
@@ -398,6 +400,13 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
     let old = plan("torch 1.13.1").training;
     assert!(!old.zero_grad_set_to_none);
     assert_eq!(old.optimizer_impl, OptimizerImpl::ForLoop);
+    // A stated context of an eagerly loaded CUDA (PyTorch < 1.13) says as much;
+    // a lazily loaded one says nothing.
+    let eager = plan("NVML used after trainer.train(): incl. ~1343 MiB CUDA context").training;
+    assert!(!eager.zero_grad_set_to_none);
+    assert_eq!(eager.optimizer_impl, OptimizerImpl::ForLoop);
+    let lazy = plan("incl. ~620 MiB CUDA context").training;
+    assert!(lazy.zero_grad_set_to_none);
     // Nothing stated: the framework's defaults.
     let t = plan("").training;
     assert!(t.zero_grad_set_to_none);
