@@ -208,6 +208,28 @@ test("torch.compile: the checkbox and the URL key agree, and compiling keeps few
   await expect.poll(used).toBeLessThan(eagerUsed);
 });
 
+test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, and turning it off travels in the URL", async ({ page }, info) => {
+  const plan =
+    "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=1&seq=2048&ft=qlora&targets=all-linear&rank=16&bits=4";
+  await page.goto(plan);
+  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const weights = await page.getByTestId("row-weights").textContent();
+  const preparedUsed = await used();
+  await expect(page.getByTestId("kbit32")).toBeChecked();
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("kbit32").uncheck();
+    // Off is not the framework's default, so the link must say so.
+    await expect(page).toHaveURL(/kbit32=0/);
+  } else {
+    await page.goto(plan + "&kbit32=0");
+    await expect(page.getByTestId("kbit32")).not.toBeChecked();
+  }
+  // The embeddings, head and norms back in 16 bits.
+  await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
+  await expect.poll(used).toBeLessThan(preparedUsed);
+});
+
 test("LoRA variant and output head: the controls and the URL keys agree, and the breakdown follows", async ({ page }, info) => {
   const plan =
     "/?model=llama-3.2-3b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048&ft=lora&targets=q%2Bv&rank=32";
