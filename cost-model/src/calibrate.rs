@@ -530,6 +530,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     t.checkpointing = match r.get("activation_checkpointing") {
         "none" => Checkpointing::None,
         "full" => Checkpointing::Full,
+        // torchtitan's "selective" is its per-op policy (`SelectiveAC`, the
+        // default in 0.3.0; `selective_ac_option = "op"` in its Llama configs);
+        // elsewhere it is Megatron's attention-core recomputation.
+        "selective" if framework == Framework::Torchtitan => Checkpointing::OpSelective,
         "selective" => Checkpointing::Selective,
         "" => t.checkpointing,
         c => {

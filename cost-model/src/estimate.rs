@@ -1881,17 +1881,44 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Per-op selective checkpointing keeps the matmul and attention outputs
-    /// (torchtitan `_save_list`: mm, SDPA) and recomputes the element-wise ops.
+    /// Per-op selective checkpointing as torchtitan applies it: the block's
+    /// input, the attention output (SDPA is on the save list) and every
+    /// *other* matmul output, the rest recomputed ("Save all compute/comm ops,
+    /// except every second mm/linear": torchtitan 0.3.0
+    /// `distributed/activation_checkpoint.py` `SelectiveAC`, 0.1.0
+    /// `parallelize.py` `_save_list` with `mm_count % 2 == 0` recomputed; the
+    /// count restarts in every block). In forward order a Llama block's mms are
+    /// wq, wk, wv, wo, w1, w3, w2: q, v, w1's and w2's outputs are kept. MoE
+    /// blocks keep every matmul output (their router and grouped expert mms do
+    /// not follow the count), an upper bound.
     fn op_selective_layer(&self) -> f64 {
         let m = self.m;
         let sb = self.s * self.b;
         let (e, t) = (self.e, self.t);
+        let h = m.hidden as f64;
         let hq = (m.heads * m.head_dim) as f64;
         let hkv = (m.kv_heads * m.head_dim) as f64;
         let f = m.ffn as f64;
-        let mats = if m.mlp == Mlp::Gated { 2.0 } else { 1.0 };
-        self.layer_input_bytes() + e * sb * (hq + 2.0 * hkv + hq + mats * f) / t
+        let gated = m.mlp == Mlp::Gated;
+        if m.is_moe() {
+            let mats = if gated { 2.0 } else { 1.0 };
+            return self.layer_input_bytes() + e * sb * (hq + 2.0 * hkv + hq + mats * f) / t;
+        }
+        // The block's matmul outputs in forward order (widths per token).
+        let mut mms: Vec<f64> = Vec::with_capacity(7);
+        if m.fused_projections {
+            mms.push(hq + 2.0 * hkv);
+        } else {
+            mms.extend([hq, hkv, hkv]);
+        }
+        mms.push(h); // o
+        match (gated, m.fused_projections) {
+            (true, true) => mms.extend([2.0 * f, h]),
+            (true, false) => mms.extend([f, f, h]),
+            (false, _) => mms.extend([f, h]),
+        }
+        let kept_mms: f64 = mms.iter().step_by(2).sum();
+        self.layer_input_bytes() + e * sb * (kept_mms + hq) / t
     }
 
     /// Micro-batches whose activations stage `s` holds at once: p − s under

@@ -294,8 +294,11 @@ impl Framework {
                 lora_dropout: false,
                 ..hf
             },
+            // torchtitan's optimizer `implementation` defaults to "fused"
+            // (0.1.0 `config_manager.py`, 0.3.0 `components/optimizer/optimizer.py`).
             Framework::Torchtitan => FrameworkDefaults {
                 checkpointing: Checkpointing::OpSelective,
+                optimizer_impl: OptimizerImpl::Fused,
                 sequence_parallel: true,
                 ..hf
             },

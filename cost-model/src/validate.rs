@@ -154,11 +154,9 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             reason: "expert parallelism needs a mixture-of-experts model".into(),
         });
     }
-    if p.sequence_parallel && p.tp == 1 {
-        return Err(PlanError::Invalid {
-            field: "parallel.sequence_parallel",
-            reason: "sequence parallelism needs tp > 1".into(),
-        });
-    }
+    // Sequence parallelism without TP is allowed and changes nothing: it is a
+    // framework default (torchtitan's) that applies once TP is on, and
+    // Megatron-LM itself switches it off at `tensor_model_parallel_size == 1`
+    // with a warning rather than refusing the run.
     Ok(())
 }

@@ -474,6 +474,20 @@ fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
         ];
         case_plan(&with_fields(id, &set), id).unwrap().parallel
     };
+    // torchtitan's "selective" is its per-op policy, Megatron's the attention core.
+    let ckpt = |framework: &str| {
+        let set = [
+            ("framework", framework),
+            ("activation_checkpointing", "selective"),
+        ];
+        case_plan(&with_fields(id, &set), id)
+            .unwrap()
+            .training
+            .checkpointing
+    };
+    use cost_model::plan::Checkpointing;
+    assert_eq!(ckpt("torchtitan"), Checkpointing::OpSelective);
+    assert_eq!(ckpt("megatron"), Checkpointing::Selective);
     // torchtitan's TP always shards the sequence; Megatron's only when stated.
     assert!(layout("torchtitan", "8", "1", "").sequence_parallel);
     assert!(!layout("megatron", "8", "1", "").sequence_parallel);

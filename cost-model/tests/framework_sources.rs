@@ -441,3 +441,34 @@ fn torchtitan_shards_the_sequence_with_tensor_parallelism_megatron_only_when_ask
         "{q}"
     );
 }
+
+#[test]
+fn torchtitan_per_op_sac_keeps_every_other_matmul_and_steps_fused() {
+    // Llama-3.1-8B under torchtitan's defaults: per-op SAC, fused AdamW.
+    let p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Torchtitan,
+        4096,
+        8,
+        Sharding::FsdpFull,
+    );
+    assert_eq!(p.training.checkpointing, Checkpointing::OpSelective);
+    assert_eq!(p.training.optimizer_impl, OptimizerImpl::Fused);
+    // One more block adds what one block keeps: its input, wq's, wv's, w1's and
+    // w2's outputs (mm 1, 3, 5, 7 of wq wk wv wo w1 w3 w2) and SDPA's output.
+    let mut q = p.clone();
+    q.model.layers += 1;
+    let acts = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let per_block = acts(&q) - acts(&p);
+    let (h, hq, hkv, f) = (4096.0, 4096.0, 1024.0, 14336.0);
+    let tokens = 2.0 * 4096.0;
+    let kept = 2.0 * tokens * (h + hq + hkv + f + h + hq);
+    assert!(
+        (per_block - kept).abs() <= 0.02 * kept,
+        "{per_block} vs {kept} bytes per block"
+    );
+}
