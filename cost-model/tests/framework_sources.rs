@@ -472,3 +472,20 @@ fn torchtitan_per_op_sac_keeps_every_other_matmul_and_steps_fused() {
         "{per_block} vs {kept} bytes per block"
     );
 }
+
+#[test]
+fn every_framework_default_is_a_valid_plan_on_every_preset() {
+    // A framework's defaults must never make a plan invalid (sequence
+    // parallelism on by default once made every torchtitan plan without TP an
+    // error).
+    for f in Framework::ALL {
+        for preset in cost_model::presets::presets() {
+            let mut p = Plan::default();
+            p.model = preset.spec();
+            p.set_framework(f);
+            if let Err(e) = estimate(&p) {
+                panic!("{} on {}: {e}", f.id(), preset.id);
+            }
+        }
+    }
+}
