@@ -495,9 +495,15 @@ impl<'a> Ctx<'a> {
 
     /// PEFT's `prepare_model_for_kbit_training` cast the unquantized
     /// parameters of a 4/8-bit base to fp32
-    /// ([`crate::plan::TrainingSpec::kbit_fp32_prep`]).
+    /// ([`crate::plan::TrainingSpec::kbit_fp32_prep`]). Not when FSDP or
+    /// ZeRO-3 shards the quantized model: the tools skip it there to keep one
+    /// dtype per flat parameter (axolotl `_prepare_model_for_quantization`:
+    /// "Make sure everything is in the same dtype" under QLoRA + FSDP or
+    /// ZeRO-3).
     fn kbit_fp32(&self) -> bool {
-        self.plan.training.kbit_fp32_prep && self.base_bits().is_some_and(|b| b <= 8)
+        self.plan.training.kbit_fp32_prep
+            && self.base_bits().is_some_and(|b| b <= 8)
+            && !self.shards_params()
     }
 
     // ----- parameters per rank --------------------------------------------

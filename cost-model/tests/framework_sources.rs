@@ -400,6 +400,15 @@ fn peft_prepare_model_for_kbit_training_makes_the_unquantized_parameters_and_the
             .training
             .kbit_fp32_prep
     );
+    // Not under FSDP: the sharded QLoRA recipes skip it (one dtype per flat
+    // parameter).
+    let sharded = |prep: bool| {
+        let mut p = qlora_8b(prep);
+        p.parallel.num_gpus = 2;
+        p.parallel.sharding = Sharding::FsdpFull;
+        estimate(&p).unwrap().peak
+    };
+    assert_eq!(sharded(true), sharded(false));
     // Without a quantized base there is nothing to prepare.
     let mut lora16 = on.clone();
     if let Finetune::Lora { base_bits, .. } = &mut lora16.training.finetune {
