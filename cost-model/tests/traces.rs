@@ -873,6 +873,16 @@ fn framework_training_logs_give_their_peaks() {
     assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
     assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
 
+    // Unsloth's notebooks: GiB labelled GB; the "for training" line is a delta.
+    let unsloth = "GPU = Tesla T4. Max memory = 14.741 GB.\n5.316 GB of memory reserved.\n\
+        612.34 seconds used for training.\n10.21 minutes used for training.\n\
+        Peak reserved memory = 9.123 GB.\nPeak reserved memory for training = 3.807 GB.\n\
+        Peak reserved memory % of max memory = 61.889 %.\nPeak reserved memory for training % of max memory = 25.826 %.\n";
+    let t = parse_text(unsloth);
+    assert_eq!(t.format, Format::UnslothMemoryStats);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_reserved_mib, 9.123 * 1024.0), "{a:?}");
+
     // LitGPT: `max_memory_allocated() / 1e9`, decimal GB (12.34e9 bytes = 11768 MiB).
     for lit in [
         "Epoch 1 | iter 100 step 50 | loss train: 1.234\nMemory used: 12.34 GB\n",

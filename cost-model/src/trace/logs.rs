@@ -41,6 +41,13 @@ pub fn is_axolotl_line(l: &str) -> bool {
     l.contains("memory/max_allocated (GiB)") || l.contains("memory/device_reserved (GiB)")
 }
 
+/// The Unsloth notebooks' summary (`Peak reserved memory = 12.345 GB.`:
+/// `round(torch.cuda.max_memory_reserved() / 1024 / 1024 / 1024, 3)`, so GiB
+/// whatever the label; `… for training = …` is a difference, not a peak).
+pub fn is_unsloth_line(l: &str) -> bool {
+    l.contains("Peak reserved memory = ")
+}
+
 /// LitGPT's `Memory used: 12.34 GB` (or the `| - Memory Used : …` summary row).
 pub fn is_litgpt_line(l: &str) -> bool {
     (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
@@ -256,6 +263,18 @@ impl LineParser for LogParser {
                     a.peak_allocated_mib = Some(v);
                 }
             }
+            return Ok(());
+        }
+        if is_unsloth_line(line) {
+            b.seen.get_or_insert(Format::UnslothMemoryStats);
+            if let Some(v) = gib_after(line, "Peak reserved memory = ") {
+                keep_max(&mut b.allocator().peak_reserved_mib, v);
+            }
+            return Ok(());
+        }
+        if line.contains("Peak reserved memory for training = ")
+            || line.contains("Peak reserved memory % of max memory = ")
+        {
             return Ok(());
         }
         if is_litgpt_line(line) {

@@ -2,7 +2,7 @@
 //! (table, `--query-gpu` CSV, `dmon`, `pmon`, `-q`), PyTorch (OOM messages,
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
-//! torchtune's, axolotl's and LitGPT's training logs, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -78,13 +78,14 @@ pub enum Format {
     TorchtitanMetrics,
     TorchtuneMemoryStats,
     AxolotlMetrics,
+    UnslothMemoryStats,
     LitgptMemoryUsed,
     Gpustat,
     RocmSmi,
 }
 
 impl Format {
-    pub const ALL: [Format; 17] = [
+    pub const ALL: [Format; 18] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -99,6 +100,7 @@ impl Format {
         Format::TorchtitanMetrics,
         Format::TorchtuneMemoryStats,
         Format::AxolotlMetrics,
+        Format::UnslothMemoryStats,
         Format::LitgptMemoryUsed,
         Format::Gpustat,
         Format::RocmSmi,
@@ -120,6 +122,7 @@ impl Format {
             Format::TorchtitanMetrics => "torchtitan-metrics",
             Format::TorchtuneMemoryStats => "torchtune-memory-stats",
             Format::AxolotlMetrics => "axolotl-memory-metrics",
+            Format::UnslothMemoryStats => "unsloth-memory-stats",
             Format::LitgptMemoryUsed => "litgpt-memory-used",
             Format::Gpustat => "gpustat",
             Format::RocmSmi => "rocm-smi",
@@ -505,6 +508,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if head.iter().any(|l| logs::is_torchtune_line(l)) {
         return Some(Format::TorchtuneMemoryStats);
     }
+    if head.iter().any(|l| logs::is_unsloth_line(l)) {
+        return Some(Format::UnslothMemoryStats);
+    }
     if head.iter().any(|l| logs::is_litgpt_line(l)) {
         return Some(Format::LitgptMemoryUsed);
     }
@@ -538,6 +544,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::TorchtitanMetrics
         | Format::TorchtuneMemoryStats
         | Format::AxolotlMetrics
+        | Format::UnslothMemoryStats
         | Format::LitgptMemoryUsed => Box::new(logs::LogParser),
     }
 }
