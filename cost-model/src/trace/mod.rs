@@ -496,23 +496,21 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("GPU Memory before entering the") || has("GPU Peak Memory consumed") {
         return Some(Format::AccelerateTracemalloc);
     }
-    if head.iter().any(|l| logs::is_axolotl_line(l)) {
-        return Some(Format::AxolotlMetrics);
-    }
-    if head.iter().any(|l| logs::is_hf_metric_line(l)) {
-        return Some(Format::HfTrainerMetrics);
-    }
-    if head.iter().any(|l| logs::is_torchtitan_line(l)) {
-        return Some(Format::TorchtitanMetrics);
-    }
-    if head.iter().any(|l| logs::is_torchtune_line(l)) {
-        return Some(Format::TorchtuneMemoryStats);
-    }
-    if head.iter().any(|l| logs::is_unsloth_line(l)) {
-        return Some(Format::UnslothMemoryStats);
-    }
-    if head.iter().any(|l| logs::is_litgpt_line(l)) {
-        return Some(Format::LitgptMemoryUsed);
+    // Training-log lines, in this order (axolotl's log dict before the
+    // Trainer's metrics it resembles).
+    type IsLine = fn(&str) -> bool;
+    const LOG_LINES: [(IsLine, Format); 6] = [
+        (logs::is_axolotl_line, Format::AxolotlMetrics),
+        (logs::is_hf_metric_line, Format::HfTrainerMetrics),
+        (logs::is_torchtitan_line, Format::TorchtitanMetrics),
+        (logs::is_torchtune_line, Format::TorchtuneMemoryStats),
+        (logs::is_unsloth_line, Format::UnslothMemoryStats),
+        (logs::is_litgpt_line, Format::LitgptMemoryUsed),
+    ];
+    for (is_line, format) in LOG_LINES {
+        if head.iter().any(|l| is_line(l)) {
+            return Some(format);
+        }
     }
     if head
         .iter()
