@@ -53,36 +53,18 @@ pub fn is_litgpt_line(l: &str) -> bool {
     (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
 }
 
-/// A figure after `key` in MiB: GiB (as torchtitan and torchtune print) unless
-/// a size unit follows the number (`peak_memory_alloc:17.48 peak_memory_…`
-/// has none: the next word is another key).
-fn gib_after(line: &str, key: &str) -> Option<f64> {
-    let i = line.find(key)? + key.len();
-    let rest = line[i..].trim_start_matches([' ', '\'', '"', ':', '=']);
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    let unit: String = rest[end..]
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect();
-    parse_size_mib(&rest[..end], &unit).or_else(|| parse_size_mib(&rest[..end], "GiB"))
-}
-
 /// A Trainer memory metric line (`train_mem_gpu_alloc_delta = 693MB`).
 pub fn is_hf_metric_line(l: &str) -> bool {
     let t = l.trim();
     (t.contains("_mem_gpu_") || t.contains("_mem_cpu_")) && t.contains('=')
 }
 
-/// The number after `key` (and an optional `=`/`:`) with its unit.
+/// The number after `key` (and an optional `=`/`:`, or a dict's `': `) with
+/// its unit; `default_unit` when none follows — also when the next word is
+/// not a size unit (torchtune's `peak_memory_alloc:17.48 peak_memory_…`).
 fn figure_after(line: &str, key: &str, default_unit: &str) -> Option<f64> {
     let i = line.find(key)? + key.len();
-    let rest = line[i..]
-        .trim_start()
-        .trim_start_matches(['=', ':'])
-        .trim_start();
+    let rest = line[i..].trim_start_matches([' ', '\t', '\'', '"', '=', ':']);
     let num_end = rest
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
         .unwrap_or(rest.len());
@@ -95,10 +77,10 @@ fn figure_after(line: &str, key: &str, default_unit: &str) -> Option<f64> {
         .chars()
         .take_while(|c| c.is_ascii_alphabetic())
         .collect();
-    let unit = if unit.is_empty() {
-        default_unit
-    } else {
+    let unit = if parse_size_mib("1", &unit).is_some() {
         unit.as_str()
+    } else {
+        default_unit
     };
     let v: f64 = num.parse().ok()?;
     if v < 0.0 {
@@ -219,7 +201,7 @@ impl LineParser for LogParser {
             } else {
                 "memory: "
             };
-            if let Some(v) = gib_after(line, key) {
+            if let Some(v) = figure_after(line, key, "GiB") {
                 keep_max(&mut b.allocator().peak_reserved_mib, v);
             }
             return Ok(());
@@ -227,12 +209,12 @@ impl LineParser for LogParser {
         if is_axolotl_line(line) {
             b.seen.get_or_insert(Format::AxolotlMetrics);
             let a = b.allocator();
-            if let Some(v) = gib_after(line, "memory/max_allocated (GiB)")
-                .or_else(|| gib_after(line, "memory/max_active (GiB)"))
+            if let Some(v) = figure_after(line, "memory/max_allocated (GiB)", "GiB")
+                .or_else(|| figure_after(line, "memory/max_active (GiB)", "GiB"))
             {
                 keep_max(&mut a.peak_allocated_mib, v);
             }
-            if let Some(v) = gib_after(line, "memory/device_reserved (GiB)") {
+            if let Some(v) = figure_after(line, "memory/device_reserved (GiB)", "GiB") {
                 keep_max(&mut a.peak_reserved_mib, v);
             }
             return Ok(());
@@ -241,12 +223,12 @@ impl LineParser for LogParser {
             b.seen.get_or_insert(Format::TorchtuneMemoryStats);
             let a = b.allocator();
             for key in ["peak memory allocation:", "peak_memory_alloc:"] {
-                if let Some(v) = gib_after(line, key) {
+                if let Some(v) = figure_after(line, key, "GiB") {
                     keep_max(&mut a.peak_allocated_mib, v);
                 }
             }
             for key in ["peak memory reserved:", "peak_memory_reserved:"] {
-                if let Some(v) = gib_after(line, key) {
+                if let Some(v) = figure_after(line, key, "GiB") {
                     keep_max(&mut a.peak_reserved_mib, v);
                 }
             }
@@ -255,8 +237,8 @@ impl LineParser for LogParser {
         if line.contains("peak memory active:") || line.contains("peak_memory_active:") {
             // torchtune's third figure (peak active bytes ≥ allocated): the
             // allocated counter's peak when that is not printed.
-            let v = gib_after(line, "peak memory active:")
-                .or_else(|| gib_after(line, "peak_memory_active:"));
+            let v = figure_after(line, "peak memory active:", "GiB")
+                .or_else(|| figure_after(line, "peak_memory_active:", "GiB"));
             if let Some(v) = v {
                 let a = b.allocator();
                 if a.peak_allocated_mib.is_none() {
@@ -267,7 +249,7 @@ impl LineParser for LogParser {
         }
         if is_unsloth_line(line) {
             b.seen.get_or_insert(Format::UnslothMemoryStats);
-            if let Some(v) = gib_after(line, "Peak reserved memory = ") {
+            if let Some(v) = figure_after(line, "Peak reserved memory = ", "GiB") {
                 keep_max(&mut b.allocator().peak_reserved_mib, v);
             }
             return Ok(());
