@@ -1910,19 +1910,15 @@ impl<'a> Ctx<'a> {
             let mats = if gated { 2.0 } else { 1.0 };
             return self.layer_input_bytes() + e * sb * (hq + 2.0 * hkv + hq + mats * f) / t;
         }
-        // The block's matmul outputs in forward order (widths per token).
-        let mut mms: Vec<f64> = Vec::with_capacity(7);
-        if m.fused_projections {
-            mms.push(hq + 2.0 * hkv);
-        } else {
-            mms.extend([hq, hkv, hkv]);
-        }
-        mms.push(h); // o
-        match (gated, m.fused_projections) {
-            (true, true) => mms.extend([2.0 * f, h]),
-            (true, false) => mms.extend([f, f, h]),
-            (false, _) => mms.extend([f, h]),
-        }
+        // The block's matmul outputs in forward order (widths per token): q/k/v
+        // (one fused qkv), o, then gate/up (one fused gate_up) and down.
+        let qkv = hq + 2.0 * hkv;
+        let mms: &[f64] = match (gated, m.fused_projections) {
+            (true, true) => &[qkv, h, 2.0 * f, h],
+            (true, false) => &[hq, hkv, hkv, h, f, f, h],
+            (false, true) => &[qkv, h, f, h],
+            (false, false) => &[hq, hkv, hkv, h, f, h],
+        };
         let kept_mms: f64 = mms.iter().step_by(2).sum();
         self.layer_input_bytes() + e * sb * (kept_mms + hq) / t
     }
