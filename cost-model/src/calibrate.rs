@@ -139,6 +139,12 @@ impl Row<'_> {
             .unwrap_or("")
     }
 
+    /// An enum column as written in any case, with `_` or spaces for `-`
+    /// (`FSDP_Full`, `AMP BF16`): the schema's spelling of the same value.
+    fn word(&self, col: &str) -> String {
+        self.get(col).to_ascii_lowercase().replace(['_', ' '], "-")
+    }
+
     fn u32(&self, col: &str) -> Result<Option<u32>, String> {
         let v = self.get(col);
         if v.is_empty() {
@@ -165,9 +171,9 @@ impl Row<'_> {
     }
 
     fn bool(&self, col: &str) -> Result<bool, String> {
-        match self.get(col) {
-            "true" => Ok(true),
-            "false" | "" => Ok(false),
+        match self.word(col).as_str() {
+            "true" | "yes" | "1" => Ok(true),
+            "false" | "no" | "0" | "" => Ok(false),
             v => Err(format!("{col}: `{v}` is not true/false")),
         }
     }
@@ -335,7 +341,7 @@ fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
 /// Builds the plan a case row describes. Settings the schema does not carry
 /// come from the framework profile, as for any user.
 fn plan_for(r: &Row) -> Result<Plan, String> {
-    let framework = match r.get("framework") {
+    let framework = match r.word("framework").as_str() {
         "hf-trainer" => Framework::HfTrainer,
         "hf-accelerate" => Framework::HfAccelerate,
         "litgpt" => Framework::Litgpt,
@@ -349,7 +355,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // transformers' `Trainer`.
         "other" => other_framework(r.get("notes")).unwrap_or(Framework::PlainPytorch),
         "plain-pytorch" | "" => Framework::PlainPytorch,
-        f => return Err(format!("framework `{f}` is not in the schema")),
+        // A tool written in the column instead of `other` + notes
+        // (`axolotl`, `NeMo`): read as the notes would be.
+        f => other_framework(f).ok_or(format!("framework `{f}` is not in the schema"))?,
     };
     // The preset the model column names (its hub id, or a name starting with
     // one: "TinyLlama-1.1B (litgpt config)"): it fills architecture columns a
@@ -364,14 +372,14 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             )
         })
     };
-    let arch = match r.get("arch") {
+    let arch = match r.word("arch").as_str() {
         "" => named.as_ref().map_or(Arch::Decoder, |m| m.arch),
         "decoder" => Arch::Decoder,
         "encoder" => Arch::Encoder,
         "encoder-decoder" => Arch::EncoderDecoder,
         a => return Err(format!("arch `{a}` is not in the schema")),
     };
-    let mlp = match r.get("mlp") {
+    let mlp = match r.word("mlp").as_str() {
         "" => named.as_ref().map_or(Mlp::Plain, |m| m.mlp),
         "gated" => Mlp::Gated,
         "plain" => Mlp::Plain,
@@ -497,21 +505,24 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         None => return Err("seq_len is empty (the sequence length run is unknown)".into()),
     };
     t.grad_accum = r.u32("grad_accum")?.unwrap_or(1).max(1);
-    t.precision = match r.get("precision") {
+    t.precision = match r.word("precision").as_str() {
         // Not stated: the framework's default (set above).
         "" => t.precision,
-        "fp32" => Precision::Fp32,
-        "amp-fp16" => Precision::AmpFp16,
-        "amp-bf16" => Precision::AmpBf16,
-        "bf16" => Precision::Bf16,
-        "fp16" => Precision::Fp16,
+        // Beside the schema's names, Lightning Fabric's precision strings
+        // (`bf16-mixed`, `bf16-true`, `32-true`), which LitGPT rows quote.
+        "fp32" | "32" | "32-true" => Precision::Fp32,
+        "amp-fp16" | "16-mixed" | "fp16-mixed" => Precision::AmpFp16,
+        "amp-bf16" | "bf16-mixed" => Precision::AmpBf16,
+        "bf16" | "bf16-true" => Precision::Bf16,
+        "fp16" | "16-true" | "fp16-true" => Precision::Fp16,
         "fp8" => Precision::Fp8,
         p => return Err(format!("precision `{p}` is not in the schema")),
     };
-    t.optimizer = match r.get("optimizer") {
-        "adamw" | "" => Optimizer::Adamw,
-        "adamw-8bit" => Optimizer::Adamw8bit,
-        "paged-adamw" => Optimizer::PagedAdamw,
+    t.optimizer = match r.word("optimizer").as_str() {
+        // Adam keeps the same two moments as AdamW (torch.optim state dicts).
+        "adamw" | "adam" | "" => Optimizer::Adamw,
+        "adamw-8bit" | "adamw8bit" | "adam-8bit" => Optimizer::Adamw8bit,
+        "paged-adamw" | "paged-adamw-32bit" => Optimizer::PagedAdamw,
         "paged-adamw-8bit" => Optimizer::PagedAdamw8bit,
         "adafactor" => Optimizer::Adafactor,
         "sgd" => Optimizer::Sgd,
@@ -527,9 +538,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         o => return Err(format!("optimizer `{o}` is not in the schema")),
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
-    t.checkpointing = match r.get("activation_checkpointing") {
-        "none" => Checkpointing::None,
-        "full" => Checkpointing::Full,
+    t.checkpointing = match r.word("activation_checkpointing").as_str() {
+        "none" | "false" | "no" => Checkpointing::None,
+        "full" | "true" | "yes" => Checkpointing::Full,
         // torchtitan's "selective" is its per-op policy (`SelectiveAC`, the
         // default in 0.3.0; `selective_ac_option = "op"` in its Llama configs);
         // elsewhere it is Megatron's attention-core recomputation.
@@ -610,11 +621,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if matches!(framework, Framework::PlainPytorch | Framework::HfAccelerate) {
         t.fp32_upcasts = r.get("model").contains('/');
     }
-    t.attention = match r.get("attention") {
+    t.attention = match r.word("attention").as_str() {
         "eager" => Attention::Eager,
         _ => Attention::Flash,
     };
-    t.loss = match r.get("loss") {
+    t.loss = match r.word("loss").as_str() {
         "standard" => Loss::Standard,
         // Cut Cross-Entropy names itself; a fused loss the column could only
         // call "chunked" or leave unknown.
@@ -629,7 +640,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     let base_bits = r.u32("base_weight_bits")?.unwrap_or(16);
     // A task left empty is LoRA when a rank or targets are stated.
-    let task = match r.get("task") {
+    let task = r.word("task");
+    let task = match task.as_str() {
         "" if !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty() => "lora",
         "" => "full",
         t => t,
@@ -755,7 +767,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         p.virtual_stages = v;
         p.pp_schedule = crate::plan::PipelineSchedule::Interleaved;
     }
-    p.sharding = match r.get("sharding") {
+    p.sharding = match r.word("sharding").as_str() {
         "" if p.num_gpus / (p.tp * p.pp * p.cp).max(1) <= 1 => Sharding::None,
         // Data parallel across GPUs, not stated: what the framework's
         // multi-GPU launch does by default.
@@ -773,18 +785,22 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         },
         "none" => Sharding::None,
         "ddp" => Sharding::Ddp,
-        "zero1" => Sharding::Zero1,
-        "zero2" => Sharding::Zero2,
-        "zero3" => Sharding::Zero3,
-        "fsdp-full" => Sharding::FsdpFull,
-        "fsdp-grad-op" => Sharding::FsdpGradOp,
-        "hsdp" => Sharding::Hsdp,
+        // DeepSpeed's stage 0 is plain data parallelism.
+        "zero0" | "zero-0" => Sharding::Ddp,
+        "zero1" | "zero-1" => Sharding::Zero1,
+        "zero2" | "zero-2" => Sharding::Zero2,
+        "zero3" | "zero-3" => Sharding::Zero3,
+        // FSDP's own strategy names (`ShardingStrategy`), and FSDP2, which
+        // only fully shards.
+        "fsdp-full" | "fsdp" | "fsdp2" | "full-shard" => Sharding::FsdpFull,
+        "fsdp-grad-op" | "shard-grad-op" => Sharding::FsdpGradOp,
+        "hsdp" | "hybrid-shard" => Sharding::Hsdp,
         s => return Err(format!("sharding `{s}` is not in the schema")),
     };
-    p.offload = match r.get("offload") {
+    p.offload = match r.word("offload").as_str() {
         "none" | "" => Offload::NONE,
         "optimizer" => Offload::OPTIMIZER_CPU,
-        "params+optimizer" => Offload::ALL_CPU,
+        "params+optimizer" | "optimizer+params" => Offload::ALL_CPU,
         o => return Err(format!("offload `{o}` is not in the schema")),
     };
     Ok(plan)
@@ -989,7 +1005,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
                     header.len()
                 ));
             }
-            let counter = Counter::from_metric(&metric)
+            let counter = Counter::from_metric(&metric.to_ascii_lowercase())
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
             let plan = plan_for(&row)?;
             let est = estimate(&plan).map_err(|e| e.to_string())?;

@@ -544,3 +544,59 @@ fn a_free_text_gpu_name_finds_its_catalogue_entry_by_chip() {
     assert_eq!(gpu("A100", "80").id, "a100-sxm4-80gb");
     assert_eq!(gpu("24GB GPU (model not stated)", "24").id, "custom");
 }
+
+#[test]
+fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
+    // Llama-2-7b LoRA on two GPUs with FSDP, bf16 (LitGPT's resource table).
+    let id = "litgpt_resource_tables_2023-10-042";
+    let base = calibrate(&with_fields(id, &[])).unwrap().cases[0].clone();
+    assert!(base.skipped.is_none(), "{base:?}");
+    let same = [
+        ("sharding", "FSDP_Full"),
+        ("sharding", "full_shard"),
+        ("sharding", "fsdp"),
+        ("precision", "bf16-true"),
+        ("precision", "BF16"),
+        ("optimizer", "Adam"),
+        ("framework", "LitGPT"),
+        ("offload", "None"),
+        ("compile", "False"),
+        ("metric", "Max_Allocated"),
+        ("task", "LoRA"),
+    ];
+    for (col, v) in same {
+        let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
+        assert_eq!(c.predicted_gib, base.predicted_gib, "{col} = {v}: {c:?}");
+    }
+    // Different values really change the prediction (the spellings above are
+    // not ignored): mixed precision keeps fp32 weights; SHARD_GRAD_OP keeps
+    // them unsharded between forward and backward.
+    for (col, v) in [("precision", "bf16-mixed"), ("sharding", "SHARD_GRAD_OP")] {
+        let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
+        assert!(c.skipped.is_none(), "{c:?}");
+        assert_ne!(c.predicted_gib, base.predicted_gib, "{col} = {v}");
+    }
+    // A tool in the framework column is read as `other` with the tool in the notes.
+    let a = calibrate(&with_fields(id, &[("framework", "axolotl")]))
+        .unwrap()
+        .cases[0]
+        .clone();
+    let b = calibrate(&with_fields(
+        id,
+        &[("framework", "other"), ("notes", "trained with axolotl")],
+    ))
+    .unwrap()
+    .cases[0]
+        .clone();
+    assert!(a.skipped.is_none(), "{a:?}");
+    assert_eq!(a.predicted_gib, b.predicted_gib);
+    // Still not guessed: a value no spelling explains is named with its column.
+    let bad = calibrate(&with_fields(id, &[("sharding", "zero4")]))
+        .unwrap()
+        .cases[0]
+        .clone();
+    assert!(
+        bad.skipped.as_deref().unwrap().contains("sharding `zero4`"),
+        "{bad:?}"
+    );
+}
