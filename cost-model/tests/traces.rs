@@ -755,6 +755,36 @@ fn variants_seen_in_the_wild() {
         (a.peak_allocated_mib, a.peak_reserved_mib),
         (Some(2048.0), Some(3072.0))
     );
+    // The OrderedDict older PyTorch returns, on one line, and pprint's one key
+    // per line, with the allocator's failure and retry counts.
+    let ordered = "OrderedDict([('active.all.allocated', 3421), ('allocated_bytes.all.current', 15213334528), \
+                   ('allocated_bytes.all.peak', 20340752384), ('num_alloc_retries', 3), ('num_ooms', 0), \
+                   ('reserved_bytes.all.current', 23068672000), ('reserved_bytes.all.peak', 23068672000)])";
+    let t = trace::parse(ordered, &ParseOptions::default()).unwrap();
+    let a = t.allocator.clone().unwrap();
+    assert!(close(a.peak_allocated_mib, 19398.45), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 22000.0), "{a:?}");
+    assert!(
+        t.warnings.iter().any(|w| w.contains("retried 3 times")),
+        "{:?}",
+        t.warnings
+    );
+    assert!(!t.warnings.iter().any(|w| w.contains("num_ooms")));
+    let pprint = "{'active.all.allocated': 3421,\n 'allocated_bytes.all.peak': 2147483648,\n \
+                  'num_ooms': 2,\n 'reserved_bytes.all.peak': 3221225472}\n";
+    let t = trace::parse(pprint, &ParseOptions::default()).unwrap();
+    let a = t.allocator.clone().unwrap();
+    assert_eq!(
+        (a.peak_allocated_mib, a.peak_reserved_mib),
+        (Some(2048.0), Some(3072.0))
+    );
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("line 3") && w.contains("2 CUDA out-of-memory")),
+        "{:?}",
+        t.warnings
+    );
 }
 
 #[test]
@@ -893,4 +923,79 @@ fn framework_training_logs_give_their_peaks() {
         let a = t.allocator.unwrap();
         assert!(close(a.peak_allocated_mib, 12.34e9 / 1048576.0), "{a:?}");
     }
+}
+
+#[test]
+fn a_scripts_own_print_of_the_peak_counters_is_read() {
+    // `print(f"Max memory allocated: {torch.cuda.max_memory_allocated() / 1024**3:.2f} GB")`.
+    let t = parse_text(
+        "Epoch 1 | step 100 | loss 2.345\nMax memory allocated: 12.34 GB\nMax memory reserved: 14.50 GB\n",
+    );
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.clone().unwrap();
+    assert!(close(a.peak_allocated_mib, 12.34 * 1024.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 14.5 * 1024.0), "{a:?}");
+    // GB is read as 2^30 (the 1024**3 habit) and the reader is told.
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("line 2") && w.contains("1e9")),
+        "{:?}",
+        t.warnings
+    );
+    // The counter's own name, a call with its argument, several per line, a
+    // unit before the figure, bytes without a unit, the pre-1.4 `cached`.
+    let cases: [(&str, Option<f64>, Option<f64>); 5] = [
+        (
+            "step 10: torch.cuda.max_memory_allocated(device=0) = 13245 MiB\n",
+            Some(13245.0),
+            None,
+        ),
+        (
+            "Peak GPU memory allocated (GiB): 12.5 | peak memory reserved (GiB): 14.0\n",
+            Some(12800.0),
+            Some(14336.0),
+        ),
+        ("max_memory_allocated 2147483648\n", Some(2048.0), None),
+        ("max memory cached: 900 MiB (45.6%)\n", None, Some(900.0)),
+        ("max_memory_reserved: 15.5GiB\n", None, Some(15872.0)),
+    ];
+    for (text, alloc, reserved) in cases {
+        let t = parse_text(text);
+        assert_eq!(t.format, Format::PytorchPeakCounters, "{text}");
+        let a = t.allocator.unwrap();
+        assert_eq!(
+            (a.peak_allocated_mib, a.peak_reserved_mib),
+            (alloc, reserved),
+            "{text}"
+        );
+        assert!(t.warnings.is_empty(), "{text}: {:?}", t.warnings);
+    }
+    // A GPU peak that does not name its counter is the reserved one, said so.
+    let t = parse_text("Peak GPU memory: 20.5 GiB\n");
+    assert_eq!(
+        t.allocator.clone().unwrap().peak_reserved_mib,
+        Some(20992.0)
+    );
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w.contains("does not name its counter")));
+    // Not read: a peak that may be host memory, a current (not peak) figure,
+    // and a whole number too small to be bytes.
+    for text in [
+        "Epoch 1 done. Peak memory: 12.3 GB\n",
+        "memory allocated: 12.3 GiB\n",
+        "max memory allocated: 512\n",
+    ] {
+        assert!(
+            trace::parse(text, &ParseOptions::default()).is_err(),
+            "{text}"
+        );
+    }
+    // A later line of a long log still names the format.
+    let mut long = "loss 1.0\n".repeat(1000);
+    long.push_str("max_memory_allocated: 3.0 GiB\n");
+    let t = parse_text(&long);
+    assert_eq!(t.format, Format::PytorchPeakCounters);
 }

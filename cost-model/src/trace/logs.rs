@@ -59,6 +59,100 @@ pub fn is_hf_metric_line(l: &str) -> bool {
     (t.contains("_mem_gpu_") || t.contains("_mem_cpu_")) && t.contains('=')
 }
 
+/// PyTorch's peak counters printed by a script of one's own:
+/// `torch.cuda.max_memory_allocated() = 13245 MB`, `max_memory_reserved: 15.2GB`,
+/// `Peak GPU memory allocated: 12.3 GiB`, `max memory cached (MiB): 900`
+/// (`cached` is the pre-1.4 name of reserved). Each segment of the line (split
+/// at `,` `;` `|`) that names a peak (`max` / `peak`) of GPU memory (`mem`)
+/// and the allocated or reserved counter gives the figure after that name:
+/// the first number with a size unit (binary, as [`parse_size_mib`] reads
+/// them), else a unit written before it (`(GiB)`), else a whole number of at
+/// least 2^20 as bytes. A peak of GPU memory (`gpu`, `cuda`, `vram`) whose
+/// counter is not named is returned as such. Returns (reserved: `Some(true)`,
+/// allocated: `Some(false)`, unnamed: `None`; MiB; the unit was `GB`/`MB`).
+pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
+    let mut out = Vec::new();
+    for seg in l.split([',', ';', '|']) {
+        let norm = seg.to_ascii_lowercase().replace('_', " ");
+        if !norm.contains("mem") {
+            continue;
+        }
+        let named = ["allocated", "reserved", "cached"]
+            .iter()
+            .find_map(|k| norm.find(k).map(|i| (i + k.len(), Some(*k != "allocated"))));
+        // `Peak GPU memory: 12.3 GiB`: a peak whose counter is not named
+        // (`peak`, not `max`: "Max memory = 14.7 GB" is a capacity in the
+        // Unsloth notebooks).
+        let unnamed = || {
+            ["gpu", "cuda", "vram"]
+                .iter()
+                .any(|w| norm.contains(w))
+                .then_some(())
+                .filter(|_| norm.contains("peak"))
+                .and_then(|_| norm.find("mem").map(|i| (i + 3, None)))
+        };
+        let Some((at, counter)) = named.or_else(unnamed) else {
+            continue;
+        };
+        if !(norm[..at].contains("max") || norm[..at].contains("peak")) {
+            continue;
+        }
+        // The rest of the word (`memory`) is skipped with the other letters.
+        if let Some((mib, decimal_label)) = figure_in(&seg[at..]) {
+            out.push((counter, mib, decimal_label));
+        }
+    }
+    out
+}
+
+/// The figure in the text after a counter's name (see [`peak_counters`]).
+fn figure_in(rest: &str) -> Option<(f64, bool)> {
+    let toks: Vec<&str> = rest
+        .split(|c: char| c.is_whitespace() || matches!(c, ':' | '=' | '(' | ')' | '[' | ']'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let split = |t: &str| -> (String, String) {
+        let end = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        (t[..end].to_string(), t[end..].to_string())
+    };
+    let is_unit = |u: &str| parse_size_mib("1", u).is_some();
+    let mut unit_before: Option<String> = None;
+    for (i, t) in toks.iter().enumerate() {
+        let (num, tail) = split(t);
+        let bare = tail.is_empty();
+        if num.is_empty() || num.parse::<f64>().is_err() {
+            if is_unit(t) && unit_before.is_none() {
+                unit_before = Some(t.to_string());
+            }
+            continue;
+        }
+        // `12.3GB` or `12.3 GB`.
+        let unit = if is_unit(&tail) {
+            Some(tail)
+        } else if bare {
+            toks.get(i + 1)
+                .filter(|u| is_unit(u))
+                .map(|u| u.to_string())
+        } else {
+            None
+        };
+        if let Some(u) = unit.or_else(|| unit_before.clone().filter(|_| bare)) {
+            let decimal_label = matches!(u.trim_end_matches(['.', ',']), "GB" | "MB" | "TB");
+            return parse_size_mib(&num, &u).map(|m| (m, decimal_label));
+        }
+        if bare && !num.contains('.') {
+            if let Ok(bytes) = num.parse::<f64>() {
+                if bytes >= 1024.0 * 1024.0 {
+                    return Some((bytes / (1024.0 * 1024.0), false));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The number after `key` (and an optional `=`/`:`, or a dict's `': `) with
 /// its unit; `default_unit` when none follows — also when the next word is
 /// not a size unit (torchtune's `peak_memory_alloc:17.48 peak_memory_…`).
@@ -104,8 +198,13 @@ fn rank_of(line: &str) -> Option<u32> {
 #[derive(Default)]
 pub struct LogParser;
 
+/// The start of the warning about `GB` / `MB` labels on a script's own figures.
+const GB_LABEL: &str = "figures labelled GB or MB";
+/// The start of the warning about a peak whose counter is not named.
+const UNNAMED: &str = "a peak that does not name its counter";
+
 impl LineParser for LogParser {
-    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+    fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
         // Each branch records the first log format it recognises (`b.seen`),
         // so a log detected late is named by what it held.
         if is_deepspeed_line(line) {
@@ -283,6 +382,34 @@ impl LineParser for LogParser {
                     b.notes.push((key.to_string(), v));
                 }
             }
+            return Ok(());
+        }
+        // Last, after every framework's own lines: a script's own print.
+        let counters = peak_counters(line);
+        if !counters.is_empty() {
+            b.seen.get_or_insert(Format::PytorchPeakCounters);
+            for (counter, mib, decimal_label) in counters {
+                if counter.is_none() && !b.warnings.iter().any(|w| w.starts_with(UNNAMED)) {
+                    b.warnings.push(format!(
+                        "{UNNAMED} (line {no}): read as the reserved counter, the one \
+                         torch.cuda.max_memory_reserved() and most frameworks report"
+                    ));
+                }
+                let a = b.allocator();
+                if counter != Some(false) {
+                    keep_max(&mut a.peak_reserved_mib, mib);
+                } else {
+                    keep_max(&mut a.peak_allocated_mib, mib);
+                }
+                if decimal_label && !b.warnings.iter().any(|w| w.starts_with(GB_LABEL)) {
+                    b.warnings.push(format!(
+                        "{GB_LABEL} (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
+                         PyTorch's counter by 1024**3 prints it; if it divided by 1e9, the \
+                         counter was 7 % below these figures"
+                    ));
+                }
+            }
+            return Ok(());
         }
         Ok(())
     }
@@ -301,17 +428,37 @@ fn cell_mib(cell: &str) -> Option<f64> {
     parse_size_mib(it.next()?, it.next()?)
 }
 
-/// The integer after `key` in a printed `torch.cuda.memory_stats()` dict
-/// (`'allocated_bytes.all.peak': 1234`), in MiB.
-fn stat_mib(line: &str, key: &str) -> Option<f64> {
+/// The integer after `key` in a printed `torch.cuda.memory_stats()` dict —
+/// `'allocated_bytes.all.peak': 1234` (a dict, pprint or JSON) or
+/// `('allocated_bytes.all.peak', 1234)` (the `OrderedDict` older PyTorch
+/// returns).
+fn stat_count(line: &str, key: &str) -> Option<f64> {
     let i = line.find(key)? + key.len();
-    let rest = line[i..].trim_start_matches(['\'', '"', ':', ' ', '=']);
+    let rest = line[i..].trim_start_matches(['\'', '"', ':', ' ', '=', ',']);
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse::<f64>().ok().map(|b| b / (1024.0 * 1024.0))
+    digits.parse::<f64>().ok()
+}
+
+/// [`stat_count`] of a byte counter, in MiB.
+fn stat_mib(line: &str, key: &str) -> Option<f64> {
+    stat_count(line, key).map(|b| b / (1024.0 * 1024.0))
 }
 
 impl LineParser for SummaryParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        // The allocator's own count of failed allocations, and of the
+        // times it freed its cache and retried (a run at the edge).
+        if let Some(n) = stat_count(line, "num_ooms").filter(|n| *n > 0.0) {
+            b.warnings.push(format!(
+                "line {no}: the allocator counted {n} CUDA out-of-memory errors (num_ooms)"
+            ));
+        }
+        if let Some(n) = stat_count(line, "num_alloc_retries").filter(|n| *n > 0.0) {
+            b.warnings.push(format!(
+                "line {no}: the allocator freed its cache and retried {n} times \
+                 (num_alloc_retries): the run was at the edge of the GPU's memory"
+            ));
+        }
         if line.contains("_bytes.all.") {
             let a = b.allocator();
             if let Some(v) = stat_mib(line, "allocated_bytes.all.peak") {

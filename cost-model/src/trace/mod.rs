@@ -2,7 +2,8 @@
 //! (table, `--query-gpu` CSV, `dmon`, `pmon`, `-q`), PyTorch (OOM messages,
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
-//! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
+//! PyTorch's peak counters, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -80,12 +81,13 @@ pub enum Format {
     AxolotlMetrics,
     UnslothMemoryStats,
     LitgptMemoryUsed,
+    PytorchPeakCounters,
     Gpustat,
     RocmSmi,
 }
 
 impl Format {
-    pub const ALL: [Format; 18] = [
+    pub const ALL: [Format; 19] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -102,6 +104,7 @@ impl Format {
         Format::AxolotlMetrics,
         Format::UnslothMemoryStats,
         Format::LitgptMemoryUsed,
+        Format::PytorchPeakCounters,
         Format::Gpustat,
         Format::RocmSmi,
     ];
@@ -124,6 +127,7 @@ impl Format {
             Format::AxolotlMetrics => "axolotl-memory-metrics",
             Format::UnslothMemoryStats => "unsloth-memory-stats",
             Format::LitgptMemoryUsed => "litgpt-memory-used",
+            Format::PytorchPeakCounters => "pytorch-peak-counters",
             Format::Gpustat => "gpustat",
             Format::RocmSmi => "rocm-smi",
         }
@@ -499,13 +503,18 @@ pub fn detect(head: &[String]) -> Option<Format> {
     // Training-log lines, in this order (axolotl's log dict before the
     // Trainer's metrics it resembles).
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 6] = [
+    const LOG_LINES: [(IsLine, Format); 7] = [
         (logs::is_axolotl_line, Format::AxolotlMetrics),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
         (logs::is_torchtune_line, Format::TorchtuneMemoryStats),
         (logs::is_unsloth_line, Format::UnslothMemoryStats),
         (logs::is_litgpt_line, Format::LitgptMemoryUsed),
+        // Last: a script's own print of PyTorch's peak counters.
+        (
+            |l| !logs::peak_counters(l).is_empty(),
+            Format::PytorchPeakCounters,
+        ),
     ];
     for (is_line, format) in LOG_LINES {
         if head.iter().any(|l| is_line(l)) {
@@ -543,7 +552,8 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::TorchtuneMemoryStats
         | Format::AxolotlMetrics
         | Format::UnslothMemoryStats
-        | Format::LitgptMemoryUsed => Box::new(logs::LogParser),
+        | Format::LitgptMemoryUsed
+        | Format::PytorchPeakCounters => Box::new(logs::LogParser),
     }
 }
 
