@@ -305,9 +305,18 @@ fn nvidia_smi_csv_logs() {
         1764194422.0 - 1764189075.0
     );
 
-    // No header: refused unless the columns are named.
-    let why = refused("smi_csv_07.txt");
-    assert!(why.contains("line 1") && why.contains("--columns"), "{why}");
+    // No header: NVIDIA's documented logging query is recognised by its shape
+    // (13 fields, bus id, P-state, total = free + used + reserve), and says so;
+    // naming the columns gives the same figures.
+    let guessed = parse("smi_csv_07.txt");
+    assert!(
+        guessed
+            .warnings
+            .iter()
+            .any(|w| w.contains("documented logging query")),
+        "{:?}",
+        guessed.warnings
+    );
     let cols = "timestamp,name,pci.bus_id,driver_version,pstate,pcie.link.gen.max,pcie.link.gen.current,\
                 temperature.gpu,utilization.gpu,utilization.memory,memory.total,memory.free,memory.used";
     let opts = ParseOptions {
@@ -322,6 +331,24 @@ fn nvidia_smi_csv_logs() {
         "GPUs in order of first bus id"
     );
     assert!(t.gpus.iter().all(|g| g.total_mib == Some(40960.0)));
+    assert_eq!(guessed.gpus, t.gpus);
+    // The same shape whose memory figures do not add up is not guessed at.
+    let odd = read("smi_csv_07.txt").replace("40960 MiB, 1534 MiB", "40960 MiB, 9534 MiB");
+    let why = trace::parse(&odd, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("without its header") && why.contains("line 4"),
+        "{why}"
+    );
+    let odd = read("smi_csv_07.txt").replace(", P0,", ", high,");
+    let why = trace::parse(&odd, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("without its header") && why.contains("line 1"),
+        "{why}"
+    );
 
     let why = refused("smi_csv_09.txt");
     assert!(why.contains("without its header"), "{why}");
@@ -998,4 +1025,26 @@ fn a_scripts_own_print_of_the_peak_counters_is_read() {
     long.push_str("max_memory_allocated: 3.0 GiB\n");
     let t = parse_text(&long);
     assert_eq!(t.format, Format::PytorchPeakCounters);
+}
+
+#[test]
+fn a_bare_column_of_figures_asks_for_its_name_and_reads_with_it() {
+    let text = "12345\n12400\n23000\n";
+    let why = trace::parse(text, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("line 1") && why.contains("--columns memory.used"),
+        "{why}"
+    );
+    let opts = ParseOptions {
+        csv_columns: Some(vec!["memory.used".into()]),
+        ..Default::default()
+    };
+    for text in [text, "12345 MiB\n12400 MiB\n23000 MiB\n"] {
+        let t = trace::parse(text, &opts).unwrap();
+        assert_eq!(t.format, Format::NvidiaSmiCsv);
+        assert_eq!(t.gpus[0].peak_used_mib, Some(23000.0), "{text}");
+        assert_eq!(t.gpus[0].samples, 3);
+    }
 }

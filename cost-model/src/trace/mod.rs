@@ -694,7 +694,19 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     }
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
-    let detected = opts.format.or_else(|| detect(&head));
+    // Column names given for a headerless CSV say what it is.
+    let detected = opts
+        .format
+        .or_else(|| opts.csv_columns.as_ref().map(|_| Format::NvidiaSmiCsv))
+        .or_else(|| detect(&head));
+    // A bare column of figures (`--query-gpu=memory.used --format=csv,noheader`):
+    // which counter it is cannot be told.
+    let bare_column = detected.is_none()
+        && head.iter().filter(|l| !l.trim().is_empty()).all(|l| {
+            let t = l.trim();
+            let n = t.trim_end_matches("MiB").trim();
+            !n.is_empty() && n.parse::<f64>().is_ok()
+        });
     let format = detected.unwrap_or(Format::PytorchOom);
     let mut parser = parser_for(format, opts);
     let mut b = Builder::default();
@@ -729,6 +741,14 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         Some(f) => f,
         None => match b.seen.or((!b.oom.is_empty()).then_some(Format::PytorchOom)) {
             Some(f) => f,
+            None if bare_column => {
+                return Err(TraceError::at(
+                    1,
+                    "a single column of figures without a header (`--query-gpu=… --format=csv,noheader`): \
+                     which query it is cannot be told; keep the header line or name the column \
+                     (e.g. --columns memory.used)",
+                ))
+            }
             None => {
                 return Err(TraceError::whole(format!(
                     "unrecognised format: no GPU memory figures in {no} lines; known formats: {}",

@@ -2,7 +2,8 @@
 //! set and order, with or without timestamps, one-shot or looping (`-l`,
 //! `-lms`), a hand-made header, an extra leading column from a wrapper script.
 //! Without a header the memory columns cannot be told apart, so the column
-//! names must be given ([`super::ParseOptions::csv_columns`]).
+//! names must be given ([`super::ParseOptions::csv_columns`]) — except for
+//! NVIDIA's documented logging query, recognised by its shape.
 
 use super::{parse_timestamp, Builder, LineParser, TraceError};
 
@@ -80,6 +81,43 @@ pub fn looks_like_csv(line: &str) -> bool {
     fields.len() >= 3 && numeric * 2 >= fields.len()
 }
 
+/// The logging query NVIDIA's nvidia-smi documentation gives as its example
+/// (`nvidia-smi --query-gpu=… --format=csv -l 5`), copied into many scripts,
+/// often with `noheader`.
+const DOCUMENTED_QUERY: &str = "timestamp,name,pci.bus_id,driver_version,pstate,pcie.link.gen.max,\
+     pcie.link.gen.current,temperature.gpu,utilization.gpu,utilization.memory,memory.total,memory.free,memory.used";
+
+/// The driver's reserve (`memory.reserved`, not in the query) that makes
+/// total exceed free + used: 623 MiB of an A100-40GB in smi_csv_07; allowed
+/// up to this share of the total (or 1 GiB).
+const DRIVER_RESERVE_MAX_SHARE: f64 = 0.05;
+
+/// A headerless row with the shape of [`DOCUMENTED_QUERY`]: 13 fields, a
+/// timestamp, a PCI bus id, a P-state, and the last three memory figures
+/// adding up (total = free + used + the driver's reserve).
+fn documented_query(f: &[&str]) -> bool {
+    if f.len() != 13 {
+        return false;
+    }
+    let bus = f[2].contains(':')
+        && f[2].contains('.')
+        && f[2]
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
+    let pstate = f[4]
+        .strip_prefix('P')
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    let (Some(total), Some(free), Some(used)) = (mib(f[10]), mib(f[11]), mib(f[12])) else {
+        return false;
+    };
+    let reserve = total - free - used;
+    parse_timestamp(f[0]).is_some()
+        && bus
+        && pstate
+        && reserve >= 0.0
+        && reserve <= (DRIVER_RESERVE_MAX_SHARE * total).max(1024.0)
+}
+
 pub struct CsvParser {
     cols: Option<Vec<Col>>,
     names: Vec<String>,
@@ -87,6 +125,8 @@ pub struct CsvParser {
     /// Bus id / uuid → GPU ordinal, when there is no index column.
     ids: Vec<String>,
     rows: u64,
+    /// The columns were recognised from the rows' shape, not named.
+    guessed: bool,
     bad: u64,
     first_bad: Option<(u64, String)>,
 }
@@ -103,6 +143,7 @@ impl CsvParser {
             header_line: None,
             ids: Vec::new(),
             rows: 0,
+            guessed: false,
             bad: 0,
             first_bad: None,
         }
@@ -158,10 +199,19 @@ impl LineParser for CsvParser {
                 self.header_line = Some(t.to_string());
                 return Ok(());
             }
-            return Err(TraceError::at(
-                no,
-                "a --query-gpu CSV without its header: which column is memory.used cannot be told; \
-                 keep the header line or give the column names (e.g. --columns timestamp,index,memory.used,memory.total)",
+            if !documented_query(&fields) {
+                return Err(TraceError::at(
+                    no,
+                    "a --query-gpu CSV without its header: which column is memory.used cannot be told; \
+                     keep the header line or give the column names (e.g. --columns timestamp,index,memory.used,memory.total)",
+                ));
+            }
+            self.guessed = true;
+            self.names = DOCUMENTED_QUERY.split(',').map(String::from).collect();
+            self.cols = Some(self.names.iter().map(|n| column(n)).collect());
+            b.warnings.push(format!(
+                "no header: read as NVIDIA's documented logging query ({DOCUMENTED_QUERY}) — its 13 \
+                 columns, bus id and P-state, and total = free + used (+ the driver's reserve) on line {no}"
             ));
         }
         if self.header_line.as_deref() == Some(t) {
@@ -176,6 +226,14 @@ impl LineParser for CsvParser {
             );
             self.bad_row(no, why);
             return Ok(());
+        }
+        if self.guessed && !documented_query(&fields) {
+            return Err(TraceError::at(
+                no,
+                "a --query-gpu CSV without its header, read as NVIDIA's documented logging query \
+                 until this row, whose bus id, P-state or memory figures (total = free + used) do not \
+                 fit it: keep the header line or give the column names (--columns)",
+            ));
         }
         let cols = self.cols.as_deref().unwrap_or(&[]);
         let (mut time, mut index, mut name, mut id) = (None, None, None, None);
