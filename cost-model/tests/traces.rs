@@ -1048,3 +1048,43 @@ fn a_bare_column_of_figures_asks_for_its_name_and_reads_with_it() {
         assert_eq!(t.gpus[0].samples, 3);
     }
 }
+
+#[test]
+fn windows_tables_deepspeed_timer_lines_and_cublas_allocation_failures() {
+    // Windows: the driver model (WDDM / TCC) where Linux prints persistence mode,
+    // and processes without per-process figures.
+    let win = "+-----------------------------------------------------------------------------+\n\
+| NVIDIA-SMI 456.71       Driver Version: 456.71       CUDA Version: 11.1     |\n\
+|-------------------------------+----------------------+----------------------+\n\
+| GPU  Name            TCC/WDDM | Bus-Id        Disp.A | Volatile Uncorr. ECC |\n\
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n\
+|===============================+======================+======================|\n\
+|   0  GeForce RTX 2080   WDDM  | 00000000:01:00.0  On |                  N/A |\n\
+| 30%   45C    P8    20W / 225W |    654MiB /  8192MiB |      3%      Default |\n\
++-------------------------------+----------------------+----------------------+\n";
+    let t = parse_text(win);
+    assert_eq!(t.format, Format::NvidiaSmiTable);
+    assert_eq!(
+        (t.gpus[0].peak_used_mib, t.gpus[0].total_mib),
+        (Some(654.0), Some(8192.0))
+    );
+    assert_eq!(t.gpus[0].name.as_deref(), Some("GeForce RTX 2080"));
+
+    // DeepSpeed's step timer line alone is DeepSpeed's, not a script's print.
+    let ds = "[2024-01-01 00:00:00,000] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, \
+              RunningAvgSamplesPerSec=12.3, CurrSamplesPerSec=12.5, MemAllocated=14.2GB, MaxMemAllocated=22.7GB\n";
+    let t = parse_text(ds);
+    assert_eq!(t.format, Format::DeepspeedSeeMemoryUsage);
+    assert!(close(
+        t.allocator.unwrap().peak_allocated_mib,
+        22.7 * 1024.0
+    ));
+
+    // cuBLAS failing to allocate its handle: an out-of-memory event without figures.
+    let cublas = "    return F.linear(input, self.weight, self.bias)\n\
+                  RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n";
+    let t = parse_text(cublas);
+    assert_eq!(t.format, Format::PytorchOom);
+    assert_eq!(t.oom.len(), 1);
+    assert_eq!(t.oom[0].line, 2);
+}

@@ -494,7 +494,10 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("memory (MB) | allocated:") {
         return Some(Format::MegatronMemoryReport);
     }
-    if head.iter().any(|l| logs::is_deepspeed_line(l)) {
+    if head
+        .iter()
+        .any(|l| logs::is_deepspeed_line(l) || l.contains("MaxMemAllocated="))
+    {
         return Some(Format::DeepspeedSeeMemoryUsage);
     }
     if has("GPU Memory before entering the") || has("GPU Peak Memory consumed") {
@@ -521,10 +524,7 @@ pub fn detect(head: &[String]) -> Option<Format> {
             return Some(format);
         }
     }
-    if head
-        .iter()
-        .any(|l| l.to_ascii_lowercase().contains("out of memory"))
-    {
+    if head.iter().any(|l| oom::is_oom_line(l)) {
         return Some(Format::PytorchOom);
     }
     if head.iter().any(|l| smi_csv::looks_like_csv(l)) {
@@ -579,7 +579,7 @@ impl OomScanner {
             }
             return;
         }
-        if line.to_ascii_lowercase().contains("out of memory") {
+        if oom::is_oom_line(line) {
             self.start = no;
             self.buf.clear();
             self.buf.push_str(line);

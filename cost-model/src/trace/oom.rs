@@ -37,9 +37,12 @@ fn strip_rank(line: &str) -> &str {
     t
 }
 
-fn is_oom_line(l: &str) -> bool {
-    let low = l.to_ascii_lowercase();
-    low.contains("out of memory")
+/// A line reporting a failed device allocation: PyTorch's / HIP's / NCCL's
+/// "out of memory", or cuBLAS failing to allocate its handle's workspace
+/// (`CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)`, PyTorch's
+/// report when the GPU is full before the first matmul).
+pub fn is_oom_line(l: &str) -> bool {
+    l.to_ascii_lowercase().contains("out of memory") || l.contains("CUBLAS_STATUS_ALLOC_FAILED")
 }
 
 /// The message is complete once it names its allocator figures or its fix.

@@ -53,7 +53,8 @@ fn gpu_row(line: &str) -> Option<(u32, String)> {
     }
     let idx: u32 = toks[0].parse().ok()?;
     let last = *toks.last()?;
-    if !matches!(last, "On" | "Off" | "N/A") {
+    // Persistence mode, or on Windows the driver model (`TCC/WDDM` header).
+    if !matches!(last, "On" | "Off" | "N/A" | "WDDM" | "TCC" | "MCDM") {
         return None;
     }
     // Bus-Id cell: `00000000:18:00.0 Off`.
