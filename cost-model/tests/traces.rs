@@ -1088,3 +1088,42 @@ fn windows_tables_deepspeed_timer_lines_and_cublas_allocation_failures() {
     assert_eq!(t.oom.len(), 1);
     assert_eq!(t.oom[0].line, 2);
 }
+
+#[test]
+fn amd_smi_metric_blocks_and_monitor_tables() {
+    // `amd-smi metric` (ROCm 6): per-GPU blocks; the visible-VRAM and GTT
+    // lines are not the device's used memory.
+    let metric = "GPU: 0\n    USAGE:\n        GFX_ACTIVITY: 100 %\n    MEM_USAGE:\n\
+        \x20       TOTAL_VRAM: 196592 MB\n        USED_VRAM: 150123 MB\n        FREE_VRAM: 46469 MB\n\
+        \x20       TOTAL_VISIBLE_VRAM: 196592 MB\n        USED_VISIBLE_VRAM: 1 MB\n        USED_GTT: 20 MB\n\n\
+        GPU: 1\n    MEM_USAGE:\n        TOTAL_VRAM: 196592 MB\n        USED_VRAM: 283 MB\n";
+    let t = parse_text(metric);
+    assert_eq!(t.format, Format::AmdSmi);
+    assert!(t.format.is_device_level());
+    let got: Vec<_> = t
+        .gpus
+        .iter()
+        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, Some(150123.0), Some(196592.0)),
+            (1, Some(283.0), Some(196592.0))
+        ]
+    );
+    // `amd-smi monitor`: sizes with a space before the unit, in header order.
+    let monitor = "GPU  POWER  GPU_TEMP  MEM_TEMP  GFX_UTIL  GFX_CLOCK  MEM_UTIL  MEM_CLOCK  VRAM_USED  VRAM_TOTAL   PCIE_BW\n\
+        \x20 0  152 W     45 °C     38 °C      98 %   2100 MHz      35 %   1300 MHz  150123 MB  196592 MB  12 Mb/s\n\
+        \x20 1  140 W     44 °C     37 °C       0 %    133 MHz       0 %    900 MHz     283 MB  196592 MB   0 Mb/s\n\
+        \x20 0  152 W     45 °C     38 °C      98 %   2100 MHz      35 %   1300 MHz  160000 MB  196592 MB  12 Mb/s\n";
+    let t = parse_text(monitor);
+    assert_eq!(t.format, Format::AmdSmi);
+    let got: Vec<_> = t
+        .gpus
+        .iter()
+        .map(|g| (g.index, g.peak_used_mib, g.samples))
+        .collect();
+    assert_eq!(got, vec![(0, Some(160000.0), 2), (1, Some(283.0), 1)]);
+    assert_eq!(t.gpus[0].total_mib, Some(196592.0));
+}

@@ -3,7 +3,7 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters, `gpustat` and `rocm-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! PyTorch's peak counters, `gpustat`, `rocm-smi` and `amd-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -84,10 +84,11 @@ pub enum Format {
     PytorchPeakCounters,
     Gpustat,
     RocmSmi,
+    AmdSmi,
 }
 
 impl Format {
-    pub const ALL: [Format; 19] = [
+    pub const ALL: [Format; 20] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -107,6 +108,7 @@ impl Format {
         Format::PytorchPeakCounters,
         Format::Gpustat,
         Format::RocmSmi,
+        Format::AmdSmi,
     ];
 
     pub fn id(self) -> &'static str {
@@ -130,6 +132,7 @@ impl Format {
             Format::PytorchPeakCounters => "pytorch-peak-counters",
             Format::Gpustat => "gpustat",
             Format::RocmSmi => "rocm-smi",
+            Format::AmdSmi => "amd-smi",
         }
     }
 
@@ -150,6 +153,7 @@ impl Format {
                 | Format::NvidiaSmiQuery
                 | Format::Gpustat
                 | Format::RocmSmi
+                | Format::AmdSmi
         )
     }
 
@@ -488,6 +492,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     {
         return Some(Format::RocmSmi);
     }
+    if head.iter().any(|l| smi_misc::is_amd_smi_line(l)) {
+        return Some(Format::AmdSmi);
+    }
     if head.iter().any(|l| smi_misc::is_gpustat_row(l)) {
         return Some(Format::Gpustat);
     }
@@ -542,6 +549,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::NvidiaSmiQuery => Box::new(smi_misc::QueryParser::default()),
         Format::Gpustat => Box::new(smi_misc::GpustatParser::default()),
         Format::RocmSmi => Box::new(smi_misc::RocmParser::default()),
+        Format::AmdSmi => Box::new(smi_misc::AmdSmiParser::default()),
         Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage

@@ -1,5 +1,6 @@
 //! The other device-level tools: `nvidia-smi dmon` / `pmon`, `nvidia-smi -q`
-//! (and `-q -d MEMORY`), `gpustat`, and `rocm-smi` (concise table and `-a`).
+//! (and `-q -d MEMORY`), `gpustat`, `rocm-smi` (concise table and `-a`) and
+//! `amd-smi` (`metric`, `monitor`).
 
 use super::{parse_ctime, parse_size_mib, Builder, LineParser, ProcessUse, TraceError};
 
@@ -373,6 +374,79 @@ impl LineParser for RocmParser {
                  `rocm-smi --showmeminfo vram`"
             };
             return Err(TraceError::whole(why));
+        }
+        Ok(())
+    }
+}
+
+/// `amd-smi` (ROCm 6 and later, rocm-smi's successor): `amd-smi metric`'s
+/// blocks (`GPU: 0`, then `USED_VRAM: 283 MB`, `TOTAL_VRAM: 196592 MB` under
+/// `MEM_USAGE:`) and `amd-smi monitor`'s table (a `VRAM_USED  VRAM_TOTAL`
+/// header, rows such as `0  152 W  45 °C … 283 MB  196592 MB`). amd-smi
+/// divides bytes by 1024² and prints `MB`: read as MiB, as [`parse_size_mib`] does.
+#[derive(Default)]
+pub struct AmdSmiParser {
+    gpu: Option<u32>,
+    /// `amd-smi monitor`: the header's `VRAM_*` size columns, in order.
+    vram_cols: Vec<String>,
+}
+
+/// Whether a line is amd-smi's: a metric key or the monitor header.
+pub fn is_amd_smi_line(l: &str) -> bool {
+    let t = l.trim_start();
+    t.starts_with("USED_VRAM:")
+        || t.starts_with("TOTAL_VRAM:")
+        || (l.contains("VRAM_USED") && l.contains("VRAM_TOTAL"))
+}
+
+impl LineParser for AmdSmiParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        let t = line.trim();
+        if let Some(i) = t.strip_prefix("GPU:") {
+            self.gpu = i.trim().parse().ok();
+            return Ok(());
+        }
+        if t.contains("VRAM_USED") && t.contains("VRAM_TOTAL") {
+            self.vram_cols = t
+                .split_whitespace()
+                .filter(|c| c.starts_with("VRAM_") && !c.ends_with('%'))
+                .map(str::to_string)
+                .collect();
+            return Ok(());
+        }
+        if let Some((k, v)) = kv(t) {
+            let g = self.gpu.unwrap_or(0);
+            match (k, mib_value(v)) {
+                ("TOTAL_VRAM", Some(m)) => b.describe(g, None, None, Some(m)),
+                ("USED_VRAM", Some(m)) => b.sample(g, None, None, m),
+                _ => {}
+            }
+            return Ok(());
+        }
+        // A monitor row: the GPU index, then the sizes in the header's order.
+        if self.vram_cols.is_empty() {
+            return Ok(());
+        }
+        let toks: Vec<&str> = t.split_whitespace().collect();
+        let Some(g) = toks.first().and_then(|x| x.parse::<u32>().ok()) else {
+            return Ok(());
+        };
+        let sizes: Vec<f64> = toks
+            .windows(2)
+            .filter(|w| matches!(w[1], "MB" | "GB" | "MiB" | "GiB"))
+            .filter_map(|w| parse_size_mib(w[0], w[1]))
+            .collect();
+        let at = |name: &str| {
+            self.vram_cols
+                .iter()
+                .position(|c| c == name)
+                .and_then(|i| sizes.get(i).copied())
+        };
+        if let Some(total) = at("VRAM_TOTAL") {
+            b.describe(g, None, None, Some(total));
+        }
+        if let Some(used) = at("VRAM_USED") {
+            b.sample(g, None, None, used);
         }
         Ok(())
     }
