@@ -1127,3 +1127,54 @@ fn amd_smi_metric_blocks_and_monitor_tables() {
     assert_eq!(got, vec![(0, Some(160000.0), 2), (1, Some(283.0), 1)]);
     assert_eq!(t.gpus[0].total_mib, Some(196592.0));
 }
+
+#[test]
+fn nvitop_one_shot_tables() {
+    // `nvitop -1`: nvidia-smi's table drawn with box-drawing characters, sizes
+    // in GiB, a utilisation column beside it and nvitop's own process columns
+    // (layout as nvitop 1.x prints it; written for this test, not a capture).
+    let text = r#"Wed Apr 10 17:39:33 2024
+╒═════════════════════════════════════════════════════════════════════════════╕
+│ NVITOP 1.3.2       Driver Version: 550.54.15      CUDA Driver Version: 12.4 │
+├───────────────────────────────┬──────────────────────┬──────────────────────┤
+│ GPU  Name        Persistence-M│ Bus-Id        Disp.A │ Volatile Uncorr. ECC │
+│ Fan  Temp  Perf  Pwr:Usage/Cap│         Memory-Usage │ GPU-Util  Compute M. │
+╞═══════════════════════════════╪══════════════════════╪══════════════════════╪════════════════════════════════════════════════╕
+│   0  GeForce RTX 4090    Off  │ 00000000:01:00.0 Off │                  N/A │ MEM: ███████████████████████████▋ 77.7%       │
+│ 30%   57C    P2   322W / 450W │  18.64GiB / 23.99GiB │     97%      Default │ UTL: ██████████████████████████████████ 97%   │
+├───────────────────────────────┼──────────────────────┼──────────────────────┼────────────────────────────────────────────────┤
+│   1  GeForce RTX 4090    Off  │ 00000000:02:00.0 Off │                  N/A │ MEM: ▏ 0.8%                                    │
+│ 30%   37C    P8    22W / 450W │  203.0MiB / 23.99GiB │      0%      Default │ UTL: ▏ 0%                                      │
+╘═══════════════════════════════╧══════════════════════╧══════════════════════╧════════════════════════════════════════════════╛
+[ CPU: ████▊ 7.5%                                   ]  ( Load Average:  2.33  2.03  1.87 )
+[ MEM: ████████████▍ 20.5%                          ]  [ SWP: ▏ 0.0%                    ]
+
+╒══════════════════════════════════════════════════════════════════════════════════════════════════════════════════╕
+│ Processes:                                                                                           user@host │
+│ GPU     PID      USER  GPU-MEM %SM  %CPU  %MEM      TIME  COMMAND                                                 │
+╞══════════════════════════════════════════════════════════════════════════════════════════════════════════════════╡
+│   0   12345 C    user 18.44GiB  97 100.2   3.4   1:23:45  python train.py --batch-size 8                        │
+╘══════════════════════════════════════════════════════════════════════════════════════════════════════════════════╛
+"#;
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::Nvitop);
+    assert!(t.format.is_device_level());
+    let got: Vec<_> = t
+        .gpus
+        .iter()
+        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
+        .collect();
+    assert!(
+        close(got[0].1, 18.64 * 1024.0) && close(got[0].2, 23.99 * 1024.0),
+        "{got:?}"
+    );
+    assert_eq!(got[1].1, Some(203.0));
+    assert_eq!(t.gpus[0].name.as_deref(), Some("GeForce RTX 4090"));
+    let p = &t.processes[0];
+    assert_eq!(
+        (p.gpu, p.pid, p.kind.as_deref()),
+        (Some(0), Some(12345), Some("C"))
+    );
+    assert!(close(p.used_mib, 18.44 * 1024.0), "{p:?}");
+    assert!(p.name.starts_with("python train.py"), "{p:?}");
+}

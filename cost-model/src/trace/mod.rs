@@ -3,7 +3,7 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters, `gpustat`, `rocm-smi` and `amd-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi` and `amd-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -85,10 +85,11 @@ pub enum Format {
     Gpustat,
     RocmSmi,
     AmdSmi,
+    Nvitop,
 }
 
 impl Format {
-    pub const ALL: [Format; 20] = [
+    pub const ALL: [Format; 21] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -109,6 +110,7 @@ impl Format {
         Format::Gpustat,
         Format::RocmSmi,
         Format::AmdSmi,
+        Format::Nvitop,
     ];
 
     pub fn id(self) -> &'static str {
@@ -133,6 +135,7 @@ impl Format {
             Format::Gpustat => "gpustat",
             Format::RocmSmi => "rocm-smi",
             Format::AmdSmi => "amd-smi",
+            Format::Nvitop => "nvitop",
         }
     }
 
@@ -154,6 +157,7 @@ impl Format {
                 | Format::Gpustat
                 | Format::RocmSmi
                 | Format::AmdSmi
+                | Format::Nvitop
         )
     }
 
@@ -468,6 +472,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("NVSMI LOG") || has("FB Memory Usage") {
         return Some(Format::NvidiaSmiQuery);
     }
+    if has("NVITOP") {
+        return Some(Format::Nvitop);
+    }
     if has("NVIDIA-SMI") || has("MIG devices:") || head.iter().any(|l| smi_table::is_gpu_row(l)) {
         return Some(Format::NvidiaSmiTable);
     }
@@ -550,6 +557,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::Gpustat => Box::new(smi_misc::GpustatParser::default()),
         Format::RocmSmi => Box::new(smi_misc::RocmParser::default()),
         Format::AmdSmi => Box::new(smi_misc::AmdSmiParser::default()),
+        Format::Nvitop => Box::new(smi_table::TableParser::nvitop()),
         Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage

@@ -1,7 +1,9 @@
 //! `nvidia-smi`'s default table, every driver generation (396 … 570+): one
 //! snapshot or many concatenated (`watch`, loops), the GPU rows, the
 //! `MIG devices:` section and the `Processes:` table; CRLF and truncated
-//! names (`NVIDIA A800 80G...`) are fine.
+//! names (`NVIDIA A800 80G...`) are fine. Also `nvitop -1`, which draws the
+//! same table with box-drawing characters (`│`), sizes such as `18.64GiB`,
+//! and its own process columns.
 
 use super::{parse_ctime, parse_joined_mib, Builder, LineParser, ProcessUse, TraceError};
 
@@ -23,6 +25,8 @@ pub struct TableParser {
     /// Snapshot number (for samples without a date).
     snapshots: u64,
     seen_header: bool,
+    /// nvitop's table (its process rows have their own columns).
+    nvitop: bool,
 }
 
 /// The cells between `|` of a table row (`None` if not a row).
@@ -75,6 +79,36 @@ fn used_total(cell: &str) -> Option<(f64, f64)> {
 }
 
 impl TableParser {
+    pub fn nvitop() -> Self {
+        TableParser {
+            nvitop: true,
+            ..Self::default()
+        }
+    }
+
+    /// nvitop's process row: `GPU PID TYPE USER GPU-MEM %SM %CPU %MEM TIME COMMAND`.
+    fn nvitop_process_row(c: &[&str], b: &mut Builder) {
+        let inner = c.join(" ");
+        let toks: Vec<&str> = inner.split_whitespace().collect();
+        let (Some(gpu), Some(pid)) = (
+            toks.first().and_then(|t| t.parse::<u32>().ok()),
+            toks.get(1).and_then(|t| t.parse::<u64>().ok()),
+        ) else {
+            return;
+        };
+        let kind = toks.get(2).copied().unwrap_or("");
+        if !matches!(kind, "C" | "G" | "C+G") {
+            return;
+        }
+        b.processes.push(ProcessUse {
+            gpu: Some(gpu),
+            pid: Some(pid),
+            name: toks.get(9..).map(|n| n.join(" ")).unwrap_or_default(),
+            kind: Some(kind.to_string()),
+            used_mib: toks.get(4).and_then(|m| parse_joined_mib(m)),
+        });
+    }
+
     fn process_row(&mut self, c: &[&str], b: &mut Builder) {
         let inner = c.join(" ");
         let toks: Vec<&str> = inner.split_whitespace().collect();
@@ -112,7 +146,16 @@ impl TableParser {
 
 impl LineParser for TableParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if line.contains("NVIDIA-SMI") && line.contains("Driver Version") {
+        let boxed;
+        let line = if self.nvitop && line.contains('│') {
+            boxed = line.replace('│', "|");
+            boxed.as_str()
+        } else {
+            line
+        };
+        if (line.contains("NVIDIA-SMI") || line.contains("NVITOP"))
+            && line.contains("Driver Version")
+        {
             self.section = Section::Gpus;
             self.pending = None;
             self.snapshots += 1;
@@ -170,6 +213,7 @@ impl LineParser for TableParser {
                     }
                 }
             }
+            Section::Processes if self.nvitop => Self::nvitop_process_row(&c, b),
             Section::Processes => self.process_row(&c, b),
         }
         Ok(())
