@@ -1178,3 +1178,17 @@ fn nvitop_one_shot_tables() {
     assert!(close(p.used_mib, 18.44 * 1024.0), "{p:?}");
     assert!(p.name.starts_with("python train.py"), "{p:?}");
 }
+
+#[test]
+fn jax_and_tensorflow_out_of_memory_lines_name_the_request() {
+    let jax = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.\n";
+    let t = parse_text(jax);
+    assert_eq!(t.oom[0].tried_to_allocate_mib, Some(16384.0));
+    let tf = "W tensorflow/core/common_runtime/bfc_allocator.cc:479] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.53GiB (rounded to 1644167168)requested by op MatMul\n";
+    let t = parse_text(tf);
+    assert!(
+        close(t.oom[0].tried_to_allocate_mib, 1.53 * 1024.0),
+        "{:?}",
+        t.oom
+    );
+}

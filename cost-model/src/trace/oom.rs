@@ -116,7 +116,18 @@ fn gpu_index(s: &str) -> Option<u32> {
 }
 
 fn event(buf: &str, line: u64) -> OomEvent {
-    let tried = after(buf, "Tried to allocate ").and_then(first_size_mib);
+    // JAX/XLA (`Out of memory while trying to allocate 17179869184 bytes.`)
+    // and TensorFlow's BFC allocator (`ran out of memory trying to allocate
+    // 1.53GiB`) name the request too.
+    let tried = after(buf, "Tried to allocate ")
+        .or_else(|| after(buf, "trying to allocate "))
+        .and_then(|r| {
+            first_size_mib(r).or_else(|| {
+                r.split_whitespace()
+                    .next()
+                    .and_then(super::parse_joined_mib)
+            })
+        });
     let gpu = gpu_index(buf);
     let capacity = after(buf, "total capacity of ")
         .or_else(|| after(buf, "total capacty of "))
