@@ -483,6 +483,30 @@ fn pytorch_and_framework_reports() {
         .notes
         .contains(&("init_mem_gpu_alloc_delta".to_string(), 230.0)));
     assert!(t.allocator.is_none(), "deltas are not an absolute peak");
+    // Their sum is shown: 230 + 693 + 7 MiB over what preceded the Trainer.
+    assert!(
+        t.notes
+            .iter()
+            .any(|(k, v)| k.starts_with("train peak allocated") && *v == 930.0),
+        "{:?}",
+        t.notes
+    );
+    // The metrics dict printed whole holds bytes; its keys are not read as a
+    // script's own peak print.
+    let dict = "{'train_runtime': 83.4512, 'train_loss': 1.234, 'init_mem_cpu_alloc_delta': 1364297728, \
+                'init_mem_gpu_alloc_delta': 241172480, 'init_mem_gpu_peaked_delta': 0, \
+                'train_mem_gpu_alloc_delta': 726663168, 'train_mem_gpu_peaked_delta': 8247075328, 'epoch': 3.0}";
+    let t = parse_text(dict);
+    assert_eq!(t.format, Format::HfTrainerMetrics);
+    assert!(t.allocator.is_none());
+    assert!(
+        t.notes.contains(&(
+            "train_mem_gpu_peaked_delta".to_string(),
+            8247075328.0 / 1048576.0
+        )),
+        "{:?}",
+        t.notes
+    );
 
     let t = parse("accel_tracemalloc_01.txt");
     assert_eq!(t.format, Format::AccelerateTracemalloc);

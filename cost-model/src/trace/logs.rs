@@ -53,11 +53,34 @@ pub fn is_litgpt_line(l: &str) -> bool {
     (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
 }
 
-/// A Trainer memory metric line (`train_mem_gpu_alloc_delta = 693MB`).
+/// A Trainer memory metric line (`train_mem_gpu_alloc_delta = 693MB`, as
+/// `log_metrics` prints it), or the metrics dict printed whole
+/// (`'train_mem_gpu_alloc_delta': 726663168`, bytes).
 pub fn is_hf_metric_line(l: &str) -> bool {
     let t = l.trim();
-    (t.contains("_mem_gpu_") || t.contains("_mem_cpu_")) && t.contains('=')
+    (t.contains("_mem_gpu_") || t.contains("_mem_cpu_"))
+        && (t.contains('=') || t.contains("_delta':") || t.contains("_delta\":"))
 }
+
+/// The Trainer's memory metrics (`TrainerMemoryTracker`): stage × device × kind.
+const HF_MEMORY_METRICS: [&str; 16] = [
+    "init_mem_cpu_alloc_delta",
+    "init_mem_cpu_peaked_delta",
+    "init_mem_gpu_alloc_delta",
+    "init_mem_gpu_peaked_delta",
+    "train_mem_cpu_alloc_delta",
+    "train_mem_cpu_peaked_delta",
+    "train_mem_gpu_alloc_delta",
+    "train_mem_gpu_peaked_delta",
+    "eval_mem_cpu_alloc_delta",
+    "eval_mem_cpu_peaked_delta",
+    "eval_mem_gpu_alloc_delta",
+    "eval_mem_gpu_peaked_delta",
+    "test_mem_cpu_alloc_delta",
+    "test_mem_cpu_peaked_delta",
+    "test_mem_gpu_alloc_delta",
+    "test_mem_gpu_peaked_delta",
+];
 
 /// PyTorch's peak counters printed by a script of one's own:
 /// `torch.cuda.max_memory_allocated() = 13245 MB`, `max_memory_reserved: 15.2GB`,
@@ -74,7 +97,8 @@ pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
     let mut out = Vec::new();
     for seg in l.split([',', ';', '|']) {
         let norm = seg.to_ascii_lowercase().replace('_', " ");
-        if !norm.contains("mem") {
+        // A change over a stage (the Trainer's `…_peaked_delta`) is not a peak.
+        if !norm.contains("mem") || norm.contains("delta") {
             continue;
         }
         let named = ["allocated", "reserved", "cached"]
@@ -376,6 +400,17 @@ impl LineParser for LogParser {
         }
         if is_hf_metric_line(line) {
             b.seen.get_or_insert(Format::HfTrainerMetrics);
+            if !line.contains('=') {
+                // The metrics dict: raw bytes.
+                for key in HF_MEMORY_METRICS {
+                    if let Some(v) = stat_count(line, &format!("{key}'"))
+                        .or_else(|| stat_count(line, &format!("{key}\"")))
+                    {
+                        b.notes.push((key.to_string(), v / (1024.0 * 1024.0)));
+                    }
+                }
+                return Ok(());
+            }
             if let Some((k, _)) = line.split_once('=') {
                 let key = k.trim();
                 if let Some(v) = figure_after(line, key, "MB") {
@@ -410,6 +445,33 @@ impl LineParser for LogParser {
                 }
             }
             return Ok(());
+        }
+        Ok(())
+    }
+
+    /// The Trainer's deltas add up to the train stage's peak of the allocated
+    /// counter over what was allocated before the Trainer was built (its
+    /// docstring: "add up alloc_delta + peaked_delta and you know how much
+    /// memory was needed"); shown as a note, not compared as a peak, since a
+    /// model placed on the GPU before the Trainer is in neither.
+    fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        let last = |key: &str| {
+            b.notes
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| *v)
+        };
+        if let (Some(init), Some(alloc), Some(peaked)) = (
+            last("init_mem_gpu_alloc_delta"),
+            last("train_mem_gpu_alloc_delta"),
+            last("train_mem_gpu_peaked_delta"),
+        ) {
+            b.notes.push((
+                "train peak allocated over what preceded the Trainer (init + train alloc + train peaked delta)"
+                    .into(),
+                init + alloc + peaked,
+            ));
         }
         Ok(())
     }
