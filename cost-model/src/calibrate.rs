@@ -471,6 +471,19 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if notes.contains("classification head") || notes.contains("no LM head") {
         model.head = ModelHead::Classifier;
     }
+    // MoE shared experts the schema has no column for ("2 shared experts",
+    // `n_shared_experts=2`), counted in routed experts' widths (DeepSeek-MoE's
+    // `n_shared_experts` are; Qwen-MoE's one shared expert 4 routed widths wide
+    // is "4 shared experts").
+    if model.experts > 0 {
+        let lower = notes.to_ascii_lowercase();
+        let n = stated_number(&lower, " shared expert")
+            .or_else(|| stated_after(&lower, "n_shared_experts"))
+            .or_else(|| stated_after(&lower, "num_shared_experts"));
+        if let Some(n) = n {
+            model.shared_experts = n;
+        }
+    }
     // A from-scratch model whose LayerNorm / GELU are written as tensor ops
     // ("custom LayerNorm/GELU").
     if notes.contains("custom LayerNorm") {
@@ -826,6 +839,14 @@ fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String>
 
 /// A number the notes state right before `unit`: "200 virtual tokens",
 /// "~1343 MiB CUDA context" (`None` when not stated).
+/// The whole number after `key` (`n_shared_experts=2`, `n_shared_experts: 2`).
+fn stated_after(notes: &str, key: &str) -> Option<u32> {
+    let at = notes.find(key)? + key.len();
+    let rest = notes[at..].trim_start_matches([' ', '=', ':']);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
 fn stated_number(notes: &str, unit: &str) -> Option<u32> {
     let at = notes.find(unit)?;
     let before = notes[..at].trim_end();

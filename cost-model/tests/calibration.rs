@@ -600,3 +600,45 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         "{bad:?}"
     );
 }
+
+#[test]
+fn shared_experts_stated_in_the_notes_reach_the_model() {
+    use cost_model::calibrate::case_plan;
+    // A DeepSeek-MoE-16B-like row: 64 routed experts of width 1408, 6 active,
+    // 2 shared, on LitGPT's Phi row as a template.
+    let id = "litgpt_resource_tables_2023-10-001";
+    let moe = [
+        ("model", "deepseek-ai/deepseek-moe-16b-base"),
+        ("n_layers", "28"),
+        ("hidden", "2048"),
+        ("n_heads", "16"),
+        ("n_kv_heads", "16"),
+        ("ffn_hidden", "1408"),
+        ("mlp", "gated"),
+        ("vocab", "102400"),
+        ("n_experts", "64"),
+        ("experts_per_token", "6"),
+        ("params_total", "16.4"),
+    ];
+    let plan_with = |notes: &str| {
+        let mut set = moe.to_vec();
+        set.push(("notes", notes));
+        case_plan(&with_fields(id, &set), id).unwrap()
+    };
+    let none = plan_with("no word of them");
+    assert_eq!(none.model.shared_experts, 0);
+    for notes in [
+        "2 shared experts; first layer dense",
+        "n_shared_experts=2",
+        "num_shared_experts: 2",
+    ] {
+        let p = plan_with(notes);
+        assert_eq!(p.model.shared_experts, 2, "{notes}");
+        // Two more experts' weights per layer: 28 · 2 · 3 · 2048 · 1408 ≈ 0.48 B.
+        let extra = p.model.params() - none.model.params();
+        assert_eq!(extra, 28 * 2 * 3 * 2048 * 1408, "{notes}");
+    }
+    // A dense model ignores the words.
+    let dense = case_plan(&with_fields(id, &[("notes", "2 shared experts")]), id).unwrap();
+    assert_eq!(dense.model.shared_experts, 0);
+}
