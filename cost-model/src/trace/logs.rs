@@ -95,6 +95,14 @@ const HF_MEMORY_METRICS: [&str; 16] = [
 /// allocated: `Some(false)`, unnamed: `None`; MiB; the unit was `GB`/`MB`).
 pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
     let mut out = Vec::new();
+    // Most lines of a long log say nothing of memory: leave before allocating.
+    if !l
+        .as_bytes()
+        .windows(3)
+        .any(|w| w.eq_ignore_ascii_case(b"mem"))
+    {
+        return out;
+    }
     for seg in l.split([',', ';', '|']) {
         let norm = seg.to_ascii_lowercase().replace('_', " ");
         // A change over a stage (the Trainer's `…_peaked_delta`) is not a peak.
