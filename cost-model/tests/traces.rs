@@ -1216,3 +1216,75 @@ fn jax_and_tensorflow_out_of_memory_lines_name_the_request() {
         t.oom
     );
 }
+
+#[test]
+fn nvidia_smi_query_as_xml() {
+    // `nvidia-smi -q -x`: the `-q` figures under tags (layout of the driver's
+    // nvsmi_device DTD; written for this test, not a capture). BAR1 is not
+    // the frame buffer.
+    let text = r#"<?xml version="1.0" ?>
+<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
+<nvidia_smi_log>
+	<timestamp>Mon Nov 30 12:00:00 2026</timestamp>
+	<driver_version>535.104.05</driver_version>
+	<cuda_version>12.2</cuda_version>
+	<attached_gpus>2</attached_gpus>
+	<gpu id="00000000:07:00.0">
+		<product_name>NVIDIA A100-SXM4-80GB</product_name>
+		<fb_memory_usage>
+			<total>81920 MiB</total>
+			<reserved>498 MiB</reserved>
+			<used>60000 MiB</used>
+			<free>21421 MiB</free>
+		</fb_memory_usage>
+		<bar1_memory_usage>
+			<total>131072 MiB</total>
+			<used>1 MiB</used>
+			<free>131071 MiB</free>
+		</bar1_memory_usage>
+		<processes>
+			<process_info>
+				<gpu_instance_id>N/A</gpu_instance_id>
+				<compute_instance_id>N/A</compute_instance_id>
+				<pid>12345</pid>
+				<type>C</type>
+				<process_name>python</process_name>
+				<used_memory>59000 MiB</used_memory>
+			</process_info>
+		</processes>
+	</gpu>
+	<gpu id="00000000:0F:00.0">
+		<product_name>NVIDIA A100-SXM4-80GB</product_name>
+		<fb_memory_usage>
+			<total>81920 MiB</total>
+			<reserved>498 MiB</reserved>
+			<used>4 MiB</used>
+			<free>81417 MiB</free>
+		</fb_memory_usage>
+		<processes>
+		</processes>
+	</gpu>
+</nvidia_smi_log>
+"#;
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::NvidiaSmiQuery);
+    let got: Vec<_> = t
+        .gpus
+        .iter()
+        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, Some(60000.0), Some(81920.0)),
+            (1, Some(4.0), Some(81920.0))
+        ]
+    );
+    assert_eq!(t.gpus[0].name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+    let p = &t.processes[0];
+    assert_eq!(
+        (p.gpu, p.pid, p.used_mib),
+        (Some(0), Some(12345), Some(59000.0))
+    );
+    assert_eq!(p.name, "python");
+}

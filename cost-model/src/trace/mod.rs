@@ -469,7 +469,7 @@ pub fn detect(head: &[String]) -> Option<Format> {
     {
         return Some(Format::PytorchMemorySummary);
     }
-    if has("NVSMI LOG") || has("FB Memory Usage") {
+    if has("NVSMI LOG") || has("FB Memory Usage") || has("<nvidia_smi_log>") {
         return Some(Format::NvidiaSmiQuery);
     }
     if has("NVITOP") {

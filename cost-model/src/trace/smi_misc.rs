@@ -1,5 +1,5 @@
 //! The other device-level tools: `nvidia-smi dmon` / `pmon`, `nvidia-smi -q`
-//! (and `-q -d MEMORY`), `gpustat`, `rocm-smi` (concise table and `-a`) and
+//! (and `-q -d MEMORY`, and its XML form `-q -x`), `gpustat`, `rocm-smi` (concise table and `-a`) and
 //! `amd-smi` (`metric`, `monitor`).
 
 use super::{parse_ctime, parse_size_mib, Builder, LineParser, ProcessUse, TraceError};
@@ -190,24 +190,48 @@ fn mib_value(v: &str) -> Option<f64> {
     parse_size_mib(it.next()?, it.next()?)
 }
 
-impl LineParser for QueryParser {
-    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        let t = line.trim();
-        if t.starts_with("GPU ") && t.matches(':').count() >= 2 && !t.contains(" : ") {
+/// `<tag>value</tag>` on one line of `nvidia-smi -q -x`.
+fn xml_element(t: &str) -> Option<(&str, &str)> {
+    let rest = t.strip_prefix('<')?;
+    let (tag, rest) = rest.split_once('>')?;
+    let value = rest.strip_suffix(&format!("</{tag}>")[..])?;
+    Some((tag, value.trim()))
+}
+
+impl QueryParser {
+    /// A line of `nvidia-smi -q -x` (XML): the same figures under tags.
+    fn xml_line(&mut self, t: &str, b: &mut Builder) {
+        if t.starts_with("<gpu id=") || t == "<gpu>" {
             self.current = Some(self.gpus);
             self.gpus += 1;
             self.name = None;
             self.in_fb = false;
             self.total = None;
-            return Ok(());
+            return;
         }
-        let indent = line.len() - line.trim_start().len();
-        if indent <= 4 {
-            self.in_fb = t == "FB Memory Usage";
+        match t {
+            "<fb_memory_usage>" => self.in_fb = true,
+            "</fb_memory_usage>" => self.in_fb = false,
+            _ => {}
         }
-        let Some((k, v)) = kv(t) else {
-            return Ok(());
+        let Some((tag, v)) = xml_element(t) else {
+            return;
         };
+        let key = match tag {
+            "timestamp" => "Timestamp",
+            "product_name" => "Product Name",
+            "total" => "Total",
+            "reserved" => "Reserved",
+            "used" => "Used",
+            "pid" => "Process ID",
+            "process_name" => "Process Name",
+            "used_memory" => "Used GPU Memory",
+            _ => return,
+        };
+        self.key_value(key, v, b);
+    }
+
+    fn key_value(&mut self, k: &str, v: &str, b: &mut Builder) {
         match k {
             "Timestamp" => self.time = parse_ctime(v),
             "Product Name" => self.name = Some(v.to_string()),
@@ -243,6 +267,32 @@ impl LineParser for QueryParser {
             }),
             _ => {}
         }
+    }
+}
+
+impl LineParser for QueryParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        let t = line.trim();
+        if t.starts_with('<') {
+            self.xml_line(t, b);
+            return Ok(());
+        }
+        if t.starts_with("GPU ") && t.matches(':').count() >= 2 && !t.contains(" : ") {
+            self.current = Some(self.gpus);
+            self.gpus += 1;
+            self.name = None;
+            self.in_fb = false;
+            self.total = None;
+            return Ok(());
+        }
+        let indent = line.len() - line.trim_start().len();
+        if indent <= 4 {
+            self.in_fb = t == "FB Memory Usage";
+        }
+        let Some((k, v)) = kv(t) else {
+            return Ok(());
+        };
+        self.key_value(k, v, b);
         Ok(())
     }
 }
