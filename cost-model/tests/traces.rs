@@ -910,6 +910,14 @@ fn own_h200_captures_parse_to_their_figures() {
     assert!(close(t.oom[1].tried_to_allocate_mib, 37.09 * 1024.0));
 }
 
+/// (index, peak used, total) of each GPU.
+fn peaks_and_totals(t: &Trace) -> Vec<(u32, Option<f64>, Option<f64>)> {
+    t.gpus
+        .iter()
+        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
+        .collect()
+}
+
 /// Parses inline text (the frameworks' own format strings, filled in).
 fn parse_text(text: &str) -> Trace {
     trace::parse(text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"))
@@ -1124,11 +1132,7 @@ fn amd_smi_metric_blocks_and_monitor_tables() {
     let t = parse_text(metric);
     assert_eq!(t.format, Format::AmdSmi);
     assert!(t.format.is_device_level());
-    let got: Vec<_> = t
-        .gpus
-        .iter()
-        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
-        .collect();
+    let got = peaks_and_totals(&t);
     assert_eq!(
         got,
         vec![
@@ -1183,11 +1187,7 @@ fn nvitop_one_shot_tables() {
     let t = parse_text(text);
     assert_eq!(t.format, Format::Nvitop);
     assert!(t.format.is_device_level());
-    let got: Vec<_> = t
-        .gpus
-        .iter()
-        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
-        .collect();
+    let got = peaks_and_totals(&t);
     assert!(
         close(got[0].1, 18.64 * 1024.0) && close(got[0].2, 23.99 * 1024.0),
         "{got:?}"
@@ -1268,11 +1268,7 @@ fn nvidia_smi_query_as_xml() {
 "#;
     let t = parse_text(text);
     assert_eq!(t.format, Format::NvidiaSmiQuery);
-    let got: Vec<_> = t
-        .gpus
-        .iter()
-        .map(|g| (g.index, g.peak_used_mib, g.total_mib))
-        .collect();
+    let got = peaks_and_totals(&t);
     assert_eq!(
         got,
         vec![
