@@ -980,6 +980,42 @@ pub fn case_plan(csv_text: &str, id: &str) -> Result<Plan, String> {
     Err(format!("no case with id `{id}`"))
 }
 
+/// Rows whose architecture columns give a parameter count more than this far
+/// from their `params_total` hold something the columns cannot describe.
+pub const PARAMS_MISMATCH_PCT: f64 = 5.0;
+
+/// Rows whose architecture columns disagree with their stated `params_total`
+/// by more than [`PARAMS_MISMATCH_PCT`] (an attention or expert layout, a
+/// vision tower, … the schema has no column for): one line each, for the
+/// CLI's standard error — the report's JSON shape is fixed.
+pub fn params_warnings(csv_text: &str) -> Result<Vec<String>, String> {
+    let (header, rows) = read_cases(csv_text)?;
+    let mut out = Vec::new();
+    for rec in &rows {
+        let row = Row {
+            header: &header,
+            fields: &rec.fields,
+        };
+        let (Ok(Some(stated)), Ok(plan)) = (row.f64("params_total"), plan_for(&row)) else {
+            continue;
+        };
+        if stated <= 0.0 {
+            continue;
+        }
+        let ours = plan.model.params() as f64 / 1e9;
+        let pct = 100.0 * (ours - stated) / stated;
+        if pct.abs() > PARAMS_MISMATCH_PCT {
+            out.push(format!(
+                "line {} ({}): the architecture columns give {ours:.3} B parameters, params_total states \
+                 {stated} B ({pct:+.1} %): what the columns cannot describe is not modelled",
+                rec.line,
+                row.get("id")
+            ));
+        }
+    }
+    Ok(out)
+}
+
 fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;

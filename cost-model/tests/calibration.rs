@@ -642,3 +642,19 @@ fn shared_experts_stated_in_the_notes_reach_the_model() {
     let dense = case_plan(&with_fields(id, &[("notes", "2 shared experts")]), id).unwrap();
     assert_eq!(dense.model.shared_experts, 0);
 }
+
+#[test]
+fn rows_whose_columns_disagree_with_their_parameter_count_are_named() {
+    use cost_model::calibrate::params_warnings;
+    // Every public row's columns give its published count (within 2 %).
+    assert_eq!(params_warnings(&cases()).unwrap(), Vec::<String>::new());
+    // A row claiming 8 B parameters for Phi-1.5's columns (1.42 B).
+    let id = "litgpt_resource_tables_2023-10-001";
+    let w = params_warnings(&with_fields(id, &[("params_total", "8.0")])).unwrap();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("line 2 (litgpt_resource_tables_2023-10-001)")
+            && w[0].contains("params_total states 8 B"),
+        "{w:?}"
+    );
+}

@@ -224,6 +224,10 @@ fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // On standard error: the JSON on standard output keeps its shape.
+    for w in cost_model::calibrate::params_warnings(&text).unwrap_or_default() {
+        eprintln!("memplan calibrate: warning: {w}");
+    }
     if a.json {
         match serde_json::to_string_pretty(&report) {
             Ok(s) => println!("{s}"),

@@ -102,6 +102,28 @@ fn calibrate_json_has_the_documented_shape() {
     ] {
         assert!(v["summary"].get(k).is_some(), "summary key {k}");
     }
+    assert!(!err.contains("warning"), "{err}");
+    // A row whose columns disagree with its params_total: a warning on
+    // standard error, the JSON on standard output unchanged in shape.
+    let text = std::fs::read_to_string(cases).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let pi = header.split(',').position(|h| h == "params_total").unwrap();
+    let mut row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    row[pi] = "8.0";
+    let dir = std::env::temp_dir().join(format!("memplan-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("one.csv");
+    std::fs::write(&path, format!("{header}\n{}\n", row.join(","))).unwrap();
+    let (code, json, err) = memplan(&["calibrate", path.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: line 2") && err.contains("params_total"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["n"], 1);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn fixture(name: &str) -> String {
