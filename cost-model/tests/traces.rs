@@ -1301,3 +1301,29 @@ fn nvidia_smi_query_as_xml() {
     );
     assert_eq!(p.name, "python");
 }
+
+#[test]
+fn memory_estimators_are_refused_as_predictions() {
+    let ds = "Estimated memory needed for params, optim states and gradients for a:\n\
+              HW: Setup with 1 node, 8 GPUs per node.\n\
+              SW: Model with 6738M total params, 131M largest layer params.\n\
+              \x20 per CPU  |  per GPU |   Options\n\
+              \x20 169.41GB |   0.49GB | offload_param=cpu , offload_optimizer=cpu , zero_init=1\n";
+    let why = trace::parse(ds, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("DeepSpeed's memory estimator") && why.contains("not a measurement"),
+        "{why}"
+    );
+    let acc = "┌────────────────────────────────────────────────────────┐\n\
+               │  Memory Usage for loading `bert-base-cased`            │\n\
+               ├───────┬─────────────┬──────────┬───────────────────────┤\n\
+               │ dtype │Largest Layer│Total Size│Training using Adam    │\n\
+               ├───────┼─────────────┼──────────┼───────────────────────┤\n\
+               │float32│  84.95 MB   │418.18 MB │        1.61 GB        │\n";
+    let why = trace::parse(acc, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(why.contains("accelerate estimate-memory"), "{why}");
+}

@@ -717,6 +717,17 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         .or_else(|| detect(&head));
     // A bare column of figures (`--query-gpu=memory.used --format=csv,noheader`):
     // which counter it is cannot be told.
+    // Memory estimators print sizes too, but of a prediction, not of a run.
+    let estimator = detected.is_none().then(|| {
+        let has = |needle: &str| head.iter().any(|l| l.contains(needle));
+        if has("Estimated memory needed for params, optim states and gradients") {
+            Some("DeepSpeed's memory estimator (estimate_zero*_model_states_mem_needs)")
+        } else if has("Memory Usage for loading") && has("Training using Adam") {
+            Some("`accelerate estimate-memory`")
+        } else {
+            None
+        }
+    });
     let bare_column = detected.is_none()
         && head.iter().filter(|l| !l.trim().is_empty()).all(|l| {
             let t = l.trim();
@@ -757,6 +768,14 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         Some(f) => f,
         None => match b.seen.or((!b.oom.is_empty()).then_some(Format::PytorchOom)) {
             Some(f) => f,
+            None if estimator.flatten().is_some() => {
+                return Err(TraceError::whole(format!(
+                    "this is the output of {}: a prediction from the parameter count, not a \
+                     measurement of a run — upload what nvidia-smi, PyTorch or the framework printed \
+                     during training",
+                    estimator.flatten().unwrap_or_default()
+                )))
+            }
             None if bare_column => {
                 return Err(TraceError::at(
                     1,
