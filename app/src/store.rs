@@ -126,8 +126,52 @@ pub async fn list(store: &dyn PlanStore, query: &str, page: u32) -> Result<PlanL
     })
 }
 
-/// Parses an uploaded trace, judges it against the saved plan, and stores
-/// both (the upload gzip-compressed).
+/// How far a gzip-compressed trace may expand (a log compressed for upload;
+/// the cap keeps a decompression bomb from running for long).
+pub const MAX_TRACE_DECOMPRESSED_BYTES: u64 = 4 << 30;
+
+/// A reader that fails, naming the cap, once more than `left` bytes are read.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            return Err(std::io::Error::other(format!(
+                "the decompressed trace is larger than {} GiB",
+                MAX_TRACE_DECOMPRESSED_BYTES >> 30
+            )));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// The text of a trace as uploaded or read from a file: gzip (magic bytes
+/// 1f 8b, `nvidia-smi … | gzip`) is decompressed on the fly, up to
+/// [`MAX_TRACE_DECOMPRESSED_BYTES`]; anything else is read as it is.
+pub fn trace_text<'a, R: std::io::BufRead + 'a>(
+    mut r: R,
+) -> std::io::Result<Box<dyn std::io::BufRead + 'a>> {
+    if r.fill_buf()?.starts_with(&[0x1F, 0x8B]) {
+        let gz = flate2::bufread::MultiGzDecoder::new(r);
+        Ok(Box::new(std::io::BufReader::with_capacity(
+            1 << 20,
+            Capped {
+                inner: gz,
+                left: MAX_TRACE_DECOMPRESSED_BYTES,
+            },
+        )))
+    } else {
+        Ok(Box::new(r))
+    }
+}
+
+/// Parses an uploaded trace (gzip-compressed or not), judges it against the
+/// saved plan, and stores both (the upload gzip-compressed).
 pub async fn attach_trace(
     store: &dyn PlanStore,
     plan_id: &str,
@@ -151,7 +195,8 @@ pub async fn attach_trace(
         .filter(|c| !c.is_control())
         .take(200)
         .collect();
-    let trace = cost_model::trace::parse_reader(body, opts).map_err(|e| {
+    let text = trace_text(body).map_err(|e| InputError::field("trace", e.to_string()))?;
+    let trace = cost_model::trace::parse_reader(text, opts).map_err(|e| {
         InputError::field(
             "trace",
             match e.line {
@@ -161,13 +206,17 @@ pub async fn attach_trace(
         )
     })?;
     let report = cost_model::trace::findings::report(&trace, Some(&saved.plan));
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(body)
-        .and_then(|()| gz.flush())
-        .map_err(|e| StoreError::Backend(format!("gzip: {e}")))?;
-    let body_gz = gz
-        .finish()
-        .map_err(|e| StoreError::Backend(format!("gzip: {e}")))?;
+    // An upload that came compressed is kept as it came.
+    let body_gz = if body.starts_with(&[0x1F, 0x8B]) {
+        body.to_vec()
+    } else {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(body)
+            .and_then(|()| gz.flush())
+            .map_err(|e| StoreError::Backend(format!("gzip: {e}")))?;
+        gz.finish()
+            .map_err(|e| StoreError::Backend(format!("gzip: {e}")))?
+    };
     let report_json =
         serde_json::to_string(&report).map_err(|e| StoreError::Backend(e.to_string()))?;
     let row = StoredTrace {

@@ -1327,3 +1327,20 @@ fn memory_estimators_are_refused_as_predictions() {
         .to_string();
     assert!(why.contains("accelerate estimate-memory"), "{why}");
 }
+
+#[test]
+fn binary_uploads_are_named() {
+    let pickle = [0x80u8, 0x04, 0x95, 0x10, 0x00, b'}', b'q'];
+    let why = trace::parse_reader(&pickle[..], &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("pickle") && why.contains("memory_summary"),
+        "{why}"
+    );
+    let gz = [0x1Fu8, 0x8B, 0x08, 0x00];
+    let why = trace::parse_reader(&gz[..], &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(why.contains("gzip"), "{why}");
+}

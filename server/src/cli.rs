@@ -311,15 +311,18 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
             }
         },
     };
-    let parsed = if a.trace.as_os_str() == "-" {
-        trace::parse_reader(std::io::stdin().lock(), &opts)
+    // Plain text or gzip (`nvidia-smi … | gzip > gpu.csv.gz`).
+    let input: std::io::Result<Box<dyn std::io::BufRead>> = if a.trace.as_os_str() == "-" {
+        app::store::trace_text(std::io::stdin().lock())
     } else {
-        match std::fs::File::open(&a.trace) {
-            Ok(f) => trace::parse_reader(std::io::BufReader::with_capacity(1 << 20, f), &opts),
-            Err(e) => {
-                eprintln!("memplan verify: cannot read {}: {e}", a.trace.display());
-                return ExitCode::from(2);
-            }
+        std::fs::File::open(&a.trace)
+            .and_then(|f| app::store::trace_text(std::io::BufReader::with_capacity(1 << 20, f)))
+    };
+    let parsed = match input {
+        Ok(r) => trace::parse_reader(r, &opts),
+        Err(e) => {
+            eprintln!("memplan verify: cannot read {}: {e}", a.trace.display());
+            return ExitCode::from(2);
         }
     };
     let t = match parsed {

@@ -425,11 +425,41 @@ async fn traces_attach_to_saved_plans_via_the_api() {
         (r.status, r.json()["field"].as_str()),
         (422, Some("format"))
     );
+    // Compressed before upload (`… | gzip`): read as the text it holds.
+    let gz = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(fixture("smi_csv_04.txt").as_bytes()).unwrap();
+        e.finish().unwrap()
+    };
+    let r = post_raw(
+        &app,
+        format!("/api/v1/plans/{id}/traces?filename=gpu.csv.gz"),
+        gz.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["report"]["gpus"][0]["peak_used_mib"], 25073.0);
+    // A cut-off gzip stream: 422 saying so, nothing stored.
+    let r = post_raw(
+        &app,
+        format!("/api/v1/plans/{id}/traces"),
+        gz[..gz.len() / 2].to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.json()["field"].as_str()),
+        (422, Some("trace")),
+        "{}",
+        r.body
+    );
+    let list = get(&app, &format!("/api/v1/plans/{id}/traces")).await;
+    assert_eq!(list.json().as_array().unwrap().len(), 3);
     // Over 64 MiB: 413.
     let big = vec![b'x'; 65 * 1024 * 1024];
     let r = post_raw(&app, format!("/api/v1/plans/{id}/traces"), big).await;
     assert_eq!(r.status, 413, "{}", r.body);
-    assert_eq!(list.json().as_array().unwrap().len(), 2);
+    assert_eq!(list.json().as_array().unwrap().len(), 3);
 }
 
 #[tokio::test]

@@ -153,6 +153,30 @@ fn verify_prints_the_documented_json() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["oom"][0]["gpu"], 5);
     assert!(v["oom"][0]["tried_to_allocate_mib"].as_f64().unwrap() > 0.0);
+
+    // A gzip-compressed log reads as its text.
+    let dir = std::env::temp_dir().join(format!("memplan-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("gpu.csv.gz");
+    {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        e.write_all(
+            std::fs::read_to_string(fixture("smi_csv_04.txt"))
+                .unwrap()
+                .as_bytes(),
+        )
+        .unwrap();
+        e.finish().unwrap();
+    }
+    let (code, out, err) = memplan(&["verify", path.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["gpus"][0]["peak_used_mib"], 25073.0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

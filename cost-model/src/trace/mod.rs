@@ -674,6 +674,20 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     let bom = r
         .fill_buf()
         .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+    // A pickle (protocol 2–5): `torch.cuda.memory._dump_snapshot()` writes one.
+    if bom.len() >= 2 && bom[0] == 0x80 && (2..=5).contains(&bom[1]) {
+        return Err(TraceError::whole(
+            "this is a Python pickle — a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) is \
+             not read here; upload the text of torch.cuda.memory_summary(), the training log, or an \
+             nvidia-smi log",
+        ));
+    }
+    if bom.starts_with(&[0x1F, 0x8B]) {
+        return Err(TraceError::whole(
+            "this is gzip-compressed: decompress it first (memplan verify and the upload API \
+             decompress gzip themselves)",
+        ));
+    }
     if bom.starts_with(&[0xFF, 0xFE]) || bom.starts_with(&[0xFE, 0xFF]) {
         let le = bom[0] == 0xFF;
         let mut all = Vec::new();
