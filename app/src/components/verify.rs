@@ -262,7 +262,7 @@ pub fn VerifyPanel(
                 {move || {
                     lang.get()
                         .t(
-                            "Upload or paste what the run printed: nvidia-smi (table, --query-gpu CSV, dmon, -q), a PyTorch OOM message or memory_summary(), DeepSpeed or Megatron memory lines, gpustat, rocm-smi.",
+                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi; a PyTorch OOM message, memory_summary() or memory_stats(), your script's max_memory_allocated print; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, Unsloth or LitGPT.",
                         )
                 }}
             </p>
@@ -391,6 +391,14 @@ fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal
             "{}: {:.0} MiB — too large to preview here; the server parses it when attached",
             file.name(),
             file.size() / 1048576.0
+        )));
+        return;
+    }
+    if file.name().to_ascii_lowercase().ends_with(".gz") {
+        into.set(None);
+        note.set(Some(format!(
+            "{}: gzip-compressed — the server decompresses and parses it when attached",
+            file.name()
         )));
         return;
     }
