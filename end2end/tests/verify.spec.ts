@@ -1,6 +1,7 @@
 import { test, expect, Page } from "@playwright/test";
 import * as path from "path";
 import * as fs from "fs";
+import * as zlib from "zlib";
 
 const hydrated = (info: { project: { name: string } }) => info.project.name === "hydrated";
 const traces = path.resolve(__dirname, "../../../shared/fixtures/traces");
@@ -55,6 +56,24 @@ test("upload an nvidia-smi CSV log: chart, verdict and findings", async ({ page 
   await expect(v.getByTestId("trace-format")).toContainText("nvidia-smi-csv");
   await expect(v.getByTestId("trace-chart").locator("svg")).toBeVisible();
   await expect(v.getByTestId("trace-verdict")).toContainText(/over-estimated|under-estimated|held/);
+  await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
+});
+
+test("upload a gzip-compressed log: the server reads the text inside", async ({ page }, info) => {
+  const id = await savePlan(page, `gz-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  const gz = zlib.gzipSync(fs.readFileSync(path.join(traces, "smi_csv_04.txt")));
+  await page.getByTestId("verify-file").setInputFiles({ name: "gpu.csv.gz", mimeType: "application/gzip", buffer: gz });
+  if (hydrated(info)) {
+    // Not previewed as text: left to the server.
+    await expect(page.getByTestId("verify-note")).toContainText("gzip-compressed");
+  }
+  await page.getByTestId("verify-submit").click();
+  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
+  const v = page.getByTestId("verification").first();
+  await expect(v).toContainText("gpu.csv.gz");
+  await expect(v.getByTestId("trace-format")).toContainText("nvidia-smi-csv");
   await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
 });
 

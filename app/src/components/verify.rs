@@ -323,7 +323,7 @@ pub fn VerifyPanel(
                     {move || lang.get().t("Attach to this plan")}
                 </button>
             </form>
-            {move || note.get().map(|n| view! { <p class="note">{n}</p> })}
+            {move || note.get().map(|n| view! { <p class="note" data-testid="verify-note">{n}</p> })}
             {move || {
                 preview
                     .get()
