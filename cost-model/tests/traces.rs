@@ -1057,10 +1057,15 @@ fn a_scripts_own_print_of_the_peak_counters_is_read() {
         .warnings
         .iter()
         .any(|w| w.contains("does not name its counter")));
-    // Not read: a peak that may be host memory, a current (not peak) figure,
-    // and a whole number too small to be bytes.
+    // Colossal-AI's `Max CUDA memory usage: … MB`.
+    let t = parse_text("Max CUDA memory usage: 12345.67 MB\n");
+    assert_eq!(t.allocator.unwrap().peak_reserved_mib, Some(12345.67));
+    // Not read: a peak that may be host memory, a capacity (the Unsloth
+    // notebooks' "Max memory"), a current (not peak) figure, and a whole
+    // number too small to be bytes.
     for text in [
         "Epoch 1 done. Peak memory: 12.3 GB\n",
+        "GPU = Tesla T4. Max memory = 14.741 GB.\n",
         "memory allocated: 12.3 GiB\n",
         "max memory allocated: 512\n",
     ] {

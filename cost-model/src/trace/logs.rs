@@ -112,15 +112,18 @@ pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
         let named = ["allocated", "reserved", "cached"]
             .iter()
             .find_map(|k| norm.find(k).map(|i| (i + k.len(), Some(*k != "allocated"))));
-        // `Peak GPU memory: 12.3 GiB`: a peak whose counter is not named
-        // (`peak`, not `max`: "Max memory = 14.7 GB" is a capacity in the
-        // Unsloth notebooks).
+        // `Peak GPU memory: 12.3 GiB`, `Max CUDA memory usage: 12345.67 MB`
+        // (Colossal-AI): a peak whose counter is not named — `peak`, or `max`
+        // with `usage`/`used`: a bare "Max memory = 14.7 GB" is the capacity
+        // in the Unsloth notebooks.
         let unnamed = || {
+            let peak = norm.contains("peak")
+                || (norm.contains("max") && (norm.contains("usage") || norm.contains("used")));
             ["gpu", "cuda", "vram"]
                 .iter()
                 .any(|w| norm.contains(w))
                 .then_some(())
-                .filter(|_| norm.contains("peak"))
+                .filter(|_| peak)
                 .and_then(|_| norm.find("mem").map(|i| (i + 3, None)))
         };
         let Some((at, counter)) = named.or_else(unnamed) else {
