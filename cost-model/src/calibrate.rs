@@ -28,11 +28,22 @@ impl Counter {
     /// The schema's `metric` column: `max_allocated` and `max_active` are the
     /// allocated counter; `max_reserved`, `reserved_at_end` and an unstated
     /// metric the reserved one; `device_used` what NVML reports.
+    /// PyTorch's own function names and nvidia-smi's are read as the same
+    /// counters (`max_memory_allocated`, `memory.used`).
     pub fn from_metric(m: &str) -> Option<Counter> {
         match m {
-            "max_allocated" | "max_active" => Some(Counter::Allocated),
-            "max_reserved" | "reserved_at_end" | "" => Some(Counter::Reserved),
-            "device_used" => Some(Counter::DeviceUsed),
+            "max_allocated" | "max_active" | "max_memory_allocated" | "peak_allocated" => {
+                Some(Counter::Allocated)
+            }
+            "max_reserved"
+            | "reserved_at_end"
+            | ""
+            | "max_memory_reserved"
+            | "memory_reserved"
+            | "peak_reserved" => Some(Counter::Reserved),
+            "device_used" | "nvidia-smi" | "nvidia_smi" | "memory.used" | "nvml" => {
+                Some(Counter::DeviceUsed)
+            }
             _ => None,
         }
     }

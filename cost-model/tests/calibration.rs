@@ -562,6 +562,7 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         ("offload", "None"),
         ("compile", "False"),
         ("metric", "Max_Allocated"),
+        ("metric", "max_memory_allocated"),
         ("task", "LoRA"),
     ];
     for (col, v) in same {
