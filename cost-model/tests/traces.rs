@@ -1349,3 +1349,15 @@ fn binary_uploads_are_named() {
         .to_string();
     assert!(why.contains("gzip"), "{why}");
 }
+
+#[test]
+fn apple_mps_out_of_memory_gives_its_figures() {
+    let mps = "RuntimeError: MPS backend out of memory (MPS allocated: 17.77 GB, other allocations: 1.30 GB, \
+               max allowed: 18.13 GB). Tried to allocate 256.00 MB on private pool. Use \
+               PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).\n";
+    let t = parse_text(mps);
+    let o = &t.oom[0];
+    assert_eq!(o.tried_to_allocate_mib, Some(256.0));
+    assert!(close(o.allocated_by_pytorch_mib, 17.77 * 1024.0), "{o:?}");
+    assert!(close(o.capacity_mib, 18.13 * 1024.0), "{o:?}");
+}

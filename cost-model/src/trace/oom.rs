@@ -6,6 +6,9 @@
 //!   Including non-PyTorch memory, this process has M memory in use. Of the allocated memory A is allocated
 //!   by PyTorch, and U is reserved by PyTorch but unallocated.` (PyTorch ≥ 2.1, also `capacty`, HIP).
 //!
+//! - `MPS backend out of memory (MPS allocated: A, other allocations: O, max allowed: M). Tried to
+//!   allocate X on private pool.` (Apple silicon).
+//!
 //! Lines may carry `[rankN]:` prefixes and the message may wrap over lines.
 
 use super::{first_size_mib, last_size_mib};
@@ -132,7 +135,11 @@ fn event(buf: &str, line: u64) -> OomEvent {
     let capacity = after(buf, "total capacity of ")
         .or_else(|| after(buf, "total capacty of "))
         .and_then(first_size_mib)
-        .or_else(|| segment_before(buf, " total capacity"));
+        .or_else(|| segment_before(buf, " total capacity"))
+        // Apple's MPS backend: `(MPS allocated: 17.77 GB, other allocations:
+        // 1.30 GB, max allowed: 18.13 GB)`, binary units as PyTorch's
+        // `format_size` prints them.
+        .or_else(|| after(buf, "max allowed: ").and_then(first_size_mib));
     let free = after(buf, " of which ")
         .and_then(|r| before(r, " is free").map(last_size_mib))
         .flatten()
@@ -140,7 +147,8 @@ fn event(buf: &str, line: u64) -> OomEvent {
     let allocated = after(buf, "Of the allocated memory ")
         .and_then(|r| before(r, " is allocated by PyTorch").map(last_size_mib))
         .flatten()
-        .or_else(|| segment_before(buf, " already allocated"));
+        .or_else(|| segment_before(buf, " already allocated"))
+        .or_else(|| after(buf, "MPS allocated: ").and_then(first_size_mib));
     let reserved = segment_before(buf, " reserved in total by PyTorch").or_else(|| {
         let unalloc = before(buf, " is reserved by PyTorch but unallocated")
             .and_then(last_size_mib)
