@@ -1361,3 +1361,32 @@ fn apple_mps_out_of_memory_gives_its_figures() {
     assert!(close(o.allocated_by_pytorch_mib, 17.77 * 1024.0), "{o:?}");
     assert!(close(o.capacity_mib, 18.13 * 1024.0), "{o:?}");
 }
+
+#[test]
+fn rank_prefixed_peak_prints_are_kept_per_rank_and_judged_per_rank() {
+    let text = "[rank0]: Max memory allocated: 30.00 GiB\n[rank0]: Max memory reserved: 34.00 GiB\n\
+                [rank1]: Max memory allocated: 31.00 GiB\n[rank1]: Max memory reserved: 36.50 GiB\n";
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.clone().unwrap();
+    assert_eq!(a.peak_reserved_mib, Some(36.5 * 1024.0));
+    let ranks: Vec<_> = a
+        .ranks
+        .iter()
+        .map(|r| (r.rank, r.peak_allocated_mib, r.peak_reserved_mib))
+        .collect();
+    assert_eq!(
+        ranks,
+        vec![
+            (0, Some(30.0 * 1024.0), Some(34.0 * 1024.0)),
+            (1, Some(31.0 * 1024.0), Some(36.5 * 1024.0))
+        ]
+    );
+    let est = cost_model::estimate::estimate(&cost_model::Plan::default()).unwrap();
+    let v = cost_model::trace::findings::verdict(&t, &est).unwrap();
+    assert_eq!(v.gpus.len(), 2, "{v:?}");
+    // Ranks that printed only the allocated peak: the log's reserved peak is judged.
+    let t = parse_text("[rank0]: Max memory allocated: 30.00 GiB\nmax_memory_reserved: 34 GiB\n");
+    let v = cost_model::trace::findings::verdict(&t, &est).unwrap();
+    assert_eq!(v.gpus.len(), 1, "{v:?}");
+}

@@ -359,14 +359,14 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
                 let predicted = est.peak.reserved.as_f64() / MIB;
                 let (low, high) = band(predicted);
                 let mut gpus = vec![];
-                if a.ranks.is_empty() {
-                    gpus.push(judge(None, r, predicted, low, high));
-                } else {
-                    for rk in &a.ranks {
-                        if let Some(m) = rk.peak_reserved_mib {
-                            gpus.push(judge(Some(rk.rank), m, predicted, low, high));
-                        }
+                for rk in &a.ranks {
+                    if let Some(m) = rk.peak_reserved_mib {
+                        gpus.push(judge(Some(rk.rank), m, predicted, low, high));
                     }
+                }
+                // No rank printed its own reserved peak: the log's.
+                if gpus.is_empty() {
+                    gpus.push(judge(None, r, predicted, low, high));
                 }
                 ("reserved", predicted, gpus, vec![])
             } else if let Some(al) = a.peak_allocated_mib {

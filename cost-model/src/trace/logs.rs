@@ -218,6 +218,33 @@ fn figure_after(line: &str, key: &str, default_unit: &str) -> Option<f64> {
     parse_size_mib(num, unit)
 }
 
+/// Keeps a rank's peaks (Megatron's per-rank report, `[rankN]:`-prefixed prints).
+fn keep_rank(
+    a: &mut super::AllocatorStats,
+    rank: u32,
+    allocated: Option<f64>,
+    reserved: Option<f64>,
+) {
+    match a.ranks.iter_mut().find(|x| x.rank == rank) {
+        Some(x) => {
+            if let Some(v) = allocated {
+                keep_max(&mut x.peak_allocated_mib, v);
+            }
+            if let Some(v) = reserved {
+                keep_max(&mut x.peak_reserved_mib, v);
+            }
+        }
+        None => {
+            a.ranks.push(RankAllocator {
+                rank,
+                peak_allocated_mib: allocated,
+                peak_reserved_mib: reserved,
+            });
+            a.ranks.sort_by_key(|x| x.rank);
+        }
+    }
+}
+
 /// `[Rank 3]` / `[rank3]:` anywhere in the line.
 fn rank_of(line: &str) -> Option<u32> {
     let low = line.to_ascii_lowercase();
@@ -287,24 +314,7 @@ impl LineParser for LogParser {
                 keep_max(&mut a.peak_reserved_mib, v);
             }
             if let Some(r) = rank {
-                match a.ranks.iter_mut().find(|x| x.rank == r) {
-                    Some(x) => {
-                        if let Some(v) = max_alloc {
-                            keep_max(&mut x.peak_allocated_mib, v);
-                        }
-                        if let Some(v) = max_reserved {
-                            keep_max(&mut x.peak_reserved_mib, v);
-                        }
-                    }
-                    None => {
-                        a.ranks.push(RankAllocator {
-                            rank: r,
-                            peak_allocated_mib: max_alloc,
-                            peak_reserved_mib: max_reserved,
-                        });
-                        a.ranks.sort_by_key(|x| x.rank);
-                    }
-                }
+                keep_rank(a, r, max_alloc, max_reserved);
             }
             return Ok(());
         }
@@ -441,11 +451,22 @@ impl LineParser for LogParser {
                          torch.cuda.max_memory_reserved() and most frameworks report"
                     ));
                 }
+                let rank = rank_of(line);
                 let a = b.allocator();
-                if counter != Some(false) {
+                let reserved = counter != Some(false);
+                if reserved {
                     keep_max(&mut a.peak_reserved_mib, mib);
                 } else {
                     keep_max(&mut a.peak_allocated_mib, mib);
+                }
+                // torchrun's `[rank3]:` prefix: each rank's own peak.
+                if let Some(r) = rank {
+                    let (al, re) = if reserved {
+                        (None, Some(mib))
+                    } else {
+                        (Some(mib), None)
+                    };
+                    keep_rank(a, r, al, re);
                 }
                 if decimal_label && !b.warnings.iter().any(|w| w.starts_with(GB_LABEL)) {
                     b.warnings.push(format!(
