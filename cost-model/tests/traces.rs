@@ -955,6 +955,20 @@ fn framework_training_logs_give_their_peaks() {
         a.peak_allocated_mib.is_none(),
         "torchtitan prints reserved only"
     );
+    // Every rank's lines (torchrun without a rank filter): each rank's peak.
+    let two = format!(
+        "{titan}[rank1]:[titan] 2026-01-01 10:00:19,000 - root - INFO - step: 10  loss:  9.10000  memory: 47.00GiB(59.40%)  tps: 6,400\n"
+    );
+    let a = parse_text(&two).allocator.unwrap();
+    let ranks: Vec<_> = a
+        .ranks
+        .iter()
+        .map(|r| (r.rank, r.peak_reserved_mib))
+        .collect();
+    assert_eq!(
+        ranks,
+        vec![(0, Some(45.23 * 1024.0)), (1, Some(47.0 * 1024.0))]
+    );
 
     // torchtune `training/memory.py` `log_memory_stats` and its metric logger
     // (`Step N | name:value …`, GiB).

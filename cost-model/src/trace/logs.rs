@@ -346,7 +346,12 @@ impl LineParser for LogParser {
                 "memory: "
             };
             if let Some(v) = figure_after(line, key, "GiB") {
-                keep_max(&mut b.allocator().peak_reserved_mib, v);
+                let a = b.allocator();
+                keep_max(&mut a.peak_reserved_mib, v);
+                // torchrun's `[rank3]:` prefix when every rank logs.
+                if let Some(r) = rank_of(line) {
+                    keep_rank(a, r, None, Some(v));
+                }
             }
             return Ok(());
         }
