@@ -134,6 +134,7 @@ pub const MAX_TRACE_DECOMPRESSED_BYTES: u64 = 4 << 30;
 struct Capped<R> {
     inner: R,
     left: u64,
+    cap: u64,
 }
 
 impl<R: std::io::Read> std::io::Read for Capped<R> {
@@ -141,8 +142,8 @@ impl<R: std::io::Read> std::io::Read for Capped<R> {
         let n = self.inner.read(buf)?;
         if n as u64 > self.left {
             return Err(std::io::Error::other(format!(
-                "the decompressed trace is larger than {} GiB",
-                MAX_TRACE_DECOMPRESSED_BYTES >> 30
+                "the decompressed trace is larger than {} MiB",
+                self.cap >> 20
             )));
         }
         self.left -= n as u64;
@@ -154,7 +155,14 @@ impl<R: std::io::Read> std::io::Read for Capped<R> {
 /// 1f 8b, `nvidia-smi … | gzip`) is decompressed on the fly, up to
 /// [`MAX_TRACE_DECOMPRESSED_BYTES`]; anything else is read as it is.
 pub fn trace_text<'a, R: std::io::BufRead + 'a>(
+    r: R,
+) -> std::io::Result<Box<dyn std::io::BufRead + 'a>> {
+    capped_text(r, MAX_TRACE_DECOMPRESSED_BYTES)
+}
+
+fn capped_text<'a, R: std::io::BufRead + 'a>(
     mut r: R,
+    cap: u64,
 ) -> std::io::Result<Box<dyn std::io::BufRead + 'a>> {
     if r.fill_buf()?.starts_with(&[0x1F, 0x8B]) {
         let gz = flate2::bufread::MultiGzDecoder::new(r);
@@ -162,7 +170,8 @@ pub fn trace_text<'a, R: std::io::BufRead + 'a>(
             1 << 20,
             Capped {
                 inner: gz,
-                left: MAX_TRACE_DECOMPRESSED_BYTES,
+                left: cap,
+                cap,
             },
         )))
     } else {
@@ -248,4 +257,58 @@ pub async fn list_traces(
         .iter()
         .filter_map(StoredTrace::view)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_is_read_as_its_text_and_plain_text_as_it_is() {
+        let text = b"timestamp, index, memory.used [MiB]\n1, 0, 100 MiB\n";
+        for input in [gzip(text), text.to_vec()] {
+            let mut out = Vec::new();
+            trace_text(&input[..])
+                .unwrap()
+                .read_to_end(&mut out)
+                .unwrap();
+            assert_eq!(out, text);
+        }
+        // Two members back to back (`cat a.gz b.gz`) are one text.
+        let two = [gzip(b"a\n"), gzip(b"b\n")].concat();
+        let mut out = String::new();
+        trace_text(&two[..])
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert_eq!(out, "a\nb\n");
+    }
+
+    #[test]
+    fn a_decompression_bomb_stops_at_the_cap_with_a_reason() {
+        // 64 MiB of zeros compress to ~64 KiB; a 1 MiB cap stops it.
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 1 << 20);
+        let mut out = Vec::new();
+        let err = capped_text(&bomb[..], 1 << 20)
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap_err();
+        assert!(err.to_string().contains("larger than 1 MiB"), "{err}");
+        assert!(out.len() <= 1 << 20);
+        // A cut-off stream is an error, not a silently short text.
+        let whole = gzip(&vec![b'x'; 1 << 16]);
+        let mut out = Vec::new();
+        assert!(trace_text(&whole[..whole.len() / 2])
+            .unwrap()
+            .read_to_end(&mut out)
+            .is_err());
+    }
 }
