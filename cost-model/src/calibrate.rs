@@ -298,7 +298,34 @@ fn is_model_token(t: &str) -> bool {
     ];
     let digits = t.chars().filter(|c| c.is_ascii_digit()).count();
     let tail = t.trim_start_matches(|c: char| c.is_ascii_digit());
-    digits > 0 && !FORM.contains(&t) && !matches!(tail, "gb" | "g" | "x" | "gib")
+    // A bare number is a chip only when it has four digits ("4090", "6000");
+    // "8" in "8 x A100" and "x8" in "A100 x8" are counts.
+    let count = (tail.is_empty() && digits < 4)
+        || t.strip_prefix('x')
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    digits > 0 && !count && !FORM.contains(&t) && !matches!(tail, "gb" | "g" | "x" | "gib")
+}
+
+/// The GPU count a free-text GPU column states: "8x H100", "8 × A100",
+/// "4*A100", "A100-80GB x8".
+fn stated_gpu_count(gpu: &str) -> Option<u32> {
+    let t = gpu.trim();
+    let is_times = |c: char| matches!(c, 'x' | 'X' | '×' | '*');
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if digits_end > 0 && t[digits_end..].trim_start().starts_with(is_times) {
+        return t[..digits_end].parse().ok().filter(|n| *n > 0);
+    }
+    let digits_start = t.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits_start < t.len() && t[..digits_start].trim_end().ends_with(is_times) {
+        // "x8" after a space or a dash, not the "x" of a model name ("RTX8").
+        let before = t[..digits_start].trim_end();
+        let sep = before[..before.len() - before.chars().last().map_or(0, char::len_utf8)]
+            .ends_with([' ', '-', '_']);
+        if sep {
+            return t[digits_start..].parse().ok().filter(|n| *n > 0);
+        }
+    }
+    None
 }
 
 /// Finds the catalogue GPU a free-text name means; else one with the stated capacity.
@@ -772,7 +799,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         plan.runtime.cuda_context_mib = mib.into();
     }
     let p = &mut plan.parallel;
-    p.num_gpus = r.u32("num_gpus")?.unwrap_or(1).max(1);
+    // Not stated in its column: the count the GPU column may carry ("8x H100").
+    p.num_gpus = r
+        .u32("num_gpus")?
+        .or_else(|| stated_gpu_count(r.get("gpu")))
+        .unwrap_or(1)
+        .max(1);
     p.tp = r.u32("tp")?.unwrap_or(1).max(1);
     p.pp = r.u32("pp")?.unwrap_or(1).max(1);
     p.cp = r.u32("cp")?.unwrap_or(1).max(1);

@@ -543,6 +543,32 @@ fn a_free_text_gpu_name_finds_its_catalogue_entry_by_chip() {
     // A capacity that contradicts the name wins over it.
     assert_eq!(gpu("A100", "80").id, "a100-sxm4-80gb");
     assert_eq!(gpu("24GB GPU (model not stated)", "24").id, "custom");
+    // A count in the GPU column is no chip, and gives the GPU count when the
+    // num_gpus column is empty (a stated one wins).
+    let plan = |name: &str, n: &str| {
+        case_plan(
+            &with_fields(id, &[("gpu", name), ("gpu_mem_gib", ""), ("num_gpus", n)]),
+            id,
+        )
+        .unwrap()
+    };
+    for (name, chip, count) in [
+        ("8x H100-80GB", "h100-sxm-80gb", 8),
+        ("8 x A100-SXM4-80GB", "a100-sxm4-80gb", 8),
+        ("A100-SXM4-80GB x8", "a100-sxm4-80gb", 8),
+        ("2×RTX 4090", "rtx4090-24gb", 2),
+        ("4*A100-SXM4-40GB", "a100-sxm4-40gb", 4),
+        ("RTX 6000 Ada", "rtx6000-ada-48gb", 1),
+        ("GeForce RTX 3090", "rtx3090-24gb", 1),
+    ] {
+        let p = plan(name, "");
+        assert_eq!(
+            (p.gpu.id.as_str(), p.parallel.num_gpus),
+            (chip, count),
+            "{name}"
+        );
+    }
+    assert_eq!(plan("8x H100-80GB", "2").parallel.num_gpus, 2);
 }
 
 #[test]
