@@ -34,6 +34,13 @@ async function examplePlan(page: Page) {
   return cachedPlan;
 }
 
+/** Submits the verify form and returns the new verification the page lands on. */
+async function submitVerification(page: Page, id: string) {
+  await page.getByTestId("verify-submit").click();
+  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
+  return page.getByTestId("verification").first();
+}
+
 test("upload an nvidia-smi CSV log: chart, verdict and findings", async ({ page }, info) => {
   const id = await savePlan(page, `verify-${info.project.name}-${Date.now()}`);
   await page.goto(`/p/${id}`);
@@ -49,9 +56,7 @@ test("upload an nvidia-smi CSV log: chart, verdict and findings", async ({ page 
     await expect(preview.getByTestId("trace-chart").locator("svg")).toBeVisible();
     await expect(preview.getByTestId("trace-verdict")).toContainText("device_used");
   }
-  await page.getByTestId("verify-submit").click();
-  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
-  const v = page.getByTestId("verification").first();
+  const v = await submitVerification(page, id);
   await expect(v).toContainText("smi_csv_04.txt");
   await expect(v.getByTestId("trace-format")).toContainText("nvidia-smi-csv");
   await expect(v.getByTestId("trace-chart").locator("svg")).toBeVisible();
@@ -69,9 +74,7 @@ test("upload a gzip-compressed log: the server reads the text inside", async ({ 
     // Not previewed as text: left to the server.
     await expect(page.getByTestId("verify-note")).toContainText("gzip-compressed");
   }
-  await page.getByTestId("verify-submit").click();
-  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
-  const v = page.getByTestId("verification").first();
+  const v = await submitVerification(page, id);
   await expect(v).toContainText("gpu.csv.gz");
   await expect(v.getByTestId("trace-format")).toContainText("nvidia-smi-csv");
   await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
@@ -85,9 +88,7 @@ test("paste an OOM message: the diagnosis and the plan change that fits", async 
   if (hydrated(info)) {
     await expect(page.getByTestId("verify-preview").locator('[data-kind="oom"]')).toContainText("tried to allocate");
   }
-  await page.getByTestId("verify-submit").click();
-  await expect(page).toHaveURL(new RegExp(`/p/${id}#trace-`));
-  const v = page.getByTestId("verification").first();
+  const v = await submitVerification(page, id);
   await expect(v.getByTestId("trace-oom")).toContainText("OOM");
   const oom = v.locator('[data-kind="oom"]');
   await expect(oom).toContainText("tried to allocate");
