@@ -309,23 +309,26 @@ fn is_model_token(t: &str) -> bool {
 /// The GPU count a free-text GPU column states: "8x H100", "8 × A100",
 /// "4*A100", "A100-80GB x8".
 fn stated_gpu_count(gpu: &str) -> Option<u32> {
+    const TIMES: [char; 4] = ['x', 'X', '×', '*'];
     let t = gpu.trim();
-    let is_times = |c: char| matches!(c, 'x' | 'X' | '×' | '*');
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    if digits_end > 0 && t[digits_end..].trim_start().starts_with(is_times) {
-        return t[..digits_end].parse().ok().filter(|n| *n > 0);
-    }
-    let digits_start = t.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    if digits_start < t.len() && t[..digits_start].trim_end().ends_with(is_times) {
-        // "x8" after a space or a dash, not the "x" of a model name ("RTX8").
-        let before = t[..digits_start].trim_end();
-        let sep = before[..before.len() - before.chars().last().map_or(0, char::len_utf8)]
-            .ends_with([' ', '-', '_']);
-        if sep {
-            return t[digits_start..].parse().ok().filter(|n| *n > 0);
-        }
-    }
-    None
+    // Leading: "8x H100".
+    let lead = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let trail = t.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let count = if lead > 0 && t[lead..].trim_start().starts_with(TIMES) {
+        &t[..lead]
+    } else if trail < t.len()
+        // Trailing: "A100 x8" — the sign after a space or a dash, not the
+        // "X" of a model name ("RTX 4090").
+        && t[..trail]
+            .trim_end()
+            .strip_suffix(TIMES)
+            .is_some_and(|s| s.ends_with([' ', '-', '_']))
+    {
+        &t[trail..]
+    } else {
+        return None;
+    };
+    count.parse().ok().filter(|n| *n > 0)
 }
 
 /// Finds the catalogue GPU a free-text name means; else one with the stated capacity.
@@ -516,8 +519,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if model.experts > 0 {
         let lower = notes.to_ascii_lowercase();
         let n = stated_number(&lower, " shared expert")
-            .or_else(|| stated_after(&lower, "n_shared_experts"))
-            .or_else(|| stated_after(&lower, "num_shared_experts"));
+            .or_else(|| stated_after(&lower, &["n_shared_experts", "num_shared_experts"]));
         if let Some(n) = n {
             model.shared_experts = n;
         }
@@ -882,14 +884,6 @@ fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String>
 
 /// A number the notes state right before `unit`: "200 virtual tokens",
 /// "~1343 MiB CUDA context" (`None` when not stated).
-/// The whole number after `key` (`n_shared_experts=2`, `n_shared_experts: 2`).
-fn stated_after(notes: &str, key: &str) -> Option<u32> {
-    let at = notes.find(key)? + key.len();
-    let rest = notes[at..].trim_start_matches([' ', '=', ':']);
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
-}
-
 fn stated_number(notes: &str, unit: &str) -> Option<u32> {
     let at = notes.find(unit)?;
     let before = notes[..at].trim_end();
@@ -919,6 +913,12 @@ fn stated_sequence_parallel(notes: &str) -> bool {
 /// A degree the notes give after one of `names` ("EP 8", "EP=8", "EP8",
 /// "expert parallel 8"); at least 1.
 fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
+    stated_after(notes, names).map(|n| n.max(1))
+}
+
+/// The whole number the notes give after one of `names`, each a whole word
+/// ("EP 8", "n_shared_experts=2", "num_shared_experts: 2").
+fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
     for name in names {
         let mut from = 0;
         while let Some(i) = notes[from..].find(name) {
@@ -933,7 +933,7 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
             let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
             if before_ok && !digits.is_empty() {
                 if let Ok(n) = digits.parse::<u32>() {
-                    return Some(n.max(1));
+                    return Some(n);
                 }
             }
         }
