@@ -84,6 +84,11 @@ pub struct Summary {
 pub struct Report {
     pub cases: Vec<CaseResult>,
     pub summary: Summary,
+    /// Rows whose architecture columns disagree with their `params_total`
+    /// ([`PARAMS_MISMATCH_PCT`]): for the CLI's standard error, not part of
+    /// the report's fixed JSON shape.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// The columns every case file has, in the schema's order.
@@ -1027,36 +1032,24 @@ pub fn case_plan(csv_text: &str, id: &str) -> Result<Plan, String> {
 /// from their `params_total` hold something the columns cannot describe.
 pub const PARAMS_MISMATCH_PCT: f64 = 5.0;
 
-/// Rows whose architecture columns disagree with their stated `params_total`
-/// by more than [`PARAMS_MISMATCH_PCT`] (an attention or expert layout, a
-/// vision tower, … the schema has no column for): one line each, for the
-/// CLI's standard error — the report's JSON shape is fixed.
-pub fn params_warnings(csv_text: &str) -> Result<Vec<String>, String> {
-    let (header, rows) = read_cases(csv_text)?;
-    let mut out = Vec::new();
-    for rec in &rows {
-        let row = Row {
-            header: &header,
-            fields: &rec.fields,
-        };
-        let (Ok(Some(stated)), Ok(plan)) = (row.f64("params_total"), plan_for(&row)) else {
-            continue;
-        };
-        if stated <= 0.0 {
-            continue;
-        }
-        let ours = plan.model.params() as f64 / 1e9;
-        let pct = 100.0 * (ours - stated) / stated;
-        if pct.abs() > PARAMS_MISMATCH_PCT {
-            out.push(format!(
-                "line {} ({}): the architecture columns give {ours:.3} B parameters, params_total states \
-                 {stated} B ({pct:+.1} %): what the columns cannot describe is not modelled",
-                rec.line,
-                row.get("id")
-            ));
-        }
-    }
-    Ok(out)
+/// The warning for a row whose architecture columns give a parameter count
+/// more than [`PARAMS_MISMATCH_PCT`] from its stated `params_total` (an
+/// attention or expert layout, a vision tower, … the schema has no column for).
+fn params_mismatch(row: &Row, plan: &Plan, line: u64) -> Option<String> {
+    let stated = row
+        .f64("params_total")
+        .ok()
+        .flatten()
+        .filter(|p| *p > 0.0)?;
+    let ours = plan.model.params() as f64 / 1e9;
+    let pct = 100.0 * (ours - stated) / stated;
+    (pct.abs() > PARAMS_MISMATCH_PCT).then(|| {
+        format!(
+            "line {line} ({}): the architecture columns give {ours:.3} B parameters, params_total states \
+             {stated} B ({pct:+.1} %): what the columns cannot describe is not modelled",
+            row.get("id")
+        )
+    })
 }
 
 fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -1076,6 +1069,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
     let (header, rows) = read_cases(csv_text)?;
     let mut cases = Vec::new();
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     let mut oom_total = 0;
     let mut oom_detected = 0;
     for rec in rows {
@@ -1108,6 +1102,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
             let counter = Counter::from_metric(&metric.to_ascii_lowercase())
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
             let plan = plan_for(&row)?;
+            warnings.extend(params_mismatch(&row, &plan, rec.line));
             let est = estimate(&plan).map_err(|e| e.to_string())?;
             let predicted = counter.pick(&est.peak) as f64 / GIB as f64;
             let over = est.peak.device_used.get() > plan.gpu.capacity_mib.saturating_mul(MIB);
@@ -1155,6 +1150,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
             oom_total,
         },
         cases,
+        warnings,
     })
 }
 

@@ -672,7 +672,7 @@ fn shared_experts_stated_in_the_notes_reach_the_model() {
 
 #[test]
 fn rows_whose_columns_disagree_with_their_parameter_count_are_named() {
-    use cost_model::calibrate::params_warnings;
+    let params_warnings = |csv: &str| calibrate(csv).map(|r| r.warnings);
     // Every public row's columns give its published count (within 2 %).
     assert_eq!(params_warnings(&cases()).unwrap(), Vec::<String>::new());
     // A row claiming 8 B parameters for Phi-1.5's columns (1.42 B).

@@ -225,7 +225,7 @@ fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
         }
     };
     // On standard error: the JSON on standard output keeps its shape.
-    for w in cost_model::calibrate::params_warnings(&text).unwrap_or_default() {
+    for w in &report.warnings {
         eprintln!("memplan calibrate: warning: {w}");
     }
     if a.json {
