@@ -661,6 +661,40 @@ fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
         .into_bytes()
 }
 
+/// What a text no reader recognised is, when its head says: a memory
+/// estimator's output (a prediction, not a measurement), or a bare column of
+/// figures (`--query-gpu=memory.used --format=csv,noheader`: which counter it
+/// is cannot be told).
+fn refusal_reason(head: &[String]) -> Option<TraceError> {
+    let has = |needle: &str| head.iter().any(|l| l.contains(needle));
+    let estimator = if has("Estimated memory needed for params, optim states and gradients") {
+        Some("DeepSpeed's memory estimator (estimate_zero*_model_states_mem_needs)")
+    } else if has("Memory Usage for loading") && has("Training using Adam") {
+        Some("`accelerate estimate-memory`")
+    } else {
+        None
+    };
+    if let Some(tool) = estimator {
+        return Some(TraceError::whole(format!(
+            "this is the output of {tool}: a prediction from the parameter count, not a \
+             measurement of a run — upload what nvidia-smi, PyTorch or the framework printed \
+             during training"
+        )));
+    }
+    let bare_column = head.iter().filter(|l| !l.trim().is_empty()).all(|l| {
+        let n = l.trim().trim_end_matches("MiB").trim();
+        !n.is_empty() && n.parse::<f64>().is_ok()
+    });
+    bare_column.then(|| {
+        TraceError::at(
+            1,
+            "a single column of figures without a header (`--query-gpu=… --format=csv,noheader`): \
+             which query it is cannot be told; keep the header line or name the column \
+             (e.g. --columns memory.used)",
+        )
+    })
+}
+
 /// Parses a whole text (see [`parse_reader`]).
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
     parse_reader(text.as_bytes(), opts)
@@ -729,25 +763,12 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         .format
         .or_else(|| opts.csv_columns.as_ref().map(|_| Format::NvidiaSmiCsv))
         .or_else(|| detect(&head));
-    // A bare column of figures (`--query-gpu=memory.used --format=csv,noheader`):
-    // which counter it is cannot be told.
-    // Memory estimators print sizes too, but of a prediction, not of a run.
-    let estimator = detected.is_none().then(|| {
-        let has = |needle: &str| head.iter().any(|l| l.contains(needle));
-        if has("Estimated memory needed for params, optim states and gradients") {
-            Some("DeepSpeed's memory estimator (estimate_zero*_model_states_mem_needs)")
-        } else if has("Memory Usage for loading") && has("Training using Adam") {
-            Some("`accelerate estimate-memory`")
-        } else {
-            None
-        }
-    });
-    let bare_column = detected.is_none()
-        && head.iter().filter(|l| !l.trim().is_empty()).all(|l| {
-            let t = l.trim();
-            let n = t.trim_end_matches("MiB").trim();
-            !n.is_empty() && n.parse::<f64>().is_ok()
-        });
+    // Why an unrecognised text is refused, read off its head while it is held.
+    let refusal = if detected.is_none() {
+        refusal_reason(&head)
+    } else {
+        None
+    };
     let format = detected.unwrap_or(Format::PytorchOom);
     let mut parser = parser_for(format, opts);
     let mut b = Builder::default();
@@ -782,28 +803,12 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         Some(f) => f,
         None => match b.seen.or((!b.oom.is_empty()).then_some(Format::PytorchOom)) {
             Some(f) => f,
-            None if estimator.flatten().is_some() => {
-                return Err(TraceError::whole(format!(
-                    "this is the output of {}: a prediction from the parameter count, not a \
-                     measurement of a run — upload what nvidia-smi, PyTorch or the framework printed \
-                     during training",
-                    estimator.flatten().unwrap_or_default()
-                )))
-            }
-            None if bare_column => {
-                return Err(TraceError::at(
-                    1,
-                    "a single column of figures without a header (`--query-gpu=… --format=csv,noheader`): \
-                     which query it is cannot be told; keep the header line or name the column \
-                     (e.g. --columns memory.used)",
-                ))
-            }
-            None => {
-                return Err(TraceError::whole(format!(
+            None => return Err(refusal.unwrap_or_else(|| {
+                TraceError::whole(format!(
                     "unrecognised format: no GPU memory figures in {no} lines; known formats: {}",
                     Format::known_list()
-                )))
-            }
+                ))
+            })),
         },
     };
     let trace = b.finish(format, no);
