@@ -62,25 +62,23 @@ pub fn is_hf_metric_line(l: &str) -> bool {
         && (t.contains('=') || t.contains("_delta':") || t.contains("_delta\":"))
 }
 
-/// The Trainer's memory metrics (`TrainerMemoryTracker`): stage × device × kind.
-const HF_MEMORY_METRICS: [&str; 16] = [
-    "init_mem_cpu_alloc_delta",
-    "init_mem_cpu_peaked_delta",
-    "init_mem_gpu_alloc_delta",
-    "init_mem_gpu_peaked_delta",
-    "train_mem_cpu_alloc_delta",
-    "train_mem_cpu_peaked_delta",
-    "train_mem_gpu_alloc_delta",
-    "train_mem_gpu_peaked_delta",
-    "eval_mem_cpu_alloc_delta",
-    "eval_mem_cpu_peaked_delta",
-    "eval_mem_gpu_alloc_delta",
-    "eval_mem_gpu_peaked_delta",
-    "test_mem_cpu_alloc_delta",
-    "test_mem_cpu_peaked_delta",
-    "test_mem_gpu_alloc_delta",
-    "test_mem_gpu_peaked_delta",
-];
+/// Which of PyTorch's counters a script's print names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrintedCounter {
+    Allocated,
+    Reserved,
+    /// "Peak GPU memory": read as the reserved counter, with a warning.
+    Unnamed,
+}
+
+/// One peak a script printed (see [`peak_counters`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PeakPrint {
+    pub counter: PrintedCounter,
+    pub mib: f64,
+    /// Labelled `GB`/`MB`/`TB`, which a script may mean as 10^9 or 2^30.
+    pub decimal_label: bool,
+}
 
 /// PyTorch's peak counters printed by a script of one's own:
 /// `torch.cuda.max_memory_allocated() = 13245 MB`, `max_memory_reserved: 15.2GB`,
@@ -91,9 +89,8 @@ const HF_MEMORY_METRICS: [&str; 16] = [
 /// the first number with a size unit (binary, as [`parse_size_mib`] reads
 /// them), else a unit written before it (`(GiB)`), else a whole number of at
 /// least 2^20 as bytes. A peak of GPU memory (`gpu`, `cuda`, `vram`) whose
-/// counter is not named is returned as such. Returns (reserved: `Some(true)`,
-/// allocated: `Some(false)`, unnamed: `None`; MiB; the unit was `GB`/`MB`).
-pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
+/// counter is not named is returned as such.
+pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
     let mut out = Vec::new();
     // Most lines of a long log say nothing of memory: leave before allocating.
     if !l
@@ -109,9 +106,14 @@ pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
         if !norm.contains("mem") || norm.contains("delta") {
             continue;
         }
-        let named = ["allocated", "reserved", "cached"]
-            .iter()
-            .find_map(|k| norm.find(k).map(|i| (i + k.len(), Some(*k != "allocated"))));
+        let named = ["allocated", "reserved", "cached"].iter().find_map(|k| {
+            let counter = if *k == "allocated" {
+                PrintedCounter::Allocated
+            } else {
+                PrintedCounter::Reserved
+            };
+            norm.find(k).map(|i| (i + k.len(), counter))
+        });
         // `Peak GPU memory: 12.3 GiB`, `Max CUDA memory usage: 12345.67 MB`
         // (Colossal-AI): a peak whose counter is not named — `peak`, or `max`
         // with `usage`/`used`: a bare "Max memory = 14.7 GB" is the capacity
@@ -124,7 +126,7 @@ pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
                 .any(|w| norm.contains(w))
                 .then_some(())
                 .filter(|_| peak)
-                .and_then(|_| norm.find("mem").map(|i| (i + 3, None)))
+                .and_then(|_| norm.find("mem").map(|i| (i + 3, PrintedCounter::Unnamed)))
         };
         let Some((at, counter)) = named.or_else(unnamed) else {
             continue;
@@ -134,50 +136,53 @@ pub fn peak_counters(l: &str) -> Vec<(Option<bool>, f64, bool)> {
         }
         // The rest of the word (`memory`) is skipped with the other letters.
         if let Some((mib, decimal_label)) = figure_in(&seg[at..]) {
-            out.push((counter, mib, decimal_label));
+            out.push(PeakPrint {
+                counter,
+                mib,
+                decimal_label,
+            });
         }
     }
     out
 }
 
-/// The figure in the text after a counter's name (see [`peak_counters`]).
+/// The figure in the text after a counter's name (see [`peak_counters`]):
+/// (MiB, labelled `GB`/`MB`/`TB`).
 fn figure_in(rest: &str) -> Option<(f64, bool)> {
     let toks: Vec<&str> = rest
         .split(|c: char| c.is_whitespace() || matches!(c, ':' | '=' | '(' | ')' | '[' | ']'))
         .filter(|t| !t.is_empty())
         .collect();
-    let split = |t: &str| -> (String, String) {
+    let is_unit = |u: &str| parse_size_mib("1", u).is_some();
+    let mut unit_before: Option<&str> = None;
+    for (i, t) in toks.iter().enumerate() {
         let end = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(t.len());
-        (t[..end].to_string(), t[end..].to_string())
-    };
-    let is_unit = |u: &str| parse_size_mib("1", u).is_some();
-    let mut unit_before: Option<String> = None;
-    for (i, t) in toks.iter().enumerate() {
-        let (num, tail) = split(t);
-        let bare = tail.is_empty();
-        if num.is_empty() || num.parse::<f64>().is_err() {
-            if is_unit(t) && unit_before.is_none() {
-                unit_before = Some(t.to_string());
+        let (num, tail) = t.split_at(end);
+        if num.parse::<f64>().is_err() {
+            if unit_before.is_none() && is_unit(t) {
+                unit_before = Some(t);
             }
             continue;
         }
-        // `12.3GB` or `12.3 GB`.
-        let unit = if is_unit(&tail) {
-            Some(tail)
-        } else if bare {
+        // `12.3GB`, `12.3 GB`, or a unit written before the figure (`(GiB): 12.3`).
+        let unit = if tail.is_empty() {
             toks.get(i + 1)
+                .copied()
                 .filter(|u| is_unit(u))
-                .map(|u| u.to_string())
+                .or(unit_before)
+        } else if is_unit(tail) {
+            Some(tail)
         } else {
-            None
+            continue;
         };
-        if let Some(u) = unit.or_else(|| unit_before.clone().filter(|_| bare)) {
+        if let Some(u) = unit {
             let decimal_label = matches!(u.trim_end_matches(['.', ',']), "GB" | "MB" | "TB");
-            return parse_size_mib(&num, &u).map(|m| (m, decimal_label));
+            return parse_size_mib(num, u).map(|m| (m, decimal_label));
         }
-        if bare && !num.contains('.') {
+        // A whole number of bytes.
+        if !num.contains('.') {
             if let Ok(bytes) = num.parse::<f64>() {
                 if bytes >= 1024.0 * 1024.0 {
                     return Some((bytes / (1024.0 * 1024.0), false));
@@ -258,12 +263,11 @@ fn rank_of(line: &str) -> Option<u32> {
 }
 
 #[derive(Default)]
-pub struct LogParser;
-
-/// The start of the warning about `GB` / `MB` labels on a script's own figures.
-const GB_LABEL: &str = "figures labelled GB or MB";
-/// The start of the warning about a peak whose counter is not named.
-const UNNAMED: &str = "a peak that does not name its counter";
+pub struct LogParser {
+    /// The warnings about a script's prints, given once each.
+    warned_decimal_label: bool,
+    warned_unnamed: bool,
+}
 
 impl LineParser for LogParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
@@ -427,11 +431,13 @@ impl LineParser for LogParser {
         if is_hf_metric_line(line) {
             b.seen.get_or_insert(Format::HfTrainerMetrics);
             if !line.contains('=') {
-                // The metrics dict: raw bytes.
-                for key in HF_MEMORY_METRICS {
-                    if let Some(v) = stat_count(line, &format!("{key}'"))
-                        .or_else(|| stat_count(line, &format!("{key}\"")))
-                    {
+                // The metrics dict: each `'…_mem_…_delta': bytes` entry.
+                for (k, v) in line.split(',').filter_map(|e| e.split_once(':')) {
+                    let key = k.trim().trim_matches(['{', '\'', '"']);
+                    if !(key.contains("_mem_") && key.ends_with("_delta")) {
+                        continue;
+                    }
+                    if let Ok(v) = v.trim().trim_end_matches('}').trim().parse::<f64>() {
                         b.notes.push((key.to_string(), v / (1024.0 * 1024.0)));
                     }
                 }
@@ -449,33 +455,31 @@ impl LineParser for LogParser {
         let counters = peak_counters(line);
         if !counters.is_empty() {
             b.seen.get_or_insert(Format::PytorchPeakCounters);
-            for (counter, mib, decimal_label) in counters {
-                if counter.is_none() && !b.warnings.iter().any(|w| w.starts_with(UNNAMED)) {
+            let rank = rank_of(line);
+            for p in counters {
+                if p.counter == PrintedCounter::Unnamed && !self.warned_unnamed {
+                    self.warned_unnamed = true;
                     b.warnings.push(format!(
-                        "{UNNAMED} (line {no}): read as the reserved counter, the one \
+                        "a peak that does not name its counter (line {no}): read as the reserved counter, the one \
                          torch.cuda.max_memory_reserved() and most frameworks report"
                     ));
                 }
-                let rank = rank_of(line);
                 let a = b.allocator();
-                let reserved = counter != Some(false);
-                if reserved {
-                    keep_max(&mut a.peak_reserved_mib, mib);
+                let (allocated, reserved) = if p.counter == PrintedCounter::Allocated {
+                    keep_max(&mut a.peak_allocated_mib, p.mib);
+                    (Some(p.mib), None)
                 } else {
-                    keep_max(&mut a.peak_allocated_mib, mib);
-                }
+                    keep_max(&mut a.peak_reserved_mib, p.mib);
+                    (None, Some(p.mib))
+                };
                 // torchrun's `[rank3]:` prefix: each rank's own peak.
                 if let Some(r) = rank {
-                    let (al, re) = if reserved {
-                        (None, Some(mib))
-                    } else {
-                        (Some(mib), None)
-                    };
-                    keep_rank(a, r, al, re);
+                    keep_rank(a, r, allocated, reserved);
                 }
-                if decimal_label && !b.warnings.iter().any(|w| w.starts_with(GB_LABEL)) {
+                if p.decimal_label && !self.warned_decimal_label {
+                    self.warned_decimal_label = true;
                     b.warnings.push(format!(
-                        "{GB_LABEL} (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
+                        "figures labelled GB or MB (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
                          PyTorch's counter by 1024**3 prints it; if it divided by 1e9, the \
                          counter was 7 % below these figures"
                     ));

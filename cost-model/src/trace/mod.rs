@@ -569,7 +569,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::AxolotlMetrics
         | Format::UnslothMemoryStats
         | Format::LitgptMemoryUsed
-        | Format::PytorchPeakCounters => Box::new(logs::LogParser),
+        | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
 
@@ -803,12 +803,14 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         Some(f) => f,
         None => match b.seen.or((!b.oom.is_empty()).then_some(Format::PytorchOom)) {
             Some(f) => f,
-            None => return Err(refusal.unwrap_or_else(|| {
-                TraceError::whole(format!(
+            None => {
+                return Err(refusal.unwrap_or_else(|| {
+                    TraceError::whole(format!(
                     "unrecognised format: no GPU memory figures in {no} lines; known formats: {}",
                     Format::known_list()
                 ))
-            })),
+                }))
+            }
         },
     };
     let trace = b.finish(format, no);
