@@ -199,14 +199,19 @@ fn xml_element(t: &str) -> Option<(&str, &str)> {
 }
 
 impl QueryParser {
+    /// A GPU's section begins (`GPU 00000000:07:00.0`, `<gpu id=…>`).
+    fn start_gpu(&mut self) {
+        self.current = Some(self.gpus);
+        self.gpus += 1;
+        self.name = None;
+        self.in_fb = false;
+        self.total = None;
+    }
+
     /// A line of `nvidia-smi -q -x` (XML): the same figures under tags.
     fn xml_line(&mut self, t: &str, b: &mut Builder) {
         if t.starts_with("<gpu id=") || t == "<gpu>" {
-            self.current = Some(self.gpus);
-            self.gpus += 1;
-            self.name = None;
-            self.in_fb = false;
-            self.total = None;
+            self.start_gpu();
             return;
         }
         match t {
@@ -278,11 +283,7 @@ impl LineParser for QueryParser {
             return Ok(());
         }
         if t.starts_with("GPU ") && t.matches(':').count() >= 2 && !t.contains(" : ") {
-            self.current = Some(self.gpus);
-            self.gpus += 1;
-            self.name = None;
-            self.in_fb = false;
-            self.total = None;
+            self.start_gpu();
             return Ok(());
         }
         let indent = line.len() - line.trim_start().len();
@@ -441,12 +442,15 @@ pub struct AmdSmiParser {
     vram_cols: Vec<String>,
 }
 
+/// `amd-smi monitor`'s header line.
+fn is_amd_monitor_header(l: &str) -> bool {
+    l.contains("VRAM_USED") && l.contains("VRAM_TOTAL")
+}
+
 /// Whether a line is amd-smi's: a metric key or the monitor header.
 pub fn is_amd_smi_line(l: &str) -> bool {
     let t = l.trim_start();
-    t.starts_with("USED_VRAM:")
-        || t.starts_with("TOTAL_VRAM:")
-        || (l.contains("VRAM_USED") && l.contains("VRAM_TOTAL"))
+    t.starts_with("USED_VRAM:") || t.starts_with("TOTAL_VRAM:") || is_amd_monitor_header(l)
 }
 
 impl LineParser for AmdSmiParser {
@@ -456,7 +460,7 @@ impl LineParser for AmdSmiParser {
             self.gpu = i.trim().parse().ok();
             return Ok(());
         }
-        if t.contains("VRAM_USED") && t.contains("VRAM_TOTAL") {
+        if is_amd_monitor_header(t) {
             self.vram_cols = t
                 .split_whitespace()
                 .filter(|c| c.starts_with("VRAM_") && !c.ends_with('%'))

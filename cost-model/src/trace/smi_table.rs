@@ -29,14 +29,17 @@ pub struct TableParser {
     nvitop: bool,
 }
 
-/// The cells between `|` of a table row (`None` if not a row).
+/// A cell border: nvidia-smi's `|`, or the box-drawing `│` nvitop draws.
+const BORDERS: [char; 2] = ['|', '│'];
+
+/// The cells between borders of a table row (`None` if not a row).
 fn cells(line: &str) -> Option<Vec<&str>> {
     let t = line.trim();
-    if !t.starts_with('|') {
+    if !t.starts_with(BORDERS) {
         return None;
     }
-    let inner = t.trim_start_matches('|').trim_end_matches('|');
-    Some(inner.split('|').collect())
+    let inner = t.trim_start_matches(BORDERS).trim_end_matches(BORDERS);
+    Some(inner.split(BORDERS).collect())
 }
 
 /// The first row of a GPU in the GPU section: `|   0  NVIDIA H800   On   | 00000000:18:00.0 Off | … |`.
@@ -146,13 +149,6 @@ impl TableParser {
 
 impl LineParser for TableParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        let boxed;
-        let line = if self.nvitop && line.contains('│') {
-            boxed = line.replace('│', "|");
-            boxed.as_str()
-        } else {
-            line
-        };
         if (line.contains("NVIDIA-SMI") || line.contains("NVITOP"))
             && line.contains("Driver Version")
         {
