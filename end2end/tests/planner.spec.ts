@@ -189,6 +189,24 @@ test("hydrated: searching the presets picks a model", async ({ page }, info) => 
   await expect(page).toHaveURL(/model=mistral-7b/);
 });
 
+/**
+ * Sets a checkbox of the plan at `plan`: hydrated by clicking it (the URL must
+ * then carry `param`), without JavaScript by loading the plan with `param`.
+ */
+async function setCheckbox(page: Page, info: { project: { name: string } }, plan: string, testId: string, on: boolean, param: string) {
+  const box = page.getByTestId(testId);
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    if (on) await box.check();
+    else await box.uncheck();
+    await expect(page).toHaveURL(new RegExp(param));
+  } else {
+    await page.goto(`${plan}&${param}`);
+    if (on) await expect(box).toBeChecked();
+    else await expect(box).not.toBeChecked();
+  }
+}
+
 test("torch.compile: the checkbox and the URL key agree, and compiling keeps fewer activations", async ({ page }, info) => {
   const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
   await page.goto(plan);
@@ -196,14 +214,7 @@ test("torch.compile: the checkbox and the URL key agree, and compiling keeps few
   const eager = await page.getByTestId("row-activations").textContent();
   const eagerUsed = await used();
   await expect(page.getByTestId("compile")).not.toBeChecked();
-  if (hydrated(info)) {
-    await waitForHydration(page);
-    await page.getByTestId("compile").check();
-    await expect(page).toHaveURL(/compile=1/);
-  } else {
-    await page.goto(plan + "&compile=1");
-    await expect(page.getByTestId("compile")).toBeChecked();
-  }
+  await setCheckbox(page, info, plan, "compile", true, "compile=1");
   await expect(page.getByTestId("row-activations")).not.toHaveText(eager ?? "");
   await expect.poll(used).toBeLessThan(eagerUsed);
 });
@@ -216,15 +227,8 @@ test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, 
   const weights = await page.getByTestId("row-weights").textContent();
   const preparedUsed = await used();
   await expect(page.getByTestId("kbit32")).toBeChecked();
-  if (hydrated(info)) {
-    await waitForHydration(page);
-    await page.getByTestId("kbit32").uncheck();
-    // Off is not the framework's default, so the link must say so.
-    await expect(page).toHaveURL(/kbit32=0/);
-  } else {
-    await page.goto(plan + "&kbit32=0");
-    await expect(page.getByTestId("kbit32")).not.toBeChecked();
-  }
+  // Off is not the framework's default, so the link must say so.
+  await setCheckbox(page, info, plan, "kbit32", false, "kbit32=0");
   // The embeddings, head and norms back in 16 bits.
   await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
   await expect.poll(used).toBeLessThan(preparedUsed);
