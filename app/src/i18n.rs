@@ -509,7 +509,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("fp16 AMP (fp32 weights)", "fp16 混合精度（fp32 权重）"),
     ("pure bf16", "纯 bf16"),
     ("pure fp16", "纯 fp16"),
-    ("fp8 matmuls (bf16 weights)", "fp8 矩阵乘（bf16 权重）"),
+    ("fp8 matmuls (stored as the framework's bf16)", "fp8 矩阵乘（存储同框架的 bf16 方案）"),
     ("foreach (PyTorch default)", "foreach（PyTorch 默认）"),
     // Verdict
     ("Fits", "放得下"),

@@ -436,6 +436,9 @@ struct Ctx<'a> {
     s: f64,
     /// Activation element bytes.
     e: f64,
+    /// The precision policy as stored: a float8 plan counts as its
+    /// framework's 16-bit policy ([`Framework::fp8_storage`]).
+    prec: Precision,
     /// Degree over which sharded model states are split.
     shard: f64,
     /// The framework profile's defaults (read many times per block count).
@@ -463,6 +466,10 @@ impl<'a> Ctx<'a> {
             s: (plan.training.seq_len as f64 + plan.training.finetune.prepended_tokens() as f64)
                 / p.cp as f64,
             e: plan.training.precision.activation_bytes(),
+            prec: match plan.training.precision {
+                Precision::Fp8 => plan.framework.fp8_storage(),
+                p => p,
+            },
             shard,
             d: plan.framework.defaults(),
         }
@@ -843,7 +850,7 @@ impl<'a> Ctx<'a> {
     /// keeps fp32 parameters, DESIGN.md §3), 16-bit for pure 16-bit and for
     /// DeepSpeed/Megatron mixed precision (ZeRO paper: 2Ψ).
     fn trainable_weight_bytes(&self) -> f64 {
-        let prec = self.plan.training.precision;
+        let prec = self.prec;
         if self.base_bits().is_some()
             && self.peft_adapters_fp32()
             && self.adapter_method() != Some(AdapterMethod::OsfReconstruct)
@@ -1073,6 +1080,27 @@ impl<'a> Ctx<'a> {
             && !self.plan.training.optimizer_in_backward
     }
 
+    /// Megatron's data-parallel wrapper allocates every trainable parameter's
+    /// fp32 `main_grad` in contiguous buffers when the model is wrapped, zeroes
+    /// them at the start of each iteration and never frees them; its reduce
+    /// buckets are views into them (megatron-core 0.19.2
+    /// `distributed/param_and_grad_buffer.py`: `self.grad_data = torch.zeros(
+    /// self.numel, dtype=self.grad_dtype, ...)`, `reset()` → `grad_data.zero_()`;
+    /// `training/arguments.py` turns on `accumulate_allreduce_grads_in_fp32`
+    /// for bf16). Seen in ../shared/fixtures/traces/megatron_mem_01.txt
+    /// (GPT-2 345M, TP 2 × DP 2, distributed optimizer): 2040 MiB allocated
+    /// between iterations = 178 M parameters per rank × (2 + 4 + 12/2) bytes,
+    /// the fp32 gradient buffer included.
+    fn megatron_grad_buffer(&self) -> bool {
+        self.defaults().fp32_grad_buffers && !self.plan.training.optimizer_in_backward
+    }
+
+    /// The gradients live from one step to the next in a buffer allocated
+    /// once (ZeRO-3's partitions, Megatron's `main_grad`).
+    fn grads_persistent(&self) -> bool {
+        self.zero3_grad_buffer_on_gpu() || self.megatron_grad_buffer()
+    }
+
     /// Optimizer states (and master copy) one rank holds on the GPU, wherever
     /// they are allocated; zero when offloaded to the CPU.
     fn optimizer_on_gpu(&self, s: u32) -> f64 {
@@ -1172,7 +1200,7 @@ impl<'a> Ctx<'a> {
     /// 16-bit copy of every fp32 matrix lives from forward into backward
     /// (torch/csrc/autograd: `mm` saves `mat2`; autocast_mode.cpp `cached_cast`).
     fn autocast_copies(&self, s: u32) -> f64 {
-        let prec = self.plan.training.precision;
+        let prec = self.prec;
         if !prec.is_autocast() || self.shards_params() {
             return 0.0;
         }
@@ -1268,7 +1296,7 @@ impl<'a> Ctx<'a> {
     /// 6·hidden bytes per token per block more than pure bf16 for this
     /// (plus 4·hidden for the fp32 normalised tensors, [`Self::norm_affine_bytes`]).
     fn casts_inputs_per_matmul(&self) -> bool {
-        self.plan.training.precision.is_autocast() && self.residual_bytes() >= FP32
+        self.prec.is_autocast() && self.residual_bytes() >= FP32
     }
 
     /// A Python RMSNorm whose weight trains also keeps its normalised input for
@@ -1361,7 +1389,7 @@ impl<'a> Ctx<'a> {
     /// element more than a fused GELU would.
     fn gelu_new_extra_bytes(&self) -> f64 {
         debug_assert!(self.python_gelu());
-        let prec = self.plan.training.precision;
+        let prec = self.prec;
         let up = if prec.is_autocast() || prec == Precision::Fp32 {
             FP32
         } else {
@@ -1391,7 +1419,7 @@ impl<'a> Ctx<'a> {
     /// shaped, amp-bf16): allocated −11.3 % without this, +0.1 % with it.
     fn experts_in_fp32(&self) -> bool {
         self.m.is_moe()
-            && self.plan.training.precision.is_autocast()
+            && self.prec.is_autocast()
             && self.residual_bytes() >= FP32
             && self.base_bits().is_none()
             && self.plan.framework.runs_the_models_own_code()
@@ -1439,7 +1467,7 @@ impl<'a> Ctx<'a> {
     /// RMSNorm call `.float()`; autocast runs layer_norm in fp32), 16-bit in
     /// Megatron/TransformerEngine fused norms.
     fn norm_saved_bytes(&self) -> f64 {
-        let prec = self.plan.training.precision;
+        let prec = self.prec;
         if self.plan.training.compile {
             // Inductor fuses the norm: its input is saved in the residual
             // stream's dtype and the fp32 copies are recomputed in backward
@@ -1489,7 +1517,7 @@ impl<'a> Ctx<'a> {
     /// `lora_A` matmul saves a 16-bit cast instead (measured on the H200:
     /// Llama-3.2-3B amp-bf16 LoRA kept 2 bytes per adapter input element).
     fn lora_input_bytes(&self) -> f64 {
-        if self.trainable_weight_bytes() >= FP32 && !self.plan.training.precision.is_autocast() {
+        if self.trainable_weight_bytes() >= FP32 && !self.prec.is_autocast() {
             FP32
         } else {
             self.e
@@ -1838,7 +1866,7 @@ impl<'a> Ctx<'a> {
     /// framework upcasts or autocast does (softmax and log_softmax are on
     /// autocast's fp32 list), else the activation dtype.
     fn upcast_bytes(&self) -> f64 {
-        let prec = self.plan.training.precision;
+        let prec = self.prec;
         if self.plan.training.fp32_upcasts || prec.fp32_weights() {
             FP32
         } else {
@@ -1869,7 +1897,7 @@ impl<'a> Ctx<'a> {
     /// precision (parameters cast to 16-bit for compute) and over a frozen
     /// 16-bit or quantised base (DESIGN.md §3b).
     fn residual_bytes(&self) -> f64 {
-        let prec = self.plan.training.precision;
+        let prec = self.prec;
         let fp32_compute = match prec {
             Precision::Fp32 => true,
             _ if self.kbit_fp32() => true,
@@ -2040,6 +2068,10 @@ impl<'a> Ctx<'a> {
             {
                 (FP32 + held, FP32 + held)
             }
+            // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit
+            // logits inside the loss forward, then only the saved softmax,
+            // which backward turns into the gradient in place.
+            Loss::Standard if self.defaults().inplace_cross_entropy => (self.e + FP32, FP32),
             // Final-logit soft-capping keeps the tanh output.
             Loss::Standard => {
                 let b = LOSS_STANDARD_TENSORS * self.upcast_bytes()
@@ -2078,6 +2110,8 @@ impl<'a> Ctx<'a> {
         // fused loss has no separate moment (it makes the head's gradient in
         // forward), so its head moment is its loss moment.
         let head = match self.plan.training.loss {
+            // The fp32 gradient and its 16-bit cast for the head's matmul.
+            Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.e,
             Loss::Standard => self.e + held,
             Loss::ChunkedKeep => HALF + self.e,
             Loss::ChunkedFree => self.e,
@@ -2139,6 +2173,11 @@ impl<'a> Ctx<'a> {
         let dp = p.dp();
         let trainable = self.stage_trainable(s);
         match p.sharding {
+            // Megatron reduces in buckets that are views of its `main_grad`
+            // buffers ([`Self::megatron_grad_buffer`]), counted as gradients.
+            Sharding::Ddp | Sharding::Zero1 | Sharding::Zero2 if self.megatron_grad_buffer() => {
+                (0.0, 0.0)
+            }
             Sharding::Ddp if dp > 1 && !p.gradient_as_bucket_view => {
                 // DDP's flat buckets hold a second copy of every gradient unless
                 // gradient_as_bucket_view=True (PyTorch #41954).
@@ -2205,7 +2244,7 @@ impl<'a> Ctx<'a> {
                 // Gathered in the compute dtype: FSDP `MixedPrecision(param_dtype=bf16)`
                 // / FSDP2 `MixedPrecisionPolicy` and DeepSpeed gather 16-bit
                 // parameters; only plain fp32 training gathers fp32.
-                let pbytes = if self.plan.training.precision == Precision::Fp32 {
+                let pbytes = if self.prec == Precision::Fp32 {
                     FP32
                 } else {
                     HALF
@@ -2336,9 +2375,9 @@ impl<'a> Ctx<'a> {
         let (comm_f, comm_b) = (comm_f + ipg, comm_b + ipg);
         // Gradients exist through forward and backward while they accumulate,
         // in every step when `zero_grad` zeroes instead of freeing them, and
-        // always in ZeRO-3's gradient partition buffer.
+        // always in ZeRO-3's gradient partition buffer and Megatron's `main_grad`.
         let t = &self.plan.training;
-        let persistent = self.zero3_grad_buffer_on_gpu();
+        let persistent = self.grads_persistent();
         let kept = t.grad_accum > 1 || !t.zero_grad_set_to_none || persistent;
         let g_fwd = if kept && !t.optimizer_in_backward {
             g

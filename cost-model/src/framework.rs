@@ -2,7 +2,7 @@
 //! defaults fill the settings users rarely state (DESIGN.md §3b). Every default
 //! is shown in the UI and can be overridden in the plan.
 
-use crate::plan::{Checkpointing, Loss, OptimizerImpl};
+use crate::plan::{Checkpointing, Loss, OptimizerImpl, Precision};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -95,6 +95,14 @@ pub struct FrameworkDefaults {
     /// `ModelParallelConfig.sequence_parallel` defaults to `False`
     /// (megatron-core 0.19.2), as does Megatron-LM's `--sequence-parallel`.
     pub sequence_parallel: bool,
+    /// The unchunked cross-entropy works in place on one fp32 copy of the
+    /// logits and saves only that (Megatron-Core's `_VocabParallelCrossEntropy`:
+    /// `.float()`, then `-= logits_max`, `torch.exp(..., out=)`, `div_`, and
+    /// `save_for_backward(exp_logits, ...)`; backward turns the saved softmax
+    /// into the gradient in place: megatron-core 0.19.2
+    /// `tensor_parallel/cross_entropy.py`), where transformers and torchtitan
+    /// keep the upcast logits, the log-softmax and its gradient.
+    pub inplace_cross_entropy: bool,
 }
 
 impl Framework {
@@ -219,6 +227,43 @@ impl Framework {
         matches!(self, Framework::Torchtune | Framework::Torchtitan)
     }
 
+    /// The precision a float8 run stores its weights, gradients and optimizer
+    /// states in. float8 training changes the matmuls' inputs (cast per
+    /// matmul), not what a framework keeps, so a `Fp8` plan is counted as the
+    /// framework's 16-bit policy:
+    /// - torchtitan keeps fp32 parameters (`training.dtype = "float32"`) and
+    ///   computes in bf16 through FSDP2's `MixedPrecisionPolicy` or autocast
+    ///   (`mixed_precision_param`; torchtitan 0.3.0 `config/configs.py`);
+    ///   its `Float8LinearConverter` swaps in torchao's `Float8Linear`, whose
+    ///   autograd function saves the high-precision input and weight
+    ///   (torchao 0.18.0 `float8/float8_linear.py`:
+    ///   `ctx.save_for_backward(input_hp, weight_hp_t)`). Accelerate's
+    ///   `mixed_precision="fp8"` converts the model as loaded (fp32 by default
+    ///   in its and the Trainer's examples) and autocasts the rest to bf16:
+    ///   both are `amp-bf16` with float8 matmuls.
+    /// - LitGPT's `--precision transformer-engine` converts the weights to bf16
+    ///   (Lightning 2.6.6 `fabric/connector.py`:
+    ///   `TransformerEnginePrecision(weights_dtype=torch.bfloat16)`); torchtune
+    ///   trains float8 over its `dtype: bf16` model; torchao's own examples
+    ///   convert a bf16 model: pure `bf16`.
+    /// - DeepSpeed and Megatron keep 16-bit weights with fp32 master weights in
+    ///   the optimizer whatever the matmuls: their `bf16`.
+    pub fn fp8_storage(self) -> Precision {
+        match self {
+            Framework::HfTrainer
+            | Framework::HfAccelerate
+            | Framework::Peft
+            | Framework::Trl
+            | Framework::Torchtitan
+            | Framework::FsdpQlora => Precision::AmpBf16,
+            Framework::Torchtune
+            | Framework::Litgpt
+            | Framework::Deepspeed
+            | Framework::Megatron
+            | Framework::PlainPytorch => Precision::Bf16,
+        }
+    }
+
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
     /// The Trainer fills its "auto" with hidden² (transformers
     /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's
@@ -250,7 +295,8 @@ impl Framework {
     /// - LitGPT: `chunked_cross_entropy` with `lm_head_chunk_size=128` in finetune scripts.
     /// - DeepSpeed: fp16/bf16 weights with fp32 master weights in the optimizer,
     ///   FusedAdam (ZeRO paper's 16Ψ accounting).
-    /// - Megatron-LM: 16-bit weights, fp32 `main_grad` buffers, fp32 master in the
+    /// - Megatron-LM: no recomputation unless asked, the in-place vocab-parallel
+    ///   cross-entropy, 16-bit weights, fp32 `main_grad` buffers, fp32 master in the
     ///   optimizer (`theoretical_memory_usage.py`: 18 bytes/param without the
     ///   distributed optimizer), fused Adam from Apex/TransformerEngine.
     pub fn defaults(self) -> FrameworkDefaults {
@@ -270,6 +316,7 @@ impl Framework {
             lora_dropout: true,
             kbit_fp32_prep: false,
             sequence_parallel: false,
+            inplace_cross_entropy: false,
         };
         match self {
             Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
@@ -322,7 +369,18 @@ impl Framework {
                 optimizer_impl: OptimizerImpl::Fused,
                 fp32_master_in_optimizer: true,
                 fp32_grad_buffers: true,
-                checkpointing: Checkpointing::Selective,
+                inplace_cross_entropy: true,
+                // The fused softmax kernels compute in fp32 but return and
+                // save 16-bit probabilities (`ScaledUpperTriangMaskedSoftmax`;
+                // `attention_softmax_in_fp32` upcasts only the unfused path,
+                // megatron-core 0.19.2 `fusions/fused_softmax.py`): Korthikanti
+                // et al.'s 2 bytes per score. The loss's fp32 copy is
+                // `inplace_cross_entropy`'s.
+                fp32_upcasts: false,
+                // `TransformerConfig.recompute_granularity` defaults to `None`
+                // (megatron-core 0.19.2); `--recompute-activations` asks for
+                // the selective (core attention) policy.
+                checkpointing: Checkpointing::None,
                 ..hf
             },
         }

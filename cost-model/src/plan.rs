@@ -39,7 +39,9 @@ pub enum Precision {
     Bf16,
     /// Pure fp16 weights and gradients.
     Fp16,
-    /// float8 matmuls over bf16 weights.
+    /// float8 matmuls; weights, gradients and optimizer states are stored as
+    /// the framework's 16-bit policy stores them
+    /// ([`crate::framework::Framework::fp8_storage`]).
     Fp8,
 }
 

@@ -1,5 +1,6 @@
 //! Mechanisms read off the frameworks' sources (torchtune 0.6.1, torchtitan
-//! 0.3.0, DeepSpeed 0.14.4 and 0.17.5, PyTorch's FSDP), most of them checked
+//! 0.3.0, DeepSpeed 0.14.4 and 0.17.5, PyTorch's FSDP, megatron-core 0.19.2,
+//! torchao 0.18.0, Lightning 2.6.6), most of them checked
 //! against torchtune's published memory (calibration/torchtune-readme-0.6.1.csv):
 //! each test pins one term, so that breaking it fails here.
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
@@ -496,5 +497,111 @@ fn every_framework_default_is_a_valid_plan_on_every_preset() {
                 panic!("{} on {}: {e}", f.id(), preset.id);
             }
         }
+    }
+}
+
+#[test]
+fn megatron_keeps_its_fp32_main_grad_buffers_from_wrapping_to_the_step() {
+    // Llama-3.1-8B under Megatron's distributed optimizer over 8 ranks.
+    let mut p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Megatron,
+        4096,
+        8,
+        Sharding::Zero1,
+    );
+    let e = estimate(&p).unwrap();
+    let n = e.trainable_params as f64;
+    for ph in [Phase::Init, Phase::Forward, Phase::Backward, Phase::Step] {
+        let b = phase(&e, ph);
+        // `grad_data = torch.zeros(numel, dtype=grad_dtype)`, fp32 for bf16 runs,
+        // zeroed each iteration, never freed; the reduce buckets are its views.
+        assert!((b.gradients.get() as f64 - 4.0 * n).abs() < 1.0, "{ph:?}");
+        assert_eq!(b.comm_buffers.get(), 0, "{ph:?}");
+    }
+    // Between iterations: 2 + 4 + 12/DP bytes per parameter
+    // (megatron_mem_01.txt: 12 B at DP 2).
+    let init = phase(&e, Phase::Init);
+    let states = (init.weights.get() + init.gradients.get() + init.optimizer.get()) as f64;
+    assert!(
+        (states / n - (2.0 + 4.0 + 12.0 / 8.0)).abs() < 1e-6,
+        "{}",
+        states / n
+    );
+    // PyTorch's DDP under a plain loop frees its gradients at `zero_grad()`.
+    p.set_framework(Framework::PlainPytorch);
+    p.parallel.sharding = Sharding::Ddp;
+    assert_eq!(
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .gradients
+            .get(),
+        0
+    );
+}
+
+#[test]
+fn megatron_cross_entropy_works_in_place_on_one_fp32_copy() {
+    // Llama-3.2-3B at 2 × 4096 tokens: the 16-bit logits and their fp32 copy
+    // inside the loss forward; the saved softmax (the gradient, in place) as
+    // backward starts; the transformers loss keeps three fp32 tensors.
+    let mut p = torchtune_3b();
+    p.set_framework(Framework::Megatron);
+    p.training.checkpointing = Checkpointing::None;
+    assert_eq!(p.training.loss, Loss::Standard);
+    let fwd = loss_bytes(&p, Phase::Forward);
+    assert!((fwd - 6.0 * LOGITS).abs() < 1.0, "{fwd}");
+    let mut hf = p.clone();
+    hf.set_framework(Framework::HfTrainer);
+    hf.training.checkpointing = Checkpointing::None;
+    let hf_fwd = loss_bytes(&hf, Phase::Forward);
+    assert!((hf_fwd - 12.0 * LOGITS).abs() < 1.0, "{hf_fwd}");
+}
+
+#[test]
+fn megatron_recomputes_nothing_unless_asked() {
+    // `TransformerConfig.recompute_granularity` defaults to None.
+    let p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Megatron,
+        4096,
+        8,
+        Sharding::Zero1,
+    );
+    assert_eq!(p.training.checkpointing, Checkpointing::None);
+}
+
+#[test]
+fn float8_runs_store_what_the_frameworks_16_bit_policy_stores() {
+    let peak = |fw: Framework, prec: Precision| {
+        let mut p = bf16_plan("llama-3.1-8b", fw, 4096, 8, Sharding::FsdpFull);
+        if fw == Framework::Megatron {
+            p.parallel.sharding = Sharding::Zero1;
+        }
+        p.training.precision = prec;
+        estimate(&p).unwrap().peak
+    };
+    // torchtitan: fp32 parameters under FSDP2's bf16 policy; torchao's
+    // Float8Linear saves the high-precision input and weight.
+    assert_eq!(
+        peak(Framework::Torchtitan, Precision::Fp8),
+        peak(Framework::Torchtitan, Precision::AmpBf16)
+    );
+    assert_ne!(
+        peak(Framework::Torchtitan, Precision::Fp8),
+        peak(Framework::Torchtitan, Precision::Bf16)
+    );
+    // Accelerate converts the model as loaded (fp32) and autocasts to bf16.
+    assert_eq!(
+        peak(Framework::HfAccelerate, Precision::Fp8),
+        peak(Framework::HfAccelerate, Precision::AmpBf16)
+    );
+    // LitGPT's transformer-engine precision converts the weights to bf16;
+    // Megatron keeps bf16 weights with its fp32 master copy.
+    for fw in [Framework::Litgpt, Framework::Megatron, Framework::Torchtune] {
+        assert_eq!(
+            peak(fw, Precision::Fp8),
+            peak(fw, Precision::Bf16),
+            "{fw:?}"
+        );
     }
 }

@@ -106,7 +106,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("amp-fp16", "fp16 AMP (fp32 weights)"),
                         ("bf16", "pure bf16"),
                         ("fp16", "pure fp16"),
-                        ("fp8", "fp8 matmuls (bf16 weights)"),
+                        ("fp8", "fp8 matmuls (stored as the framework's bf16)"),
                     ]),
                 ),
                 (
