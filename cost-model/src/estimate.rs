@@ -49,6 +49,16 @@ pub const ALLOCATOR_RESERVE_FRACTION_EXPANDABLE: f64 = 0.02;
 const FP32: f64 = 4.0;
 /// Bytes per element of a 16-bit tensor.
 const HALF: f64 = 2.0;
+/// Bytes per element of a float8 tensor (E4M3/E5M2; the per-tensor scales
+/// are a few bytes).
+const FP8: f64 = 1.0;
+/// Bytes per weight of a Transformer Engine linear's float8 copies: row-wise
+/// for the forward GEMM and column-wise (transposed: Hopper's float8 GEMMs
+/// take only the TN layout) for the input gradient, both made when the input
+/// needs a gradient (transformer_engine 2.20.2 `pytorch/module/linear.py`:
+/// `weight_quantizer.set_usage(rowwise=True, columnwise=columnwise_usage)`
+/// with `columnwise_usage = is_grad_enabled and args.input_requires_grad`).
+const FP8_WEIGHT_COPY_BYTES: f64 = 2.0;
 /// Bytes of a dropout mask element (`torch.bool`); Korthikanti et al. 2022 §4.1.
 const MASK: f64 = 1.0;
 
@@ -1021,12 +1031,17 @@ impl<'a> Ctx<'a> {
                     + self.stage_layers(s) * self.osf_buffer_layer_params() * rest_bytes
             }
         };
+        let cached_fp8 = if self.fp8_weight_copies_cached() {
+            self.stage_layers(s) * self.fp8_weight_copies_per_layer()
+        } else {
+            0.0
+        };
         if offload_params {
             0.0
         } else if self.shards_params() {
-            bytes / self.shard
+            bytes / self.shard + cached_fp8
         } else {
-            bytes
+            bytes + cached_fp8
         }
     }
 
@@ -1491,6 +1506,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Bytes per element of a block linear's saved input: one under a float8
+    /// run whose linears save their quantized input
+    /// ([`Framework::fp8_saves_fp8_inputs`]), else the activation dtype.
+    fn linear_input_bytes(&self) -> f64 {
+        if self.plan.training.precision == Precision::Fp8
+            && self.plan.framework.fp8_saves_fp8_inputs()
+        {
+            FP8
+        } else {
+            self.e
+        }
+    }
+
     /// Whether a block matrix keeps its input for backward: it does when its
     /// weight trains, when a LoRA adapter reads it (without dropout), or when
     /// it is a bitsandbytes 4/8-bit matmul, which saves its input regardless
@@ -1567,7 +1595,8 @@ impl<'a> Ctx<'a> {
         let mut attn = norm * sb * h / rep; // norm input
                                             // q/k/v input (the norm output, or its casts)
         let attn_inputs = inputs_kept(&[tg.q, tg.k, tg.v]);
-        attn += attn_inputs * e * sb * h / rep;
+        let li = self.linear_input_bytes();
+        attn += attn_inputs * li * sb * h / rep;
         // q, k, v (rotated) for the attention backward; grouped k/v are expanded
         // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
         let attention = self.attention();
@@ -1595,6 +1624,10 @@ impl<'a> Ctx<'a> {
             Attention::Flash => {
                 attn += e * sb * hq / t; // output, kept by the kernel and o_proj
                 attn += FP32 * b * a * s / t; // per-row log-sum-exp
+                if li < e && self.keeps_input(tg.o) {
+                    // o_proj's own float8 copy of that output.
+                    attn += li * sb * hq / t;
+                }
             }
             Attention::Eager => {
                 let scores = b * a * s * (s * self.plan.parallel.cp as f64) / t;
@@ -1603,7 +1636,7 @@ impl<'a> Ctx<'a> {
                     attn += (MASK + e) * scores;
                 }
                 if self.keeps_input(tg.o) {
-                    attn += e * sb * hq / t;
+                    attn += li * sb * hq / t;
                 }
             }
         }
@@ -1638,9 +1671,11 @@ impl<'a> Ctx<'a> {
         mlp += if experts_fp32 {
             FP32 * sb * h / rep * k
         } else {
-            mlp_inputs * e * sb * h / rep * if m.is_moe() { k } else { 1.0 }
+            mlp_inputs * li * sb * h / rep * if m.is_moe() { k } else { 1.0 }
         };
         let e = if experts_fp32 { FP32 } else { e };
+        // fc2's input: in float8 under TE, else in the MLP's dtype.
+        let down_in = if li < self.e { li } else { e };
         let mut per_token = if gated {
             // gate out (SiLU input), SiLU out and up out (the product's
             // inputs); a fused SwiGLU kernel recomputes the SiLU out, and so
@@ -1655,7 +1690,7 @@ impl<'a> Ctx<'a> {
             };
             kept * e * f / t
                 + if self.keeps_input(tg.down) {
-                    e * f / t
+                    down_in * f / t
                 } else {
                     0.0
                 }
@@ -1663,7 +1698,7 @@ impl<'a> Ctx<'a> {
             // fc1 out (GELU input), GELU out (fc2 input)
             e * f / t
                 + if self.keeps_input(tg.down) {
-                    e * f / t
+                    down_in * f / t
                 } else {
                     0.0
                 }
@@ -1859,7 +1894,35 @@ impl<'a> Ctx<'a> {
             // Decoder blocks add cross-attention; spread over all blocks.
             total += attn * m.layers as f64 / m.total_layers().max(1) as f64;
         }
+        // Uncached Transformer Engine weight copies are saved per layer.
+        if !self.fp8_weight_copies_cached() {
+            total += self.fp8_weight_copies_per_layer();
+        }
         total
+    }
+
+    /// Float8 copies of one block's linear weights that a Transformer Engine
+    /// run makes ([`FP8_WEIGHT_COPY_BYTES`]); none without TE float8.
+    fn fp8_weight_copies_per_layer(&self) -> f64 {
+        if self.plan.training.precision == Precision::Fp8
+            && self.plan.framework.fp8_saves_fp8_inputs()
+        {
+            FP8_WEIGHT_COPY_BYTES * self.layer_matrix_params()
+        } else {
+            0.0
+        }
+    }
+
+    /// Megatron passes TE `is_first_microbatch`, so every TE linear caches its
+    /// float8 weight in `_fp8_workspaces["weight"]` for the whole run
+    /// (transformer_engine 2.20.2 `linear.py`: `cache_name = None if
+    /// is_first_microbatch is None ... else "weight"`; megatron-core 0.19.2
+    /// `extensions/transformer_engine.py` unless
+    /// `disable_parameter_transpose_cache`): the copies are weights. LitGPT's
+    /// TE linears get no `is_first_microbatch`, so each forward makes them
+    /// afresh and saves them for the layer's backward: activations.
+    fn fp8_weight_copies_cached(&self) -> bool {
+        self.plan.framework == Framework::Megatron
     }
 
     /// Bytes of a tensor that softmax / cross-entropy compute in: fp32 when the

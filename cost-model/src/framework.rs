@@ -239,8 +239,9 @@ impl Framework {
     ///   (torchao 0.18.0 `float8/float8_linear.py`:
     ///   `ctx.save_for_backward(input_hp, weight_hp_t)`). Accelerate's
     ///   `mixed_precision="fp8"` converts the model as loaded (fp32 by default
-    ///   in its and the Trainer's examples) and autocasts the rest to bf16:
-    ///   both are `amp-bf16` with float8 matmuls.
+    ///   in its and the Trainer's examples) and autocasts the rest to bf16
+    ///   ("We always enable `native_amp` for FP8", accelerate 1.15.0
+    ///   `accelerator.py`): both are `amp-bf16` with float8 matmuls.
     /// - LitGPT's `--precision transformer-engine` converts the weights to bf16
     ///   (Lightning 2.6.6 `fabric/connector.py`:
     ///   `TransformerEnginePrecision(weights_dtype=torch.bfloat16)`); torchtune
@@ -262,6 +263,23 @@ impl Framework {
             | Framework::Megatron
             | Framework::PlainPytorch => Precision::Bf16,
         }
+    }
+
+    /// A float8 run keeps the inputs of its linears in float8 for the weight
+    /// gradient: Transformer Engine quantizes a linear's input (or a fused
+    /// norm+linear's normalised output) and saves that quantized tensor,
+    /// one byte per element, dropping its row-wise half when only the
+    /// column-wise data is needed (transformer_engine 2.20.2
+    /// `pytorch/module/linear.py`: `inputmat.update_usage(rowwise_usage=False,
+    /// columnwise_usage=True)`; `layernorm_linear.py`: `ln_out_to_save`).
+    /// Megatron-Core's default layer spec is built from TE modules
+    /// (`transformer_impl = "transformer_engine"`) and LitGPT's
+    /// `transformer-engine` precision swaps in TE linears; torchao's
+    /// `Float8Linear` (torchtitan, torchtune, Accelerate's first choice —
+    /// accelerate 1.15.0 tries torchao, then TE, then MS-AMP) saves the
+    /// 16-bit tensors.
+    pub fn fp8_saves_fp8_inputs(self) -> bool {
+        matches!(self, Framework::Megatron | Framework::Litgpt)
     }
 
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.

@@ -595,13 +595,59 @@ fn float8_runs_store_what_the_frameworks_16_bit_policy_stores() {
         peak(Framework::HfAccelerate, Precision::Fp8),
         peak(Framework::HfAccelerate, Precision::AmpBf16)
     );
+    // torchtune trains float8 over its bf16 model.
+    assert_eq!(
+        peak(Framework::Torchtune, Precision::Fp8),
+        peak(Framework::Torchtune, Precision::Bf16)
+    );
     // LitGPT's transformer-engine precision converts the weights to bf16;
-    // Megatron keeps bf16 weights with its fp32 master copy.
-    for fw in [Framework::Litgpt, Framework::Megatron, Framework::Torchtune] {
-        assert_eq!(
-            peak(fw, Precision::Fp8),
-            peak(fw, Precision::Bf16),
-            "{fw:?}"
-        );
+    // Megatron keeps bf16 weights with its fp32 master copy (their TE float8
+    // copies are the next test's).
+    for fw in [Framework::Litgpt, Framework::Megatron] {
+        let states = |prec| {
+            let mut p = bf16_plan("llama-3.1-8b", fw, 4096, 8, Sharding::Zero1);
+            p.training.precision = prec;
+            let b = phase(&estimate(&p).unwrap(), Phase::Step);
+            (b.gradients, b.optimizer)
+        };
+        assert_eq!(states(Precision::Fp8), states(Precision::Bf16), "{fw:?}");
     }
+}
+
+#[test]
+fn transformer_engine_float8_saves_float8_inputs_and_makes_float8_weight_copies() {
+    // Llama-3.1-8B, 2 × 4096 tokens, no recomputation, flash attention.
+    let (h, f, layers, tokens) = (4096.0, 14336.0, 32.0, 2.0 * 4096.0);
+    // Per block: q, o (h × h), k, v (h × 1024), gate, up, down (h × f).
+    let block = 2.0 * h * h + 2.0 * h * 1024.0 + 3.0 * h * f;
+    let at = |fw: Framework, prec: Precision, ph: Phase| {
+        let mut p = bf16_plan("llama-3.1-8b", fw, 4096, 8, Sharding::Zero1);
+        p.training.checkpointing = Checkpointing::None;
+        p.training.precision = prec;
+        phase(&estimate(&p).unwrap(), ph)
+    };
+    // Megatron: the qkv and fc1 inputs (norm outputs) and the fc2 input are
+    // kept in one byte instead of two; o_proj adds its float8 copy of the
+    // attention output the kernel keeps anyway.
+    let mg = |prec| at(Framework::Megatron, prec, Phase::Forward);
+    let saved =
+        mg(Precision::Bf16).activations.get() as f64 - mg(Precision::Fp8).activations.get() as f64;
+    let want = layers * tokens * (h + h + f - h);
+    assert!((saved - want).abs() < 64.0, "{saved} vs {want}");
+    // ... and caches row- and column-wise float8 weights for the run.
+    let init = |prec| at(Framework::Megatron, prec, Phase::Init).weights.get() as f64;
+    let cache = init(Precision::Fp8) - init(Precision::Bf16);
+    assert!((cache - 2.0 * layers * block).abs() < 64.0, "{cache}");
+    // LitGPT's TE linears cache nothing: each layer saves its copies for backward.
+    let lit = |prec| {
+        at(Framework::Litgpt, prec, Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let more = lit(Precision::Fp8) - lit(Precision::Bf16);
+    let want = layers * (2.0 * block - tokens * (h + f));
+    assert!((more - want).abs() < 64.0, "{more} vs {want}");
+    // torchao's Float8Linear (torchtitan) saves its 16-bit input and weight.
+    let tt = |prec| at(Framework::Torchtitan, prec, Phase::Forward);
+    assert_eq!(tt(Precision::Fp8), tt(Precision::AmpBf16));
 }
