@@ -1683,7 +1683,10 @@ impl<'a> Ctx<'a> {
             // element-wise SiLU from the kept gate output: counted with
             // calibration/saved_tensors.py --compile, 32.57·hidden per token
             // per block for the small bf16 Llama against 43.07 eager).
-            let kept = if self.plan.training.fused_kernels || self.plan.training.compile {
+            let kept = if self.plan.training.fused_kernels
+                || self.plan.training.compile
+                || self.defaults().fused_swiglu
+            {
                 2.0
             } else {
                 3.0

@@ -103,6 +103,15 @@ pub struct FrameworkDefaults {
     /// `tensor_parallel/cross_entropy.py`), where transformers and torchtitan
     /// keep the upcast logits, the log-softmax and its gradient.
     pub inplace_cross_entropy: bool,
+    /// A gated MLP's activation is one fused autograd function that saves only
+    /// its input (the gate and up projections) and recomputes the SiLU in
+    /// backward: Megatron-LM's `--swiglu` with `bias_swiglu_fusion` (on unless
+    /// `--no-bias-swiglu-fusion`) becomes `bias_activation_fusion`, whose
+    /// `BiasSwiGLUFunction` / `SwiGLUFunction` call
+    /// `ctx.save_for_backward(input_for_backward)` (megatron-core 0.19.2
+    /// `training/arguments.py`, `training/argument_utils.py`,
+    /// `fusions/fused_bias_swiglu.py`).
+    pub fused_swiglu: bool,
 }
 
 impl Framework {
@@ -335,6 +344,7 @@ impl Framework {
             kbit_fp32_prep: false,
             sequence_parallel: false,
             inplace_cross_entropy: false,
+            fused_swiglu: false,
         };
         match self {
             Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
@@ -388,6 +398,7 @@ impl Framework {
                 fp32_master_in_optimizer: true,
                 fp32_grad_buffers: true,
                 inplace_cross_entropy: true,
+                fused_swiglu: true,
                 // The fused softmax kernels compute in fp32 but return and
                 // save 16-bit probabilities (`ScaledUpperTriangMaskedSoftmax`;
                 // `attention_softmax_in_fp32` upcasts only the unfused path,

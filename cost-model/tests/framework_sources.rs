@@ -651,3 +651,32 @@ fn transformer_engine_float8_saves_float8_inputs_and_makes_float8_weight_copies(
     let tt = |prec| at(Framework::Torchtitan, prec, Phase::Forward);
     assert_eq!(tt(Precision::Fp8), tt(Precision::AmpBf16));
 }
+
+#[test]
+fn megatron_block_keeps_korthikanti_tensors_with_the_fused_swiglu() {
+    // Llama-3.1-8B block under Megatron, bf16, flash attention, dropout off,
+    // 2 × 4096 tokens: per token, the fused norms' 16-bit inputs (2 × 2h),
+    // the qkv and fc1 inputs (2 × 2h), q, k, v (2·(h + 2·1024)), the
+    // attention output (2h), its fp32 log-sum-exp (4 per head), fc1's
+    // gate and up outputs (2 × 2f: `BiasSwiGLUFunction` saves only its
+    // input) and fc2's input (2f).
+    let (h, f, heads) = (4096.0, 14336.0, 32.0);
+    let mut p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Megatron,
+        4096,
+        8,
+        Sharding::Zero1,
+    );
+    p.training.dropout = false;
+    let acts = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let mut q = p.clone();
+    q.model.layers += 1;
+    let per_token = (acts(&q) - acts(&p)) / (2.0 * 4096.0);
+    let want = 4.0 * h + 4.0 * h + 2.0 * (h + 2.0 * 1024.0) + 2.0 * h + 4.0 * heads + 6.0 * f;
+    assert!((per_token - want).abs() < 1e-3, "{per_token} vs {want}");
+}
