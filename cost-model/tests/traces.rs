@@ -470,6 +470,20 @@ fn pytorch_and_framework_reports() {
     assert!(close(a.peak_allocated_mib, 7253.22705078125) && close(a.peak_reserved_mib, 7622.0));
     assert_eq!(a.ranks.len(), 4);
     assert!(close(a.ranks[3].peak_reserved_mib, 5968.0));
+    assert!(t.gpus.is_empty(), "no device figure in the 2023 report");
+    // megatron-core 0.19.2's `report_memory` with `--log-device-memory-used`
+    // appends the device's used memory: a reading of the printing rank's GPU.
+    let t = parse_text(
+        "[Rank 3] (after 10 iterations) memory (MB) | allocated: 23110.42 | max allocated: \
+         51234.87 | reserved: 54020.00 | max reserved: 54020.00 | total device memory used: 56113.25\n",
+    );
+    assert_eq!(t.format, Format::MegatronMemoryReport);
+    let a = t.allocator.as_ref().unwrap();
+    assert!(close(a.peak_allocated_mib, 51234.87) && close(a.peak_reserved_mib, 54020.0));
+    assert_eq!(t.gpus.len(), 1);
+    assert_eq!(t.gpus[0].index, 3);
+    assert_eq!(t.gpus[0].name.as_deref(), Some("rank 3"));
+    assert!(close(t.gpus[0].peak_used_mib, 56113.25), "{:?}", t.gpus);
 
     let t = parse("hf_trainer_mem_01.txt");
     assert_eq!(t.format, Format::HfTrainerMetrics);

@@ -2,7 +2,8 @@
 //! `see_memory_usage` (`MA … Max_MA … CA … Max_CA …`, GB = 2^30 bytes:
 //! `deepspeed/runtime/utils.py` divides by 1024³) and its timer's
 //! `MaxMemAllocated=`, Megatron-LM's `[Rank N] … memory (MB) | allocated: …`
-//! (MB = 2^20: `megatron/training/utils.py` `report_memory`), Hugging Face
+//! (MB = 2^20: `megatron/training/utils.py` `report_memory`; with
+//! `--log-device-memory-used`, the device's used memory too), Hugging Face
 //! Trainer memory metrics (`*_mem_gpu_*_delta = NMB`, `>> 20` in
 //! `trainer_utils.py`), accelerate/PEFT `TorchTracemalloc` reports (`b2mb`,
 //! 2^20), and `torch.cuda.memory_summary()` tables (KiB/MiB/GiB; older
@@ -319,6 +320,16 @@ impl LineParser for LogParser {
             }
             if let Some(r) = rank {
                 keep_rank(a, r, max_alloc, max_reserved);
+            }
+            // `--log-device-memory-used` appends the device's used memory
+            // (`torch.cuda.device_memory_used()`, what NVML and nvidia-smi
+            // report, in MB = 2^20: megatron-core 0.19.2
+            // `training/utils/common_utils.py` `report_memory`): one reading of
+            // the printing rank's GPU.
+            if let Some(v) = figure_after(line, "total device memory used:", "MB") {
+                let r = rank.unwrap_or(0);
+                b.describe(r, None, Some(&format!("rank {r}")), None);
+                b.sample(r, None, None, v);
             }
             return Ok(());
         }
