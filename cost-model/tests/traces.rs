@@ -484,6 +484,15 @@ fn pytorch_and_framework_reports() {
     assert_eq!(t.gpus[0].index, 3);
     assert_eq!(t.gpus[0].name.as_deref(), Some("rank 3"));
     assert!(close(t.gpus[0].peak_used_mib, 56113.25), "{:?}", t.gpus);
+    // Its theoretical footprint is a prediction: a note, not a peak.
+    let t = parse_text(
+        "Theoretical memory footprints: weight and optimizer=1713.63 MB, activation=2473.26 MB, \
+         total=4186.89 MB\n",
+    );
+    assert_eq!(t.format, Format::MegatronMemoryReport);
+    assert!(t.allocator.is_none());
+    assert_eq!(t.notes.len(), 1);
+    assert!(t.notes[0].0.contains("prediction") && t.notes[0].1 == 4186.89);
 
     let t = parse("hf_trainer_mem_01.txt");
     assert_eq!(t.format, Format::HfTrainerMetrics);

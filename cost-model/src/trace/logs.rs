@@ -304,6 +304,21 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
+        if line.contains("Theoretical memory footprints:") {
+            // Megatron's own estimate from its arguments, printed before
+            // training (`report_theoretical_memory`, MB = 2^20: megatron-core
+            // 0.19.2 `training/theoretical_memory_usage.py`): shown beside
+            // the plan, never compared as a measurement.
+            b.seen.get_or_insert(Format::MegatronMemoryReport);
+            if let Some(v) = figure_after(line, "total=", "MB") {
+                b.notes.push((
+                    "Megatron's theoretical footprint (its own prediction, not a measurement)"
+                        .to_string(),
+                    v,
+                ));
+            }
+            return Ok(());
+        }
         if line.contains("memory (MB)") && line.contains("allocated:") {
             b.seen.get_or_insert(Format::MegatronMemoryReport);
             let alloc = figure_after(line, "| allocated:", "MB");
