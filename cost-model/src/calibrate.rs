@@ -860,6 +860,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "hsdp" | "hybrid-shard" => Sharding::Hsdp,
         s => return Err(format!("sharding `{s}` is not in the schema")),
     };
+    // Megatron's distributed optimizer (`--use-distributed-optimizer`) shards
+    // the fp32 master weights and Adam states over the data-parallel ranks —
+    // ZeRO-1's layout — where the column could only say data parallelism.
+    if framework == Framework::Megatron
+        && p.sharding == Sharding::Ddp
+        && stated_distributed_optimizer(notes)
+    {
+        p.sharding = Sharding::Zero1;
+    }
     p.offload = match r.word("offload").as_str() {
         "none" | "" => Offload::NONE,
         "optimizer" => Offload::OPTIMIZER_CPU,
@@ -913,6 +922,17 @@ fn stated_sequence_parallel(notes: &str) -> bool {
         || notes
             .split(|c: char| !c.is_ascii_alphanumeric())
             .any(|w| w == "SP")
+}
+
+/// The notes say Megatron's distributed optimizer runs
+/// (`--use-distributed-optimizer`, `use_distributed_optimizer=True`,
+/// "distributed optimizer").
+fn stated_distributed_optimizer(notes: &str) -> bool {
+    let lower = notes.to_ascii_lowercase().replace(['_', '-'], " ");
+    lower.contains("distributed optimizer")
+        && !lower.contains("no distributed optimizer")
+        && !lower.contains("distributed optimizer=false")
+        && !lower.contains("distributed optimizer: false")
 }
 
 /// A degree the notes give after one of `names` ("EP 8", "EP=8", "EP8",

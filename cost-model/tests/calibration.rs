@@ -508,6 +508,43 @@ fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
     );
     // No pipeline, no virtual stages.
     assert_eq!(layout("megatron", "2", "1", "VPP 2").virtual_stages, 1);
+    // Megatron's distributed optimizer is ZeRO-1's layout, whatever the
+    // sharding column says of data parallelism.
+    use cost_model::plan::Sharding;
+    let sharding = |framework: &str, col: &str, notes: &str| {
+        let set = [
+            ("framework", framework),
+            ("num_gpus", "64"),
+            ("sharding", col),
+            ("tp", "8"),
+            ("notes", notes),
+        ];
+        case_plan(&with_fields(id, &set), id)
+            .unwrap()
+            .parallel
+            .sharding
+    };
+    for notes in [
+        "--use-distributed-optimizer; bf16",
+        "use_distributed_optimizer=True",
+        "Distributed optimizer on",
+    ] {
+        assert_eq!(
+            sharding("megatron", "ddp", notes),
+            Sharding::Zero1,
+            "{notes}"
+        );
+        assert_eq!(sharding("megatron", "", notes), Sharding::Zero1, "{notes}");
+    }
+    assert_eq!(sharding("megatron", "ddp", ""), Sharding::Ddp);
+    assert_eq!(
+        sharding("megatron", "ddp", "use_distributed_optimizer=False"),
+        Sharding::Ddp
+    );
+    assert_eq!(
+        sharding("hf-trainer", "ddp", "distributed optimizer"),
+        Sharding::Ddp
+    );
 }
 
 #[test]
