@@ -58,6 +58,11 @@ fn lora_qv(base_bits: u32) -> Finetune {
 /// Logits: 2 × 4096 tokens × 128256 vocabulary.
 const LOGITS: f64 = 2.0 * 4096.0 * 128_256.0;
 
+/// Gradient bytes alive in the next forward.
+fn forward_gradients(p: &Plan) -> u64 {
+    phase(&estimate(p).unwrap(), Phase::Forward).gradients.get()
+}
+
 fn logits_bytes(p: &Plan, ph: Phase) -> f64 {
     phase(&estimate(p).unwrap(), ph).logits.get() as f64
 }
@@ -291,12 +296,7 @@ fn zero3_keeps_its_gradient_partitions_from_init_unless_offloaded() {
     // ZeRO-2 frees its partition after the step: none in the next forward.
     p.parallel.offload.optimizer = OffloadDevice::None;
     p.parallel.sharding = Sharding::Zero2;
-    assert_eq!(
-        phase(&estimate(&p).unwrap(), Phase::Forward)
-            .gradients
-            .get(),
-        0
-    );
+    assert_eq!(forward_gradients(&p), 0);
 }
 
 #[test]
@@ -531,12 +531,7 @@ fn megatron_keeps_its_fp32_main_grad_buffers_from_wrapping_to_the_step() {
     // PyTorch's DDP under a plain loop frees its gradients at `zero_grad()`.
     p.set_framework(Framework::PlainPytorch);
     p.parallel.sharding = Sharding::Ddp;
-    assert_eq!(
-        phase(&estimate(&p).unwrap(), Phase::Forward)
-            .gradients
-            .get(),
-        0
-    );
+    assert_eq!(forward_gradients(&p), 0);
 }
 
 #[test]
