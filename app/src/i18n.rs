@@ -160,6 +160,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("Copy link", "复制链接"),
     ("Mixed precision", "混合精度"),
     ("FSDP full shard", "FSDP 完全分片"),
+    (
+        "Distributed optimizer (shard master weights and Adam states)",
+        "分布式优化器（切分主权重与 Adam 状态）",
+    ),
     ("FSDP shard grad op", "FSDP 分片梯度与优化器状态"),
     (
         "Smaller micro-batch + gradient accumulation",

@@ -235,7 +235,9 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         }
     }
     // 1b. torch.compile: faster and smaller, so before anything that costs speed.
-    if !cur.training.compile {
+    // Not for Megatron-LM, which does not compile its model (its kernels are
+    // fused by hand: Transformer Engine, Apex, its own fusions).
+    if !cur.training.compile && cur.framework != Framework::Megatron {
         let mut p = cur.clone();
         p.training.compile = true;
         if push(
@@ -310,6 +312,10 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
                 (Sharding::FsdpGradOp, "fsdp-grad-op", COST_ZERO_1_2),
                 (Sharding::FsdpFull, "fsdp-full", COST_ZERO_3),
             ]
+        } else if cur.framework == Framework::Megatron {
+            // Megatron-LM shards the master weights and optimizer states
+            // (`--use-distributed-optimizer`); it has no ZeRO-2/3.
+            &[(Sharding::Zero1, "distributed-optimizer", COST_ZERO_1_2)]
         } else {
             &[
                 (Sharding::Zero1, "zero-1", COST_ZERO_1_2),
@@ -433,6 +439,30 @@ mod tests {
         p.parallel.num_gpus = 1;
         p.parallel.sharding = Sharding::None;
         assert_eq!(max_micro_batch(&p).unwrap(), None);
+    }
+
+    #[test]
+    fn megatrons_ladder_offers_what_megatron_has() {
+        // Llama-3.1-8B on 8 GPUs under Megatron without the distributed
+        // optimizer: no torch.compile, no ZeRO-2/3 — the distributed optimizer.
+        let mut p = oom_plan();
+        p.set_framework(Framework::Megatron);
+        p.model = crate::presets::preset("llama-3.1-8b").unwrap().spec();
+        p.training.precision = Precision::Bf16;
+        p.training.seq_len = 8192;
+        p.training.micro_batch = 1;
+        p.parallel.num_gpus = 8;
+        p.parallel.sharding = Sharding::Ddp;
+        assert!(!estimate(&p).unwrap().fits);
+        let ids: Vec<String> = fix_ladder(&p).unwrap().into_iter().map(|r| r.id).collect();
+        assert!(ids.iter().any(|i| i == "distributed-optimizer"), "{ids:?}");
+        for absent in ["compile", "zero-2", "zero-3", "fused-kernels"] {
+            assert!(!ids.iter().any(|i| i == absent), "{absent} in {ids:?}");
+        }
+        // The same plan under DeepSpeed gets its ZeRO stages.
+        p.set_framework(Framework::Deepspeed);
+        let ids: Vec<String> = fix_ladder(&p).unwrap().into_iter().map(|r| r.id).collect();
+        assert!(ids.iter().any(|i| i.starts_with("zero-")), "{ids:?}");
     }
 
     #[test]

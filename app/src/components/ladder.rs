@@ -19,6 +19,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
         "checkpointing" => "Activation checkpointing",
         "grad-accum" => "Smaller micro-batch + gradient accumulation",
         "zero-1" => "ZeRO-1",
+        "distributed-optimizer" => "Distributed optimizer (shard master weights and Adam states)",
         "zero-2" => "ZeRO-2",
         "zero-3" => "ZeRO-3",
         "fsdp-grad-op" => "FSDP shard grad op",
