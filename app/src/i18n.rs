@@ -161,6 +161,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("Mixed precision", "混合精度"),
     ("FSDP full shard", "FSDP 完全分片"),
     (
+        "ZeRO-1 / Megatron distributed optimizer",
+        "ZeRO-1 / Megatron 分布式优化器",
+    ),
+    (
         "Distributed optimizer (shard master weights and Adam states)",
         "分布式优化器（切分主权重与 Adam 状态）",
     ),

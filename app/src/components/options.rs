@@ -149,7 +149,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("none", "none (one GPU)"),
                         ("data-parallel", "nn.DataParallel"),
                         ("ddp", "DDP"),
-                        ("zero1", "ZeRO-1"),
+                        ("zero1", "ZeRO-1 / Megatron distributed optimizer"),
                         ("zero2", "ZeRO-2"),
                         ("zero3", "ZeRO-3"),
                         ("fsdp-full", "FSDP full shard"),
