@@ -630,6 +630,7 @@ mod never_panics {
                 "OrderedDict([('allocated_bytes.all.peak', 20340752384), ('num_ooms', 2)])\n",
                 "2024/06/01 11:27:05.177, NVIDIA A100-SXM4-40GB, 00000000:3B:00.0, 545.23.08, P0, 4, 4, 44, 0 %, 0 %, 40960 MiB, 40333 MiB, 4 MiB\n",
                 "{'train_mem_gpu_alloc_delta': 726663168, 'train_mem_gpu_peaked_delta': 8247075328}\n",
+                "GPU:0\nprocess       3187 uses    23456.000 MB GPU memory\nno processes are running\n",
             ]
             .map(String::from),
         );
@@ -1213,6 +1214,38 @@ fn amd_smi_metric_blocks_and_monitor_tables() {
         .collect();
     assert_eq!(got, vec![(0, Some(160000.0), 2), (1, Some(283.0), 1)]);
     assert_eq!(t.gpus[0].total_mib, Some(196592.0));
+}
+
+#[test]
+fn pytorch_list_gpu_processes() {
+    // `torch.cuda.list_gpu_processes()` printed for two GPUs, then GPU 0 again
+    // (lines as torch/cuda/memory.py formats them: `process {pid:>10d} uses
+    // {mem:>12.3f} MB GPU memory`, MB = 2^20): each listing is a reading of
+    // its GPU, the sum of its processes.
+    let t = parse_text(
+        "step 10\nGPU:0\nprocess       3187 uses    23456.000 MB GPU memory\n\
+         process       3190 uses      512.000 MB GPU memory\nGPU:1\n\
+         process       3188 uses    23000.500 MB GPU memory\nstep 20\nGPU:0\n\
+         process       3187 uses    24000.000 MB GPU memory\n\
+         process       3190 uses      512.000 MB GPU memory\n",
+    );
+    assert_eq!(t.format, Format::PytorchGpuProcesses);
+    assert!(t.format.is_device_level());
+    assert_eq!(
+        peaks_and_totals(&t),
+        vec![(0, Some(24512.0), None), (1, Some(23000.5), None)]
+    );
+    assert_eq!(t.gpus[0].samples, 2);
+    // One entry per process, at its largest.
+    assert_eq!(t.processes.len(), 3);
+    assert_eq!(t.processes[0].used_mib, Some(24000.0));
+    // Nothing running: nothing to compare, said so.
+    let e = trace::parse(
+        "GPU:0\nno processes are running\n",
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("listed no process"), "{e}");
 }
 
 #[test]

@@ -61,9 +61,11 @@ pub struct EstimateArgs {
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// Log file to parse (nvidia-smi table/CSV/dmon/-q, PyTorch OOM or
-    /// memory_summary, DeepSpeed, Megatron, HF Trainer, gpustat, rocm-smi);
-    /// `-` reads standard input.
+    /// Log file to parse, plain or gzip-compressed (nvidia-smi table/CSV/dmon/
+    /// pmon/-q, nvitop, gpustat, rocm-smi, amd-smi, PyTorch OOM, memory_summary,
+    /// memory_stats or list_gpu_processes, DeepSpeed, Megatron, HF Trainer,
+    /// torchtitan, torchtune, …: the formats `--format` names); `-` reads
+    /// standard input.
     pub trace: PathBuf,
     /// Plan JSON to compare against (adds the verdict).
     #[arg(long)]
@@ -71,7 +73,8 @@ pub struct VerifyArgs {
     /// Print JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
-    /// Read the trace as this format instead of detecting it.
+    /// Read the trace as this format instead of detecting it (an unknown name
+    /// is refused with the list of known ones).
     #[arg(long)]
     pub format: Option<String>,
     /// Column names of a headerless `--query-gpu` CSV, comma-separated.

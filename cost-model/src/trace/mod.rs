@@ -86,10 +86,11 @@ pub enum Format {
     RocmSmi,
     AmdSmi,
     Nvitop,
+    PytorchGpuProcesses,
 }
 
 impl Format {
-    pub const ALL: [Format; 21] = [
+    pub const ALL: [Format; 22] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -111,6 +112,7 @@ impl Format {
         Format::RocmSmi,
         Format::AmdSmi,
         Format::Nvitop,
+        Format::PytorchGpuProcesses,
     ];
 
     pub fn id(self) -> &'static str {
@@ -136,6 +138,7 @@ impl Format {
             Format::RocmSmi => "rocm-smi",
             Format::AmdSmi => "amd-smi",
             Format::Nvitop => "nvitop",
+            Format::PytorchGpuProcesses => "pytorch-gpu-processes",
         }
     }
 
@@ -158,6 +161,7 @@ impl Format {
                 | Format::RocmSmi
                 | Format::AmdSmi
                 | Format::Nvitop
+                | Format::PytorchGpuProcesses
         )
     }
 
@@ -505,6 +509,11 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if head.iter().any(|l| smi_misc::is_gpustat_row(l)) {
         return Some(Format::Gpustat);
     }
+    if head.iter().any(|l| smi_misc::gpu_process_line(l).is_some())
+        || has("no processes are running")
+    {
+        return Some(Format::PytorchGpuProcesses);
+    }
     if has("memory (MB) | allocated:") {
         return Some(Format::MegatronMemoryReport);
     }
@@ -558,6 +567,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::RocmSmi => Box::new(smi_misc::RocmParser::default()),
         Format::AmdSmi => Box::new(smi_misc::AmdSmiParser::default()),
         Format::Nvitop => Box::new(smi_table::TableParser::nvitop()),
+        Format::PytorchGpuProcesses => Box::new(smi_misc::GpuProcessesParser::default()),
         Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage

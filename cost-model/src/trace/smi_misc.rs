@@ -505,3 +505,83 @@ impl LineParser for AmdSmiParser {
         Ok(())
     }
 }
+
+/// A `torch.cuda.list_gpu_processes()` process line: `process {pid:>10d} uses
+/// {mem:>12.3f} MB GPU memory` (torch/cuda/memory.py; `usedGpuMemory / (1024 *
+/// 1024)`, so MB = 2^20). Returns the pid and MiB.
+pub fn gpu_process_line(line: &str) -> Option<(u64, f64)> {
+    let rest = line.trim().strip_prefix("process")?;
+    let (pid, rest) = rest.trim_start().split_once(char::is_whitespace)?;
+    let mem = rest.trim_start().strip_prefix("uses")?;
+    let mem = mem.trim().strip_suffix("MB GPU memory")?.trim();
+    Some((pid.parse().ok()?, mem.parse().ok()?))
+}
+
+/// `torch.cuda.list_gpu_processes()`: a `GPU:N` line, then one line per
+/// process (NVML's per-process used memory: its CUDA context and what its
+/// allocator holds, as nvidia-smi's process list shows) or `no processes are
+/// running`. A script may print it for every GPU and every step: each listing
+/// is a reading of that GPU, the sum of its processes.
+#[derive(Default)]
+pub struct GpuProcessesParser {
+    /// The GPU being listed and its processes' sum so far.
+    listing: Option<(u32, f64, bool)>,
+    readings: u64,
+}
+
+impl GpuProcessesParser {
+    fn flush(&mut self, b: &mut Builder) {
+        if let Some((gpu, sum, any)) = self.listing.take() {
+            if any {
+                b.sample(gpu, None, None, sum);
+                self.readings += 1;
+            }
+        }
+    }
+}
+
+impl LineParser for GpuProcessesParser {
+    fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        let t = line.trim();
+        if let Some(g) = t
+            .strip_prefix("GPU:")
+            .and_then(|g| g.trim().parse::<u32>().ok())
+        {
+            self.flush(b);
+            b.describe(g, None, None, None);
+            self.listing = Some((g, 0.0, false));
+        } else if let Some((pid, mib)) = gpu_process_line(t) {
+            let gpu = self.listing.map_or(0, |(g, _, _)| g);
+            let (_, sum, any) = self.listing.get_or_insert((gpu, 0.0, false));
+            *sum += mib;
+            *any = true;
+            // One entry per process: its largest reading.
+            match b
+                .processes
+                .iter_mut()
+                .find(|p| p.gpu == Some(gpu) && p.pid == Some(pid))
+            {
+                Some(p) => p.used_mib = Some(p.used_mib.map_or(mib, |m| m.max(mib))),
+                None => b.processes.push(ProcessUse {
+                    gpu: Some(gpu),
+                    pid: Some(pid),
+                    name: String::new(),
+                    kind: None,
+                    used_mib: Some(mib),
+                }),
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        self.flush(b);
+        if self.readings == 0 {
+            return Err(TraceError::whole(
+                "torch.cuda.list_gpu_processes() listed no process (\"no processes are running\"): \
+                 print it while the training process holds the GPU",
+            ));
+        }
+        Ok(())
+    }
+}
