@@ -2,7 +2,7 @@
 //! arithmetic, so the estimate itself never sees a zero divisor.
 
 use crate::error::PlanError;
-use crate::plan::{Finetune, Plan, PLAN_VERSION};
+use crate::plan::{Finetune, Plan, Precision, PLAN_VERSION};
 
 /// Upper bounds that keep every product far inside f64's exact range and
 /// reject obvious typos ("micro_batch: 1e9") with a clear message.
@@ -154,9 +154,57 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             reason: "expert parallelism needs a mixture-of-experts model".into(),
         });
     }
+    // float8 matmuls need float8 tensor cores (NVIDIA compute capability 8.9
+    // and up — Ada, Hopper, Blackwell — or AMD MI300): Transformer Engine
+    // refuses older GPUs ("Device compute capability 8.9 or higher required
+    // for FP8 execution.", transformer_engine 2.20.2
+    // `pytorch/quantization.py`) and torchao's float8 matmul asserts
+    // `is_sm_at_least_89`. A GPU whose throughput is not known (a custom
+    // one) is not judged.
+    let g = &plan.gpu;
+    if t.precision == Precision::Fp8
+        && g.fp8_tflops <= 0.0
+        && (g.bf16_tflops > 0.0 || g.fp16_tflops > 0.0)
+    {
+        return Err(PlanError::Invalid {
+            field: "training.precision",
+            reason: format!(
+                "fp8 needs float8 tensor cores (Ada, Hopper, Blackwell, MI300); the {} has none — \
+                 use bf16 (or fp16) mixed precision on it",
+                g.name
+            ),
+        });
+    }
     // Sequence parallelism without TP is allowed and changes nothing: it is a
     // framework default (torchtitan's) that applies once TP is on, and
     // Megatron-LM itself switches it off at `tensor_model_parallel_size == 1`
     // with a warning rather than refusing the run.
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::gpu;
+
+    #[test]
+    fn fp8_needs_float8_tensor_cores() {
+        let mut p = Plan::default();
+        p.training.precision = Precision::Fp8;
+        p.gpu = gpu("h100-sxm-80gb").unwrap();
+        assert_eq!(validate(&p), Ok(()));
+        p.gpu = gpu("rtx4090-24gb").unwrap();
+        assert_eq!(validate(&p), Ok(()));
+        p.gpu = gpu("a100-sxm4-80gb").unwrap();
+        let e = validate(&p).unwrap_err();
+        assert_eq!(e.field(), "training.precision");
+        assert!(e.to_string().contains("A100"), "{e}");
+        // bf16 on the same GPU is fine; a GPU of unknown throughput is not judged.
+        p.training.precision = Precision::AmpBf16;
+        assert_eq!(validate(&p), Ok(()));
+        p.training.precision = Precision::Fp8;
+        p.gpu.bf16_tflops = 0.0;
+        p.gpu.fp16_tflops = 0.0;
+        assert_eq!(validate(&p), Ok(()));
+    }
 }
