@@ -1506,13 +1506,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Bytes per element of a block linear's saved input: one under a float8
-    /// run whose linears save their quantized input
-    /// ([`Framework::fp8_saves_fp8_inputs`]), else the activation dtype.
+    /// A float8 run through Transformer Engine's linears
+    /// ([`Framework::fp8_saves_fp8_inputs`]).
+    fn te_float8(&self) -> bool {
+        self.plan.training.precision == Precision::Fp8 && self.plan.framework.fp8_saves_fp8_inputs()
+    }
+
+    /// Bytes per element of a block linear's saved input: one under
+    /// Transformer Engine float8, which saves the quantized input, else the
+    /// activation dtype.
     fn linear_input_bytes(&self) -> f64 {
-        if self.plan.training.precision == Precision::Fp8
-            && self.plan.framework.fp8_saves_fp8_inputs()
-        {
+        if self.te_float8() {
             FP8
         } else {
             self.e
@@ -1907,9 +1911,7 @@ impl<'a> Ctx<'a> {
     /// Float8 copies of one block's linear weights that a Transformer Engine
     /// run makes ([`FP8_WEIGHT_COPY_BYTES`]); none without TE float8.
     fn fp8_weight_copies_per_layer(&self) -> f64 {
-        if self.plan.training.precision == Precision::Fp8
-            && self.plan.framework.fp8_saves_fp8_inputs()
-        {
+        if self.te_float8() {
             FP8_WEIGHT_COPY_BYTES * self.layer_matrix_params()
         } else {
             0.0
@@ -2135,9 +2137,12 @@ impl<'a> Ctx<'a> {
                 (FP32 + held, FP32 + held)
             }
             // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit
-            // logits inside the loss forward, then only the saved softmax,
-            // which backward turns into the gradient in place.
-            Loss::Standard if self.defaults().inplace_cross_entropy => (self.e + FP32, FP32),
+            // logits inside the loss forward (`.float()` copies nothing in an
+            // fp32 run), then only the saved softmax, which backward turns
+            // into the gradient in place.
+            Loss::Standard if self.defaults().inplace_cross_entropy => {
+                (self.beside_fp32() + FP32, FP32)
+            }
             // Final-logit soft-capping keeps the tanh output.
             Loss::Standard => {
                 let b = LOSS_STANDARD_TENSORS * self.upcast_bytes()
@@ -2177,7 +2182,7 @@ impl<'a> Ctx<'a> {
         // forward), so its head moment is its loss moment.
         let head = match self.plan.training.loss {
             // The fp32 gradient and its 16-bit cast for the head's matmul.
-            Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.e,
+            Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.beside_fp32(),
             Loss::Standard => self.e + held,
             Loss::ChunkedKeep => HALF + self.e,
             Loss::ChunkedFree => self.e,
@@ -2188,6 +2193,16 @@ impl<'a> Ctx<'a> {
             forward: final_norm + fwd * logits + fused_chunk,
             loss_backward: final_norm + bwd * logits + fused_chunk,
             head_backward: final_norm + head * logits + fused_chunk,
+        }
+    }
+
+    /// Bytes per logit of the 16-bit tensor beside an fp32 copy of it: none
+    /// when the run is fp32 (`.float()` returns the tensor itself).
+    fn beside_fp32(&self) -> f64 {
+        if self.e < FP32 {
+            self.e
+        } else {
+            0.0
         }
     }
 

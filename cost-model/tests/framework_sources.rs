@@ -550,6 +550,18 @@ fn megatron_cross_entropy_works_in_place_on_one_fp32_copy() {
     hf.training.checkpointing = Checkpointing::None;
     let hf_fwd = loss_bytes(&hf, Phase::Forward);
     assert!((hf_fwd - 12.0 * LOGITS).abs() < 1.0, "{hf_fwd}");
+    // Per logit, by growing the vocabulary: 2 + 4 in bf16; in fp32 `.float()`
+    // returns the logits themselves, which the loss then works on in place.
+    let per_logit = |prec: Precision| {
+        let mut a = p.clone();
+        a.training.precision = prec;
+        let mut b = a.clone();
+        b.model.vocab += 1024;
+        (logits_bytes(&b, Phase::Forward) - logits_bytes(&a, Phase::Forward))
+            / (2.0 * 4096.0 * 1024.0)
+    };
+    assert!((per_logit(Precision::Bf16) - 6.0).abs() < 1e-6);
+    assert!((per_logit(Precision::Fp32) - 4.0).abs() < 1e-6);
 }
 
 #[test]
