@@ -399,6 +399,9 @@ impl Framework {
                 fp32_grad_buffers: true,
                 inplace_cross_entropy: true,
                 fused_swiglu: true,
+                // Megatron-Bridge's (and NeMo's) `LoRA.dropout` defaults to 0.0
+                // (megatron-bridge 0.6.2 `peft/lora.py`).
+                lora_dropout: false,
                 // The fused softmax kernels compute in fp32 but return and
                 // save 16-bit probabilities (`ScaledUpperTriangMaskedSoftmax`;
                 // `attention_softmax_in_fp32` upcasts only the unfused path,

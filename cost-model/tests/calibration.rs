@@ -722,3 +722,36 @@ fn rows_whose_columns_disagree_with_their_parameter_count_are_named() {
         "{w:?}"
     );
 }
+
+#[test]
+fn a_megatron_lora_row_without_rank_or_targets_takes_megatron_bridges_defaults() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::{Finetune, LoraTargets};
+    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA
+    let lora = |framework: &str| {
+        let set = [
+            ("framework", framework),
+            ("lora_rank", ""),
+            ("lora_targets", ""),
+            ("notes", ""),
+        ];
+        match case_plan(&with_fields(id, &set), id)
+            .unwrap()
+            .training
+            .finetune
+        {
+            Finetune::Lora {
+                rank,
+                targets,
+                dropout,
+                ..
+            } => (rank, targets, dropout),
+            f => panic!("{f:?}"),
+        }
+    };
+    // `LoRA(dim=32, dropout=0.0)` over linear_qkv, linear_proj, linear_fc1, linear_fc2.
+    assert_eq!(lora("megatron"), (32, LoraTargets::ALL_LINEAR, false));
+    // PEFT's r = 8 on q and v elsewhere.
+    let (rank, targets, _) = lora("hf-trainer");
+    assert_eq!((rank, targets), (8, LoraTargets::QV));
+}
