@@ -484,6 +484,26 @@ fn pytorch_and_framework_reports() {
     assert_eq!(t.gpus[0].index, 3);
     assert_eq!(t.gpus[0].name.as_deref(), Some("rank 3"));
     assert!(close(t.gpus[0].peak_used_mib, 56113.25), "{:?}", t.gpus);
+    // Megatron-Bridge prints `torch.cuda.memory_stats()` in GB = 10^9
+    // (megatron-bridge 0.6.2 `report_memory`: bytes / 1.0e9).
+    let t = parse_text(
+        "[Rank 0] (after 2 iterations) memory (GB) | mem-allocated-gigabytes: 23.456 | \
+         mem-active-gigabytes: 23.456 | mem-inactive-gigabytes: 0.51234 | mem-reserved-gigabytes: \
+         60.123 | mem-max-allocated-gigabytes: 51.234 | mem-max-active-gigabytes: 51.234 | \
+         mem-max-inactive-gigabytes: 3.4567 | mem-max-reserved-gigabytes: 60.123 | \
+         mem-alloc-retires: 3 | mem-allocated-count: 1234\n",
+    );
+    assert_eq!(t.format, Format::MegatronMemoryReport);
+    let a = t.allocator.as_ref().unwrap();
+    let mib = |gb: f64| gb * 1e9 / 1048576.0;
+    assert!(close(a.peak_allocated_mib, mib(51.234)) && close(a.peak_reserved_mib, mib(60.123)));
+    assert!(close(a.current_allocated_mib, mib(23.456)), "{a:?}");
+    assert_eq!(a.ranks.len(), 1);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("retried 3 times")),
+        "{:?}",
+        t.warnings
+    );
     // Its theoretical footprint is a prediction: a note, not a peak.
     let t = parse_text(
         "Theoretical memory footprints: weight and optimizer=1713.63 MB, activation=2473.26 MB, \
@@ -631,6 +651,7 @@ mod never_panics {
                 "2024/06/01 11:27:05.177, NVIDIA A100-SXM4-40GB, 00000000:3B:00.0, 545.23.08, P0, 4, 4, 44, 0 %, 0 %, 40960 MiB, 40333 MiB, 4 MiB\n",
                 "{'train_mem_gpu_alloc_delta': 726663168, 'train_mem_gpu_peaked_delta': 8247075328}\n",
                 "GPU:0\nprocess       3187 uses    23456.000 MB GPU memory\nno processes are running\n",
+                "[Rank 0] (after 2 iterations) memory (GB) | mem-max-allocated-gigabytes: 51.234 | mem-alloc-retires: 3\n",
             ]
             .map(String::from),
         );

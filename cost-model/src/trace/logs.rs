@@ -3,7 +3,9 @@
 //! `deepspeed/runtime/utils.py` divides by 1024³) and its timer's
 //! `MaxMemAllocated=`, Megatron-LM's `[Rank N] … memory (MB) | allocated: …`
 //! (MB = 2^20: `megatron/training/utils.py` `report_memory`; with
-//! `--log-device-memory-used`, the device's used memory too), Hugging Face
+//! `--log-device-memory-used`, the device's used memory too) and
+//! Megatron-Bridge's `memory (GB) | mem-max-allocated-gigabytes: …` (GB =
+//! 10^9), Hugging Face
 //! Trainer memory metrics (`*_mem_gpu_*_delta = NMB`, `>> 20` in
 //! `trainer_utils.py`), accelerate/PEFT `TorchTracemalloc` reports (`b2mb`,
 //! 2^20), and `torch.cuda.memory_summary()` tables (KiB/MiB/GiB; older
@@ -301,6 +303,50 @@ impl LineParser for LogParser {
             b.seen.get_or_insert(Format::DeepspeedSeeMemoryUsage);
             if let Some(v) = figure_after(line, "MaxMemAllocated=", "GB") {
                 keep_max(&mut b.allocator().peak_allocated_mib, v);
+            }
+            return Ok(());
+        }
+        if line.contains("memory (GB)") && line.contains("mem-") {
+            // Megatron-Bridge's report (`[Rank N] (after K iterations) memory
+            // (GB) | mem-allocated-gigabytes: … | mem-max-allocated-gigabytes:
+            // …`): `torch.cuda.memory_stats()` bytes divided by 1.0e9 and
+            // rounded to five significant digits (megatron-bridge 0.6.2
+            // `training/utils/train_utils.py` `report_memory`), so GB = 10^9.
+            b.seen.get_or_insert(Format::MegatronMemoryReport);
+            let num = |key: &str| -> Option<f64> {
+                let i = line.find(key)? + key.len();
+                let rest = line[i..].trim_start();
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
+                    .unwrap_or(rest.len());
+                rest[..end].parse().ok()
+            };
+            let mib = |key: &str| num(key).map(|g| g * 1e9 / (1024.0 * 1024.0));
+            let max_alloc = mib("mem-max-allocated-gigabytes:");
+            let max_reserved = mib("mem-max-reserved-gigabytes:");
+            let rank = rank_of(line);
+            let a = b.allocator();
+            if let Some(v) = max_alloc.or_else(|| mib("mem-allocated-gigabytes:")) {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            if let Some(v) = max_reserved.or_else(|| mib("mem-reserved-gigabytes:")) {
+                keep_max(&mut a.peak_reserved_mib, v);
+            }
+            if let Some(v) = mib("mem-allocated-gigabytes:") {
+                a.current_allocated_mib = Some(v);
+            }
+            if let Some(v) = mib("mem-reserved-gigabytes:") {
+                a.current_reserved_mib = Some(v);
+            }
+            if let Some(r) = rank {
+                keep_rank(a, r, max_alloc, max_reserved);
+            }
+            // Its key for `num_alloc_retries` is spelled `mem-alloc-retires`.
+            if let Some(n) = num("mem-alloc-retires:").filter(|n| *n > 0.0) {
+                b.warnings.push(format!(
+                    "line {no}: the allocator freed its cache and retried {n} times \
+                     (mem-alloc-retires): the run was at the edge of the GPU's memory"
+                ));
             }
             return Ok(());
         }

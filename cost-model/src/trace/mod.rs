@@ -514,7 +514,7 @@ pub fn detect(head: &[String]) -> Option<Format> {
     {
         return Some(Format::PytorchGpuProcesses);
     }
-    if has("memory (MB) | allocated:") {
+    if has("memory (MB) | allocated:") || has("memory (GB) | mem-") {
         return Some(Format::MegatronMemoryReport);
     }
     if head
