@@ -513,6 +513,12 @@ fn pytorch_and_framework_reports() {
     assert!(t.allocator.is_none());
     assert_eq!(t.notes.len(), 1);
     assert!(t.notes[0].0.contains("prediction") && t.notes[0].1 == 4186.89);
+    // Megatron-Bridge's: GB (2^30), or the weights and optimizer alone.
+    let t =
+        parse_text("Theoretical memory footprints: weight and optimizer=1.67 GB, total=4.09 GB\n");
+    assert!(close(Some(t.notes[0].1), 4.09 * 1024.0), "{:?}", t.notes);
+    let t = parse_text("Theoretical memory footprints: weight and optimizer=1713.63 MB\n");
+    assert!(t.notes[0].0.contains("weights and optimizer") && t.notes[0].1 == 1713.63);
 
     let t = parse("hf_trainer_mem_01.txt");
     assert_eq!(t.format, Format::HfTrainerMetrics);

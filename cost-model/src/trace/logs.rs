@@ -356,9 +356,18 @@ impl LineParser for LogParser {
             // 0.19.2 `training/theoretical_memory_usage.py`): shown beside
             // the plan, never compared as a measurement.
             b.seen.get_or_insert(Format::MegatronMemoryReport);
+            // Megatron-Bridge prints `MB` or `GB` (2^30) and, without an
+            // activation estimate, the weights and optimizer alone.
             if let Some(v) = figure_after(line, "total=", "MB") {
                 b.notes.push((
                     "Megatron's theoretical footprint (its own prediction, not a measurement)"
+                        .to_string(),
+                    v,
+                ));
+            } else if let Some(v) = figure_after(line, "weight and optimizer=", "MB") {
+                b.notes.push((
+                    "Megatron's theoretical weights and optimizer (its own prediction, not a \
+                     measurement)"
                         .to_string(),
                     v,
                 ));
