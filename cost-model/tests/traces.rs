@@ -658,6 +658,7 @@ mod never_panics {
                 "{'train_mem_gpu_alloc_delta': 726663168, 'train_mem_gpu_peaked_delta': 8247075328}\n",
                 "GPU:0\nprocess       3187 uses    23456.000 MB GPU memory\nno processes are running\n",
                 "[Rank 0] (after 2 iterations) memory (GB) | mem-max-allocated-gigabytes: 51.234 | mem-alloc-retires: 3\n",
+                "{'loss': 1.93471, 'memory(GiB)': 17.83, 'global_step/max_steps': '5/100'}\n",
             ]
             .map(String::from),
         );
@@ -1241,6 +1242,37 @@ fn amd_smi_metric_blocks_and_monitor_tables() {
         .collect();
     assert_eq!(got, vec![(0, Some(160000.0), 2), (1, Some(283.0), 1)]);
     assert_eq!(t.gpus[0].total_mib, Some(196592.0));
+}
+
+#[test]
+fn every_format_serializes_as_the_name_format_takes() {
+    for f in Format::ALL {
+        let json = serde_json::to_string(&f).unwrap();
+        assert_eq!(json, format!("\"{}\"", f.id()));
+        assert_eq!(serde_json::from_str::<Format>(&json).unwrap(), f);
+    }
+    // What earlier builds wrote for axolotl still reads.
+    assert_eq!(
+        serde_json::from_str::<Format>("\"axolotl-metrics\"").unwrap(),
+        Format::AxolotlMetrics
+    );
+}
+
+#[test]
+fn ms_swift_memory_in_its_log_dicts() {
+    // ms-swift's Trainer log dict and its logging.jsonl (keys as ms-swift
+    // 4.6.0 `add_train_message` writes them): 'memory(GiB)' is the largest
+    // `max_memory_reserved` so far, GiB.
+    let t = parse_text(
+        "Train:   5%|▌         | 5/100 [00:21<06:32,  4.13s/it]\n\
+         {'loss': 1.93471, 'grad_norm': 2.61279, 'learning_rate': 9.99e-05, 'memory(GiB)': 17.83, \
+         'train_speed(iter/s)': 0.241, 'epoch': 0.05, 'global_step/max_steps': '5/100'}\n\
+         {\"loss\": 1.5123, \"memory(GiB)\": 18.4, \"global_step/max_steps\": \"10/100\"}\n",
+    );
+    assert_eq!(t.format, Format::MsSwiftMemory);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_reserved_mib, 18.4 * 1024.0), "{a:?}");
+    assert_eq!(a.peak_allocated_mib, None);
 }
 
 #[test]

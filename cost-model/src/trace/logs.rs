@@ -44,6 +44,16 @@ pub fn is_axolotl_line(l: &str) -> bool {
     l.contains("memory/max_allocated (GiB)") || l.contains("memory/device_reserved (GiB)")
 }
 
+/// ms-swift's Trainer log dict (`'memory(GiB)': 17.83`; `"memory(GiB)"` in its
+/// `logging.jsonl`): the largest `max_memory_reserved` seen so far, in GiB
+/// (2^30), the maximum over the GPUs of a device-map model (ms-swift 4.6.0
+/// `trainers/patcher.py` `add_train_message`, `utils/torch_utils.py`
+/// `get_max_reserved_memory`; Megatron-SWIFT's the maximum over the
+/// model-parallel group, `megatron/callbacks/print.py`).
+pub fn is_swift_line(l: &str) -> bool {
+    l.contains("'memory(GiB)'") || l.contains("\"memory(GiB)\"")
+}
+
 /// The Unsloth notebooks' summary (`Peak reserved memory = 12.345 GB.`:
 /// `round(torch.cuda.max_memory_reserved() / 1024 / 1024 / 1024, 3)`, so GiB
 /// whatever the label; `… for training = …` is a difference, not a peak).
@@ -434,6 +444,19 @@ impl LineParser for LogParser {
                 let a = b.allocator();
                 keep_max(&mut a.peak_reserved_mib, v);
                 // torchrun's `[rank3]:` prefix when every rank logs.
+                if let Some(r) = rank_of(line) {
+                    keep_rank(a, r, None, Some(v));
+                }
+            }
+            return Ok(());
+        }
+        if is_swift_line(line) {
+            b.seen.get_or_insert(Format::MsSwiftMemory);
+            let v = figure_after(line, "'memory(GiB)'", "GiB")
+                .or_else(|| figure_after(line, "\"memory(GiB)\"", "GiB"));
+            if let Some(v) = v {
+                let a = b.allocator();
+                keep_max(&mut a.peak_reserved_mib, v);
                 if let Some(r) = rank_of(line) {
                     keep_rank(a, r, None, Some(v));
                 }

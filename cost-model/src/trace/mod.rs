@@ -78,6 +78,8 @@ pub enum Format {
     AccelerateTracemalloc,
     TorchtitanMetrics,
     TorchtuneMemoryStats,
+    // Serialized as the name `--format` takes; the old spelling still reads.
+    #[serde(rename = "axolotl-memory-metrics", alias = "axolotl-metrics")]
     AxolotlMetrics,
     UnslothMemoryStats,
     LitgptMemoryUsed,
@@ -87,10 +89,11 @@ pub enum Format {
     AmdSmi,
     Nvitop,
     PytorchGpuProcesses,
+    MsSwiftMemory,
 }
 
 impl Format {
-    pub const ALL: [Format; 22] = [
+    pub const ALL: [Format; 23] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -113,6 +116,7 @@ impl Format {
         Format::AmdSmi,
         Format::Nvitop,
         Format::PytorchGpuProcesses,
+        Format::MsSwiftMemory,
     ];
 
     pub fn id(self) -> &'static str {
@@ -139,6 +143,7 @@ impl Format {
             Format::AmdSmi => "amd-smi",
             Format::Nvitop => "nvitop",
             Format::PytorchGpuProcesses => "pytorch-gpu-processes",
+            Format::MsSwiftMemory => "ms-swift-memory",
         }
     }
 
@@ -529,8 +534,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     // Training-log lines, in this order (axolotl's log dict before the
     // Trainer's metrics it resembles).
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 7] = [
+    const LOG_LINES: [(IsLine, Format); 8] = [
         (logs::is_axolotl_line, Format::AxolotlMetrics),
+        (logs::is_swift_line, Format::MsSwiftMemory),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
         (logs::is_torchtune_line, Format::TorchtuneMemoryStats),
@@ -579,6 +585,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::AxolotlMetrics
         | Format::UnslothMemoryStats
         | Format::LitgptMemoryUsed
+        | Format::MsSwiftMemory
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
