@@ -491,7 +491,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("does not fit", "放不下"),
     ("Against the plan", "与方案对比"),
     ("Verify against the real run", "用真实运行结果核对"),
-    ("Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi; a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, ms-swift, Unsloth or LitGPT.", "上传或粘贴运行时打印的内容（纯文本或 gzip 压缩）：nvidia-smi（表格、--query-gpu CSV、dmon、pmon、-q、-q -x）、nvitop、gpustat、rocm-smi、amd-smi；PyTorch OOM 报错、memory_summary()、memory_stats() 或 list_gpu_processes()、脚本自己打印的 max_memory_allocated；DeepSpeed、Megatron、Trainer、torchtitan、torchtune、axolotl、ms-swift、Unsloth 或 LitGPT 的显存日志。"),
+    ("Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi; a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, ms-swift, XTuner (mmengine), Unsloth or LitGPT.", "上传或粘贴运行时打印的内容（纯文本或 gzip 压缩）：nvidia-smi（表格、--query-gpu CSV、dmon、pmon、-q、-q -x）、nvitop、gpustat、rocm-smi、amd-smi；PyTorch OOM 报错、memory_summary()、memory_stats() 或 list_gpu_processes()、脚本自己打印的 max_memory_allocated；DeepSpeed、Megatron、Trainer、torchtitan、torchtune、axolotl、ms-swift、XTuner（mmengine）、Unsloth 或 LitGPT 的显存日志。"),
     ("Log file", "日志文件"),
     ("or paste it here (drop a file anywhere on this form)", "或粘贴到这里（也可以把文件拖到此表单上）"),
     ("Format", "格式"),

@@ -659,6 +659,7 @@ mod never_panics {
                 "GPU:0\nprocess       3187 uses    23456.000 MB GPU memory\nno processes are running\n",
                 "[Rank 0] (after 2 iterations) memory (GB) | mem-max-allocated-gigabytes: 51.234 | mem-alloc-retires: 3\n",
                 "{'loss': 1.93471, 'memory(GiB)': 17.83, 'global_step/max_steps': '5/100'}\n",
+                "mmengine - INFO - Iter(train) [  10/1000]  lr: 2.0000e-04  time: 1.2345  memory: 15234  loss: 1.2345\n",
             ]
             .map(String::from),
         );
@@ -1273,6 +1274,24 @@ fn ms_swift_memory_in_its_log_dicts() {
     let a = t.allocator.unwrap();
     assert!(close(a.peak_reserved_mib, 18.4 * 1024.0), "{a:?}");
     assert_eq!(a.peak_allocated_mib, None);
+}
+
+#[test]
+fn mmengine_runner_logs() {
+    // XTuner / OpenMMLab logs (mmengine 0.10.7 `LogProcessor`): `memory` is
+    // max_memory_allocated in MiB since the previous line.
+    let t = parse_text(
+        "11/30 10:11:12 - mmengine - INFO - Iter(train) [  10/1000]  lr: 2.0000e-04  eta: 1:23:45  \
+         time: 1.2345  data_time: 0.0123  memory: 15234  loss: 1.2345  tflops: 45.6789\n\
+         11/30 10:11:24 - mmengine - INFO - Epoch(train)   [1][ 20/270]  lr: 2.0000e-04  eta: 1:23:33  \
+         time: 1.2210  data_time: 0.0101  memory: 15890  loss: 1.1001\n",
+    );
+    assert_eq!(t.format, Format::MmengineMemory);
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 15890.0) && a.peak_reserved_mib.is_none(),
+        "{a:?}"
+    );
 }
 
 #[test]

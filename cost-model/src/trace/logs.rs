@@ -54,6 +54,15 @@ pub fn is_swift_line(l: &str) -> bool {
     l.contains("'memory(GiB)'") || l.contains("\"memory(GiB)\"")
 }
 
+/// An mmengine runner's log line (XTuner, the OpenMMLab tools): `Iter(train)
+/// [ 10/1000]  lr: …  time: …  memory: 15234  loss: …` or `Epoch(train)
+/// [1][ 10/270] …`, where `memory` is `torch.cuda.max_memory_allocated() //
+/// (1024 * 1024)` since the previous log line, which resets the peak (mmengine
+/// 0.10.7 `runner/log_processor.py`, `device/utils.py` `get_max_cuda_memory`).
+pub fn is_mmengine_line(l: &str) -> bool {
+    (l.contains("Iter(") || l.contains("Epoch(")) && l.contains("  memory: ")
+}
+
 /// The Unsloth notebooks' summary (`Peak reserved memory = 12.345 GB.`:
 /// `round(torch.cuda.max_memory_reserved() / 1024 / 1024 / 1024, 3)`, so GiB
 /// whatever the label; `… for training = …` is a difference, not a peak).
@@ -447,6 +456,13 @@ impl LineParser for LogParser {
                 if let Some(r) = rank_of(line) {
                     keep_rank(a, r, None, Some(v));
                 }
+            }
+            return Ok(());
+        }
+        if is_mmengine_line(line) {
+            b.seen.get_or_insert(Format::MmengineMemory);
+            if let Some(v) = figure_after(line, "  memory: ", "MiB") {
+                keep_max(&mut b.allocator().peak_allocated_mib, v);
             }
             return Ok(());
         }

@@ -90,10 +90,11 @@ pub enum Format {
     Nvitop,
     PytorchGpuProcesses,
     MsSwiftMemory,
+    MmengineMemory,
 }
 
 impl Format {
-    pub const ALL: [Format; 23] = [
+    pub const ALL: [Format; 24] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -117,6 +118,7 @@ impl Format {
         Format::Nvitop,
         Format::PytorchGpuProcesses,
         Format::MsSwiftMemory,
+        Format::MmengineMemory,
     ];
 
     pub fn id(self) -> &'static str {
@@ -144,6 +146,7 @@ impl Format {
             Format::Nvitop => "nvitop",
             Format::PytorchGpuProcesses => "pytorch-gpu-processes",
             Format::MsSwiftMemory => "ms-swift-memory",
+            Format::MmengineMemory => "mmengine-memory",
         }
     }
 
@@ -534,9 +537,10 @@ pub fn detect(head: &[String]) -> Option<Format> {
     // Training-log lines, in this order (axolotl's log dict before the
     // Trainer's metrics it resembles).
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 8] = [
+    const LOG_LINES: [(IsLine, Format); 9] = [
         (logs::is_axolotl_line, Format::AxolotlMetrics),
         (logs::is_swift_line, Format::MsSwiftMemory),
+        (logs::is_mmengine_line, Format::MmengineMemory),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
         (logs::is_torchtune_line, Format::TorchtuneMemoryStats),
@@ -586,6 +590,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::UnslothMemoryStats
         | Format::LitgptMemoryUsed
         | Format::MsSwiftMemory
+        | Format::MmengineMemory
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
