@@ -660,6 +660,7 @@ mod never_panics {
                 "[Rank 0] (after 2 iterations) memory (GB) | mem-max-allocated-gigabytes: 51.234 | mem-alloc-retires: 3\n",
                 "{'loss': 1.93471, 'memory(GiB)': 17.83, 'global_step/max_steps': '5/100'}\n",
                 "mmengine - INFO - Iter(train) [  10/1000]  lr: 2.0000e-04  time: 1.2345  memory: 15234  loss: 1.2345\n",
+                "{\"current_steps\": 10, \"vram_allocated\": 15.23, \"vram_reserved\": -1}\npeak gpu memory 12.3G\n",
             ]
             .map(String::from),
         );
@@ -1274,6 +1275,37 @@ fn ms_swift_memory_in_its_log_dicts() {
     let a = t.allocator.unwrap();
     assert!(close(a.peak_reserved_mib, 18.4 * 1024.0), "{a:?}");
     assert_eq!(a.peak_allocated_mib, None);
+}
+
+#[test]
+fn llamafactory_vram_and_xtuners_peak_print() {
+    // LLaMA-Factory's trainer_log.jsonl with RECORD_VRAM=1 (llamafactory 0.9.5
+    // `LogCallback`): peak allocated and reserved, GiB.
+    let t = parse_text(
+        "{\"current_steps\": 10, \"total_steps\": 100, \"loss\": 1.2345, \"lr\": 0.0001, \
+         \"epoch\": 0.1, \"vram_allocated\": 15.23, \"vram_reserved\": 17.5}\n\
+         {\"current_steps\": 20, \"total_steps\": 100, \"loss\": 1.1, \"vram_allocated\": 15.4, \
+         \"vram_reserved\": 17.5}\n",
+    );
+    assert_eq!(t.format, Format::LlamafactoryVram);
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 15.4 * 1024.0) && close(a.peak_reserved_mib, 17.5 * 1024.0)
+    );
+    // XTuner's `peak gpu memory {max_memory/1024**3:.1f}G`: G read as GiB,
+    // with the label warning.
+    let t = parse_text(
+        "2026-11-30 10:00:00.123 | SUCCESS  | xtuner._lite - [Step 10] Elapsed time 12.34 seconds, \
+         peak gpu memory 12.3G\n",
+    );
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_reserved_mib, 12.3 * 1024.0), "{a:?}");
+    assert!(
+        t.warnings.iter().any(|w| w.contains("G, M")),
+        "{:?}",
+        t.warnings
+    );
 }
 
 #[test]

@@ -54,6 +54,18 @@ pub fn is_swift_line(l: &str) -> bool {
     l.contains("'memory(GiB)'") || l.contains("\"memory(GiB)\"")
 }
 
+/// LLaMA-Factory's `trainer_log.jsonl` with `RECORD_VRAM=1`
+/// (`"vram_allocated": 15.23, "vram_reserved": 17.5`): PyTorch's
+/// `max_memory_allocated` / `max_memory_reserved` in GiB, `/ (1024**3)`
+/// (llamafactory 0.9.5 `train/callbacks.py`, `extras/misc.py`
+/// `get_peak_memory`).
+pub fn is_llamafactory_line(l: &str) -> bool {
+    l.contains("vram_allocated\"")
+        || l.contains("vram_reserved\"")
+        || l.contains("vram_allocated'")
+        || l.contains("vram_reserved'")
+}
+
 /// An mmengine runner's log line (XTuner, the OpenMMLab tools): `Iter(train)
 /// [ 10/1000]  lr: …  time: …  memory: 15234  loss: …` or `Epoch(train)
 /// [1][ 10/270] …`, where `memory` is `torch.cuda.max_memory_allocated() //
@@ -196,6 +208,12 @@ fn figure_in(rest: &str) -> Option<(f64, bool)> {
                 .or(unit_before)
         } else if is_unit(tail) {
             Some(tail)
+        } else if matches!(tail.trim_end_matches(['.', ',']), "G" | "M") {
+            // `12.3G` (XTuner's `peak gpu memory {max_memory/1024**3:.1f}G`,
+            // xtuner 0.2.0 `_lite/accelerate/utils.py`): a one-letter label,
+            // read as the binary unit like `GB`.
+            let mib = num.parse::<f64>().ok()? * if tail.starts_with('G') { 1024.0 } else { 1.0 };
+            return Some((mib, true));
         } else {
             continue;
         };
@@ -459,6 +477,22 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
+        if is_llamafactory_line(line) {
+            b.seen.get_or_insert(Format::LlamafactoryVram);
+            let gib = |key: &str| {
+                figure_after(line, &format!("\"{key}\""), "GiB")
+                    .or_else(|| figure_after(line, &format!("'{key}'"), "GiB"))
+            };
+            let a = b.allocator();
+            if let Some(v) = gib("vram_allocated") {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            // `-1` where the device has no reserved counter (MPS).
+            if let Some(v) = gib("vram_reserved").filter(|v| *v > 0.0) {
+                keep_max(&mut a.peak_reserved_mib, v);
+            }
+            return Ok(());
+        }
         if is_mmengine_line(line) {
             b.seen.get_or_insert(Format::MmengineMemory);
             if let Some(v) = figure_after(line, "  memory: ", "MiB") {
@@ -599,7 +633,7 @@ impl LineParser for LogParser {
                 if p.decimal_label && !self.warned_decimal_label {
                     self.warned_decimal_label = true;
                     b.warnings.push(format!(
-                        "figures labelled GB or MB (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
+                        "figures labelled GB or MB (or G, M) (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
                          PyTorch's counter by 1024**3 prints it; if it divided by 1e9, the \
                          counter was 7 % below these figures"
                     ));

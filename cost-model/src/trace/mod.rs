@@ -91,10 +91,11 @@ pub enum Format {
     PytorchGpuProcesses,
     MsSwiftMemory,
     MmengineMemory,
+    LlamafactoryVram,
 }
 
 impl Format {
-    pub const ALL: [Format; 24] = [
+    pub const ALL: [Format; 25] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -119,6 +120,7 @@ impl Format {
         Format::PytorchGpuProcesses,
         Format::MsSwiftMemory,
         Format::MmengineMemory,
+        Format::LlamafactoryVram,
     ];
 
     pub fn id(self) -> &'static str {
@@ -147,6 +149,7 @@ impl Format {
             Format::PytorchGpuProcesses => "pytorch-gpu-processes",
             Format::MsSwiftMemory => "ms-swift-memory",
             Format::MmengineMemory => "mmengine-memory",
+            Format::LlamafactoryVram => "llamafactory-vram",
         }
     }
 
@@ -537,8 +540,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     // Training-log lines, in this order (axolotl's log dict before the
     // Trainer's metrics it resembles).
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 9] = [
+    const LOG_LINES: [(IsLine, Format); 10] = [
         (logs::is_axolotl_line, Format::AxolotlMetrics),
+        (logs::is_llamafactory_line, Format::LlamafactoryVram),
         (logs::is_swift_line, Format::MsSwiftMemory),
         (logs::is_mmengine_line, Format::MmengineMemory),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
@@ -591,6 +595,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::LitgptMemoryUsed
         | Format::MsSwiftMemory
         | Format::MmengineMemory
+        | Format::LlamafactoryVram
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
