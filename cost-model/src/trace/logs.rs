@@ -313,6 +313,9 @@ impl LineParser for LogParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
         // Each branch records the first log format it recognises (`b.seen`),
         // so a log detected late is named by what it held.
+        // The readers added since the 1 GB benchmark all look for a word
+        // with `mem` or `vram`; most lines of a long log have neither.
+        let memish = line.contains("mem") || line.contains("vram");
         if is_deepspeed_line(line) {
             b.seen.get_or_insert(Format::DeepspeedSeeMemoryUsage);
             // ` MA 0.65 GB  Max_MA 0.66 GB  CA 0.68 GB  Max_CA 1 GB`
@@ -343,7 +346,7 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
-        if line.contains("memory (GB)") && line.contains("mem-") {
+        if memish && line.contains("memory (GB)") && line.contains("mem-") {
             // Megatron-Bridge's report (`[Rank N] (after K iterations) memory
             // (GB) | mem-allocated-gigabytes: … | mem-max-allocated-gigabytes:
             // …`): `torch.cuda.memory_stats()` bytes divided by 1.0e9 and
@@ -387,7 +390,7 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
-        if line.contains("Theoretical memory footprints:") {
+        if memish && line.contains("Theoretical memory footprints:") {
             // Megatron's own estimate from its arguments, printed before
             // training (`report_theoretical_memory`, MB = 2^20: megatron-core
             // 0.19.2 `training/theoretical_memory_usage.py`): shown beside
@@ -477,7 +480,7 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
-        if is_llamafactory_line(line) {
+        if memish && is_llamafactory_line(line) {
             b.seen.get_or_insert(Format::LlamafactoryVram);
             let gib = |key: &str| {
                 figure_after(line, &format!("\"{key}\""), "GiB")
@@ -493,14 +496,14 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
-        if is_mmengine_line(line) {
+        if memish && is_mmengine_line(line) {
             b.seen.get_or_insert(Format::MmengineMemory);
             if let Some(v) = figure_after(line, "  memory: ", "MiB") {
                 keep_max(&mut b.allocator().peak_allocated_mib, v);
             }
             return Ok(());
         }
-        if is_swift_line(line) {
+        if memish && is_swift_line(line) {
             b.seen.get_or_insert(Format::MsSwiftMemory);
             let v = figure_after(line, "'memory(GiB)'", "GiB")
                 .or_else(|| figure_after(line, "\"memory(GiB)\"", "GiB"));
