@@ -510,6 +510,9 @@ fn megatron_keeps_its_fp32_main_grad_buffers_from_wrapping_to_the_step() {
         8,
         Sharding::Zero1,
     );
+    // Megatron recomputes nothing unless asked
+    // (`TransformerConfig.recompute_granularity` defaults to None).
+    assert_eq!(p.training.checkpointing, Checkpointing::None);
     let e = estimate(&p).unwrap();
     let n = e.trainable_params as f64;
     for ph in [Phase::Init, Phase::Forward, Phase::Backward, Phase::Step] {
@@ -562,19 +565,6 @@ fn megatron_cross_entropy_works_in_place_on_one_fp32_copy() {
     };
     assert!((per_logit(Precision::Bf16) - 6.0).abs() < 1e-6);
     assert!((per_logit(Precision::Fp32) - 4.0).abs() < 1e-6);
-}
-
-#[test]
-fn megatron_recomputes_nothing_unless_asked() {
-    // `TransformerConfig.recompute_granularity` defaults to None.
-    let p = bf16_plan(
-        "llama-3.1-8b",
-        Framework::Megatron,
-        4096,
-        8,
-        Sharding::Zero1,
-    );
-    assert_eq!(p.training.checkpointing, Checkpointing::None);
 }
 
 #[test]
