@@ -660,6 +660,7 @@ mod never_panics {
                 "[Rank 0] (after 2 iterations) memory (GB) | mem-max-allocated-gigabytes: 51.234 | mem-alloc-retires: 3\n",
                 "{'loss': 1.93471, 'memory(GiB)': 17.83, 'global_step/max_steps': '5/100'}\n",
                 "mmengine - INFO - Iter(train) [  10/1000]  lr: 2.0000e-04  time: 1.2345  memory: 15234  loss: 1.2345\n",
+                "step:10 - perf/max_memory_allocated_gb:42.1234 - perf/max_memory_reserved_gb:55.5\n",
                 "{\"current_steps\": 10, \"vram_allocated\": 15.23, \"vram_reserved\": -1}\npeak gpu memory 12.3G\n",
             ]
             .map(String::from),
@@ -1305,6 +1306,22 @@ fn llamafactory_vram_and_xtuners_peak_print() {
         t.warnings.iter().any(|w| w.contains("G, M")),
         "{:?}",
         t.warnings
+    );
+}
+
+#[test]
+fn verl_console_metrics() {
+    // verl's `concat_dict_to_str` line (verl 0.9.1): peak counters in GiB among
+    // the other metrics; the CPU figure is not the GPU's.
+    let t = parse_text(
+        "step:10 - global_seqlen/min:1234 - actor/entropy:0.512 - actor/pg_loss:0.01 - \
+         perf/mfu/actor:0.35 - perf/max_memory_allocated_gb:42.1234 - \
+         perf/max_memory_reserved_gb:55.5 - perf/cpu_memory_used_gb:120.3 - timing_s/step:45.6\n",
+    );
+    assert_eq!(t.format, Format::VerlMetrics);
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 42.1234 * 1024.0) && close(a.peak_reserved_mib, 55.5 * 1024.0)
     );
 }
 

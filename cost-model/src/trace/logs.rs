@@ -66,6 +66,14 @@ pub fn is_llamafactory_line(l: &str) -> bool {
         || l.contains("vram_reserved'")
 }
 
+/// verl's console metrics (`step:10 - … - perf/max_memory_allocated_gb:42.12 -
+/// perf/max_memory_reserved_gb:55.5 - …`): PyTorch's peak counters in GiB,
+/// `/ (1024**3)` (verl 0.9.1 `workers/engine_workers.py`, printed by
+/// `utils/logger/aggregate_logger.py` `concat_dict_to_str`).
+pub fn is_verl_line(l: &str) -> bool {
+    l.contains("perf/max_memory_allocated_gb") || l.contains("perf/max_memory_reserved_gb")
+}
+
 /// An mmengine runner's log line (XTuner, the OpenMMLab tools): `Iter(train)
 /// [ 10/1000]  lr: …  time: …  memory: 15234  loss: …` or `Epoch(train)
 /// [1][ 10/270] …`, where `memory` is `torch.cuda.max_memory_allocated() //
@@ -477,6 +485,17 @@ impl LineParser for LogParser {
                 if let Some(r) = rank_of(line) {
                     keep_rank(a, r, None, Some(v));
                 }
+            }
+            return Ok(());
+        }
+        if memish && is_verl_line(line) {
+            b.seen.get_or_insert(Format::VerlMetrics);
+            let a = b.allocator();
+            if let Some(v) = figure_after(line, "perf/max_memory_allocated_gb", "GiB") {
+                keep_max(&mut a.peak_allocated_mib, v);
+            }
+            if let Some(v) = figure_after(line, "perf/max_memory_reserved_gb", "GiB") {
+                keep_max(&mut a.peak_reserved_mib, v);
             }
             return Ok(());
         }

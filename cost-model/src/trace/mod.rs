@@ -92,10 +92,11 @@ pub enum Format {
     MsSwiftMemory,
     MmengineMemory,
     LlamafactoryVram,
+    VerlMetrics,
 }
 
 impl Format {
-    pub const ALL: [Format; 25] = [
+    pub const ALL: [Format; 26] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -121,6 +122,7 @@ impl Format {
         Format::MsSwiftMemory,
         Format::MmengineMemory,
         Format::LlamafactoryVram,
+        Format::VerlMetrics,
     ];
 
     pub fn id(self) -> &'static str {
@@ -150,6 +152,7 @@ impl Format {
             Format::MsSwiftMemory => "ms-swift-memory",
             Format::MmengineMemory => "mmengine-memory",
             Format::LlamafactoryVram => "llamafactory-vram",
+            Format::VerlMetrics => "verl-metrics",
         }
     }
 
@@ -540,8 +543,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     // Training-log lines, in this order (axolotl's log dict before the
     // Trainer's metrics it resembles).
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 10] = [
+    const LOG_LINES: [(IsLine, Format); 11] = [
         (logs::is_axolotl_line, Format::AxolotlMetrics),
+        (logs::is_verl_line, Format::VerlMetrics),
         (logs::is_llamafactory_line, Format::LlamafactoryVram),
         (logs::is_swift_line, Format::MsSwiftMemory),
         (logs::is_mmengine_line, Format::MmengineMemory),
@@ -596,6 +600,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::MsSwiftMemory
         | Format::MmengineMemory
         | Format::LlamafactoryVram
+        | Format::VerlMetrics
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
