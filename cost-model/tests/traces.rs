@@ -1310,6 +1310,28 @@ fn llamafactory_vram_and_xtuners_peak_print() {
 }
 
 #[test]
+fn one_print_with_both_counters() {
+    // nanotron 0.4's `log_memory`: both peaks in one sentence-separated print.
+    let t = parse_text(
+        "11/30/2026 10:00:00 [INFO|DP=0|PP=0|TP=0]: [After train batch iter] Memory usage: \
+         12345.67MiB. Peak allocated 23456.78MiB. Peak reserved: 34567.00MiB\n",
+    );
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 23456.78) && close(a.peak_reserved_mib, 34567.0),
+        "{a:?}"
+    );
+    // A counter named without max/peak before it (the current one) is not a peak.
+    let t = parse_text("max memory allocated 10.5 GiB. memory reserved 12.0 GiB\n");
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 10.5 * 1024.0) && a.peak_reserved_mib.is_none(),
+        "{a:?}"
+    );
+}
+
+#[test]
 fn verl_console_metrics() {
     // verl's `concat_dict_to_str` line (verl 0.9.1): peak counters in GiB among
     // the other metrics; the CPU figure is not the GPU's.

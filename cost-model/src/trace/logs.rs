@@ -148,14 +148,42 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
         if !norm.contains("mem") || norm.contains("delta") {
             continue;
         }
-        let named = ["allocated", "reserved", "cached"].iter().find_map(|k| {
-            let counter = if *k == "allocated" {
+        // Every counter the segment names, in order: one print may give both
+        // (nanotron's `Peak allocated 23456.78MiB. Peak reserved: 34567.00MiB`,
+        // nanotron 0.4 `logging.py` `log_memory`).
+        let mut names: Vec<(usize, usize, PrintedCounter)> = Vec::new();
+        for k in ["allocated", "reserved", "cached"] {
+            let counter = if k == "allocated" {
                 PrintedCounter::Allocated
             } else {
                 PrintedCounter::Reserved
             };
-            norm.find(k).map(|i| (i + k.len(), counter))
-        });
+            names.extend(
+                norm.match_indices(k)
+                    .map(|(i, _)| (i, i + k.len(), counter)),
+            );
+        }
+        names.sort_by_key(|n| n.0);
+        if names.len() > 1 {
+            let mut from = 0;
+            for (n, &(start, end, counter)) in names.iter().enumerate() {
+                let until = names.get(n + 1).map_or(seg.len(), |x| x.0);
+                let before = &norm[from..start];
+                from = end;
+                if !(before.contains("max") || before.contains("peak")) {
+                    continue;
+                }
+                if let Some((mib, decimal_label)) = figure_in(&seg[end..until]) {
+                    out.push(PeakPrint {
+                        counter,
+                        mib,
+                        decimal_label,
+                    });
+                }
+            }
+            continue;
+        }
+        let named = names.first().map(|&(_, end, counter)| (end, counter));
         // `Peak GPU memory: 12.3 GiB`, `Max CUDA memory usage: 12345.67 MB`
         // (Colossal-AI): a peak whose counter is not named — `peak`, or `max`
         // with `usage`/`used`: a bare "Max memory = 14.7 GB" is the capacity
