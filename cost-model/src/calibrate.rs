@@ -182,6 +182,18 @@ impl Row<'_> {
             return Ok(None);
         }
         v.parse::<f64>()
+            .or_else(|e| {
+                // A decimal comma (`6,74`), as a spreadsheet in such a locale
+                // writes it (with `;` between fields, [`crate::csv::parse`]):
+                // one comma between digits, no point.
+                let (a, b) = v.split_once(',').ok_or(e.clone())?;
+                let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+                if digits(a) && digits(b) {
+                    format!("{a}.{b}").parse::<f64>()
+                } else {
+                    Err(e)
+                }
+            })
             .map(Some)
             .map_err(|_| format!("{col}: `{v}` is not a number"))
     }

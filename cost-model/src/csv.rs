@@ -1,5 +1,7 @@
 //! A small RFC 4180 CSV reader (quoted fields, doubled quotes, CRLF), with
-//! line numbers for error messages. Pure: reads a `&str`.
+//! line numbers for error messages. Pure: reads a `&str`. It also takes what
+//! spreadsheets write: a UTF-8 byte-order mark (Excel's "CSV UTF-8") and, in
+//! locales whose decimal separator is a comma, `;` between fields.
 
 /// One record with the line it starts on (1-based).
 #[derive(Clone, Debug, PartialEq)]
@@ -9,7 +11,16 @@ pub struct Record {
 }
 
 /// Splits CSV text into records. An unterminated quote is an error naming its line.
+/// Fields are separated by `,`, or by `;` when the first line has a `;` and
+/// no `,` (a spreadsheet's export in such a locale).
 pub fn parse(text: &str) -> Result<Vec<Record>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = text.lines().next().unwrap_or("");
+    let delimiter = if !first.contains(',') && first.contains(';') {
+        ';'
+    } else {
+        ','
+    };
     let mut out = Vec::new();
     let mut fields = Vec::new();
     let mut field = String::new();
@@ -37,7 +48,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
         }
         match c {
             '"' => in_quotes = true,
-            ',' => fields.push(std::mem::take(&mut field)),
+            c if c == delimiter => fields.push(std::mem::take(&mut field)),
             '\r' if chars.peek() == Some(&'\n') => {}
             '\n' => {
                 fields.push(std::mem::take(&mut field));
@@ -80,6 +91,18 @@ mod tests {
         assert_eq!(r.len(), 3);
         assert_eq!(r[1].fields, vec!["x, y", "he said \"hi\""]);
         assert_eq!(r[2].line, 4);
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_semicolons_from_spreadsheets() {
+        let r = parse("\u{feff}id,metric\nx,max_reserved\n").unwrap();
+        assert_eq!(r[0].fields, vec!["id", "metric"]);
+        // `;` between fields when the header has no comma; quoted `;` stays.
+        let r = parse("id;notes\nx;\"a; b\"\n").unwrap();
+        assert_eq!(r[1].fields, vec!["x", "a; b"]);
+        // A comma-separated file keeps `;` inside its fields.
+        let r = parse("id,notes\nx,a; b\n").unwrap();
+        assert_eq!(r[1].fields, vec!["x", "a; b"]);
     }
 
     #[test]

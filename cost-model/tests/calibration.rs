@@ -755,3 +755,49 @@ fn a_megatron_lora_row_without_rank_or_targets_takes_megatron_bridges_defaults()
     let (rank, targets, _) = lora("hf-trainer");
     assert_eq!((rank, targets), (8, LoraTargets::QV));
 }
+
+#[test]
+fn a_spreadsheet_export_in_a_decimal_comma_locale_reads_the_same() {
+    // Excel's "CSV UTF-8" in such a locale: a byte-order mark, `;` between
+    // fields (the notes' own `;` quoted), CRLF, `6,74` for 6.74.
+    let text = cases();
+    let decimal_comma = |f: &str| match f.split_once('.') {
+        Some((a, b))
+            if !a.is_empty()
+                && !b.is_empty()
+                && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit()) =>
+        {
+            format!("{a},{b}")
+        }
+        _ => f.to_string(),
+    };
+    let mut sheet = String::from("\u{feff}");
+    for (i, line) in text.lines().enumerate() {
+        let fields: Vec<String> = line
+            .split(',')
+            .map(|f| {
+                if i == 0 {
+                    f.to_string()
+                } else {
+                    decimal_comma(f)
+                }
+            })
+            .map(|f| {
+                if f.contains(';') {
+                    format!("\"{f}\"")
+                } else {
+                    f
+                }
+            })
+            .collect();
+        sheet.push_str(&fields.join(";"));
+        sheet.push_str("\r\n");
+    }
+    assert!(sheet.contains(";6,74;"), "the export has decimal commas");
+    let a = cost_model::calibrate::calibrate(&text).unwrap();
+    let b = cost_model::calibrate::calibrate(&sheet).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+}
