@@ -161,6 +161,8 @@ impl NewPlan {
     /// Reads a `POST /api/v1/plans` body (`{"title", "notes"?, "author"?,
     /// "plan", "forked_from"?}`); the plan may be of any known schema version.
     pub fn from_json_body(body: &[u8]) -> Result<Self, InputError> {
+        // A UTF-8 byte-order mark (a file saved by a Windows editor) is skipped.
+        let body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
         let de = &mut serde_json::Deserializer::from_slice(body);
         let b: SaveBody = read_save_body(de)?;
         let plan = cost_model::schema::load_plan_value(b.plan)
@@ -497,6 +499,12 @@ mod tests {
     fn bad_bodies_name_the_line_or_field() {
         let e = NewPlan::from_json_body(b"{\n\"title\": \"x\",\n oops}").unwrap_err();
         assert!(matches!(e, InputError::Syntax { line: 3, .. }), "{e}");
+        // A body saved with a UTF-8 byte-order mark reads as without it.
+        let mut bom = b"\xef\xbb\xbf".to_vec();
+        bom.extend(body(
+            serde_json::json!({"title": "t", "plan": Plan::default()}),
+        ));
+        assert_eq!(NewPlan::from_json_body(&bom).unwrap().title, "t");
         let e = NewPlan::from_json_body(b"").unwrap_err();
         assert!(matches!(e, InputError::Syntax { .. }), "{e}");
 

@@ -126,8 +126,10 @@ pub fn migrate(mut v: Value) -> Result<Value, PlanLoadError> {
     Ok(v)
 }
 
-/// Parses plan JSON text of any known schema version.
+/// Parses plan JSON text of any known schema version. A UTF-8 byte-order
+/// mark (Windows editors save one) is skipped.
 pub fn load_plan(s: &str) -> Result<Plan, PlanLoadError> {
+    let s = s.strip_prefix('\u{feff}').unwrap_or(s);
     let value: Value = serde_json::from_str(s).map_err(|e| PlanLoadError {
         line: Some(e.line() as u64),
         column: Some(e.column() as u64),

@@ -24,6 +24,13 @@ fn a_version_1_plan_migrates_to_the_current_schema() {
 }
 
 #[test]
+fn a_plan_file_saved_with_a_byte_order_mark_loads() {
+    // Windows editors save UTF-8 with a byte-order mark.
+    let p = Plan::from_json(&format!("\u{feff}{V1}")).expect("BOM skipped");
+    assert_eq!(p, Plan::from_json(V1).unwrap());
+}
+
+#[test]
 fn a_version_1_plan_with_a_bad_offload_names_the_field() {
     let bad = V1.replace("\"offload\": \"optimizer\"", "\"offload\": \"gpu\"");
     let e = Plan::from_json(&bad).unwrap_err();
