@@ -909,15 +909,19 @@ fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String>
         return Err("the file is empty: expected a header line".into());
     }
     let head = records.remove(0);
+    // Column names in any case and with spaces for `_` (`Measured_GiB`,
+    // `n layers`), as a hand-edited header may have them.
+    let names: Vec<String> = head
+        .fields
+        .iter()
+        .map(|h| h.trim().to_ascii_lowercase().replace(' ', "_"))
+        .collect();
     for col in ["id", "metric", "measured_gib", "n_layers", "hidden"] {
-        if !head.fields.iter().any(|h| h.trim() == col) {
+        if !names.iter().any(|h| h == col) {
             return Err(format!("line {}: header has no `{col}` column", head.line));
         }
     }
-    Ok((
-        head.fields.iter().map(|h| h.trim().to_string()).collect(),
-        records,
-    ))
+    Ok((names, records))
 }
 
 /// A number the notes state right before `unit`: "200 virtual tokens",

@@ -794,6 +794,15 @@ fn a_spreadsheet_export_in_a_decimal_comma_locale_reads_the_same() {
         sheet.push_str("\r\n");
     }
     assert!(sheet.contains(";6,74;"), "the export has decimal commas");
+    // … and a hand-edited header: other case, spaces for `_`.
+    let header = sheet.lines().next().unwrap().to_string();
+    let sheet = sheet.replacen(
+        &header,
+        &header
+            .to_uppercase()
+            .replace("MEASURED_GIB", "Measured GiB"),
+        1,
+    );
     let a = cost_model::calibrate::calibrate(&text).unwrap();
     let b = cost_model::calibrate::calibrate(&sheet).unwrap();
     assert_eq!(
