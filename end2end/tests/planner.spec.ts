@@ -102,6 +102,19 @@ test("no-js: a fix-ladder rung is a link to the changed plan", async ({ page }, 
   await expect(page).toHaveURL(/ckpt=full/);
 });
 
+test("Megatron's fix ladder offers its distributed optimizer; fp8 needs float8 tensor cores", async ({ page }) => {
+  // Llama-3.1-8B on 8 × H100 under Megatron without the distributed optimizer.
+  await page.goto("/?fw=megatron&shard=ddp&prec=bf16&seq=8192&mb=1");
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  const ladder = page.getByTestId("ladder");
+  await expect(ladder).toContainText("Distributed optimizer");
+  await expect(ladder).not.toContainText("ZeRO-3");
+  await expect(ladder).not.toContainText("torch.compile");
+  // An A100 has no float8 tensor cores: explained on the field, not estimated.
+  await page.goto("/?prec=fp8&gpu=a100-sxm4-80gb");
+  await expect(page.getByTestId("plan-error")).toContainText("training.precision: fp8 needs float8 tensor cores");
+});
+
 test("charts are server-rendered SVG", async ({ page }) => {
   await page.goto("/?pp=4&gpus=8");
   for (const id of ["chart-breakdown", "chart-batch", "chart-seq"]) {
