@@ -37,42 +37,107 @@ pub fn is_torchtune_line(l: &str) -> bool {
         || l.contains("peak_memory_reserved:")
 }
 
-/// axolotl's Trainer log dict (`'memory/max_allocated (GiB)': 17.48`,
-/// `'memory/device_reserved (GiB)': 19.94` — `max_memory_reserved`, reset at
-/// each log: axolotl `core/trainers/base.py`, `utils/bench.py`).
-pub fn is_axolotl_line(l: &str) -> bool {
-    l.contains("memory/max_allocated (GiB)") || l.contains("memory/device_reserved (GiB)")
+/// A tool that logs PyTorch's peak counters under keys of its own, in GiB
+/// (2^30) whatever the label: `'memory(GiB)': 17.83`,
+/// `perf/max_memory_reserved_gb:55.5`.
+pub struct KeyedPeaks {
+    pub format: Format,
+    /// Keys that tell the tool's line.
+    detect: &'static [&'static str],
+    /// Keys of the allocated and of the reserved peak (the first found wins).
+    allocated: &'static [&'static str],
+    reserved: &'static [&'static str],
+    /// A `[rankN]:` prefix (torchrun with every rank logging) gives that
+    /// rank's own peak.
+    per_rank: bool,
 }
 
-/// ms-swift's Trainer log dict (`'memory(GiB)': 17.83`; `"memory(GiB)"` in its
-/// `logging.jsonl`): the largest `max_memory_reserved` seen so far, in GiB
-/// (2^30), the maximum over the GPUs of a device-map model (ms-swift 4.6.0
-/// `trainers/patcher.py` `add_train_message`, `utils/torch_utils.py`
-/// `get_max_reserved_memory`; Megatron-SWIFT's the maximum over the
-/// model-parallel group, `megatron/callbacks/print.py`).
-pub fn is_swift_line(l: &str) -> bool {
-    l.contains("'memory(GiB)'") || l.contains("\"memory(GiB)\"")
+impl KeyedPeaks {
+    /// Whether `l` is this tool's line.
+    pub fn matches(&self, l: &str) -> bool {
+        self.detect.iter().any(|k| l.contains(k))
+    }
+
+    fn read(&self, line: &str, b: &mut Builder) {
+        b.seen.get_or_insert(self.format);
+        // A figure at most zero is no peak (LLaMA-Factory writes `-1` where
+        // the device has no reserved counter).
+        let first = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| figure_after(line, k, "GiB"))
+                .filter(|v| *v > 0.0)
+        };
+        let (allocated, reserved) = (first(self.allocated), first(self.reserved));
+        let a = b.allocator();
+        if let Some(v) = allocated {
+            keep_max(&mut a.peak_allocated_mib, v);
+        }
+        if let Some(v) = reserved {
+            keep_max(&mut a.peak_reserved_mib, v);
+        }
+        if let (true, Some(r), Some(_)) = (self.per_rank, rank_of(line), reserved) {
+            keep_rank(a, r, None, reserved);
+        }
+    }
 }
 
-/// LLaMA-Factory's `trainer_log.jsonl` with `RECORD_VRAM=1`
-/// (`"vram_allocated": 15.23, "vram_reserved": 17.5`): PyTorch's
-/// `max_memory_allocated` / `max_memory_reserved` in GiB, `/ (1024**3)`
-/// (llamafactory 0.9.5 `train/callbacks.py`, `extras/misc.py`
-/// `get_peak_memory`).
-pub fn is_llamafactory_line(l: &str) -> bool {
-    l.contains("vram_allocated\"")
-        || l.contains("vram_reserved\"")
-        || l.contains("vram_allocated'")
-        || l.contains("vram_reserved'")
-}
-
-/// verl's console metrics (`step:10 - … - perf/max_memory_allocated_gb:42.12 -
-/// perf/max_memory_reserved_gb:55.5 - …`): PyTorch's peak counters in GiB,
-/// `/ (1024**3)` (verl 0.9.1 `workers/engine_workers.py`, printed by
-/// `utils/logger/aggregate_logger.py` `concat_dict_to_str`).
-pub fn is_verl_line(l: &str) -> bool {
-    l.contains("perf/max_memory_allocated_gb") || l.contains("perf/max_memory_reserved_gb")
-}
+/// The tools of [`KeyedPeaks`], in the order their lines are told apart
+/// (axolotl's log dict before the Trainer's metrics it resembles).
+pub const KEYED_PEAKS: [KeyedPeaks; 4] = [
+    // axolotl's Trainer log dict (`'memory/max_allocated (GiB)': 17.48`,
+    // `'memory/device_reserved (GiB)': 19.94` — `max_memory_reserved`, reset
+    // at each log: axolotl `core/trainers/base.py`, `utils/bench.py`).
+    KeyedPeaks {
+        format: Format::AxolotlMetrics,
+        detect: &["memory/max_allocated (GiB)", "memory/device_reserved (GiB)"],
+        allocated: &["memory/max_allocated (GiB)", "memory/max_active (GiB)"],
+        reserved: &["memory/device_reserved (GiB)"],
+        per_rank: false,
+    },
+    // verl's console metrics (`step:10 - … - perf/max_memory_allocated_gb:42.12
+    // - perf/max_memory_reserved_gb:55.5 - …`), `/ (1024**3)` (verl 0.9.1
+    // `workers/engine_workers.py`, printed by `utils/logger/aggregate_logger.py`
+    // `concat_dict_to_str`).
+    KeyedPeaks {
+        format: Format::VerlMetrics,
+        detect: &[
+            "perf/max_memory_allocated_gb",
+            "perf/max_memory_reserved_gb",
+        ],
+        allocated: &["perf/max_memory_allocated_gb"],
+        reserved: &["perf/max_memory_reserved_gb"],
+        per_rank: false,
+    },
+    // LLaMA-Factory's `trainer_log.jsonl` with `RECORD_VRAM=1`
+    // (`"vram_allocated": 15.23, "vram_reserved": 17.5`), `/ (1024**3)`
+    // (llamafactory 0.9.5 `train/callbacks.py`, `extras/misc.py`
+    // `get_peak_memory`).
+    KeyedPeaks {
+        format: Format::LlamafactoryVram,
+        detect: &[
+            "vram_allocated\"",
+            "vram_reserved\"",
+            "vram_allocated'",
+            "vram_reserved'",
+        ],
+        allocated: &["\"vram_allocated\"", "'vram_allocated'"],
+        reserved: &["\"vram_reserved\"", "'vram_reserved'"],
+        per_rank: false,
+    },
+    // ms-swift's Trainer log dict (`'memory(GiB)': 17.83`; `"memory(GiB)"` in
+    // its `logging.jsonl`): the largest `max_memory_reserved` seen so far, the
+    // maximum over the GPUs of a device-map model (ms-swift 4.6.0
+    // `trainers/patcher.py` `add_train_message`, `utils/torch_utils.py`
+    // `get_max_reserved_memory`; Megatron-SWIFT's the maximum over the
+    // model-parallel group, `megatron/callbacks/print.py`).
+    KeyedPeaks {
+        format: Format::MsSwiftMemory,
+        detect: &["'memory(GiB)'", "\"memory(GiB)\""],
+        allocated: &[],
+        reserved: &["'memory(GiB)'", "\"memory(GiB)\""],
+        per_rank: true,
+    },
+];
 
 /// An mmengine runner's log line (XTuner, the OpenMMLab tools): `Iter(train)
 /// [ 10/1000]  lr: …  time: …  memory: 15234  loss: …` or `Epoch(train)
@@ -349,8 +414,8 @@ impl LineParser for LogParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
         // Each branch records the first log format it recognises (`b.seen`),
         // so a log detected late is named by what it held.
-        // The readers added since the 1 GB benchmark all look for a word
-        // with `mem` or `vram`; most lines of a long log have neither.
+        // The tools' own keys below all hold `mem` or `vram`; most lines of a
+        // long log have neither, so one test spares them the rest.
         let memish = line.contains("mem") || line.contains("vram");
         if is_deepspeed_line(line) {
             b.seen.get_or_insert(Format::DeepspeedSeeMemoryUsage);
@@ -516,63 +581,18 @@ impl LineParser for LogParser {
             }
             return Ok(());
         }
-        if memish && is_verl_line(line) {
-            b.seen.get_or_insert(Format::VerlMetrics);
-            let a = b.allocator();
-            if let Some(v) = figure_after(line, "perf/max_memory_allocated_gb", "GiB") {
-                keep_max(&mut a.peak_allocated_mib, v);
-            }
-            if let Some(v) = figure_after(line, "perf/max_memory_reserved_gb", "GiB") {
-                keep_max(&mut a.peak_reserved_mib, v);
-            }
-            return Ok(());
-        }
-        if memish && is_llamafactory_line(line) {
-            b.seen.get_or_insert(Format::LlamafactoryVram);
-            let gib = |key: &str| {
-                figure_after(line, &format!("\"{key}\""), "GiB")
-                    .or_else(|| figure_after(line, &format!("'{key}'"), "GiB"))
-            };
-            let a = b.allocator();
-            if let Some(v) = gib("vram_allocated") {
-                keep_max(&mut a.peak_allocated_mib, v);
-            }
-            // `-1` where the device has no reserved counter (MPS).
-            if let Some(v) = gib("vram_reserved").filter(|v| *v > 0.0) {
-                keep_max(&mut a.peak_reserved_mib, v);
-            }
+        if let Some(k) = KEYED_PEAKS
+            .iter()
+            .filter(|_| memish)
+            .find(|k| k.matches(line))
+        {
+            k.read(line, b);
             return Ok(());
         }
         if memish && is_mmengine_line(line) {
             b.seen.get_or_insert(Format::MmengineMemory);
             if let Some(v) = figure_after(line, "  memory: ", "MiB") {
                 keep_max(&mut b.allocator().peak_allocated_mib, v);
-            }
-            return Ok(());
-        }
-        if memish && is_swift_line(line) {
-            b.seen.get_or_insert(Format::MsSwiftMemory);
-            let v = figure_after(line, "'memory(GiB)'", "GiB")
-                .or_else(|| figure_after(line, "\"memory(GiB)\"", "GiB"));
-            if let Some(v) = v {
-                let a = b.allocator();
-                keep_max(&mut a.peak_reserved_mib, v);
-                if let Some(r) = rank_of(line) {
-                    keep_rank(a, r, None, Some(v));
-                }
-            }
-            return Ok(());
-        }
-        if is_axolotl_line(line) {
-            b.seen.get_or_insert(Format::AxolotlMetrics);
-            let a = b.allocator();
-            if let Some(v) = figure_after(line, "memory/max_allocated (GiB)", "GiB")
-                .or_else(|| figure_after(line, "memory/max_active (GiB)", "GiB"))
-            {
-                keep_max(&mut a.peak_allocated_mib, v);
-            }
-            if let Some(v) = figure_after(line, "memory/device_reserved (GiB)", "GiB") {
-                keep_max(&mut a.peak_reserved_mib, v);
             }
             return Ok(());
         }

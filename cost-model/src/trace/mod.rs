@@ -540,14 +540,16 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("GPU Memory before entering the") || has("GPU Peak Memory consumed") {
         return Some(Format::AccelerateTracemalloc);
     }
-    // Training-log lines, in this order (axolotl's log dict before the
-    // Trainer's metrics it resembles).
+    // Training-log lines, in this order: the tools' keyed peaks first
+    // (axolotl's log dict before the Trainer's metrics it resembles).
+    if let Some(k) = logs::KEYED_PEAKS
+        .iter()
+        .find(|k| head.iter().any(|l| k.matches(l)))
+    {
+        return Some(k.format);
+    }
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 11] = [
-        (logs::is_axolotl_line, Format::AxolotlMetrics),
-        (logs::is_verl_line, Format::VerlMetrics),
-        (logs::is_llamafactory_line, Format::LlamafactoryVram),
-        (logs::is_swift_line, Format::MsSwiftMemory),
+    const LOG_LINES: [(IsLine, Format); 7] = [
         (logs::is_mmengine_line, Format::MmengineMemory),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
