@@ -229,53 +229,38 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
             );
         }
         names.sort_by_key(|n| n.0);
-        if names.len() > 1 {
-            let mut from = 0;
-            for (n, &(start, end, counter)) in names.iter().enumerate() {
-                let until = names.get(n + 1).map_or(seg.len(), |x| x.0);
-                let before = &norm[from..start];
-                from = end;
-                if !(before.contains("max") || before.contains("peak")) {
-                    continue;
-                }
-                if let Some((mib, decimal_label)) = figure_in(&seg[end..until]) {
-                    out.push(PeakPrint {
-                        counter,
-                        mib,
-                        decimal_label,
-                    });
-                }
-            }
-            continue;
-        }
-        let named = names.first().map(|&(_, end, counter)| (end, counter));
         // `Peak GPU memory: 12.3 GiB`, `Max CUDA memory usage: 12345.67 MB`
         // (Colossal-AI): a peak whose counter is not named — `peak`, or `max`
         // with `usage`/`used`: a bare "Max memory = 14.7 GB" is the capacity
         // in the Unsloth notebooks.
-        let unnamed = || {
+        if names.is_empty() {
             let peak = norm.contains("peak")
                 || (norm.contains("max") && (norm.contains("usage") || norm.contains("used")));
-            ["gpu", "cuda", "vram"]
-                .iter()
-                .any(|w| norm.contains(w))
-                .then_some(())
-                .filter(|_| peak)
-                .and_then(|_| norm.find("mem").map(|i| (i + 3, PrintedCounter::Unnamed)))
-        };
-        let Some((at, counter)) = named.or_else(unnamed) else {
-            continue;
-        };
-        if !(norm[..at].contains("max") || norm[..at].contains("peak")) {
-            continue;
+            if peak && ["gpu", "cuda", "vram"].iter().any(|w| norm.contains(w)) {
+                // The rest of the word (`memory`) is skipped with the other letters.
+                names.extend(
+                    norm.find("mem")
+                        .map(|i| (i, i + 3, PrintedCounter::Unnamed)),
+                );
+            }
         }
-        // The rest of the word (`memory`) is skipped with the other letters.
-        if let Some((mib, decimal_label)) = figure_in(&seg[at..]) {
-            out.push(PeakPrint {
-                counter,
-                mib,
-                decimal_label,
-            });
+        // Each counter's figure lies between its name and the next one's, and
+        // it is a peak when `max` or `peak` comes since the previous name.
+        let mut from = 0;
+        for (n, &(start, end, counter)) in names.iter().enumerate() {
+            let until = names.get(n + 1).map_or(seg.len(), |x| x.0);
+            let before = &norm[from..start];
+            from = end;
+            if !(before.contains("max") || before.contains("peak")) {
+                continue;
+            }
+            if let Some((mib, decimal_label)) = figure_in(&seg[end..until]) {
+                out.push(PeakPrint {
+                    counter,
+                    mib,
+                    decimal_label,
+                });
+            }
         }
     }
     out
