@@ -182,20 +182,10 @@ impl Row<'_> {
             return Ok(None);
         }
         v.parse::<f64>()
-            .or_else(|e| {
-                // A decimal comma (`6,74`), as a spreadsheet in such a locale
-                // writes it (with `;` between fields, [`crate::csv::parse`]):
-                // one comma between digits, no point.
-                let (a, b) = v.split_once(',').ok_or(e.clone())?;
-                let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
-                if digits(a) && digits(b) {
-                    format!("{a}.{b}").parse::<f64>()
-                } else {
-                    Err(e)
-                }
-            })
+            .ok()
+            .or_else(|| decimal_comma(v))
             .map(Some)
-            .map_err(|_| format!("{col}: `{v}` is not a number"))
+            .ok_or_else(|| format!("{col}: `{v}` is not a number"))
     }
 
     fn bool(&self, col: &str) -> Result<bool, String> {
@@ -284,6 +274,17 @@ fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
 /// `zero_grad()` kept the gradients (`set_to_none=False`, the 1.x default in
 /// `Module.zero_grad` and `Optimizer.zero_grad`) and AdamW looped per parameter.
 const EAGER_MODULE_LOADING_CONTEXT_MIB: u32 = 1024;
+
+/// A number written with a decimal comma (`6,74`), as a spreadsheet in such a
+/// locale writes it (with `;` between fields, [`crate::csv::parse`]): one
+/// comma between digits, no point.
+fn decimal_comma(v: &str) -> Option<f64> {
+    let (a, b) = v.split_once(',')?;
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+    (digits(a) && digits(b))
+        .then(|| format!("{a}.{b}").parse().ok())
+        .flatten()
+}
 
 /// LoRA rank when a row does not state it (PEFT `LoraConfig.r`, LitGPT `lora_r`).
 const DEFAULT_LORA_RANK: u32 = 8;

@@ -450,20 +450,18 @@ impl LineParser for LogParser {
             let mib = |key: &str| num(key).map(|g| g * 1e9 / (1024.0 * 1024.0));
             let max_alloc = mib("mem-max-allocated-gigabytes:");
             let max_reserved = mib("mem-max-reserved-gigabytes:");
+            let alloc = mib("mem-allocated-gigabytes:");
+            let reserved = mib("mem-reserved-gigabytes:");
             let rank = rank_of(line);
             let a = b.allocator();
-            if let Some(v) = max_alloc.or_else(|| mib("mem-allocated-gigabytes:")) {
+            if let Some(v) = max_alloc.or(alloc) {
                 keep_max(&mut a.peak_allocated_mib, v);
             }
-            if let Some(v) = max_reserved.or_else(|| mib("mem-reserved-gigabytes:")) {
+            if let Some(v) = max_reserved.or(reserved) {
                 keep_max(&mut a.peak_reserved_mib, v);
             }
-            if let Some(v) = mib("mem-allocated-gigabytes:") {
-                a.current_allocated_mib = Some(v);
-            }
-            if let Some(v) = mib("mem-reserved-gigabytes:") {
-                a.current_reserved_mib = Some(v);
-            }
+            a.current_allocated_mib = alloc.or(a.current_allocated_mib);
+            a.current_reserved_mib = reserved.or(a.current_reserved_mib);
             if let Some(r) = rank {
                 keep_rank(a, r, max_alloc, max_reserved);
             }

@@ -524,18 +524,16 @@ pub fn gpu_process_line(line: &str) -> Option<(u64, f64)> {
 /// is a reading of that GPU, the sum of its processes.
 #[derive(Default)]
 pub struct GpuProcessesParser {
-    /// The GPU being listed and its processes' sum so far.
-    listing: Option<(u32, f64, bool)>,
+    /// The GPU being listed and its processes' sum so far (none listed yet).
+    listing: Option<(u32, Option<f64>)>,
     readings: u64,
 }
 
 impl GpuProcessesParser {
     fn flush(&mut self, b: &mut Builder) {
-        if let Some((gpu, sum, any)) = self.listing.take() {
-            if any {
-                b.sample(gpu, None, None, sum);
-                self.readings += 1;
-            }
+        if let Some((gpu, Some(sum))) = self.listing.take() {
+            b.sample(gpu, None, None, sum);
+            self.readings += 1;
         }
     }
 }
@@ -549,12 +547,11 @@ impl LineParser for GpuProcessesParser {
         {
             self.flush(b);
             b.describe(g, None, None, None);
-            self.listing = Some((g, 0.0, false));
+            self.listing = Some((g, None));
         } else if let Some((pid, mib)) = gpu_process_line(t) {
-            let gpu = self.listing.map_or(0, |(g, _, _)| g);
-            let (_, sum, any) = self.listing.get_or_insert((gpu, 0.0, false));
-            *sum += mib;
-            *any = true;
+            let (gpu, sum) = self.listing.get_or_insert((0, None));
+            let gpu = *gpu;
+            *sum = Some(sum.unwrap_or(0.0) + mib);
             // One entry per process: its largest reading.
             match b
                 .processes
