@@ -286,12 +286,6 @@ fn decimal_comma(v: &str) -> Option<f64> {
         .flatten()
 }
 
-/// LoRA rank when a row does not state it (PEFT `LoraConfig.r`, LitGPT `lora_r`).
-const DEFAULT_LORA_RANK: u32 = 8;
-/// Megatron-Bridge's `LoRA.dim` default (megatron-bridge 0.6.2 `peft/lora.py`,
-/// the LoRA Megatron-LM runs through NeMo / Megatron-Bridge).
-const MEGATRON_LORA_RANK: u32 = 32;
-
 /// Lower-case alphanumeric tokens of a GPU name, without the vendor and
 /// product-line words ("NVIDIA GeForce RTX 4090" → `rtx`, `4090`), plus each
 /// pair of neighbours joined (`rtx4090`, as catalogue ids spell it).
@@ -723,22 +717,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     t.finetune = match task {
         "full" => Finetune::Full,
         "lora" | "qlora" => Finetune::Lora {
-            // Not stated: r = 8 and the query/value projections, the defaults
-            // of PEFT (`LoraConfig.r`, the Llama entry of
-            // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING) and LitGPT
-            // (`lora_r`, `lora_query`/`lora_value` on).
-            rank: r
-                .u32("lora_rank")?
-                .unwrap_or(if framework == Framework::Megatron {
-                    MEGATRON_LORA_RANK
-                } else {
-                    DEFAULT_LORA_RANK
-                }),
+            // Not stated: the framework's defaults.
+            rank: r.u32("lora_rank")?.unwrap_or(framework.lora_defaults().0),
             targets: match r.get("lora_targets") {
-                // Megatron-Bridge adapts every linear of a block
-                // (`linear_qkv`, `linear_proj`, `linear_fc1`, `linear_fc2`).
-                "" if framework == Framework::Megatron => LoraTargets::ALL_LINEAR,
-                "" => LoraTargets::QV,
+                "" => framework.lora_defaults().1,
                 t => parse_targets("lora_targets", t).map_err(|e| e.to_string())?,
             },
             base_bits,

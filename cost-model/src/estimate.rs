@@ -1918,16 +1918,10 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Megatron passes TE `is_first_microbatch`, so every TE linear caches its
-    /// float8 weight in `_fp8_workspaces["weight"]` for the whole run
-    /// (transformer_engine 2.20.2 `linear.py`: `cache_name = None if
-    /// is_first_microbatch is None ... else "weight"`; megatron-core 0.19.2
-    /// `extensions/transformer_engine.py` unless
-    /// `disable_parameter_transpose_cache`): the copies are weights. LitGPT's
-    /// TE linears get no `is_first_microbatch`, so each forward makes them
-    /// afresh and saves them for the layer's backward: activations.
+    /// The copies are weights when TE caches them for the run
+    /// ([`Framework::te_caches_fp8_weights`]), else each layer's activations.
     fn fp8_weight_copies_cached(&self) -> bool {
-        self.plan.framework == Framework::Megatron
+        self.plan.framework.te_caches_fp8_weights()
     }
 
     /// Bytes of a tensor that softmax / cross-entropy compute in: fp32 when the

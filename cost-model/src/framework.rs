@@ -2,7 +2,7 @@
 //! defaults fill the settings users rarely state (DESIGN.md §3b). Every default
 //! is shown in the UI and can be overridden in the plan.
 
-use crate::plan::{Checkpointing, Loss, OptimizerImpl, Precision};
+use crate::plan::{Checkpointing, LoraTargets, Loss, OptimizerImpl, Precision};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -289,6 +289,32 @@ impl Framework {
     /// 16-bit tensors.
     pub fn fp8_saves_fp8_inputs(self) -> bool {
         matches!(self, Framework::Megatron | Framework::Litgpt)
+    }
+
+    /// Whether Transformer Engine keeps its float8 weight copies for the run:
+    /// Megatron passes TE `is_first_microbatch`, so every TE linear caches its
+    /// float8 weight in `_fp8_workspaces["weight"]` (transformer_engine 2.20.2
+    /// `linear.py`: `cache_name = None if is_first_microbatch is None ... else
+    /// "weight"`; megatron-core 0.19.2 `extensions/transformer_engine.py`
+    /// unless `disable_parameter_transpose_cache`). LitGPT's TE linears get
+    /// no `is_first_microbatch`, so each forward makes them afresh and saves
+    /// them for the layer's backward.
+    pub fn te_caches_fp8_weights(self) -> bool {
+        self == Framework::Megatron
+    }
+
+    /// LoRA rank and targets when a run does not state them: PEFT's
+    /// `LoraConfig.r` = 8 on the query and value projections (the Llama entry
+    /// of TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), as LitGPT's
+    /// `lora_r` with `lora_query`/`lora_value`; Megatron-Bridge's `LoRA` (the
+    /// LoRA Megatron-LM runs through NeMo / Megatron-Bridge) `dim` = 32 over
+    /// every linear of a block (`linear_qkv`, `linear_proj`, `linear_fc1`,
+    /// `linear_fc2`; megatron-bridge 0.6.2 `peft/lora.py`).
+    pub fn lora_defaults(self) -> (u32, LoraTargets) {
+        match self {
+            Framework::Megatron => (32, LoraTargets::ALL_LINEAR),
+            _ => (8, LoraTargets::QV),
+        }
     }
 
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
