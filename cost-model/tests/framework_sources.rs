@@ -577,25 +577,20 @@ fn float8_runs_store_what_the_frameworks_16_bit_policy_stores() {
         p.training.precision = prec;
         estimate(&p).unwrap().peak
     };
-    // torchtitan: fp32 parameters under FSDP2's bf16 policy; torchao's
-    // Float8Linear saves the high-precision input and weight.
-    assert_eq!(
-        peak(Framework::Torchtitan, Precision::Fp8),
-        peak(Framework::Torchtitan, Precision::AmpBf16)
-    );
+    for (fw, stored_as) in [
+        // torchtitan: fp32 parameters under FSDP2's bf16 policy; torchao's
+        // Float8Linear saves the high-precision input and weight.
+        (Framework::Torchtitan, Precision::AmpBf16),
+        // Accelerate converts the model as loaded (fp32) and autocasts to bf16.
+        (Framework::HfAccelerate, Precision::AmpBf16),
+        // torchtune trains float8 over its bf16 model.
+        (Framework::Torchtune, Precision::Bf16),
+    ] {
+        assert_eq!(peak(fw, Precision::Fp8), peak(fw, stored_as), "{fw:?}");
+    }
     assert_ne!(
         peak(Framework::Torchtitan, Precision::Fp8),
         peak(Framework::Torchtitan, Precision::Bf16)
-    );
-    // Accelerate converts the model as loaded (fp32) and autocasts to bf16.
-    assert_eq!(
-        peak(Framework::HfAccelerate, Precision::Fp8),
-        peak(Framework::HfAccelerate, Precision::AmpBf16)
-    );
-    // torchtune trains float8 over its bf16 model.
-    assert_eq!(
-        peak(Framework::Torchtune, Precision::Fp8),
-        peak(Framework::Torchtune, Precision::Bf16)
     );
     // LitGPT's transformer-engine precision converts the weights to bf16;
     // Megatron keeps bf16 weights with its fp32 master copy (their TE float8
