@@ -376,6 +376,30 @@ fn keep_rank(
     }
 }
 
+/// The figures (MiB) of one per-rank Megatron report (Megatron-LM's or
+/// Megatron-Bridge's): the peaks, or the current figures where a peak is not
+/// printed, for the log and for the printing rank.
+fn megatron_report(
+    b: &mut Builder,
+    rank: Option<u32>,
+    alloc: Option<f64>,
+    max_alloc: Option<f64>,
+    reserved: Option<f64>,
+    max_reserved: Option<f64>,
+) -> &mut super::AllocatorStats {
+    let a = b.allocator();
+    if let Some(v) = max_alloc.or(alloc) {
+        keep_max(&mut a.peak_allocated_mib, v);
+    }
+    if let Some(v) = max_reserved.or(reserved) {
+        keep_max(&mut a.peak_reserved_mib, v);
+    }
+    if let Some(r) = rank {
+        keep_rank(a, r, max_alloc, max_reserved);
+    }
+    a
+}
+
 /// `[Rank 3]` / `[rank3]:` anywhere in the line.
 fn rank_of(line: &str) -> Option<u32> {
     let low = line.to_ascii_lowercase();
@@ -452,19 +476,9 @@ impl LineParser for LogParser {
             let max_reserved = mib("mem-max-reserved-gigabytes:");
             let alloc = mib("mem-allocated-gigabytes:");
             let reserved = mib("mem-reserved-gigabytes:");
-            let rank = rank_of(line);
-            let a = b.allocator();
-            if let Some(v) = max_alloc.or(alloc) {
-                keep_max(&mut a.peak_allocated_mib, v);
-            }
-            if let Some(v) = max_reserved.or(reserved) {
-                keep_max(&mut a.peak_reserved_mib, v);
-            }
+            let a = megatron_report(b, rank_of(line), alloc, max_alloc, reserved, max_reserved);
             a.current_allocated_mib = alloc.or(a.current_allocated_mib);
             a.current_reserved_mib = reserved.or(a.current_reserved_mib);
-            if let Some(r) = rank {
-                keep_rank(a, r, max_alloc, max_reserved);
-            }
             // Its key for `num_alloc_retries` is spelled `mem-alloc-retires`.
             if let Some(n) = num("mem-alloc-retires:").filter(|n| *n > 0.0) {
                 b.warnings.push(format!(
@@ -505,16 +519,7 @@ impl LineParser for LogParser {
             let reserved = figure_after(line, "| reserved:", "MB");
             let max_reserved = figure_after(line, "max reserved:", "MB");
             let rank = rank_of(line);
-            let a = b.allocator();
-            if let Some(v) = max_alloc.or(alloc) {
-                keep_max(&mut a.peak_allocated_mib, v);
-            }
-            if let Some(v) = max_reserved.or(reserved) {
-                keep_max(&mut a.peak_reserved_mib, v);
-            }
-            if let Some(r) = rank {
-                keep_rank(a, r, max_alloc, max_reserved);
-            }
+            megatron_report(b, rank, alloc, max_alloc, reserved, max_reserved);
             // `--log-device-memory-used` appends the device's used memory
             // (`torch.cuda.device_memory_used()`, what NVML and nvidia-smi
             // report, in MB = 2^20: megatron-core 0.19.2
