@@ -75,8 +75,10 @@ impl KeyedPeaks {
         if let Some(v) = reserved {
             keep_max(&mut a.peak_reserved_mib, v);
         }
-        if let (true, Some(r), Some(_)) = (self.per_rank, rank_of(line), reserved) {
-            keep_rank(a, r, None, reserved);
+        if self.per_rank && (allocated.is_some() || reserved.is_some()) {
+            if let Some(r) = rank_of(line) {
+                keep_rank(a, r, allocated, reserved);
+            }
         }
     }
 }
