@@ -876,6 +876,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     {
         p.sharding = Sharding::Zero1;
     }
+    // DDP's `gradient_as_bucket_view=True` (no column says it).
+    if p.sharding == Sharding::Ddp
+        && [
+            "gradient_as_bucket_view True",
+            "gradient_as_bucket_view=True",
+        ]
+        .iter()
+        .any(|k| notes.contains(k))
+    {
+        p.gradient_as_bucket_view = true;
+    }
     p.offload = match r.word("offload").as_str() {
         "none" | "" => Offload::NONE,
         "optimizer" => Offload::OPTIMIZER_CPU,

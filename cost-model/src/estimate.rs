@@ -1113,7 +1113,20 @@ impl<'a> Ctx<'a> {
     /// The gradients live from one step to the next in a buffer allocated
     /// once (ZeRO-3's partitions, Megatron's `main_grad`).
     fn grads_persistent(&self) -> bool {
-        self.zero3_grad_buffer_on_gpu() || self.megatron_grad_buffer()
+        self.zero3_grad_buffer_on_gpu() || self.megatron_grad_buffer() || self.ddp_bucket_view()
+    }
+
+    /// DDP with `gradient_as_bucket_view=True`: the gradients are views of the
+    /// reducer's flat buckets, allocated when the model is wrapped and kept
+    /// for the run (PyTorch `torch/nn/parallel/distributed.py`: "gradients
+    /// will be views pointing to different offsets of allreduce communication
+    /// buckets"), so the gradient memory is there from the first forward.
+    /// Measured on the H200 on one rank (set 5): Llama-3.2-1B amp-bf16 peaked
+    /// at the same byte with and without the view — both hold one
+    /// gradient-sized buffer more than the loop without DDP.
+    fn ddp_bucket_view(&self) -> bool {
+        let p = &self.plan.parallel;
+        p.sharding == Sharding::Ddp && p.gradient_as_bucket_view && !self.megatron_grad_buffer()
     }
 
     /// Optimizer states (and master copy) one rank holds on the GPU, wherever
@@ -2253,9 +2266,14 @@ impl<'a> Ctx<'a> {
             Sharding::Ddp | Sharding::Zero1 | Sharding::Zero2 if self.megatron_grad_buffer() => {
                 (0.0, 0.0)
             }
-            Sharding::Ddp if dp > 1 && !p.gradient_as_bucket_view => {
+            Sharding::Ddp if !p.gradient_as_bucket_view => {
                 // DDP's flat buckets hold a second copy of every gradient unless
-                // gradient_as_bucket_view=True (PyTorch #41954).
+                // gradient_as_bucket_view=True (PyTorch #41954). The reducer
+                // allocates them when the model is wrapped, whatever the world
+                // size (`Reducer::initialize_buckets`, `at::empty` per bucket):
+                // measured on the H200 on one rank (calibration/h200-2026-11-30,
+                // set 4), Llama-3.2-1B amp-bf16 peaked 4.60 GiB = its 1.24 B fp32
+                // gradients above the same loop without DDP.
                 let g = trainable * self.grad_bytes();
                 (g, g)
             }
