@@ -2122,7 +2122,7 @@ impl<'a> Ctx<'a> {
             };
         }
         let held = if self.loop_holds_logits() {
-            self.e
+            self.held_logit_bytes()
         } else {
             0.0
         };
@@ -2244,6 +2244,28 @@ impl<'a> Ctx<'a> {
     /// finetune scripts), which only matters for the unchunked loss (the kept
     /// chunks are the logits). Measured on the H200: 14 bytes per logit at the
     /// start of backward for Llama-3.2-1B in bf16 (2 + 3 × 4).
+    /// Bytes per logit of the output the loop holds ([`Self::loop_holds_logits`]).
+    /// Accelerate's own autocast (`mixed_precision="fp16"/"bf16"` without
+    /// DeepSpeed, which does its own mixed precision) wraps the model's
+    /// forward in `convert_outputs_to_fp32`, so the held logits are an fp32
+    /// copy of the 16-bit ones (accelerate 1.15.0 `accelerator.py`
+    /// `prepare_model`: `model.forward = convert_outputs_to_fp32(
+    /// autocast_context(...))` under `native_amp`, which `__init__` leaves off
+    /// for `DistributedType.DEEPSPEED`). Measured on the H200 (set 5):
+    /// Llama-3.2-1B, batch 4 × 2048, peaked 1.96 GiB (2 B per logit) above
+    /// the same loop under plain autocast.
+    fn held_logit_bytes(&self) -> f64 {
+        let deepspeed = matches!(
+            self.plan.parallel.sharding,
+            Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
+        );
+        if self.plan.framework == Framework::HfAccelerate && self.prec.is_autocast() && !deepspeed {
+            FP32
+        } else {
+            self.e
+        }
+    }
+
     fn loop_holds_logits(&self) -> bool {
         (self.plan.training.fp32_upcasts
             && matches!(

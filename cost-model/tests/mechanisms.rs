@@ -1137,3 +1137,23 @@ fn ddp_buckets_exist_on_one_rank_and_bucket_views_hold_the_gradients_from_the_st
     assert!((peak_alloc(&view) - peak_alloc(&ddp)).abs() / GIB < 0.01);
 }
 
+#[test]
+fn accelerates_autocast_returns_fp32_logits_the_loop_holds() {
+    // Accelerator(mixed_precision="bf16") peaked 1.96 GiB (2 B per logit)
+    // above the same loop under plain autocast; not under DeepSpeed, whose
+    // mixed precision is its own.
+    let plain = plan("llama-3.2-1b", Precision::AmpBf16, 4, 2048);
+    let mut acc = plain.clone();
+    acc.framework = Framework::HfAccelerate;
+    let logits = 4.0 * 2048.0 * 128_256.0;
+    let added = peak_alloc(&acc) - peak_alloc(&plain);
+    assert!((added - 2.0 * logits).abs() < 1e6, "added {added} B");
+    assert!((added / GIB - 1.96).abs() < 0.02);
+    // Pure bf16 (no autocast): the held logits stay 16-bit.
+    let mut pure = plain.clone();
+    pure.training.precision = Precision::Bf16;
+    let mut pure_acc = pure.clone();
+    pure_acc.framework = Framework::HfAccelerate;
+    assert_eq!(peak_alloc(&pure_acc), peak_alloc(&pure));
+}
+
