@@ -467,7 +467,7 @@ impl<'a> Ctx<'a> {
             Sharding::Hsdp => shard_over.min((p.gpus_per_node as f64 / (t * p.pp as f64)).max(1.0)),
             _ => shard_over,
         };
-        Ctx {
+        let mut ctx = Ctx {
             plan,
             m: &plan.model,
             t,
@@ -482,7 +482,25 @@ impl<'a> Ctx<'a> {
             },
             shard,
             d: plan.framework.defaults(),
+        };
+        if ctx.kbit_fp32_stream() {
+            ctx.e = FP32;
         }
+        ctx
+    }
+
+    /// Without autocast, the fp32 norm and embedding weights that PEFT's
+    /// `prepare_model_for_kbit_training` leaves ([`Self::kbit_fp32`]) carry
+    /// the whole block in fp32: the embedding output and every norm output
+    /// are fp32, and bitsandbytes' `Linear4bit.forward` computes in its
+    /// 16-bit `compute_dtype` but casts its output back to the input's dtype
+    /// (bitsandbytes 0.50.2 `nn/modules.py`: `inp_dtype = x.dtype` …
+    /// `.to(inp_dtype)`), so attention and MLP save fp32 tensors. Measured on
+    /// the H200 (calibration/h200-2026-11-30, set 5): QLoRA Mistral-7B r16 q+v,
+    /// batch 2 × 2048, 73.3 GiB allocated after the forward in pure bf16
+    /// against 35.9 GiB under bf16 autocast.
+    fn kbit_fp32_stream(&self) -> bool {
+        self.kbit_fp32() && !self.prec.is_autocast() && self.prec != Precision::Fp32
     }
 
     fn lora(&self) -> Option<(u32, LoraTargets, u32, bool)> {
@@ -1539,7 +1557,14 @@ impl<'a> Ctx<'a> {
     /// Whether a block matrix keeps its input for backward: it does when its
     /// weight trains, when a LoRA adapter reads it (without dropout), or when
     /// it is a bitsandbytes 4/8-bit matmul, which saves its input regardless
-    /// (bitsandbytes `MatMul4Bit.forward` stores `A`) — DESIGN.md §3b.
+    /// — DESIGN.md §3b. `MatMul8bitLt` still does (`ctx.tensors = (CAt, subA,
+    /// A)`, bitsandbytes 0.50.2); `MatMul4Bit` did until 0.43 (`ctx.tensors =
+    /// (A, B)` in 0.41.3 and 0.42.0, `(None, B)` from 0.43.3 on). The 2023
+    /// LitGPT QLoRA tables need the input (without it they fall 11–14 points);
+    /// our H200 runs with 0.50.2 under autocast keep as much as this count,
+    /// while without autocast they keep no input and the model over-predicts
+    /// by 18 % (calibration/h200-2026-11-30, set 5: QLoRA Mistral-7B, pure
+    /// bf16). The count follows the older release, the safe side.
     fn keeps_input(&self, targeted: bool) -> bool {
         match self.plan.training.finetune {
             Finetune::Full => true,
