@@ -39,6 +39,8 @@ START = time.time()
 OUT = os.environ.get("OUT", "/tmp/out")
 LIMIT_S = float(os.environ.get("LIMIT_S", "420"))
 STEPS = int(os.environ.get("STEPS", "3"))
+# No case starts after DEADLINE (epoch seconds; several processes share one).
+DEADLINE = float(os.environ.get("DEADLINE", START + LIMIT_S))
 os.makedirs(OUT, exist_ok=True)
 
 import pynvml  # noqa: E402
@@ -108,6 +110,21 @@ def llama(layers, hidden, heads, kv, ffn, vocab, tied, head_dim=None):
     )
 
 
+def qwen2(layers, hidden, heads, kv, ffn):
+    return Qwen2Config(
+        vocab_size=152064,
+        hidden_size=hidden,
+        intermediate_size=ffn,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        tie_word_embeddings=False,
+        max_position_embeddings=32768,
+        rope_theta=1000000.0,
+        use_cache=False,
+    )
+
+
 MODELS = {
     # meta-llama/Llama-3.2-1B
     "llama-3.2-1b": lambda: llama(16, 2048, 32, 8, 8192, 128256, True, 64),
@@ -170,6 +187,12 @@ MODELS = {
         tie_word_embeddings=False,
         use_cache=False,
     ),
+    # Qwen/Qwen2.5-7B
+    "qwen2.5-7b": lambda: qwen2(28, 3584, 28, 4, 18944),
+    # Qwen/Qwen2.5-14B
+    "qwen2.5-14b": lambda: qwen2(48, 5120, 40, 8, 13824),
+    # Qwen/Qwen2.5-32B
+    "qwen2.5-32b": lambda: qwen2(64, 5120, 40, 8, 27648),
     # a small Mixtral-shaped MoE (8 experts, top-2)
     "mixtral-small": lambda: MixtralConfig(
         vocab_size=32000,
@@ -200,8 +223,20 @@ def case(
     compile=False,
     trainer=False,
     pad=0.0,
+    quant=None,
+    prep=False,
+    liger=False,
+    fp8=False,
+    wrap=None,
+    trainer_optim=None,
 ):
     return dict(
+        quant=quant,
+        prep=prep,
+        liger=liger,
+        fp8=fp8,
+        wrap=wrap,
+        trainer_optim=trainer_optim,
         trainer=trainer,
         pad=pad,
         offload=offload,
@@ -295,15 +330,108 @@ CASES3 = [
     case("gpt2-fp32-compile-b16-s1024", "gpt2", 16, 1024, "fp32", compile=True),
     case("l3b-bf16-compile-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", ckpt=True, compile=True),
 ]
+# The fourth set: what users run beside plain bf16 — QLoRA (bitsandbytes NF4 +
+# PEFT's prepare_model_for_kbit_training), 8-bit and paged optimizers, Liger
+# Kernel's fused linear cross-entropy, torchao float8, larger models, long
+# sequences, one run past the card, Accelerate, and the process-group runtimes
+# (DDP, FSDP2) on one rank, last because they initialise NCCL.
+QV = ["q_proj", "v_proj"]
+CASES4 = [
+    case("l1b-bf16-fp8-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", fp8=True),
+    case("l3b-bf16-fp8-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", fp8=True, ckpt=True),
+    case("l1b-bf16-adamw8bit-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", optimizer="adamw-8bit"),
+    case("l3b-bf16-pagedadamw8bit-b4-s2048", "llama-3.2-3b", 4, 2048, "bf16", optimizer="paged-adamw-8bit"),
+    case("l1b-ampbf16-pagedadamw-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", optimizer="paged-adamw"),
+    case("qlora-l8b-r16all-ckpt-b4-s2048", "llama-3.1-8b", 4, 2048, "amp-bf16", ckpt=True, lora=(16, ALL), quant=4, prep=True),
+    case(
+        "qlora-l8b-r64all-ckpt-pagedadamw-b1-s4096",
+        "llama-3.1-8b",
+        1,
+        4096,
+        "amp-bf16",
+        optimizer="paged-adamw",
+        ckpt=True,
+        lora=(64, ALL),
+        quant=4,
+        prep=True,
+    ),
+    case("qlora-mistral7b-r16qv-b2-s2048", "mistral-7b", 2, 2048, "bf16", lora=(16, QV), quant=4, prep=True),
+    case("qlora-q32b-r16all-ckpt-b1-s2048", "qwen2.5-32b", 1, 2048, "amp-bf16", ckpt=True, lora=(16, ALL), quant=4, prep=True),
+    case(
+        "trainer-qlora-l8b-r16all-ckpt-b4-s2048",
+        "llama-3.1-8b",
+        4,
+        2048,
+        "amp-bf16",
+        ckpt=True,
+        lora=(16, ALL),
+        quant=4,
+        prep=True,
+        trainer=True,
+        trainer_optim="paged_adamw_8bit",
+    ),
+    case("q7b-bf16-ckpt-b2-s4096", "qwen2.5-7b", 2, 4096, "bf16", ckpt=True),
+    case("q14b-lora16all-ckpt-b4-s2048", "qwen2.5-14b", 4, 2048, "bf16", ckpt=True, lora=(16, ALL)),
+    case("l1b-bf16-ckpt-b1-s32768", "llama-3.2-1b", 1, 32768, "bf16", ckpt=True),
+    case("l8b-lora16all-ckpt-b1-s16384", "llama-3.1-8b", 1, 16384, "bf16", ckpt=True, lora=(16, ALL)),
+    case("l8b-ampbf16-b4-s4096", "llama-3.1-8b", 4, 4096, "amp-bf16"),
+    case("accel-l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", wrap="accelerate"),
+]
+# Liger patches transformers' modules for the whole process, and a process
+# group keeps NCCL's buffers: each of these lists runs in a process of its own.
+CASES4_LIGER = [
+    case("q05-ampbf16-liger-b16-s4096", "qwen2.5-0.5b", 16, 4096, "amp-bf16", liger=True),
+    case("l1b-bf16-liger-b8-s4096", "llama-3.2-1b", 8, 4096, "bf16", liger=True),
+]
+CASES4_DIST = [
+    case("ddp-l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", wrap="ddp"),
+    case("fsdp2-l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", wrap="fsdp2"),
+    case("fsdp2-l3b-ampbf16-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "amp-bf16", ckpt=True, wrap="fsdp2"),
+
+]
+# The fifth set, each case in a process of its own (ISOLATE=1): the set-4 cases
+# that ran after another case had left memory behind in the same process
+# (bitsandbytes' paged buffers are never freed, a Trainer run left 2 GiB
+# allocated, DDP's reducer its buckets), and three more.
+RERUN5 = [
+    "l1b-ampbf16-pagedadamw-b4-s2048",
+    "qlora-l8b-r16all-ckpt-b4-s2048",
+    "qlora-l8b-r64all-ckpt-pagedadamw-b1-s4096",
+    "qlora-mistral7b-r16qv-b2-s2048",
+    "qlora-q32b-r16all-ckpt-b1-s2048",
+    "trainer-qlora-l8b-r16all-ckpt-b4-s2048",
+    "q7b-bf16-ckpt-b2-s4096",
+    "q14b-lora16all-ckpt-b4-s2048",
+    "l1b-bf16-ckpt-b1-s32768",
+    "l8b-lora16all-ckpt-b1-s16384",
+    "accel-l1b-ampbf16-b4-s2048",
+    "fsdp2-l1b-ampbf16-b4-s2048",
+    "fsdp2-l3b-ampbf16-ckpt-b4-s4096",
+]
+CASES5 = [c for c in CASES4 + CASES4_DIST if c["id"] in RERUN5] + [
+    case("qlora-mistral7b-r16qv-ckpt-b2-s2048", "mistral-7b", 2, 2048, "bf16", ckpt=True, lora=(16, QV), quant=4, prep=True),
+    case("qlora-mistral7b-ampbf16-r16qv-b2-s2048", "mistral-7b", 2, 2048, "amp-bf16", lora=(16, QV), quant=4, prep=True),
+    case("ddpview-l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", wrap="ddp-view"),
+]
+if os.environ.get("SET") == "5":
+    CASES = CASES5
+if os.environ.get("SET") == "4":
+    CASES = CASES4
+if os.environ.get("SET") == "4l":
+    CASES = CASES4_LIGER
+if os.environ.get("SET") == "4d":
+    CASES = CASES4_DIST
 if os.environ.get("SET") == "2":
     CASES = CASES2
 if os.environ.get("SET") == "3":
     CASES = CASES3
 
 
-def build(c):
+def build(c, rec):
     cfg = MODELS[c["model"]]()
-    dtype = torch.bfloat16 if c["precision"] == "bf16" else torch.float32
+    # A quantized base is loaded in 16 bits (torch_dtype=torch.bfloat16, as the
+    # QLoRA scripts do) before its linears are quantized.
+    dtype = torch.bfloat16 if c["precision"] == "bf16" or c.get("quant") else torch.float32
     kw = dict(dtype=dtype, attn_implementation=c["attn"])
     with torch.device(DEVICE):
         if c["model"].startswith("bert"):
@@ -311,11 +439,71 @@ def build(c):
         else:
             model = AutoModelForCausalLM.from_config(cfg, **kw)
     model = model.to(DEVICE)
+    rec["params_total"] = sum(p.numel() for p in model.parameters())
+    if c.get("quant"):
+        quantize_4bit(model)
+    if c.get("prep"):
+        from peft import prepare_model_for_kbit_training
+
+        # Checkpointing is switched on below, with use_reentrant=False.
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    if c.get("liger"):
+        from liger_kernel.transformers import _apply_liger_kernel_to_instance
+
+        # The defaults `use_liger_kernel=True` gives: RoPE, RMSNorm, SwiGLU and
+        # the fused linear cross-entropy.
+        _apply_liger_kernel_to_instance(model=model)
+    if c.get("fp8"):
+        from torchao.float8 import convert_to_float8_training
+
+        convert_to_float8_training(model, module_filter_fn=lambda mod, fqn: fqn != "lm_head")
     if c["ckpt"]:
         model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs={"use_reentrant": False}, offload=c.get("offload", False)
         )
     return cfg, model
+
+
+def quantize_4bit(model):
+    """Replace every block linear (not the LM head) by bitsandbytes' NF4
+    Linear4bit with double quantization and bf16 compute — the modules
+    `BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+    bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)`
+    gives — quantizing each weight on the GPU and freeing its 16-bit copy."""
+    import bitsandbytes as bnb
+
+    for mod in list(model.modules()):
+        for name, child in list(mod.named_children()):
+            if type(child) is torch.nn.Linear and name != "lm_head":
+                q = bnb.nn.Linear4bit(
+                    child.in_features,
+                    child.out_features,
+                    bias=child.bias is not None,
+                    compute_dtype=torch.bfloat16,
+                    compress_statistics=True,
+                    quant_type="nf4",
+                    device="meta",
+                )
+                q.weight = bnb.nn.Params4bit(
+                    child.weight.data,
+                    requires_grad=False,
+                    compress_statistics=True,
+                    quant_type="nf4",
+                    quant_storage=torch.uint8,
+                    module=q,
+                ).to(child.weight.device)
+                if child.bias is not None:
+                    q.bias = child.bias
+                setattr(mod, name, q)
+                del child
+    # What PEFT reads to pick its bitsandbytes LoRA layer (not `is_quantized`:
+    # the Trainer would then ask for an `hf_quantizer`).
+    try:
+        model.is_loaded_in_4bit = True
+    except Exception:  # noqa: BLE001
+        pass
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
 def make_opt(c, params):
@@ -326,6 +514,11 @@ def make_opt(c, params):
         return torch.optim.AdamW(params, lr=1e-5, fused=True)
     if o == "sgd-momentum":
         return torch.optim.SGD(params, lr=1e-5, momentum=0.9)
+    if o in ("adamw-8bit", "paged-adamw-8bit", "paged-adamw"):
+        import bitsandbytes as bnb
+
+        cls = {"adamw-8bit": bnb.optim.AdamW8bit, "paged-adamw-8bit": bnb.optim.PagedAdamW8bit, "paged-adamw": bnb.optim.PagedAdamW}[o]
+        return cls(params, lr=1e-5)
     if o == "adafactor":
         from transformers.optimization import Adafactor
 
@@ -380,6 +573,7 @@ def run_trainer(c, model, cfg, rec):
         dataloader_num_workers=0,
         disable_tqdm=True,
         remove_unused_columns=False,
+        **({"optim": c["trainer_optim"]} if c.get("trainer_optim") else {}),
         use_cpu=DEVICE == "cpu",  # the dry run on a machine without a GPU
     )
     rec["optim"] = str(args.optim)
@@ -391,8 +585,16 @@ def run_trainer(c, model, cfg, rec):
 
 
 def run_case(c, sampler, rec):
-    cfg, model = build(c)
-    rec["params_total"] = sum(p.numel() for p in model.parameters())
+    cfg, model = build(c, rec)
+    if c.get("quant"):
+        # The 16-bit model built here before quantizing is not how a checkpoint
+        # loads (from_pretrained quantizes tensor by tensor): the counters start
+        # again from the quantized model.
+        torch.cuda.synchronize()
+        rec["max_allocated_building_16bit"] = torch.cuda.max_memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        sampler.reset()
+        rec["peaks_reset_after_quantizing"] = True
     if c["lora"]:
         from peft import LoraConfig, get_peft_model
 
@@ -414,9 +616,44 @@ def run_case(c, sampler, rec):
     rec["trainable_params"] = sum(p.numel() for p in params)
     torch.cuda.synchronize()
     rec["alloc_after_load"] = torch.cuda.memory_allocated()
-    opt = make_opt(c, params)
-    scaler = torch.amp.GradScaler("cuda") if c["precision"] == "amp-fp16" else None
     amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
+    acc = None
+    if c.get("wrap") in ("ddp", "ddp-view", "fsdp2"):
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", "29533")
+            dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda:0"))
+        if c["wrap"] in ("ddp", "ddp-view"):
+            # DistributedDataParallel's defaults: bucket_cap_mb 25,
+            # gradient_as_bucket_view False (True for ddp-view); autocast
+            # around the forward.
+            model = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[0], gradient_as_bucket_view=c["wrap"] == "ddp-view"
+            )
+        else:
+            # torchtitan's FSDP2 wrapping: every block, then the root; fp32
+            # sharded parameters gathered as bf16, gradients reduced in fp32;
+            # no autocast (the policy casts).
+            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+            mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+            for layer in model.model.layers:
+                fully_shard(layer, mp_policy=mp)
+            fully_shard(model, mp_policy=mp)
+            amp = None
+        params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_opt(c, params)
+    if c.get("wrap") == "accelerate":
+        from accelerate import Accelerator
+
+        # Accelerate's single-GPU bf16: autocast around forward, outputs
+        # converted to fp32 (convert_outputs_to_fp32).
+        acc = Accelerator(mixed_precision="bf16")
+        model, opt = acc.prepare(model, opt)
+        amp = None
+    scaler = torch.amp.GradScaler("cuda") if c["precision"] == "amp-fp16" else None
     vocab = cfg.vocab_size
     ids = torch.randint(0, vocab, (c["mb"], c["seq"]), device="cuda")
     if c["model"].startswith("bert"):
@@ -439,6 +676,8 @@ def run_case(c, sampler, rec):
             rec["peak_alloc_forward"] = torch.cuda.max_memory_allocated()
         if scaler is not None:
             scaler.scale(loss).backward()
+        elif acc is not None:
+            acc.backward(loss)
         else:
             loss.backward()
         if step == 0:
@@ -474,12 +713,29 @@ def finish(c, sampler, rec):
     if c["id"] == "l1b-ampbf16-b4-s2048":
         with open(os.path.join(OUT, "memory_summary.txt"), "w") as f:
             f.write(torch.cuda.memory_summary())
+    if c["id"] == "qlora-l8b-r16all-ckpt-b4-s2048":
+        with open(os.path.join(OUT, "memory_summary-qlora.txt"), "w") as f:
+            f.write(torch.cuda.memory_summary())
+        with open(os.path.join(OUT, "nvidia-smi-qlora.txt"), "w") as f:
+            f.write(subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
     if c["id"] == "l8b-bf16-ckpt-b1-s2048":
         with open(os.path.join(OUT, "nvidia-smi.txt"), "w") as f:
             f.write(subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
 
 
 def main():
+    if os.environ.get("ISOLATE") == "1":
+        # One process per case: nothing one case leaves behind reaches the next.
+        only = os.environ.get("ONLY")
+        for c in CASES:
+            if only and c["id"] not in only.split(","):
+                continue
+            if time.time() > DEADLINE:
+                print(f"time limit: skipping {c['id']}", flush=True)
+                continue
+            env = dict(os.environ, ISOLATE="0", ONLY=c["id"], DEADLINE=str(DEADLINE))
+            subprocess.run([sys.executable, os.path.abspath(__file__)], env=env)
+        return 0
     smi = subprocess.Popen(
         [
             "nvidia-smi",
@@ -488,7 +744,7 @@ def main():
             "-lms",
             "200",
         ],
-        stdout=open(os.path.join(OUT, "smi.csv"), "w"),
+        stdout=open(os.path.join(OUT, f"smi-{os.environ.get('SET', '1')}.csv"), "a"),
         stderr=subprocess.STDOUT,
     )
     torch.cuda.init()
@@ -512,12 +768,13 @@ def main():
         nvml_after_first_matmul=nvml_used(),
         reserved_after_first_matmul=torch.cuda.memory_reserved(),
     )
-    try:
-        import peft
+    from importlib.metadata import version
 
-        env["peft"] = peft.__version__
-    except Exception as e:  # noqa: BLE001
-        env["peft"] = repr(e)
+    for name in ("peft", "accelerate", "bitsandbytes", "torchao", "liger-kernel"):
+        try:
+            env[name] = version(name)
+        except Exception as e:  # noqa: BLE001
+            env[name] = repr(e)[:200]
     print(json.dumps(env), flush=True)
     with open(os.path.join(OUT, "env.json"), "w") as f:
         json.dump(env, f)
@@ -528,7 +785,7 @@ def main():
     for c in CASES:
         if only and c["id"] not in only.split(","):
             continue
-        if time.time() - START > LIMIT_S:
+        if time.time() > DEADLINE:
             print(f"time limit: skipping {c['id']}", flush=True)
             continue
         clean()

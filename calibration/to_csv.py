@@ -10,6 +10,12 @@ CUDA was initialised (`nvml_before_cuda` in env.json, 615 MiB on the H200) is
 subtracted, so `device_used` is the number nvidia-smi shows (checked against
 nvidia-smi.txt, printed during l8b-bf16-ckpt-b1-s2048: 79059 MiB = 79674 − 615).
 An out-of-memory run gives one `device_used` row holding the card's capacity.
+
+A case that started with memory an earlier case in its process had left
+behind (`inherited`) gives no rows: set 4 ran its cases in shared processes and
+three of them left memory behind; set 5 measured those cases again, each in a
+process of its own (measure.py ISOLATE=1), and its records carry that
+process's env.
 """
 
 import csv
@@ -39,6 +45,9 @@ MODELS = {
     "gemma-2-2b": ("google/gemma-2-2b", "decoder", 26, 2304, 8, 4, 9216, "gated", 256000, True, 0, 0),
     "phi-3-mini": ("microsoft/Phi-3-mini-4k-instruct", "decoder", 32, 3072, 32, 32, 8192, "gated", 32064, False, 0, 0),
     "mistral-7b": ("mistralai/Mistral-7B-v0.1", "decoder", 32, 4096, 32, 8, 14336, "gated", 32000, False, 0, 0),
+    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", "decoder", 28, 3584, 28, 4, 18944, "gated", 152064, False, 0, 0),
+    "qwen2.5-14b": ("Qwen/Qwen2.5-14B", "decoder", 48, 5120, 40, 8, 13824, "gated", 152064, False, 0, 0),
+    "qwen2.5-32b": ("Qwen/Qwen2.5-32B", "decoder", 64, 5120, 40, 8, 27648, "gated", 152064, False, 0, 0),
     "mixtral-small": ("transformers/MixtralForCausalLM-small", "decoder", 8, 1024, 16, 8, 3584, "gated", 32000, False, 8, 2),
 }
 SHORT = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
@@ -46,11 +55,25 @@ GIB = float(1 << 30)
 SOURCE = "calibration/measure.py (this repository; H200 run of 2026-11-30)"
 
 
+# measure.py's optimizer names that are not the schema's own
+OPTIMIZER = {"adamw-fused": "adamw"}
+
+
 def rows(rec, env):
     name, arch, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts, topk = MODELS[rec["model"]]
     lora = rec.get("lora")
+    versions = [f"torch {env['torch']}", f"transformers {env['transformers']}"]
+    for pkg, used in (
+        ("peft", lora or rec.get("prep")),
+        ("bitsandbytes", rec.get("quant") or "8bit" in rec["optimizer"] or "paged" in rec["optimizer"]),
+        ("torchao", rec.get("fp8")),
+        ("liger-kernel", rec.get("liger")),
+        ("accelerate", rec.get("wrap") == "accelerate"),
+    ):
+        if used:
+            versions.append(f"{pkg} {env.get(pkg)}")
     notes = [
-        f"torch {env['torch']} + transformers {env['transformers']}" + (f" + peft {env['peft']}" if lora else ""),
+        " + ".join(versions),
         "random weights built on the GPU from the model config (no checkpoint load)",
         f"{len(rec.get('step_s') or []) or 3} steps; zero_grad(set_to_none=True)",
         f"attention {rec.get('attn_impl') or rec['attn']}",
@@ -65,13 +88,45 @@ def rows(rec, env):
         notes.append("torch.optim.AdamW (foreach)")
     if lora:
         notes.append("lora_alpha=2r; lora_dropout=0.05")
+    if rec.get("quant"):
+        notes.append(
+            "bitsandbytes Linear4bit NF4 + double quant + bf16 compute on every block linear (LM head and embeddings"
+            " 16-bit); model built in bf16 then quantized on the GPU; peak counters reset after quantizing"
+        )
+    if rec.get("prep"):
+        notes.append("prepare_model_for_kbit_training (unquantized parameters cast to fp32)")
+    if rec.get("liger"):
+        notes.append("Liger Kernel defaults (RoPE; RMSNorm; SwiGLU; fused linear cross-entropy)")
+    if rec.get("fp8"):
+        notes.append("torchao convert_to_float8_training (tensorwise scaling; LM head kept bf16); eager (no compile)")
+    if "8bit" in rec["optimizer"] or "paged" in rec["optimizer"]:
+        cls = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
+        notes.append(f"bitsandbytes.optim.{cls[rec['optimizer']]}")
+    if rec.get("trainer_optim"):
+        notes.append(f"optim={rec['trainer_optim']}")
+    if rec.get("wrap") in ("ddp", "ddp-view"):
+        view = rec["wrap"] == "ddp-view"
+        notes.append(
+            f"DistributedDataParallel on one rank over NCCL (bucket_cap_mb 25; gradient_as_bucket_view {view})"
+        )
+    if rec.get("wrap") == "fsdp2":
+        notes.append(
+            "FSDP2 fully_shard per block and root on one rank over NCCL; MixedPrecisionPolicy(param_dtype bf16;"
+            " reduce_dtype fp32); no autocast"
+        )
+    if rec.get("wrap") == "accelerate":
+        notes.append("Accelerator(mixed_precision='bf16') prepare + backward")
     if rec["model"] == "mixtral-small":
         notes.append("MixtralConfig of this shape (not a published model)")
     if rec["model"] == "gemma-2-2b":
         notes.append("head_dim 256 (not hidden/heads)")
     base = {
         "source_url": SOURCE,
-        "framework": "hf-trainer" if rec.get("trainer") else "plain-pytorch",
+        "framework": "hf-trainer"
+        if rec.get("trainer")
+        else "hf-accelerate"
+        if rec.get("wrap") == "accelerate"
+        else "plain-pytorch",
         "model": name,
         "arch": arch,
         "n_layers": layers,
@@ -85,24 +140,24 @@ def rows(rec, env):
         "n_experts": experts,
         "experts_per_token": topk,
         "params_total": f"{rec['params_total'] / 1e9:.4f}" if rec.get("params_total") else "",
-        "task": "lora" if lora else "full",
+        "task": ("qlora" if rec.get("quant") else "lora") if lora else "full",
         "lora_rank": lora[0] if lora else "",
         "lora_targets": "+".join(SHORT[t] for t in lora[1]) if lora else "",
         "trainable_params": f"{rec['trainable_params'] / 1e6:.3f}" if lora and rec.get("trainable_params") else "",
         "micro_batch": rec["mb"],
         "seq_len": rec["seq"],
         "grad_accum": 1,
-        "precision": rec["precision"],
-        "base_weight_bits": 32 if rec["precision"] in ("fp32", "amp-fp16", "amp-bf16") else 16,
-        "optimizer": "adamw" if rec["optimizer"].startswith("adamw") else rec["optimizer"],
+        "precision": "fp8" if rec.get("fp8") else rec["precision"],
+        "base_weight_bits": rec.get("quant") or (32 if rec["precision"] in ("fp32", "amp-fp16", "amp-bf16") else 16),
+        "optimizer": trainer_optimizer(rec) or OPTIMIZER.get(rec["optimizer"], rec["optimizer"]),
         "optimizer_in_backward": "false",
         "activation_checkpointing": "full" if rec["ckpt"] else "none",
         "activation_offload": str(bool(rec.get("offload"))).lower(),
         "attention": "eager" if rec["attn"] == "eager" else "flash",
-        "loss": "standard",
+        "loss": "chunked" if rec.get("liger") else "standard",
         "compile": str(bool(rec.get("compile"))).lower(),
         "num_gpus": 1,
-        "sharding": "none",
+        "sharding": {"ddp": "ddp", "ddp-view": "ddp", "fsdp2": "fsdp-full"}.get(rec.get("wrap"), "none"),
         "tp": 1,
         "pp": 1,
         "cp": 1,
@@ -139,13 +194,47 @@ def rows(rec, env):
         )
 
 
+# What a case may find in use when it starts: the caching allocator holds
+# nothing (`alloc_before`), and the device no more than the context and the
+# first matmul's cuBLAS workspace (`nvml_after_first_matmul`).
+INHERITED_ALLOC = 64 << 20
+INHERITED_DEVICE = 256 << 20
+
+
+def inherited(rec, env):
+    """Why a case's counters include memory an earlier case in the same
+    process left behind (None when they do not): bitsandbytes' paged optimizer
+    buffers are never freed, a Trainer run can leave tensors allocated,
+    DDP's reducer its buckets. Such a case is measured again on its own."""
+    if rec.get("alloc_before", 0) > INHERITED_ALLOC:
+        return f"{rec['alloc_before'] / GIB:.2f} GiB already allocated when it started"
+    extra = rec.get("nvml_before", 0) - env["nvml_after_first_matmul"]
+    if extra > INHERITED_DEVICE:
+        return f"{extra / GIB:.2f} GiB of device memory already in use when it started"
+    return None
+
+
+def trainer_optimizer(rec):
+    """The schema's name for the Trainer's `optim` when one was set."""
+    return {"paged_adamw_8bit": "paged-adamw-8bit", "paged_adamw_32bit": "paged-adamw"}.get(rec.get("trainer_optim"))
+
+
 def main(folder):
-    env = json.load(open(os.path.join(folder, "env.json")))
     out = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
     out.writeheader()
     for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
+        # a set run on another machine has its own env-<set>.json
+        own = os.path.join(folder, "env-" + os.path.basename(path)[: -len(".jsonl")] + ".json")
+        env = json.load(open(own if os.path.exists(own) else os.path.join(folder, "env.json")))
         for line in open(path):
-            for row in rows(json.loads(line), env):
+            rec = json.loads(line)
+            # a case run in a process of its own carries that process's env
+            rec_env = rec.get("env") or env
+            why = inherited(rec, rec_env)
+            if why:
+                print(f"to_csv: {rec['id']} in {os.path.basename(path)} left out: {why}", file=sys.stderr)
+                continue
+            for row in rows(rec, rec_env):
                 out.writerow(row)
 
 

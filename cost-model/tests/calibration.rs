@@ -76,15 +76,17 @@ fn an_oom_row_without_its_sequence_length_is_bounded_below() {
 }
 
 /// Real training steps measured on an H200 with the exact configuration
-/// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 46
-/// runs (plain loops and the transformers Trainer) and two out-of-memory runs.
+/// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 69
+/// runs (plain loops, the transformers Trainer, Accelerate, DDP and FSDP2 on one
+/// rank, QLoRA, 8-bit and paged optimizers, Liger Kernel, torchao float8) and
+/// three out-of-memory runs.
 #[test]
 fn h200_measurements_hold_the_recorded_accuracy() {
     let r = project_set("h200-2026-11-30.csv");
     let s = &r.summary;
-    assert_eq!(s.n, 140);
+    assert_eq!(s.n, 210);
     assert_eq!(s.skipped, 0);
-    assert_eq!((s.oom_detected, s.oom_total), (2, 2));
+    assert_eq!((s.oom_detected, s.oom_total), (3, 3));
     let median = s.median_abs_error_pct.unwrap();
     let p90 = s.p90_abs_error_pct.unwrap();
     let worst = s.worst_under_prediction_pct.unwrap();
@@ -94,9 +96,15 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // reached sliding window makes SDPA expand grouped k/v; 1.79 % / 5.38 %
     // once a compiled block recomputes its SiLU output and SDPA gets a mask
     // (and repeated k/v) under torch.compile; 1.65 % once the LM head's
-    // weight gradient counts from the head's backward on.
-    assert!(median <= 1.7, "median |error| {median} %");
-    assert!(p90 <= 5.6, "p90 |error| {p90} %");
+    // weight gradient counts from the head's backward on. Then sets 4–6 (70
+    // rows: QLoRA, bitsandbytes' optimizers, Liger, float8, Accelerate, DDP,
+    // FSDP2, Qwen2.5 7B–32B, 16k–32k tokens): 2.33 % / 8.74 % / −54.7 % as
+    // measured; 1.85 % / 8.00 % / −19.8 % once DDP's buckets count on one rank,
+    // Accelerate's fp32 outputs are held and a k-bit-prepared base without
+    // autocast runs in fp32 (what stays above 8 %: the reserved counter of
+    // FSDP2 and of very large logits, QLoRA without autocast).
+    assert!(median <= 1.9, "median |error| {median} %");
+    assert!(p90 <= 8.1, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 

@@ -980,6 +980,40 @@ fn own_h200_captures_parse_to_their_figures() {
     assert!(close(t.oom[0].free_mib, 113.12));
     assert!(close(t.oom[0].allocated_by_pytorch_mib, 134.73 * 1024.0));
     assert!(close(t.oom[1].tried_to_allocate_mib, 37.09 * 1024.0));
+
+    // The ninth session's sets: memory_summary() and nvidia-smi's table after
+    // QLoRA Llama-3.1-8B (set 5), the out-of-memory run alone (set 6).
+    let a = get("memory_summary-qlora.txt").allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 27243.0));
+    assert!(close(a.peak_reserved_mib, 30346.0));
+    let t = get("nvidia-smi-qlora.txt");
+    assert!(close(t.gpus[0].peak_used_mib, 31157.0));
+    assert!(close(t.processes[0].used_mib, 31104.0));
+    let t = get("oom-set6.txt");
+    assert_eq!(t.oom.len(), 1, "{:?}", t.oom);
+    assert!(close(t.oom[0].tried_to_allocate_mib, 448.0));
+    assert!(close(t.oom[0].free_mib, 391.12));
+    // Set 5 ran each case in a process of its own, each appending its own
+    // nvidia-smi log (header included) to one file: the peak of every sample.
+    let name = "smi-set5.csv";
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    assert!(text.matches("timestamp, index").count() > 10);
+    let want = text
+        .lines()
+        .filter_map(|l| {
+            l.split(", ")
+                .nth(3)?
+                .strip_suffix(" MiB")?
+                .parse::<f64>()
+                .ok()
+        })
+        .fold(0.0, f64::max);
+    let t = get(name);
+    assert!(
+        close(t.gpus[0].peak_used_mib, want),
+        "{:?} vs {want}",
+        t.gpus[0].peak_used_mib
+    );
 }
 
 /// (index, peak used, total) of each GPU.
