@@ -94,35 +94,31 @@ class Sampler(threading.Thread):
             time.sleep(0.002)
 
 
-def llama(layers, hidden, heads, kv, ffn, vocab, tied, head_dim=None):
-    return LlamaConfig(
+def causal(cls, layers, hidden, heads, kv, ffn, vocab, tied, rope_theta, max_positions, **extra):
+    """A decoder config of class `cls` for training (no KV cache)."""
+    return cls(
         vocab_size=vocab,
         hidden_size=hidden,
         intermediate_size=ffn,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv,
-        head_dim=head_dim or hidden // heads,
         tie_word_embeddings=tied,
-        max_position_embeddings=131072,
-        rope_theta=500000.0,
+        max_position_embeddings=max_positions,
+        rope_theta=rope_theta,
         use_cache=False,
+        **extra,
     )
 
 
-def qwen2(layers, hidden, heads, kv, ffn):
-    return Qwen2Config(
-        vocab_size=152064,
-        hidden_size=hidden,
-        intermediate_size=ffn,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv,
-        tie_word_embeddings=False,
-        max_position_embeddings=32768,
-        rope_theta=1000000.0,
-        use_cache=False,
+def llama(layers, hidden, heads, kv, ffn, vocab, tied, head_dim=None):
+    return causal(
+        LlamaConfig, layers, hidden, heads, kv, ffn, vocab, tied, 500000.0, 131072, head_dim=head_dim or hidden // heads
     )
+
+
+def qwen2(layers, hidden, heads, kv, ffn, vocab=152064, tied=False):
+    return causal(Qwen2Config, layers, hidden, heads, kv, ffn, vocab, tied, 1000000.0, 32768)
 
 
 MODELS = {
@@ -133,18 +129,7 @@ MODELS = {
     # meta-llama/Meta-Llama-3.1-8B
     "llama-3.1-8b": lambda: llama(32, 4096, 32, 8, 14336, 128256, False, 128),
     # Qwen/Qwen2.5-0.5B
-    "qwen2.5-0.5b": lambda: Qwen2Config(
-        vocab_size=151936,
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=24,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-        max_position_embeddings=32768,
-        rope_theta=1000000.0,
-        use_cache=False,
-    ),
+    "qwen2.5-0.5b": lambda: qwen2(24, 896, 14, 2, 4864, vocab=151936, tied=True),
     # openai-community/gpt2 (124M)
     "gpt2": lambda: GPT2Config(use_cache=False),
     # google-bert/bert-base-uncased
@@ -413,18 +398,10 @@ CASES5 = [c for c in CASES4 + CASES4_DIST if c["id"] in RERUN5] + [
     case("qlora-mistral7b-ampbf16-r16qv-b2-s2048", "mistral-7b", 2, 2048, "amp-bf16", lora=(16, QV), quant=4, prep=True),
     case("ddpview-l1b-ampbf16-b4-s2048", "llama-3.2-1b", 4, 2048, "amp-bf16", wrap="ddp-view"),
 ]
-if os.environ.get("SET") == "5":
-    CASES = CASES5
-if os.environ.get("SET") == "4":
-    CASES = CASES4
-if os.environ.get("SET") == "4l":
-    CASES = CASES4_LIGER
-if os.environ.get("SET") == "4d":
-    CASES = CASES4_DIST
-if os.environ.get("SET") == "2":
-    CASES = CASES2
-if os.environ.get("SET") == "3":
-    CASES = CASES3
+# SET picks the list; the first set is the default.
+CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4_DIST, "5": CASES5}.get(
+    os.environ.get("SET", "1"), CASES
+)
 
 
 def build(c, rec):
@@ -723,16 +700,22 @@ def finish(c, sampler, rec):
             f.write(subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
 
 
+def selected():
+    """The cases to run: those ONLY names (all without it), none after DEADLINE."""
+    only = os.environ.get("ONLY")
+    for c in CASES:
+        if only and c["id"] not in only.split(","):
+            continue
+        if time.time() > DEADLINE:
+            print(f"time limit: skipping {c['id']}", flush=True)
+            continue
+        yield c
+
+
 def main():
     if os.environ.get("ISOLATE") == "1":
         # One process per case: nothing one case leaves behind reaches the next.
-        only = os.environ.get("ONLY")
-        for c in CASES:
-            if only and c["id"] not in only.split(","):
-                continue
-            if time.time() > DEADLINE:
-                print(f"time limit: skipping {c['id']}", flush=True)
-                continue
+        for c in selected():
             env = dict(os.environ, ISOLATE="0", ONLY=c["id"], DEADLINE=str(DEADLINE))
             subprocess.run([sys.executable, os.path.abspath(__file__)], env=env)
         return 0
@@ -780,14 +763,8 @@ def main():
         json.dump(env, f)
     sampler = Sampler()
     sampler.start()
-    only = os.environ.get("ONLY")
     results = open(os.path.join(OUT, "results.jsonl"), "a")
-    for c in CASES:
-        if only and c["id"] not in only.split(","):
-            continue
-        if time.time() > DEADLINE:
-            print(f"time limit: skipping {c['id']}", flush=True)
-            continue
+    for c in selected():
         clean()
         torch.cuda.reset_peak_memory_stats()
         rec = dict(c)

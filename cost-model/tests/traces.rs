@@ -951,16 +951,7 @@ fn own_h200_captures_parse_to_their_figures() {
     // (the largest memory.used value in the file).
     let t = get("smi-set1.csv");
     let text = std::fs::read_to_string(dir.join("smi-set1.csv")).unwrap();
-    let want = text
-        .lines()
-        .filter_map(|l| {
-            l.split(", ")
-                .nth(3)?
-                .strip_suffix(" MiB")?
-                .parse::<f64>()
-                .ok()
-        })
-        .fold(0.0, f64::max);
+    let want = largest_memory_used(&text);
     assert!(want > 100_000.0);
     assert!(
         close(t.gpus[0].peak_used_mib, want),
@@ -998,8 +989,19 @@ fn own_h200_captures_parse_to_their_figures() {
     let name = "smi-set5.csv";
     let text = std::fs::read_to_string(dir.join(name)).unwrap();
     assert!(text.matches("timestamp, index").count() > 10);
-    let want = text
-        .lines()
+    let want = largest_memory_used(&text);
+    let t = get(name);
+    assert!(
+        close(t.gpus[0].peak_used_mib, want),
+        "{:?} vs {want}",
+        t.gpus[0].peak_used_mib
+    );
+}
+
+/// The largest `memory.used` figure of an nvidia-smi CSV log (the fourth
+/// column, `N MiB`), read independently of the parser under test.
+fn largest_memory_used(text: &str) -> f64 {
+    text.lines()
         .filter_map(|l| {
             l.split(", ")
                 .nth(3)?
@@ -1007,13 +1009,7 @@ fn own_h200_captures_parse_to_their_figures() {
                 .parse::<f64>()
                 .ok()
         })
-        .fold(0.0, f64::max);
-    let t = get(name);
-    assert!(
-        close(t.gpus[0].peak_used_mib, want),
-        "{:?} vs {want}",
-        t.gpus[0].peak_used_mib
-    );
+        .fold(0.0, f64::max)
 }
 
 /// (index, peak used, total) of each GPU.
