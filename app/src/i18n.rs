@@ -175,6 +175,15 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("Offload optimizer states to CPU", "优化器状态卸载到 CPU"),
     ("Offload parameters to CPU too", "参数也卸载到 CPU"),
+    ("DDP: gradients as bucket views", "DDP：梯度作为通信桶的视图"),
+    (
+        "gradient_as_bucket_view=True: the gradients live in DDP's allreduce buckets instead of beside a copy of them",
+        "gradient_as_bucket_view=True：梯度直接存放在 DDP 的 allreduce 通信桶中，不再另存一份副本",
+    ),
+    (
+        "DDP gradient_as_bucket_view (no second gradient copy)",
+        "DDP gradient_as_bucket_view（不再多存一份梯度）",
+    ),
     ("Search models…", "搜索模型…"),
     ("Link copied", "链接已复制"),
     ("Counter", "统计口径"),

@@ -232,6 +232,19 @@ test("torch.compile: the checkbox and the URL key agree, and compiling keeps few
   await expect.poll(used).toBeLessThan(eagerUsed);
 });
 
+test("DDP bucket views: the checkbox and the URL key agree, and a step-bound peak loses one gradient copy", async ({ page }, info) => {
+  // Llama-3.1-8B amp-bf16 under DDP with short sequences peaks at the step,
+  // where the buckets sit beside the whole fp32 gradient.
+  const plan = "/?shard=ddp&mb=1&seq=512";
+  await page.goto(plan);
+  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const copies = await used();
+  await expect(page.getByTestId("bucket_view")).not.toBeChecked();
+  await expect(page.getByTestId("ladder")).toContainText("gradient_as_bucket_view");
+  await setCheckbox(page, info, plan, "bucket_view", true, "bucket_view=1");
+  await expect.poll(used).toBeLessThan(copies - 10);
+});
+
 test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, and turning it off travels in the URL", async ({ page }, info) => {
   const plan =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=1&seq=2048&ft=qlora&targets=all-linear&rank=16&bits=4";

@@ -157,6 +157,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("hsdp", "HSDP (hybrid)"),
                     ]),
                 ),
+                (
+                    "bucket_view",
+                    "DDP: gradients as bucket views",
+                    "gradient_as_bucket_view=True: the gradients live in DDP's allreduce buckets instead of beside a copy of them",
+                    Kind::Check,
+                ),
                 ("tp", "Tensor parallel", "Splits every matmul; heads must divide evenly", Kind::Number { min: 1, max: 1024 }),
                 ("sp", "Sequence parallel", "With TP, also splits norms and dropout along the sequence", Kind::Check),
                 ("pp", "Pipeline parallel", "Splits layers into stages; the first stage holds the most activations", Kind::Number { min: 1, max: 1024 }),
