@@ -133,6 +133,11 @@ const FUSED_LOSS_CHUNK_MEM_CONST: f64 = 1.0;
 /// node's saved tensors only when that node's backward has run.
 const BACKWARD_WORKING_BLOCKS: f64 = 1.0;
 
+/// Score-sized gradients alive at once in a recomputed eager attention's
+/// backward: `dP = dO · Vᵀ` and the softmax backward's `dS`
+/// ([`Ctx::recomputed_score_grads`]).
+const SCORE_GRADS_IN_BACKWARD: f64 = 2.0;
+
 /// Blocks whose checkpointed inputs stay on the GPU under activation offload:
 /// the one in use and the one being copied (double buffering in
 /// `torch.autograd.graph.save_on_cpu(pin_memory=True)` and Unsloth's offloaded checkpointing).
@@ -1962,6 +1967,30 @@ impl<'a> Ctx<'a> {
         self.plan.framework.te_caches_fp8_weights()
     }
 
+    /// A fully checkpointed block with materialised attention scores (eager,
+    /// or SDPA's math kernel, [`Self::attention`]) meets, in its backward, the
+    /// gradient of the attention probabilities and the softmax's input
+    /// gradient on top of the recomputed block, which already holds the
+    /// probabilities (`softmax_backward_data` writes `dS` while `dP` is still
+    /// alive; both in softmax's dtype, [`Self::upcast_bytes`]). The one
+    /// working block ([`BACKWARD_WORKING_BLOCKS`]) stands for hidden-sized
+    /// gradients and does not cover two score-sized ones. Measured on the H200
+    /// (calibration/h200-2026-11-30, set 5): QLoRA Mistral-7B in pure bf16
+    /// after `prepare_model_for_kbit_training` (fp32, SDPA's math kernel),
+    /// batch 2 × 2048 with checkpointing peaked 11.37 GiB; without these two
+    /// 1 GiB tensors the model said 9.46.
+    fn recomputed_score_grads(&self) -> f64 {
+        if self.plan.training.checkpointing != Checkpointing::Full
+            || self.attention() != Attention::Eager
+        {
+            return 0.0;
+        }
+        let scores =
+            self.b * self.m.heads as f64 * self.s * (self.s * self.plan.parallel.cp as f64)
+                / self.t;
+        SCORE_GRADS_IN_BACKWARD * self.upcast_bytes() * scores
+    }
+
     /// Bytes of a tensor that softmax / cross-entropy compute in: fp32 when the
     /// framework upcasts or autocast does (softmax and log_softmax are on
     /// autocast's fp32 list), else the activation dtype.
@@ -2096,7 +2125,7 @@ impl<'a> Ctx<'a> {
         // saved tensors (same shapes) exist beside them; a checkpointed block is
         // first recomputed. Either way about one block's activations
         // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept.
-        let working = BACKWARD_WORKING_BLOCKS * full;
+        let working = BACKWARD_WORKING_BLOCKS * full + self.recomputed_score_grads();
         let per_checkpointed = match self.plan.training.checkpointing {
             Checkpointing::None => full,
             Checkpointing::Selective => (full - scores).max(0.0),

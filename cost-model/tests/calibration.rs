@@ -101,10 +101,12 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // FSDP2, Qwen2.5 7B–32B, 16k–32k tokens): 2.33 % / 8.74 % / −54.7 % as
     // measured; 1.85 % / 8.00 % / −19.8 % once DDP's buckets count on one rank,
     // Accelerate's fp32 outputs are held and a k-bit-prepared base without
-    // autocast runs in fp32 (what stays above 8 %: the reserved counter of
-    // FSDP2 and of very large logits, QLoRA without autocast).
-    assert!(median <= 1.9, "median |error| {median} %");
-    assert!(p90 <= 8.1, "p90 |error| {p90} %");
+    // autocast runs in fp32; 1.80 % / 7.40 % once a recomputed eager block's
+    // backward holds two score-sized gradients (what stays above 7 %: the
+    // reserved counter of FSDP2 and of very large logits, QLoRA without
+    // autocast and without checkpointing).
+    assert!(median <= 1.85, "median |error| {median} %");
+    assert!(p90 <= 7.5, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 

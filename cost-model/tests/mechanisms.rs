@@ -1190,3 +1190,33 @@ fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
     // Without the preparation the stream stays 16-bit.
     assert!(qlora(Precision::Bf16, false) < 0.5 * pure);
 }
+
+#[test]
+fn a_recomputed_eager_block_meets_two_score_sized_gradients() {
+    // QLoRA Mistral-7B r16 q+v, pure bf16 after prepare_model_for_kbit_training
+    // (an fp32 stream, so SDPA runs its math kernel), batch 2 × 2048 with full
+    // checkpointing: peaked 11.37 GiB allocated. The recomputed block's
+    // backward holds dP and dS, each 2 × 32 × 2048² fp32 = 1 GiB.
+    let mut p = plan("mistral-7b", Precision::Bf16, 2, 2048);
+    p.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::QV,
+        base_bits: 4,
+        dropout: true,
+        variant: LoraVariant::Lora,
+    };
+    p.training.kbit_fp32_prep = true;
+    p.training.checkpointing = Checkpointing::Full;
+    let peak = peak_alloc(&p) / GIB;
+    assert!(
+        (peak - 11.37).abs() / 11.37 < 0.03,
+        "modelled {peak} GiB, measured 11.37"
+    );
+    // Without checkpointing the block's own saved tensors stand for its
+    // gradients: no extra score-sized pair (the no-checkpointing peak is the
+    // forward's end, over-predicted as documented).
+    p.training.checkpointing = Checkpointing::None;
+    let e = estimate(&p).unwrap();
+    let fwd = phase(&e, Phase::Forward).allocated().get() as f64;
+    assert!((peak_alloc(&p) - fwd).abs() / fwd < 0.05);
+}
