@@ -1157,6 +1157,21 @@ fn accelerates_autocast_returns_fp32_logits_the_loop_holds() {
     assert_eq!(peak_alloc(&pure_acc), peak_alloc(&pure));
 }
 
+/// The measured QLoRA runs of set 5: Mistral-7B, NF4 base, LoRA r16 on q and
+/// v with dropout, batch 2 × 2048, with or without PEFT's k-bit preparation.
+fn qlora_mistral_qv(precision: Precision, prep: bool) -> Plan {
+    let mut p = plan("mistral-7b", precision, 2, 2048);
+    p.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::QV,
+        base_bits: 4,
+        dropout: true,
+        variant: LoraVariant::Lora,
+    };
+    p.training.kbit_fp32_prep = prep;
+    p
+}
+
 #[test]
 fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
     // QLoRA Mistral-7B r16 q+v, batch 2 × 2048, after
@@ -1165,15 +1180,7 @@ fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
     // weights carry the residual stream, and Linear4bit casts its output back
     // to the input's dtype).
     let qlora = |precision: Precision, prep: bool| {
-        let mut p = plan("mistral-7b", precision, 2, 2048);
-        p.training.finetune = Finetune::Lora {
-            rank: 16,
-            targets: LoraTargets::QV,
-            base_bits: 4,
-            dropout: true,
-            variant: LoraVariant::Lora,
-        };
-        p.training.kbit_fp32_prep = prep;
+        let p = qlora_mistral_qv(precision, prep);
         phase(&estimate(&p).unwrap(), Phase::Forward)
             .activations
             .get() as f64
@@ -1197,15 +1204,7 @@ fn a_recomputed_eager_block_meets_two_score_sized_gradients() {
     // (an fp32 stream, so SDPA runs its math kernel), batch 2 × 2048 with full
     // checkpointing: peaked 11.37 GiB allocated. The recomputed block's
     // backward holds dP and dS, each 2 × 32 × 2048² fp32 = 1 GiB.
-    let mut p = plan("mistral-7b", Precision::Bf16, 2, 2048);
-    p.training.finetune = Finetune::Lora {
-        rank: 16,
-        targets: LoraTargets::QV,
-        base_bits: 4,
-        dropout: true,
-        variant: LoraVariant::Lora,
-    };
-    p.training.kbit_fp32_prep = true;
+    let mut p = qlora_mistral_qv(Precision::Bf16, true);
     p.training.checkpointing = Checkpointing::Full;
     let peak = peak_alloc(&p) / GIB;
     assert!(
