@@ -876,15 +876,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     {
         p.sharding = Sharding::Zero1;
     }
-    // DDP's `gradient_as_bucket_view=True` (no column says it).
-    if p.sharding == Sharding::Ddp
-        && [
-            "gradient_as_bucket_view True",
-            "gradient_as_bucket_view=True",
-        ]
-        .iter()
-        .any(|k| notes.contains(k))
-    {
+    if p.sharding == Sharding::Ddp && stated_bucket_view(notes) {
         p.gradient_as_bucket_view = true;
     }
     p.offload = match r.word("offload").as_str() {
@@ -955,6 +947,17 @@ fn stated_distributed_optimizer(notes: &str) -> bool {
         && !lower.contains("no distributed optimizer")
         && !lower.contains("distributed optimizer=false")
         && !lower.contains("distributed optimizer: false")
+}
+
+/// The notes say DDP keeps its gradients as bucket views
+/// (`gradient_as_bucket_view=True`; no column says it).
+fn stated_bucket_view(notes: &str) -> bool {
+    [
+        "gradient_as_bucket_view True",
+        "gradient_as_bucket_view=True",
+    ]
+    .iter()
+    .any(|k| notes.contains(k))
 }
 
 /// A degree the notes give after one of `names` ("EP 8", "EP=8", "EP8",

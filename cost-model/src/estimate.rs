@@ -901,11 +901,16 @@ impl<'a> Ctx<'a> {
     /// ZeRO optimizers keep fp32 partitions of the weights whatever launched
     /// them (ZeRO paper §3: 2Ψ + 2Ψ + 12Ψ), Megatron's mixed-precision optimizer likewise.
     fn master_in_optimizer(&self) -> bool {
-        self.defaults().fp32_master_in_optimizer
-            || matches!(
-                self.plan.parallel.sharding,
-                Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
-            )
+        self.defaults().fp32_master_in_optimizer || self.zero_sharding()
+    }
+
+    /// A ZeRO stage: DeepSpeed's optimizer wraps the model (and does its own
+    /// mixed precision).
+    fn zero_sharding(&self) -> bool {
+        matches!(
+            self.plan.parallel.sharding,
+            Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
+        )
     }
 
     /// PEFT creates adapters in fp32 (`autocast_adapter_dtype=True`, PEFT ≥ 0.12).
@@ -1677,7 +1682,7 @@ impl<'a> Ctx<'a> {
                 }
             }
             Attention::Eager => {
-                let scores = b * a * s * (s * self.plan.parallel.cp as f64) / t;
+                let scores = self.score_elements();
                 attn += self.score_bytes() * scores;
                 if dropout {
                     attn += (MASK + e) * scores;
@@ -1985,10 +1990,13 @@ impl<'a> Ctx<'a> {
         {
             return 0.0;
         }
-        let scores =
-            self.b * self.m.heads as f64 * self.s * (self.s * self.plan.parallel.cp as f64)
-                / self.t;
-        SCORE_GRADS_IN_BACKWARD * self.upcast_bytes() * scores
+        SCORE_GRADS_IN_BACKWARD * self.upcast_bytes() * self.score_elements()
+    }
+
+    /// Attention scores one block materialises per rank: each local query
+    /// against the whole sequence, per head on this TP rank.
+    fn score_elements(&self) -> f64 {
+        self.b * self.m.heads as f64 * self.s * (self.s * self.plan.parallel.cp as f64) / self.t
     }
 
     /// Bytes of a tensor that softmax / cross-entropy compute in: fp32 when the
@@ -2309,11 +2317,10 @@ impl<'a> Ctx<'a> {
     /// Llama-3.2-1B, batch 4 × 2048, peaked 1.96 GiB (2 B per logit) above
     /// the same loop under plain autocast.
     fn held_logit_bytes(&self) -> f64 {
-        let deepspeed = matches!(
-            self.plan.parallel.sharding,
-            Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
-        );
-        if self.plan.framework == Framework::HfAccelerate && self.prec.is_autocast() && !deepspeed {
+        if self.plan.framework == Framework::HfAccelerate
+            && self.prec.is_autocast()
+            && !self.zero_sharding()
+        {
             FP32
         } else {
             self.e
