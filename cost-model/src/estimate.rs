@@ -1570,7 +1570,7 @@ impl<'a> Ctx<'a> {
     /// — DESIGN.md §3b. `MatMul8bitLt` still does (`ctx.tensors = (CAt, subA,
     /// A)`, bitsandbytes 0.50.2); `MatMul4Bit` did until 0.43 (`ctx.tensors =
     /// (A, B)` in 0.41.3 and 0.42.0, `(None, B)` from 0.43.3 on). The 2023
-    /// LitGPT QLoRA tables need the input (without it they fall 11–14 points);
+    /// LitGPT QLoRA tables need the input (without it they fall 10.8–13.8 points);
     /// our H200 runs with 0.50.2 under autocast keep as much as this count,
     /// while without autocast they keep no input and the model over-predicts
     /// by 18 % (calibration/h200-2026-11-30, set 5: QLoRA Mistral-7B, pure
