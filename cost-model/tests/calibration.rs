@@ -104,9 +104,11 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // autocast runs in fp32; 1.80 % / 7.40 % once a recomputed eager block's
     // backward holds two score-sized gradients (what stays above 7 %: the
     // reserved counter of FSDP2 and of very large logits, QLoRA without
-    // autocast and without checkpointing).
-    assert!(median <= 1.85, "median |error| {median} %");
-    assert!(p90 <= 7.5, "p90 |error| {p90} %");
+    // autocast and without checkpointing); 1.78 % / 6.43 % once FSDP's
+    // sharded gradients, freed between steps, stay reserved on the
+    // reduce-scatter stream.
+    assert!(median <= 1.80, "median |error| {median} %");
+    assert!(p90 <= 6.5, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 
