@@ -2624,8 +2624,12 @@ impl<'a> Ctx<'a> {
                 allocator_reserve: Bytes::ZERO,
                 runtime: Bytes::from_f64(runtime),
             };
-            // The side stream's blocks not holding gradients in this phase.
-            let side_cached = Bytes::from_f64((side_pool - p.g).max(0.0));
+            // The side stream's blocks not holding gradients in this phase,
+            // from the first backward on (loading and set-up come before it).
+            let side_cached = match phase {
+                Phase::Load | Phase::Init => Bytes::ZERO,
+                _ => Bytes::from_f64((side_pool - p.g).max(0.0)),
+            };
             bd.allocator_reserve = bd.allocated().scale(frac) + side_cached;
             PhaseEstimate {
                 phase,

@@ -1161,6 +1161,11 @@ fn fsdp_gradients_freed_between_steps_stay_reserved_on_their_stream() {
     let measured_reserved = 49.182;
     let err = (e.peak.reserved.get() as f64 / GIB - measured_reserved) / measured_reserved;
     assert!(err.abs() < 0.03, "reserved off by {:.1} %", 100.0 * err);
+    // Before the first backward there is no such pool.
+    for ph in [Phase::Load, Phase::Init] {
+        let b = phase(&e, ph);
+        assert!((b.allocator_reserve.get() as f64 - b.allocated().get() as f64 * 0.07).abs() < 1e6);
+    }
     // While the step holds the gradients, they are allocated, not cached.
     let step = phase(&e, Phase::Step);
     assert!(
