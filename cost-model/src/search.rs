@@ -187,147 +187,139 @@ fn comfortable(e: &Estimate) -> bool {
     e.fits && e.headroom.as_f64() >= THIN_HEADROOM * e.capacity.as_f64()
 }
 
+/// The rungs taken so far and the plan they lead to.
+struct Ladder {
+    cur: Plan,
+    est: Estimate,
+    out: Vec<Rung>,
+}
+
+impl Ladder {
+    /// Takes `plan` as the next rung when it saves memory; true once the
+    /// headroom is comfortable (the ladder stops there).
+    fn take(&mut self, id: &str, plan: Plan, cost: i32) -> bool {
+        let Some((r, e)) = rung(id, plan, &self.est, cost) else {
+            return false;
+        };
+        self.cur = r.plan.clone();
+        let done = comfortable(&e);
+        self.est = e;
+        self.out.push(r);
+        done
+    }
+
+    /// [`Self::take`] of the current plan with `edit` applied.
+    fn edit(&mut self, id: &str, cost: i32, edit: impl FnOnce(&mut Plan)) -> bool {
+        let mut p = self.cur.clone();
+        edit(&mut p);
+        self.take(id, p, cost)
+    }
+}
+
 /// The fix ladder for a plan: each rung applied on top of the ones before,
 /// kept only when it saves memory. Offered when the plan does not fit or its
 /// headroom is thin; stops after the first rung that leaves comfortable headroom.
 pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
-    let mut cur_est = estimate(plan)?;
-    let mut cur = plan.clone();
-    let mut out = Vec::new();
-    let mut push = |r: Option<(Rung, Estimate)>, cur: &mut Plan, cur_est: &mut Estimate| -> bool {
-        if let Some((r, e)) = r {
-            *cur = r.plan.clone();
-            let done = comfortable(&e);
-            *cur_est = e;
-            out.push(r);
-            return done;
-        }
-        false
-    };
-    if comfortable(&cur_est) {
-        return Ok(out);
+    let est = estimate(plan)?;
+    if comfortable(&est) {
+        return Ok(Vec::new());
     }
+    let mut l = Ladder {
+        cur: plan.clone(),
+        est,
+        out: Vec::new(),
+    };
 
     // 1. Mixed precision.
-    if cur.training.precision == Precision::Fp32 {
-        let mut p = cur.clone();
-        p.training.precision = if p.gpu.bf16_tflops > 0.0 {
+    if l.cur.training.precision == Precision::Fp32 {
+        let amp = if l.cur.gpu.bf16_tflops > 0.0 {
             Precision::AmpBf16
         } else {
             Precision::AmpFp16
         };
-        if push(
-            rung("mixed-precision", p, &cur_est, COST_MIXED_PRECISION),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
+        if l.edit("mixed-precision", COST_MIXED_PRECISION, |p| {
+            p.training.precision = amp
+        }) {
+            return Ok(l.out);
         }
     }
     // 1a. A quantized base's fp32 upcast undone: the frozen embeddings, head and
     // norms back in 16 bits, as TRL's `peft_module_casting_to_bf16` and
     // axolotl's patched `prepare_model_for_kbit_training` leave them.
-    if cur.training.kbit_fp32_prep {
-        let mut p = cur.clone();
-        p.training.kbit_fp32_prep = false;
-        if push(
-            rung("kbit-16bit", p, &cur_est, COST_KBIT_16BIT),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
-        }
+    if l.cur.training.kbit_fp32_prep
+        && l.edit("kbit-16bit", COST_KBIT_16BIT, |p| {
+            p.training.kbit_fp32_prep = false
+        })
+    {
+        return Ok(l.out);
     }
     // 1b. torch.compile: faster and smaller, so before anything that costs speed.
     // Not for Megatron-LM, which does not compile its model (its kernels are
     // fused by hand: Transformer Engine, Apex, its own fusions).
-    if !cur.training.compile && cur.framework != Framework::Megatron {
-        let mut p = cur.clone();
-        p.training.compile = true;
-        if push(
-            rung("compile", p, &cur_est, COST_COMPILE),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
-        }
+    if !l.cur.training.compile
+        && l.cur.framework != Framework::Megatron
+        && l.edit("compile", COST_COMPILE, |p| p.training.compile = true)
+    {
+        return Ok(l.out);
     }
     // 1c. Fused kernels (Liger): the transformers models Liger patches (RMSNorm,
     // gated MLP) under the frameworks that run them; its fused linear +
     // cross-entropy never materialises the logits. Faster too.
     let transformers =
-        cur.framework.runs_the_models_own_code() && cur.framework != Framework::Deepspeed;
+        l.cur.framework.runs_the_models_own_code() && l.cur.framework != Framework::Deepspeed;
     if transformers
-        && cur.model.norm == Norm::RmsNorm
-        && cur.model.mlp == Mlp::Gated
-        && !(cur.training.fused_kernels && cur.training.loss == Loss::Fused)
+        && l.cur.model.norm == Norm::RmsNorm
+        && l.cur.model.mlp == Mlp::Gated
+        && !(l.cur.training.fused_kernels && l.cur.training.loss == Loss::Fused)
+        && l.edit("fused-kernels", COST_FUSED_KERNELS, |p| {
+            p.training.fused_kernels = true;
+            p.training.loss = Loss::Fused;
+        })
     {
-        let mut p = cur.clone();
-        p.training.fused_kernels = true;
-        p.training.loss = Loss::Fused;
-        if push(
-            rung("fused-kernels", p, &cur_est, COST_FUSED_KERNELS),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
-        }
+        return Ok(l.out);
     }
     // 1d. DDP's buckets as the gradients' storage: a whole gradient copy less
     // at no cost, where the peak holds the buckets beside the gradients — at
     // the step, once compiling and fusing have shrunk the activations (tried
     // after them, so that clicking rung by rung meets it where the whole ladder
     // does). Megatron's buffers are views already.
-    if cur.parallel.sharding == Sharding::Ddp
-        && !cur.parallel.gradient_as_bucket_view
-        && cur.framework != Framework::Megatron
+    if l.cur.parallel.sharding == Sharding::Ddp
+        && !l.cur.parallel.gradient_as_bucket_view
+        && l.cur.framework != Framework::Megatron
+        && l.edit("bucket-view", COST_BUCKET_VIEW, |p| {
+            p.parallel.gradient_as_bucket_view = true
+        })
     {
-        let mut p = cur.clone();
-        p.parallel.gradient_as_bucket_view = true;
-        if push(
-            rung("bucket-view", p, &cur_est, COST_BUCKET_VIEW),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
-        }
+        return Ok(l.out);
     }
     // 2. Activation checkpointing.
-    if cur.training.checkpointing != Checkpointing::Full {
-        let mut p = cur.clone();
-        p.training.checkpointing = Checkpointing::Full;
-        if push(
-            rung("checkpointing", p, &cur_est, COST_CHECKPOINTING),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
-        }
+    if l.cur.training.checkpointing != Checkpointing::Full
+        && l.edit("checkpointing", COST_CHECKPOINTING, |p| {
+            p.training.checkpointing = Checkpointing::Full
+        })
+    {
+        return Ok(l.out);
     }
     // 3. Smaller micro-batch, more accumulation (same global batch).
-    if cur.training.micro_batch > 1 {
-        let mut p = cur.clone();
-        let global = p.training.micro_batch as u64 * p.training.grad_accum as u64;
-        while p.training.micro_batch > 1 {
-            p.training.micro_batch /= 2;
-            let mb = p.training.micro_batch.max(1) as u64;
-            p.training.grad_accum = global.div_ceil(mb).min(u32::MAX as u64) as u32;
-            if fits(&p) {
-                break;
+    if l.cur.training.micro_batch > 1
+        && l.edit("grad-accum", COST_GRAD_ACCUM, |p| {
+            let global = p.training.micro_batch as u64 * p.training.grad_accum as u64;
+            while p.training.micro_batch > 1 {
+                p.training.micro_batch /= 2;
+                let mb = p.training.micro_batch.max(1) as u64;
+                p.training.grad_accum = global.div_ceil(mb).min(u32::MAX as u64) as u32;
+                if fits(p) {
+                    break;
+                }
             }
-        }
-        if push(
-            rung("grad-accum", p, &cur_est, COST_GRAD_ACCUM),
-            &mut cur,
-            &mut cur_est,
-        ) {
-            return Ok(out);
-        }
+        })
+    {
+        return Ok(l.out);
     }
     // 4. Shard model states (ZeRO-1 → 2 → 3, or FSDP).
-    if cur.parallel.dp() > 1 {
+    if l.cur.parallel.dp() > 1 {
         let fsdp = matches!(
-            cur.parallel.sharding,
+            l.cur.parallel.sharding,
             Sharding::FsdpGradOp | Sharding::FsdpFull | Sharding::Hsdp
         );
         let steps: &[(Sharding, &str, i32)] = if fsdp {
@@ -335,7 +327,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
                 (Sharding::FsdpGradOp, "fsdp-grad-op", COST_ZERO_1_2),
                 (Sharding::FsdpFull, "fsdp-full", COST_ZERO_3),
             ]
-        } else if cur.framework == Framework::Megatron {
+        } else if l.cur.framework == Framework::Megatron {
             // Megatron-LM shards the master weights and optimizer states
             // (`--use-distributed-optimizer`); it has no ZeRO-2/3.
             &[(Sharding::Zero1, "distributed-optimizer", COST_ZERO_1_2)]
@@ -353,24 +345,21 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             _ => 0,
         };
         for &(s, id, cost) in steps {
-            if rank(s) <= rank(cur.parallel.sharding) {
-                continue;
-            }
-            let mut p = cur.clone();
-            p.parallel.sharding = s;
-            if push(rung(id, p, &cur_est, cost), &mut cur, &mut cur_est) {
-                return Ok(out);
+            if rank(s) > rank(l.cur.parallel.sharding)
+                && l.edit(id, cost, |p| p.parallel.sharding = s)
+            {
+                return Ok(l.out);
             }
         }
     }
     // 5. Tensor parallelism within a node (with sequence parallelism).
-    if cur.parallel.tp == 1 {
-        let node = cur.parallel.gpus_per_node.min(cur.parallel.num_gpus);
+    if l.cur.parallel.tp == 1 {
+        let node = l.cur.parallel.gpus_per_node.min(l.cur.parallel.num_gpus);
         for t in [2u32, 4, 8] {
-            if t > node || !cur.model.heads.is_multiple_of(t) {
+            if t > node || !l.cur.model.heads.is_multiple_of(t) {
                 continue;
             }
-            let mut p = cur.clone();
+            let mut p = l.cur.clone();
             p.parallel.tp = t;
             p.parallel.sequence_parallel = true;
             if crate::validate::validate(&p).is_err() {
@@ -378,12 +367,8 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             }
             let fit = fits(&p);
             if fit || t * 2 > node {
-                if push(
-                    rung(&format!("tp-{t}"), p, &cur_est, COST_TP),
-                    &mut cur,
-                    &mut cur_est,
-                ) {
-                    return Ok(out);
+                if l.take(&format!("tp-{t}"), p, COST_TP) {
+                    return Ok(l.out);
                 }
                 break;
             }
@@ -394,25 +379,25 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         (false, "offload-optimizer", COST_OFFLOAD_OPTIMIZER),
         (true, "offload-params", COST_OFFLOAD_PARAMS),
     ] {
-        let have = cur.parallel.offload;
+        let have = l.cur.parallel.offload;
         if (params && have.params_offloaded()) || (!params && have.optimizer_offloaded()) {
             continue;
         }
-        let mut p = cur.clone();
-        if !have.optimizer_offloaded() {
-            p.parallel.offload.optimizer = OffloadDevice::Cpu;
-        }
-        if params {
-            p.parallel.offload.params = OffloadDevice::Cpu;
-        }
-        if params && !matches!(p.parallel.sharding, Sharding::Zero3 | Sharding::FsdpFull) {
-            p.parallel.sharding = Sharding::Zero3;
-        }
-        if push(rung(id, p, &cur_est, cost), &mut cur, &mut cur_est) {
-            return Ok(out);
+        if l.edit(id, cost, |p| {
+            if !have.optimizer_offloaded() {
+                p.parallel.offload.optimizer = OffloadDevice::Cpu;
+            }
+            if params {
+                p.parallel.offload.params = OffloadDevice::Cpu;
+            }
+            if params && !matches!(p.parallel.sharding, Sharding::Zero3 | Sharding::FsdpFull) {
+                p.parallel.sharding = Sharding::Zero3;
+            }
+        }) {
+            return Ok(l.out);
         }
     }
-    Ok(out)
+    Ok(l.out)
 }
 
 #[cfg(test)]
