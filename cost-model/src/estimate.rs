@@ -1136,11 +1136,10 @@ impl<'a> Ctx<'a> {
     /// every phase, and offloaded ones are on the host: nothing is left
     /// cached then.
     fn side_stream_grad_pool(&self, s: u32) -> f64 {
-        let fsdp = matches!(
-            self.plan.parallel.sharding,
-            Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
-        );
-        if !fsdp || self.grads_persistent() || self.plan.training.optimizer_in_backward {
+        if !self.plan.parallel.sharding.is_fsdp()
+            || self.grads_persistent()
+            || self.plan.training.optimizer_in_backward
+        {
             return 0.0;
         }
         self.gradients(s)
@@ -2330,17 +2329,6 @@ impl<'a> Ctx<'a> {
         self.lm_head_params(s) * self.grad_bytes()
     }
 
-    /// A transformers model returns its loss and logits in one `ModelOutput`,
-    /// and the loops written around it keep that output alive through backward
-    /// (`outputs = model(**batch); loss = outputs.loss;
-    /// accelerator.backward(loss)` in Accelerate's and PEFT's examples), so the
-    /// 16-bit logits stay beside the loss's fp32 tensors. The Trainer's
-    /// `compute_loss` returns only the loss, and hand-written models usually
-    /// compute the loss in a function that returns only it. LitGPT's loops keep
-    /// `logits` in scope through `fabric.backward` (litgpt/pretrain.py `fit`,
-    /// finetune scripts), which only matters for the unchunked loss (the kept
-    /// chunks are the logits). Measured on the H200: 14 bytes per logit at the
-    /// start of backward for Llama-3.2-1B in bf16 (2 + 3 × 4).
     /// Bytes per logit of the output the loop holds ([`Self::loop_holds_logits`]).
     /// Accelerate's own autocast (`mixed_precision="fp16"/"bf16"` without
     /// DeepSpeed, which does its own mixed precision) wraps the model's
@@ -2362,6 +2350,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A transformers model returns its loss and logits in one `ModelOutput`,
+    /// and the loops written around it keep that output alive through backward
+    /// (`outputs = model(**batch); loss = outputs.loss;
+    /// accelerator.backward(loss)` in Accelerate's and PEFT's examples), so the
+    /// 16-bit logits stay beside the loss's fp32 tensors. The Trainer's
+    /// `compute_loss` returns only the loss, and hand-written models usually
+    /// compute the loss in a function that returns only it. LitGPT's loops keep
+    /// `logits` in scope through `fabric.backward` (litgpt/pretrain.py `fit`,
+    /// finetune scripts), which only matters for the unchunked loss (the kept
+    /// chunks are the logits). Measured on the H200: 14 bytes per logit at the
+    /// start of backward for Llama-3.2-1B in bf16 (2 + 3 × 4).
     fn loop_holds_logits(&self) -> bool {
         (self.plan.training.fp32_upcasts
             && matches!(

@@ -467,6 +467,16 @@ pub enum Sharding {
     Hsdp,
 }
 
+impl Sharding {
+    /// PyTorch's FSDP (FSDP1 or FSDP2) in any of its strategies.
+    pub fn is_fsdp(self) -> bool {
+        matches!(
+            self,
+            Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
+        )
+    }
+}
+
 /// Pipeline schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

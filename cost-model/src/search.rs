@@ -318,11 +318,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     }
     // 4. Shard model states (ZeRO-1 → 2 → 3, or FSDP).
     if l.cur.parallel.dp() > 1 {
-        let fsdp = matches!(
-            l.cur.parallel.sharding,
-            Sharding::FsdpGradOp | Sharding::FsdpFull | Sharding::Hsdp
-        );
-        let steps: &[(Sharding, &str, i32)] = if fsdp {
+        let steps: &[(Sharding, &str, i32)] = if l.cur.parallel.sharding.is_fsdp() {
             &[
                 (Sharding::FsdpGradOp, "fsdp-grad-op", COST_ZERO_1_2),
                 (Sharding::FsdpFull, "fsdp-full", COST_ZERO_3),
