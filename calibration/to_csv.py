@@ -57,6 +57,8 @@ SOURCE = "calibration/measure.py (this repository; H200 run of 2026-11-30)"
 
 # measure.py's optimizer names that are not the schema's own
 OPTIMIZER = {"adamw-fused": "adamw"}
+# measure.py's bitsandbytes optimizers and their classes
+BNB_OPTIMIZERS = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
 
 
 def rows(rec, env):
@@ -65,7 +67,7 @@ def rows(rec, env):
     versions = [f"torch {env['torch']}", f"transformers {env['transformers']}"]
     for pkg, used in (
         ("peft", lora or rec.get("prep")),
-        ("bitsandbytes", rec.get("quant") or "8bit" in rec["optimizer"] or "paged" in rec["optimizer"]),
+        ("bitsandbytes", rec.get("quant") or rec["optimizer"] in BNB_OPTIMIZERS),
         ("torchao", rec.get("fp8")),
         ("liger-kernel", rec.get("liger")),
         ("accelerate", rec.get("wrap") == "accelerate"),
@@ -99,9 +101,8 @@ def rows(rec, env):
         notes.append("Liger Kernel defaults (RoPE; RMSNorm; SwiGLU; fused linear cross-entropy)")
     if rec.get("fp8"):
         notes.append("torchao convert_to_float8_training (tensorwise scaling; LM head kept bf16); eager (no compile)")
-    if "8bit" in rec["optimizer"] or "paged" in rec["optimizer"]:
-        cls = {"adamw-8bit": "AdamW8bit", "paged-adamw-8bit": "PagedAdamW8bit", "paged-adamw": "PagedAdamW"}
-        notes.append(f"bitsandbytes.optim.{cls[rec['optimizer']]}")
+    if rec["optimizer"] in BNB_OPTIMIZERS:
+        notes.append(f"bitsandbytes.optim.{BNB_OPTIMIZERS[rec['optimizer']]}")
     if rec.get("trainer_optim"):
         notes.append(f"optim={rec['trainer_optim']}")
     if rec.get("wrap") in ("ddp", "ddp-view"):
