@@ -408,11 +408,15 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
     let ctx = Ctx::new(plan);
     let pp = plan.parallel.pp;
     let stages: Vec<StageEstimate> = (0..pp).map(|s| ctx.stage(s)).collect();
-    let worst = stages
-        .iter()
-        .max_by_key(|s| s.peak.device_used)
-        .cloned()
-        .unwrap_or_else(|| ctx.stage(0));
+    // Borrowed, not cloned: only its Copy fields go into the estimate.
+    let fallback;
+    let worst = match stages.iter().max_by_key(|s| s.peak.device_used) {
+        Some(w) => w,
+        None => {
+            fallback = ctx.stage(0);
+            &fallback
+        }
+    };
     let capacity = plan.gpu.capacity();
     let used = worst.peak.device_used;
     let (host_offload, nvme_offload) = ctx.offload_targets();
@@ -458,6 +462,10 @@ struct Ctx<'a> {
     shard: f64,
     /// The framework profile's defaults (read many times per block count).
     d: crate::framework::FrameworkDefaults,
+    /// [`Self::layer_matrix_params`], the same for every stage: worked out
+    /// once (it was a tenth of an 8-stage estimate's instructions, read
+    /// some twenty times per stage).
+    layer_matrix: f64,
 }
 
 impl<'a> Ctx<'a> {
@@ -487,7 +495,9 @@ impl<'a> Ctx<'a> {
             },
             shard,
             d: plan.framework.defaults(),
+            layer_matrix: 0.0,
         };
+        ctx.layer_matrix = ctx.layer_matrix_params_of_model();
         if ctx.kbit_fp32_stream() {
             ctx.e = FP32;
         }
@@ -566,6 +576,11 @@ impl<'a> Ctx<'a> {
 
     /// Per-rank block matrix parameters of one layer (TP splits them; EP splits experts).
     fn layer_matrix_params(&self) -> f64 {
+        self.layer_matrix
+    }
+
+    /// [`Self::layer_matrix_params`] from the model and the parallel layout.
+    fn layer_matrix_params_of_model(&self) -> f64 {
         let m = self.m;
         // Decoder blocks of an encoder–decoder model add cross-attention: the
         // average block holds (encoder + 2 × decoder) / (encoder + decoder) attentions.
@@ -2594,7 +2609,7 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let runtime = self.runtime() + self.paged_optimizer_resident(s);
+        let runtime = Bytes::from_f64(self.runtime() + self.paged_optimizer_resident(s));
         let frac = self.reserve_fraction();
         let side_pool = self.side_stream_grad_pool(s);
         let casts = self.autocast_copies(s);
@@ -2621,7 +2636,7 @@ impl<'a> Ctx<'a> {
                 comm_buffers: Bytes::from_f64(p.comm),
                 temporaries: Bytes::from_f64(p.tmp),
                 allocator_reserve: Bytes::ZERO,
-                runtime: Bytes::from_f64(runtime),
+                runtime,
             };
             // The side stream's blocks not holding gradients in this phase,
             // from the first backward on (loading and set-up come before it).
@@ -2629,13 +2644,17 @@ impl<'a> Ctx<'a> {
                 Phase::Load | Phase::Init => Bytes::ZERO,
                 _ => Bytes::from_f64((side_pool - p.g).max(0.0)),
             };
-            bd.allocator_reserve = bd.allocated().scale(frac) + side_cached;
+            // `bd.allocated()` once: the three counters are its running sums
+            // (`Breakdown::reserved`, `Breakdown::device_used`).
+            let allocated = bd.allocated();
+            bd.allocator_reserve = allocated.scale(frac) + side_cached;
+            let reserved = allocated + bd.allocator_reserve;
             PhaseEstimate {
                 phase,
                 counters: Counters {
-                    allocated: bd.allocated(),
-                    reserved: bd.reserved(),
-                    device_used: bd.device_used(),
+                    allocated,
+                    reserved,
+                    device_used: reserved + runtime,
                 },
                 breakdown: bd,
             }
