@@ -993,8 +993,21 @@ impl<'a> Ctx<'a> {
 
     /// Gradient bytes per trainable parameter: the parameter's dtype, or fp32
     /// `main_grad` buffers (Megatron `accumulate_allreduce_grads_in_fp32`).
+    ///
+    /// Megatron accumulates in fp32 for bf16 only: fp16 runs keep fp16
+    /// buffers (megatron-core 0.16.1 `DistributedDataParallelConfig.
+    /// grad_reduce_in_fp32 = False`; megatron-bridge 0.3.1
+    /// `training/mixed_precision.py`: `bf16_mixed` sets it, `fp16_mixed`
+    /// does not), and the optimizer steps on fp32 copies made at the step
+    /// (`_copy_model_grads_to_main_grads`: `main_param.grad =
+    /// model_param.main_grad.float()`; the distributed optimizer's
+    /// `shard_main_param.grad = shard_model_grad.float()`), which
+    /// [`Self::optimizer_temporaries`] counts. Megatron-LM's distributed
+    /// optimizer guide tabulates the result: 20 bytes per parameter for
+    /// fp16 (4 + 16/d distributed), 18 for bf16 (6 + 12/d).
     fn grad_bytes(&self) -> f64 {
-        if self.defaults().fp32_grad_buffers {
+        let fp16 = matches!(self.prec, Precision::AmpFp16 | Precision::Fp16);
+        if self.defaults().fp32_grad_buffers && !fp16 {
             FP32
         } else {
             self.trainable_weight_bytes()
@@ -1289,7 +1302,9 @@ impl<'a> Ctx<'a> {
         };
         // DeepSpeed's ZeRO optimizers step on an fp32 copy of the 16-bit
         // gradient partition (stage_1_and_2.py `single_partition_of_fp32_groups[i].grad`;
-        // its estimator counts 2Ψ + 18Ψ/N for ZeRO-2, DESIGN.md §3).
+        // its estimator counts 2Ψ + 18Ψ/N for ZeRO-2, DESIGN.md §3), and
+        // Megatron's fp16 optimizers on fp32 copies of their fp16 `main_grad`
+        // ([`Self::grad_bytes`]).
         let fp32_grad_partition = if self.master_in_optimizer() && self.grad_bytes() < FP32 {
             n * FP32
         } else {

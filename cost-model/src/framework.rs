@@ -34,7 +34,9 @@ pub struct FrameworkDefaults {
     /// 16-bit weights with an fp32 master copy kept by the optimizer (DeepSpeed,
     /// Megatron mixed precision) instead of fp32 weights under autocast.
     pub fp32_master_in_optimizer: bool,
-    /// Gradients accumulated/reduced in fp32 buffers (Megatron `main_grad`).
+    /// Gradients of 16-bit bf16 weights accumulated/reduced in fp32 buffers
+    /// (Megatron `main_grad`); fp16 runs keep fp16 buffers (the estimate's
+    /// `grad_bytes`).
     pub fp32_grad_buffers: bool,
     /// Loading materialises the full (unsharded) checkpoint on every rank's GPU
     /// before sharding (LitGPT: `fabric.load_raw` into the FSDP-wrapped model).

@@ -68,6 +68,58 @@ fn zero_paper_model_states_for_7_5b_on_64_gpus() {
     }
 }
 
+/// Megatron-LM's distributed-optimizer guide (`docs/source/api-guide/
+/// dist_optimizer.md`, "bytes per parameter", d = data-parallel size):
+/// fp16 parameters with fp16 gradients 20 (4 + 16/d distributed), bf16
+/// parameters with fp32 gradients 18 (6 + 12/d), fp32 16 (8 + 8/d). Counted
+/// at the optimizer step, where the fp16 optimizer's fp32 gradient copies
+/// exist; between steps an fp16 run holds its fp16 `main_grad` buffer.
+#[test]
+fn megatron_distributed_optimizer_bytes_per_parameter() {
+    let mut plan = Plan {
+        model: preset("llama-2-7b").unwrap().spec(),
+        ..Plan::default()
+    };
+    plan.set_framework(Framework::Megatron);
+    for (precision, grads, plain, fixed, sharded) in [
+        (Precision::AmpFp16, 2.0, 20.0, 4.0, 16.0),
+        (Precision::AmpBf16, 4.0, 18.0, 6.0, 12.0),
+        (Precision::Fp32, 4.0, 16.0, 8.0, 8.0),
+    ] {
+        plan.training.precision = precision;
+        for (sharding, d, want) in [
+            (Sharding::Ddp, 8, plain),
+            (Sharding::Zero1, 8, fixed + sharded / 8.0),
+            (Sharding::Zero1, 64, fixed + sharded / 64.0),
+        ] {
+            plan.parallel.sharding = sharding;
+            plan.parallel.num_gpus = d;
+            let e = estimate(&plan).unwrap();
+            let n = e.params as f64;
+            let at = |ph| {
+                e.stages[0]
+                    .phases
+                    .iter()
+                    .find(|p| p.phase == ph)
+                    .unwrap()
+                    .breakdown
+            };
+            let step = at(Phase::Step);
+            let got = (step.weights.get()
+                + step.gradients.get()
+                + step.optimizer.get()
+                + step.temporaries.get()) as f64
+                / n;
+            assert!(
+                (got - want).abs() < 1e-3,
+                "{precision:?} {sharding:?} d={d}: {got:.4} vs {want}"
+            );
+            let fwd = at(Phase::Forward).gradients.get() as f64 / n;
+            assert!((fwd - grads).abs() < 1e-3, "{precision:?}: {fwd}");
+        }
+    }
+}
+
 /// Korthikanti et al. 2022, eq. (1)–(4): activations per layer of a GPT block
 /// (16-bit, dropout, materialised softmax) are s·b·h·(34 + 5·a·s/h) bytes; with
 /// tensor + sequence parallelism divided by t; selective recomputation keeps
