@@ -559,9 +559,37 @@ impl<'a> Ctx<'a> {
     // ----- parameters per rank --------------------------------------------
 
     /// Layers held by pipeline stage `s` (uneven splits give the first stages one more).
+    /// Blocks on pipeline rank `s`: an even split, the first ranks taking
+    /// one more where it does not divide, or the framework's own split
+    /// ([`Framework::pp_split_counts_edges_as_blocks`]) summed over the
+    /// rank's model chunks (`s`, `s + pp`, … under the interleaved schedule).
     fn stage_layers(&self, s: u32) -> f64 {
         let l = self.m.total_layers();
-        let pp = self.plan.parallel.pp;
+        let p = &self.plan.parallel;
+        let pp = p.pp;
+        if pp > 1 && self.plan.framework.pp_split_counts_edges_as_blocks() {
+            let v = match p.pp_schedule {
+                PipelineSchedule::OneFOneB => 1,
+                PipelineSchedule::Interleaved => p.virtual_stages.max(1),
+            };
+            let n = pp.saturating_mul(v);
+            // `num_effective_layers = num_layers + input_weight + output_weight`,
+            // spread evenly, the first stages taking the remainder; the first
+            // and the last stage then give one block to the embedding and
+            // the head.
+            let eff = l.saturating_add(2);
+            let blocks = |i: u32| {
+                let e = eff / n + u32::from(i < eff % n);
+                if i == 0 || i + 1 == n {
+                    e.saturating_sub(1)
+                } else {
+                    e
+                }
+            };
+            return (0..v)
+                .map(|k| blocks(s.saturating_add(k.saturating_mul(pp))) as f64)
+                .sum();
+        }
         let base = l / pp;
         let extra = if s < l % pp { 1 } else { 0 };
         (base + extra) as f64
@@ -2830,6 +2858,50 @@ mod tests {
             variant: LoraVariant::Lora,
         };
         p
+    }
+
+    /// torchtitan's split of Llama-3.1-70B's 80 blocks (its
+    /// `_generate_llm_fqn_per_model_part`, 82 effective layers): 8 stages
+    /// of 10, 11, 10 × 5, 9; interleaved over 16 virtual stages (5 + 1 on the
+    /// second, 5 − 1 on the first and last) each rank sums its two chunks.
+    /// Others split the 80 evenly.
+    #[test]
+    fn torchtitan_counts_embedding_and_head_as_a_block_each_in_its_pipeline_split() {
+        let mut p = Plan {
+            model: preset("llama-3.1-70b").unwrap().spec(),
+            ..Plan::default()
+        };
+        p.set_framework(Framework::Torchtitan);
+        p.parallel.num_gpus = 64;
+        p.parallel.tp = 8;
+        p.parallel.pp = 8;
+        let per_rank = |p: &Plan| -> Vec<f64> {
+            let c = Ctx::new(p);
+            (0..p.parallel.pp).map(|s| c.stage_layers(s)).collect()
+        };
+        let one_f_one_b = per_rank(&p);
+        assert_eq!(one_f_one_b, [10., 11., 10., 10., 10., 10., 10., 9.]);
+        p.parallel.pp_schedule = PipelineSchedule::Interleaved;
+        p.parallel.virtual_stages = 2;
+        let interleaved = per_rank(&p);
+        assert_eq!(interleaved, [10., 11., 10., 10., 10., 10., 10., 9.]);
+        p.parallel.virtual_stages = 5;
+        // 82 over 40 virtual stages: 2 each, the first two 3, the first and
+        // the last one fewer; rank 1 holds the second, rank 7 the last.
+        assert_eq!(per_rank(&p), [10., 11., 10., 10., 10., 10., 10., 9.]);
+        // 80 virtual stages (one block each on average): the last is empty.
+        p.parallel.virtual_stages = 10;
+        let v10 = per_rank(&p);
+        assert_eq!(v10, [10., 11., 10., 10., 10., 10., 10., 9.]);
+        assert_eq!(v10.iter().sum::<f64>(), 80.0);
+        p.parallel.pp_schedule = PipelineSchedule::OneFOneB;
+        p.set_framework(Framework::Megatron);
+        assert_eq!(per_rank(&p), [10.0; 8]);
+        // More chunks than blocks is refused before any split.
+        p.set_framework(Framework::Torchtitan);
+        p.parallel.pp_schedule = PipelineSchedule::Interleaved;
+        p.parallel.virtual_stages = 11;
+        assert!(estimate(&p).is_err());
     }
 
     #[test]

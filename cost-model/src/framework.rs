@@ -238,6 +238,18 @@ impl Framework {
         matches!(self, Framework::Torchtune | Framework::Torchtitan)
     }
 
+    /// Whether the framework's pipeline split counts the embedding and the
+    /// output head as one block each, so the first and the last stage get a
+    /// block fewer: torchtitan (`_generate_llm_fqn_per_model_part` over
+    /// `num_layers + input_weight + output_weight` with
+    /// `pipeline_parallel_first_stage_less_layers` = `…_last_stage_less_layers`
+    /// = 1 by default; torchtitan 0.3.0 `distributed/pipeline_parallel.py`).
+    /// Megatron splits the blocks evenly unless told to account for the
+    /// embedding (`account_for_embedding_in_pipeline_split`, off by default).
+    pub fn pp_split_counts_edges_as_blocks(self) -> bool {
+        self == Framework::Torchtitan
+    }
+
     /// The precision a float8 run stores its weights, gradients and optimizer
     /// states in. float8 training changes the matmuls' inputs (cast per
     /// matmul), not what a framework keeps, so a `Fp8` plan is counted as the
