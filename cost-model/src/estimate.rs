@@ -2457,6 +2457,45 @@ impl<'a> Ctx<'a> {
                 let b = bucket.min(trainable) * HALF;
                 (b, ZERO_BUCKETS_IN_BACKWARD * b)
             }
+            Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
+                if p.pp > 1 && self.shard > 1.0 && self.plan.framework.pipelines_fsdp2_stages() =>
+            {
+                // PyTorch's pipeline schedules run every micro-batch's backward
+                // of an FSDP2 stage with `set_requires_gradient_sync(False)` and
+                // `set_reshard_after_backward(False)`, and reduce-scatter once
+                // after the last (torch 2.11 `pipelining/stage.py`
+                // `backward_maybe_with_nosync`, `perform_reduce_grad`); torchtitan
+                // also keeps parameters gathered after forward under PP
+                // (`fsdp_reshard_after_forward = "default"` → `not pp_enabled`,
+                // torchtitan 0.3.0 `distributed/fsdp.py`). So the stage's
+                // parameters stay gathered in the compute dtype through the
+                // step's forwards and backwards, and each block's unsharded
+                // gradient is kept, upcast to the reduce dtype, and accumulated
+                // (`_fsdp_param.py` `to_accumulated_grad_if_needed`:
+                // `unsharded_grad.to(self.reduce_dtype)`, fp32 under
+                // torchtitan's `mixed_precision_reduce`). Those accumulators exist
+                // at the end of a forward once a backward has run, i.e. when
+                // the stage runs more micro-batches than it warms up with
+                // (1F1B: `pp − s`).
+                let pbytes = if self.prec == Precision::Fp32 {
+                    FP32
+                } else {
+                    HALF
+                };
+                let gathered = self.stage_params(s) * pbytes;
+                let accumulated = self.stage_trainable(s) * self.grad_bytes();
+                let microbatches = if p.pp_microbatches > 0 {
+                    p.pp_microbatches
+                } else {
+                    self.plan.training.grad_accum
+                };
+                let forward = if microbatches > p.pp.saturating_sub(s) {
+                    accumulated
+                } else {
+                    0.0
+                };
+                (gathered + forward, gathered + accumulated)
+            }
             Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp
                 if self.shard > 1.0 || p.offload.params_offloaded() =>
             {

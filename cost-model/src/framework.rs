@@ -250,6 +250,14 @@ impl Framework {
         self == Framework::Torchtitan
     }
 
+    /// Whether the framework pipelines FSDP2-sharded stages through
+    /// `torch.distributed.pipelining`'s schedules (torchtitan), which keep a
+    /// stage's parameters gathered and its gradients unsharded until every
+    /// micro-batch has run backward (`Ctx::comm_buffers`).
+    pub fn pipelines_fsdp2_stages(self) -> bool {
+        self == Framework::Torchtitan
+    }
+
     /// The precision a float8 run stores its weights, gradients and optimizer
     /// states in. float8 training changes the matmuls' inputs (cast per
     /// matmul), not what a framework keeps, so a `Fp8` plan is counted as the

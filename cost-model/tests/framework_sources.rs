@@ -1,5 +1,6 @@
 //! Mechanisms read off the frameworks' sources (torchtune 0.6.1, torchtitan
-//! 0.3.0, DeepSpeed 0.14.4 and 0.17.5, PyTorch's FSDP, megatron-core 0.19.2,
+//! 0.3.0, DeepSpeed 0.14.4 and 0.17.5, PyTorch's FSDP and pipelining (2.11), megatron-core 0.19.2
+//! and 0.16.1,
 //! torchao 0.18.0, Lightning 2.6.6), most of them checked
 //! against torchtune's published memory (calibration/torchtune-readme-0.6.1.csv):
 //! each test pins one term, so that breaking it fails here.
@@ -671,4 +672,80 @@ fn megatron_block_keeps_korthikanti_tensors_with_the_fused_swiglu() {
     let per_token = (acts(&q) - acts(&p)) / (2.0 * 4096.0);
     let want = 4.0 * h + 4.0 * h + 2.0 * (h + 2.0 * 1024.0) + 2.0 * h + 4.0 * heads + 6.0 * f;
     assert!((per_token - want).abs() < 1e-3, "{per_token} vs {want}");
+}
+
+#[test]
+fn torchtitan_pipelined_fsdp_stages_keep_parameters_gathered_and_gradients_unsharded() {
+    // Llama-3.1-8B, torchtitan's AMP policy (fp32 shards, bf16 compute, fp32
+    // reduce), FSDP over 16 ranks × PP 4, eight micro-batches of 1 × 2048.
+    let mut p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Torchtitan,
+        2048,
+        64,
+        Sharding::FsdpFull,
+    );
+    p.training.precision = Precision::AmpBf16;
+    p.training.micro_batch = 1;
+    p.parallel.pp = 4;
+    p.parallel.pp_microbatches = 8;
+    let comm = |p: &Plan, s: usize, ph: Phase| {
+        let e = estimate(p).unwrap();
+        let st = &e.stages[s];
+        let b = st
+            .phases
+            .iter()
+            .filter(|x| x.phase == ph)
+            .map(|x| x.breakdown.comm_buffers.get())
+            .max()
+            .unwrap();
+        (b as f64, st.params as f64)
+    };
+    for s in 0..4 {
+        // The stage's parameters gathered in bf16 and its gradients kept
+        // unsharded in fp32 until the reduce-scatter after the last
+        // micro-batch: 2 + 4 bytes per parameter, whatever the FSDP degree.
+        let (bwd, params) = comm(&p, s, Phase::Backward);
+        assert!(
+            (bwd / params - 6.0).abs() < 1e-3,
+            "stage {s}: {}",
+            bwd / params
+        );
+        // Eight micro-batches outnumber every stage's warm-up forwards
+        // (4 − s), so a forward runs beside the accumulated gradients.
+        let (fwd, _) = comm(&p, s, Phase::Forward);
+        assert!(
+            (fwd / params - 6.0).abs() < 1e-3,
+            "stage {s}: {}",
+            fwd / params
+        );
+    }
+    // Two micro-batches: 1F1B warms stage s up with min(2, 4 − s) forwards
+    // (torch 2.11 `Schedule1F1B`), so only the last stage runs a forward
+    // after a backward.
+    let mut two = p.clone();
+    two.parallel.pp_microbatches = 2;
+    for (s, per_param) in [(0, 2.0), (1, 2.0), (2, 2.0), (3, 6.0)] {
+        let (fwd, params) = comm(&two, s, Phase::Forward);
+        assert!(
+            (fwd / params - per_param).abs() < 1e-3,
+            "stage {s}: {}",
+            fwd / params
+        );
+    }
+    // Without PP torchtitan reshards after forward and reduce-scatters per
+    // block: two blocks in flight, far below the whole model.
+    let mut flat = p.clone();
+    flat.parallel.pp = 1;
+    flat.parallel.pp_microbatches = 0;
+    let (bwd, params) = comm(&flat, 0, Phase::Backward);
+    assert!(bwd / params < 0.5, "{}", bwd / params);
+    // Frameworks that do not run FSDP2 under PyTorch's pipeline schedules
+    // keep the per-block term: two of the stage's eight blocks gathered and
+    // one block's fp32 gradient, 2 × 2/8 + 4/8 bytes per parameter.
+    let mut hf = p.clone();
+    hf.set_framework(Framework::HfAccelerate);
+    hf.training.precision = Precision::AmpBf16;
+    let (bwd, params) = comm(&hf, 1, Phase::Backward);
+    assert!((bwd / params - 1.0).abs() < 0.01, "{}", bwd / params);
 }
