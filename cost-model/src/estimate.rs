@@ -328,8 +328,11 @@ pub struct StageEstimate {
     /// Parameters held by one rank of this stage before sharding.
     pub params: u64,
     pub phases: Vec<PhaseEstimate>,
-    /// Index into `phases` of the phase with the highest `device_used`.
+    /// The phase with the highest `device_used`, whose breakdown is
+    /// `peak_breakdown`.
     pub peak_phase: Phase,
+    /// Each counter's maximum over the phases (`allocated` and `reserved`
+    /// may peak in another phase than `device_used`).
     pub peak: Counters,
     pub peak_breakdown: Breakdown,
 }
@@ -345,6 +348,7 @@ pub struct Estimate {
     /// The stage whose peak `device_used` is highest.
     pub worst_stage: u32,
     pub peak_phase: Phase,
+    /// The worst stage's peak counters ([`StageEstimate::peak`]).
     pub peak: Counters,
     pub peak_breakdown: Breakdown,
     pub capacity: Bytes,
@@ -2864,11 +2868,27 @@ impl<'a> Ctx<'a> {
             .copied()
             .max_by_key(|p| p.counters.device_used)
             .unwrap_or(init);
+        // Each counter's own maximum over the phases, as PyTorch's
+        // `max_memory_allocated` / `max_memory_reserved` and a sampled
+        // nvidia-smi report them: the phase with the most device memory need
+        // not hold the most allocated bytes (a forward beside FSDP's cached
+        // side-stream pool can outweigh the backward that allocates more).
+        let most = |f: fn(&Counters) -> Bytes| {
+            phases
+                .iter()
+                .map(|p| f(&p.counters))
+                .max()
+                .unwrap_or(Bytes::ZERO)
+        };
         StageEstimate {
             stage: s,
             params: self.stage_params(s) as u64,
             peak_phase: peak.phase,
-            peak: peak.counters,
+            peak: Counters {
+                allocated: most(|c| c.allocated),
+                reserved: most(|c| c.reserved),
+                device_used: peak.counters.device_used,
+            },
             peak_breakdown: peak.breakdown,
             phases,
         }

@@ -1197,6 +1197,35 @@ fn fsdp_gradients_freed_between_steps_stay_reserved_on_their_stream() {
 }
 
 #[test]
+fn peak_allocated_is_the_most_any_phase_allocates() {
+    // Gemma-2-27B, FSDP full-shard over 8 ranks, batch 7 × 35: the forward,
+    // beside the reduce-scatter stream's cached gradients, holds the most
+    // device memory, but the backward allocates more. max_memory_allocated
+    // reports the backward's (found by the batch-monotonicity property).
+    let mut p = Plan {
+        model: preset("gemma-2-27b").unwrap().spec(),
+        ..Plan::default()
+    };
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 7;
+    p.training.seq_len = 35;
+    p.training.compile = true;
+    p.training.fp32_upcasts = false;
+    p.model.softcap = true;
+    p.model.gelu_new = false;
+    p.model.fused_projections = false;
+    p.training.attention = Attention::Eager;
+    p.parallel.sharding = Sharding::FsdpFull;
+    let e = estimate(&p).unwrap();
+    let fwd = phase(&e, Phase::Forward);
+    let bwd = phase(&e, Phase::Backward);
+    assert_eq!(e.peak_phase, Phase::Forward);
+    assert!(bwd.allocated() > fwd.allocated());
+    assert_eq!(e.peak.allocated, bwd.allocated());
+    assert_eq!(e.peak.device_used, fwd.device_used());
+}
+
+#[test]
 fn accelerates_autocast_returns_fp32_logits_the_loop_holds() {
     // Accelerator(mixed_precision="bf16") peaked 1.96 GiB (2 B per logit)
     // above the same loop under plain autocast; not under DeepSpeed, whose

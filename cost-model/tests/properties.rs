@@ -129,6 +129,15 @@ proptest! {
             Ok(e) => {
                 prop_assert!(e.peak.allocated <= e.peak.reserved);
                 prop_assert!(e.peak.reserved <= e.peak.device_used);
+                // Each peak counter is that counter's maximum over the worst
+                // stage's phases, as PyTorch's max_memory_* report them.
+                let worst = &e.stages[e.worst_stage as usize];
+                let most = |f: fn(&cost_model::estimate::Counters) -> u64| {
+                    worst.phases.iter().map(|p| f(&p.counters)).max().unwrap()
+                };
+                prop_assert_eq!(e.peak.allocated.get(), most(|c| c.allocated.get()));
+                prop_assert_eq!(e.peak.reserved.get(), most(|c| c.reserved.get()));
+                prop_assert_eq!(e.peak.device_used.get(), most(|c| c.device_used.get()));
             }
             Err(err) => {
                 let f = err.field();
