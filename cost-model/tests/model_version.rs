@@ -1,0 +1,134 @@
+//! `MODEL_VERSION` moves with the model's numbers: a saved plan records the
+//! version it was estimated with, and the saved-plan page says so when the
+//! figures it shows come from another version. This test fingerprints the
+//! estimates of a fixed set of plans (the project's own calibration files,
+//! each at four batch/pipeline variants, and every preset under every
+//! framework profile at three layouts): any change to any byte count fails
+//! here until `MODEL_VERSION` is bumped and the fingerprint recorded beside it.
+//! Only data inside the repository is used, so new shared data cannot move it.
+#![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
+
+use cost_model::calibrate::case_plan;
+use cost_model::estimate::{estimate, Component, MODEL_VERSION};
+use cost_model::framework::Framework;
+use cost_model::plan::{Plan, Sharding};
+use cost_model::presets::presets;
+
+/// The fingerprint of each model version since they were recorded.
+const FINGERPRINTS: &[(u32, u64)] = &[(2, 0x264f_8e75_00c7_9c03)];
+
+/// FNV-1a, 64-bit: stable across platforms and Rust releases.
+struct Fnv(u64);
+
+impl Fnv {
+    fn eat(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn eat_u64(&mut self, v: u64) {
+        self.eat(&v.to_le_bytes());
+    }
+}
+
+fn eat_estimate(h: &mut Fnv, plan: &Plan) {
+    match estimate(plan) {
+        Ok(e) => {
+            for c in [e.peak.allocated, e.peak.reserved, e.peak.device_used] {
+                h.eat_u64(c.get());
+            }
+            h.eat_u64(e.trainable_params);
+            for st in &e.stages {
+                for ph in &st.phases {
+                    for c in Component::ALL {
+                        h.eat_u64(ph.breakdown.get(c).get());
+                    }
+                }
+            }
+            h.eat_u64(e.host_offload.get());
+            h.eat_u64(e.nvme_offload.get());
+        }
+        Err(err) => h.eat(err.to_string().as_bytes()),
+    }
+}
+
+fn project_plans() -> Vec<Plan> {
+    let mut plans = Vec::new();
+    for file in ["h200-2026-11-30.csv", "torchtune-readme-0.6.1.csv"] {
+        let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for line in text.lines().skip(1) {
+            let id = line.split(',').next().unwrap_or_default();
+            if let Ok(p) = case_plan(&text, id) {
+                plans.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in plans {
+        for (batch, pp) in [(1, 1), (3, 1), (2, 2), (1, 4)] {
+            let mut q = p.clone();
+            q.training.micro_batch = p.training.micro_batch.saturating_mul(batch);
+            q.parallel.pp = pp;
+            q.parallel.num_gpus = p.parallel.num_gpus.saturating_mul(pp);
+            out.push(q);
+        }
+    }
+    out
+}
+
+fn preset_plans() -> Vec<Plan> {
+    let mut out = Vec::new();
+    for preset in presets() {
+        for fw in Framework::ALL {
+            for (sharding, gpus, tp, pp) in [
+                (Sharding::None, 1, 1, 1),
+                (Sharding::Zero1, 16, 2, 2),
+                (Sharding::FsdpFull, 32, 1, 4),
+            ] {
+                let mut p = Plan {
+                    model: preset.spec(),
+                    ..Plan::default()
+                };
+                p.set_framework(fw);
+                p.parallel.sharding = sharding;
+                p.parallel.num_gpus = gpus;
+                p.parallel.tp = tp;
+                p.parallel.pp = pp;
+                p.parallel.pp_microbatches = 8;
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn model_version_moves_with_the_numbers() {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let plans: Vec<Plan> = project_plans().into_iter().chain(preset_plans()).collect();
+    assert!(plans.len() > 2000, "{} plans", plans.len());
+    for p in &plans {
+        eat_estimate(&mut h, p);
+    }
+    let recorded = FINGERPRINTS
+        .iter()
+        .find(|(v, _)| *v == MODEL_VERSION)
+        .map(|(_, f)| *f);
+    match recorded {
+        Some(f) => assert_eq!(
+            f,
+            h.0,
+            "the estimates changed: bump MODEL_VERSION (now {MODEL_VERSION}) in \
+             cost-model/src/estimate.rs and record ({}, {:#018x}) in FINGERPRINTS",
+            MODEL_VERSION + 1,
+            h.0
+        ),
+        None => panic!(
+            "no fingerprint for MODEL_VERSION {MODEL_VERSION}: record \
+             ({MODEL_VERSION}, {:#018x}) in FINGERPRINTS",
+            h.0
+        ),
+    }
+}
