@@ -2485,12 +2485,7 @@ impl<'a> Ctx<'a> {
                 // at the end of a forward once a backward has run, i.e. when
                 // the stage runs more micro-batches than it warms up with
                 // (1F1B: `pp − s`).
-                let pbytes = if self.prec == Precision::Fp32 {
-                    FP32
-                } else {
-                    HALF
-                };
-                let gathered = self.stage_params(s) * pbytes;
+                let gathered = self.stage_params(s) * self.gathered_param_bytes();
                 let accumulated = self.stage_trainable(s) * self.grad_bytes();
                 let microbatches = if p.pp_microbatches > 0 {
                     p.pp_microbatches
@@ -2556,15 +2551,7 @@ impl<'a> Ctx<'a> {
                 } else {
                     (0.0, 0.0)
                 };
-                // Gathered in the compute dtype: FSDP `MixedPrecision(param_dtype=bf16)`
-                // / FSDP2 `MixedPrecisionPolicy` and DeepSpeed gather 16-bit
-                // parameters; only plain fp32 training gathers fp32.
-                let pbytes = if self.prec == Precision::Fp32 {
-                    FP32
-                } else {
-                    HALF
-                };
-                let gathered = (resident + edges) * pbytes;
+                let gathered = (resident + edges) * self.gathered_param_bytes();
                 let grads = if self.base_bits().is_some() {
                     0.0
                 } else {
@@ -2579,6 +2566,18 @@ impl<'a> Ctx<'a> {
                 (w, w)
             }
             _ => (0.0, 0.0),
+        }
+    }
+
+    /// Bytes of a parameter gathered by FSDP or ZeRO-3, in the compute dtype:
+    /// FSDP `MixedPrecision(param_dtype=bf16)` / FSDP2 `MixedPrecisionPolicy`
+    /// and DeepSpeed gather 16-bit parameters; only plain fp32 training
+    /// gathers fp32.
+    fn gathered_param_bytes(&self) -> f64 {
+        if self.prec == Precision::Fp32 {
+            FP32
+        } else {
+            HALF
         }
     }
 
