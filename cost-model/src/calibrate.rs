@@ -837,6 +837,14 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         p.virtual_stages = v;
         p.pp_schedule = crate::plan::PipelineSchedule::Interleaved;
     }
+    if p.pp > 1 {
+        p.pp_microbatches = stated_pipeline_microbatches(
+            notes,
+            plan.training.micro_batch,
+            p.num_gpus / p.tp.saturating_mul(p.pp).saturating_mul(p.cp).max(1),
+        )
+        .unwrap_or(0);
+    }
     p.sharding = match r.word("sharding").as_str() {
         "" if p.num_gpus / (p.tp * p.pp * p.cp).max(1) <= 1 => Sharding::None,
         // Data parallel across GPUs, not stated: what the framework's
@@ -922,6 +930,47 @@ fn stated_number(notes: &str, unit: &str) -> Option<u32> {
             .take_while(|c| c.is_ascii_digit())
             .count();
     before[digits..].parse().ok()
+}
+
+/// The micro-batches a pipeline runs per step, as the notes state them:
+/// counted ("8 microbatches", `n_microbatches=8`, "num micro-batches: 8"),
+/// or a global batch ("GBS 512", `global_batch_size=512`, "global batch
+/// 512") over the micro-batch and the data-parallel size, as Megatron
+/// derives them (`get_num_microbatches()` = global batch / (micro-batch ×
+/// DP)). `None` when the notes say neither, and the plan falls back to the
+/// gradient accumulation column.
+fn stated_pipeline_microbatches(notes: &str, micro_batch: u32, dp: u32) -> Option<u32> {
+    let named = ["microbatches", "micro-batches", "micro batches"];
+    let counted = named
+        .iter()
+        .find_map(|n| stated_number(notes, n).filter(|&m| m > 0))
+        .or_else(|| {
+            stated_after(
+                notes,
+                &[
+                    "n_microbatches",
+                    "num_microbatches",
+                    "num microbatches",
+                    "num micro-batches",
+                    "microbatches",
+                    "micro-batches",
+                ],
+            )
+        })
+        .filter(|&m| m > 0);
+    counted.or_else(|| {
+        let gbs = stated_after(
+            notes,
+            &[
+                "global_batch_size",
+                "global batch size",
+                "global batch",
+                "GBS",
+            ],
+        )?;
+        let per = micro_batch.max(1).saturating_mul(dp.max(1));
+        (gbs >= per).then(|| gbs / per)
+    })
 }
 
 /// The notes say sequence parallelism runs beside TP ("sequence parallel",

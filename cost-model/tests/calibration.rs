@@ -520,6 +520,24 @@ fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
     );
     // No pipeline, no virtual stages.
     assert_eq!(layout("megatron", "2", "1", "VPP 2").virtual_stages, 1);
+    // The pipeline's micro-batches, counted or from the global batch over
+    // micro-batch × DP (64 GPUs / (TP 2 × PP 4) = DP 8; the row's micro-batch
+    // is 1); else 0, and the plan runs as many as it accumulates (128 here).
+    let mbs = |notes: &str| layout("megatron", "2", "4", notes).pp_microbatches;
+    assert_eq!(mbs("16 microbatches"), 16);
+    assert_eq!(mbs("n_microbatches=12; 1F1B"), 12);
+    assert_eq!(mbs("num micro-batches: 6"), 6);
+    assert_eq!(mbs("GBS 512"), 64);
+    assert_eq!(mbs("global batch size 1024; seq 4096"), 128);
+    assert_eq!(mbs("global_batch_size=256"), 32);
+    assert_eq!(mbs("bf16"), 0);
+    // A global batch smaller than one micro-batch per replica says nothing.
+    assert_eq!(mbs("GBS 4"), 0);
+    // Without a pipeline the count is not read.
+    assert_eq!(
+        layout("megatron", "2", "1", "16 microbatches").pp_microbatches,
+        0
+    );
     // Megatron's distributed optimizer is ZeRO-1's layout, whatever the
     // sharding column says of data parallelism.
     use cost_model::plan::Sharding;
