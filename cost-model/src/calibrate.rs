@@ -205,10 +205,18 @@ impl Row<'_> {
 /// Defazio et al. 2024) and Adam — as AdamW (torch.optim state dicts).
 fn other_optimizer(notes: &str) -> Option<Optimizer> {
     let n = notes.to_ascii_lowercase();
-    // Optimizers whose states are neither: projected (GaLore, APOLLO),
-    // orthogonalised momentum plus AdamW (Muon), preconditioners (Shampoo,
-    // SOAP), three moments (Adan).
-    let own = ["galore", "apollo", "muon", "shampoo", "soap", "adan"];
+    // Optimizers modelled by their own states: Muon's momentum on the hidden
+    // matrices (AdamW on the rest), Adan's four.
+    let mut words = n.split(|c: char| !c.is_ascii_alphanumeric());
+    if words.clone().any(|w| w.starts_with("muon")) {
+        return Some(Optimizer::Muon);
+    }
+    if words.any(|w| w == "adan") {
+        return Some(Optimizer::Adan);
+    }
+    // Optimizers whose states are none of the modelled ones: projected
+    // (GaLore, APOLLO), preconditioners (Shampoo, SOAP).
+    let own = ["galore", "apollo", "shampoo", "soap"];
     if own.iter().any(|k| n.contains(k)) {
         return None;
     }
@@ -596,12 +604,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "sgd" => Optimizer::Sgd,
         "sgd-momentum" => Optimizer::SgdMomentum,
         "lion" => Optimizer::Lion,
+        // Beyond the schema's names: optimizers the model knows by name.
+        "muon" => Optimizer::Muon,
+        "adan" => Optimizer::Adan,
         // PEFT's LoRA-FA optimizer is AdamW over B (the A matrices are frozen:
         // the LoRA variant below).
         "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
         "other" => other_optimizer(notes).ok_or(
             "optimizer `other` cannot be modelled without its state size (modelled when the notes \
-             name Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
+             name Muon, Adan, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
         )?,
         o => return Err(format!("optimizer `{o}` is not in the schema")),
     };

@@ -83,6 +83,17 @@ const INT8_BYTES_PER_PARAM: f64 = 1.0;
 /// Adam keeps two states (exp_avg, exp_avg_sq) per trainable parameter
 /// (Loshchilov & Hutter, AdamW; ZeRO paper's K = 12 with the fp32 master).
 const ADAM_STATES: f64 = 2.0;
+
+/// Muon's states per hidden matrix element: the momentum buffer
+/// (`state["momentum_buffer"] = torch.zeros_like(p)`, torch 2.11
+/// `optim/_muon.py`, which takes 2-D parameters only; timm 1.0's `Muon`
+/// keeps the same and falls back to AdamW for 1-D ones).
+const MUON_STATES: f64 = 1.0;
+
+/// Adan's states per element: `exp_avg`, `exp_avg_sq`, `exp_avg_diff` and
+/// `neg_pre_grad` (timm 1.0 `optim/adan.py`; Xie et al. 2022, Algorithm 1
+/// keeps three moments and the previous gradient).
+const ADAN_STATES: f64 = 4.0;
 /// bitsandbytes 8-bit Adam: two 1-byte states per parameter plus block-wise
 /// fp32 quantisation statistics (Dettmers et al., "8-bit Optimizers via
 /// Block-wise Quantization", 2022: ~2 bytes/param).
@@ -1050,8 +1061,9 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Optimizer state bytes per trainable parameter, master copy included.
-    fn optimizer_bytes_per_param(&self) -> f64 {
+    /// Optimizer state bytes per trainable parameter of stage `s`, master
+    /// copy included.
+    fn optimizer_bytes_per_param(&self, s: u32) -> f64 {
         // States in fp32 unless the weights are pure 16-bit without a master copy
         // (pure bf16 keeps states in the parameter dtype, DESIGN.md §3).
         let state = self.state_bytes();
@@ -1065,8 +1077,30 @@ impl<'a> Ctx<'a> {
             Optimizer::Adafactor => state * 2.0 / self.m.hidden as f64,
             Optimizer::Sgd => 0.0,
             Optimizer::SgdMomentum | Optimizer::Lion => state,
+            // Momentum on the hidden matrices, AdamW on the rest (embeddings,
+            // head, norms, biases): weighted by their share of what trains.
+            Optimizer::Muon => {
+                let matrices = self.muon_matrix_share(s);
+                (matrices * MUON_STATES + (1.0 - matrices) * ADAM_STATES) * state
+            }
+            Optimizer::Adan => ADAN_STATES * state,
         };
         states + master_bytes
+    }
+
+    /// The share of stage `s`'s trainable parameters Muon steps: the blocks'
+    /// 2-D matrices under full fine-tuning (not the embeddings or the head,
+    /// which Muon's authors leave to AdamW, nor norms and biases); every
+    /// adapter matrix (LoRA's A and B) otherwise.
+    fn muon_matrix_share(&self, s: u32) -> f64 {
+        if !self.full_finetune() {
+            return 1.0;
+        }
+        let trainable = self.stage_trainable(s);
+        if trainable <= 0.0 {
+            return 0.0;
+        }
+        (self.stage_layers(s) * self.layer_matrix_params() / trainable).clamp(0.0, 1.0)
     }
 
     fn paged_optimizer(&self) -> bool {
@@ -1261,7 +1295,7 @@ impl<'a> Ctx<'a> {
         if self.plan.parallel.offload.optimizer_offloaded() {
             return 0.0;
         }
-        let o = self.stage_trainable(s) * self.optimizer_bytes_per_param();
+        let o = self.stage_trainable(s) * self.optimizer_bytes_per_param(s);
         if self.shards_optimizer() {
             o / self.shard
         } else {
@@ -1325,9 +1359,11 @@ impl<'a> Ctx<'a> {
                 1.0
             };
         let largest = (self.m.vocab as f64 * self.m.hidden as f64 / self.t).min(n);
+        // Muon orthogonalises one matrix at a time (`_single_tensor_muon`'s
+        // Newton–Schulz iterations).
         let per_tensor = matches!(
             self.plan.training.optimizer,
-            Optimizer::Adafactor | Optimizer::Lion
+            Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon
         );
         let kernel = match self.plan.training.optimizer_impl {
             OptimizerImpl::Fused => 0.0,
@@ -2654,7 +2690,7 @@ impl<'a> Ctx<'a> {
         };
         // Optimizer states, master copy and the fp32 gradient partition
         // (ZeRO-Offload, FSDP CPUOffload).
-        let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param() + FP32);
+        let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param(s) + FP32);
         let o = if self.shards_optimizer() {
             o / self.shard
         } else {

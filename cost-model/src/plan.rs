@@ -82,6 +82,13 @@ pub enum Optimizer {
     Sgd,
     SgdMomentum,
     Lion,
+    /// Muon (Jordan et al. 2024; `torch.optim.Muon`, PyTorch ≥ 2.9): one
+    /// momentum buffer per 2-D hidden matrix, with AdamW for the embeddings,
+    /// the head and the 1-D parameters, as Muon's authors prescribe.
+    Muon,
+    /// Adan (Xie et al. 2022; timm's `Adan`): three moments and the previous
+    /// gradient per parameter.
+    Adan,
 }
 
 /// How the optimizer step is implemented.

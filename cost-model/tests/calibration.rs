@@ -361,7 +361,22 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(opt("SophiaG"), Ok(Optimizer::Adamw));
     assert_eq!(opt("AdamWScheduleFree"), Ok(Optimizer::Adamw));
     assert_eq!(opt("plain Adam"), Ok(Optimizer::Adamw));
-    for unmodelled in ["GaLore AdamW rank 128", "Muon", "some optimizer"] {
+    assert_eq!(opt("Muon (AdamW for embeddings)"), Ok(Optimizer::Muon));
+    assert_eq!(opt("torch.optim.Muon; lr 0.02"), Ok(Optimizer::Muon));
+    assert_eq!(opt("MuonClip"), Ok(Optimizer::Muon));
+    assert_eq!(opt("timm Adan"), Ok(Optimizer::Adan));
+    // Named in the optimizer column itself.
+    let col = |o: &str| {
+        case_plan(&with_fields(id, &[("optimizer", o)]), id).map(|p| p.training.optimizer)
+    };
+    assert_eq!(col("muon"), Ok(Optimizer::Muon));
+    assert_eq!(col("Adan"), Ok(Optimizer::Adan));
+    for unmodelled in [
+        "GaLore AdamW rank 128",
+        "SOAP",
+        "Madanapalle cluster",
+        "some optimizer",
+    ] {
         let e = opt(unmodelled).unwrap_err();
         assert!(e.contains("optimizer `other`"), "{unmodelled}: {e}");
     }

@@ -120,6 +120,57 @@ fn megatron_distributed_optimizer_bytes_per_parameter() {
     }
 }
 
+/// Optimizers by their states (fp32, beside fp32 weights under bf16
+/// autocast): Adan keeps four per parameter (timm's `exp_avg`, `exp_avg_sq`,
+/// `exp_avg_diff`, `neg_pre_grad`); Muon one momentum buffer per hidden
+/// matrix element (`torch.optim.Muon`) and AdamW's two on the embeddings, the
+/// head and the norms — Llama-2-7B: 32 × (4 × 4096² + 3 × 4096 × 11008)
+/// matrix parameters; under LoRA every adapter matrix is Muon's.
+#[test]
+fn muon_and_adan_keep_their_states() {
+    use cost_model::plan::{Finetune, LoraTargets, LoraVariant, Optimizer};
+    let mut plan = Plan {
+        model: preset("llama-2-7b").unwrap().spec(),
+        ..Plan::default()
+    };
+    plan.set_framework(Framework::PlainPytorch);
+    plan.training.precision = Precision::AmpBf16;
+    plan.parallel.num_gpus = 1;
+    plan.parallel.sharding = Sharding::None;
+    let states = |plan: &Plan, opt| {
+        let mut p = plan.clone();
+        p.training.optimizer = opt;
+        let e = estimate(&p).unwrap();
+        let o = e.stages[0]
+            .phases
+            .iter()
+            .find(|x| x.phase == Phase::Step)
+            .unwrap()
+            .breakdown
+            .optimizer
+            .get() as f64;
+        (o, e.trainable_params as f64)
+    };
+    let (adan, n) = states(&plan, Optimizer::Adan);
+    assert!((adan / n - 16.0).abs() < 1e-6, "{}", adan / n);
+    let (adamw, _) = states(&plan, Optimizer::Adamw);
+    assert!((adamw / n - 8.0).abs() < 1e-6);
+    let (muon, _) = states(&plan, Optimizer::Muon);
+    let matrices = 32.0 * (4.0 * 4096.0 * 4096.0 + 3.0 * 4096.0 * 11008.0);
+    let want = 4.0 * (matrices + 2.0 * (n - matrices));
+    assert!((muon - want).abs() / want < 1e-9, "{muon} vs {want}");
+    // LoRA: A and B are matrices, all of them Muon's.
+    plan.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: false,
+        variant: LoraVariant::Lora,
+    };
+    let (muon, n) = states(&plan, Optimizer::Muon);
+    assert!((muon / n - 4.0).abs() < 1e-6, "{}", muon / n);
+}
+
 /// Korthikanti et al. 2022, eq. (1)–(4): activations per layer of a GPT block
 /// (16-bit, dropout, materialised softmax) are s·b·h·(34 + 5·a·s/h) bytes; with
 /// tensor + sequence parallelism divided by t; selective recomputation keeps

@@ -5,7 +5,8 @@
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    AdapterMethod, Attention, Finetune, LoraTargets, LoraVariant, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Finetune, LoraTargets, LoraVariant, Optimizer, Plan, Precision,
+    Sharding,
 };
 use cost_model::presets::presets;
 use proptest::prelude::*;
@@ -29,16 +30,22 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             any::<u32>(),
         ),
         (0usize..9, any::<bool>(), any::<u32>(), any::<u32>()),
-        (any::<u8>(), any::<u32>(), 0usize..6),
+        (
+            any::<u8>(),
+            any::<u32>(),
+            0usize..6,
+            0usize..OPTIMIZERS.len(),
+        ),
     )
         .prop_map(
             |(
                 (l, h, a, kv, f, v),
                 (mb, seq, gpus, tp, pp, cp),
                 (shard, lora, rank, bits),
-                (flags, norms, prec),
+                (flags, norms, prec, opt),
             )| {
                 let mut p = Plan::default();
+                p.training.optimizer = OPTIMIZERS[opt];
                 p.model.layers = l % 300;
                 p.model.hidden = h;
                 p.model.heads = a % 512;
@@ -96,6 +103,19 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             },
         )
 }
+
+const OPTIMIZERS: [Optimizer; 10] = [
+    Optimizer::Adamw,
+    Optimizer::Adamw8bit,
+    Optimizer::PagedAdamw,
+    Optimizer::PagedAdamw8bit,
+    Optimizer::Adafactor,
+    Optimizer::Sgd,
+    Optimizer::SgdMomentum,
+    Optimizer::Lion,
+    Optimizer::Muon,
+    Optimizer::Adan,
+];
 
 const PRECISIONS: [Precision; 6] = [
     Precision::Fp32,

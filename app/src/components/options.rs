@@ -122,6 +122,8 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("sgd", "SGD"),
                         ("sgd-momentum", "SGD + momentum"),
                         ("lion", "Lion"),
+                        ("muon", "Muon (AdamW for embeddings, head, norms)"),
+                        ("adan", "Adan"),
                     ]),
                 ),
                 (
