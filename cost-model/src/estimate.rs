@@ -2519,8 +2519,9 @@ impl<'a> Ctx<'a> {
                 // `unsharded_grad.to(self.reduce_dtype)`, fp32 under
                 // torchtitan's `mixed_precision_reduce`). Those accumulators exist
                 // at the end of a forward once a backward has run, i.e. when
-                // the stage runs more micro-batches than it warms up with
-                // (1F1B: `pp − s`).
+                // the rank runs more forwards than it warms up with: 1F1B
+                // `min(m, pp − s)` (`Schedule1F1B`), interleaved
+                // `(v − 1)·pp + 2·(pp − 1 − s)` of its `v·m` (`_get_warmup_ops`).
                 let gathered = self.stage_params(s) * self.gathered_param_bytes();
                 let accumulated = self.stage_trainable(s) * self.grad_bytes();
                 let microbatches = if p.pp_microbatches > 0 {
@@ -2528,11 +2529,19 @@ impl<'a> Ctx<'a> {
                 } else {
                     self.plan.training.grad_accum
                 };
-                let forward = if microbatches > p.pp.saturating_sub(s) {
-                    accumulated
-                } else {
-                    0.0
+                let (forwards, warmup) = match p.pp_schedule {
+                    PipelineSchedule::OneFOneB => (microbatches, p.pp.saturating_sub(s)),
+                    PipelineSchedule::Interleaved => {
+                        let v = p.virtual_stages.max(1);
+                        (
+                            microbatches.saturating_mul(v),
+                            (v - 1)
+                                .saturating_mul(p.pp)
+                                .saturating_add(2 * p.pp.saturating_sub(1 + s)),
+                        )
+                    }
                 };
+                let forward = if forwards > warmup { accumulated } else { 0.0 };
                 (gathered + forward, gathered + accumulated)
             }
             Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp

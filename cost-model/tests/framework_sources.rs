@@ -733,6 +733,22 @@ fn torchtitan_pipelined_fsdp_stages_keep_parameters_gathered_and_gradients_unsha
             fwd / params
         );
     }
+    // Interleaved over two chunks a rank: rank s warms up with
+    // 4 + 2 × (3 − s) of its 2 × m forwards (`_get_warmup_ops`); with m = 4
+    // the first two ranks (10 and 8 of 8) never run a forward after a
+    // backward, the last two (6 and 4 of 8) do.
+    let mut vpp = p.clone();
+    vpp.parallel.pp_schedule = cost_model::plan::PipelineSchedule::Interleaved;
+    vpp.parallel.virtual_stages = 2;
+    vpp.parallel.pp_microbatches = 4;
+    for (s, per_param) in [(0, 2.0), (1, 2.0), (2, 6.0), (3, 6.0)] {
+        let (fwd, params) = comm(&vpp, s, Phase::Forward);
+        assert!(
+            (fwd / params - per_param).abs() < 1e-3,
+            "rank {s}: {}",
+            fwd / params
+        );
+    }
     // Without PP torchtitan reshards after forward and reduce-scatters per
     // block: two blocks in flight, far below the whole model.
     let mut flat = p.clone();
