@@ -689,7 +689,8 @@ fn torchtitan_pipelined_fsdp_stages_keep_parameters_gathered_and_gradients_unsha
     p.training.micro_batch = 1;
     p.parallel.pp = 4;
     p.parallel.pp_microbatches = 8;
-    let comm = |p: &Plan, s: usize, ph: Phase| {
+    // The data-parallel buffers of rank `s` in phase `ph`, per stage parameter.
+    let per_param = |p: &Plan, s: usize, ph: Phase| {
         let e = estimate(p).unwrap();
         let st = &e.stages[s];
         let b = st
@@ -699,40 +700,32 @@ fn torchtitan_pipelined_fsdp_stages_keep_parameters_gathered_and_gradients_unsha
             .map(|x| x.breakdown.comm_buffers.get())
             .max()
             .unwrap();
-        (b as f64, st.params as f64)
+        b as f64 / st.params as f64
     };
+    // Each rank's forward buffers, per parameter: 2 (gathered bf16) or 6
+    // (with the fp32 accumulators).
+    let forwards = |p: &Plan, want: [f64; 4]| {
+        for (s, w) in want.into_iter().enumerate() {
+            let got = per_param(p, s, Phase::Forward);
+            assert!((got - w).abs() < 1e-3, "rank {s}: {got} vs {w}");
+        }
+    };
+    // The stage's parameters gathered in bf16 and its gradients kept
+    // unsharded in fp32 until the reduce-scatter after the last micro-batch:
+    // 2 + 4 bytes per parameter in backward, whatever the FSDP degree.
     for s in 0..4 {
-        // The stage's parameters gathered in bf16 and its gradients kept
-        // unsharded in fp32 until the reduce-scatter after the last
-        // micro-batch: 2 + 4 bytes per parameter, whatever the FSDP degree.
-        let (bwd, params) = comm(&p, s, Phase::Backward);
-        assert!(
-            (bwd / params - 6.0).abs() < 1e-3,
-            "stage {s}: {}",
-            bwd / params
-        );
-        // Eight micro-batches outnumber every stage's warm-up forwards
-        // (4 − s), so a forward runs beside the accumulated gradients.
-        let (fwd, _) = comm(&p, s, Phase::Forward);
-        assert!(
-            (fwd / params - 6.0).abs() < 1e-3,
-            "stage {s}: {}",
-            fwd / params
-        );
+        let bwd = per_param(&p, s, Phase::Backward);
+        assert!((bwd - 6.0).abs() < 1e-3, "stage {s}: {bwd}");
     }
+    // Eight micro-batches outnumber every stage's warm-up forwards (4 − s),
+    // so a forward runs beside the accumulated gradients.
+    forwards(&p, [6.0; 4]);
     // Two micro-batches: 1F1B warms stage s up with min(2, 4 − s) forwards
     // (torch 2.11 `Schedule1F1B`), so only the last stage runs a forward
     // after a backward.
     let mut two = p.clone();
     two.parallel.pp_microbatches = 2;
-    for (s, per_param) in [(0, 2.0), (1, 2.0), (2, 2.0), (3, 6.0)] {
-        let (fwd, params) = comm(&two, s, Phase::Forward);
-        assert!(
-            (fwd / params - per_param).abs() < 1e-3,
-            "stage {s}: {}",
-            fwd / params
-        );
-    }
+    forwards(&two, [2.0, 2.0, 2.0, 6.0]);
     // Interleaved over two chunks a rank: rank s warms up with
     // 4 + 2 × (3 − s) of its 2 × m forwards (`_get_warmup_ops`); with m = 4
     // the first two ranks (10 and 8 of 8) never run a forward after a
@@ -741,27 +734,20 @@ fn torchtitan_pipelined_fsdp_stages_keep_parameters_gathered_and_gradients_unsha
     vpp.parallel.pp_schedule = cost_model::plan::PipelineSchedule::Interleaved;
     vpp.parallel.virtual_stages = 2;
     vpp.parallel.pp_microbatches = 4;
-    for (s, per_param) in [(0, 2.0), (1, 2.0), (2, 6.0), (3, 6.0)] {
-        let (fwd, params) = comm(&vpp, s, Phase::Forward);
-        assert!(
-            (fwd / params - per_param).abs() < 1e-3,
-            "rank {s}: {}",
-            fwd / params
-        );
-    }
+    forwards(&vpp, [2.0, 2.0, 6.0, 6.0]);
     // Without PP torchtitan reshards after forward and reduce-scatters per
     // block: two blocks in flight, far below the whole model.
     let mut flat = p.clone();
     flat.parallel.pp = 1;
     flat.parallel.pp_microbatches = 0;
-    let (bwd, params) = comm(&flat, 0, Phase::Backward);
-    assert!(bwd / params < 0.5, "{}", bwd / params);
+    let bwd = per_param(&flat, 0, Phase::Backward);
+    assert!(bwd < 0.5, "{bwd}");
     // Frameworks that do not run FSDP2 under PyTorch's pipeline schedules
     // keep the per-block term: two of the stage's eight blocks gathered and
     // one block's fp32 gradient, 2 × 2/8 + 4/8 bytes per parameter.
     let mut hf = p.clone();
     hf.set_framework(Framework::HfAccelerate);
     hf.training.precision = Precision::AmpBf16;
-    let (bwd, params) = comm(&hf, 1, Phase::Backward);
-    assert!((bwd / params - 1.0).abs() < 0.01, "{}", bwd / params);
+    let bwd = per_param(&hf, 1, Phase::Backward);
+    assert!((bwd - 1.0).abs() < 0.01, "{bwd}");
 }
