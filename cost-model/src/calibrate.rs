@@ -849,12 +849,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         p.pp_schedule = crate::plan::PipelineSchedule::Interleaved;
     }
     if p.pp > 1 {
-        p.pp_microbatches = stated_pipeline_microbatches(
+        let stated = stated_pipeline_microbatches(
             notes,
             plan.training.micro_batch,
             p.num_gpus / p.tp.saturating_mul(p.pp).saturating_mul(p.cp).max(1),
-        )
-        .unwrap_or(0);
+        );
+        // Neither the notes nor the gradient-accumulation column: at least as
+        // many micro-batches as stages, which a pipelined run needs to keep
+        // every stage busy (fewer leave 1F1B's warm-up idle), so the first
+        // stage holds `pp` in flight, the schedule's steady state.
+        let unstated = r.get("grad_accum").is_empty();
+        p.pp_microbatches = stated.unwrap_or(if unstated { p.pp } else { 0 });
     }
     p.sharding = match r.word("sharding").as_str() {
         "" if p.num_gpus / (p.tp * p.pp * p.cp).max(1) <= 1 => Sharding::None,

@@ -548,6 +548,23 @@ fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
     assert_eq!(mbs("bf16"), 0);
     // A global batch smaller than one micro-batch per replica says nothing.
     assert_eq!(mbs("GBS 4"), 0);
+    // Neither stated nor accumulated: as many as there are stages.
+    let unstated = |notes: &str| {
+        let set = [
+            ("framework", "megatron"),
+            ("num_gpus", "64"),
+            ("tp", "2"),
+            ("pp", "4"),
+            ("grad_accum", ""),
+            ("notes", notes),
+        ];
+        case_plan(&with_fields(id, &set), id)
+            .unwrap()
+            .parallel
+            .pp_microbatches
+    };
+    assert_eq!(unstated(""), 4);
+    assert_eq!(unstated("GBS 512"), 64);
     // Without a pipeline the count is not read.
     assert_eq!(
         layout("megatron", "2", "1", "16 microbatches").pp_microbatches,
