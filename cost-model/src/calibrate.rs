@@ -849,11 +849,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         p.pp_schedule = crate::plan::PipelineSchedule::Interleaved;
     }
     if p.pp > 1 {
-        let stated = stated_pipeline_microbatches(
-            notes,
-            plan.training.micro_batch,
-            p.num_gpus / p.tp.saturating_mul(p.pp).saturating_mul(p.cp).max(1),
-        );
+        let stated = stated_pipeline_microbatches(notes, plan.training.micro_batch, p.dp());
         // Neither the notes nor the gradient-accumulation column: at least as
         // many micro-batches as stages, which a pipelined run needs to keep
         // every stage busy (fewer leave 1F1B's warm-up idle), so the first

@@ -84,6 +84,11 @@ const INT8_BYTES_PER_PARAM: f64 = 1.0;
 /// (Loshchilov & Hutter, AdamW; ZeRO paper's K = 12 with the fp32 master).
 const ADAM_STATES: f64 = 2.0;
 
+/// bitsandbytes 8-bit Adam: two 1-byte states per parameter plus block-wise
+/// fp32 quantisation statistics (Dettmers et al., "8-bit Optimizers via
+/// Block-wise Quantization", 2022: ~2 bytes/param).
+const ADAM_8BIT_BYTES: f64 = 2.0;
+
 /// Muon's states per hidden matrix element: the momentum buffer
 /// (`state["momentum_buffer"] = torch.zeros_like(p)`, torch 2.11
 /// `optim/_muon.py`, which takes 2-D parameters only; timm 1.0's `Muon`
@@ -94,10 +99,6 @@ const MUON_STATES: f64 = 1.0;
 /// `neg_pre_grad` (timm 1.0 `optim/adan.py`; Xie et al. 2022, Algorithm 1
 /// keeps three moments and the previous gradient).
 const ADAN_STATES: f64 = 4.0;
-/// bitsandbytes 8-bit Adam: two 1-byte states per parameter plus block-wise
-/// fp32 quantisation statistics (Dettmers et al., "8-bit Optimizers via
-/// Block-wise Quantization", 2022: ~2 bytes/param).
-const ADAM_8BIT_BYTES: f64 = 2.0;
 
 /// Logits-sized tensors alive at the loss backward with full cross-entropy:
 /// the upcast logits, the log-softmax output and its gradient — "about three
@@ -577,7 +578,6 @@ impl<'a> Ctx<'a> {
 
     // ----- parameters per rank --------------------------------------------
 
-    /// Layers held by pipeline stage `s` (uneven splits give the first stages one more).
     /// Blocks on pipeline rank `s`: an even split, the first ranks taking
     /// one more where it does not divide, or the framework's own split
     /// ([`Framework::pp_split_counts_edges_as_blocks`]) summed over the
@@ -2224,6 +2224,17 @@ impl<'a> Ctx<'a> {
         self.layer_input_bytes() + e * sb * (kept_mms + hq) / t
     }
 
+    /// Micro-batches a pipeline runs per step: the stated count, else the
+    /// gradient accumulation steps (at least one).
+    fn pipeline_microbatches(&self) -> u32 {
+        let p = &self.plan.parallel;
+        if p.pp_microbatches > 0 {
+            p.pp_microbatches
+        } else {
+            self.plan.training.grad_accum.max(1)
+        }
+    }
+
     /// Micro-batches whose activations stage `s` holds at once: p − s under
     /// 1F1B (Narayanan et al. 2021), capped by the micro-batch count; the
     /// interleaved schedule multiplies stage-1 activations by 1 + (p−1)/(p·v)
@@ -2233,12 +2244,7 @@ impl<'a> Ctx<'a> {
         if p.pp <= 1 {
             return 1.0;
         }
-        let m = if p.pp_microbatches > 0 {
-            p.pp_microbatches
-        } else {
-            self.plan.training.grad_accum
-        };
-        let n = ((p.pp - s) as f64).min(m.max(1) as f64);
+        let n = ((p.pp - s) as f64).min(self.pipeline_microbatches() as f64);
         match p.pp_schedule {
             PipelineSchedule::OneFOneB => n,
             PipelineSchedule::Interleaved => {
@@ -2524,11 +2530,7 @@ impl<'a> Ctx<'a> {
                 // `(v − 1)·pp + 2·(pp − 1 − s)` of its `v·m` (`_get_warmup_ops`).
                 let gathered = self.stage_params(s) * self.gathered_param_bytes();
                 let accumulated = self.stage_trainable(s) * self.grad_bytes();
-                let microbatches = if p.pp_microbatches > 0 {
-                    p.pp_microbatches
-                } else {
-                    self.plan.training.grad_accum
-                };
+                let microbatches = self.pipeline_microbatches();
                 let (forwards, warmup) = match p.pp_schedule {
                     PipelineSchedule::OneFOneB => (microbatches, p.pp.saturating_sub(s)),
                     PipelineSchedule::Interleaved => {
