@@ -1,6 +1,9 @@
 //! Golden tests pinned to published numbers, with stated tolerances.
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
+mod common;
+use common::phase;
+
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::model::ModelSpec;
@@ -96,15 +99,7 @@ fn megatron_distributed_optimizer_bytes_per_parameter() {
             plan.parallel.num_gpus = d;
             let e = estimate(&plan).unwrap();
             let n = e.params as f64;
-            let at = |ph| {
-                e.stages[0]
-                    .phases
-                    .iter()
-                    .find(|p| p.phase == ph)
-                    .unwrap()
-                    .breakdown
-            };
-            let step = at(Phase::Step);
+            let step = phase(&e, Phase::Step);
             let got = (step.weights.get()
                 + step.gradients.get()
                 + step.optimizer.get()
@@ -114,7 +109,7 @@ fn megatron_distributed_optimizer_bytes_per_parameter() {
                 (got - want).abs() < 1e-3,
                 "{precision:?} {sharding:?} d={d}: {got:.4} vs {want}"
             );
-            let fwd = at(Phase::Forward).gradients.get() as f64 / n;
+            let fwd = phase(&e, Phase::Forward).gradients.get() as f64 / n;
             assert!((fwd - grads).abs() < 1e-3, "{precision:?}: {fwd}");
         }
     }
@@ -141,14 +136,7 @@ fn muon_and_adan_keep_their_states() {
         let mut p = plan.clone();
         p.training.optimizer = opt;
         let e = estimate(&p).unwrap();
-        let o = e.stages[0]
-            .phases
-            .iter()
-            .find(|x| x.phase == Phase::Step)
-            .unwrap()
-            .breakdown
-            .optimizer
-            .get() as f64;
+        let o = phase(&e, Phase::Step).optimizer.get() as f64;
         (o, e.trainable_params as f64)
     };
     let (adan, n) = states(&plan, Optimizer::Adan);
