@@ -20,8 +20,11 @@ use serde::{Deserialize, Serialize};
 /// any estimate changes: tests/model_version.rs fingerprints the estimates
 /// of some 3,000 plans and fails until the bump and the new fingerprint are
 /// recorded. Version 1 covered the first ten sessions' models (its numbers
-/// moved without a bump); 2 is the eleventh session's.
-pub const MODEL_VERSION: u32 = 2;
+/// moved without a bump); 2 is the eleventh session's; 3 runs an
+/// encoder–decoder's backward working set at its largest block (the decoder's,
+/// with cross-attention) rather than the average one, and adds the decoder's
+/// own target length.
+pub const MODEL_VERSION: u32 = 3;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -462,6 +465,7 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
 }
 
 /// Derived quantities shared by the component functions.
+#[derive(Clone)]
 struct Ctx<'a> {
     plan: &'a Plan,
     m: &'a ModelSpec,
@@ -1750,8 +1754,97 @@ impl<'a> Ctx<'a> {
 
     /// Saved bytes of one block for one micro-batch on one rank, counted tensor
     /// by tensor (Korthikanti et al. 2022 §4.1, re-derived for GQA, gated MLPs,
-    /// RMSNorm, flash attention and frozen layers; DESIGN.md §3).
+    /// RMSNorm, flash attention and frozen layers; DESIGN.md §3). An
+    /// encoder–decoder's blocks are averaged over its two stacks, the decoder's
+    /// with its cross-attention ([`Self::decoder_s`]).
     fn layer_activations(&self) -> f64 {
+        let m = self.m;
+        let (_, mut total) = self.block_activations();
+        if m.arch == Arch::EncoderDecoder {
+            let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
+            total =
+                (enc * total + dec * self.decoder_block(self.decoder_s())) / (enc + dec).max(1.0);
+        }
+        total + self.fp8_weight_copies_saved()
+    }
+
+    /// The largest block's saved bytes: [`Self::layer_activations`], except
+    /// that an encoder–decoder's decoder blocks, with their cross-attention,
+    /// outgrow the average (or its encoder blocks do, on a longer source).
+    fn largest_block_activations(&self) -> f64 {
+        if self.m.arch != Arch::EncoderDecoder {
+            return self.layer_activations();
+        }
+        let (_, encoder_block) = self.block_activations();
+        encoder_block.max(self.decoder_block(self.decoder_s())) + self.fp8_weight_copies_saved()
+    }
+
+    /// Uncached Transformer Engine weight copies, saved per layer.
+    fn fp8_weight_copies_saved(&self) -> f64 {
+        if self.fp8_weight_copies_cached() {
+            0.0
+        } else {
+            self.fp8_weight_copies_per_layer()
+        }
+    }
+
+    /// The decoder's local length: the plan's target length when an
+    /// encoder–decoder model states one (`TrainingSpec::target_len`), else
+    /// the sequence.
+    fn decoder_s(&self) -> f64 {
+        match self.plan.training.target_len {
+            Some(t) if self.m.arch == Arch::EncoderDecoder => {
+                t as f64 / self.plan.parallel.cp as f64
+            }
+            _ => self.s,
+        }
+    }
+
+    /// These quantities at another local sequence length (a decoder's).
+    fn at_length(&self, s: f64) -> Ctx<'a> {
+        Ctx { s, ..self.clone() }
+    }
+
+    /// One decoder block at its own length `sd` with its cross-attention,
+    /// whose queries run at `sd` while its keys and values, projected from the
+    /// encoder's output, run at the encoder's length (T5 `T5LayerCrossAttention`,
+    /// BART `encoder_attn`): the cross-attention keeps what a self-attention
+    /// at `sd` keeps, plus k and v for the longer (or shorter) source and,
+    /// eager, `sd × source` scores.
+    fn decoder_block(&self, sd: f64) -> f64 {
+        let dec = self.at_length(sd);
+        let (attn, total) = dec.block_activations();
+        let m = self.m;
+        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let longer = self.s - sd; // source minus target tokens (either sign)
+        let mut cross = attn + self.e * self.b * longer * 2.0 * hkv / self.t;
+        if self.attention() == Attention::Eager {
+            cross += dec.eager_score_bytes()
+                * self.b
+                * m.heads as f64
+                * sd
+                * longer
+                * self.plan.parallel.cp as f64
+                / self.t;
+        }
+        total + cross.max(0.0)
+    }
+
+    /// Bytes per attention score an eager block keeps: the softmax output
+    /// ([`Self::score_bytes`]) and with dropout its mask and output.
+    fn eager_score_bytes(&self) -> f64 {
+        let dropout = if self.plan.training.dropout {
+            MASK + self.e
+        } else {
+            0.0
+        };
+        self.score_bytes() + dropout
+    }
+
+    /// [`Self::layer_activations`] of one block at this length before any
+    /// encoder–decoder cross-attention or float8 weight copies: its attention
+    /// part and its whole.
+    fn block_activations(&self) -> (f64, f64) {
         let m = self.m;
         let (b, s, e, t, rep) = (self.b, self.s, self.e, self.t, self.rep);
         let sb = s * b;
@@ -2080,16 +2173,7 @@ impl<'a> Ctx<'a> {
         // add, which keeps nothing.
         let extra_norms = (m.norms_per_layer as f64 - 2.0).max(0.0) * norm * sb * h / rep;
 
-        let mut total = attn + mlp + lora + extra_norms;
-        if m.arch == Arch::EncoderDecoder {
-            // Decoder blocks add cross-attention; spread over all blocks.
-            total += attn * m.layers as f64 / m.total_layers().max(1) as f64;
-        }
-        // Uncached Transformer Engine weight copies are saved per layer.
-        if !self.fp8_weight_copies_cached() {
-            total += self.fp8_weight_copies_per_layer();
-        }
-        total
+        (attn, attn + mlp + lora + extra_norms)
     }
 
     /// Float8 copies of one block's linear weights that a Transformer Engine
@@ -2260,27 +2344,19 @@ impl<'a> Ctx<'a> {
         let layers = self.stage_layers(s) - self.untrained_prefix_layers(s);
         let full = self.layer_activations();
         let flight = self.in_flight(s);
-        let scores = if self.attention() == Attention::Eager {
-            let m = self.m;
-            let dropout = if self.plan.training.dropout {
-                MASK + self.e
-            } else {
-                0.0
-            };
-            (self.score_bytes() + dropout) * self.b * m.heads as f64 * self.s * self.s / self.t
-        } else {
-            0.0
-        };
+        let scores = self.per_block(|c| c.self_attention_scores());
         // Backward working set: while a block runs backward, the gradients of its
         // saved tensors (same shapes) exist beside them; a checkpointed block is
         // first recomputed. Either way about one block's activations
-        // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept.
-        let working = BACKWARD_WORKING_BLOCKS * full + self.recomputed_score_grads();
+        // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept: the largest
+        // block's, where an encoder–decoder's blocks differ.
+        let working = BACKWARD_WORKING_BLOCKS * self.largest_block_activations()
+            + self.recomputed_score_grads();
         let per_checkpointed = match self.plan.training.checkpointing {
             Checkpointing::None => full,
             Checkpointing::Selective => (full - scores).max(0.0),
-            Checkpointing::OpSelective => self.op_selective_layer().min(full),
-            Checkpointing::Full => self.layer_input_bytes().min(full),
+            Checkpointing::OpSelective => self.per_block(|c| c.op_selective_layer()).min(full),
+            Checkpointing::Full => self.per_block(|c| c.layer_input_bytes()).min(full),
         };
         // Every k-th block follows the policy; the others keep everything.
         let k = self.plan.training.checkpoint_every.max(1) as f64;
@@ -2295,6 +2371,27 @@ impl<'a> Ctx<'a> {
         (kept * flight, working)
     }
 
+    /// Eager self-attention scores one block keeps (nothing with flash
+    /// attention): what selective checkpointing recomputes.
+    fn self_attention_scores(&self) -> f64 {
+        if self.attention() == Attention::Eager {
+            self.eager_score_bytes() * self.b * self.m.heads as f64 * self.s * self.s / self.t
+        } else {
+            0.0
+        }
+    }
+
+    /// A per-block quantity, averaged over an encoder–decoder's two stacks
+    /// when they run different lengths ([`Self::decoder_s`]).
+    fn per_block(&self, f: impl Fn(&Ctx<'a>) -> f64) -> f64 {
+        let sd = self.decoder_s();
+        if sd == self.s {
+            return f(self);
+        }
+        let (enc, dec) = (self.m.encoder_layers as f64, self.m.layers as f64);
+        (enc * f(self) + dec * f(&self.at_length(sd))) / (enc + dec).max(1.0)
+    }
+
     /// Logits and loss on the last stage (vocab-parallel over TP): what is
     /// alive at the end of the loss forward, as backward starts (the loss's
     /// backward) and at the LM head's backward, once the loss's tensors are
@@ -2305,7 +2402,8 @@ impl<'a> Ctx<'a> {
             return LogitsBytes::default();
         }
         let m = self.m;
-        let mut tokens = self.b * self.s;
+        // An encoder–decoder's LM head reads the decoder's positions.
+        let mut tokens = self.b * self.decoder_s();
         if self.plan.parallel.sharding == Sharding::DataParallel {
             // nn.DataParallel gathers every replica's output on GPU 0.
             tokens *= self.plan.parallel.num_gpus as f64;

@@ -388,8 +388,16 @@ impl Finetune {
 pub struct TrainingSpec {
     /// Sequences per GPU per forward pass.
     pub micro_batch: u32,
-    /// Tokens per sequence as run (padded length).
+    /// Tokens per sequence as run (padded length); for an encoder–decoder
+    /// model, the encoder's (source) length.
     pub seq_len: u32,
+    /// The decoder's (target) length of an encoder–decoder model, when it
+    /// differs from `seq_len`: a T5 or BART fine-tune feeds the encoder its
+    /// source (512 tokens of an article) and the decoder the padded labels
+    /// (a 128-token summary, a 3-token class name). `None` runs the decoder
+    /// at `seq_len`. Only an encoder–decoder model has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_len: Option<u32>,
     /// Micro-batches accumulated per optimizer step.
     pub grad_accum: u32,
     pub precision: Precision,
@@ -650,6 +658,7 @@ impl Default for Plan {
             training: TrainingSpec {
                 micro_batch: 1,
                 seq_len: 4096,
+                target_len: None,
                 grad_accum: 1,
                 precision: Precision::AmpBf16,
                 optimizer: Optimizer::Adamw,

@@ -5,7 +5,7 @@
 
 use crate::framework::Framework;
 use crate::gpu;
-use crate::model::{ModelHead, ModelSpec};
+use crate::model::{Arch, ModelHead, ModelSpec};
 use crate::plan::{AdapterMethod, Finetune, LoraTargets, LoraVariant, Offload, Plan, TrainingSpec};
 use crate::presets;
 use serde::de::DeserializeOwned;
@@ -331,6 +331,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     put("fw", plan.framework.id().into(), d0.framework.id().into());
     put("mb", t.micro_batch.to_string(), dt.micro_batch.to_string());
     put("seq", t.seq_len.to_string(), dt.seq_len.to_string());
+    if let Some(target) = t.target_len {
+        put("tgt", target.to_string(), String::new());
+    }
     put("ga", t.grad_accum.to_string(), dt.grad_accum.to_string());
     put("prec", enum_id(&t.precision), enum_id(&dt.precision));
     put("opt", enum_id(&t.optimizer), enum_id(&dt.optimizer));
@@ -543,6 +546,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
     }
     let lora_dropout_default = plan.framework.defaults().lora_dropout;
+    let arch = plan.model.arch;
     let t = &mut plan.training;
     for (k, slot) in [
         ("mb", &mut t.micro_batch),
@@ -551,6 +555,16 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     ] {
         if let Some(s) = get(k) {
             *slot = num(k, s)?;
+        }
+    }
+    if let Some(s) = get("tgt") {
+        let target = num("tgt", s)?;
+        // A target length belongs to an encoder–decoder: beside a model of
+        // another kind (the form submits every field, and a new preset
+        // leaves the old value there) it is ignored, as a preset ignores
+        // the custom dimensions.
+        if arch == Arch::EncoderDecoder {
+            t.target_len = Some(target);
         }
     }
     if let Some(s) = get("prec") {
@@ -762,6 +776,38 @@ mod tests {
             decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
             "lora_var"
         );
+    }
+
+    #[test]
+    fn an_encoder_decoder_target_length_travels_and_leaves_with_its_model() {
+        let mut p = Plan {
+            model: presets::preset("t5-large").unwrap().spec(),
+            ..Plan::default()
+        };
+        p.training.seq_len = 512;
+        assert!(!encode(&p).contains("tgt="));
+        let p = apply(&p, "tgt", "128").unwrap();
+        assert_eq!(p.training.target_len, Some(128));
+        let q = encode(&p);
+        assert!(q.contains("tgt=128"), "{q}");
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        // A cleared field is no target; a decoder-only model drops it.
+        assert_eq!(apply(&p, "tgt", "").unwrap().training.target_len, None);
+        assert_eq!(
+            apply(&p, "model", "t5-base").unwrap().training.target_len,
+            Some(128)
+        );
+        assert_eq!(
+            apply(&p, "model", "llama-3.1-8b")
+                .unwrap()
+                .training
+                .target_len,
+            None
+        );
+        assert_eq!(decode_str("model=t5-base&tgt=x").unwrap_err().param, "tgt");
+        // The form submits every field: beside a decoder-only model the
+        // target is ignored.
+        assert_eq!(decode_str("tgt=16").unwrap(), Plan::default());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! arithmetic, so the estimate itself never sees a zero divisor.
 
 use crate::error::PlanError;
+use crate::model::Arch;
 use crate::plan::{Finetune, Plan, Precision, PLAN_VERSION};
 
 /// Upper bounds that keep every product far inside f64's exact range and
@@ -87,6 +88,17 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     let t = &plan.training;
     positive("training.micro_batch", t.micro_batch, MAX_MICRO_BATCH)?;
     positive("training.seq_len", t.seq_len, MAX_SEQ_LEN)?;
+    if let Some(target) = t.target_len {
+        positive("training.target_len", target, MAX_SEQ_LEN)?;
+        if m.arch != Arch::EncoderDecoder {
+            return Err(PlanError::Invalid {
+                field: "training.target_len",
+                reason: "only an encoder–decoder model has a decoder (target) length of its own; \
+                         leave it out and set seq_len"
+                    .into(),
+            });
+        }
+    }
     positive("training.grad_accum", t.grad_accum, 1 << 20)?;
     positive("training.checkpoint_every", t.checkpoint_every, MAX_LAYERS)?;
     if t.finetune.virtual_tokens() as u64 > MAX_SEQ_LEN {
@@ -146,6 +158,9 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         });
     }
     divisible("training.seq_len", t.seq_len, "parallel.cp", p.cp)?;
+    if let Some(target) = t.target_len {
+        divisible("training.target_len", target, "parallel.cp", p.cp)?;
+    }
     if m.experts > 0 {
         divisible("model.experts", m.experts, "parallel.ep", p.ep)?;
     } else if p.ep > 1 {
@@ -206,5 +221,25 @@ mod tests {
         p.gpu.bf16_tflops = 0.0;
         p.gpu.fp16_tflops = 0.0;
         assert_eq!(validate(&p), Ok(()));
+    }
+
+    #[test]
+    fn only_an_encoder_decoder_has_a_target_length() {
+        let mut p = Plan::default(); // Llama-3-8B, a decoder
+        p.training.target_len = Some(128);
+        let e = validate(&p).unwrap_err();
+        assert_eq!(e.field(), "training.target_len");
+        assert!(e.to_string().contains("encoder–decoder"), "{e}");
+        p.model = crate::presets::preset("t5-base").unwrap().spec();
+        assert_eq!(validate(&p), Ok(()));
+        p.training.target_len = Some(0);
+        assert_eq!(validate(&p).unwrap_err().field(), "training.target_len");
+        p.training.target_len = Some(u32::MAX);
+        assert_eq!(validate(&p).unwrap_err().field(), "training.target_len");
+        p.training.target_len = Some(127);
+        p.parallel.cp = 2;
+        p.parallel.num_gpus = 8;
+        p.training.seq_len = 512;
+        assert_eq!(validate(&p).unwrap_err().field(), "training.target_len");
     }
 }

@@ -1307,3 +1307,37 @@ fn a_recomputed_eager_block_meets_two_score_sized_gradients() {
     let fwd = phase(&e, Phase::Forward).allocated().get() as f64;
     assert!((peak_alloc(&p) - fwd).abs() / fwd < 0.05);
 }
+
+/// A T5 or BART fine-tune feeds its decoder the labels, not the source: the
+/// decoder blocks and the LM head run the target length, the encoder the
+/// source, and the cross-attention's keys and values the source again
+/// (`TrainingSpec::target_len`).
+#[test]
+fn an_encoder_decoder_runs_its_decoder_at_the_target_length() {
+    let t5 = |seq: u32, target: Option<u32>| {
+        let mut p = plan("t5-large", Precision::AmpBf16, 8, seq);
+        p.training.target_len = target;
+        estimate(&p).unwrap()
+    };
+    let forward = |e: &cost_model::Estimate| phase(e, Phase::Forward);
+    // A target as long as the source is the same plan as none.
+    assert_eq!(t5(512, Some(512)).peak, t5(512, None).peak);
+    let (long, short) = (t5(512, None), t5(512, Some(128)));
+    // The head reads a quarter of the positions.
+    let ratio = forward(&short).logits.get() as f64 / forward(&long).logits.get() as f64;
+    assert!((ratio - 0.25).abs() < 1e-3, "{ratio}");
+    // Blocks: fewer than with every block at 512 tokens, more than with every
+    // block at 128 (the encoder still runs 512).
+    let act = |e: &cost_model::Estimate| forward(e).activations.get();
+    let all_short = t5(128, None);
+    assert!(act(&short) < act(&long), "{} {}", act(&short), act(&long));
+    assert!(
+        act(&short) > act(&all_short),
+        "{} {}",
+        act(&short),
+        act(&all_short)
+    );
+    // The source still sets the encoder and the cross-attention's k and v: a
+    // longer source with the target held costs more.
+    assert!(act(&t5(576, Some(128))) > act(&short));
+}

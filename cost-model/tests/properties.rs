@@ -5,10 +5,10 @@
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    AdapterMethod, Attention, Finetune, LoraTargets, LoraVariant, Optimizer, Plan, Precision,
-    Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Optimizer, Plan,
+    Precision, Sharding,
 };
-use cost_model::presets::presets;
+use cost_model::presets::{preset, presets};
 use proptest::prelude::*;
 
 fn any_plan() -> impl Strategy<Value = Plan> {
@@ -47,6 +47,12 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 let mut p = Plan::default();
                 p.training.optimizer = OPTIMIZERS[opt];
                 p.model.layers = l % 300;
+                if l & (1 << 31) != 0 {
+                    // An encoder–decoder, with a target length of its own or none.
+                    p.model.arch = cost_model::model::Arch::EncoderDecoder;
+                    p.model.encoder_layers = (l >> 12) % 300;
+                    p.training.target_len = (l & (1 << 30) != 0).then_some(seq.rotate_left(16));
+                }
                 p.model.hidden = h;
                 p.model.heads = a % 512;
                 p.model.kv_heads = kv % 64;
@@ -194,6 +200,48 @@ proptest! {
         prop_assert!(more_batch.device_used >= base.device_used);
         prop_assert!(more_seq.allocated >= base.allocated);
         prop_assert!(more_seq.device_used >= base.device_used);
+    }
+
+    #[test]
+    fn an_encoder_decoder_grows_with_its_source_and_its_target(
+        large in any::<bool>(),
+        mb in 1u32..32,
+        seq in 1u32..4096,
+        target in 1u32..4096,
+        flags in any::<u8>(),
+        prec in 0usize..6,
+        ckpt in 0usize..4,
+    ) {
+        let mut p = Plan {
+            model: preset(if large { "t5-large" } else { "t5-base" }).unwrap().spec(),
+            ..Plan::default()
+        };
+        set_flags(&mut p, flags);
+        p.training.precision = PRECISIONS[prec];
+        p.training.checkpointing = [
+            Checkpointing::None,
+            Checkpointing::Selective,
+            Checkpointing::OpSelective,
+            Checkpointing::Full,
+        ][ckpt];
+        p.training.micro_batch = mb;
+        p.training.seq_len = seq;
+        // A target as long as the source is no target of its own.
+        p.training.target_len = Some(seq);
+        let same = estimate(&p).unwrap().peak;
+        p.training.target_len = None;
+        prop_assert_eq!(same, estimate(&p).unwrap().peak);
+        p.training.target_len = Some(target);
+        let base = estimate(&p).unwrap().peak;
+        p.training.target_len = Some(target + 1);
+        let longer_target = estimate(&p).unwrap().peak;
+        p.training.target_len = Some(target);
+        p.training.seq_len = seq + 1;
+        let longer_source = estimate(&p).unwrap().peak;
+        for more in [longer_target, longer_source] {
+            prop_assert!(more.allocated >= base.allocated);
+            prop_assert!(more.device_used >= base.device_used);
+        }
     }
 
     #[test]
