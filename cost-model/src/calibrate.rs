@@ -256,6 +256,30 @@ fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
     })
 }
 
+/// The decoder (target) length an encoder–decoder row's notes state:
+/// transformers' seq2seq scripts' `max_target_length` (`run_summarization.py`,
+/// `run_translation.py`), PEFT's examples' `target_max_length`, or in words
+/// ("target length 128", "labels padded to 128", "128 target tokens").
+fn stated_target_len(notes: &str) -> Option<u32> {
+    let lower = notes.to_ascii_lowercase();
+    stated_after(
+        &lower,
+        &[
+            "max_target_length",
+            "target_max_length",
+            "max_target_len",
+            "max target length",
+            "target_length",
+            "target length",
+            "target_len",
+            "decoder length",
+            "labels padded to",
+        ],
+    )
+    .or_else(|| stated_number(&lower, " target tokens"))
+    .filter(|&n| n > 0)
+}
+
 /// A `major.minor` version the notes state after `name` ("PEFT 0.21.2").
 fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
     let at = notes.find(name)? + name.len();
@@ -580,6 +604,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         None if oom => 1,
         None => return Err("seq_len is empty (the sequence length run is unknown)".into()),
     };
+    if plan.model.arch == Arch::EncoderDecoder {
+        // The decoder's own length, when the notes give the labels' length
+        // ("max_target_length 128"); seq_len is then the source's.
+        t.target_len = stated_target_len(notes);
+    }
     t.grad_accum = r.u32("grad_accum")?.unwrap_or(1).max(1);
     t.precision = match r.word("precision").as_str() {
         // Not stated: the framework's default (set above).

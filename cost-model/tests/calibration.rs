@@ -403,6 +403,50 @@ fn encoder_decoder_stacks_stated_in_the_notes_reach_the_plan() {
 }
 
 #[test]
+fn an_encoder_decoder_target_length_stated_in_the_notes_reaches_the_plan() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_readme_raft-137"; // T0_3B, an encoder–decoder
+    let target = |notes: &str| {
+        case_plan(
+            &with_fields(id, &[("seq_len", "512"), ("notes", notes)]),
+            id,
+        )
+        .unwrap()
+        .training
+        .target_len
+    };
+    assert_eq!(
+        target("run_summarization.py; max_target_length=128"),
+        Some(128)
+    );
+    assert_eq!(target("PEFT example; target_max_length 4"), Some(4));
+    assert_eq!(target("Target length: 64; source 512"), Some(64));
+    assert_eq!(target("labels padded to 32"), Some(32));
+    assert_eq!(target("a 150 target tokens summary"), Some(150));
+    // Not stated, or stated as nothing: the decoder runs seq_len.
+    assert_eq!(target("short tweets padded per batch"), None);
+    assert_eq!(target("max_target_length=0"), None);
+    // A decoder-only row has no target length whatever its notes say.
+    let bloom = "peft_readme_raft-144";
+    let p = case_plan(
+        &with_fields(bloom, &[("notes", "max_target_length 16")]),
+        bloom,
+    )
+    .unwrap();
+    assert_eq!(p.training.target_len, None);
+    // And the estimate follows it: a short target shrinks the logits.
+    let est = |notes: &str| {
+        let p = case_plan(
+            &with_fields(id, &[("seq_len", "512"), ("notes", notes)]),
+            id,
+        )
+        .unwrap();
+        cost_model::estimate(&p).unwrap().peak.allocated
+    };
+    assert!(est("max_target_length 8") < est(""));
+}
+
+#[test]
 fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan() {
     use cost_model::calibrate::case_plan;
     use cost_model::plan::OptimizerImpl;
