@@ -219,6 +219,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Framework", "训练框架"),
     ("Micro-batch", "微批次大小 (micro-batch)"),
     ("Sequence length", "序列长度"),
+    ("Target length", "目标序列长度（解码器）"),
     ("Gradient accumulation", "梯度累积步数"),
     ("Precision", "精度"),
     ("Optimizer", "优化器"),
@@ -316,6 +317,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "Tokens per sequence as run (padded length, not the cap)",
         "实际运行的每条序列 token 数（填充后的长度，不是上限）",
+    ),
+    (
+        "Encoder–decoder models (T5, BART) only: the decoder's tokens, the labels' padded length; empty = the sequence length",
+        "仅编码器–解码器模型（T5、BART）：解码器的 token 数，即标签填充后的长度；留空 = 与序列长度相同",
     ),
     (
         "Same global batch with a smaller micro-batch; costs steps, not memory",

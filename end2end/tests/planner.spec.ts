@@ -318,3 +318,26 @@ test("other PEFT methods: the method select, the trainable count and the URL key
   await expect(page.getByTestId("row-activations")).not.toHaveText(acts ?? "");
   await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
 });
+
+test("an encoder–decoder's target length shrinks the decoder's share, with or without JavaScript", async ({ page }, info) => {
+  const plan = "/?model=t5-large&gpu=a100-sxm4-40gb&gpus=1&shard=none&mb=8&seq=512";
+  await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
+  const before = await page.getByTestId("device-used").textContent();
+  await expect(page.getByTestId("tgt")).toHaveValue("");
+  await page.getByTestId("tgt").fill("16");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/tgt=16/);
+  await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
+  // Another kind of model drops it rather than refusing the plan.
+  await page.goto(plan + "&tgt=16");
+  if (hydrated(info)) await waitForHydration(page);
+  await page.getByTestId("model").selectOption("llama-3.2-1b");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByTestId("model")).toHaveValue("llama-3.2-1b");
+  await expect(page.getByTestId("tgt")).toHaveValue("");
+  // Hydrated, the URL follows the plan; without JavaScript the form sent the
+  // old value along, which the server ignored.
+  if (hydrated(info)) await expect(page).not.toHaveURL(/tgt=/);
+  await expect(page.getByTestId("verdict")).toHaveText(/fit/i);
+});
