@@ -231,6 +231,68 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     }
 }
 
+/// An optimizer column outside the schema's names that still names one
+/// the model knows: transformers' `optim` ids (`adamw_torch_fused`,
+/// `adamw_bnb_8bit`, `paged_adamw_8bit`, `lion_32bit`, `sgd`), else
+/// whatever [`other_optimizer`] reads from a name. `o` is lower-cased with
+/// `_` and spaces as `-`.
+fn named_optimizer(o: &str) -> Option<Optimizer> {
+    if ["galore", "apollo", "shampoo", "soap"]
+        .iter()
+        .any(|k| o.contains(k))
+    {
+        // Projected or preconditioned states: none of the modelled ones
+        // (`galore_adamw` is no AdamW's memory).
+        return None;
+    }
+    let eight = o.contains("8bit") || o.contains("8-bit");
+    let paged = o.contains("paged");
+    if o.contains("lion") {
+        // bitsandbytes' 8-bit Lion keeps its one state in 8 bits; the model
+        // has Lion's 32-bit state only, an upper bound.
+        return Some(Optimizer::Lion);
+    }
+    if o.contains("adam") && !o.contains("mini") {
+        return Some(match (paged, eight) {
+            (true, true) => Optimizer::PagedAdamw8bit,
+            (true, false) => Optimizer::PagedAdamw,
+            (false, true) => Optimizer::Adamw8bit,
+            (false, false) => Optimizer::Adamw,
+        });
+    }
+    if o.contains("adafactor") {
+        return Some(Optimizer::Adafactor);
+    }
+    if o.starts_with("sgd") {
+        return Some(if o.contains("momentum") || o.contains("nesterov") {
+            Optimizer::SgdMomentum
+        } else {
+            Optimizer::Sgd
+        });
+    }
+    other_optimizer(o)
+}
+
+/// A DeepSpeed ZeRO stage named in a sharding column ("deepspeed-zero3",
+/// "ds-stage-2", "zero-stage-3"): stage 0 is plain data parallelism.
+fn zero_stage(s: &str) -> Option<Sharding> {
+    if !(s.contains("zero")
+        || s.contains("stage")
+        || s.starts_with("ds")
+        || s.contains("deepspeed"))
+    {
+        return None;
+    }
+    let digits: Vec<char> = s.chars().filter(|c| c.is_ascii_digit()).collect();
+    match digits.as_slice() {
+        ['0'] => Some(Sharding::Ddp),
+        ['1'] => Some(Sharding::Zero1),
+        ['2'] => Some(Sharding::Zero2),
+        ['3'] => Some(Sharding::Zero3),
+        _ => None,
+    }
+}
+
 /// The encoder and decoder layer counts the notes state ("24 enc + 24 dec",
 /// "12 encoder + 6 decoder").
 fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
@@ -443,6 +505,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // transformers' `Trainer`.
         "other" => other_framework(r.get("notes")).unwrap_or(Framework::PlainPytorch),
         "plain-pytorch" | "" => Framework::PlainPytorch,
+        // Other names of the schema's frameworks.
+        "peft" => Framework::Peft,
+        "accelerate" => Framework::HfAccelerate,
+        "transformers" | "hf-transformers" | "huggingface" | "trainer" => Framework::HfTrainer,
+        "lit-gpt" | "lit-llama" => Framework::Litgpt,
+        "megatron-lm" => Framework::Megatron,
+        "deepspeed-chat" => Framework::Deepspeed,
+        // A loop of one's own, under torchrun or Lightning.
+        "pytorch" | "torch" | "torchrun" | "lightning" | "pytorch-lightning" | "fabric"
+        | "lightning-fabric" => Framework::PlainPytorch,
         // A tool written in the column instead of `other` + notes
         // (`axolotl`, `NeMo`): read as the notes would be.
         f => other_framework(f).ok_or(format!("framework `{f}` is not in the schema"))?,
@@ -621,6 +693,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "bf16" | "bf16-true" => Precision::Bf16,
         "fp16" | "16-true" | "fp16-true" => Precision::Fp16,
         "fp8" => Precision::Fp8,
+        // Other spellings of the same policies: TF32 matmuls keep fp32
+        // tensors; dtype names alone are pure (`torch_dtype=bfloat16`);
+        // "mixed" / "amp" is autocast over fp32 weights.
+        "tf32" | "fp32-tf32" | "float32" => Precision::Fp32,
+        "mixed-bf16" | "bf16-amp" | "amp-bfloat16" | "bfloat16-mixed" => Precision::AmpBf16,
+        "mixed-fp16" | "fp16-amp" | "amp-float16" | "float16-mixed" => Precision::AmpFp16,
+        "bfloat16" | "pure-bf16" => Precision::Bf16,
+        "float16" | "half" | "pure-fp16" => Precision::Fp16,
+        "float8" | "fp8-mixed" => Precision::Fp8,
         p => return Err(format!("precision `{p}` is not in the schema")),
     };
     t.optimizer = match r.word("optimizer").as_str() {
@@ -643,7 +724,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             "optimizer `other` cannot be modelled without its state size (modelled when the notes \
              name Muon, Adan, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
         )?,
-        o => return Err(format!("optimizer `{o}` is not in the schema")),
+        // Another name for one the model knows: transformers' `optim` ids
+        // (`adamw_torch_fused`, `adamw_bnb_8bit`, `paged_adamw_32bit`,
+        // `lion_32bit`), or an optimizer named by its states.
+        o => named_optimizer(o).ok_or(format!("optimizer `{o}` is not in the schema"))?,
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
     t.checkpointing = match r.word("activation_checkpointing").as_str() {
@@ -707,14 +791,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
-    if notes.contains("adamw_hf") {
+    // The optimizer column may hold the `optim` id itself.
+    let named = format!("{notes} {}", r.get("optimizer").replace('-', "_"));
+    if named.contains("adamw_hf") {
         t.optimizer_impl = OptimizerImpl::ForLoop;
-    } else if notes.contains("adamw_torch_fused")
-        || notes.contains("fused AdamW")
-        || notes.contains("fused=True")
+    } else if named.contains("adamw_torch_fused")
+        || named.contains("fused AdamW")
+        || named.contains("fused=True")
     {
         t.optimizer_impl = OptimizerImpl::Fused;
-    } else if notes.contains("adamw_torch") || notes.contains("foreach") {
+    } else if named.contains("adamw_torch") || named.contains("foreach") {
         t.optimizer_impl = OptimizerImpl::Foreach;
     }
     t.compile = r.bool("compile")?;
@@ -914,7 +1000,14 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "fsdp-full" | "fsdp" | "fsdp2" | "full-shard" => Sharding::FsdpFull,
         "fsdp-grad-op" | "shard-grad-op" => Sharding::FsdpGradOp,
         "hsdp" | "hybrid-shard" => Sharding::Hsdp,
-        s => return Err(format!("sharding `{s}` is not in the schema")),
+        // Other spellings: FSDP's strategies with a prefix, DeepSpeed's stages
+        // by name ("deepspeed-zero3", "ds-stage-2", "zero-stage-3"), one GPU.
+        "fsdp-hybrid" | "fsdp-hybrid-shard" | "hybrid" => Sharding::Hsdp,
+        "fsdp-full-shard" => Sharding::FsdpFull,
+        "fsdp-shard-grad-op" | "grad-op" => Sharding::FsdpGradOp,
+        "single" | "single-gpu" | "no" | "no-shard" => Sharding::None,
+        "dataparallel" | "nn-dataparallel" | "nn.dataparallel" => Sharding::DataParallel,
+        s => zero_stage(s).ok_or(format!("sharding `{s}` is not in the schema"))?,
     };
     // Megatron's distributed optimizer (`--use-distributed-optimizer`) shards
     // the fp32 master weights and Adam states over the data-parallel ranks —
@@ -932,6 +1025,14 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "none" | "" => Offload::NONE,
         "optimizer" => Offload::OPTIMIZER_CPU,
         "params+optimizer" | "optimizer+params" => Offload::ALL_CPU,
+        // FSDP's `CPUOffload(offload_params=True)` moves the parameters, their
+        // gradients and so the optimizer step to the CPU; DeepSpeed's names.
+        "params" | "param" | "parameters" | "offload-params" | "cpu-offload-params" => {
+            Offload::ALL_CPU
+        }
+        "optimizer-cpu" | "cpu-optimizer" | "offload-optimizer" | "optimizer-states" => {
+            Offload::OPTIMIZER_CPU
+        }
         o => return Err(format!("offload `{o}` is not in the schema")),
     };
     Ok(plan)

@@ -383,6 +383,98 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
 }
 
 #[test]
+fn other_spellings_of_the_schema_values_read_as_the_values() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::{Offload, Optimizer, OptimizerImpl, Precision, Sharding};
+    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA, 2 GPUs FSDP
+    let plan = |col: &str, v: &str| case_plan(&with_fields(id, &[(col, v)]), id);
+    // transformers' `optim` ids, with the kernel they name.
+    for (name, opt, kernel) in [
+        (
+            "adamw_torch_fused",
+            Optimizer::Adamw,
+            Some(OptimizerImpl::Fused),
+        ),
+        (
+            "adamw_torch",
+            Optimizer::Adamw,
+            Some(OptimizerImpl::Foreach),
+        ),
+        ("adamw_hf", Optimizer::Adamw, Some(OptimizerImpl::ForLoop)),
+        ("adamw_bnb_8bit", Optimizer::Adamw8bit, None),
+        ("paged_adamw_32bit", Optimizer::PagedAdamw, None),
+        ("paged_adamw_8bit", Optimizer::PagedAdamw8bit, None),
+        ("lion_32bit", Optimizer::Lion, None),
+        ("sgd_nesterov", Optimizer::SgdMomentum, None),
+        ("Adafactor", Optimizer::Adafactor, None),
+    ] {
+        let p = plan("optimizer", name).unwrap();
+        assert_eq!(p.training.optimizer, opt, "{name}");
+        if let Some(k) = kernel {
+            assert_eq!(p.training.optimizer_impl, k, "{name}");
+        }
+    }
+    for unmodelled in ["galore_adamw", "came", "lomo"] {
+        let e = plan("optimizer", unmodelled).unwrap_err();
+        assert!(e.contains("not in the schema"), "{unmodelled}: {e}");
+    }
+    for (name, prec) in [
+        ("tf32", Precision::Fp32),
+        ("mixed-bf16", Precision::AmpBf16),
+        ("fp16_amp", Precision::AmpFp16),
+        ("bfloat16", Precision::Bf16),
+        ("float16", Precision::Fp16),
+    ] {
+        assert_eq!(
+            plan("precision", name).unwrap().training.precision,
+            prec,
+            "{name}"
+        );
+    }
+    for (name, sharding) in [
+        ("deepspeed-zero3", Sharding::Zero3),
+        ("DS stage 2", Sharding::Zero2),
+        ("zero_stage_1", Sharding::Zero1),
+        ("deepspeed zero0", Sharding::Ddp),
+        ("FSDP_HYBRID_SHARD", Sharding::Hsdp),
+        ("fsdp-full-shard", Sharding::FsdpFull),
+        ("fsdp_shard_grad_op", Sharding::FsdpGradOp),
+    ] {
+        assert_eq!(
+            plan("sharding", name).unwrap().parallel.sharding,
+            sharding,
+            "{name}"
+        );
+    }
+    assert!(plan("sharding", "zero++").is_err());
+    assert_eq!(
+        plan("offload", "params").unwrap().parallel.offload,
+        Offload::ALL_CPU
+    );
+    assert_eq!(
+        plan("offload", "optimizer_cpu").unwrap().parallel.offload,
+        Offload::OPTIMIZER_CPU
+    );
+    assert!(plan("offload", "cpu")
+        .unwrap_err()
+        .contains("offload `cpu`"));
+    use cost_model::framework::Framework;
+    for (name, fw) in [
+        ("PEFT", Framework::Peft),
+        ("accelerate", Framework::HfAccelerate),
+        ("transformers", Framework::HfTrainer),
+        ("Megatron-LM", Framework::Megatron),
+        ("lit-gpt", Framework::Litgpt),
+        ("PyTorch Lightning", Framework::PlainPytorch),
+    ] {
+        assert_eq!(plan("framework", name).unwrap().framework, fw, "{name}");
+    }
+    assert!(plan("framework", "jax")
+        .unwrap_err()
+        .contains("framework `jax`"));
+}
+
+#[test]
 fn encoder_decoder_stacks_stated_in_the_notes_reach_the_plan() {
     use cost_model::calibrate::case_plan;
     let id = "peft_readme_raft-137"; // T0_3B: "n_layers is per stack (24 enc + 24 dec)"
