@@ -231,6 +231,37 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     }
 }
 
+/// PEFT methods a task column may name instead of `other-peft` (the
+/// method is then read from it as from the notes).
+const ADAPTER_TASKS: &[&str] = &[
+    "prompt-tuning",
+    "p-tuning",
+    "prefix-tuning",
+    "ia3",
+    "ln-tuning",
+    "llama-adapter",
+    "boft",
+    "oft",
+    "hra",
+    "osf",
+    "loha",
+    "lokr",
+    "vera",
+    "fourierft",
+    "adalora",
+    "vblora",
+    "vb-lora",
+    "randlora",
+    "c3a",
+    "road",
+    "delora",
+    "gralora",
+    "waveft",
+    "shira",
+    "bone",
+    "miss",
+];
+
 /// An optimizer column outside the schema's names that still names one
 /// the model knows: transformers' `optim` ids (`adamw_torch_fused`,
 /// `adamw_bnb_8bit`, `paged_adamw_8bit`, `lion_32bit`, `sgd`), else
@@ -832,14 +863,39 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         },
         _ => t.loss,
     };
-    let base_bits = r.u32("base_weight_bits")?.unwrap_or(16);
     // A task left empty is LoRA when a rank or targets are stated.
-    let task = r.word("task");
-    let task = match task.as_str() {
+    let task_word = r.word("task");
+    let task = match task_word.as_str() {
         "" if !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty() => "lora",
         "" => "full",
+        // Other names of the schema's tasks: every weight trained, whatever
+        // the data; a LoRA variant; a 4-bit base; a PEFT method by name.
+        "pretrain"
+        | "pretraining"
+        | "pre-training"
+        | "continued-pretraining"
+        | "sft"
+        | "full-sft"
+        | "finetune"
+        | "fine-tune"
+        | "full-finetune"
+        | "full-fine-tune"
+        | "full-ft" => "full",
+        "dora" | "lora-fa" | "rslora" => "lora",
+        "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
+        t if ADAPTER_TASKS.contains(&t) => "other-peft",
         t => t,
     };
+    // Not stated: QLoRA's 4-bit NF4 base (Dettmers et al. 2023), else 16-bit.
+    let base_bits = r
+        .u32("base_weight_bits")?
+        .unwrap_or(if task == "qlora" { 4 } else { 16 });
+    // A task column that names a method or variant is read as the notes would be.
+    let notes_and_task = match task_word.as_str() {
+        "" | "full" | "lora" | "qlora" | "other-peft" => notes.to_string(),
+        named => format!("{notes} {named}"),
+    };
+    let notes = notes_and_task.as_str();
     t.finetune = match task {
         "full" => Finetune::Full,
         "lora" | "qlora" => Finetune::Lora {
@@ -847,15 +903,19 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             rank: r.u32("lora_rank")?.unwrap_or(framework.lora_defaults().0),
             targets: match r.get("lora_targets") {
                 "" => framework.lora_defaults().1,
-                t => parse_targets("lora_targets", t).map_err(|e| e.to_string())?,
+                t => parse_targets("lora_targets", t)
+                    .map_err(|e| format!("lora_targets: {}", e.reason))?,
             },
             base_bits,
             // No column states it: the notes may ("dropout 0.1",
             // "lora_dropout=0.05"), else the framework's default.
             dropout: stated_dropout(notes).unwrap_or(framework.defaults().lora_dropout),
-            variant: if notes.contains("LoRA-FA") {
+            variant: if notes.contains("LoRA-FA") || task_word == "lora-fa" {
                 LoraVariant::LoraFa
-            } else if notes.contains("DoRA") || notes.contains("use_dora") {
+            } else if notes.contains("DoRA")
+                || notes.contains("use_dora")
+                || matches!(task_word.as_str(), "dora" | "qdora")
+            {
                 LoraVariant::Dora
             } else {
                 LoraVariant::Lora

@@ -83,22 +83,30 @@ pub fn targets_id(t: &LoraTargets) -> String {
 
 pub fn parse_targets(param: &str, s: &str) -> Result<LoraTargets, QueryError> {
     let mut t = LoraTargets::default();
-    for part in s.split(['+', ',', ' ']).filter(|p| !p.is_empty()) {
-        match part {
-            "all-linear" | "all" => {
+    for part in s.split(['+', ',', ' ', ';', '|']).filter(|p| !p.is_empty()) {
+        // Module names as the model code spells them (transformers' Llama,
+        // BERT, GPT-2, BLOOM/Falcon, Phi; Meta's and torchtitan's wq/w1…).
+        match part.to_ascii_lowercase().replace('-', "_").as_str() {
+            "all_linear" | "all" => {
                 let lm = t.lm_head;
                 t = LoraTargets::ALL_LINEAR;
                 t.lm_head = lm;
             }
-            "q" | "q_proj" => t.q = true,
-            "k" | "k_proj" => t.k = true,
-            "v" | "v_proj" => t.v = true,
-            "o" | "o_proj" => t.o = true,
-            "gate" | "gate_proj" => t.gate = true,
-            "up" | "up_proj" => t.up = true,
-            "down" | "down_proj" => t.down = true,
+            "q" | "q_proj" | "query" | "wq" => t.q = true,
+            "k" | "k_proj" | "key" | "wk" => t.k = true,
+            "v" | "v_proj" | "value" | "wv" => t.v = true,
+            "o" | "o_proj" | "out_proj" | "wo" => t.o = true,
+            "qkv" | "qkv_proj" | "wqkv" | "c_attn" | "query_key_value" => {
+                (t.q, t.k, t.v) = (true, true, true)
+            }
+            "attention" | "attn" | "qkvo" => (t.q, t.k, t.v, t.o) = (true, true, true, true),
+            "gate" | "gate_proj" | "w1" => t.gate = true,
+            "up" | "up_proj" | "w3" | "fc1" | "c_fc" | "dense_h_to_4h" => t.up = true,
+            "down" | "down_proj" | "w2" | "fc2" | "dense_4h_to_h" => t.down = true,
+            "gate_up_proj" => (t.gate, t.up) = (true, true),
+            "mlp" | "ffn" => (t.gate, t.up, t.down) = (true, true, true),
             "lm_head" | "head" => t.lm_head = true,
-            other => return Err(err(param, format!("unknown LoRA target `{other}`"))),
+            _ => return Err(err(param, format!("unknown LoRA target `{part}`"))),
         }
     }
     if t == LoraTargets::default() {
@@ -776,6 +784,30 @@ mod tests {
             decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
             "lora_var"
         );
+    }
+
+    #[test]
+    fn lora_targets_read_the_module_names_models_use() {
+        let t = |s: &str| parse_targets("targets", s).unwrap();
+        let qkvo = LoraTargets {
+            q: true,
+            k: true,
+            v: true,
+            o: true,
+            ..LoraTargets::default()
+        };
+        assert_eq!(t("q_proj+k_proj+v_proj+o_proj"), qkvo);
+        assert_eq!(t("wq,wk,wv,wo"), qkvo);
+        assert_eq!(t("attention"), qkvo);
+        assert_eq!(t("query_key_value+out_proj"), t("q+k+v+o"));
+        assert_eq!(t("c_attn"), t("Q+K+V"));
+        assert_eq!(t("query value"), LoraTargets::QV);
+        assert_eq!(t("w1+w3+w2"), t("gate+up+down"));
+        assert_eq!(t("gate_up_proj+down_proj"), t("mlp"));
+        assert_eq!(t("fc1|fc2"), t("up+down"));
+        assert_eq!(t("all_linear"), LoraTargets::ALL_LINEAR);
+        let e = parse_targets("targets", "q+embed_tokens").unwrap_err();
+        assert!(e.reason.contains("`embed_tokens`"), "{e}");
     }
 
     #[test]

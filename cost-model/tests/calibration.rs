@@ -472,6 +472,47 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     assert!(plan("framework", "jax")
         .unwrap_err()
         .contains("framework `jax`"));
+    use cost_model::plan::{AdapterMethod, Finetune, LoraVariant};
+    for name in ["pretrain", "SFT", "full_finetune"] {
+        assert_eq!(
+            plan("task", name).unwrap().training.finetune,
+            Finetune::Full,
+            "{name}"
+        );
+    }
+    let lora = |task: &str| match case_plan(
+        &with_fields(id, &[("task", task), ("base_weight_bits", "")]),
+        id,
+    )
+    .unwrap()
+    .training
+    .finetune
+    {
+        Finetune::Lora {
+            variant, base_bits, ..
+        } => (variant, base_bits),
+        f => panic!("{task}: {f:?}"),
+    };
+    assert_eq!(lora("DoRA").0, LoraVariant::Dora);
+    assert_eq!(lora("lora-fa").0, LoraVariant::LoraFa);
+    assert_eq!(lora("qlora_4bit"), (LoraVariant::Lora, 4));
+    let adapter = |task: &str| {
+        let p = case_plan(
+            &with_fields(id, &[("task", task), ("trainable_params", "1.5")]),
+            id,
+        )
+        .unwrap();
+        match p.training.finetune {
+            Finetune::Adapter { method, .. } => method,
+            f => panic!("{task}: {f:?}"),
+        }
+    };
+    assert_eq!(adapter("IA3"), AdapterMethod::Ia3);
+    assert_eq!(adapter("vera"), AdapterMethod::CastInputs);
+    assert_eq!(adapter("prompt-tuning"), AdapterMethod::Generic);
+    assert!(plan("task", "distillation")
+        .unwrap_err()
+        .contains("task `distillation`"));
 }
 
 #[test]
