@@ -35,15 +35,22 @@ impl Counter {
             "max_allocated" | "max_active" | "max_memory_allocated" | "peak_allocated" => {
                 Some(Counter::Allocated)
             }
+            "allocated" | "active" | "max_memory_active" | "peak_active" => {
+                Some(Counter::Allocated)
+            }
             "max_reserved"
             | "reserved_at_end"
             | ""
             | "max_memory_reserved"
             | "memory_reserved"
             | "peak_reserved" => Some(Counter::Reserved),
+            // A peak named by no counter is an unstated one: the reserved
+            // counter, as for an empty column.
+            "reserved" | "peak" | "peak_memory" | "max_memory" => Some(Counter::Reserved),
             "device_used" | "nvidia-smi" | "nvidia_smi" | "memory.used" | "nvml" => {
                 Some(Counter::DeviceUsed)
             }
+            "used" | "memory_used" | "gpu_memory_used" | "smi" => Some(Counter::DeviceUsed),
             _ => None,
         }
     }

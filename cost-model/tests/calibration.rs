@@ -513,6 +513,17 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     assert!(plan("task", "distillation")
         .unwrap_err()
         .contains("task `distillation`"));
+    use cost_model::calibrate::Counter;
+    for (name, counter) in [
+        ("allocated", Counter::Allocated),
+        ("max_memory_active", Counter::Allocated),
+        ("reserved", Counter::Reserved),
+        ("peak", Counter::Reserved),
+        ("gpu_memory_used", Counter::DeviceUsed),
+    ] {
+        assert_eq!(Counter::from_metric(name), Some(counter), "{name}");
+    }
+    assert_eq!(Counter::from_metric("throughput"), None);
 }
 
 #[test]
