@@ -1768,12 +1768,13 @@ impl<'a> Ctx<'a> {
         total + self.fp8_weight_copies_saved()
     }
 
-    /// The largest block's saved bytes: [`Self::layer_activations`], except
-    /// that an encoder–decoder's decoder blocks, with their cross-attention,
-    /// outgrow the average (or its encoder blocks do, on a longer source).
-    fn largest_block_activations(&self) -> f64 {
+    /// The largest block's saved bytes: `average` ([`Self::layer_activations`]),
+    /// except that an encoder–decoder's decoder blocks, with their
+    /// cross-attention, outgrow the average (or its encoder blocks do, on a
+    /// longer source).
+    fn largest_block_activations(&self, average: f64) -> f64 {
         if self.m.arch != Arch::EncoderDecoder {
-            return self.layer_activations();
+            return average;
         }
         let (_, encoder_block) = self.block_activations();
         encoder_block.max(self.decoder_block(self.decoder_s())) + self.fp8_weight_copies_saved()
@@ -2350,7 +2351,7 @@ impl<'a> Ctx<'a> {
         // first recomputed. Either way about one block's activations
         // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept: the largest
         // block's, where an encoder–decoder's blocks differ.
-        let working = BACKWARD_WORKING_BLOCKS * self.largest_block_activations()
+        let working = BACKWARD_WORKING_BLOCKS * self.largest_block_activations(full)
             + self.recomputed_score_grads();
         let per_checkpointed = match self.plan.training.checkpointing {
             Checkpointing::None => full,
