@@ -241,7 +241,14 @@ impl ModelSpec {
         let h = self.hidden as u64;
         let mut p = self.vocab as u64 * h;
         if self.positions == Positions::Learned {
-            p += self.max_positions as u64 * h;
+            // An encoder–decoder (BART) learns one position table per stack
+            // (`BartEncoder.embed_positions`, `BartDecoder.embed_positions`).
+            let tables = if self.arch == Arch::EncoderDecoder {
+                2
+            } else {
+                1
+            };
+            p += tables * self.max_positions as u64 * h;
         }
         if self.arch == Arch::Encoder {
             // BERT: 2 token types, a LayerNorm after the embeddings.

@@ -146,6 +146,26 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
     }
 }
 
+/// T5 v1.1 (FLAN-T5, mT5, T0, mT0): T5 with a gated-GELU MLP (`gelu_new`,
+/// transformers `T5Config.feed_forward_proj = "gated-gelu"`), an untied LM
+/// head and 64-wide heads whatever the width (`d_kv`).
+const fn t5_v11(layers: u32, hidden: u32, heads: u32, ffn: u32, vocab: u32) -> Dims {
+    let mut d = t5(layers, hidden, heads, ffn);
+    d.mlp = Mlp::Gated;
+    d.gelu_new = true;
+    d.tied = false;
+    d.vocab = vocab;
+    d
+}
+
+/// BART: encoder–decoder with learned positions, LayerNorm, GELU MLPs with
+/// biases, a tied head (transformers `BartConfig`).
+const fn bart(layers: u32, hidden: u32, heads: u32) -> Dims {
+    let mut d = gpt(Arch::EncoderDecoder, layers, hidden, heads, 50265, 1026);
+    d.encoder_layers = layers;
+    d
+}
+
 const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool) -> Dims {
     let mut d = llama(l, h, a, kv, h / a, ffn, vocab, tied);
     d.qkv_bias = true;
@@ -488,6 +508,57 @@ const PRESETS: &[Preset] = &[
     ),
     p!("t5-base", "T5 base", 222_903_552, t5(12, 768, 12, 3072)),
     p!("t5-large", "T5 large", 737_668_096, t5(24, 1024, 16, 4096)),
+    // FLAN-T5 and mT5: parameter counts as transformers reports them for
+    // google/flan-t5-* and google/mt5-xxl (bigscience/T0_3B is flan-t5-xl's
+    // shape, bigscience/mt0-xxl mT5-XXL's).
+    p!(
+        "flan-t5-small",
+        "FLAN-T5 small",
+        76_961_152,
+        t5_v11(8, 512, 6, 1024, 32128)
+    ),
+    p!(
+        "flan-t5-base",
+        "FLAN-T5 base",
+        247_577_856,
+        t5_v11(12, 768, 12, 2048, 32128)
+    ),
+    p!(
+        "flan-t5-large",
+        "FLAN-T5 large",
+        783_150_080,
+        t5_v11(24, 1024, 16, 2816, 32128)
+    ),
+    p!(
+        "flan-t5-xl",
+        "FLAN-T5 XL / T0-3B",
+        2_849_757_184,
+        t5_v11(24, 2048, 32, 5120, 32128)
+    ),
+    p!(
+        "flan-t5-xxl",
+        "FLAN-T5 XXL",
+        11_135_332_352,
+        t5_v11(24, 4096, 64, 10240, 32128)
+    ),
+    p!(
+        "mt5-xxl",
+        "mT5 XXL / mT0-XXL",
+        12_921_057_280,
+        t5_v11(24, 4096, 64, 10240, 250112)
+    ),
+    p!("bart-base", "BART base", 139_420_416, bart(6, 768, 12)),
+    p!("bart-large", "BART large", 406_291_456, bart(12, 1024, 16)),
+];
+
+/// Hub-name prefixes of checkpoints that share a preset's shape, as
+/// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
+const HUB_ALIASES: [(&str, &str); 5] = [
+    ("t5-v1.1-", "flan-t5-"),
+    ("t0.3b", "flan-t5-xl"),
+    ("t0pp", "flan-t5-xxl"),
+    ("t0", "flan-t5-xxl"),
+    ("mt0-", "mt5-"),
 ];
 
 /// The default model of a new plan.
@@ -507,12 +578,21 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
 /// a suffix such as `-hf` or `-4k-instruct` allowed): the longest preset id
 /// the name starts with.
 pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
-    let name = hub_id
+    let mut name = hub_id
         .rsplit('/')
         .next()
         .unwrap_or(hub_id)
         .to_ascii_lowercase()
         .replace('_', ".");
+    // Checkpoints of a preset's shape under another name: T5 v1.1 and
+    // BigScience's T0 are FLAN-T5's shapes (T0_3B the XL, T0/T0pp the XXL),
+    // mT0 is mT5's.
+    for (other, ours) in HUB_ALIASES {
+        if let Some(rest) = name.strip_prefix(other) {
+            name = format!("{ours}{rest}");
+            break;
+        }
+    }
     PRESETS
         .iter()
         .filter(|p| {

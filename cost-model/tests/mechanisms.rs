@@ -162,6 +162,13 @@ fn hub_ids_name_presets() {
     assert_eq!(id("meta-llama/Llama-2-7b-hf"), Some("llama-2-7b"));
     assert_eq!(id("microsoft/phi-1_5"), Some("phi-1.5"));
     assert_eq!(id("microsoft/Phi-3-mini-4k-instruct"), Some("phi-3-mini"));
+    assert_eq!(id("google/flan-t5-xl"), Some("flan-t5-xl"));
+    assert_eq!(id("google/t5-v1_1-large"), Some("flan-t5-large"));
+    assert_eq!(id("bigscience/T0_3B"), Some("flan-t5-xl"));
+    assert_eq!(id("bigscience/T0pp"), Some("flan-t5-xxl"));
+    assert_eq!(id("bigscience/mt0-xxl"), Some("mt5-xxl"));
+    assert_eq!(id("facebook/bart-large-cnn"), Some("bart-large"));
+    assert_eq!(id("t5-large"), Some("t5-large"));
     assert_eq!(id("someone/gpt2xl"), None);
     assert_eq!(id(""), None);
 }

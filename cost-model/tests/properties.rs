@@ -174,7 +174,7 @@ proptest! {
 
     #[test]
     fn memory_grows_with_micro_batch_and_sequence(
-        preset in 0usize..35,
+        preset in 0usize..presets().len(),
         mb in 1u32..64,
         seq in 1u32..16384,
         shard in 0usize..4,
@@ -245,7 +245,7 @@ proptest! {
     }
 
     #[test]
-    fn more_sharding_never_increases_model_states(preset in 0usize..35, gpus in 1u32..128) {
+    fn more_sharding_never_increases_model_states(preset in 0usize..presets().len(), gpus in 1u32..128) {
         let mut p = Plan {
             model: presets()[preset % presets().len()].spec(),
             ..Plan::default()
