@@ -241,6 +241,8 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
 /// PEFT methods a task column may name instead of `other-peft` (the
 /// method is then read from it as from the notes).
 const ADAPTER_TASKS: &[&str] = &[
+    "adaption-prompt",
+    "adaptionprompt",
     "prompt-tuning",
     "p-tuning",
     "prefix-tuning",
@@ -943,7 +945,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             let named = |names: &[&str]| names.iter().any(|n| words.iter().any(|w| w == n));
             let method = if notes.contains("LLaMA-Adapter v2") {
                 AdapterMethod::LlamaAdapterV2
-            } else if named(&["llama-adapter"]) {
+            } else if named(&["llama-adapter", "adaptionprompt", "adaption-prompt"])
+                || lower.contains("adaption prompt")
+                || lower.contains("adaption_prompt")
+            {
+                // PEFT calls LLaMA-Adapter `AdaptionPrompt`.
                 AdapterMethod::LlamaAdapter
             } else if named(&["ia3", "ia³"]) {
                 AdapterMethod::Ia3

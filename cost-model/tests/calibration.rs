@@ -508,6 +508,7 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         }
     };
     assert_eq!(adapter("IA3"), AdapterMethod::Ia3);
+    assert_eq!(adapter("adaption_prompt"), AdapterMethod::LlamaAdapter);
     assert_eq!(adapter("vera"), AdapterMethod::CastInputs);
     assert_eq!(adapter("prompt-tuning"), AdapterMethod::Generic);
     assert!(plan("task", "distillation")
