@@ -220,6 +220,11 @@ pub const ZH: &[(&str, &str)] = &[
     ("Micro-batch", "微批次大小 (micro-batch)"),
     ("Sequence length", "序列长度"),
     ("Target length", "目标序列长度（解码器）"),
+    ("GaLore rank", "GaLore 投影秩"),
+    (
+        "GaLore only: the rank its block matrices' gradients are projected to; empty = 128, transformers' default",
+        "仅 GaLore：各层权重矩阵的梯度投影到的秩；留空 = 128（transformers 的默认值）",
+    ),
     ("Gradient accumulation", "梯度累积步数"),
     ("Precision", "精度"),
     ("Optimizer", "优化器"),

@@ -221,9 +221,12 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     if words.any(|w| w == "adan") {
         return Some(Optimizer::Adan);
     }
+    if n.contains("galore") {
+        return galore(&n);
+    }
     // Optimizers whose states are none of the modelled ones: projected
-    // (GaLore, APOLLO), preconditioners (Shampoo, SOAP).
-    let own = ["galore", "apollo", "shampoo", "soap"];
+    // (APOLLO), preconditioners (Shampoo, SOAP).
+    let own = ["apollo", "shampoo", "soap"];
     if own.iter().any(|k| n.contains(k)) {
         return None;
     }
@@ -271,18 +274,31 @@ const ADAPTER_TASKS: &[&str] = &[
     "miss",
 ];
 
+/// The GaLore optimizer a (lower-cased) name gives: AdamW's, 32- or 8-bit
+/// (galore-torch's `GaLoreAdamW`, `GaLoreAdamW8bit`; transformers'
+/// `galore_adamw`, `galore_adamw_8bit` and their `_layerwise` forms);
+/// GaLore-Adafactor's factored moments are not modelled.
+fn galore(name: &str) -> Option<Optimizer> {
+    if name.contains("adafactor") {
+        None
+    } else if name.contains("8bit") || name.contains("8-bit") {
+        Some(Optimizer::Galore8bit)
+    } else {
+        Some(Optimizer::Galore)
+    }
+}
+
 /// An optimizer column outside the schema's names that still names one
 /// the model knows: transformers' `optim` ids (`adamw_torch_fused`,
 /// `adamw_bnb_8bit`, `paged_adamw_8bit`, `lion_32bit`, `sgd`), else
 /// whatever [`other_optimizer`] reads from a name. `o` is lower-cased with
 /// `_` and spaces as `-`.
 fn named_optimizer(o: &str) -> Option<Optimizer> {
-    if ["galore", "apollo", "shampoo", "soap"]
-        .iter()
-        .any(|k| o.contains(k))
-    {
-        // Projected or preconditioned states: none of the modelled ones
-        // (`galore_adamw` is no AdamW's memory).
+    if o.contains("galore") {
+        return galore(o);
+    }
+    if ["apollo", "shampoo", "soap"].iter().any(|k| o.contains(k)) {
+        // Projected or preconditioned states: none of the modelled ones.
         return None;
     }
     let eight = o.contains("8bit") || o.contains("8-bit");
@@ -762,7 +778,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
         "other" => other_optimizer(notes).ok_or(
             "optimizer `other` cannot be modelled without its state size (modelled when the notes \
-             name Muon, Adan, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
+             name Muon, Adan, GaLore, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
         )?,
         // Another name for one the model knows: transformers' `optim` ids
         // (`adamw_torch_fused`, `adamw_bnb_8bit`, `paged_adamw_32bit`,
@@ -770,6 +786,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         o => named_optimizer(o).ok_or(format!("optimizer `{o}` is not in the schema"))?,
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
+    if t.optimizer.is_galore() {
+        let lower = format!("{} {}", notes, r.get("optimizer")).to_ascii_lowercase();
+        // `optim_args="rank=64"`, "GaLore rank 512"; else transformers' 128.
+        t.galore_rank = stated_after(&lower, &["galore_rank", "galore rank", "rank"]);
+        // transformers' `*_layerwise` GaLore steps each parameter from a
+        // post-accumulate-grad hook: the optimizer in backward.
+        if lower.contains("layerwise") || lower.contains("layer-wise") {
+            t.optimizer_in_backward = true;
+        }
+    }
     t.checkpointing = match r.word("activation_checkpointing").as_str() {
         "none" | "false" | "no" => Checkpointing::None,
         "full" | "true" | "yes" => Checkpointing::Full,

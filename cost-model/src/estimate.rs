@@ -10,6 +10,7 @@ use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss,
     OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
+    GALORE_DEFAULT_RANK,
 };
 use crate::units::{Bytes, MIB};
 use crate::validate::validate;
@@ -1088,8 +1089,103 @@ impl<'a> Ctx<'a> {
                 (matrices * MUON_STATES + (1.0 - matrices) * ADAM_STATES) * state
             }
             Optimizer::Adan => ADAN_STATES * state,
+            // GaLore: moments of the projected gradients on the blocks'
+            // matrices, Adam's on the rest (the embeddings, the head, norms:
+            // transformers puts only `optim_target_modules`' linear layers in
+            // GaLore's group). Adapters are not projected.
+            Optimizer::Galore | Optimizer::Galore8bit => {
+                let eight_bit = self.plan.training.optimizer == Optimizer::Galore8bit;
+                let rest = if eight_bit {
+                    ADAM_8BIT_BYTES
+                } else {
+                    ADAM_STATES * state
+                };
+                if self.full_finetune() {
+                    let matrices = self.muon_matrix_share(s);
+                    matrices * self.galore_bytes_per_matrix_param(eight_bit)
+                        + (1.0 - matrices) * rest
+                } else {
+                    rest
+                }
+            }
         };
         states + master_bytes
+    }
+
+    /// The blocks' matrices as one rank holds them, `(inputs, outputs, copies)`:
+    /// q, k, v, gate and up split their outputs over TP, o and down their
+    /// inputs (Megatron's column- and row-parallel layers); an MoE block holds
+    /// a copy per expert.
+    fn local_block_matrices(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+        self.block_matrices(LoraTargets::ALL_LINEAR)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, mat)| mat.targeted)
+            .map(|(i, mat)| {
+                let row_parallel = matches!(i, 3 | 6); // o, down
+                let (din, dout) = if row_parallel {
+                    (mat.din / self.t, mat.dout)
+                } else {
+                    (mat.din, mat.dout / self.t)
+                };
+                (din, dout, self.mlp_copies(&mat))
+            })
+    }
+
+    /// Bytes GaLore keeps per block-matrix parameter (galore-torch 1.0
+    /// `GaLoreAdamW.step`, `GaLoreProjector`, `proj_type="std"`): an m × n
+    /// gradient is projected to r × max(m, n) (`r = min(rank, m, n)`), on which
+    /// Adam keeps `exp_avg` and `exp_avg_sq` (`torch.zeros_like(grad)`: the
+    /// gradient's dtype; one byte each in 8-bit), and the projector keeps its
+    /// orthogonal matrix. For 16-bit weights that is a fresh r × min(m, n)
+    /// copy in their dtype (`B.to(original_device).type(original_type)`); for
+    /// fp32 weights `get_orthogonal_matrix` returns the slice `Vh[:rank, :]`
+    /// (or `U[:, :rank]`) of `torch.linalg.svd(..., full_matrices=False)`,
+    /// which keeps the whole min(m, n)² factor alive.
+    fn galore_bytes_per_matrix_param(&self, eight_bit: bool) -> f64 {
+        let w = self.trainable_weight_bytes();
+        let rank = self
+            .plan
+            .training
+            .galore_rank
+            .unwrap_or(GALORE_DEFAULT_RANK) as f64;
+        let (mut kept, mut params) = (0.0, 0.0);
+        for (din, dout, copies) in self.local_block_matrices() {
+            let (lo, hi) = (din.min(dout), din.max(dout));
+            let r = rank.min(lo);
+            let moments = 2.0 * r * hi * if eight_bit { 1.0 } else { w };
+            let projector = if w >= FP32 {
+                lo * lo * FP32
+            } else {
+                r * lo * w
+            };
+            kept += copies * (moments + projector);
+            params += copies * din * dout;
+        }
+        if params > 0.0 {
+            kept / params
+        } else {
+            0.0
+        }
+    }
+
+    /// GaLore's largest transient at the step, one matrix at a time: when the
+    /// projector is refreshed (the first step, then every `update_proj_gap`),
+    /// the fp32 copy of a 16-bit gradient and the SVD's factors
+    /// (`torch.linalg.svd(matrix.float(), full_matrices=False)`: U, S, Vh,
+    /// lo × (lo + hi) floats); at every step `project_back`'s full-size update
+    /// and its scaled copy (`full_rank_grad * self.scale`).
+    fn galore_step_temporaries(&self) -> f64 {
+        let w = self.trainable_weight_bytes();
+        let float_copy = if w < FP32 { FP32 } else { 0.0 };
+        self.local_block_matrices()
+            .map(|(din, dout, _)| {
+                let (lo, hi) = (din.min(dout), din.max(dout));
+                let svd = lo * hi * float_copy + lo * (lo + hi) * FP32;
+                let back = 2.0 * lo * hi * w;
+                svd.max(back)
+            })
+            .fold(0.0, f64::max)
     }
 
     /// The share of stage `s`'s trainable parameters Muon steps: the blocks'
@@ -1368,8 +1464,18 @@ impl<'a> Ctx<'a> {
         let per_tensor = matches!(
             self.plan.training.optimizer,
             Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon
-        );
+        ) || self.plan.training.optimizer.is_galore();
         let kernel = match self.plan.training.optimizer_impl {
+            // GaLore's optimizers are their own per-tensor loops, whatever
+            // the kernel setting.
+            _ if self.plan.training.optimizer.is_galore() => {
+                let galore = if self.full_finetune() {
+                    self.galore_step_temporaries()
+                } else {
+                    0.0
+                };
+                (largest * FP32).max(galore)
+            }
             OptimizerImpl::Fused => 0.0,
             _ if self.plan.training.optimizer == Optimizer::SgdMomentum => 0.0,
             OptimizerImpl::ForLoop => largest * FP32,

@@ -89,6 +89,21 @@ pub enum Optimizer {
     /// Adan (Xie et al. 2022; timm's `Adan`): three moments and the previous
     /// gradient per parameter.
     Adan,
+    /// GaLore AdamW (Zhao et al. 2024, "GaLore: Memory-Efficient LLM Training
+    /// by Gradient Low-Rank Projection"; galore-torch 1.0 `GaLoreAdamW`,
+    /// transformers `optim="galore_adamw"`): Adam's moments on each block
+    /// matrix's gradient projected to `galore_rank`, AdamW on the rest.
+    Galore,
+    /// GaLore with bitsandbytes' 8-bit Adam states (`GaLoreAdamW8bit`,
+    /// `optim="galore_adamw_8bit"`).
+    Galore8bit,
+}
+
+impl Optimizer {
+    /// GaLore projects the block matrices' gradients.
+    pub fn is_galore(self) -> bool {
+        matches!(self, Optimizer::Galore | Optimizer::Galore8bit)
+    }
 }
 
 /// How the optimizer step is implemented.
@@ -382,6 +397,10 @@ impl Finetune {
     }
 }
 
+/// GaLore's projection rank when none is given: transformers' Trainer
+/// (`_get_optimizer_cls_and_kwargs`: `optim_args.pop("rank", 128)`).
+pub const GALORE_DEFAULT_RANK: u32 = 128;
+
 /// The training step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -403,6 +422,10 @@ pub struct TrainingSpec {
     pub precision: Precision,
     pub optimizer: Optimizer,
     pub optimizer_impl: OptimizerImpl,
+    /// GaLore's projection rank (`optim_args="rank=…"`); `None` is
+    /// transformers' default, [`GALORE_DEFAULT_RANK`]. Read with GaLore only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub galore_rank: Option<u32>,
     /// Optimizer step fused into backward (torchtune): gradients never all exist at once.
     #[serde(default)]
     pub optimizer_in_backward: bool,
@@ -663,6 +686,7 @@ impl Default for Plan {
                 precision: Precision::AmpBf16,
                 optimizer: Optimizer::Adamw,
                 optimizer_impl: d.optimizer_impl,
+                galore_rank: None,
                 optimizer_in_backward: false,
                 checkpointing: d.checkpointing,
                 checkpoint_every: 1,

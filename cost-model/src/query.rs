@@ -345,6 +345,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     put("ga", t.grad_accum.to_string(), dt.grad_accum.to_string());
     put("prec", enum_id(&t.precision), enum_id(&dt.precision));
     put("opt", enum_id(&t.optimizer), enum_id(&dt.optimizer));
+    if let Some(rank) = t.galore_rank {
+        put("galore_rank", rank.to_string(), String::new());
+    }
     put(
         "opt_impl",
         enum_id(&t.optimizer_impl),
@@ -581,6 +584,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("opt") {
         t.optimizer = parse_enum("opt", s)?;
     }
+    if let Some(s) = get("galore_rank") {
+        t.galore_rank = Some(num("galore_rank", s)?);
+    }
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;
     }
@@ -783,6 +789,27 @@ mod tests {
         assert_eq!(
             decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
             "lora_var"
+        );
+    }
+
+    #[test]
+    fn a_galore_rank_travels_with_the_plan() {
+        let p = apply(&Plan::default(), "opt", "galore8bit").unwrap();
+        assert_eq!(p.training.optimizer, crate::plan::Optimizer::Galore8bit);
+        let p = apply(&p, "galore_rank", "512").unwrap();
+        let q = encode(&p);
+        assert!(
+            q.contains("opt=galore8bit") && q.contains("galore_rank=512"),
+            "{q}"
+        );
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        assert_eq!(
+            apply(&p, "galore_rank", "").unwrap().training.galore_rank,
+            None
+        );
+        assert_eq!(
+            decode_str("galore_rank=x").unwrap_err().param,
+            "galore_rank"
         );
     }
 

@@ -99,6 +99,9 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             });
         }
     }
+    if let Some(rank) = t.galore_rank {
+        positive("training.galore_rank", rank, MAX_WIDTH)?;
+    }
     positive("training.grad_accum", t.grad_accum, 1 << 20)?;
     positive("training.checkpoint_every", t.checkpoint_every, MAX_LAYERS)?;
     if t.finetune.virtual_tokens() as u64 > MAX_SEQ_LEN {

@@ -371,8 +371,9 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     };
     assert_eq!(col("muon"), Ok(Optimizer::Muon));
     assert_eq!(col("Adan"), Ok(Optimizer::Adan));
+    assert_eq!(opt("GaLore AdamW rank 128"), Ok(Optimizer::Galore));
     for unmodelled in [
-        "GaLore AdamW rank 128",
+        "GaLore Adafactor",
         "SOAP",
         "Madanapalle cluster",
         "some optimizer",
@@ -414,7 +415,28 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
             assert_eq!(p.training.optimizer_impl, k, "{name}");
         }
     }
-    for unmodelled in ["galore_adamw", "came", "lomo"] {
+    // GaLore with its rank and, layerwise, in backward.
+    let p = case_plan(
+        &with_fields(
+            id,
+            &[
+                ("optimizer", "galore_adamw_8bit_layerwise"),
+                ("notes", "optim_args rank=1024"),
+            ],
+        ),
+        id,
+    )
+    .unwrap();
+    assert_eq!(p.training.optimizer, Optimizer::Galore8bit);
+    assert_eq!(p.training.galore_rank, Some(1024));
+    assert!(p.training.optimizer_in_backward);
+    let p = plan("optimizer", "galore_adamw").unwrap();
+    assert_eq!(
+        (p.training.optimizer, p.training.galore_rank),
+        (Optimizer::Galore, None)
+    );
+    assert!(!p.training.optimizer_in_backward);
+    for unmodelled in ["galore_adafactor", "came", "lomo"] {
         let e = plan("optimizer", unmodelled).unwrap_err();
         assert!(e.contains("not in the schema"), "{unmodelled}: {e}");
     }

@@ -46,6 +46,8 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             )| {
                 let mut p = Plan::default();
                 p.training.optimizer = OPTIMIZERS[opt];
+                // Any GaLore rank, zero included (refused by name).
+                p.training.galore_rank = (tp & (1 << 20) != 0).then_some(f >> 12);
                 p.model.layers = l % 300;
                 if l & (1 << 31) != 0 {
                     // An encoder–decoder, with a target length of its own or none.
@@ -110,7 +112,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         )
 }
 
-const OPTIMIZERS: [Optimizer; 10] = [
+const OPTIMIZERS: [Optimizer; 12] = [
     Optimizer::Adamw,
     Optimizer::Adamw8bit,
     Optimizer::PagedAdamw,
@@ -121,6 +123,8 @@ const OPTIMIZERS: [Optimizer; 10] = [
     Optimizer::Lion,
     Optimizer::Muon,
     Optimizer::Adan,
+    Optimizer::Galore,
+    Optimizer::Galore8bit,
 ];
 
 const PRECISIONS: [Precision; 6] = [

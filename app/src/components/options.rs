@@ -125,7 +125,15 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("lion", "Lion"),
                         ("muon", "Muon (AdamW for embeddings, head, norms)"),
                         ("adan", "Adan"),
+                        ("galore", "GaLore AdamW (projected states)"),
+                        ("galore8bit", "GaLore AdamW 8-bit"),
                     ]),
+                ),
+                (
+                    "galore_rank",
+                    "GaLore rank",
+                    "GaLore only: the rank its block matrices' gradients are projected to; empty = 128, transformers' default",
+                    Kind::Number { min: 1, max: 1 << 20 },
                 ),
                 (
                     "opt_impl",
