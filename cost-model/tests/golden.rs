@@ -71,6 +71,20 @@ fn zero_paper_model_states_for_7_5b_on_64_gpus() {
     }
 }
 
+/// Llama-2-7B under `fw`; on one GPU without sharding for a plain loop.
+fn llama2_7b(fw: Framework) -> Plan {
+    let mut plan = Plan {
+        model: preset("llama-2-7b").unwrap().spec(),
+        ..Plan::default()
+    };
+    plan.set_framework(fw);
+    if fw == Framework::PlainPytorch {
+        plan.parallel.num_gpus = 1;
+        plan.parallel.sharding = Sharding::None;
+    }
+    plan
+}
+
 /// Megatron-LM's distributed-optimizer guide (`docs/source/api-guide/
 /// dist_optimizer.md`, "bytes per parameter", d = data-parallel size):
 /// fp16 parameters with fp16 gradients 20 (4 + 16/d distributed), bf16
@@ -79,11 +93,7 @@ fn zero_paper_model_states_for_7_5b_on_64_gpus() {
 /// exist; between steps an fp16 run holds its fp16 `main_grad` buffer.
 #[test]
 fn megatron_distributed_optimizer_bytes_per_parameter() {
-    let mut plan = Plan {
-        model: preset("llama-2-7b").unwrap().spec(),
-        ..Plan::default()
-    };
-    plan.set_framework(Framework::Megatron);
+    let mut plan = llama2_7b(Framework::Megatron);
     for (precision, grads, plain, fixed, sharded) in [
         (Precision::AmpFp16, 2.0, 20.0, 4.0, 16.0),
         (Precision::AmpBf16, 4.0, 18.0, 6.0, 12.0),
@@ -124,14 +134,8 @@ fn megatron_distributed_optimizer_bytes_per_parameter() {
 #[test]
 fn muon_and_adan_keep_their_states() {
     use cost_model::plan::{Finetune, LoraTargets, LoraVariant, Optimizer};
-    let mut plan = Plan {
-        model: preset("llama-2-7b").unwrap().spec(),
-        ..Plan::default()
-    };
-    plan.set_framework(Framework::PlainPytorch);
+    let mut plan = llama2_7b(Framework::PlainPytorch);
     plan.training.precision = Precision::AmpBf16;
-    plan.parallel.num_gpus = 1;
-    plan.parallel.sharding = Sharding::None;
     let states = |plan: &Plan, opt| {
         let mut p = plan.clone();
         p.training.optimizer = opt;
@@ -168,13 +172,7 @@ fn muon_and_adan_keep_their_states() {
 #[test]
 fn galore_keeps_projected_moments_and_its_projector() {
     use cost_model::plan::{Finetune, LoraTargets, LoraVariant, Optimizer};
-    let mut plan = Plan {
-        model: preset("llama-2-7b").unwrap().spec(),
-        ..Plan::default()
-    };
-    plan.set_framework(Framework::PlainPytorch);
-    plan.parallel.num_gpus = 1;
-    plan.parallel.sharding = Sharding::None;
+    let mut plan = llama2_7b(Framework::PlainPytorch);
     plan.training.optimizer = Optimizer::Galore;
     let states = |plan: &Plan| {
         let e = estimate(plan).unwrap();
