@@ -221,6 +221,11 @@ pub const ZH: &[(&str, &str)] = &[
     ("Sequence length", "序列长度"),
     ("Target length", "目标序列长度（解码器）"),
     ("GaLore rank", "GaLore 投影秩"),
+    ("Frozen layers", "冻结层数"),
+    (
+        "Full fine-tuning only: the bottom blocks (and an untied embedding) left frozen keep no gradients, optimizer states or activations",
+        "仅全参微调：冻结的底部层（及未绑定的嵌入层）不保留梯度、优化器状态和激活值",
+    ),
     (
         "GaLore only: the rank its block matrices' gradients are projected to; empty = 128, transformers' default",
         "仅 GaLore：各层权重矩阵的梯度投影到的秩；留空 = 128（transformers 的默认值）",

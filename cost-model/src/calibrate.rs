@@ -274,6 +274,32 @@ const ADAPTER_TASKS: &[&str] = &[
     "miss",
 ];
 
+/// The bottom blocks a full fine-tune's notes say were frozen
+/// (`frozen_layers=8`, "freeze the first 8 layers", "8 frozen layers",
+/// "bottom 8 layers frozen").
+fn stated_frozen_layers(notes: &str) -> Option<u32> {
+    let lower = notes.to_ascii_lowercase().replace('_', " ");
+    stated_after(
+        &lower,
+        &[
+            "frozen layers",
+            "freeze layers",
+            "num frozen layers",
+            "freeze the first",
+            "freezing the first",
+            "froze the first",
+            "frozen first",
+            "freeze first",
+            "freeze the bottom",
+            "freezing the bottom",
+        ],
+    )
+    .or_else(|| stated_number(&lower, " frozen layers"))
+    .or_else(|| stated_number(&lower, " frozen blocks"))
+    .or_else(|| stated_number(&lower, " layers frozen"))
+    .filter(|&n| n > 0)
+}
+
 /// The GaLore optimizer a (lower-cased) name gives: AdamW's, 32- or 8-bit
 /// (galore-torch's `GaLoreAdamW`, `GaLoreAdamW8bit`; transformers'
 /// `galore_adamw`, `galore_adamw_8bit` and their `_layerwise` forms);
@@ -1032,6 +1058,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
         k => return Err(format!("task `{k}` is not in the schema")),
     };
+    if matches!(t.finetune, Finetune::Full) {
+        t.frozen_layers = stated_frozen_layers(notes).unwrap_or(0);
+    }
     // A CUDA context the source measured ("incl. ~1343 MiB CUDA context": CUDA
     // before lazy module loading) replaces the default, as a user would enter it.
     if let Some(mib) = stated_number(notes, "MiB CUDA context") {

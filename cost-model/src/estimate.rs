@@ -900,6 +900,32 @@ impl<'a> Ctx<'a> {
         ]
     }
 
+    /// Frozen blocks of stage `s`: the bottom [`TrainingSpec::frozen_layers`]
+    /// of a full fine-tune, counted from the first stage up.
+    fn frozen_blocks(&self, s: u32) -> f64 {
+        let n = self.plan.training.frozen_layers;
+        if n == 0 || !self.full_finetune() {
+            return 0.0;
+        }
+        let below: f64 = (0..s).map(|k| self.stage_layers(k)).sum();
+        (n as f64 - below).clamp(0.0, self.stage_layers(s))
+    }
+
+    /// The embedding is frozen with the bottom blocks, unless the head (which
+    /// trains) shares its weight.
+    fn embedding_frozen(&self) -> bool {
+        self.plan.training.frozen_layers > 0 && self.full_finetune() && !self.m.tied_embeddings
+    }
+
+    /// Parameters of stage `s` that a partly frozen full fine-tune freezes.
+    fn stage_frozen(&self, s: u32) -> f64 {
+        let mut p = self.frozen_blocks(s) * (self.layer_matrix_params() + self.layer_norm_params());
+        if self.is_first(s) && self.embedding_frozen() {
+            p += self.m.embedding_params() as f64 / self.t;
+        }
+        p
+    }
+
     fn stage_trainable(&self, s: u32) -> f64 {
         if let Finetune::Adapter {
             trainable_params, ..
@@ -910,7 +936,7 @@ impl<'a> Ctx<'a> {
             return trainable_params as f64 * share;
         }
         match self.lora() {
-            None => self.stage_params(s),
+            None => (self.stage_params(s) - self.stage_frozen(s)).max(0.0),
             Some((rank, tg, _, _)) => {
                 let mut p = self.stage_layers(s) * self.lora_layer_params(rank, tg);
                 if tg.lm_head && self.is_last(s) {
@@ -929,7 +955,18 @@ impl<'a> Ctx<'a> {
             return trainable_params;
         }
         match self.lora() {
-            None => self.m.params(),
+            None => {
+                let m = self.m;
+                let frozen_blocks = self.plan.training.frozen_layers.min(m.total_layers()) as u64;
+                let embedding = if self.embedding_frozen() {
+                    m.embedding_params()
+                } else {
+                    0
+                };
+                m.params()
+                    .saturating_sub(frozen_blocks.saturating_mul(m.layer_params()))
+                    .saturating_sub(embedding)
+            }
             Some((rank, tg, _, _)) => {
                 let mut p = self.m.total_layers() as f64 * self.lora_layer_params(rank, tg);
                 if tg.lm_head {
@@ -1200,7 +1237,8 @@ impl<'a> Ctx<'a> {
         if trainable <= 0.0 {
             return 0.0;
         }
-        (self.stage_layers(s) * self.layer_matrix_params() / trainable).clamp(0.0, 1.0)
+        ((self.stage_layers(s) - self.frozen_blocks(s)) * self.layer_matrix_params() / trainable)
+            .clamp(0.0, 1.0)
     }
 
     fn paged_optimizer(&self) -> bool {
@@ -1657,8 +1695,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// Blocks of stage `s` that keep nothing for backward because nothing
-    /// beneath them trains: the LLaMA-Adapter blocks below the start layer.
+    /// beneath them trains: the LLaMA-Adapter blocks below the start layer,
+    /// and a partly frozen fine-tune's frozen blocks over a frozen embedding.
     fn untrained_prefix_layers(&self, s: u32) -> f64 {
+        if self.embedding_frozen() {
+            // Frozen bottom blocks over a frozen embedding: no input of theirs
+            // requires grad, so autograd records nothing there.
+            return self.frozen_blocks(s);
+        }
         match self.plan.training.finetune {
             Finetune::Adapter {
                 method: AdapterMethod::LlamaAdapter,

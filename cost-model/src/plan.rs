@@ -397,6 +397,10 @@ impl Finetune {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// GaLore's projection rank when none is given: transformers' Trainer
 /// (`_get_optimizer_cls_and_kwargs`: `optim_args.pop("rank", 128)`).
 pub const GALORE_DEFAULT_RANK: u32 = 128;
@@ -417,6 +421,12 @@ pub struct TrainingSpec {
     /// at `seq_len`. Only an encoder–decoder model has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_len: Option<u32>,
+    /// Under full fine-tuning, the bottom blocks left frozen
+    /// (`requires_grad_(False)` on the first N blocks and, untied, the
+    /// embedding): they keep no gradient, no optimizer state and — nothing
+    /// beneath them training — no activations. 0 trains every block.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub frozen_layers: u32,
     /// Micro-batches accumulated per optimizer step.
     pub grad_accum: u32,
     pub precision: Precision,
@@ -682,6 +692,7 @@ impl Default for Plan {
                 micro_batch: 1,
                 seq_len: 4096,
                 target_len: None,
+                frozen_layers: 0,
                 grad_accum: 1,
                 precision: Precision::AmpBf16,
                 optimizer: Optimizer::Adamw,

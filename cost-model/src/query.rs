@@ -343,6 +343,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         put("tgt", target.to_string(), String::new());
     }
     put("ga", t.grad_accum.to_string(), dt.grad_accum.to_string());
+    put(
+        "frozen",
+        t.frozen_layers.to_string(),
+        dt.frozen_layers.to_string(),
+    );
     put("prec", enum_id(&t.precision), enum_id(&dt.precision));
     put("opt", enum_id(&t.optimizer), enum_id(&dt.optimizer));
     if let Some(rank) = t.galore_rank {
@@ -568,6 +573,14 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             *slot = num(k, s)?;
         }
     }
+    if let Some(s) = get("frozen") {
+        let frozen = num("frozen", s)?;
+        // Frozen layers belong to full fine-tuning: beside an adapter (the
+        // form submits every field) they are ignored.
+        if matches!(get("ft"), None | Some("full")) {
+            t.frozen_layers = frozen;
+        }
+    }
     if let Some(s) = get("tgt") {
         let target = num("tgt", s)?;
         // A target length belongs to an encoder–decoder: beside a model of
@@ -790,6 +803,17 @@ mod tests {
             decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
             "lora_var"
         );
+    }
+
+    #[test]
+    fn frozen_layers_travel_with_a_full_fine_tune_only() {
+        let p = apply(&Plan::default(), "frozen", "8").unwrap();
+        assert_eq!(p.training.frozen_layers, 8);
+        let q = encode(&p);
+        assert!(q.contains("frozen=8"), "{q}");
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        assert_eq!(apply(&p, "ft", "lora").unwrap().training.frozen_layers, 0);
+        assert_eq!(decode_str("frozen=-1").unwrap_err().param, "frozen");
     }
 
     #[test]

@@ -99,6 +99,26 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             });
         }
     }
+    if t.frozen_layers > 0 {
+        if !matches!(t.finetune, Finetune::Full) {
+            return Err(PlanError::Invalid {
+                field: "training.frozen_layers",
+                reason:
+                    "frozen layers belong to full fine-tuning; adapters already freeze the base"
+                        .into(),
+            });
+        }
+        if t.frozen_layers > m.total_layers() {
+            return Err(PlanError::Invalid {
+                field: "training.frozen_layers",
+                reason: format!(
+                    "{} frozen layers, but the model has {} blocks",
+                    t.frozen_layers,
+                    m.total_layers()
+                ),
+            });
+        }
+    }
     if let Some(rank) = t.galore_rank {
         positive("training.galore_rank", rank, MAX_WIDTH)?;
     }

@@ -550,6 +550,39 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
 }
 
 #[test]
+fn frozen_layers_stated_in_the_notes_reach_a_full_fine_tune() {
+    use cost_model::calibrate::case_plan;
+    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b, 32 blocks
+    let frozen = |task: &str, notes: &str| {
+        case_plan(
+            &with_fields(
+                id,
+                &[
+                    ("task", task),
+                    ("notes", notes),
+                    ("lora_rank", ""),
+                    ("lora_targets", ""),
+                ],
+            ),
+            id,
+        )
+        .unwrap()
+        .training
+        .frozen_layers
+    };
+    assert_eq!(frozen("full", "frozen_layers=8"), 8);
+    assert_eq!(
+        frozen("full", "Freeze the first 12 layers and the embeddings"),
+        12
+    );
+    assert_eq!(frozen("full", "bottom 4 layers frozen"), 4);
+    assert_eq!(frozen("full", "16 frozen layers"), 16);
+    assert_eq!(frozen("full", "all layers train"), 0);
+    // An adapter freezes its base anyway.
+    assert_eq!(frozen("lora", "frozen_layers=8"), 0);
+}
+
+#[test]
 fn encoder_decoder_stacks_stated_in_the_notes_reach_the_plan() {
     use cost_model::calibrate::case_plan;
     let id = "peft_readme_raft-137"; // T0_3B: "n_layers is per stack (24 enc + 24 dec)"

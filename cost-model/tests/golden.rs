@@ -370,3 +370,58 @@ fn nvme_offload_puts_states_on_nvme_and_buffers_on_the_host() {
         nvme.host_offload.get()
     );
 }
+
+/// Freezing the bottom blocks of a full fine-tune (`requires_grad_(False)` on
+/// the embedding and the first N blocks): Llama-2-7B with 8 of its 32 blocks
+/// frozen trains 6.74 B − 131 M − 8 × 202 M parameters, keeps gradients and
+/// AdamW states for those alone, and its frozen blocks keep no activations
+/// (nothing beneath them needs a gradient). A tied embedding trains with the
+/// head, so then the blocks' activations stay.
+#[test]
+fn frozen_bottom_layers_keep_no_states_and_no_activations() {
+    let mut plan = llama2_7b(Framework::PlainPytorch);
+    plan.training.precision = Precision::Bf16;
+    plan.training.seq_len = 1024;
+    let est = |p: &Plan| estimate(p).unwrap();
+    let full = est(&plan);
+    plan.training.frozen_layers = 8;
+    let part = est(&plan);
+    let m = preset("llama-2-7b").unwrap().spec();
+    let block = m.layer_params() as f64;
+    let trainable = m.params() as f64 - m.embedding_params() as f64 - 8.0 * block;
+    assert_eq!(part.trainable_params, trainable as u64);
+    let step = |e: &cost_model::Estimate| phase(e, Phase::Step);
+    // Gradients in bf16, AdamW's two bf16 states.
+    let g = step(&part).gradients.get() as f64;
+    assert!(
+        (g - 2.0 * trainable).abs() < 1024.0,
+        "{g} vs {}",
+        2.0 * trainable
+    );
+    let o = step(&part).optimizer.get() as f64;
+    assert!(
+        (o - 4.0 * trainable).abs() < 1024.0,
+        "{o} vs {}",
+        4.0 * trainable
+    );
+    // Weights do not move; activations keep 24 of 32 blocks.
+    assert_eq!(step(&part).weights, step(&full).weights);
+    let act = |e: &cost_model::Estimate| phase(e, Phase::Forward).activations.get() as f64;
+    assert!(
+        (act(&part) / act(&full) - 24.0 / 32.0).abs() < 0.01,
+        "{} / {}",
+        act(&part),
+        act(&full)
+    );
+    // Tied (the head trains the embedding): every block keeps its activations.
+    plan.model.tied_embeddings = true;
+    let tied = est(&plan);
+    plan.training.frozen_layers = 0;
+    assert_eq!(act(&tied), act(&est(&plan)));
+    // More than the model has, or beside an adapter, is refused by name.
+    plan.training.frozen_layers = 33;
+    assert_eq!(
+        estimate(&plan).unwrap_err().field(),
+        "training.frozen_layers"
+    );
+}

@@ -46,6 +46,8 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             )| {
                 let mut p = Plan::default();
                 p.training.optimizer = OPTIMIZERS[opt];
+                // Any number of frozen bottom layers (too many refused by name).
+                p.training.frozen_layers = (cp >> 8) % 128;
                 // Any GaLore rank, zero included (refused by name).
                 p.training.galore_rank = (tp & (1 << 20) != 0).then_some(f >> 12);
                 p.model.layers = l % 300;
@@ -204,6 +206,29 @@ proptest! {
         prop_assert!(more_batch.device_used >= base.device_used);
         prop_assert!(more_seq.allocated >= base.allocated);
         prop_assert!(more_seq.device_used >= base.device_used);
+    }
+
+    #[test]
+    fn freezing_another_layer_never_costs_memory(
+        preset in 0usize..presets().len(),
+        frozen in 0u32..80,
+        shard in 0usize..4,
+        opt in 0usize..OPTIMIZERS.len(),
+        prec in 0usize..6,
+    ) {
+        let mut p = Plan {
+            model: presets()[preset].spec(),
+            ..Plan::default()
+        };
+        p.training.optimizer = OPTIMIZERS[opt];
+        p.training.precision = PRECISIONS[prec];
+        p.parallel.sharding = [Sharding::None, Sharding::Ddp, Sharding::Zero2, Sharding::FsdpFull][shard];
+        p.training.frozen_layers = frozen.min(p.model.total_layers().saturating_sub(1));
+        let base = estimate(&p).unwrap().peak;
+        p.training.frozen_layers += 1;
+        let more = estimate(&p).unwrap().peak;
+        prop_assert!(more.allocated <= base.allocated, "{:?} vs {:?}", more, base);
+        prop_assert!(more.device_used <= base.device_used);
     }
 
     #[test]

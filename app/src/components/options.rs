@@ -90,6 +90,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
             vec![
                 ("mb", "Micro-batch", "Sequences per GPU per forward: activations grow linearly", Kind::Range { min: 1, max: 64 }),
                 ("seq", "Sequence length", "Tokens per sequence as run (padded length, not the cap)", Kind::LogRange { min_exp: 7, max_exp: 20 }),
+                ("frozen", "Frozen layers", "Full fine-tuning only: the bottom blocks (and an untied embedding) left frozen keep no gradients, optimizer states or activations", Kind::Number { min: 0, max: 10_000 }),
                 ("tgt", "Target length", "Encoder–decoder models (T5, BART) only: the decoder's tokens, the labels' padded length; empty = the sequence length", Kind::Number { min: 1, max: 1 << 24 }),
                 ("ga", "Gradient accumulation", "Same global batch with a smaller micro-batch; costs steps, not memory", Kind::Number { min: 1, max: 1 << 20 }),
             ],
