@@ -341,3 +341,22 @@ test("an encoder–decoder's target length shrinks the decoder's share, with or 
   if (hydrated(info)) await expect(page).not.toHaveURL(/tgt=/);
   await expect(page.getByTestId("verdict")).toHaveText(/fit/i);
 });
+
+test("frozen layers and GaLore change the estimate, with or without JavaScript", async ({ page }, info) => {
+  const plan = "/?model=llama-2-7b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=1&seq=1024";
+  await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
+  const apply = async () => {
+    if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  };
+  const full = await page.getByTestId("device-used").textContent();
+  await page.getByTestId("frozen").fill("16");
+  await apply();
+  await expect(page).toHaveURL(/frozen=16/);
+  await expect(page.getByTestId("device-used")).not.toHaveText(full ?? "");
+  const frozen = await page.getByTestId("device-used").textContent();
+  await page.getByTestId("opt").selectOption("galore");
+  await apply();
+  await expect(page).toHaveURL(/opt=galore/);
+  await expect(page.getByTestId("device-used")).not.toHaveText(frozen ?? "");
+});
