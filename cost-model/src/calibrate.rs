@@ -8,8 +8,8 @@ use crate::framework::Framework;
 use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Offload,
-    Optimizer, OptimizerImpl, Plan, Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
+    Offload, Optimizer, OptimizerImpl, Plan, Precision, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -273,6 +273,21 @@ const ADAPTER_TASKS: &[&str] = &[
     "bone",
     "miss",
 ];
+
+/// The preference objective the notes (or a task column such as `dpo`)
+/// name: DPO with its reference model; ORPO, SimPO and CPO without one.
+fn stated_objective(notes: &str) -> Objective {
+    let lower = notes.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    let named = |names: &[&str]| words.iter().any(|w| names.contains(w));
+    if named(&["dpo", "dpotrainer"]) {
+        Objective::Dpo
+    } else if named(&["orpo", "simpo", "cpo", "orpotrainer", "cpotrainer"]) {
+        Objective::Orpo
+    } else {
+        Objective::Sft
+    }
+}
 
 /// The bottom blocks a full fine-tune's notes say were frozen
 /// (`frozen_layers=8`, "freeze the first 8 layers", "8 frozen layers",
@@ -941,7 +956,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "fine-tune"
         | "full-finetune"
         | "full-fine-tune"
-        | "full-ft" => "full",
+        | "full-ft"
+        | "dpo"
+        | "orpo"
+        | "simpo" => "full",
         "dora" | "lora-fa" | "rslora" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
         t if ADAPTER_TASKS.contains(&t) => "other-peft",
@@ -1061,6 +1079,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if matches!(t.finetune, Finetune::Full) {
         t.frozen_layers = stated_frozen_layers(notes).unwrap_or(0);
     }
+    t.objective = stated_objective(notes);
     // A CUDA context the source measured ("incl. ~1343 MiB CUDA context": CUDA
     // before lazy module loading) replaces the default, as a user would enter it.
     if let Some(mib) = stated_number(notes, "MiB CUDA context") {

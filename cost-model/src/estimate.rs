@@ -8,7 +8,7 @@ use crate::error::PlanError;
 use crate::framework::Framework;
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
     OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
     GALORE_DEFAULT_RANK,
 };
@@ -510,7 +510,9 @@ impl<'a> Ctx<'a> {
             m: &plan.model,
             t,
             rep: if p.sequence_parallel { t } else { 1.0 },
-            b: plan.training.micro_batch as f64,
+            // A preference objective runs chosen and rejected as one batch.
+            b: plan.training.micro_batch as f64
+                * plan.training.objective.sequences_per_example() as f64,
             s: (plan.training.seq_len as f64 + plan.training.finetune.prepended_tokens() as f64)
                 / p.cp as f64,
             e: plan.training.precision.activation_bytes(),
@@ -1277,7 +1279,7 @@ impl<'a> Ctx<'a> {
     fn weights(&self, s: u32) -> f64 {
         let offload_params = self.plan.parallel.offload.params_offloaded();
         let bytes = match self.base_bits() {
-            None => self.stage_params(s) * self.trainable_weight_bytes(),
+            None => self.stage_params(s) * self.trainable_weight_bytes() * self.model_copies(),
             Some(base_bits) => {
                 let matrices = self.stage_layers(s) * self.layer_matrix_params()
                     + self.quantized_head_params(s);
@@ -1306,6 +1308,16 @@ impl<'a> Ctx<'a> {
             bytes / self.shard + cached_fp8
         } else {
             bytes + cached_fp8
+        }
+    }
+
+    /// Copies of the weights a full fine-tune keeps: DPO's frozen reference
+    /// model beside the policy ([`Objective::Dpo`]); adapters have none.
+    fn model_copies(&self) -> f64 {
+        if self.plan.training.objective == Objective::Dpo && self.full_finetune() {
+            2.0
+        } else {
+            1.0
         }
     }
 

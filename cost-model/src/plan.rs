@@ -143,6 +143,37 @@ pub enum Attention {
     Eager,
 }
 
+/// What the step optimises: next-token cross-entropy, or a preference
+/// objective over chosen/rejected pairs (TRL's trainers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Supervised fine-tuning or pre-training: one forward per sequence.
+    #[default]
+    Sft,
+    /// DPO (Rafailov et al. 2023; TRL 1.16 `DPOTrainer`): each micro-batch
+    /// runs its chosen and rejected completions as one batch of twice its
+    /// size (`torch.cat((chosen_ids, rejected_ids))`), and a full fine-tune
+    /// keeps a frozen reference model in the policy's dtype
+    /// (`create_model_from_path(..., dtype=self.model.dtype)`, prepared like
+    /// the policy: sharded under ZeRO-3/FSDP). A PEFT policy has no reference
+    /// copy: its adapters are disabled for the reference pass.
+    Dpo,
+    /// Paired preference objectives without a reference model (ORPO, SimPO,
+    /// CPO): twice the sequences, no second model.
+    Orpo,
+}
+
+impl Objective {
+    /// Sequences a micro-batch runs through the model per example.
+    pub fn sequences_per_example(self) -> u32 {
+        match self {
+            Objective::Sft => 1,
+            Objective::Dpo | Objective::Orpo => 2,
+        }
+    }
+}
+
 /// How logits and the cross-entropy loss are computed (DESIGN.md §3b).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -401,6 +432,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_sft(o: &Objective) -> bool {
+    *o == Objective::Sft
+}
+
 /// GaLore's projection rank when none is given: transformers' Trainer
 /// (`_get_optimizer_cls_and_kwargs`: `optim_args.pop("rank", 128)`).
 pub const GALORE_DEFAULT_RANK: u32 = 128;
@@ -446,6 +481,9 @@ pub struct TrainingSpec {
     pub checkpoint_every: u32,
     pub attention: Attention,
     pub loss: Loss,
+    /// The objective: SFT, or DPO / ORPO over chosen–rejected pairs.
+    #[serde(default, skip_serializing_if = "is_sft")]
+    pub objective: Objective,
     /// Softmax and cross-entropy computed in fp32 over 16-bit tensors (the
     /// model implementation decides: transformers models do, see
     /// `FrameworkDefaults::fp32_upcasts`).
@@ -703,6 +741,7 @@ impl Default for Plan {
                 checkpoint_every: 1,
                 attention: Attention::Flash,
                 loss: d.loss,
+                objective: Objective::Sft,
                 fp32_upcasts: d.fp32_upcasts,
                 dropout: false,
                 activation_offload: false,

@@ -365,6 +365,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     );
     put("attn", enum_id(&t.attention), enum_id(&dt.attention));
     put("loss", enum_id(&t.loss), enum_id(&dt.loss));
+    put("obj", enum_id(&t.objective), enum_id(&dt.objective));
     put(
         "ckpt_every",
         t.checkpoint_every.to_string(),
@@ -612,6 +613,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("loss") {
         t.loss = parse_enum("loss", s)?;
     }
+    if let Some(s) = get("obj") {
+        t.objective = parse_enum("obj", s)?;
+    }
     if let Some(s) = get("ckpt_every") {
         t.checkpoint_every = num("ckpt_every", s)?;
     }
@@ -814,6 +818,17 @@ mod tests {
         assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
         assert_eq!(apply(&p, "ft", "lora").unwrap().training.frozen_layers, 0);
         assert_eq!(decode_str("frozen=-1").unwrap_err().param, "frozen");
+    }
+
+    #[test]
+    fn a_preference_objective_travels_with_the_plan() {
+        assert!(!encode(&Plan::default()).contains("obj="));
+        let p = apply(&Plan::default(), "obj", "dpo").unwrap();
+        assert_eq!(p.training.objective, crate::plan::Objective::Dpo);
+        let q = encode(&p);
+        assert!(q.contains("obj=dpo"), "{q}");
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        assert_eq!(decode_str("obj=ppo").unwrap_err().param, "obj");
     }
 
     #[test]

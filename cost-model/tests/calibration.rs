@@ -549,27 +549,22 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     assert_eq!(Counter::from_metric("throughput"), None);
 }
 
+/// The Llama-2-7b LitGPT row (32 blocks, 2 GPUs) with its task and notes
+/// replaced and no LoRA columns.
+fn llama_row_as(task: &str, notes: &str) -> cost_model::Plan {
+    let id = "litgpt_resource_tables_2023-10-042";
+    let fields = [
+        ("task", task),
+        ("notes", notes),
+        ("lora_rank", ""),
+        ("lora_targets", ""),
+    ];
+    cost_model::calibrate::case_plan(&with_fields(id, &fields), id).unwrap()
+}
+
 #[test]
 fn frozen_layers_stated_in_the_notes_reach_a_full_fine_tune() {
-    use cost_model::calibrate::case_plan;
-    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b, 32 blocks
-    let frozen = |task: &str, notes: &str| {
-        case_plan(
-            &with_fields(
-                id,
-                &[
-                    ("task", task),
-                    ("notes", notes),
-                    ("lora_rank", ""),
-                    ("lora_targets", ""),
-                ],
-            ),
-            id,
-        )
-        .unwrap()
-        .training
-        .frozen_layers
-    };
+    let frozen = |task: &str, notes: &str| llama_row_as(task, notes).training.frozen_layers;
     assert_eq!(frozen("full", "frozen_layers=8"), 8);
     assert_eq!(
         frozen("full", "Freeze the first 12 layers and the embeddings"),
@@ -580,6 +575,31 @@ fn frozen_layers_stated_in_the_notes_reach_a_full_fine_tune() {
     assert_eq!(frozen("full", "all layers train"), 0);
     // An adapter freezes its base anyway.
     assert_eq!(frozen("lora", "frozen_layers=8"), 0);
+}
+
+#[test]
+fn a_preference_objective_named_in_the_notes_or_the_task_reaches_the_plan() {
+    use cost_model::plan::{Finetune, Objective};
+    let objective = |task: &str, notes: &str| {
+        let p = llama_row_as(task, notes);
+        (
+            p.training.objective,
+            matches!(p.training.finetune, Finetune::Full),
+        )
+    };
+    assert_eq!(
+        objective("full", "TRL DPOTrainer; beta 0.1"),
+        (Objective::Dpo, true)
+    );
+    assert_eq!(objective("DPO", ""), (Objective::Dpo, true));
+    assert_eq!(
+        objective("lora", "DPO with LoRA r16"),
+        (Objective::Dpo, false)
+    );
+    assert_eq!(objective("full", "SimPO"), (Objective::Orpo, true));
+    assert_eq!(objective("full", "plain SFT"), (Objective::Sft, true));
+    // Not a word of its own: no objective.
+    assert_eq!(objective("full", "dpos1 run"), (Objective::Sft, true));
 }
 
 #[test]

@@ -71,6 +71,18 @@ fn zero_paper_model_states_for_7_5b_on_64_gpus() {
     }
 }
 
+/// LoRA rank 16 on every linear layer over a 16-bit base.
+fn lora16_all() -> cost_model::plan::Finetune {
+    use cost_model::plan::{Finetune, LoraTargets, LoraVariant};
+    Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: false,
+        variant: LoraVariant::Lora,
+    }
+}
+
 /// Llama-2-7B under `fw`; on one GPU without sharding for a plain loop.
 fn llama2_7b(fw: Framework) -> Plan {
     let mut plan = Plan {
@@ -133,7 +145,7 @@ fn megatron_distributed_optimizer_bytes_per_parameter() {
 /// matrix parameters; under LoRA every adapter matrix is Muon's.
 #[test]
 fn muon_and_adan_keep_their_states() {
-    use cost_model::plan::{Finetune, LoraTargets, LoraVariant, Optimizer};
+    use cost_model::plan::Optimizer;
     let mut plan = llama2_7b(Framework::PlainPytorch);
     plan.training.precision = Precision::AmpBf16;
     let states = |plan: &Plan, opt| {
@@ -152,13 +164,7 @@ fn muon_and_adan_keep_their_states() {
     let want = 4.0 * (matrices + 2.0 * (n - matrices));
     assert!((muon - want).abs() / want < 1e-9, "{muon} vs {want}");
     // LoRA: A and B are matrices, all of them Muon's.
-    plan.training.finetune = Finetune::Lora {
-        rank: 16,
-        targets: LoraTargets::ALL_LINEAR,
-        base_bits: 16,
-        dropout: false,
-        variant: LoraVariant::Lora,
-    };
+    plan.training.finetune = lora16_all();
     let (muon, n) = states(&plan, Optimizer::Muon);
     assert!((muon / n - 4.0).abs() < 1e-6, "{}", muon / n);
 }
@@ -171,7 +177,7 @@ fn muon_and_adan_keep_their_states() {
 /// 2.09 GB of optimizer states where AdamW needs 26.95 GB.
 #[test]
 fn galore_keeps_projected_moments_and_its_projector() {
-    use cost_model::plan::{Finetune, LoraTargets, LoraVariant, Optimizer};
+    use cost_model::plan::Optimizer;
     let mut plan = llama2_7b(Framework::PlainPytorch);
     plan.training.optimizer = Optimizer::Galore;
     let states = |plan: &Plan| {
@@ -219,13 +225,7 @@ fn galore_keeps_projected_moments_and_its_projector() {
     // Adapters are not projected: GaLore over LoRA is Adam over the adapters.
     plan.training.galore_rank = None;
     plan.training.optimizer = Optimizer::Galore;
-    plan.training.finetune = Finetune::Lora {
-        rank: 16,
-        targets: LoraTargets::ALL_LINEAR,
-        base_bits: 16,
-        dropout: false,
-        variant: LoraVariant::Lora,
-    };
+    plan.training.finetune = lora16_all();
     let galore_lora = states(&plan);
     plan.training.optimizer = Optimizer::Adamw;
     assert_eq!(galore_lora, states(&plan));
@@ -424,4 +424,57 @@ fn frozen_bottom_layers_keep_no_states_and_no_activations() {
         estimate(&plan).unwrap_err().field(),
         "training.frozen_layers"
     );
+}
+
+/// DPO (TRL 1.16 `DPOTrainer`): chosen and rejected run as one batch of twice
+/// the micro-batch, and a full fine-tune keeps a frozen reference model in the
+/// policy's dtype — sharded with it under FSDP. A LoRA policy disables its
+/// adapters for the reference pass: no second copy. ORPO doubles the batch
+/// without a reference model.
+#[test]
+fn dpo_doubles_the_batch_and_keeps_a_reference_model() {
+    use cost_model::plan::Objective;
+    let mut plan = llama2_7b(Framework::PlainPytorch);
+    plan.training.precision = Precision::Bf16;
+    plan.training.seq_len = 1024;
+    plan.training.micro_batch = 2;
+    let est = |p: &Plan| estimate(p).unwrap();
+    let sft = est(&plan);
+    let mut doubled = plan.clone();
+    doubled.training.micro_batch = 4;
+    let sft4 = est(&doubled);
+    plan.training.objective = Objective::Dpo;
+    let dpo = est(&plan);
+    let psi = 6_738_415_616.0;
+    let w = |e: &cost_model::Estimate| phase(e, Phase::Step).weights.get() as f64;
+    assert!((w(&dpo) - 2.0 * w(&sft)).abs() < 1024.0);
+    assert!((w(&dpo) - 4.0 * psi).abs() < 1024.0, "{}", w(&dpo));
+    // Activations and logits: those of twice the micro-batch.
+    let fwd = |e: &cost_model::Estimate| phase(e, Phase::Forward);
+    assert_eq!(fwd(&dpo).activations, fwd(&sft4).activations);
+    assert_eq!(fwd(&dpo).logits, fwd(&sft4).logits);
+    // Gradients and optimizer states: the policy's only.
+    let step = |e: &cost_model::Estimate| phase(e, Phase::Step);
+    assert_eq!(step(&dpo).gradients, step(&sft).gradients);
+    assert_eq!(step(&dpo).optimizer, step(&sft).optimizer);
+    // ORPO: the doubled batch, one model.
+    plan.training.objective = Objective::Orpo;
+    let orpo = est(&plan);
+    assert_eq!(w(&orpo), w(&sft));
+    assert_eq!(fwd(&orpo).activations, fwd(&sft4).activations);
+    // FSDP over 8 GPUs shards the reference like the policy.
+    plan.training.objective = Objective::Dpo;
+    plan.parallel.num_gpus = 8;
+    plan.parallel.sharding = Sharding::FsdpFull;
+    let sharded = est(&plan);
+    plan.training.objective = Objective::Sft;
+    let sharded_sft = est(&plan);
+    assert!((w(&sharded) - 2.0 * w(&sharded_sft)).abs() < 1024.0);
+    // LoRA: no reference copy.
+    plan.parallel.num_gpus = 1;
+    plan.parallel.sharding = Sharding::None;
+    plan.training.finetune = lora16_all();
+    let lora_sft = est(&plan);
+    plan.training.objective = Objective::Dpo;
+    assert_eq!(w(&est(&plan)), w(&lora_sft));
 }

@@ -5,8 +5,8 @@
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Optimizer, Plan,
-    Precision, Sharding,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Objective,
+    Optimizer, Plan, Precision, Sharding,
 };
 use cost_model::presets::{preset, presets};
 use proptest::prelude::*;
@@ -46,6 +46,9 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             )| {
                 let mut p = Plan::default();
                 p.training.optimizer = OPTIMIZERS[opt];
+                // Every objective (DPO's reference model, the doubled batch).
+                p.training.objective =
+                    [Objective::Sft, Objective::Dpo, Objective::Orpo][(gpus >> 24) as usize % 3];
                 // Any number of frozen bottom layers (too many refused by name).
                 p.training.frozen_layers = (cp >> 8) % 128;
                 // Any GaLore rank, zero included (refused by name).

@@ -232,6 +232,16 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("fused", "fused linear + CE (Liger, CCE)"),
                     ]),
                 ),
+                (
+                    "obj",
+                    "Objective",
+                    "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's full fine-tune keeps a frozen reference model",
+                    opts(&[
+                        ("sft", "SFT / pre-training"),
+                        ("dpo", "DPO (reference model)"),
+                        ("orpo", "ORPO / SimPO (no reference)"),
+                    ]),
+                ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
                 ("compile", "torch.compile", "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept", Kind::Check),
                 (
