@@ -220,7 +220,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Micro-batch", "微批次大小 (micro-batch)"),
     ("Sequence length", "序列长度"),
     ("Target length", "目标序列长度（解码器）"),
-    ("GaLore rank", "GaLore 投影秩"),
+    ("Projection rank", "投影秩"),
     ("Frozen layers", "冻结层数"),
     ("Objective", "训练目标"),
     (
@@ -235,8 +235,8 @@ pub const ZH: &[(&str, &str)] = &[
         "仅全参微调：冻结的底部层（及未绑定的嵌入层）不保留梯度、优化器状态和激活值",
     ),
     (
-        "GaLore only: the rank its block matrices' gradients are projected to; empty = 128, transformers' default",
-        "仅 GaLore：各层权重矩阵的梯度投影到的秩；留空 = 128（transformers 的默认值）",
+        "GaLore and APOLLO only: the rank the block matrices' gradients are projected to; empty = 128, transformers' default (APOLLO-Mini: 1)",
+        "仅 GaLore 与 APOLLO：各层权重矩阵的梯度投影到的秩；留空 = 128（transformers 的默认值；APOLLO-Mini 为 1）",
     ),
     ("Gradient accumulation", "梯度累积步数"),
     ("Precision", "精度"),

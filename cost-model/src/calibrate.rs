@@ -224,9 +224,12 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     if n.contains("galore") {
         return galore(&n);
     }
-    // Optimizers whose states are none of the modelled ones: projected
-    // (APOLLO), preconditioners (Shampoo, SOAP).
-    let own = ["apollo", "shampoo", "soap"];
+    if n.contains("apollo") {
+        return Some(Optimizer::Apollo);
+    }
+    // Optimizers whose states are none of the modelled ones: preconditioners
+    // (Shampoo, SOAP).
+    let own = ["shampoo", "soap"];
     if own.iter().any(|k| n.contains(k)) {
         return None;
     }
@@ -338,7 +341,10 @@ fn named_optimizer(o: &str) -> Option<Optimizer> {
     if o.contains("galore") {
         return galore(o);
     }
-    if ["apollo", "shampoo", "soap"].iter().any(|k| o.contains(k)) {
+    if o.contains("apollo") {
+        return Some(Optimizer::Apollo);
+    }
+    if ["shampoo", "soap"].iter().any(|k| o.contains(k)) {
         // Projected or preconditioned states: none of the modelled ones.
         return None;
     }
@@ -819,7 +825,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
         "other" => other_optimizer(notes).ok_or(
             "optimizer `other` cannot be modelled without its state size (modelled when the notes \
-             name Muon, Adan, GaLore, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
+             name Muon, Adan, GaLore, APOLLO, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
         )?,
         // Another name for one the model knows: transformers' `optim` ids
         // (`adamw_torch_fused`, `adamw_bnb_8bit`, `paged_adamw_32bit`,
@@ -830,7 +836,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if t.optimizer.is_galore() {
         let lower = format!("{} {}", notes, r.get("optimizer")).to_ascii_lowercase();
         // `optim_args="rank=64"`, "GaLore rank 512"; else transformers' 128.
-        t.galore_rank = stated_after(&lower, &["galore_rank", "galore rank", "rank"]);
+        t.galore_rank = stated_after(&lower, &["galore_rank", "galore rank", "rank"])
+            // APOLLO-Mini is APOLLO at rank 1.
+            .or_else(|| (t.optimizer == Optimizer::Apollo && lower.contains("mini")).then_some(1));
         // transformers' `*_layerwise` GaLore steps each parameter from a
         // post-accumulate-grad hook: the optimizer in backward.
         if lower.contains("layerwise") || lower.contains("layer-wise") {

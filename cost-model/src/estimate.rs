@@ -1132,7 +1132,7 @@ impl<'a> Ctx<'a> {
             // matrices, Adam's on the rest (the embeddings, the head, norms:
             // transformers puts only `optim_target_modules`' linear layers in
             // GaLore's group). Adapters are not projected.
-            Optimizer::Galore | Optimizer::Galore8bit => {
+            Optimizer::Galore | Optimizer::Galore8bit | Optimizer::Apollo => {
                 let eight_bit = self.plan.training.optimizer == Optimizer::Galore8bit;
                 let rest = if eight_bit {
                     ADAM_8BIT_BYTES
@@ -1180,9 +1180,13 @@ impl<'a> Ctx<'a> {
     /// copy in their dtype (`B.to(original_device).type(original_type)`); for
     /// fp32 weights `get_orthogonal_matrix` returns the slice `Vh[:rank, :]`
     /// (or `U[:, :rank]`) of `torch.linalg.svd(..., full_matrices=False)`,
-    /// which keeps the whole min(m, n)² factor alive.
+    /// which keeps the whole min(m, n)² factor alive. APOLLO's random
+    /// projector (apollo-torch 1.0.3 `GradientProjector`: `stable_randn((m,
+    /// rank))` or `(rank, n)` in the gradient's dtype) is r × min(m, n) for
+    /// any weights.
     fn galore_bytes_per_matrix_param(&self, eight_bit: bool) -> f64 {
         let w = self.trainable_weight_bytes();
+        let svd = self.plan.training.optimizer != Optimizer::Apollo;
         let rank = self
             .plan
             .training
@@ -1193,7 +1197,7 @@ impl<'a> Ctx<'a> {
             let (lo, hi) = (din.min(dout), din.max(dout));
             let r = rank.min(lo);
             let moments = 2.0 * r * hi * if eight_bit { 1.0 } else { w };
-            let projector = if w >= FP32 {
+            let projector = if svd && w >= FP32 {
                 lo * lo * FP32
             } else {
                 r * lo * w
@@ -1214,13 +1218,21 @@ impl<'a> Ctx<'a> {
     /// (`torch.linalg.svd(matrix.float(), full_matrices=False)`: U, S, Vh,
     /// lo × (lo + hi) floats); at every step `project_back`'s full-size update
     /// and its scaled copy (`full_rank_grad * self.scale`).
+    ///
+    /// APOLLO draws its projection instead (no SVD) and steps with the
+    /// full-size scaled gradient (`scaled_grad = p.grad * grad_scaling_factor`).
     fn galore_step_temporaries(&self) -> f64 {
         let w = self.trainable_weight_bytes();
         let float_copy = if w < FP32 { FP32 } else { 0.0 };
+        let apollo = self.plan.training.optimizer == Optimizer::Apollo;
         self.local_block_matrices()
             .map(|(din, dout, _)| {
                 let (lo, hi) = (din.min(dout), din.max(dout));
-                let svd = lo * hi * float_copy + lo * (lo + hi) * FP32;
+                let svd = if apollo {
+                    0.0
+                } else {
+                    lo * hi * float_copy + lo * (lo + hi) * FP32
+                };
                 let back = 2.0 * lo * hi * w;
                 svd.max(back)
             })

@@ -97,12 +97,20 @@ pub enum Optimizer {
     /// GaLore with bitsandbytes' 8-bit Adam states (`GaLoreAdamW8bit`,
     /// `optim="galore_adamw_8bit"`).
     Galore8bit,
+    /// APOLLO (Zhu et al. 2024, "APOLLO: SGD-like Memory, AdamW-level
+    /// Performance"; apollo-torch 1.0.3 `APOLLOAdamW`, transformers
+    /// `optim="apollo_adamw"`): GaLore's projected moments with a seeded
+    /// random projection instead of an SVD; `galore_rank` 1 is APOLLO-Mini.
+    Apollo,
 }
 
 impl Optimizer {
-    /// GaLore projects the block matrices' gradients.
+    /// GaLore or APOLLO: the block matrices' gradients are projected.
     pub fn is_galore(self) -> bool {
-        matches!(self, Optimizer::Galore | Optimizer::Galore8bit)
+        matches!(
+            self,
+            Optimizer::Galore | Optimizer::Galore8bit | Optimizer::Apollo
+        )
     }
 }
 
@@ -467,8 +475,8 @@ pub struct TrainingSpec {
     pub precision: Precision,
     pub optimizer: Optimizer,
     pub optimizer_impl: OptimizerImpl,
-    /// GaLore's projection rank (`optim_args="rank=…"`); `None` is
-    /// transformers' default, [`GALORE_DEFAULT_RANK`]. Read with GaLore only.
+    /// GaLore's or APOLLO's projection rank (`optim_args="rank=…"`); `None`
+    /// is transformers' default, [`GALORE_DEFAULT_RANK`]. Read with those only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub galore_rank: Option<u32>,
     /// Optimizer step fused into backward (torchtune): gradients never all exist at once.

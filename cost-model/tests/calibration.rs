@@ -430,6 +430,20 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     assert_eq!(p.training.optimizer, Optimizer::Galore8bit);
     assert_eq!(p.training.galore_rank, Some(1024));
     assert!(p.training.optimizer_in_backward);
+    let p = plan("optimizer", "apollo_adamw").unwrap();
+    assert_eq!(
+        (p.training.optimizer, p.training.galore_rank),
+        (Optimizer::Apollo, None)
+    );
+    let p = case_plan(
+        &with_fields(id, &[("optimizer", "other"), ("notes", "APOLLO-Mini")]),
+        id,
+    )
+    .unwrap();
+    assert_eq!(
+        (p.training.optimizer, p.training.galore_rank),
+        (Optimizer::Apollo, Some(1))
+    );
     let p = plan("optimizer", "galore_adamw").unwrap();
     assert_eq!(
         (p.training.optimizer, p.training.galore_rank),

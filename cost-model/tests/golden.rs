@@ -222,8 +222,24 @@ fn galore_keeps_projected_moments_and_its_projector() {
     let full_rank = states(&plan);
     plan.training.galore_rank = Some(4096);
     assert_eq!(states(&plan), full_rank);
-    // Adapters are not projected: GaLore over LoRA is Adam over the adapters.
+    // APOLLO: GaLore's moments; its random projector is r × min(m, n) in the
+    // gradient's dtype even for fp32 weights (no SVD factor kept).
     plan.training.galore_rank = None;
+    plan.training.optimizer = Optimizer::Apollo;
+    assert!(
+        (states(&plan) - bf16).abs() < 1024.0,
+        "{} vs {bf16}",
+        states(&plan)
+    );
+    plan.training.precision = Precision::AmpBf16;
+    let apollo_amp = 32.0 * block(4.0, &|lo| r * lo * 4.0) + rest * 2.0 * 4.0;
+    assert!(
+        (states(&plan) - apollo_amp).abs() < 1024.0,
+        "{} vs {apollo_amp}",
+        states(&plan)
+    );
+    plan.training.precision = Precision::Bf16;
+    // Adapters are not projected: GaLore over LoRA is Adam over the adapters.
     plan.training.optimizer = Optimizer::Galore;
     plan.training.finetune = lora16_all();
     let galore_lora = states(&plan);

@@ -117,7 +117,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         )
 }
 
-const OPTIMIZERS: [Optimizer; 12] = [
+const OPTIMIZERS: [Optimizer; 13] = [
     Optimizer::Adamw,
     Optimizer::Adamw8bit,
     Optimizer::PagedAdamw,
@@ -130,6 +130,7 @@ const OPTIMIZERS: [Optimizer; 12] = [
     Optimizer::Adan,
     Optimizer::Galore,
     Optimizer::Galore8bit,
+    Optimizer::Apollo,
 ];
 
 const PRECISIONS: [Precision; 6] = [

@@ -128,12 +128,13 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("adan", "Adan"),
                         ("galore", "GaLore AdamW (projected states)"),
                         ("galore8bit", "GaLore AdamW 8-bit"),
+                        ("apollo", "APOLLO AdamW (random projection)"),
                     ]),
                 ),
                 (
                     "galore_rank",
-                    "GaLore rank",
-                    "GaLore only: the rank its block matrices' gradients are projected to; empty = 128, transformers' default",
+                    "Projection rank",
+                    "GaLore and APOLLO only: the rank the block matrices' gradients are projected to; empty = 128, transformers' default (APOLLO-Mini: 1)",
                     Kind::Number { min: 1, max: 1 << 20 },
                 ),
                 (
