@@ -522,7 +522,14 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             plan.model = p.spec();
         }
     }
-    {
+    // A form submitted without JavaScript sends every field. When its model
+    // select was changed (`model_prev` names the model the page showed), the
+    // dimension fields still hold the old model's: the new preset's stand.
+    let switched = matches!(
+        (get("model"), get("model_prev")),
+        (Some(now), Some(before)) if now != before && now != "custom"
+    );
+    if !switched {
         let m = &mut plan.model;
         for (k, slot) in [
             ("layers", &mut m.layers),
@@ -807,6 +814,41 @@ mod tests {
             decode_str("ft=lora&lora_var=qlora").unwrap_err().param,
             "lora_var"
         );
+    }
+
+    #[test]
+    fn a_form_that_switched_presets_drops_the_old_models_dimensions() {
+        // What the no-JavaScript form sends after the model select moved from
+        // T5-large to Llama-3.2-1B: every field, the dimensions still T5's.
+        let t5 = Plan {
+            model: presets::preset("t5-large").unwrap().spec(),
+            ..Plan::default()
+        };
+        let mut form: Vec<(&str, String)> = all_pairs(&t5)
+            .into_iter()
+            .filter(|(k, _)| *k != "model")
+            .collect();
+        form.push(("model", "llama-3.2-1b".into()));
+        form.push(("model_prev", "t5-large".into()));
+        let p = decode(&form).unwrap();
+        assert_eq!(p.model, presets::preset("llama-3.2-1b").unwrap().spec());
+        // Unchanged select: edited dimensions make the model custom as before.
+        let mut same: Vec<(&str, String)> = form
+            .iter()
+            .map(|(k, v)| {
+                (
+                    *k,
+                    if *k == "model" {
+                        "t5-large".into()
+                    } else {
+                        v.clone()
+                    },
+                )
+            })
+            .collect();
+        same.retain(|(k, _)| *k != "layers");
+        same.push(("layers", "12".into()));
+        assert_eq!(decode(&same).unwrap().model.layers, 12);
     }
 
     #[test]

@@ -55,6 +55,15 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                 let explicit = use_context::<crate::i18n::LangInUrl>().map(|l| l.0.get()).unwrap_or(false);
                 explicit.then(|| view! { <input type="hidden" name="lang" value=move || lang.get().code() /> })
             }}
+            // Without JavaScript, the model the page showed: a changed model
+            // select then replaces the dimension fields (cost_model::query::decode).
+            <input
+                type="hidden"
+                name="model_prev"
+                value=move || {
+                    values.with(|v| v.iter().find(|(k, _)| *k == "model").map(|(_, x)| x.clone()).unwrap_or_default())
+                }
+            />
             <button type="submit" class="apply">{move || lang.get().t("Apply")}</button>
         </form>
     }
