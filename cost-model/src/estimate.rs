@@ -938,6 +938,8 @@ impl<'a> Ctx<'a> {
             return trainable_params as f64 * share;
         }
         match self.lora() {
+            // (Frozen layers checked first: this runs a dozen times per stage.)
+            None if self.plan.training.frozen_layers == 0 => self.stage_params(s),
             None => (self.stage_params(s) - self.stage_frozen(s)).max(0.0),
             Some((rank, tg, _, _)) => {
                 let mut p = self.stage_layers(s) * self.lora_layer_params(rank, tg);
