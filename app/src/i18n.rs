@@ -224,12 +224,13 @@ pub const ZH: &[(&str, &str)] = &[
     ("Frozen layers", "冻结层数"),
     ("Objective", "训练目标"),
     (
-        "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's full fine-tune keeps a frozen reference model",
-        "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 全参微调还要保留一份冻结的参考模型",
+        "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model",
+        "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 与 KTO 的全参微调还要保留一份冻结的参考模型",
     ),
     ("SFT / pre-training", "SFT / 预训练"),
     ("DPO (reference model)", "DPO（含参考模型）"),
     ("ORPO / SimPO (no reference)", "ORPO / SimPO（无参考模型）"),
+    ("KTO (reference model)", "KTO（含参考模型）"),
     (
         "Full fine-tuning only: the bottom blocks (and an untied embedding) left frozen keep no gradients, optimizer states or activations",
         "仅全参微调：冻结的底部层（及未绑定的嵌入层）不保留梯度、优化器状态和激活值",

@@ -278,7 +278,7 @@ const ADAPTER_TASKS: &[&str] = &[
 ];
 
 /// The preference objective the notes (or a task column such as `dpo`)
-/// name: DPO with its reference model; ORPO, SimPO and CPO without one.
+/// name: DPO with its reference model; ORPO, SimPO and CPO without one; KTO.
 fn stated_objective(notes: &str) -> Objective {
     let lower = notes.to_ascii_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
@@ -287,6 +287,8 @@ fn stated_objective(notes: &str) -> Objective {
         Objective::Dpo
     } else if named(&["orpo", "simpo", "cpo", "orpotrainer", "cpotrainer"]) {
         Objective::Orpo
+    } else if named(&["kto", "ktotrainer"]) {
+        Objective::Kto
     } else {
         Objective::Sft
     }
@@ -967,7 +969,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "full-ft"
         | "dpo"
         | "orpo"
-        | "simpo" => "full",
+        | "simpo"
+        | "kto" => "full",
         "dora" | "lora-fa" | "rslora" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
         t if ADAPTER_TASKS.contains(&t) => "other-peft",

@@ -1325,10 +1325,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Copies of the weights a full fine-tune keeps: DPO's frozen reference
-    /// model beside the policy ([`Objective::Dpo`]); adapters have none.
+    /// Copies of the weights a full fine-tune keeps: DPO's and KTO's frozen
+    /// reference model beside the policy ([`Objective::Dpo`]); adapters have none.
     fn model_copies(&self) -> f64 {
-        if self.plan.training.objective == Objective::Dpo && self.full_finetune() {
+        let reference = matches!(
+            self.plan.training.objective,
+            Objective::Dpo | Objective::Kto
+        );
+        if reference && self.full_finetune() {
             2.0
         } else {
             1.0

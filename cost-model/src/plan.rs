@@ -170,13 +170,17 @@ pub enum Objective {
     /// Paired preference objectives without a reference model (ORPO, SimPO,
     /// CPO): twice the sequences, no second model.
     Orpo,
+    /// KTO (Ethayarajh et al. 2024; TRL 1.16 `KTOTrainer`): unpaired
+    /// examples, so one sequence each, with DPO's frozen reference model; its
+    /// KL term's mismatched completions run under `torch.no_grad()`.
+    Kto,
 }
 
 impl Objective {
     /// Sequences a micro-batch runs through the model per example.
     pub fn sequences_per_example(self) -> u32 {
         match self {
-            Objective::Sft => 1,
+            Objective::Sft | Objective::Kto => 1,
             Objective::Dpo | Objective::Orpo => 2,
         }
     }

@@ -611,6 +611,7 @@ fn a_preference_objective_named_in_the_notes_or_the_task_reaches_the_plan() {
         (Objective::Dpo, false)
     );
     assert_eq!(objective("full", "SimPO"), (Objective::Orpo, true));
+    assert_eq!(objective("KTO", ""), (Objective::Kto, true));
     assert_eq!(objective("full", "plain SFT"), (Objective::Sft, true));
     // Not a word of its own: no objective.
     assert_eq!(objective("full", "dpos1 run"), (Objective::Sft, true));

@@ -478,6 +478,11 @@ fn dpo_doubles_the_batch_and_keeps_a_reference_model() {
     let orpo = est(&plan);
     assert_eq!(w(&orpo), w(&sft));
     assert_eq!(fwd(&orpo).activations, fwd(&sft4).activations);
+    // KTO: one sequence per example, with the reference model.
+    plan.training.objective = Objective::Kto;
+    let kto = est(&plan);
+    assert_eq!(w(&kto), w(&dpo));
+    assert_eq!(fwd(&kto).activations, fwd(&sft).activations);
     // FSDP over 8 GPUs shards the reference like the policy.
     plan.training.objective = Objective::Dpo;
     plan.parallel.num_gpus = 8;

@@ -47,8 +47,12 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 let mut p = Plan::default();
                 p.training.optimizer = OPTIMIZERS[opt];
                 // Every objective (DPO's reference model, the doubled batch).
-                p.training.objective =
-                    [Objective::Sft, Objective::Dpo, Objective::Orpo][(gpus >> 24) as usize % 3];
+                p.training.objective = [
+                    Objective::Sft,
+                    Objective::Dpo,
+                    Objective::Orpo,
+                    Objective::Kto,
+                ][(gpus >> 24) as usize % 4];
                 // Any number of frozen bottom layers (too many refused by name).
                 p.training.frozen_layers = (cp >> 8) % 128;
                 // Any GaLore rank, zero included (refused by name).

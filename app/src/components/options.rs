@@ -236,11 +236,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "obj",
                     "Objective",
-                    "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's full fine-tune keeps a frozen reference model",
+                    "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model",
                     opts(&[
                         ("sft", "SFT / pre-training"),
                         ("dpo", "DPO (reference model)"),
                         ("orpo", "ORPO / SimPO (no reference)"),
+                        ("kto", "KTO (reference model)"),
                     ]),
                 ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
