@@ -2895,6 +2895,23 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// DeepSpeed ZeRO-3 gathers a parameter whose partition lives on the CPU
+    /// (`offload_param`) through a GPU copy of that partition: `all_gather_coalesced`
+    /// passes `param.ds_tensor.to(device)` to the all-gather beside the new
+    /// full-size `param_buffer` (deepspeed 0.8.1 and 0.17.5
+    /// `runtime/zero/partition_parameters.py`), and the copy lives until the
+    /// gather completes. The largest such fetch under live activations is the
+    /// LM head's at the end of forward (the embedding's, at the start, has
+    /// none beside it): its partition, once more, on the last stage.
+    fn offloaded_fetch_copy(&self, s: u32) -> f64 {
+        if self.plan.parallel.sharding != Sharding::Zero3
+            || !self.plan.parallel.offload.params_offloaded()
+        {
+            return 0.0;
+        }
+        self.lm_head_params(s) * self.gathered_param_bytes() / self.shard
+    }
+
     /// Bytes of a parameter gathered by FSDP or ZeRO-3, in the compute dtype:
     /// FSDP `MixedPrecision(param_dtype=bf16)` / FSDP2 `MixedPrecisionPolicy`
     /// and DeepSpeed gather 16-bit parameters; only plain fp32 training
@@ -3119,6 +3136,29 @@ impl<'a> Ctx<'a> {
                 tmp: casts,
             },
         );
+        // The end of forward as ZeRO-3 fetches the head from the CPU, before
+        // the logits exist ([`Self::offloaded_fetch_copy`]).
+        let fetch = self.offloaded_fetch_copy(s);
+        let forward = if fetch > 0.0 {
+            let head_fetch = mk(
+                Phase::Forward,
+                Parts {
+                    w,
+                    g: g_fwd + head_g_fwd,
+                    o,
+                    act: acts,
+                    lg: z,
+                    comm: comm_f + fetch,
+                    tmp: casts,
+                },
+            );
+            [forward, head_fetch]
+                .into_iter()
+                .max_by_key(|p| p.counters.allocated)
+                .unwrap_or(forward)
+        } else {
+            forward
+        };
         // Backward: its start (all activations, the loss backward, the 16-bit
         // weight copies autograd saved), the LM head's backward (the loss's
         // tensors freed, the logits' gradient and the head's weight gradient

@@ -50,6 +50,11 @@ fn public_cases_hold_the_recorded_accuracy() {
     // runs, whose zero_grad kept the gradients.
     assert!(median <= 3.6, "median |error| {median} %");
     assert!(p90 <= 7.5, "p90 |error| {p90} %");
+    // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
+    // until the head's fetch through a GPU copy of its partition was
+    // modelled; thunder-091 (−26.18 %) is the worst row since.
+    let worst = s.worst_under_prediction_pct.unwrap();
+    assert!(worst >= -26.2, "worst under-prediction {worst} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",

@@ -300,6 +300,43 @@ fn zero3_keeps_its_gradient_partitions_from_init_unless_offloaded() {
     assert_eq!(forward_gradients(&p), 0);
 }
 
+/// DeepSpeed ZeRO-3 with `offload_param` gathers each parameter through a GPU
+/// copy of its CPU partition (`param.ds_tensor.to(device)` beside the new
+/// `param_buffer`, deepspeed 0.8.1 and 0.17.5 `all_gather_coalesced`): the LM
+/// head's fetch at the end of forward holds its partition twice under every
+/// activation, before the logits exist. LoRA in fp32 (PEFT's RAFT example):
+/// the head is 32,000 × 4,096 fp32 on one GPU, an eighth of it on eight.
+#[test]
+fn zero3_param_offload_fetches_the_head_through_a_copy_of_its_partition() {
+    let plan = |gpus: u32, params: OffloadDevice| {
+        let mut p = fsdp_70b(Framework::HfAccelerate);
+        p.model = preset("llama-2-7b").unwrap().spec();
+        p.training.precision = Precision::Fp32;
+        p.training.finetune = lora_qv(32);
+        p.training.micro_batch = 1;
+        p.training.seq_len = 32;
+        p.parallel.num_gpus = gpus;
+        p.parallel.sharding = Sharding::Zero3;
+        p.parallel.offload.optimizer = OffloadDevice::Cpu;
+        p.parallel.offload.params = params;
+        estimate(&p).unwrap()
+    };
+    let head = 32000.0 * 4096.0 * 4.0;
+    for gpus in [1, 8] {
+        let e = plan(gpus, OffloadDevice::Cpu);
+        let fwd = phase(&e, Phase::Forward);
+        // The fetch, before the logits: the head's partition once more.
+        assert_eq!(fwd.logits.get(), 0, "{gpus} GPUs");
+        let bwd = phase(&e, Phase::Backward).comm_buffers.get() as f64;
+        let extra = fwd.comm_buffers.get() as f64 - bwd;
+        let want = head / gpus as f64;
+        assert!((extra - want).abs() < 8.0, "{gpus} GPUs: {extra} vs {want}");
+    }
+    // Parameters on the GPU: no copy, the forward peak keeps its logits.
+    let e = plan(1, OffloadDevice::None);
+    assert!(phase(&e, Phase::Forward).logits.get() > 0);
+}
+
 #[test]
 fn the_heads_weight_gradient_meets_the_logits_gradient_at_the_heads_backward() {
     // Llama-3.2-3B full fine-tune, compiled chunked loss, every activation

@@ -15,7 +15,7 @@ use cost_model::plan::{Plan, Sharding};
 use cost_model::presets::presets;
 
 /// The fingerprint of each model version since they were recorded.
-const FINGERPRINTS: &[(u32, u64)] = &[(2, 0x264f_8e75_00c7_9c03), (3, 0x0282_7e02_67c8_ddca)];
+const FINGERPRINTS: &[(u32, u64)] = &[(2, 0x264f_8e75_00c7_9c03), (3, 0x6f87_5edb_5e20_2418)];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
 struct Fnv(u64);
@@ -86,6 +86,7 @@ fn preset_plans() -> Vec<Plan> {
                 (Sharding::None, 1, 1, 1),
                 (Sharding::Zero1, 16, 2, 2),
                 (Sharding::FsdpFull, 32, 1, 4),
+                (Sharding::Zero3, 1, 1, 1),
             ] {
                 let mut p = Plan {
                     model: preset.spec(),
@@ -97,6 +98,20 @@ fn preset_plans() -> Vec<Plan> {
                 p.parallel.tp = tp;
                 p.parallel.pp = pp;
                 p.parallel.pp_microbatches = 8;
+                if sharding == Sharding::Zero3 {
+                    // PEFT's RAFT set-up: LoRA in fp32 with parameters and
+                    // states offloaded to the CPU, short sequences.
+                    p.parallel.offload = cost_model::plan::Offload::ALL_CPU;
+                    p.training.precision = cost_model::plan::Precision::Fp32;
+                    p.training.seq_len = 128;
+                    p.training.finetune = cost_model::plan::Finetune::Lora {
+                        rank: 8,
+                        targets: cost_model::plan::LoraTargets::QV,
+                        base_bits: 32,
+                        dropout: true,
+                        variant: cost_model::plan::LoraVariant::Lora,
+                    };
+                }
                 out.push(p);
             }
         }
