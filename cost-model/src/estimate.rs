@@ -1532,7 +1532,7 @@ impl<'a> Ctx<'a> {
         let per_tensor = matches!(
             self.plan.training.optimizer,
             Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon
-        ) || self.plan.training.optimizer.is_galore();
+        );
         let kernel = match self.plan.training.optimizer_impl {
             // GaLore's optimizers are their own per-tensor loops, whatever
             // the kernel setting.
@@ -1937,27 +1937,21 @@ impl<'a> Ctx<'a> {
     /// RMSNorm, flash attention and frozen layers; DESIGN.md §3). An
     /// encoder–decoder's blocks are averaged over its two stacks, the decoder's
     /// with its cross-attention ([`Self::decoder_s`]).
-    fn layer_activations(&self) -> f64 {
+    ///
+    /// Returns that average block and the largest one: an encoder–decoder's
+    /// decoder blocks, with their cross-attention, outgrow the average (or its
+    /// encoder blocks do, on a longer source).
+    fn layer_activations(&self) -> (f64, f64) {
         let m = self.m;
-        let (_, mut total) = self.block_activations();
-        if m.arch == Arch::EncoderDecoder {
-            let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
-            total =
-                (enc * total + dec * self.decoder_block(self.decoder_s())) / (enc + dec).max(1.0);
+        let (_, block) = self.block_activations();
+        let fp8 = self.fp8_weight_copies_saved();
+        if m.arch != Arch::EncoderDecoder {
+            return (block + fp8, block + fp8);
         }
-        total + self.fp8_weight_copies_saved()
-    }
-
-    /// The largest block's saved bytes: `average` ([`Self::layer_activations`]),
-    /// except that an encoder–decoder's decoder blocks, with their
-    /// cross-attention, outgrow the average (or its encoder blocks do, on a
-    /// longer source).
-    fn largest_block_activations(&self, average: f64) -> f64 {
-        if self.m.arch != Arch::EncoderDecoder {
-            return average;
-        }
-        let (_, encoder_block) = self.block_activations();
-        encoder_block.max(self.decoder_block(self.decoder_s())) + self.fp8_weight_copies_saved()
+        let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
+        let decoder = self.decoder_block(self.decoder_s());
+        let average = (enc * block + dec * decoder) / (enc + dec).max(1.0);
+        (average + fp8, block.max(decoder) + fp8)
     }
 
     /// Uncached Transformer Engine weight copies, saved per layer.
@@ -2523,7 +2517,7 @@ impl<'a> Ctx<'a> {
     /// working set of one block during backward (recompute included).
     fn activations(&self, s: u32) -> (f64, f64) {
         let layers = self.stage_layers(s) - self.untrained_prefix_layers(s);
-        let full = self.layer_activations();
+        let (full, largest) = self.layer_activations();
         let flight = self.in_flight(s);
         let scores = self.per_block(|c| c.self_attention_scores());
         // Backward working set: while a block runs backward, the gradients of its
@@ -2531,8 +2525,7 @@ impl<'a> Ctx<'a> {
         // first recomputed. Either way about one block's activations
         // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept: the largest
         // block's, where an encoder–decoder's blocks differ.
-        let working = BACKWARD_WORKING_BLOCKS * self.largest_block_activations(full)
-            + self.recomputed_score_grads();
+        let working = BACKWARD_WORKING_BLOCKS * largest + self.recomputed_score_grads();
         let per_checkpointed = match self.plan.training.checkpointing {
             Checkpointing::None => full,
             Checkpointing::Selective => (full - scores).max(0.0),
@@ -3124,40 +3117,32 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let forward = mk(
-            Phase::Forward,
-            Parts {
-                w,
-                g: g_fwd + head_g_fwd,
-                o,
-                act: acts,
-                lg: lg.forward,
-                comm: comm_f,
-                tmp: casts,
-            },
-        );
+        let forward_parts = Parts {
+            w,
+            g: g_fwd + head_g_fwd,
+            o,
+            act: acts,
+            lg: lg.forward,
+            comm: comm_f,
+            tmp: casts,
+        };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
         let fetch = self.offloaded_fetch_copy(s);
-        let forward = if fetch > 0.0 {
-            let head_fetch = mk(
+        let head_fetch = (fetch > 0.0).then(|| {
+            mk(
                 Phase::Forward,
                 Parts {
-                    w,
-                    g: g_fwd + head_g_fwd,
-                    o,
-                    act: acts,
                     lg: z,
                     comm: comm_f + fetch,
-                    tmp: casts,
+                    ..forward_parts
                 },
-            );
-            [forward, head_fetch]
-                .into_iter()
-                .max_by_key(|p| p.counters.allocated)
-                .unwrap_or(forward)
-        } else {
-            forward
+            )
+        });
+        let forward = mk(Phase::Forward, forward_parts);
+        let forward = match head_fetch {
+            Some(h) if h.counters.allocated >= forward.counters.allocated => h,
+            _ => forward,
         };
         // Backward: its start (all activations, the loss backward, the 16-bit
         // weight copies autograd saved), the LM head's backward (the loss's
