@@ -244,38 +244,73 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     }
 }
 
-/// PEFT methods a task column may name instead of `other-peft` (the
-/// method is then read from it as from the notes).
-const ADAPTER_TASKS: &[&str] = &[
-    "adaption-prompt",
-    "adaptionprompt",
-    "prompt-tuning",
-    "p-tuning",
-    "prefix-tuning",
-    "ia3",
-    "ln-tuning",
-    "llama-adapter",
-    "boft",
-    "oft",
-    "hra",
-    "osf",
-    "loha",
-    "lokr",
-    "vera",
-    "fourierft",
-    "adalora",
-    "vblora",
-    "vb-lora",
-    "randlora",
-    "c3a",
-    "road",
-    "delora",
-    "gralora",
-    "waveft",
-    "shira",
-    "bone",
-    "miss",
-];
+/// PEFT methods a task column may name instead of `other-peft` that keep
+/// no more than a frozen base ([`AdapterMethod::Generic`]); the others are
+/// whatever [`named_adapter_method`] reads.
+const GENERIC_ADAPTER_TASKS: &[&str] = &["prompt-tuning", "p-tuning", "shira", "bone", "miss"];
+
+/// The parameter-efficient method the notes (or a task column) name, when
+/// its saved tensors differ from a frozen base's. Method names are matched
+/// as whole words, so that SHiRA is not HiRA and BOFT not OFT.
+fn named_adapter_method(notes: &str) -> Option<AdapterMethod> {
+    let lower = notes.to_ascii_lowercase();
+    let words: Vec<String> = notes
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '³'))
+        .map(str::to_lowercase)
+        .collect();
+    let named = |names: &[&str]| names.iter().any(|n| words.iter().any(|w| w == n));
+    Some(if notes.contains("LLaMA-Adapter v2") {
+        AdapterMethod::LlamaAdapterV2
+    } else if named(&["llama-adapter", "adaptionprompt", "adaption-prompt"])
+        || lower.contains("adaption prompt")
+        || lower.contains("adaption_prompt")
+    {
+        // PEFT calls LLaMA-Adapter `AdaptionPrompt`.
+        AdapterMethod::LlamaAdapter
+    } else if named(&["ia3", "ia³"]) {
+        AdapterMethod::Ia3
+    } else if lower.contains("ln tuning") || named(&["ln-tuning"]) {
+        AdapterMethod::LnTuning
+    } else if named(&["boft"]) {
+        AdapterMethod::Boft
+    } else if named(&["hra"]) {
+        AdapterMethod::Hra
+    } else if lower.contains("prefix tuning")
+        || named(&["prefix-tuning", "cartridge", "cartridges"])
+    {
+        // Cartridges (PEFT `CartridgeConfig`) train a key/value prefix too.
+        AdapterMethod::PrefixTuning
+    } else if named(&["osf"]) {
+        // PEFT 0.21 factored OSF's forward; the published OSF runs
+        // (PEFT's MetaMathQA results, added with the method in 0.18)
+        // rebuilt the weight. A stated "PEFT 0.21" (or later) says which.
+        match stated_version(notes, "PEFT ") {
+            Some((0, minor)) if minor >= 21 => AdapterMethod::Osf,
+            Some((major, _)) if major >= 1 => AdapterMethod::Osf,
+            _ => AdapterMethod::OsfReconstruct,
+        }
+    } else if named(&[
+        "loha",
+        "lokr",
+        "fourierft",
+        "waveft",
+        "randlora",
+        "hira",
+        "peanut",
+    ]) {
+        // Counted with saved_tensors.py --methods: the fp32 input
+        // casts plus a weight-sized update (PEANuT keeps about two).
+        AdapterMethod::DeltaWeight
+    } else if named(&[
+        "vera", "pvera", "vb-lora", "vblora", "c3a", "delora", "gralora", "road", "adalora", "oft",
+        "lily", "unilora", "deft",
+    ]) {
+        // Counted: the fp32 input casts (PVeRA and DEFT keep a little more).
+        AdapterMethod::CastInputs
+    } else {
+        return None;
+    })
+}
 
 /// The preference objective the notes (or a task column such as `dpo`)
 /// name: DPO with its reference model; ORPO, SimPO and CPO without one; KTO.
@@ -340,15 +375,13 @@ fn galore(name: &str) -> Option<Optimizer> {
 /// whatever [`other_optimizer`] reads from a name. `o` is lower-cased with
 /// `_` and spaces as `-`.
 fn named_optimizer(o: &str) -> Option<Optimizer> {
-    if o.contains("galore") {
-        return galore(o);
-    }
-    if o.contains("apollo") {
-        return Some(Optimizer::Apollo);
-    }
-    if ["shampoo", "soap"].iter().any(|k| o.contains(k)) {
-        // Projected or preconditioned states: none of the modelled ones.
-        return None;
+    if ["galore", "apollo", "shampoo", "soap"]
+        .iter()
+        .any(|k| o.contains(k))
+    {
+        // Projected or preconditioned states, read as in the notes (before
+        // `galore_adamw` could pass for AdamW below).
+        return other_optimizer(o);
     }
     let eight = o.contains("8bit") || o.contains("8-bit");
     let paged = o.contains("paged");
@@ -973,7 +1006,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "kto" => "full",
         "dora" | "lora-fa" | "rslora" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
-        t if ADAPTER_TASKS.contains(&t) => "other-peft",
+        t if GENERIC_ADAPTER_TASKS.contains(&t) || named_adapter_method(t).is_some() => {
+            "other-peft"
+        }
         t => t,
     };
     // Not stated: QLoRA's 4-bit NF4 base (Dettmers et al. 2023), else 16-bit.
@@ -1015,66 +1050,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             let m = r
                 .f64("trainable_params")?
                 .ok_or("trainable_params is empty for an other-peft row")?;
-            // The method is named in the notes when its saved tensors differ
-            // from a frozen base's.
-            // Method names are matched as whole words, so that SHiRA is not
-            // HiRA and BOFT not OFT.
-            let words: Vec<String> = notes
-                .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '³'))
-                .map(str::to_lowercase)
-                .collect();
-            let named = |names: &[&str]| names.iter().any(|n| words.iter().any(|w| w == n));
-            let method = if notes.contains("LLaMA-Adapter v2") {
-                AdapterMethod::LlamaAdapterV2
-            } else if named(&["llama-adapter", "adaptionprompt", "adaption-prompt"])
-                || lower.contains("adaption prompt")
-                || lower.contains("adaption_prompt")
-            {
-                // PEFT calls LLaMA-Adapter `AdaptionPrompt`.
-                AdapterMethod::LlamaAdapter
-            } else if named(&["ia3", "ia³"]) {
-                AdapterMethod::Ia3
-            } else if lower.contains("ln tuning") || named(&["ln-tuning"]) {
-                AdapterMethod::LnTuning
-            } else if named(&["boft"]) {
-                AdapterMethod::Boft
-            } else if named(&["hra"]) {
-                AdapterMethod::Hra
-            } else if lower.contains("prefix tuning")
-                || named(&["prefix-tuning", "cartridge", "cartridges"])
-            {
-                // Cartridges (PEFT `CartridgeConfig`) train a key/value prefix too.
-                AdapterMethod::PrefixTuning
-            } else if named(&["osf"]) {
-                // PEFT 0.21 factored OSF's forward; the published OSF runs
-                // (PEFT's MetaMathQA results, added with the method in 0.18)
-                // rebuilt the weight. A stated "PEFT 0.21" (or later) says which.
-                match stated_version(notes, "PEFT ") {
-                    Some((0, minor)) if minor >= 21 => AdapterMethod::Osf,
-                    Some((major, _)) if major >= 1 => AdapterMethod::Osf,
-                    _ => AdapterMethod::OsfReconstruct,
-                }
-            } else if named(&[
-                "loha",
-                "lokr",
-                "fourierft",
-                "waveft",
-                "randlora",
-                "hira",
-                "peanut",
-            ]) {
-                // Counted with saved_tensors.py --methods: the fp32 input
-                // casts plus a weight-sized update (PEANuT keeps about two).
-                AdapterMethod::DeltaWeight
-            } else if named(&[
-                "vera", "pvera", "vb-lora", "vblora", "c3a", "delora", "gralora", "road",
-                "adalora", "oft", "lily", "unilora", "deft",
-            ]) {
-                // Counted: the fp32 input casts (PVeRA and DEFT keep a little more).
-                AdapterMethod::CastInputs
-            } else {
-                AdapterMethod::Generic
-            };
+            let method = named_adapter_method(notes).unwrap_or(AdapterMethod::Generic);
             Finetune::Adapter {
                 trainable_params: (m * 1e6).round() as u64,
                 base_bits,
