@@ -868,7 +868,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         o => named_optimizer(o).ok_or(format!("optimizer `{o}` is not in the schema"))?,
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
-    if t.optimizer.is_galore() {
+    if t.optimizer.projects_gradients() {
         let lower = format!("{} {}", notes, r.get("optimizer")).to_ascii_lowercase();
         // `optim_args="rank=64"`, "GaLore rank 512"; else transformers' 128.
         t.galore_rank = stated_after(&lower, &["galore_rank", "galore rank", "rank"])

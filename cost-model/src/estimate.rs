@@ -1143,7 +1143,7 @@ impl<'a> Ctx<'a> {
                 };
                 if self.full_finetune() {
                     let matrices = self.muon_matrix_share(s);
-                    matrices * self.galore_bytes_per_matrix_param(eight_bit)
+                    matrices * self.projected_bytes_per_matrix_param(eight_bit)
                         + (1.0 - matrices) * rest
                 } else {
                     rest
@@ -1186,7 +1186,7 @@ impl<'a> Ctx<'a> {
     /// projector (apollo-torch 1.0.3 `GradientProjector`: `stable_randn((m,
     /// rank))` or `(rank, n)` in the gradient's dtype) is r × min(m, n) for
     /// any weights.
-    fn galore_bytes_per_matrix_param(&self, eight_bit: bool) -> f64 {
+    fn projected_bytes_per_matrix_param(&self, eight_bit: bool) -> f64 {
         let w = self.trainable_weight_bytes();
         let svd = self.plan.training.optimizer != Optimizer::Apollo;
         let rank = self
@@ -1223,7 +1223,7 @@ impl<'a> Ctx<'a> {
     ///
     /// APOLLO draws its projection instead (no SVD) and steps with the
     /// full-size scaled gradient (`scaled_grad = p.grad * grad_scaling_factor`).
-    fn galore_step_temporaries(&self) -> f64 {
+    fn projected_step_temporaries(&self) -> f64 {
         let w = self.trainable_weight_bytes();
         let float_copy = if w < FP32 { FP32 } else { 0.0 };
         let apollo = self.plan.training.optimizer == Optimizer::Apollo;
@@ -1536,9 +1536,9 @@ impl<'a> Ctx<'a> {
         let kernel = match self.plan.training.optimizer_impl {
             // GaLore's optimizers are their own per-tensor loops, whatever
             // the kernel setting.
-            _ if self.plan.training.optimizer.is_galore() => {
+            _ if self.plan.training.optimizer.projects_gradients() => {
                 let galore = if self.full_finetune() {
-                    self.galore_step_temporaries()
+                    self.projected_step_temporaries()
                 } else {
                     0.0
                 };

@@ -106,7 +106,7 @@ pub enum Optimizer {
 
 impl Optimizer {
     /// GaLore or APOLLO: the block matrices' gradients are projected.
-    pub fn is_galore(self) -> bool {
+    pub fn projects_gradients(self) -> bool {
         matches!(
             self,
             Optimizer::Galore | Optimizer::Galore8bit | Optimizer::Apollo
