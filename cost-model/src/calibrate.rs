@@ -259,9 +259,29 @@ fn named_adapter_method(notes: &str) -> Option<AdapterMethod> {
         .map(str::to_lowercase)
         .collect();
     let named = |names: &[&str]| names.iter().any(|n| words.iter().any(|w| w == n));
-    Some(if notes.contains("LLaMA-Adapter v2") {
+    // LitGPT names them `adapter` and `adapter_v2` (its `finetune_adapter`
+    // and `finetune_adapter_v2` commands), the papers LLaMA-Adapter (V2).
+    let v2 = [
+        "adapter v2",
+        "adapter-v2",
+        "adapter_v2",
+        "adapterv2",
+        "adapter (v2)",
+    ];
+    let v1 = [
+        "llama adapter",
+        "llama_adapter",
+        "finetune_adapter",
+        "finetune-adapter",
+    ];
+    Some(if v2.iter().any(|n| lower.contains(n)) {
         AdapterMethod::LlamaAdapterV2
-    } else if named(&["llama-adapter", "adaptionprompt", "adaption-prompt"])
+    } else if named(&[
+        "llama-adapter",
+        "adaptionprompt",
+        "adaption-prompt",
+        "adapter-v1",
+    ]) || v1.iter().any(|n| lower.contains(n))
         || lower.contains("adaption prompt")
         || lower.contains("adaption_prompt")
     {
@@ -1006,7 +1026,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "kto" => "full",
         "dora" | "lora-fa" | "rslora" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
-        t if GENERIC_ADAPTER_TASKS.contains(&t) || named_adapter_method(t).is_some() => {
+        t if GENERIC_ADAPTER_TASKS.contains(&t)
+            || t == "adapter"
+            || named_adapter_method(t).is_some() =>
+        {
             "other-peft"
         }
         t => t,
@@ -1015,9 +1038,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     let base_bits = r
         .u32("base_weight_bits")?
         .unwrap_or(if task == "qlora" { 4 } else { 16 });
-    // A task column that names a method or variant is read as the notes would be.
+    // A task column that names a method or variant is read as the notes would
+    // be; a bare `adapter` is LitGPT's (`finetune_adapter`: LLaMA-Adapter).
     let notes_and_task = match task_word.as_str() {
         "" | "full" | "lora" | "qlora" | "other-peft" => notes.to_string(),
+        "adapter" => format!("{notes} llama-adapter"),
         named => format!("{notes} {named}"),
     };
     let notes = notes_and_task.as_str();
@@ -1047,16 +1072,26 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             },
         },
         "other-peft" => {
-            let m = r
-                .f64("trainable_params")?
-                .ok_or("trainable_params is empty for an other-peft row")?;
             let method = named_adapter_method(notes).unwrap_or(AdapterMethod::Generic);
+            // Prompt tuning: "200 virtual tokens prepended".
+            let virtual_tokens = stated_number(notes, "virtual tokens").unwrap_or(0);
+            // Not stated: the count the method's defaults give on this model
+            // (LLaMA-Adapter, IA³, LN tuning, prefix tuning), as PEFT's or
+            // LitGPT's trainable-parameter print would report it.
+            let trainable_params = match r.f64("trainable_params")? {
+                Some(m) => (m * 1e6).round() as u64,
+                None => method
+                    .default_trainable_params(&plan.model, virtual_tokens)
+                    .ok_or(
+                        "trainable_params is empty for an other-peft row, and the method's \
+                         count does not follow from the model's shape",
+                    )?,
+            };
             Finetune::Adapter {
-                trainable_params: (m * 1e6).round() as u64,
+                trainable_params,
                 base_bits,
                 method,
-                // Prompt tuning: "200 virtual tokens prepended".
-                virtual_tokens: stated_number(notes, "virtual tokens").unwrap_or(0),
+                virtual_tokens,
                 // "… on q+v": the adapted matrices, else PEFT's default.
                 targets: stated_targets(notes).unwrap_or(LoraTargets::QV),
             }

@@ -405,6 +405,82 @@ impl AdapterMethod {
     /// Blocks from which the LLaMA-Adapter prefix attention runs (LitGPT
     /// `adapter.Config.adapter_start_layer` default).
     pub const LLAMA_ADAPTER_START_LAYER: u32 = 2;
+
+    /// Learned prefix tokens per LLaMA-Adapter block (LitGPT
+    /// `adapter.Config.adapter_prompt_length` default).
+    pub const LLAMA_ADAPTER_PROMPT_LENGTH: u64 = 10;
+
+    /// The parameters the method trains on `m` in its default configuration,
+    /// where they follow from the model's shape alone; `None` where they
+    /// depend on settings a plan does not carry (a rank, a block size, the
+    /// adapted layers of PEFT's `AdaptionPrompt`) — then the count must be
+    /// stated.
+    ///
+    /// - LLaMA-Adapter (LitGPT `adapter.py`, `CausalSelfAttention`): from
+    ///   block `adapter_start_layer` (2) on, an `adapter_wte` embedding of
+    ///   `adapter_prompt_length` (10) × hidden and a `gating_factor` of one
+    ///   value per head: Llama-2-7B 30 · (10 · 4096 + 32) = 1,229,760.
+    /// - LLaMA-Adapter v2 (LitGPT `adapter_v2.py`): v1's, plus every
+    ///   `AdapterV2Linear` (the blocks' q/k/v, output, MLP and MoE-router
+    ///   linears, and the LM head) trains an `adapter_bias` and an
+    ///   `adapter_scale` of its output width, and `adapter_filter` trains
+    ///   `norm_1`, `norm_2` and `ln_f`: Llama-2-7B 4,279,744.
+    /// - IA³ (PEFT `tuners/ia3/layer.py` on PEFT's default targets
+    ///   `k_proj`, `v_proj`, `down_proj`; GPT-2's fused `c_attn` scales q too):
+    ///   one vector per output of k and v (per input of the feed-forward
+    ///   `down_proj`): Llama-2-7B 32 · (2 · 4096 + 11008) = 614,400.
+    /// - LN tuning (PEFT `LNTuningConfig`): every norm's weight (and bias).
+    /// - Prefix tuning (PEFT `PrefixEncoder` without projection): an
+    ///   `Embedding(num_virtual_tokens, num_layers · 2 · token_dim)` with
+    ///   `token_dim` the key/value width (PEFT scales it to the kv heads).
+    ///
+    /// Encoder–decoders and the other methods return `None`.
+    pub fn default_trainable_params(self, m: &ModelSpec, virtual_tokens: u32) -> Option<u64> {
+        use crate::model::{Arch, Mlp, Norm};
+        if m.arch == Arch::EncoderDecoder {
+            return None;
+        }
+        let l = m.layers as u64;
+        let h = m.hidden as u64;
+        let q = m.heads as u64 * m.head_dim as u64;
+        let kv = m.kv_heads as u64 * m.head_dim as u64;
+        let f = m.ffn as u64;
+        let prefix_blocks = l.saturating_sub(Self::LLAMA_ADAPTER_START_LAYER as u64);
+        let v1 = prefix_blocks * (Self::LLAMA_ADAPTER_PROMPT_LENGTH * h + m.heads as u64);
+        let norm = match m.norm {
+            Norm::LayerNorm => 2 * h,
+            Norm::RmsNorm => h,
+        };
+        let norms = (l * m.norms_per_layer as u64 + 1) * norm;
+        Some(match self {
+            Self::LlamaAdapter => v1,
+            Self::LlamaAdapterV2 => {
+                let mlp_out = match m.mlp {
+                    Mlp::Gated => 2 * f + h,
+                    Mlp::Plain => f + h,
+                };
+                let (experts, router) = if m.experts > 0 {
+                    (m.experts as u64, m.experts as u64)
+                } else {
+                    (1, 0)
+                };
+                let linear_outs =
+                    l * (q + 2 * kv + h + experts * mlp_out + router) + m.vocab as u64;
+                v1 + 2 * linear_outs + norms
+            }
+            Self::Ia3 => {
+                let scaled = if m.fused_projections {
+                    q + 2 * kv
+                } else {
+                    2 * kv
+                };
+                l * (scaled + f * m.experts.max(1) as u64)
+            }
+            Self::LnTuning => norms,
+            Self::PrefixTuning if virtual_tokens > 0 => virtual_tokens as u64 * l * 2 * kv,
+            _ => return None,
+        })
+    }
 }
 
 impl Finetune {

@@ -571,6 +571,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     let lora_dropout_default = plan.framework.defaults().lora_dropout;
     let arch = plan.model.arch;
+    let model = &plan.model;
     let t = &mut plan.training;
     for (k, slot) in [
         ("mb", &mut t.micro_batch),
@@ -664,19 +665,11 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             };
         }
         Some("adapter") => {
-            // Not given (the planner's method switched to `adapter`): none
-            // yet, a frozen base, until the count is entered.
-            let trainable_params = match get("trainable") {
-                Some(s) => s
-                    .parse::<u64>()
-                    .map_err(|_| err("trainable", format!("`{s}` is not a whole number")))?,
-                None => 0,
-            };
             let base_bits = get("bits")
                 .map(|s| num("bits", s))
                 .transpose()?
                 .unwrap_or(16);
-            let method = get("adapter")
+            let method: AdapterMethod = get("adapter")
                 .map(|s| parse_enum("adapter", s))
                 .transpose()?
                 .unwrap_or_default();
@@ -684,6 +677,19 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .map(|s| num("vtokens", s))
                 .transpose()?
                 .unwrap_or(0);
+            // Not given (the planner's method switched to `adapter`, the
+            // field left empty): the count the method's defaults give on this
+            // model where its shape decides it (LLaMA-Adapter, IA³, LN
+            // tuning, prefix tuning), else none yet — a frozen base — until
+            // the count is entered.
+            let trainable_params = match get("trainable") {
+                Some(s) => s
+                    .parse::<u64>()
+                    .map_err(|_| err("trainable", format!("`{s}` is not a whole number")))?,
+                None => method
+                    .default_trainable_params(model, virtual_tokens)
+                    .unwrap_or(0),
+            };
             let targets = get("targets")
                 .map(|s| parse_targets("targets", s))
                 .transpose()?
@@ -1090,6 +1096,28 @@ mod apply_tests {
                 targets: LoraTargets::QV,
             }
         );
+        // … a method whose count the model's shape decides: that count, as
+        // the framework would print it (LitGPT, Llama-2-7B); an entered
+        // count (even 0) wins.
+        let count = |q: &str| match decode_str(q).unwrap().training.finetune {
+            Finetune::Adapter {
+                trainable_params, ..
+            } => trainable_params,
+            other => panic!("{q}: {other:?}"),
+        };
+        assert_eq!(
+            count("model=llama-2-7b&ft=adapter&adapter=llama-adapter"),
+            1_229_760
+        );
+        assert_eq!(
+            count("model=llama-2-7b&ft=adapter&adapter=llama-adapter-v2&trainable="),
+            4_279_744
+        );
+        assert_eq!(
+            count("model=llama-2-7b&ft=adapter&adapter=llama-adapter&trainable=0"),
+            0
+        );
+        assert_eq!(count("model=llama-2-7b&ft=adapter&adapter=boft"), 0);
         assert_eq!(
             decode_str("ft=adapter&trainable=many").unwrap_err().param,
             "trainable"

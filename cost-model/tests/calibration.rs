@@ -5,6 +5,7 @@
 //! ratchet; docs/ACCURACY.md holds the full report and the targets).
 
 use cost_model::calibrate::calibrate;
+use cost_model::plan::{AdapterMethod, Finetune};
 
 fn cases() -> String {
     let path = concat!(
@@ -167,7 +168,6 @@ fn v100_head(csv: &str) -> cost_model::model::ModelHead {
 #[test]
 fn method_details_stated_in_the_notes_reach_the_plan() {
     use cost_model::calibrate::case_plan;
-    use cost_model::plan::{AdapterMethod, Finetune};
     let csv = cases();
     let method = |id: &str| match case_plan(&csv, id).unwrap().training.finetune {
         Finetune::Adapter { method, .. } => method,
@@ -579,6 +579,97 @@ fn llama_row_as(task: &str, notes: &str) -> cost_model::Plan {
         ("lora_targets", ""),
     ];
     cost_model::calibrate::case_plan(&with_fields(id, &fields), id).unwrap()
+}
+
+/// The method and trainable count a PEFT row of the Llama-2-7b LitGPT row
+/// gets with its task and notes replaced and no count stated.
+fn adapter_row_as(task: &str, notes: &str) -> Result<(AdapterMethod, u64), String> {
+    let id = "litgpt_resource_tables_2023-10-042";
+    let fields = [
+        ("task", task),
+        ("notes", notes),
+        ("lora_rank", ""),
+        ("lora_targets", ""),
+        ("trainable_params", ""),
+    ];
+    let plan = cost_model::calibrate::case_plan(&with_fields(id, &fields), id)?;
+    match plan.training.finetune {
+        Finetune::Adapter {
+            method,
+            trainable_params,
+            ..
+        } => Ok((method, trainable_params)),
+        other => panic!("{task} / {notes}: {other:?}"),
+    }
+}
+
+#[test]
+fn an_adapter_row_without_its_count_takes_the_count_the_method_gives_on_the_model() {
+    use AdapterMethod::*;
+    // LitGPT's names (`finetune_adapter`, `finetune_adapter_v2`) in the task
+    // column or the notes, in any case; counts as LitGPT prints them.
+    assert_eq!(adapter_row_as("adapter", ""), Ok((LlamaAdapter, 1_229_760)));
+    assert_eq!(adapter_row_as("Adapter", ""), Ok((LlamaAdapter, 1_229_760)));
+    assert_eq!(
+        adapter_row_as("adapter_v2", ""),
+        Ok((LlamaAdapterV2, 4_279_744))
+    );
+    assert_eq!(
+        adapter_row_as("other-peft", "litgpt finetune_adapter_v2 on Alpaca"),
+        Ok((LlamaAdapterV2, 4_279_744))
+    );
+    assert_eq!(
+        adapter_row_as("other-peft", "LLaMA-Adapter V2"),
+        Ok((LlamaAdapterV2, 4_279_744))
+    );
+    assert_eq!(
+        adapter_row_as("other-peft", "LLaMA-Adapter; prompt length 10"),
+        Ok((LlamaAdapter, 1_229_760))
+    );
+    assert_eq!(
+        adapter_row_as("other-peft", "litgpt finetune_adapter"),
+        Ok((LlamaAdapter, 1_229_760))
+    );
+    // PEFT's: IA³ on k, v and down; the norms; a prefix of 20 tokens.
+    assert_eq!(adapter_row_as("ia3", ""), Ok((Ia3, 614_400)));
+    assert_eq!(
+        adapter_row_as("other-peft", "LN tuning"),
+        Ok((LnTuning, 266_240))
+    );
+    assert_eq!(
+        adapter_row_as("other-peft", "prefix tuning with 20 virtual tokens"),
+        Ok((PrefixTuning, 5_242_880))
+    );
+    // A stated count wins over the derived one.
+    let id = "litgpt_resource_tables_2023-10-042";
+    let stated = with_fields(
+        id,
+        &[
+            ("task", "adapter"),
+            ("trainable_params", "1.5"),
+            ("lora_rank", ""),
+            ("lora_targets", ""),
+        ],
+    );
+    match cost_model::calibrate::case_plan(&stated, id)
+        .unwrap()
+        .training
+        .finetune
+    {
+        Finetune::Adapter {
+            trainable_params, ..
+        } => assert_eq!(trainable_params, 1_500_000),
+        other => panic!("{other:?}"),
+    }
+    // A method whose count depends on settings the row does not carry (a
+    // rank, a prefix length) is still refused, saying which column is empty.
+    for notes in ["VeRA", "prefix tuning", ""] {
+        let e = adapter_row_as("other-peft", notes).unwrap_err();
+        assert!(e.contains("trainable_params is empty"), "{notes}: {e}");
+    }
+    // A LoRA row whose notes call its LoRA weights an adapter stays LoRA.
+    let lora = llama_row_as("lora", "LoRA adapter on q+v; adapter merged after training");
+    assert!(matches!(lora.training.finetune, Finetune::Lora { .. }));
 }
 
 #[test]

@@ -499,3 +499,54 @@ fn dpo_doubles_the_batch_and_keeps_a_reference_model() {
     plan.training.objective = Objective::Dpo;
     assert_eq!(w(&est(&plan)), w(&lora_sft));
 }
+
+/// The trainable counts of methods whose size the model's shape decides, as
+/// the frameworks define their parameters (LitGPT `adapter.py` /
+/// `adapter_v2.py`, PEFT's IA³, LN tuning and prefix tuning), counted by hand.
+#[test]
+fn adapter_counts_follow_the_frameworks_parameter_definitions() {
+    use cost_model::plan::AdapterMethod::{self, *};
+    let count = |m: AdapterMethod, id: &str, vt: u32| {
+        m.default_trainable_params(&preset(id).unwrap().spec(), vt)
+    };
+    // Llama-2-7B: 30 blocks from the start layer × (10 prefix tokens × 4096
+    // + a gate per head).
+    assert_eq!(
+        count(LlamaAdapter, "llama-2-7b", 0),
+        Some(30 * (10 * 4096 + 32))
+    );
+    // v2 adds, in each of 32 blocks, a bias and a scale per output of the
+    // fused qkv (3 · 4096), the output projection (4096) and the MLP (fc_1,
+    // fc_2: 2 · 11008; proj: 4096), of the LM head (32000), and the trained
+    // RMSNorm weights (65 · 4096).
+    let v2 =
+        30 * (10 * 4096 + 32) + 2 * (32 * (3 * 4096 + 4096 + 2 * 11008 + 4096) + 32000) + 65 * 4096;
+    assert_eq!(count(LlamaAdapterV2, "llama-2-7b", 0), Some(v2));
+    assert_eq!(v2, 4_279_744);
+    // TinyLlama's grouped kv (4 heads of 64): the fused qkv is (32 + 2·4)·64 wide.
+    assert_eq!(
+        count(LlamaAdapterV2, "tinyllama-1.1b", 0),
+        Some(
+            20 * (10 * 2048 + 32) + 2 * (22 * (2560 + 2048 + 2 * 5632 + 2048) + 32000) + 45 * 2048
+        )
+    );
+    // IA³: k and v outputs (grouped: 2 · 256) and the down projection's input;
+    // GPT-2's fused c_attn scales all 2304 outputs.
+    assert_eq!(count(Ia3, "llama-2-7b", 0), Some(614_400));
+    assert_eq!(count(Ia3, "tinyllama-1.1b", 0), Some(22 * (2 * 256 + 5632)));
+    assert_eq!(count(Ia3, "gpt2", 0), Some(12 * (2304 + 3072)));
+    // LN tuning: GPT-2's 25 LayerNorms, weight and bias.
+    assert_eq!(count(LnTuning, "gpt2", 0), Some(25 * 2 * 768));
+    // Prefix tuning: 20 tokens × 32 layers × k and v × the kv width.
+    assert_eq!(
+        count(PrefixTuning, "llama-2-7b", 20),
+        Some(20 * 32 * 2 * 4096)
+    );
+    assert_eq!(count(PrefixTuning, "llama-2-7b", 0), None);
+    // Counts that depend on settings a plan does not carry, and
+    // encoder–decoders, are not derived.
+    for m in [Generic, Boft, CastInputs, DeltaWeight, Hra] {
+        assert_eq!(count(m, "llama-2-7b", 20), None, "{m:?}");
+    }
+    assert_eq!(count(LlamaAdapter, "flan-t5-base", 0), None);
+}
