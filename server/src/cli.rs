@@ -5,6 +5,36 @@ use cost_model::{estimate, Plan};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `println!` that ends the command quietly when the reader of standard output
+/// has gone (`memplan calibrate cases.csv | head`): `println!` panics there.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        emit(format_args!($($arg)*), true)
+    };
+}
+
+/// Writes to standard output. A closed pipe ends the process with status 141,
+/// as a Unix tool that SIGPIPE stopped would, and without a message; any other
+/// write error is reported and ends it with status 2.
+fn emit(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let written = o.write_fmt(args).and_then(|()| {
+        if newline {
+            o.write_all(b"\n")
+        } else {
+            o.flush()
+        }
+    });
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("memplan: cannot write to standard output: {e}");
+        std::process::exit(2);
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "memplan",
@@ -107,7 +137,7 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
     if a.print_example {
         match serde_json::to_string_pretty(&Plan::default()) {
             Ok(s) => {
-                println!("{s}");
+                out!("{s}");
                 return ExitCode::SUCCESS;
             }
             Err(e) => {
@@ -149,21 +179,21 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
     );
     if a.json {
         match serde_json::to_string_pretty(&rep) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => out!("{s}"),
             Err(e) => {
                 eprintln!("memplan estimate: {e}");
                 return ExitCode::FAILURE;
             }
         }
     } else {
-        println!(
+        out!(
             "{} on {} × {} ({})",
             plan.model.name,
             plan.parallel.num_gpus,
             plan.gpu.name,
             plan.framework.label()
         );
-        println!(
+        out!(
             "peak per GPU: {} device_used, {} reserved, {} allocated — stage {}, phase {}",
             est.peak.device_used,
             est.peak.reserved,
@@ -172,21 +202,21 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             est.peak_phase.id()
         );
         for (c, b) in est.peak_breakdown.entries() {
-            println!("  {:<18} {:>12}", c.id(), b.to_string());
+            out!("  {:<18} {:>12}", c.id(), b.to_string());
         }
         if est.fits {
-            println!("fits: {} headroom of {}", est.headroom, est.capacity);
+            out!("fits: {} headroom of {}", est.headroom, est.capacity);
         } else {
-            println!("does NOT fit: {} over {}", est.shortfall, est.capacity);
+            out!("does NOT fit: {} over {}", est.shortfall, est.capacity);
         }
         let show = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "none".into());
-        println!(
+        out!(
             "largest micro-batch that fits: {}; longest sequence: {}",
             show(max_mb),
             show(max_seq)
         );
         for r in ladder {
-            println!(
+            out!(
                 "  fix: {:<18} -> {} (saves {}, speed {:+}%){}",
                 r.id,
                 r.device_used,
@@ -233,7 +263,7 @@ fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
     }
     if a.json {
         match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => out!("{s}"),
             Err(e) => {
                 eprintln!("memplan calibrate: {e}");
                 return ExitCode::FAILURE;
@@ -241,13 +271,16 @@ fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    print!("{}", cost_model::calibrate::markdown(&report));
+    emit(
+        format_args!("{}", cost_model::calibrate::markdown(&report)),
+        false,
+    );
     ExitCode::SUCCESS
 }
 
 /// Prints a plan and its estimate for every stage and phase.
 fn explain(plan: &Plan) -> ExitCode {
-    println!("{}", serde_json::to_string(plan).unwrap_or_default());
+    out!("{}", serde_json::to_string(plan).unwrap_or_default());
     let est = match estimate(plan) {
         Ok(e) => e,
         Err(e) => {
@@ -255,7 +288,7 @@ fn explain(plan: &Plan) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("params {} trainable {}", est.params, est.trainable_params);
+    out!("params {} trainable {}", est.params, est.trainable_params);
     for st in &est.stages {
         for ph in &st.phases {
             let parts: Vec<String> = ph
@@ -265,7 +298,7 @@ fn explain(plan: &Plan) -> ExitCode {
                 .filter(|(_, b)| b.get() > 0)
                 .map(|(c, b)| format!("{}={:.2}", c.id(), b.gib()))
                 .collect();
-            println!(
+            out!(
                 "stage {} {:<8} alloc {:>7.2} res {:>7.2} used {:>7.2} GiB | {}",
                 st.stage,
                 ph.phase.id(),
@@ -338,20 +371,20 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
     let rep = findings::report(&t, plan.as_ref());
     if a.json {
         match serde_json::to_string_pretty(&rep) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => out!("{s}"),
             Err(e) => {
                 eprintln!("memplan verify: {e}");
                 return ExitCode::FAILURE;
             }
         }
     } else {
-        println!("{} ({} lines)", rep.format.id(), rep.lines);
+        out!("{} ({} lines)", rep.format.id(), rep.lines);
         let f = |v: Option<f64>| {
             v.map(|x| format!("{x:.0} MiB"))
                 .unwrap_or_else(|| "—".into())
         };
         for g in &rep.gpus {
-            println!(
+            out!(
                 "  GPU {}{} {}: peak {} of {} ({} samples)",
                 g.index,
                 g.mig
@@ -365,14 +398,14 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
             );
         }
         if let Some(al) = &rep.allocator {
-            println!(
+            out!(
                 "  PyTorch allocator: peak allocated {}, peak reserved {}",
                 f(al.peak_allocated_mib),
                 f(al.peak_reserved_mib)
             );
         }
         for o in &rep.oom {
-            println!(
+            out!(
                 "  OOM at line {}: tried {} (capacity {}, free {}, allocated {}, reserved {})",
                 o.line,
                 f(o.tried_to_allocate_mib),
@@ -383,10 +416,10 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
             );
         }
         for w in &t.warnings {
-            println!("  note: {w}");
+            out!("  note: {w}");
         }
         for x in &rep.findings {
-            println!("  finding [{}]: {}", x.kind, x.detail);
+            out!("  finding [{}]: {}", x.kind, x.detail);
         }
         match &rep.verdict {
             Some(v) => {
@@ -395,10 +428,10 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
                     findings::Status::UnderEstimated => "plan under-estimated",
                     findings::Status::OverEstimated => "plan over-estimated",
                 };
-                println!("verdict: {status}: {}", v.summary)
+                out!("verdict: {status}: {}", v.summary)
             }
             None if plan.is_some() => {
-                println!("verdict: nothing in this trace to compare with the plan")
+                out!("verdict: nothing in this trace to compare with the plan")
             }
             None => {}
         }

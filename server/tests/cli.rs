@@ -228,3 +228,35 @@ fn verify_with_a_plan_gives_a_verdict_and_exit_code() {
     assert_eq!(v["gpus"][1]["peak_used_mib"], 23907.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `memplan … | head`: the reader goes away before the output is written.
+/// The command stops quietly with SIGPIPE's status instead of panicking.
+#[test]
+fn a_closed_pipe_on_standard_output_ends_the_command_quietly() {
+    let cases = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/calibration/cases.csv"
+    );
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/traces/smi_csv_03.txt"
+    );
+    let runs: [&[&str]; 4] = [
+        &["estimate", "--print-example"],
+        &["calibrate", cases],
+        &["calibrate", cases, "--json"],
+        &["verify", trace],
+    ];
+    for args in runs {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_memplan"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
