@@ -1,7 +1,8 @@
 //! A small RFC 4180 CSV reader (quoted fields, doubled quotes, CRLF), with
 //! line numbers for error messages. Pure: reads a `&str`. It also takes what
 //! spreadsheets write: a UTF-8 byte-order mark (Excel's "CSV UTF-8") and, in
-//! locales whose decimal separator is a comma, `;` between fields.
+//! locales whose decimal separator is a comma, `;` between fields; and a tab
+//! between fields (a sheet copied out, or saved as "tab-separated values").
 
 /// One record with the line it starts on (1-based).
 #[derive(Clone, Debug, PartialEq)]
@@ -11,12 +12,17 @@ pub struct Record {
 }
 
 /// Splits CSV text into records. An unterminated quote is an error naming its line.
-/// Fields are separated by `,`, or by `;` when the first line has a `;` and
-/// no `,` (a spreadsheet's export in such a locale).
+/// Fields are separated by `,`; by a tab when the first line has a tab and no
+/// `,` (TSV); or by `;` when it has a `;` and neither (a spreadsheet's export
+/// in a decimal-comma locale).
 pub fn parse(text: &str) -> Result<Vec<Record>, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let first = text.lines().next().unwrap_or("");
-    let delimiter = if !first.contains(',') && first.contains(';') {
+    let delimiter = if first.contains(',') {
+        ','
+    } else if first.contains('\t') {
+        '\t'
+    } else if first.contains(';') {
         ';'
     } else {
         ','
@@ -103,6 +109,19 @@ mod tests {
         // A comma-separated file keeps `;` inside its fields.
         let r = parse("id,notes\nx,a; b\n").unwrap();
         assert_eq!(r[1].fields, vec!["x", "a; b"]);
+    }
+
+    #[test]
+    fn tab_separated_values() {
+        // A tab between fields when the header has no comma; commas and `;`
+        // inside fields stay, and a quoted tab too.
+        let r = parse("id\tnotes\nx\ta, b; c\ny\t\"tab\there\"\n").unwrap();
+        assert_eq!(r[0].fields, vec!["id", "notes"]);
+        assert_eq!(r[1].fields, vec!["x", "a, b; c"]);
+        assert_eq!(r[2].fields, vec!["y", "tab\there"]);
+        // A comma-separated file keeps its tabs inside fields.
+        let r = parse("id,notes\nx,a\tb\n").unwrap();
+        assert_eq!(r[1].fields, vec!["x", "a\tb"]);
     }
 
     #[test]

@@ -1247,3 +1247,21 @@ fn a_spreadsheet_export_in_a_decimal_comma_locale_reads_the_same() {
         serde_json::to_string(&b).unwrap()
     );
 }
+
+#[test]
+fn the_cases_as_tab_separated_values_read_the_same() {
+    // A sheet copied out of a spreadsheet, or saved as TSV: a tab between
+    // fields (the public file has no quoted fields, so splitting is exact).
+    let text = cases();
+    let tsv: String = text
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>().join("\t") + "\n")
+        .collect();
+    assert!(!text.contains('"') && tsv.lines().all(|l| !l.contains(',')));
+    let a = cost_model::calibrate::calibrate(&text).unwrap();
+    let b = cost_model::calibrate::calibrate(&tsv).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
+}
