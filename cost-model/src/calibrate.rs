@@ -1207,6 +1207,45 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     Ok(plan)
 }
 
+/// Windows-1252's characters for the bytes 0x80–0x9F (the rest of the code
+/// page is Latin-1: byte = code point); undefined bytes stay U+FFFD.
+const CP1252_HIGH: [char; 32] = [
+    '€', '\u{fffd}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{fffd}', 'Ž',
+    '\u{fffd}', '\u{fffd}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{fffd}',
+    'ž', 'Ÿ',
+];
+
+/// A case file's bytes as text, and the encoding it was read in when that was
+/// not UTF-8: UTF-16 with its byte-order mark (Excel's "Unicode text",
+/// PowerShell's `>`), else — bytes that are not UTF-8 — Windows-1252, the
+/// code page Excel's plain "CSV" is saved in on Western Windows. The schema's
+/// columns are ASCII, so only free text (notes, model names) depends on it.
+pub fn decode_case_file(bytes: &[u8]) -> (String, Option<&'static str>) {
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] => {
+            let t = crate::trace::utf16_to_utf8(rest, true);
+            (String::from_utf8_lossy(&t).into_owned(), Some("UTF-16LE"))
+        }
+        [0xFE, 0xFF, rest @ ..] => {
+            let t = crate::trace::utf16_to_utf8(rest, false);
+            (String::from_utf8_lossy(&t).into_owned(), Some("UTF-16BE"))
+        }
+        _ => match std::str::from_utf8(bytes) {
+            Ok(t) => (t.to_string(), None),
+            Err(_) => {
+                let t = bytes
+                    .iter()
+                    .map(|&b| match b {
+                        0x80..=0x9F => CP1252_HIGH[(b - 0x80) as usize],
+                        _ => b as char,
+                    })
+                    .collect();
+                (t, Some("Windows-1252"))
+            }
+        },
+    }
+}
+
 /// The header (trimmed) and the data records of a case file.
 fn read_cases(csv_text: &str) -> Result<(Vec<String>, Vec<csv::Record>), String> {
     let mut records = csv::parse(csv_text)?;

@@ -1265,3 +1265,37 @@ fn the_cases_as_tab_separated_values_read_the_same() {
         serde_json::to_string(&b).unwrap()
     );
 }
+
+#[test]
+fn a_case_file_saved_in_windows_1252_or_utf16_reads_the_same() {
+    use cost_model::calibrate::decode_case_file;
+    let text = cases();
+    let report = |t: &str| serde_json::to_string(&calibrate(t).unwrap()).unwrap();
+    // Excel's plain "CSV" on Western Windows: Windows-1252, where the notes'
+    // "–" is byte 0x96 and "µ" 0xB5.
+    let edited = text.replacen("incl. ~1343 MiB", "incl. – µ ~1343 MiB", 1);
+    assert_ne!(edited, text);
+    let cp1252: Vec<u8> = edited
+        .chars()
+        .map(|c| match c {
+            '–' => 0x96,
+            'µ' => 0xB5,
+            c => u8::try_from(c as u32).expect("ASCII"),
+        })
+        .collect();
+    let (read, enc) = decode_case_file(&cp1252);
+    assert_eq!(enc, Some("Windows-1252"));
+    assert_eq!(read, edited);
+    assert_eq!(report(&read), report(&text));
+    // "Unicode text": UTF-16LE with its byte-order mark; and big-endian.
+    let mut le = vec![0xFF, 0xFE];
+    let mut be = vec![0xFE, 0xFF];
+    for u in edited.encode_utf16() {
+        le.extend_from_slice(&u.to_le_bytes());
+        be.extend_from_slice(&u.to_be_bytes());
+    }
+    assert_eq!(decode_case_file(&le), (edited.clone(), Some("UTF-16LE")));
+    assert_eq!(decode_case_file(&be), (edited.clone(), Some("UTF-16BE")));
+    // UTF-8 stays as it is, with no note.
+    assert_eq!(decode_case_file(edited.as_bytes()), (edited.clone(), None));
+}

@@ -234,8 +234,17 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
 }
 
 fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(&a.cases) {
-        Ok(t) => t,
+    let text = match std::fs::read(&a.cases) {
+        Ok(bytes) => {
+            let (text, encoding) = cost_model::calibrate::decode_case_file(&bytes);
+            if let Some(enc) = encoding {
+                eprintln!(
+                    "memplan calibrate: {}: not UTF-8; read as {enc}",
+                    a.cases.display()
+                );
+            }
+            text
+        }
         Err(e) => {
             eprintln!("memplan calibrate: cannot read {}: {e}", a.cases.display());
             return ExitCode::from(2);

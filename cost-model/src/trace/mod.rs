@@ -681,7 +681,7 @@ fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Text saved as UTF-16 (PowerShell's `>` on Windows) becomes UTF-8.
-fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
+pub(crate) fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
     let units = bytes.chunks_exact(2).map(|c| {
         if little_endian {
             u16::from_le_bytes([c[0], c[1]])
