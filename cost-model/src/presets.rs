@@ -245,6 +245,59 @@ const fn falcon7b() -> Dims {
     d
 }
 
+/// Gemma (1): Gemma-2's fp32-scaling RMSNorms (`(1 + weight)` in fp32) and
+/// tied 256k embedding, with two norms per block and no soft-capping
+/// (transformers `GemmaRMSNorm`, `GemmaConfig`).
+const fn gemma1(d: Dims) -> Dims {
+    let mut d = d;
+    d.norm_fp32_affine = true;
+    d
+}
+
+/// GPT-NeoX (Pythia, StableLM-Alpha): fused q/k/v, attention and MLP side by
+/// side from the block input under a LayerNorm each (`use_parallel_residual`),
+/// rotary, biases, an untied head (transformers `GPTNeoXConfig`).
+const fn neox(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
+    let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, vocab, 0));
+    d.positions = Positions::Rotary;
+    d.parallel_residual = true;
+    d.tied = false;
+    d
+}
+
+/// OPT: pre-LN blocks with biases and a ReLU MLP, learned positions offset by
+/// 2 (a 2050-row table for 2048 positions), a tied head (transformers
+/// `OPTLearnedPositionalEmbedding`).
+const fn opt(layers: u32, hidden: u32, heads: u32) -> Dims {
+    gpt(Arch::Decoder, layers, hidden, heads, 50272, 2050)
+}
+
+/// BLOOM: fused `query_key_value`, ALiBi (no position table), a LayerNorm
+/// after the embedding, biases, a tied 250880-token head; its GELU is a custom
+/// autograd function that keeps only its input (transformers `GeLUFunction`).
+const fn bloom(layers: u32, hidden: u32, heads: u32) -> Dims {
+    let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, 250880, 0));
+    d.positions = Positions::Alibi;
+    d
+}
+
+/// GPT-J: attention and MLP in parallel under one LayerNorm, no attention
+/// biases (the MLP's are kept), rotary, `gelu_new`, an untied head with a bias.
+const fn gptj(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
+    let mut d = gpt(Arch::Decoder, layers, hidden, heads, vocab, 0);
+    d.positions = Positions::Rotary;
+    d.norms_per_layer = 1;
+    d.tied = false;
+    d.gelu_new = true;
+    d
+}
+
+/// RoBERTa: BERT's encoder with a 50265-token vocabulary and a 514-row
+/// position table (padding offset 2).
+const fn roberta(layers: u32, hidden: u32, heads: u32) -> Dims {
+    gpt(Arch::Encoder, layers, hidden, heads, 50265, 514)
+}
+
 macro_rules! p {
     ($id:expr, $name:expr, $params:expr, $dims:expr) => {
         Preset {
@@ -310,6 +363,12 @@ const PRESETS: &[Preset] = &[
         "Mistral-7B-v0.1",
         7_241_732_096,
         window(llama(32, 4096, 32, 8, 128, 14336, 32000, false), 4096)
+    ),
+    p!(
+        "mistral-nemo-12b",
+        "Mistral-NeMo-12B",
+        12_247_782_400,
+        llama(40, 5120, 32, 8, 128, 14336, 131072, false)
     ),
     p!(
         "mixtral-8x7b",
@@ -449,6 +508,18 @@ const PRESETS: &[Preset] = &[
         gemma2(llama(46, 4608, 32, 16, 128, 36864, 256000, true))
     ),
     p!(
+        "gemma-2b",
+        "Gemma-2B",
+        2_506_172_416,
+        gemma1(llama(18, 2048, 8, 1, 256, 16384, 256000, true))
+    ),
+    p!(
+        "gemma-7b",
+        "Gemma-7B",
+        8_537_680_896,
+        gemma1(llama(28, 3072, 16, 16, 256, 24576, 256000, true))
+    ),
+    p!(
         "phi-3-mini",
         "Phi-3-mini (3.8B)",
         3_821_079_552,
@@ -463,6 +534,95 @@ const PRESETS: &[Preset] = &[
     p!("phi-2", "Phi-2", 2_779_683_840, phi(32, 2560, 32)),
     p!("phi-1.5", "Phi-1.5", 1_418_270_720, phi(24, 2048, 32)),
     p!("falcon-7b", "Falcon-7B", 6_921_720_704, falcon7b()),
+    p!(
+        "pythia-160m",
+        "Pythia-160M",
+        162_322_944,
+        neox(12, 768, 12, 50304)
+    ),
+    p!(
+        "pythia-410m",
+        "Pythia-410M",
+        405_334_016,
+        neox(24, 1024, 16, 50304)
+    ),
+    p!(
+        "pythia-1b",
+        "Pythia-1B",
+        1_011_781_632,
+        neox(16, 2048, 8, 50304)
+    ),
+    p!(
+        "pythia-1.4b",
+        "Pythia-1.4B",
+        1_414_647_808,
+        neox(24, 2048, 16, 50304)
+    ),
+    p!(
+        "pythia-2.8b",
+        "Pythia-2.8B",
+        2_775_208_960,
+        neox(32, 2560, 32, 50304)
+    ),
+    p!(
+        "pythia-6.9b",
+        "Pythia-6.9B",
+        6_857_302_016,
+        neox(32, 4096, 32, 50432)
+    ),
+    p!(
+        "pythia-12b",
+        "Pythia-12B",
+        11_846_109_184,
+        neox(36, 5120, 40, 50688)
+    ),
+    p!(
+        "stablelm-base-alpha-3b",
+        "StableLM-Base-Alpha-3B",
+        3_637_321_728,
+        neox(16, 4096, 32, 50688)
+    ),
+    p!(
+        "stablelm-base-alpha-7b",
+        "StableLM-Base-Alpha-7B",
+        7_868_755_968,
+        neox(16, 6144, 48, 50432)
+    ),
+    p!(
+        "gpt-j-6b",
+        "GPT-J-6B",
+        6_050_882_784,
+        gptj(28, 4096, 16, 50400)
+    ),
+    p!("opt-125m", "OPT-125M", 125_239_296, opt(12, 768, 12)),
+    p!("opt-1.3b", "OPT-1.3B", 1_315_758_080, opt(24, 2048, 32)),
+    p!("opt-2.7b", "OPT-2.7B", 2_651_596_800, opt(32, 2560, 32)),
+    p!("opt-6.7b", "OPT-6.7B", 6_658_473_984, opt(32, 4096, 32)),
+    p!("opt-13b", "OPT-13B", 12_853_514_240, opt(40, 5120, 40)),
+    p!(
+        "bloom-560m",
+        "BLOOM-560M / BLOOMZ-560M",
+        559_214_592,
+        bloom(24, 1024, 16)
+    ),
+    p!(
+        "bloom-1b7",
+        "BLOOM-1B7 / BLOOMZ-1B7",
+        1_722_408_960,
+        bloom(24, 2048, 16)
+    ),
+    p!(
+        "bloom-3b",
+        "BLOOM-3B / BLOOMZ-3B",
+        3_002_557_440,
+        bloom(30, 2560, 32)
+    ),
+    p!(
+        "bloom-7b1",
+        "BLOOM-7B1 / BLOOMZ-7B1",
+        7_069_016_064,
+        bloom(30, 4096, 32)
+    ),
     p!(
         "tinyllama-1.1b",
         "TinyLlama-1.1B",
@@ -506,6 +666,19 @@ const PRESETS: &[Preset] = &[
         335_141_888,
         gpt(Arch::Encoder, 24, 1024, 16, 30522, 512)
     ),
+    p!(
+        "roberta-base",
+        "RoBERTa base",
+        124_645_632,
+        roberta(12, 768, 12)
+    ),
+    p!(
+        "roberta-large",
+        "RoBERTa large",
+        355_359_744,
+        roberta(24, 1024, 16)
+    ),
+    p!("t5-small", "T5 small", 60_506_624, t5(6, 512, 8, 2048)),
     p!("t5-base", "T5 base", 222_903_552, t5(12, 768, 12, 3072)),
     p!("t5-large", "T5 large", 737_668_096, t5(24, 1024, 16, 4096)),
     // FLAN-T5 and mT5: parameter counts as transformers reports them for
@@ -553,7 +726,16 @@ const PRESETS: &[Preset] = &[
 
 /// Hub-name prefixes of checkpoints that share a preset's shape, as
 /// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
-const HUB_ALIASES: [(&str, &str); 5] = [
+const HUB_ALIASES: [(&str, &str); 11] = [
+    // Llama 3 and 3.3 share Llama-3.1's shapes (8B, 70B); Qwen2 Qwen2.5's
+    // (0.5B, 1.5B, 7B, 72B); BLOOMZ is BLOOM fine-tuned.
+    ("meta-llama-3.1-", "llama-3.1-"),
+    ("meta-llama-3-", "llama-3.1-"),
+    ("llama-3.3-", "llama-3.1-"),
+    ("qwen2-", "qwen2.5-"),
+    ("bloomz-", "bloom-"),
+    // Mistral-NeMo has one size (`Mistral-Nemo-Base-2407`, `…-Instruct-2407`).
+    ("mistral-nemo-", "mistral-nemo-12b-"),
     ("t5-v1.1-", "flan-t5-"),
     ("t0.3b", "flan-t5-xl"),
     ("t0pp", "flan-t5-xxl"),
@@ -685,5 +867,45 @@ mod tests {
         assert_eq!(preset("t5-base").unwrap().spec().params(), 222_903_552);
         assert_eq!(preset("bert-base").unwrap().spec().params(), 109_482_240);
         assert_eq!(preset("bert-large").unwrap().spec().params(), 335_141_888);
+        // Counted from each config.json, as transformers' sum(p.numel()).
+        for (id, n) in [
+            ("gemma-2b", 2_506_172_416),
+            ("gemma-7b", 8_537_680_896),
+            ("mistral-nemo-12b", 12_247_782_400),
+            ("pythia-1b", 1_011_781_632),
+            ("pythia-6.9b", 6_857_302_016),
+            ("stablelm-base-alpha-3b", 3_637_321_728),
+            ("opt-125m", 125_239_296),
+            ("opt-1.3b", 1_315_758_080),
+            ("opt-6.7b", 6_658_473_984),
+            ("t5-small", 60_506_624),
+        ] {
+            assert_eq!(preset(id).unwrap().spec().params(), n, "{id}");
+        }
+    }
+
+    #[test]
+    fn hub_ids_of_checkpoints_that_share_a_presets_shape() {
+        for (hub, id) in [
+            ("meta-llama/Meta-Llama-3-8B", "llama-3.1-8b"),
+            ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3.1-70b"),
+            ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+            ("meta-llama/Llama-3.3-70B-Instruct", "llama-3.1-70b"),
+            ("Qwen/Qwen2-7B", "qwen2.5-7b"),
+            ("bigscience/bloomz-7b1", "bloom-7b1"),
+            ("bigscience/bloom-560m", "bloom-560m"),
+            ("EleutherAI/pythia-1.4b-deduped", "pythia-1.4b"),
+            ("facebook/opt-1.3b", "opt-1.3b"),
+            ("google/gemma-7b-it", "gemma-7b"),
+            ("google/gemma-2-9b", "gemma-2-9b"),
+            ("FacebookAI/roberta-large", "roberta-large"),
+            ("EleutherAI/gpt-j-6b", "gpt-j-6b"),
+            ("mistralai/Mistral-Nemo-Base-2407", "mistral-nemo-12b"),
+        ] {
+            assert_eq!(by_hub_id(hub).map(|p| p.id), Some(id), "{hub}");
+        }
+        // A Qwen2 size Qwen2.5 lacks, and unknown names, name no preset.
+        assert_eq!(by_hub_id("Qwen/Qwen2-57B-A14B").map(|p| p.id), None);
+        assert_eq!(by_hub_id("acme/unknown-7b").map(|p| p.id), None);
     }
 }

@@ -356,6 +356,8 @@ fn litgpt_blocks_keep_what_their_saved_tensors_add_up_to() {
     let cases = [
         ("meta-llama/Llama-2-7b-hf", lora_qv(), 44.35 - 1.0),
         ("microsoft/phi-1_5", lora_qv(), 30.21 - 1.0),
+        // GPT-NeoX in LitGPT: parallel attention and MLP, a norm each.
+        ("stabilityai/stablelm-base-alpha-3b", lora_qv(), 30.17 - 1.0),
         (
             "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
             Finetune::Full,
