@@ -285,8 +285,8 @@ pub const ZH: &[(&str, &str)] = &[
         "用于其他 PEFT 方法：除冻结基座外，各方法为反向传播额外保存的内容",
     ),
     (
-        "For other PEFT methods: the count PEFT's print_trainable_parameters() reports",
-        "用于其他 PEFT 方法：PEFT 的 print_trainable_parameters() 报告的数量",
+        "For other PEFT methods: the count PEFT's print_trainable_parameters() reports (filled in for LLaMA-Adapter, IA³, LN and prefix tuning)",
+        "用于其他 PEFT 方法：PEFT 的 print_trainable_parameters() 报告的数量（LLaMA-Adapter、IA³、LN 调优和前缀调优会自动填入）",
     ),
     (
         "Prompt, prefix or P-tuning tokens per sequence",

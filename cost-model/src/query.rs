@@ -217,9 +217,43 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
     }
+    // A trainable count that is the method's own on this model (or none yet)
+    // follows a change of method, model or virtual tokens; an entered one stays.
+    if let Finetune::Adapter {
+        trainable_params,
+        method,
+        virtual_tokens,
+        ..
+    } = plan.training.finetune
+    {
+        let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
+        let derived = method.default_trainable_params(&plan.model, virtual_tokens);
+        if follows && (trainable_params == 0 || Some(trainable_params) == derived) {
+            pairs.retain(|(k, _)| k != "trainable");
+        }
+    }
     pairs.retain(|(k, _)| k != key);
     pairs.push((key.to_string(), value.to_string()));
     decode(&pairs)
+}
+
+/// The trainable count of an adapter plan when it is the one its method
+/// gives on its model ([`AdapterMethod::default_trainable_params`]) rather
+/// than one the user entered: the planner's form sends it as
+/// `trainable_auto`, so that without JavaScript the count follows a changed
+/// method or model as it does in the browser ([`apply`]).
+pub fn auto_trainable(plan: &Plan) -> Option<u64> {
+    match plan.training.finetune {
+        Finetune::Adapter {
+            trainable_params,
+            method,
+            virtual_tokens,
+            ..
+        } => method
+            .default_trainable_params(&plan.model, virtual_tokens)
+            .filter(|&d| d == trainable_params),
+        _ => None,
+    }
 }
 
 /// The keys that describe a custom model's dimensions (with the
@@ -677,18 +711,26 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .map(|s| num("vtokens", s))
                 .transpose()?
                 .unwrap_or(0);
-            // Not given (the planner's method switched to `adapter`, the
-            // field left empty): the count the method's defaults give on this
-            // model where its shape decides it (LLaMA-Adapter, IA³, LN
-            // tuning, prefix tuning), else none yet — a frozen base — until
-            // the count is entered.
-            let trainable_params = match get("trainable") {
+            // Not given, or 0 (the planner's method switched to `adapter`, the
+            // field left empty; an adapter that trains nothing is no plan):
+            // the count the method's defaults give on this model where its
+            // shape decides it (LLaMA-Adapter, IA³, LN tuning, prefix
+            // tuning), else none yet — a frozen base — until it is entered.
+            let entered = match get("trainable") {
                 Some(s) => s
                     .parse::<u64>()
                     .map_err(|_| err("trainable", format!("`{s}` is not a whole number")))?,
-                None => method
-                    .default_trainable_params(model, virtual_tokens)
-                    .unwrap_or(0),
+                None => 0,
+            };
+            // Without JavaScript the form sends the count it showed, and,
+            // when that was the method's own (`trainable_auto`, see
+            // [`auto_trainable`]), the count follows a new method or model.
+            let shown_auto = get("trainable_auto").and_then(|s| s.parse::<u64>().ok());
+            let derived = method.default_trainable_params(model, virtual_tokens);
+            let trainable_params = match entered {
+                0 => derived.unwrap_or(0),
+                n if Some(n) == shown_auto => derived.unwrap_or(0),
+                n => n,
             };
             let targets = get("targets")
                 .map(|s| parse_targets("targets", s))
@@ -1097,8 +1139,9 @@ mod apply_tests {
             }
         );
         // … a method whose count the model's shape decides: that count, as
-        // the framework would print it (LitGPT, Llama-2-7B); an entered
-        // count (even 0) wins.
+        // the framework would print it (LitGPT, Llama-2-7B), also for an
+        // entered 0 (the form's value before a method was picked); an
+        // entered count wins.
         let count = |q: &str| match decode_str(q).unwrap().training.finetune {
             Finetune::Adapter {
                 trainable_params, ..
@@ -1115,9 +1158,55 @@ mod apply_tests {
         );
         assert_eq!(
             count("model=llama-2-7b&ft=adapter&adapter=llama-adapter&trainable=0"),
-            0
+            1_229_760
+        );
+        assert_eq!(
+            count("model=llama-2-7b&ft=adapter&adapter=llama-adapter&trainable=7"),
+            7
         );
         assert_eq!(count("model=llama-2-7b&ft=adapter&adapter=boft"), 0);
+        // In the planner: a derived (or empty) count follows the method and
+        // the model; an entered one stays.
+        let trainable = |p: &Plan| match p.training.finetune {
+            Finetune::Adapter {
+                trainable_params, ..
+            } => trainable_params,
+            _ => panic!("not an adapter"),
+        };
+        let p = decode_str("model=llama-2-7b&ft=adapter").unwrap();
+        assert_eq!(trainable(&p), 0);
+        let v1 = apply(&p, "adapter", "llama-adapter").unwrap();
+        assert_eq!(trainable(&v1), 1_229_760);
+        let v2 = apply(&v1, "adapter", "llama-adapter-v2").unwrap();
+        assert_eq!(trainable(&v2), 4_279_744);
+        let tiny = apply(&v2, "model", "tinyllama-1.1b").unwrap();
+        assert_eq!(
+            Some(trainable(&tiny)),
+            AdapterMethod::LlamaAdapterV2.default_trainable_params(&tiny.model, 0)
+        );
+        let typed = apply(&v2, "trainable", "5000000").unwrap();
+        assert_eq!(
+            trainable(&apply(&typed, "model", "tinyllama-1.1b").unwrap()),
+            5_000_000
+        );
+        assert_eq!(
+            trainable(&apply(&typed, "adapter", "ia3").unwrap()),
+            5_000_000
+        );
+        // Without JavaScript: the form sends every field and the count it
+        // showed; `trainable_auto` says that count was the method's own.
+        assert_eq!(auto_trainable(&v1), Some(1_229_760));
+        assert_eq!(auto_trainable(&typed), None);
+        let form = |q: &str| trainable(&decode_str(q).unwrap());
+        let base = "model=llama-2-7b&ft=adapter&adapter=llama-adapter-v2&trainable=1229760";
+        assert_eq!(form(&format!("{base}&trainable_auto=1229760")), 4_279_744);
+        assert_eq!(form(base), 1_229_760);
+        assert_eq!(
+            form(
+                "model=llama-2-7b&ft=adapter&adapter=boft&trainable=1229760&trainable_auto=1229760"
+            ),
+            0
+        );
         assert_eq!(
             decode_str("ft=adapter&trainable=many").unwrap_err().param,
             "trainable"

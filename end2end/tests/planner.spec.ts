@@ -360,3 +360,28 @@ test("frozen layers and GaLore change the estimate, with or without JavaScript",
   await expect(page).toHaveURL(/opt=galore/);
   await expect(page.getByTestId("device-used")).not.toHaveText(frozen ?? "");
 });
+
+test("LLaMA-Adapter fills in its trainable count, which follows the method but not an entered count, with or without JavaScript", async ({ page }, info) => {
+  const plan = "/?model=llama-2-7b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=1&seq=1024&ft=adapter";
+  await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
+  const apply = async () => {
+    if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  };
+  await page.getByTestId("adapter").selectOption("llama-adapter");
+  await apply();
+  // LitGPT's count: 30 blocks × (10 prefix tokens × 4096 + 32 gates).
+  await expect(page.getByTestId("trainable")).toHaveValue("1229760");
+  await expect(page).toHaveURL(/trainable=1229760/);
+  await page.getByTestId("adapter").selectOption("llama-adapter-v2");
+  await apply();
+  await expect(page.getByTestId("trainable")).toHaveValue("4279744");
+  // An entered count stays when the method changes.
+  await page.getByTestId("trainable").fill("5000000");
+  await apply();
+  await expect(page).toHaveURL(/trainable=5000000/);
+  await page.getByTestId("adapter").selectOption("ia3");
+  await apply();
+  await expect(page).toHaveURL(/adapter=ia3/);
+  await expect(page.getByTestId("trainable")).toHaveValue("5000000");
+});

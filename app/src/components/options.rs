@@ -290,7 +290,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "trainable",
                     "Trainable parameters",
-                    "For other PEFT methods: the count PEFT's print_trainable_parameters() reports",
+                    "For other PEFT methods: the count PEFT's print_trainable_parameters() reports (filled in for LLaMA-Adapter, IA³, LN and prefix tuning)",
                     Kind::Number { min: 0, max: u32::MAX },
                 ),
                 (

@@ -64,6 +64,13 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                     values.with(|v| v.iter().find(|(k, _)| *k == "model").map(|(_, x)| x.clone()).unwrap_or_default())
                 }
             />
+            // … and the adapter count it showed when that was the method's own,
+            // which then follows a changed method or model.
+            <input
+                type="hidden"
+                name="trainable_auto"
+                value=move || plan.with(|p| cost_model::query::auto_trainable(p).map(|n| n.to_string()).unwrap_or_default())
+            />
             <button type="submit" class="apply">{move || lang.get().t("Apply")}</button>
         </form>
     }
