@@ -30,8 +30,14 @@ impl Counter {
     /// metric the reserved one; `device_used` what NVML reports.
     /// PyTorch's own function names and nvidia-smi's are read as the same
     /// counters (`max_memory_allocated`, `memory.used`).
+    ///
+    /// The name is read in any case, with spaces or `-` for `_`, and as the
+    /// call that printed it (`torch.cuda.max_memory_allocated()`).
     pub fn from_metric(m: &str) -> Option<Counter> {
-        match m {
+        let m = m.trim().to_ascii_lowercase();
+        let m = m.strip_prefix("torch.cuda.").unwrap_or(&m);
+        let m = m.trim_end_matches("()").replace([' ', '-'], "_");
+        match m.as_str() {
             "max_allocated" | "max_active" | "max_memory_allocated" | "peak_allocated" => {
                 Some(Counter::Allocated)
             }
@@ -47,7 +53,7 @@ impl Counter {
             // A peak named by no counter is an unstated one: the reserved
             // counter, as for an empty column.
             "reserved" | "peak" | "peak_memory" | "max_memory" => Some(Counter::Reserved),
-            "device_used" | "nvidia-smi" | "nvidia_smi" | "memory.used" | "nvml" => {
+            "device_used" | "nvidia_smi" | "memory.used" | "nvml" | "nvml_used" => {
                 Some(Counter::DeviceUsed)
             }
             "used" | "memory_used" | "gpu_memory_used" | "smi" => Some(Counter::DeviceUsed),
@@ -1543,7 +1549,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
                     header.len()
                 ));
             }
-            let counter = Counter::from_metric(&metric.to_ascii_lowercase())
+            let counter = Counter::from_metric(&metric)
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
             let plan = plan_for(&row)?;
             warnings.extend(params_mismatch(&row, &plan, rec.line));

@@ -566,6 +566,14 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("reserved", Counter::Reserved),
         ("peak", Counter::Reserved),
         ("gpu_memory_used", Counter::DeviceUsed),
+        // As the call that printed it, in other case and separators.
+        ("torch.cuda.max_memory_allocated()", Counter::Allocated),
+        ("max_memory_reserved()", Counter::Reserved),
+        ("Max Reserved", Counter::Reserved),
+        ("MAX-ALLOCATED", Counter::Allocated),
+        ("nvidia-smi", Counter::DeviceUsed),
+        ("NVML used", Counter::DeviceUsed),
+        ("memory.used", Counter::DeviceUsed),
     ] {
         assert_eq!(Counter::from_metric(name), Some(counter), "{name}");
     }
