@@ -1502,6 +1502,39 @@ fn params_mismatch(row: &Row, plan: &Plan, line: u64) -> Option<String> {
     })
 }
 
+/// The `measured_gib` column: GiB, or a figure with its unit as a source
+/// printed it — `GiB`/`MiB`/`KiB`/`TiB` (powers of 2) or `GB`/`MB`/`TB`
+/// (powers of 10, as DESIGN's units say; nvidia-smi's `MiB`) — in any case.
+fn measured_gib(v: &str) -> Result<Option<f64>, String> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (num, unit) = (v[..split].trim(), v[split..].trim());
+    let x: f64 = num
+        .parse()
+        .ok()
+        .or_else(|| decimal_comma(num))
+        .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("measured_gib: `{v}` is not a number"))?;
+    let bytes_per = match unit.to_ascii_lowercase().as_str() {
+        "" | "gib" => return Ok(Some(x)),
+        "tib" => 1024.0 * GIB as f64,
+        "mib" => MIB as f64,
+        "kib" => 1024.0,
+        "tb" => 1e12,
+        "gb" => 1e9,
+        "mb" => 1e6,
+        _ => {
+            return Err(format!(
+                "measured_gib: unit `{unit}` in `{v}` is not one of GiB, MiB, KiB, TiB, GB, MB, TB"
+            ))
+        }
+    };
+    Ok(Some(x * bytes_per / GIB as f64))
+}
+
 fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
@@ -1529,7 +1562,8 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
         };
         let id = row.get("id").to_string();
         let metric = row.get("metric").to_string();
-        let measured = row.f64("measured_gib").ok().flatten().unwrap_or(f64::NAN);
+        let measured_read = measured_gib(row.get("measured_gib"));
+        let measured = measured_read.clone().ok().flatten().unwrap_or(f64::NAN);
         let oom = row.bool("oom").unwrap_or(false);
         let quality_c = row.get("quality") == "C";
         let mut res = CaseResult {
@@ -1551,6 +1585,11 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
             }
             let counter = Counter::from_metric(&metric)
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
+            // An OOM row's measurement is only the capacity it hit; any other
+            // row needs one to be graded.
+            if !oom && measured_read?.is_none() {
+                return Err("measured_gib is empty".into());
+            }
             let plan = plan_for(&row)?;
             warnings.extend(params_mismatch(&row, &plan, rec.line));
             let est = estimate(&plan).map_err(|e| e.to_string())?;
@@ -1637,14 +1676,18 @@ pub fn markdown(r: &Report) -> String {
     o.push_str("| id | metric | measured GiB | predicted GiB | error % | oom | skipped |\n|---|---|---:|---:|---:|---|---|\n");
     for c in &r.cases {
         o.push_str(&format!(
-            "| {} | {} | {:.3} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
             c.id,
             if c.metric.is_empty() {
                 "(unstated)"
             } else {
                 &c.metric
             },
-            c.measured_gib,
+            if c.measured_gib.is_finite() {
+                format!("{:.3}", c.measured_gib)
+            } else {
+                "—".into()
+            },
             f(c.predicted_gib),
             f(c.error_pct),
             if c.oom { "OOM" } else { "" },

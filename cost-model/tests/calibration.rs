@@ -1311,3 +1311,35 @@ fn a_case_file_saved_in_windows_1252_or_utf16_reads_the_same() {
     // UTF-8 stays as it is, with no note.
     assert_eq!(decode_case_file(edited.as_bytes()), (edited.clone(), None));
 }
+
+#[test]
+fn a_measurement_written_with_its_unit_reads_in_gib_and_an_empty_one_is_named() {
+    let id = "litgpt_resource_tables_2023-10-001"; // measured 4.489 GiB
+    let graded = |v: &str| {
+        let r = calibrate(&with_fields(id, &[("measured_gib", v)])).unwrap();
+        (r.cases[0].measured_gib, r.cases[0].skipped.clone())
+    };
+    let gib = |v: &str| (graded(v).0 * 1000.0).round() / 1000.0;
+    assert_eq!(gib("4.489"), 4.489);
+    assert_eq!(gib("4.489 GiB"), 4.489);
+    assert_eq!(gib("4597 MiB"), 4.489); // nvidia-smi's unit
+    assert_eq!(gib("4.82GB"), 4.489); // 10^9 bytes
+    assert_eq!(gib("4820 mb"), 4.489);
+    // Unreadable or missing: the row is skipped, saying why and where.
+    let (_, why) = graded("");
+    assert_eq!(why.as_deref(), Some("line 2: measured_gib is empty"));
+    let (_, why) = graded("4.5 bananas");
+    assert!(why.unwrap().contains("unit `bananas`"));
+    let (_, why) = graded("lots");
+    assert!(why.unwrap().contains("`lots` is not a number"));
+    // An OOM row needs no measurement: the capacity it hit is the bound.
+    let oom = calibrate(&with_fields(id, &[("measured_gib", ""), ("oom", "true")])).unwrap();
+    assert_eq!(oom.cases[0].skipped, None);
+    assert_eq!(oom.summary.oom_total, 1);
+    // The report prints an unknown measurement as a dash, and JSON as null.
+    let r = calibrate(&with_fields(id, &[("measured_gib", "")])).unwrap();
+    assert!(cost_model::calibrate::markdown(&r).contains("| — |"));
+    assert!(serde_json::to_string(&r)
+        .unwrap()
+        .contains("\"measured_gib\":null"));
+}
