@@ -264,6 +264,11 @@ pub const ZH: &[(&str, &str)] = &[
         "Keep the 4-bit base's embeddings and norms in 16-bit",
         "4 位基座的词嵌入和归一化层保持 16 位",
     ),
+    ("Double-quantized NF4", "双重量化 NF4"),
+    (
+        "QLoRA's double quantization (bnb_4bit_use_double_quant): the 4-bit base's block scales are quantized too, 0.37 bits per weight less",
+        "QLoRA 的双重量化（bnb_4bit_use_double_quant）：4 位基座的分块缩放因子也被量化，每个权重少 0.37 位",
+    ),
     ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
     (
         "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",

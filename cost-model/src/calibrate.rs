@@ -964,6 +964,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if notes.contains("prepare_model_for_kbit_training") {
         t.kbit_fp32_prep = true;
     }
+    t.nf4_double_quant = stated_double_quant(notes);
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
@@ -1250,6 +1251,18 @@ pub fn decode_case_file(bytes: &[u8]) -> (String, Option<&'static str>) {
             }
         },
     }
+}
+
+/// Whether the notes say the 4-bit base's scales are quantized too: QLoRA's
+/// "double quant(ization)", LitGPT's `nf4-dq`, bitsandbytes'
+/// `bnb_4bit_use_double_quant=True` (but not `=False`).
+fn stated_double_quant(notes: &str) -> bool {
+    let lower = notes.to_ascii_lowercase().replace([' ', '-'], "_");
+    if let Some(i) = lower.find("use_double_quant") {
+        let rest = lower[i + "use_double_quant".len()..].trim_start_matches(['=', ':', '_']);
+        return !rest.starts_with("false") && !rest.starts_with('0');
+    }
+    lower.contains("double_quant") || lower.contains("nf4_dq") || lower.contains("doublequant")
 }
 
 /// The header (trimmed) and the data records of a case file.

@@ -220,7 +220,8 @@ impl Framework {
     /// run says: torchtune's QLoRA builders quantize with torchao's `to_nf4`
     /// (torchtune/modules/low_precision, `FrozenNF4Linear`), whose scales are
     /// themselves quantized. bitsandbytes leaves it to the run
-    /// (`bnb_4bit_use_double_quant`, default off), which a plan does not state.
+    /// (`bnb_4bit_use_double_quant`, default off), which a plan states in
+    /// `training.nf4_double_quant`.
     pub fn nf4_double_quantized(self) -> bool {
         self == Framework::Torchtune
     }

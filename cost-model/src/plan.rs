@@ -516,6 +516,10 @@ impl Finetune {
     }
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -617,6 +621,12 @@ pub struct TrainingSpec {
     /// leave the embeddings alone. Only with a quantized base.
     #[serde(default)]
     pub kbit_fp32_prep: bool,
+    /// A 4-bit NF4 base with its block scales quantized too (QLoRA's "double
+    /// quantization"; bitsandbytes `bnb_4bit_use_double_quant=True`, LitGPT's
+    /// `bnb.nf4-dq`): 0.127 instead of 0.5 bits of scales per weight.
+    /// torchtune's NF4 is always double-quantized. Only with a 4-bit base.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nf4_double_quant: bool,
     pub finetune: Finetune,
 }
 
@@ -837,6 +847,7 @@ impl Default for Plan {
                 zero_grad_set_to_none: true,
                 fused_kernels: false,
                 kbit_fp32_prep: d.kbit_fp32_prep,
+                nf4_double_quant: false,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {

@@ -293,7 +293,7 @@ const MODEL_FLAGS: [(&str, Flag); 6] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 8] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 9] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -302,6 +302,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 8] = [
     ("fkern", |t| &mut t.fused_kernels),
     ("grad_none", |t| &mut t.zero_grad_set_to_none),
     ("kbit32", |t| &mut t.kbit_fp32_prep),
+    ("dq", |t| &mut t.nf4_double_quant),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {

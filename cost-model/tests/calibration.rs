@@ -52,9 +52,13 @@ fn public_cases_hold_the_recorded_accuracy() {
     // StableLM-Alpha rows found their new GPT-NeoX preset, whose parallel
     // block reads one input into both norms (LitGPT's block, counted at
     // 29.17·hidden per token in mechanisms.rs; the sequential count 31.04
-    // had been hiding ~1–2 % missing elsewhere in those rows).
-    assert!(median <= 4.0, "median |error| {median} %");
-    assert!(p90 <= 7.55, "p90 |error| {p90} %");
+    // had been hiding ~1–2 % missing elsewhere in those rows). Then 4.06 % /
+    // 8.98 %: the rows whose notes say "nf4 + double quant" keep 0.047 bytes
+    // less per quantized weight — the LitGPT nf4/nf4-dq pairs measure exactly
+    // that apart (`double_quantization_…` below) — which shows the ~0.1–0.6 GiB
+    // LitGPT's 4-bit rows miss in both of each pair.
+    assert!(median <= 4.1, "median |error| {median} %");
+    assert!(p90 <= 9.0, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
     // modelled; thunder-091 (−26.18 %) is the worst row since.
@@ -1342,4 +1346,49 @@ fn a_measurement_written_with_its_unit_reads_in_gib_and_an_empty_one_is_named() 
     assert!(serde_json::to_string(&r)
         .unwrap()
         .contains("\"measured_gib\":null"));
+}
+
+#[test]
+fn double_quantization_stated_in_the_notes_saves_what_the_litgpt_pairs_measured() {
+    // LitGPT's resource table runs each QLoRA set-up with `bnb.nf4` and
+    // `bnb.nf4-dq`, all else equal: the measured difference is the double
+    // quantization's saving (0.047 bytes per quantized weight), which the
+    // model must reproduce from the notes ("nf4 + double quant").
+    let r = calibrate(&cases()).unwrap();
+    let case = |id: &str| {
+        let id = format!("litgpt_resource_tables_2023-10-{id}");
+        r.cases.iter().find(|c| c.id == id).unwrap().clone()
+    };
+    for (nf4, dq) in [
+        ("002", "003"),
+        ("007", "008"),
+        ("012", "013"),
+        ("017", "018"),
+        ("025", "026"),
+        ("028", "029"),
+        ("031", "032"),
+        ("034", "035"),
+    ] {
+        let (a, b) = (case(nf4), case(dq));
+        let measured = a.measured_gib - b.measured_gib;
+        let predicted = a.predicted_gib.unwrap() - b.predicted_gib.unwrap();
+        assert!(
+            (predicted / measured - 1.0).abs() < 0.1,
+            "{nf4}/{dq}: measured {measured:.3} GiB apart, predicted {predicted:.3}"
+        );
+    }
+    // The notes' spellings, and bitsandbytes' flag set off.
+    let id = "litgpt_resource_tables_2023-10-012";
+    let dq = |notes: &str| {
+        cost_model::calibrate::case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .training
+            .nf4_double_quant
+    };
+    assert!(dq("bnb nf4 + double quant base"));
+    assert!(dq("quantize=bnb.nf4-dq"));
+    assert!(dq("bnb_4bit_use_double_quant=True"));
+    assert!(dq("Double quantization on"));
+    assert!(!dq("bnb_4bit_use_double_quant=False"));
+    assert!(!dq("bnb nf4 base"));
 }

@@ -325,6 +325,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[("16", "16"), ("8", "8"), ("4", "4 (NF4)"), ("32", "32")]),
                 ),
                 (
+                    "dq",
+                    "Double-quantized NF4",
+                    "QLoRA's double quantization (bnb_4bit_use_double_quant): the 4-bit base's block scales are quantized too, 0.37 bits per weight less",
+                    Kind::Check,
+                ),
+                (
                     "kbit32",
                     "prepare_model_for_kbit_training",
                     "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
