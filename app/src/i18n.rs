@@ -266,6 +266,10 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("Double-quantized NF4", "双重量化 NF4"),
     (
+        "Double-quantize the 4-bit base (bnb_4bit_use_double_quant)",
+        "对 4 位基座做双重量化（bnb_4bit_use_double_quant）",
+    ),
+    (
         "QLoRA's double quantization (bnb_4bit_use_double_quant): the 4-bit base's block scales are quantized too, 0.37 bits per weight less",
         "QLoRA 的双重量化（bnb_4bit_use_double_quant）：4 位基座的分块缩放因子也被量化，每个权重少 0.37 位",
     ),

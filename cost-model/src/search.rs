@@ -160,6 +160,9 @@ fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Est
 ///   Llama-3.2-1B in bf16 and amp-bf16 (calibration/h200-2026-11-30, `step_s` after the first step).
 /// - a QLoRA base's embeddings and norms left in 16 bits: the same matmuls (the 4-bit ones
 ///   compute in 16 bits either way), no fp32 stream to cast back before flash attention: 0 %;
+/// - a 4-bit base double-quantized: one more int8 → fp32 lookup per 64-weight block when
+///   a weight is dequantized ("Double Quantization … no performance degradation",
+///   Dettmers et al. 2023, QLoRA §2/§4): 0 %;
 /// - DDP's `gradient_as_bucket_view=True`: the same allreduce, minus the copies between
 ///   gradients and buckets ("also avoids the overhead of copying between gradients and
 ///   allreduce communication buckets", PyTorch `DistributedDataParallel` docs): 0 %;
@@ -168,6 +171,7 @@ fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Est
 pub const COST_MIXED_PRECISION: i32 = -50;
 pub const COST_COMPILE: i32 = -15;
 pub const COST_KBIT_16BIT: i32 = 0;
+pub const COST_DOUBLE_QUANT: i32 = 0;
 pub const COST_BUCKET_VIEW: i32 = 0;
 pub const COST_FUSED_KERNELS: i32 = -15;
 pub const COST_CHECKPOINTING: i32 = 33;
@@ -249,6 +253,17 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     if l.cur.training.kbit_fp32_prep
         && l.edit("kbit-16bit", COST_KBIT_16BIT, |p| {
             p.training.kbit_fp32_prep = false
+        })
+    {
+        return Ok(l.out);
+    }
+    // 1a'. A bitsandbytes 4-bit base's block scales quantized too (QLoRA's
+    // double quantization): 0.047 bytes per quantized weight.
+    if l.cur.training.finetune.base_bits() == Some(4)
+        && !l.cur.training.nf4_double_quant
+        && !l.cur.framework.nf4_double_quantized()
+        && l.edit("double-quant", COST_DOUBLE_QUANT, |p| {
+            p.training.nf4_double_quant = true
         })
     {
         return Ok(l.out);
@@ -553,6 +568,66 @@ mod tests {
         let mut q = oom_plan();
         q.training.kbit_fp32_prep = true;
         assert!(fix_ladder(&q).unwrap().iter().all(|r| r.id != "kbit-16bit"));
+    }
+
+    #[test]
+    fn a_4_bit_base_is_offered_double_quantization_at_no_speed_cost() {
+        // Llama-2-7B QLoRA (r 8, q+v) under LitGPT on a 6 GB card, so it does not fit.
+        let mut p = Plan::default();
+        p.set_framework(Framework::Litgpt);
+        p.model = crate::presets::preset("llama-2-7b").unwrap().spec();
+        p.gpu = crate::gpu::gpu("rtx4090-24gb").unwrap();
+        p.gpu.capacity_mib = 6 * 1024;
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 1;
+        p.training.seq_len = 1024;
+        p.training.finetune = crate::plan::Finetune::Lora {
+            rank: 8,
+            targets: crate::plan::LoraTargets::QV,
+            base_bits: 4,
+            dropout: true,
+            variant: crate::plan::LoraVariant::Lora,
+        };
+        let ladder = fix_ladder(&p).unwrap();
+        let rung = ladder
+            .iter()
+            .find(|r| r.id == "double-quant")
+            .expect("offered");
+        assert!(rung.plan.training.nf4_double_quant);
+        assert_eq!(rung.speed_cost_pct, COST_DOUBLE_QUANT);
+        // 4/64 − 1/64 − 4/16384 bytes per quantized weight — the blocks'
+        // 6.476 B and LitGPT's quantized LM head's 0.131 B — plus the
+        // allocator's reserve over them.
+        let per_weight = 4.0 / 64.0 - 1.0 / 64.0 - 4.0 / 16384.0;
+        let quantized = 32.0 * (4.0 * 4096.0 * 4096.0 + 3.0 * 4096.0 * 11008.0) + 32000.0 * 4096.0;
+        let ratio = rung.saving.as_f64() / (per_weight * quantized);
+        assert!(
+            (ratio - 1.0 - crate::estimate::ALLOCATOR_RESERVE_FRACTION).abs() < 0.005,
+            "{ratio}"
+        );
+        // Not offered when it is on already, nor for torchtune (always on), nor a 16-bit base.
+        let mut on = p.clone();
+        on.training.nf4_double_quant = true;
+        assert!(fix_ladder(&on)
+            .unwrap()
+            .iter()
+            .all(|r| r.id != "double-quant"));
+        let mut tt = p.clone();
+        tt.set_framework(Framework::Torchtune);
+        assert!(fix_ladder(&tt)
+            .unwrap()
+            .iter()
+            .all(|r| r.id != "double-quant"));
+        let mut b16 = p.clone();
+        if let crate::plan::Finetune::Lora { base_bits, .. } = &mut b16.training.finetune {
+            *base_bits = 16;
+        }
+        assert!(fix_ladder(&b16)
+            .unwrap()
+            .iter()
+            .all(|r| r.id != "double-quant"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
         "mixed-precision" => "Mixed precision",
         "compile" => "torch.compile",
         "kbit-16bit" => "Keep the 4-bit base's embeddings and norms in 16-bit",
+        "double-quant" => "Double-quantize the 4-bit base (bnb_4bit_use_double_quant)",
         "bucket-view" => "DDP gradient_as_bucket_view (no second gradient copy)",
         "fused-kernels" => "Fused kernels (Liger): RMSNorm, SwiGLU, linear + cross-entropy",
         "checkpointing" => "Activation checkpointing",
