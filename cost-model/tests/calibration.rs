@@ -622,40 +622,47 @@ fn adapter_row_as(task: &str, notes: &str) -> Result<(AdapterMethod, u64), Strin
 #[test]
 fn an_adapter_row_without_its_count_takes_the_count_the_method_gives_on_the_model() {
     use AdapterMethod::*;
-    // LitGPT's names (`finetune_adapter`, `finetune_adapter_v2`) in the task
-    // column or the notes, in any case; counts as LitGPT prints them.
-    assert_eq!(adapter_row_as("adapter", ""), Ok((LlamaAdapter, 1_229_760)));
-    assert_eq!(adapter_row_as("Adapter", ""), Ok((LlamaAdapter, 1_229_760)));
-    assert_eq!(
-        adapter_row_as("adapter_v2", ""),
-        Ok((LlamaAdapterV2, 4_279_744))
-    );
-    assert_eq!(
-        adapter_row_as("other-peft", "litgpt finetune_adapter_v2 on Alpaca"),
-        Ok((LlamaAdapterV2, 4_279_744))
-    );
-    assert_eq!(
-        adapter_row_as("other-peft", "LLaMA-Adapter V2"),
-        Ok((LlamaAdapterV2, 4_279_744))
-    );
-    assert_eq!(
-        adapter_row_as("other-peft", "LLaMA-Adapter; prompt length 10"),
-        Ok((LlamaAdapter, 1_229_760))
-    );
-    assert_eq!(
-        adapter_row_as("other-peft", "litgpt finetune_adapter"),
-        Ok((LlamaAdapter, 1_229_760))
-    );
-    // PEFT's: IA³ on k, v and down; the norms; a prefix of 20 tokens.
-    assert_eq!(adapter_row_as("ia3", ""), Ok((Ia3, 614_400)));
-    assert_eq!(
-        adapter_row_as("other-peft", "LN tuning"),
-        Ok((LnTuning, 266_240))
-    );
-    assert_eq!(
-        adapter_row_as("other-peft", "prefix tuning with 20 virtual tokens"),
-        Ok((PrefixTuning, 5_242_880))
-    );
+    for (task, notes, method, count) in [
+        // LitGPT's names (`finetune_adapter`, `finetune_adapter_v2`) in the
+        // task column or the notes, in any case; counts as LitGPT prints them.
+        ("adapter", "", LlamaAdapter, 1_229_760),
+        ("Adapter", "", LlamaAdapter, 1_229_760),
+        ("adapter_v2", "", LlamaAdapterV2, 4_279_744),
+        (
+            "other-peft",
+            "litgpt finetune_adapter_v2 on Alpaca",
+            LlamaAdapterV2,
+            4_279_744,
+        ),
+        ("other-peft", "LLaMA-Adapter V2", LlamaAdapterV2, 4_279_744),
+        (
+            "other-peft",
+            "LLaMA-Adapter; prompt length 10",
+            LlamaAdapter,
+            1_229_760,
+        ),
+        (
+            "other-peft",
+            "litgpt finetune_adapter",
+            LlamaAdapter,
+            1_229_760,
+        ),
+        // PEFT's: IA³ on k, v and down; the norms; a prefix of 20 tokens.
+        ("ia3", "", Ia3, 614_400),
+        ("other-peft", "LN tuning", LnTuning, 266_240),
+        (
+            "other-peft",
+            "prefix tuning with 20 virtual tokens",
+            PrefixTuning,
+            5_242_880,
+        ),
+    ] {
+        assert_eq!(
+            adapter_row_as(task, notes),
+            Ok((method, count)),
+            "{task} / {notes}"
+        );
+    }
     // A stated count wins over the derived one.
     let id = "litgpt_resource_tables_2023-10-042";
     let stated = with_fields(
@@ -1256,12 +1263,13 @@ fn a_spreadsheet_export_in_a_decimal_comma_locale_reads_the_same() {
             .replace("MEASURED_GIB", "Measured GiB"),
         1,
     );
-    let a = cost_model::calibrate::calibrate(&text).unwrap();
-    let b = cost_model::calibrate::calibrate(&sheet).unwrap();
-    assert_eq!(
-        serde_json::to_string(&a).unwrap(),
-        serde_json::to_string(&b).unwrap()
-    );
+    assert_same_report(&text, &sheet);
+}
+
+/// Two case files give byte-identical reports.
+fn assert_same_report(a: &str, b: &str) {
+    let report = |t: &str| serde_json::to_string(&calibrate(t).unwrap()).unwrap();
+    assert_eq!(report(a), report(b));
 }
 
 #[test]
@@ -1274,19 +1282,13 @@ fn the_cases_as_tab_separated_values_read_the_same() {
         .map(|l| l.split(',').collect::<Vec<_>>().join("\t") + "\n")
         .collect();
     assert!(!text.contains('"') && tsv.lines().all(|l| !l.contains(',')));
-    let a = cost_model::calibrate::calibrate(&text).unwrap();
-    let b = cost_model::calibrate::calibrate(&tsv).unwrap();
-    assert_eq!(
-        serde_json::to_string(&a).unwrap(),
-        serde_json::to_string(&b).unwrap()
-    );
+    assert_same_report(&text, &tsv);
 }
 
 #[test]
 fn a_case_file_saved_in_windows_1252_or_utf16_reads_the_same() {
     use cost_model::calibrate::decode_case_file;
     let text = cases();
-    let report = |t: &str| serde_json::to_string(&calibrate(t).unwrap()).unwrap();
     // Excel's plain "CSV" on Western Windows: Windows-1252, where the notes'
     // "–" is byte 0x96 and "µ" 0xB5.
     let edited = text.replacen("incl. ~1343 MiB", "incl. – µ ~1343 MiB", 1);
@@ -1302,7 +1304,7 @@ fn a_case_file_saved_in_windows_1252_or_utf16_reads_the_same() {
     let (read, enc) = decode_case_file(&cp1252);
     assert_eq!(enc, Some("Windows-1252"));
     assert_eq!(read, edited);
-    assert_eq!(report(&read), report(&text));
+    assert_same_report(&read, &text);
     // "Unicode text": UTF-16LE with its byte-order mark; and big-endian.
     let mut le = vec![0xFF, 0xFE];
     let mut be = vec![0xFE, 0xFF];
