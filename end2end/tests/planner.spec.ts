@@ -372,7 +372,9 @@ test("LLaMA-Adapter fills in its trainable count, which follows the method but n
   await apply();
   // LitGPT's count: 30 blocks × (10 prefix tokens × 4096 + 32 gates).
   await expect(page.getByTestId("trainable")).toHaveValue("1229760");
-  await expect(page).toHaveURL(/trainable=1229760/);
+  // Hydrated, the URL follows the plan; without JavaScript it is what the form
+  // sent (the empty count), which the server read as the method's own.
+  if (hydrated(info)) await expect(page).toHaveURL(/trainable=1229760/);
   await page.getByTestId("adapter").selectOption("llama-adapter-v2");
   await apply();
   await expect(page.getByTestId("trainable")).toHaveValue("4279744");
