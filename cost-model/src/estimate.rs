@@ -24,8 +24,9 @@ use serde::{Deserialize, Serialize};
 /// moved without a bump); 2 is the eleventh session's; 3 runs an
 /// encoder–decoder's backward working set at its largest block (the decoder's,
 /// with cross-attention) rather than the average one, and adds the decoder's
-/// own target length.
-pub const MODEL_VERSION: u32 = 3;
+/// own target length; 4 keeps a paged optimizer's states of tensors under
+/// 10⁵ elements in device memory ([`PAGED_MIN_ELEMENTS`]).
+pub const MODEL_VERSION: u32 = 4;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -82,6 +83,9 @@ const NF4_BYTES_PER_PARAM: f64 = 0.5 + 4.0 / 64.0;
 /// weights: 0.047 B per parameter, as here (and 0.149 / 0.279 / 0.55 GiB for
 /// StableLM-3B's, Llama-2-7B's and -13B's, against 0.149 / 0.287 / 0.56 here).
 const NF4_DOUBLE_QUANT_BYTES_PER_PARAM: f64 = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 256.0);
+/// Elements from which bitsandbytes' paged optimizers page a tensor's states
+/// (`Optimizer8bit.get_state_buffer`: smaller ones get `torch.zeros_like`).
+const PAGED_MIN_ELEMENTS: f64 = 1e5;
 /// bitsandbytes LLM.int8(): one byte per weight plus row-wise fp32 scales (negligible).
 const INT8_BYTES_PER_PARAM: f64 = 1.0;
 
@@ -1262,6 +1266,70 @@ impl<'a> Ctx<'a> {
             .clamp(0.0, 1.0)
     }
 
+    /// The share of stage `s`'s trainable parameters whose states a paged
+    /// optimizer still keeps in ordinary device memory: bitsandbytes pages
+    /// only tensors of at least [`PAGED_MIN_ELEMENTS`]
+    /// (`Optimizer8bit.get_state_buffer`: `if not self.is_paged or p.numel() <
+    /// 1e5: return torch.zeros_like(p, …)`). LoRA's A (r × in) and B (out × r)
+    /// are often under it (r 8 on a 4096-wide matrix: 32,768), as are DoRA's
+    /// magnitudes, IA³'s and LN tuning's vectors and LLaMA-Adapter's 10-token
+    /// prompts below 10,000 wide; a full fine-tune's norms and biases (about
+    /// 10⁻⁴ of its parameters) and the methods whose tensors are not known are
+    /// left paged.
+    fn unpaged_share(&self, s: u32) -> f64 {
+        let split = |small: f64, all: f64| if all > 0.0 { small / all } else { 0.0 };
+        match self.plan.training.finetune {
+            Finetune::Lora { rank, targets, .. } => {
+                let r = rank as f64;
+                let variant = self.lora_variant();
+                let (mut small, mut all) = (0.0, 0.0);
+                for mat in self.block_matrices(targets).iter().filter(|x| x.targeted) {
+                    let n = self.mlp_copies(mat);
+                    let a = if variant == LoraVariant::LoraFa {
+                        0.0
+                    } else {
+                        r * mat.din
+                    };
+                    let mag = if variant == LoraVariant::Dora {
+                        mat.dout
+                    } else {
+                        0.0
+                    };
+                    for numel in [a, r * mat.dout, mag] {
+                        all += n * numel;
+                        if numel < PAGED_MIN_ELEMENTS {
+                            small += n * numel;
+                        }
+                    }
+                }
+                split(small, all)
+            }
+            Finetune::Adapter {
+                method: AdapterMethod::Ia3 | AdapterMethod::LnTuning,
+                ..
+            } => 1.0,
+            Finetune::Adapter {
+                method: method @ (AdapterMethod::LlamaAdapter | AdapterMethod::LlamaAdapterV2),
+                ..
+            } => {
+                let h = self.m.hidden as f64;
+                let prompt = AdapterMethod::LLAMA_ADAPTER_PROMPT_LENGTH as f64 * h;
+                let prompts = self.stage_layers(s) * self.adapter_prefix_share() * prompt;
+                // v2's LM head bias and scale, one value per vocabulary entry.
+                let head = if method == AdapterMethod::LlamaAdapterV2 && self.is_last(s) {
+                    2.0 * self.m.vocab as f64
+                } else {
+                    0.0
+                };
+                let paged = (prompt >= PAGED_MIN_ELEMENTS) as u8 as f64 * prompts
+                    + (self.m.vocab as f64 >= PAGED_MIN_ELEMENTS) as u8 as f64 * head;
+                let trainable = self.stage_trainable(s);
+                1.0 - split(paged.min(trainable), trainable)
+            }
+            _ => 0.0,
+        }
+    }
+
     fn paged_optimizer(&self) -> bool {
         matches!(
             self.plan.training.optimizer,
@@ -1476,10 +1544,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Optimizer states in PyTorch's allocator.
+    /// Optimizer states in PyTorch's allocator: a paged optimizer's small
+    /// tensors' ([`Self::unpaged_share`]).
     fn optimizer(&self, s: u32) -> f64 {
         if self.paged_optimizer() {
-            0.0
+            self.optimizer_on_gpu(s) * self.unpaged_share(s)
         } else {
             self.optimizer_on_gpu(s)
         }
@@ -1489,7 +1558,7 @@ impl<'a> Ctx<'a> {
     /// resident pages, PyTorch's counters do not (DESIGN.md §3b).
     fn paged_optimizer_resident(&self, s: u32) -> f64 {
         if self.paged_optimizer() {
-            self.optimizer_on_gpu(s)
+            self.optimizer_on_gpu(s) * (1.0 - self.unpaged_share(s))
         } else {
             0.0
         }

@@ -1353,3 +1353,37 @@ fn an_encoder_decoder_runs_its_decoder_at_the_target_length() {
     // longer source with the target held costs more.
     assert!(act(&t5(576, Some(128))) > act(&short));
 }
+
+#[test]
+fn a_paged_optimizer_keeps_the_states_of_tensors_under_1e5_elements_on_the_device() {
+    // bitsandbytes pages a state only from 10⁵ elements. Measured on the H200
+    // (calibration/h200-2026-11-30, allocated after the step less after load,
+    // less the 64 MiB of cuBLAS workspaces every LoRA run there shows):
+    // Llama-3.1-8B QLoRA r64 on every linear under paged AdamW kept 32 MiB —
+    // k's and v's B (1024 × 64 = 65,536 elements) in 32 layers, two fp32
+    // states each; everything else (≥ 262,144 elements) paged.
+    let lora = |rank: u32, targets: LoraTargets| Finetune::Lora {
+        rank,
+        targets,
+        base_bits: 4,
+        dropout: true,
+        variant: LoraVariant::Lora,
+    };
+    let states = |optimizer: Optimizer, ft: Finetune| {
+        let mut p = plan("llama-3.1-8b", Precision::Bf16, 1, 512);
+        p.training.optimizer = optimizer;
+        p.training.finetune = ft;
+        phase(&estimate(&p).unwrap(), Phase::Step).optimizer.get() as f64
+    };
+    let r64 = states(Optimizer::PagedAdamw, lora(64, LoraTargets::ALL_LINEAR));
+    assert_eq!(r64, (32 * 2 * 1024 * 64 * 2 * 4) as f64, "{r64}");
+    // r 8 on q and v: every A (8 × 4096) and B (4096 or 1024 × 8) is small,
+    // so all of it stays — as much as an unpaged AdamW keeps.
+    let qv = lora(8, LoraTargets::QV);
+    assert_eq!(
+        states(Optimizer::PagedAdamw, qv),
+        states(Optimizer::Adamw, qv)
+    );
+    // A full fine-tune's states are paged (its norms left in the count).
+    assert_eq!(states(Optimizer::PagedAdamw, Finetune::Full), 0.0);
+}

@@ -22,7 +22,11 @@ use cost_model::presets::presets;
 /// setting is added whose default keeps every saved plan's figures and the
 /// calibration rows that state it now set it (`training.nf4_double_quant`:
 /// the H200 QLoRA rows ran bitsandbytes' double quantization).
-const FINGERPRINTS: &[(u32, u64)] = &[(2, 0x264f_8e75_00c7_9c03), (3, 0xf3f4_1c79_626c_e60b)];
+const FINGERPRINTS: &[(u32, u64)] = &[
+    (2, 0x264f_8e75_00c7_9c03),
+    (3, 0xf3f4_1c79_626c_e60b),
+    (4, 0xf8d1_b4b8_7af7_a9ba),
+];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
 struct Fnv(u64);
