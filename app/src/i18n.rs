@@ -633,8 +633,8 @@ pub const ZH: &[(&str, &str)] = &[
         "DDP 桶、ZeRO 桶、FSDP 聚合的参数单元",
     ),
     (
-        "Optimizer-step temporaries, autocast weight copies, the block in backward",
-        "优化器更新的临时张量、autocast 权重副本、反向中的当前层",
+        "Optimizer-step temporaries, autocast weight copies, the block in backward, cuBLAS workspaces",
+        "优化器更新的临时张量、autocast 权重副本、反向中的当前层、cuBLAS 工作区",
     ),
     (
         "Cached free blocks and fragmentation in PyTorch's caching allocator",

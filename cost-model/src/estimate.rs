@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 /// encoder–decoder's backward working set at its largest block (the decoder's,
 /// with cross-attention) rather than the average one, and adds the decoder's
 /// own target length; 4 keeps a paged optimizer's states of tensors under
-/// 10⁵ elements in device memory ([`PAGED_MIN_ELEMENTS`]).
+/// 10⁵ elements in device memory ([`PAGED_MIN_ELEMENTS`]) and counts the cuBLAS
+/// workspaces in the allocator ([`CUBLAS_HANDLES`]).
 pub const MODEL_VERSION: u32 = 4;
 
 // ---------------------------------------------------------------------------
@@ -41,6 +42,21 @@ pub const MODEL_VERSION: u32 = 4;
 /// `max_memory_reserved` was 767 MiB in every one of the 46 runs (621 MiB of it
 /// right after context creation).
 pub const CUDA_CONTEXT_MIB: u64 = 768;
+
+/// cuBLAS workspace per handle, MiB. PyTorch allocates it through its caching
+/// allocator (so it counts in `memory_allocated`) at a handle's first matmul and
+/// keeps it: `aten/src/ATen/cuda/CublasHandlePool.cpp`, `parseChosenWorkspaceSize`,
+/// default `:4096:8` (32 MiB) on compute capability 9.0 (Hopper) and
+/// `:4096:2:16:8` (8.125 MiB) on other GPUs.
+pub const CUBLAS_WORKSPACE_HOPPER_MIB: f64 = 32.0;
+pub const CUBLAS_WORKSPACE_MIB: f64 = 8.125;
+/// cuBLAS handles with a workspace in a training step: handles are per
+/// thread, and autograd runs the backward's matmuls on its own device thread
+/// beside the forward's (and the optimizer's) main thread. Measured: every
+/// LoRA run on the H200 held 64 MiB after its first step beyond the states it
+/// made (calibration/h200-2026-11-30: r16 on q and v, 116 MiB for 52 of states;
+/// every linear, 384 for 320).
+pub const CUBLAS_HANDLES: f64 = 2.0;
 
 /// NCCL buffers per communicator, MiB, outside the allocator: ≈0.5–0.7 GB per
 /// communicator on NVLink machines (NVIDIA/nccl#964, DESIGN.md §3).
@@ -3041,6 +3057,18 @@ impl<'a> Ctx<'a> {
             * MIB) as f64
     }
 
+    /// The cuBLAS workspaces in the allocator once the first matmuls ran
+    /// ([`CUBLAS_HANDLES`] × [`CUBLAS_WORKSPACE_HOPPER_MIB`] or
+    /// [`CUBLAS_WORKSPACE_MIB`]).
+    fn cublas_workspaces(&self) -> f64 {
+        let per = if self.plan.gpu.is_hopper() {
+            CUBLAS_WORKSPACE_HOPPER_MIB
+        } else {
+            CUBLAS_WORKSPACE_MIB
+        };
+        CUBLAS_HANDLES * per * MIB as f64
+    }
+
     fn reserve_fraction(&self) -> f64 {
         if self.plan.runtime.expandable_segments {
             ALLOCATOR_RESERVE_FRACTION_EXPANDABLE
@@ -3125,7 +3153,13 @@ impl<'a> Ctx<'a> {
             comm: f64,
             tmp: f64,
         }
+        // From the first forward on: loading and set-up run no matmul.
+        let workspaces = self.cublas_workspaces();
         let mk = |phase, p: Parts| {
+            let ws = match phase {
+                Phase::Load | Phase::Init => 0.0,
+                _ => workspaces,
+            };
             let mut bd = Breakdown {
                 weights: Bytes::from_f64(p.w),
                 gradients: Bytes::from_f64(p.g),
@@ -3133,7 +3167,7 @@ impl<'a> Ctx<'a> {
                 activations: Bytes::from_f64(p.act),
                 logits: Bytes::from_f64(p.lg),
                 comm_buffers: Bytes::from_f64(p.comm),
-                temporaries: Bytes::from_f64(p.tmp),
+                temporaries: Bytes::from_f64(p.tmp + ws),
                 allocator_reserve: Bytes::ZERO,
                 runtime,
             };

@@ -34,6 +34,16 @@ impl GpuSpec {
     pub fn capacity(&self) -> Bytes {
         Bytes(self.capacity_mib.saturating_mul(MIB))
     }
+
+    /// Whether the chip is a Hopper (compute capability 9.0: H100, H200, H800,
+    /// H20, GH200), read off its nvidia-smi name.
+    pub fn is_hopper(&self) -> bool {
+        let n = self.name.to_ascii_uppercase();
+        ["H100", "H200", "H800", "H20 ", "GH200"]
+            .iter()
+            .any(|k| n.contains(k))
+            || n.ends_with(" H20")
+    }
 }
 
 macro_rules! gpu {

@@ -43,7 +43,10 @@ fn foreach_adamw_makes_one_temporary_in_the_states_dtype() {
     // the amp run died inside `_foreach_sqrt` with fp32 states.
     let mut p = plan("llama-3.1-8b", Precision::Bf16, 1, 2048);
     let params = estimate(&p).unwrap().params as f64;
-    let tmp = |p: &Plan| phase(&estimate(p).unwrap(), Phase::Step).temporaries.get() as f64;
+    let tmp = |p: &Plan| {
+        (phase(&estimate(p).unwrap(), Phase::Step).temporaries.get() - common::cublas_workspaces(p))
+            as f64
+    };
     assert_eq!(tmp(&p), params * 2.0);
     p.training.precision = Precision::AmpBf16;
     assert_eq!(tmp(&p), params * 4.0);
@@ -131,7 +134,8 @@ fn measured_pure_bf16_llama_block_and_loss() {
     );
     // The backward peak is the loss backward, with no block's working set on top.
     let bwd = phase(&e, Phase::Backward);
-    assert_eq!(bwd.temporaries.get(), 0);
+    let p = plan("llama-3.2-1b", Precision::Bf16, 4, 2048);
+    assert_eq!(bwd.temporaries.get(), common::cublas_workspaces(&p));
     assert_eq!(bwd.logits, fwd.logits);
 }
 
@@ -1386,4 +1390,35 @@ fn a_paged_optimizer_keeps_the_states_of_tensors_under_1e5_elements_on_the_devic
     );
     // A full fine-tune's states are paged (its norms left in the count).
     assert_eq!(states(Optimizer::PagedAdamw, Finetune::Full), 0.0);
+}
+
+#[test]
+fn cublas_workspaces_sit_in_the_allocator_from_the_first_forward() {
+    // Two handles (the forward's thread and autograd's) of 32 MiB on a Hopper,
+    // 8.125 MiB elsewhere (PyTorch CublasHandlePool.cpp); measured on the H200:
+    // 64 MiB beyond the states every LoRA run made by its first step.
+    let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, 512);
+    let tmp = |p: &Plan, ph: Phase| phase(&estimate(p).unwrap(), ph).temporaries.get();
+    assert!(p.gpu.is_hopper());
+    assert_eq!(tmp(&p, Phase::Load), 0);
+    assert_eq!(tmp(&p, Phase::Forward), 64 << 20);
+    p.gpu = cost_model::gpu::gpu("a100-sxm4-80gb").unwrap();
+    assert!(!p.gpu.is_hopper());
+    assert_eq!(
+        tmp(&p, Phase::Forward),
+        (2.0 * 8.125 * (1u64 << 20) as f64) as u64
+    );
+    for (id, hopper) in [
+        ("h100-sxm-80gb", true),
+        ("h800-80gb", true),
+        ("gh200-96gb", true),
+        ("rtx4090-24gb", false),
+        ("a100-sxm4-40gb", false),
+    ] {
+        assert_eq!(
+            cost_model::gpu::gpu(id).unwrap().is_hopper(),
+            hopper,
+            "{id}"
+        );
+    }
 }

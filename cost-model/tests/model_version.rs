@@ -25,7 +25,7 @@ use cost_model::presets::presets;
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
-    (4, 0xf8d1_b4b8_7af7_a9ba),
+    (4, 0x5e7d_0f9e_0921_f719),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -23,7 +23,7 @@ fn explain(c: Component) -> &'static str {
         Component::Logits => "LM-head output and the cross-entropy working set",
         Component::CommBuffers => "DDP buckets, ZeRO buckets, FSDP gathered units",
         Component::Temporaries => {
-            "Optimizer-step temporaries, autocast weight copies, the block in backward"
+            "Optimizer-step temporaries, autocast weight copies, the block in backward, cuBLAS workspaces"
         }
         Component::AllocatorReserve => {
             "Cached free blocks and fragmentation in PyTorch's caching allocator"

@@ -12,3 +12,16 @@ pub fn phase(e: &Estimate, ph: Phase) -> Breakdown {
         .max_by_key(|b| b.allocated())
         .unwrap()
 }
+
+/// The cuBLAS workspaces every phase after the first matmul holds among its
+/// temporaries (bytes), on the plan's GPU.
+#[allow(dead_code)] // not every test binary uses it
+pub fn cublas_workspaces(plan: &cost_model::Plan) -> u64 {
+    use cost_model::estimate::{CUBLAS_HANDLES, CUBLAS_WORKSPACE_HOPPER_MIB, CUBLAS_WORKSPACE_MIB};
+    let per = if plan.gpu.is_hopper() {
+        CUBLAS_WORKSPACE_HOPPER_MIB
+    } else {
+        CUBLAS_WORKSPACE_MIB
+    };
+    (CUBLAS_HANDLES * per * (1u64 << 20) as f64) as u64
+}
