@@ -1421,4 +1421,13 @@ fn cublas_workspaces_sit_in_the_allocator_from_the_first_forward() {
             "{id}"
         );
     }
+    // Custom names, in any case; an H20's name ends in it.
+    let named = |name: &str| cost_model::gpu::GpuSpec {
+        name: name.into(),
+        ..cost_model::gpu::gpu("h100-sxm-80gb").unwrap()
+    };
+    assert!(named("nvidia h200 nvl").is_hopper());
+    assert!(named("NVIDIA H20").is_hopper());
+    assert!(!named("NVIDIA A40").is_hopper());
+    assert!(!named("NVIDIA H20X").is_hopper());
 }
