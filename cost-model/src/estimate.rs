@@ -512,6 +512,8 @@ struct Ctx<'a> {
     /// once (it was a tenth of an 8-stage estimate's instructions, read
     /// some twenty times per stage).
     layer_matrix: f64,
+    /// [`Self::cublas_workspaces`], worked out once (the GPU's name is read).
+    workspaces: f64,
 }
 
 impl<'a> Ctx<'a> {
@@ -544,6 +546,7 @@ impl<'a> Ctx<'a> {
             shard,
             d: plan.framework.defaults(),
             layer_matrix: 0.0,
+            workspaces: Self::cublas_workspaces(plan),
         };
         ctx.layer_matrix = ctx.layer_matrix_params_of_model();
         if ctx.kbit_fp32_stream() {
@@ -3060,8 +3063,8 @@ impl<'a> Ctx<'a> {
     /// The cuBLAS workspaces in the allocator once the first matmuls ran
     /// ([`CUBLAS_HANDLES`] × [`CUBLAS_WORKSPACE_HOPPER_MIB`] or
     /// [`CUBLAS_WORKSPACE_MIB`]).
-    fn cublas_workspaces(&self) -> f64 {
-        let per = if self.plan.gpu.is_hopper() {
+    fn cublas_workspaces(plan: &Plan) -> f64 {
+        let per = if plan.gpu.is_hopper() {
             CUBLAS_WORKSPACE_HOPPER_MIB
         } else {
             CUBLAS_WORKSPACE_MIB
@@ -3154,7 +3157,7 @@ impl<'a> Ctx<'a> {
             tmp: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
-        let workspaces = self.cublas_workspaces();
+        let workspaces = self.workspaces;
         let mk = |phase, p: Parts| {
             let ws = match phase {
                 Phase::Load | Phase::Init => 0.0,

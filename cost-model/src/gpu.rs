@@ -37,15 +37,18 @@ impl GpuSpec {
 
     /// Whether the chip is a Hopper (compute capability 9.0: H100, H200, H800,
     /// H20, GH200), read off its nvidia-smi name.
-    /// Compared without allocating: it runs in every estimate.
+    /// One pass over the name's bytes, no allocation: it runs in every estimate.
     pub fn is_hopper(&self) -> bool {
         let n = self.name.as_bytes();
-        let has = |k: &[u8]| n.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k));
-        let ends_h20 = n.len() >= 4 && n[n.len() - 4..].eq_ignore_ascii_case(b" H20");
-        [&b"H100"[..], b"H200", b"H800", b"H20 ", b"GH200"]
-            .iter()
-            .any(|k| has(k))
-            || ends_h20
+        (0..n.len()).any(|i| {
+            let rest = &n[i + 1..];
+            n[i].eq_ignore_ascii_case(&b'h')
+                && (rest.starts_with(b"100")
+                    || rest.starts_with(b"200")
+                    || rest.starts_with(b"800")
+                    || rest.starts_with(b"20 ")
+                    || rest == b"20")
+        })
     }
 }
 
