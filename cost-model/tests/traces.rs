@@ -1639,3 +1639,32 @@ fn rank_prefixed_peak_prints_are_kept_per_rank_and_judged_per_rank() {
     let v = cost_model::trace::findings::verdict(&t, &est).unwrap();
     assert_eq!(v.gpus.len(), 1, "{v:?}");
 }
+
+#[test]
+fn a_gpu_whose_memory_the_driver_gives_as_na_is_named() {
+    // nvidia-smi prints `[N/A]` (or `[Not Supported]`) for memory.used on MIG
+    // instances, unified-memory boards and some vGPUs.
+    let some = "index, memory.used [MiB]\n0, 100 MiB\n1, [N/A]\n0, 200 MiB\n1, [Not Supported]\n";
+    let t = trace::parse(some, &ParseOptions::default()).unwrap();
+    assert_eq!(t.gpus.len(), 1);
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.starts_with("GPU 1: memory.used is [N/A] in all 2 row(s)")),
+        "{:?}",
+        t.warnings
+    );
+    let partly = "index, memory.used [MiB]\n0, 100 MiB\n0, [N/A]\n0, 300 MiB\n";
+    let t = trace::parse(partly, &ParseOptions::default()).unwrap();
+    assert_eq!(t.gpus[0].peak_used_mib, Some(300.0));
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w == "GPU 0: 1 row(s) with memory.used [N/A] left out"));
+    // Nothing but [N/A]: refused, saying so.
+    let none = "index, memory.used [MiB]\n0, [N/A]\n1, [N/A]\n";
+    let e = trace::parse(none, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("memory.used is [N/A] in every row (2)"), "{e}");
+}

@@ -118,6 +118,9 @@ fn documented_query(f: &[&str]) -> bool {
         && reserve <= (DRIVER_RESERVE_MAX_SHARE * total).max(1024.0)
 }
 
+/// GPUs whose `[N/A]` rows are counted one by one.
+const MAX_NA_GPUS: usize = 1024;
+
 pub struct CsvParser {
     cols: Option<Vec<Col>>,
     names: Vec<String>,
@@ -129,6 +132,10 @@ pub struct CsvParser {
     guessed: bool,
     bad: u64,
     first_bad: Option<(u64, String)>,
+    /// Rows per GPU whose memory.used the driver gave as `[N/A]` (or
+    /// `[Not Supported]`), and the GPUs that had a figure at least once.
+    na_rows: std::collections::BTreeMap<u32, u64>,
+    sampled: std::collections::BTreeSet<u32>,
 }
 
 impl CsvParser {
@@ -146,6 +153,8 @@ impl CsvParser {
             guessed: false,
             bad: 0,
             first_bad: None,
+            na_rows: Default::default(),
+            sampled: Default::default(),
         }
     }
 
@@ -284,8 +293,13 @@ impl LineParser for CsvParser {
             .unwrap_or("");
         let Some(used) = used else {
             let raw = used_raw;
-            if raw.contains("N/A") || raw.is_empty() {
-                return Ok(()); // the driver had no figure
+            if raw.contains("N/A") || raw.contains("Not Supported") || raw.is_empty() {
+                // The driver had no figure (said once per GPU at the end;
+                // bounded, as a garbage index column could name millions).
+                if self.na_rows.len() < MAX_NA_GPUS || self.na_rows.contains_key(&index) {
+                    *self.na_rows.entry(index).or_default() += 1;
+                }
+                return Ok(());
             }
             self.bad_row(no, format!("memory.used `{raw}` is not a number of MiB"));
             return Ok(());
@@ -293,6 +307,7 @@ impl LineParser for CsvParser {
         let total = total.or_else(|| free.map(|f| f + used));
         b.describe(index, None, name, total);
         b.sample(index, None, time, used);
+        self.sampled.insert(index);
         self.rows += 1;
         Ok(())
     }
@@ -309,10 +324,26 @@ impl LineParser for CsvParser {
                 self.bad
             ));
         }
+        let na: u64 = self.na_rows.values().sum();
         if self.rows == 0 && self.cols.is_some() && b.processes.is_empty() {
-            return Err(TraceError::whole(
-                "the CSV has a header but no rows with memory.used",
-            ));
+            return Err(TraceError::whole(if na > 0 {
+                format!(
+                    "memory.used is [N/A] in every row ({na}): the driver reported no figure \
+                     (a MIG instance, a unified-memory board such as GH200, a vGPU): nothing to compare"
+                )
+            } else {
+                "the CSV has a header but no rows with memory.used".to_string()
+            }));
+        }
+        for (gpu, n) in &self.na_rows {
+            b.warnings.push(if self.sampled.contains(gpu) {
+                format!("GPU {gpu}: {n} row(s) with memory.used [N/A] left out")
+            } else {
+                format!(
+                    "GPU {gpu}: memory.used is [N/A] in all {n} row(s) — the driver reported no \
+                     figure for it (a MIG instance, a unified-memory board, a vGPU), so it is not shown"
+                )
+            });
         }
         Ok(())
     }
