@@ -1100,11 +1100,7 @@ impl<'a> Ctx<'a> {
     /// Bytes of a frozen block matrix weight (LoRA base).
     fn frozen_matrix_bytes(&self, base_bits: u32) -> f64 {
         match base_bits {
-            4 if self.plan.training.nf4_double_quant
-                || self.plan.framework.nf4_double_quantized() =>
-            {
-                NF4_DOUBLE_QUANT_BYTES_PER_PARAM
-            }
+            4 if self.plan.nf4_double_quantized() => NF4_DOUBLE_QUANT_BYTES_PER_PARAM,
             4 => NF4_BYTES_PER_PARAM,
             8 => INT8_BYTES_PER_PARAM,
             32 => FP32,

@@ -871,6 +871,13 @@ impl Default for Plan {
 }
 
 impl Plan {
+    /// Whether a 4-bit base's block scales are quantized too: stated for
+    /// bitsandbytes ([`TrainingSpec::nf4_double_quant`]), always under
+    /// torchtune ([`Framework::nf4_double_quantized`]).
+    pub fn nf4_double_quantized(&self) -> bool {
+        self.training.nf4_double_quant || self.framework.nf4_double_quantized()
+    }
+
     /// Switches the framework and applies the settings it decides by default
     /// (loss variant, checkpointing policy, optimizer implementation, sequence
     /// parallelism with TP, …).

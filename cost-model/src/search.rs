@@ -260,8 +260,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     // 1a'. A bitsandbytes 4-bit base's block scales quantized too (QLoRA's
     // double quantization): 0.047 bytes per quantized weight.
     if l.cur.training.finetune.base_bits() == Some(4)
-        && !l.cur.training.nf4_double_quant
-        && !l.cur.framework.nf4_double_quantized()
+        && !l.cur.nf4_double_quantized()
         && l.edit("double-quant", COST_DOUBLE_QUANT, |p| {
             p.training.nf4_double_quant = true
         })
