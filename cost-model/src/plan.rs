@@ -436,7 +436,7 @@ impl AdapterMethod {
     ///
     /// Encoder–decoders and the other methods return `None`.
     pub fn default_trainable_params(self, m: &ModelSpec, virtual_tokens: u32) -> Option<u64> {
-        use crate::model::{Arch, Mlp, Norm};
+        use crate::model::{Arch, Mlp};
         if m.arch == Arch::EncoderDecoder {
             return None;
         }
@@ -447,11 +447,7 @@ impl AdapterMethod {
         let f = m.ffn as u64;
         let prefix_blocks = l.saturating_sub(Self::LLAMA_ADAPTER_START_LAYER as u64);
         let v1 = prefix_blocks * (Self::LLAMA_ADAPTER_PROMPT_LENGTH * h + m.heads as u64);
-        let norm = match m.norm {
-            Norm::LayerNorm => 2 * h,
-            Norm::RmsNorm => h,
-        };
-        let norms = (l * m.norms_per_layer as u64 + 1) * norm;
+        let norms = (l * m.norms_per_layer as u64 + 1) * m.norm_params();
         Some(match self {
             Self::LlamaAdapter => v1,
             Self::LlamaAdapterV2 => {

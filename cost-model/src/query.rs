@@ -219,18 +219,16 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
-    if let Finetune::Adapter {
-        trainable_params,
-        method,
-        virtual_tokens,
-        ..
-    } = plan.training.finetune
-    {
-        let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
-        let derived = method.default_trainable_params(&plan.model, virtual_tokens);
-        if follows && (trainable_params == 0 || Some(trainable_params) == derived) {
-            pairs.retain(|(k, _)| k != "trainable");
+    let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
+    let none_yet = matches!(
+        plan.training.finetune,
+        Finetune::Adapter {
+            trainable_params: 0,
+            ..
         }
+    );
+    if follows && (none_yet || auto_trainable(plan).is_some()) {
+        pairs.retain(|(k, _)| k != "trainable");
     }
     pairs.retain(|(k, _)| k != key);
     pairs.push((key.to_string(), value.to_string()));
