@@ -1327,17 +1327,21 @@ impl<'a> Ctx<'a> {
                 method: method @ (AdapterMethod::LlamaAdapter | AdapterMethod::LlamaAdapterV2),
                 ..
             } => {
-                let h = self.m.hidden as f64;
-                let prompt = AdapterMethod::LLAMA_ADAPTER_PROMPT_LENGTH as f64 * h;
-                let prompts = self.stage_layers(s) * self.adapter_prefix_share() * prompt;
-                // v2's LM head bias and scale, one value per vocabulary entry.
-                let head = if method == AdapterMethod::LlamaAdapterV2 && self.is_last(s) {
-                    2.0 * self.m.vocab as f64
-                } else {
-                    0.0
-                };
-                let paged = (prompt >= PAGED_MIN_ELEMENTS) as u8 as f64 * prompts
-                    + (self.m.vocab as f64 >= PAGED_MIN_ELEMENTS) as u8 as f64 * head;
+                // Each block's prompt, and v2's LM head bias and scale (one
+                // value per vocabulary entry each), are paged when large.
+                let prompt =
+                    AdapterMethod::LLAMA_ADAPTER_PROMPT_LENGTH as f64 * self.m.hidden as f64;
+                let vocab = self.m.vocab as f64;
+                let mut paged = 0.0;
+                if prompt >= PAGED_MIN_ELEMENTS {
+                    paged += self.stage_layers(s) * self.adapter_prefix_share() * prompt;
+                }
+                if method == AdapterMethod::LlamaAdapterV2
+                    && self.is_last(s)
+                    && vocab >= PAGED_MIN_ELEMENTS
+                {
+                    paged += 2.0 * vocab;
+                }
                 let trainable = self.stage_trainable(s);
                 1.0 - split(paged.min(trainable), trainable)
             }
