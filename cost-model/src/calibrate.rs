@@ -1576,7 +1576,12 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
         let id = row.get("id").to_string();
         let metric = row.get("metric").to_string();
         let measured_read = measured_gib(row.get("measured_gib"));
-        let measured = measured_read.clone().ok().flatten().unwrap_or(f64::NAN);
+        let measured = measured_read
+            .as_ref()
+            .ok()
+            .copied()
+            .flatten()
+            .unwrap_or(f64::NAN);
         let oom = row.bool("oom").unwrap_or(false);
         let quality_c = row.get("quality") == "C";
         let mut res = CaseResult {
