@@ -683,11 +683,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // (`axolotl`, `NeMo`): read as the notes would be.
         f => other_framework(f).ok_or(format!("framework `{f}` is not in the schema"))?,
     };
-    // The preset the model column names (its hub id, or a name starting with
-    // one: "TinyLlama-1.1B (litgpt config)"): it fills architecture columns a
-    // row leaves empty, and says what the columns cannot (below).
-    let named = r.get("model").split_whitespace().next().unwrap_or("");
-    let named = crate::presets::by_hub_id(named).map(|p| p.spec());
+    // The preset the model column names (its hub id, or the name as people
+    // write it: "TinyLlama-1.1B (litgpt config)", "Llama 2 7B"): it fills
+    // architecture columns a row leaves empty, and says what the columns
+    // cannot (below).
+    let named = crate::presets::by_name(r.get("model")).map(|p| p.spec());
     let from_preset = |col: &str, v: Option<u32>, pick: fn(&ModelSpec) -> u32| {
         v.or(named.as_ref().map(pick)).ok_or_else(|| {
             format!(
@@ -769,19 +769,30 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         head: ModelHead::Lm,
         sliding_window: 0,
     };
-    // What the schema's columns cannot say about the implementation (fused
-    // projections, Python GELU, soft-capping, norms per block, head width) comes
-    // from the preset the hub id names, when its dimensions agree with the row's.
+    // What the schema's columns cannot say about the architecture (norm kind
+    // and how many a block has, positions, biases, parallel blocks,
+    // soft-capping, head width, a sliding window) comes from the preset the
+    // model column names, when its dimensions agree with the row's; how
+    // transformers implements it (fused projections, the Python GELU) only
+    // when the column is a hub id (`org/name`), the checkpoint transformers
+    // loads: a free-form name ("GPT-2 124M (from scratch)") may be any code.
     if let Some(s) = &named {
-        if s.layers == model.layers && s.hidden == model.hidden {
-            model.fused_projections = s.fused_projections;
-            model.gelu_new = s.gelu_new;
-            model.softcap = s.softcap;
+        if s.layers == model.layers && s.hidden == model.hidden && s.arch == model.arch {
+            model.norm = s.norm;
+            model.norms_per_layer = s.norms_per_layer;
+            model.positions = s.positions;
+            model.max_positions = s.max_positions;
+            model.linear_bias = s.linear_bias;
+            model.qkv_bias = s.qkv_bias;
             model.parallel_residual = s.parallel_residual;
             model.norm_fp32_affine = s.norm_fp32_affine;
-            model.norms_per_layer = s.norms_per_layer;
+            model.softcap = s.softcap;
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
+            if r.get("model").contains('/') {
+                model.fused_projections = s.fused_projections;
+                model.gelu_new = s.gelu_new;
+            }
         }
     }
     // What the notes state about the implementation.

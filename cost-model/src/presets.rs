@@ -245,6 +245,20 @@ const fn falcon7b() -> Dims {
     d
 }
 
+/// Falcon-40B/180B (`new_decoder_architecture`): fused grouped-query
+/// q/k/v, attention and MLP side by side from the block input under a
+/// LayerNorm each (`ln_attn`, `ln_mlp`), no biases, rotary, a tied head
+/// (transformers `FalconDecoderLayer`, `FalconConfig`).
+const fn falcon_new(layers: u32, hidden: u32, heads: u32, kv_heads: u32) -> Dims {
+    let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, 65024, 0));
+    d.kv_heads = kv_heads;
+    d.head_dim = 64;
+    d.positions = Positions::Rotary;
+    d.parallel_residual = true;
+    d.linear_bias = false;
+    d
+}
+
 /// Gemma (1): Gemma-2's fp32-scaling RMSNorms (`(1 + weight)` in fp32) and
 /// tied 256k embedding, with two norms per block and no soft-capping
 /// (transformers `GemmaRMSNorm`, `GemmaConfig`).
@@ -535,6 +549,12 @@ const PRESETS: &[Preset] = &[
     p!("phi-1.5", "Phi-1.5", 1_418_270_720, phi(24, 2048, 32)),
     p!("falcon-7b", "Falcon-7B", 6_921_720_704, falcon7b()),
     p!(
+        "falcon-40b",
+        "Falcon-40B",
+        41_303_293_952,
+        falcon_new(60, 8192, 128, 8)
+    ),
+    p!(
         "pythia-160m",
         "Pythia-160M",
         162_322_944,
@@ -726,7 +746,7 @@ const PRESETS: &[Preset] = &[
 
 /// Hub-name prefixes of checkpoints that share a preset's shape, as
 /// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
-const HUB_ALIASES: [(&str, &str); 11] = [
+const HUB_ALIASES: [(&str, &str); 13] = [
     // Llama 3 and 3.3 share Llama-3.1's shapes (8B, 70B); Qwen2 Qwen2.5's
     // (0.5B, 1.5B, 7B, 72B); BLOOMZ is BLOOM fine-tuned.
     ("meta-llama-3.1-", "llama-3.1-"),
@@ -741,7 +761,51 @@ const HUB_ALIASES: [(&str, &str); 11] = [
     ("t0pp", "flan-t5-xxl"),
     ("t0", "flan-t5-xxl"),
     ("mt0-", "mt5-"),
+    // LLaMA (1)'s 7B and 13B are Llama-2's shapes (`huggyllama/llama-7b`:
+    // 32 × 4096, 11008, 32000; 40 × 5120, 13824); only the context differs.
+    ("llama-7b", "llama-2-7b"),
+    ("llama-13b", "llama-2-13b"),
 ];
+
+/// Ways people write a model's name that [`by_name`] reads as the hub
+/// name of a preset (lower-cased, spaces as `-`): "Llama 2 7B" and "llama2-7b",
+/// "Llama-3-8B" (Llama-3.1's shapes, as `meta-llama-3-`), "GPT-2 XL",
+/// "Qwen 2.5 7B", "Phi3 mini", "Tiny-Llama-1.1B". Applied until none fits.
+const NAME_ALIASES: [(&str, &str); 10] = [
+    ("llama2-", "llama-2-"),
+    ("llama3-", "llama-3-"),
+    ("llama3.", "llama-3."),
+    ("llama-3-", "llama-3.1-"),
+    ("gpt-2", "gpt2"),
+    ("qwen-2.5-", "qwen2.5-"),
+    ("qwen-2-", "qwen2-"),
+    ("qwen-3-", "qwen3-"),
+    ("phi3-", "phi-3-"),
+    ("tiny-llama-", "tinyllama-"),
+];
+
+/// The preset a model's name, as people write it, names: a hub id or a
+/// free-form name ("Llama 2 7B", "GPT-2 124M (from scratch)", "Mistral 7B
+/// v0.1"), any case, up to a bracket or `;`/`,` that starts a comment
+/// ([`NAME_ALIASES`], then [`by_hub_id`]).
+pub fn by_name(name: &str) -> Option<&'static Preset> {
+    let head = name.split(['(', '[', ';', ',']).next().unwrap_or("");
+    let head = head.rsplit('/').next().unwrap_or(head);
+    let mut n = head
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join("-")
+        .to_ascii_lowercase();
+    // An alias's output may start another ("llama3-" → "llama-3-" →
+    // "llama-3.1-"); no chain is longer than the list.
+    for _ in 0..NAME_ALIASES.len() {
+        let Some((from, to)) = NAME_ALIASES.iter().find(|(from, _)| n.starts_with(from)) else {
+            break;
+        };
+        n = format!("{to}{}", &n[from.len()..]);
+    }
+    by_hub_id(&n)
+}
 
 /// The default model of a new plan.
 pub const DEFAULT_PRESET: &str = "llama-3.1-8b";
@@ -878,6 +942,8 @@ mod tests {
             ("opt-125m", 125_239_296),
             ("opt-1.3b", 1_315_758_080),
             ("opt-6.7b", 6_658_473_984),
+            // 60 × (8192·9216 + 8192² + 2·8192·32768 + 2·2·8192) + 65024·8192 + 2·8192
+            ("falcon-40b", 41_303_293_952),
             ("t5-small", 60_506_624),
         ] {
             assert_eq!(preset(id).unwrap().spec().params(), n, "{id}");
@@ -907,5 +973,56 @@ mod tests {
         // A Qwen2 size Qwen2.5 lacks, and unknown names, name no preset.
         assert_eq!(by_hub_id("Qwen/Qwen2-57B-A14B").map(|p| p.id), None);
         assert_eq!(by_hub_id("acme/unknown-7b").map(|p| p.id), None);
+    }
+
+    #[test]
+    fn names_as_people_write_them_find_their_preset() {
+        for (name, id) in [
+            ("meta-llama/Llama-2-7b-hf", "llama-2-7b"),
+            ("Llama 2 7B", "llama-2-7b"),
+            ("LLaMA-2 13B chat", "llama-2-13b"),
+            ("llama2-70b", "llama-2-70b"),
+            ("huggyllama/llama-7b", "llama-2-7b"),
+            ("Llama-3-8B", "llama-3.1-8b"),
+            ("llama3-70b-instruct", "llama-3.1-70b"),
+            ("Llama 3.1 8B Instruct", "llama-3.1-8b"),
+            ("llama3.2-1b", "llama-3.2-1b"),
+            (
+                "GPT-2 124M (LLMs-from-scratch GPTModel; untied out_head)",
+                "gpt2",
+            ),
+            ("GPT-2 XL", "gpt2-xl"),
+            ("gpt2-medium", "gpt2-medium"),
+            ("Qwen 2.5 7B", "qwen2.5-7b"),
+            ("Qwen-2-7B", "qwen2.5-7b"),
+            ("Qwen2.5-0.5B-Instruct", "qwen2.5-0.5b"),
+            ("Mistral 7B v0.1", "mistral-7b"),
+            ("Mixtral 8x7B", "mixtral-8x7b"),
+            ("Phi3 mini 4k", "phi-3-mini"),
+            ("microsoft/phi-1_5", "phi-1.5"),
+            (
+                "TinyLlama-1.1B (litgpt tiny-llama-1.1b config; from scratch)",
+                "tinyllama-1.1b",
+            ),
+            ("Tiny-Llama-1.1B", "tinyllama-1.1b"),
+            ("tiiuae/falcon-40b", "falcon-40b"),
+            ("Falcon 7B", "falcon-7b"),
+            ("BERT base uncased", "bert-base"),
+            ("Gemma 2 9B", "gemma-2-9b"),
+        ] {
+            assert_eq!(by_name(name).map(|p| p.id), Some(id), "{name}");
+        }
+        // Sizes no preset has, and what is not a model name at all.
+        for name in [
+            "LLaMA-65B",
+            "Llama 2",
+            "Qwen2-57B-A14B",
+            "my model",
+            "",
+            "(7B)",
+            "GPT-3 175B",
+        ] {
+            assert_eq!(by_name(name).map(|p| p.id), None, "{name}");
+        }
     }
 }

@@ -120,9 +120,13 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // reserved counter of FSDP2 and of very large logits, QLoRA without
     // autocast and without checkpointing); 1.78 % / 6.43 % once FSDP's
     // sharded gradients, freed between steps, stay reserved on the
-    // reduce-scatter stream.
-    assert!(median <= 1.80, "median |error| {median} %");
-    assert!(p90 <= 6.5, "p90 |error| {p90} %");
+    // reduce-scatter stream. Then 1.67 % / 6.88 % once GPT-2's rows take its
+    // learned positions from the preset (they were read as rotary, whose
+    // rotated q/k copies beside the fused qkv output GPT-2 does not make):
+    // the fp32 rows come within 1 %, the fp16-autocast ones fall to −5 … −7 %
+    // (something of autocast's GPT-2 not modelled, which the copies had hidden).
+    assert!(median <= 1.70, "median |error| {median} %");
+    assert!(p90 <= 6.9, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 
@@ -310,6 +314,35 @@ fn with_blanks(id: &str, cols: &[&str]) -> String {
     with_fields(id, &set)
 }
 
+/// What the columns cannot say about a model's architecture comes from the
+/// preset its name finds, hub id or not; how transformers implements it only
+/// from a hub id. BLOOM has ALiBi, no rotary; Falcon-40B's block runs
+/// attention and MLP side by side; a from-scratch GPT-2 is not transformers'.
+#[test]
+fn a_named_model_brings_its_architecture_and_a_hub_id_its_implementation() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::model::Positions;
+    let plan = |id: &str, set: &[(&str, &str)]| case_plan(&with_fields(id, set), id).unwrap();
+    let bloom = plan("peft_readme_raft-144", &[]).model;
+    assert_eq!(bloom.positions, Positions::Alibi);
+    assert!(bloom.fused_projections && bloom.linear_bias);
+    let falcon = plan("litgpt_resource_tables_2023-10-021", &[]).model;
+    assert!(falcon.parallel_residual && !falcon.linear_bias);
+    assert_eq!(falcon.norms_per_layer, 2);
+    // The same architecture from a free-form name; transformers' fused
+    // projections and Python GELU only from the hub id.
+    let scratch = "rasbt_llms_from_scratch_speed-182"; // native GELU
+    let free = plan(scratch, &[]).model;
+    assert_eq!(free.positions, Positions::Learned);
+    assert_eq!(free.max_positions, 1024);
+    assert!(!free.gelu_new && !free.fused_projections);
+    let hub = plan(scratch, &[("model", "openai-community/gpt2")]).model;
+    assert!(hub.gelu_new && hub.fused_projections);
+    // A name whose dimensions disagree with the row's brings nothing.
+    let other = plan("peft_readme_raft-144", &[("model", "Llama 2 7B")]).model;
+    assert_eq!(other.positions, Positions::Rotary);
+}
+
 #[test]
 fn empty_columns_take_the_named_preset_and_the_documented_defaults() {
     let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA r8 q+v, 2 GPUs FSDP
@@ -336,10 +369,19 @@ fn empty_columns_take_the_named_preset_and_the_documented_defaults() {
     // The task follows from a stated rank.
     let task = calibrate(&with_blanks(id, &["task"])).unwrap().cases[0].clone();
     assert_eq!(task.predicted_gib, full.predicted_gib, "{task:?}");
-    // Without a preset to take them from, empty dimensions are named.
-    let scratch = calibrate(&with_blanks(
-        "rasbt_llms_from_scratch_speed-180",
-        &["hidden"],
+    // The model named as people write it ("GPT-2 124M (LLMs-from-scratch …)")
+    // fills the dimensions too; without a preset to take them from, empty
+    // dimensions are named.
+    let scratch_id = "rasbt_llms_from_scratch_speed-180";
+    let named = calibrate(&with_blanks(scratch_id, &["hidden", "n_layers", "n_heads"]))
+        .unwrap()
+        .cases[0]
+        .clone();
+    let stated = calibrate(&with_blanks(scratch_id, &[])).unwrap().cases[0].clone();
+    assert_eq!(named.predicted_gib, stated.predicted_gib, "{named:?}");
+    let scratch = calibrate(&with_fields(
+        scratch_id,
+        &[("hidden", ""), ("model", "GPTModel (LLMs-from-scratch)")],
     ))
     .unwrap()
     .cases[0]
