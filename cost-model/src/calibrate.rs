@@ -579,6 +579,25 @@ fn is_model_token(t: &str) -> bool {
     digits > 0 && !count && !FORM.contains(&t) && !matches!(tail, "gb" | "g" | "x" | "gib")
 }
 
+/// The memory a GPU's name states, as boards are sold ("80GB", "24G",
+/// "11 GB", "96GiB": binary, as nvidia-smi's `memory.total` of an "80GB" A100
+/// is 81920 MiB), in GiB.
+fn stated_board_gib(gpu: &str) -> Option<f64> {
+    let words = gpu_words(gpu);
+    words.iter().enumerate().find_map(|(i, w)| {
+        let digits = w.len() - w.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let (n, unit) = w.split_at(digits);
+        // "11 GB": the number and its unit in two words.
+        let unit = if unit.is_empty() {
+            words.get(i + 1).map_or("", |u| u.as_str())
+        } else {
+            unit
+        };
+        let n: f64 = n.parse().ok()?;
+        (matches!(unit, "gb" | "g" | "gib") && n > 0.0).then_some(n)
+    })
+}
+
 /// The GPU count a free-text GPU column states: "8x H100", "8 × A100",
 /// "4*A100", "A100-80GB x8".
 fn stated_gpu_count(gpu: &str) -> Option<u32> {
@@ -826,7 +845,18 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if notes.contains("custom LayerNorm/GELU") || notes.contains("custom GELU") {
         model.gelu_new = true;
     }
-    let gpu = gpu_for(r.get("gpu"), r.f64("gpu_mem_gib")?);
+    // The capacity: the column, else the board size the name states ("RTX
+    // 2080 Ti 11GB"), else, on an OOM row, its measurement (the schema's
+    // lower bound: the capacity the run hit).
+    let mem_gib = match r.f64("gpu_mem_gib")? {
+        Some(g) => Some(g),
+        None => stated_board_gib(r.get("gpu")).or(if r.bool("oom").unwrap_or(false) {
+            r.f64("measured_gib").ok().flatten()
+        } else {
+            None
+        }),
+    };
+    let gpu = gpu_for(r.get("gpu"), mem_gib);
 
     let mut plan = Plan {
         model,

@@ -1079,6 +1079,35 @@ fn a_free_text_gpu_name_finds_its_catalogue_entry_by_chip() {
         let g = gpu(name, mem);
         assert_eq!((g.id.as_str(), g.capacity_mib), ("custom", mib), "{name}");
     }
+    // Without the column, the board size the name states: of a chip the
+    // catalogue lacks, or to tell an A100's two sizes apart.
+    for (name, mib) in [
+        ("RTX 2080 Ti 11GB", 11_264),
+        ("Titan RTX 24 GB", 24_576),
+        ("NVIDIA H20 96GiB", 98_304),
+    ] {
+        let g = gpu(name, "");
+        assert_eq!((g.id.as_str(), g.capacity_mib), ("custom", mib), "{name}");
+    }
+    assert_eq!(gpu("A100 80G", "").id, "a100-sxm4-80gb");
+    assert_eq!(gpu("A100 40 GB", "").id, "a100-sxm4-40gb");
+    // An OOM row's measurement is the capacity it hit (the schema's lower
+    // bound), so a chip the catalogue lacks is judged against it, not against
+    // a default.
+    let oom_id = "peft_readme_raft-143"; // bloomz-7b1 full FT: OOM at 80
+    let oom = case_plan(
+        &with_fields(
+            oom_id,
+            &[
+                ("gpu", "Quadro RTX 8000"),
+                ("gpu_mem_gib", ""),
+                ("measured_gib", "48"),
+            ],
+        ),
+        oom_id,
+    )
+    .unwrap();
+    assert_eq!(oom.gpu.capacity_mib, 48 * 1024);
     // A capacity that contradicts the name wins over it.
     assert_eq!(gpu("A100", "80").id, "a100-sxm4-80gb");
     assert_eq!(gpu("24GB GPU (model not stated)", "24").id, "custom");
