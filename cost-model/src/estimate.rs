@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 /// with cross-attention) rather than the average one, and adds the decoder's
 /// own target length; 4 keeps a paged optimizer's states of tensors under
 /// 10⁵ elements in device memory ([`PAGED_MIN_ELEMENTS`]) and counts the cuBLAS
-/// workspaces in the allocator ([`CUBLAS_HANDLES`]).
-pub const MODEL_VERSION: u32 = 4;
+/// workspaces in the allocator ([`CUBLAS_HANDLES`]); 5 keeps, under
+/// autocast, the fp32 cast of the Python tanh GELU's input that `pow` saves.
+pub const MODEL_VERSION: u32 = 5;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -1851,11 +1852,16 @@ impl<'a> Ctx<'a> {
 
     /// Extra bytes per MLP-inner element that transformers' `NewGELUActivation`
     /// (`0.5 * x * (1 + tanh(√(2/π) · (x + 0.044715 · x³)))`) keeps beyond a
-    /// fused GELU: the tanh output, `0.5·x` and `1 + tanh`. `pow` is on
-    /// autocast's fp32 list, so under autocast (and in fp32) the tanh branch is
-    /// fp32 and `0.5·x` stays 16-bit. Measured on the H200: HF GPT-2 in fp32
-    /// kept 115 bytes per token per hidden unit per block, 12 bytes per MLP-inner
-    /// element more than a fused GELU would.
+    /// fused GELU (which keeps its input): the tanh output, `0.5·x` and
+    /// `1 + tanh`, and `pow`'s input in its own dtype. `pow` is on autocast's
+    /// fp32 list, so under autocast (and in fp32) the tanh branch is fp32 and
+    /// `0.5·x` stays 16-bit; and what `pow` saves is autocast's fp32 cast of
+    /// `x`, the 16-bit `x` itself then saved by nothing (`0.5 * x` and the add
+    /// keep no operand): `3 · up` bytes, where a 16-bit run keeps `x` once.
+    /// Measured on the H200: HF GPT-2 in fp32 kept 115 bytes per token per
+    /// hidden unit per block, 12 bytes per MLP-inner element more than a fused
+    /// GELU would; under fp16 autocast the GPT-2 rows' peaks sat 1.1–1.2 GiB
+    /// (2 bytes per MLP-inner element) above a count without the cast.
     fn gelu_new_extra_bytes(&self) -> f64 {
         debug_assert!(self.python_gelu());
         let prec = self.prec;
@@ -1864,7 +1870,9 @@ impl<'a> Ctx<'a> {
         } else {
             self.e
         };
-        2.0 * up + self.e
+        // tanh output, `1 + tanh` and pow's input at `up`, and `0.5·x` at
+        // the activation dtype, less the `x` a fused GELU keeps at that dtype.
+        3.0 * up
     }
 
     /// Whether the MLP runs the Python tanh GELU ([`ModelSpec::gelu_new`]):

@@ -123,10 +123,12 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // reduce-scatter stream. Then 1.67 % / 6.88 % once GPT-2's rows take its
     // learned positions from the preset (they were read as rotary, whose
     // rotated q/k copies beside the fused qkv output GPT-2 does not make):
-    // the fp32 rows come within 1 %, the fp16-autocast ones fall to −5 … −7 %
-    // (something of autocast's GPT-2 not modelled, which the copies had hidden).
-    assert!(median <= 1.70, "median |error| {median} %");
-    assert!(p90 <= 6.9, "p90 |error| {p90} %");
+    // the fp32 rows come within 1 %, the fp16-autocast ones fell to −5 … −7 %
+    // (what the copies had hidden); 1.65 % / 6.77 % once autocast's fp32 cast
+    // of the Python GELU's input, which `pow` saves, is kept (those rows'
+    // allocated peaks −0.15 %).
+    assert!(median <= 1.65, "median |error| {median} %");
+    assert!(p90 <= 6.8, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 

@@ -30,6 +30,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
     (4, 0x4403_cad5_0e55_034a),
+    (5, 0xf682_cde7_b5b1_7f90),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
