@@ -1668,3 +1668,57 @@ fn a_gpu_whose_memory_the_driver_gives_as_na_is_named() {
         .to_string();
     assert!(e.contains("memory.used is [N/A] in every row (2)"), "{e}");
 }
+
+#[test]
+fn weights_and_biases_system_metrics_exports() {
+    // The run history as the API gives it (pandas' CSV: sparse rows, the
+    // system monitor's bytes and percentage of GPU 0 and 1, and the process's
+    // copy of GPU 0), and a chart's export (value, bucket min and max).
+    let history = "\
+_runtime,_timestamp,system.gpu.0.memoryAllocated,system.gpu.0.memoryAllocatedBytes,system.gpu.1.memoryAllocatedBytes,system.gpu.process.0.memoryAllocatedBytes,system.cpu
+31.2,1718000031.2,51.2,42949672960,41875931136,42949672960,12.5
+45.0,1718000045.0,,,,,13.0
+62.9,1718000062.9,84.6,70866960384,69793218560,70866960384,12.0
+";
+    let t = trace::parse(history, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::WandbSystemMetrics);
+    assert!(t.format.is_device_level());
+    assert_eq!(t.gpus.len(), 2);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(67584.0)); // 70866960384 B
+    assert_eq!(t.gpus[1].peak_used_mib, Some(66560.0));
+    assert_eq!(t.gpus[0].samples, 2); // the empty row is no reading
+                                      // Seconds from the epoch column, from the first sample.
+    let ts: Vec<f64> = t.gpus[0].series.points.iter().map(|p| p.t).collect();
+    assert!((ts[1] - 31.7).abs() < 1e-6, "{ts:?}");
+    assert!(t.warnings.iter().any(|w| w.contains("mean of its samples")));
+
+    let chart = "\
+\"Relative Time (Process)\",\"a - system/gpu.0.memoryAllocatedBytes\",\"a - system/gpu.0.memoryAllocatedBytes__MIN\",\"a - system/gpu.0.memoryAllocatedBytes__MAX\",\"b - system/gpu.0.memoryAllocatedBytes\"
+\"30\",\"1073741824\",\"1073741824\",\"1073741824\",\"2147483648\"
+\"60\",\"68719476736\",\"64424509440\",\"72477573120\",\"\"
+";
+    let t = trace::parse(chart, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::WandbSystemMetrics);
+    // One reading a row, the bucket's max; the __MIN column is no peak.
+    assert_eq!(t.gpus[0].samples, 2);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(69120.0));
+    assert!(
+        t.warnings.iter().any(|w| w.contains("2 runs (a, b)")),
+        "{:?}",
+        t.warnings
+    );
+
+    // A percentage alone cannot become bytes: refused, saying which column to export.
+    let pct = "_runtime,system.gpu.0.memoryAllocated\n30,51.2\n";
+    let e = trace::parse(pct, &ParseOptions::default()).unwrap_err();
+    assert_eq!(e.line, Some(1));
+    assert!(e.message.contains("memoryAllocatedBytes"), "{e}");
+    // A header without a figure under it says so.
+    let empty = "_runtime,system.gpu.0.memoryAllocatedBytes\n30,\n";
+    let e = trace::parse(empty, &ParseOptions::default()).unwrap_err();
+    assert!(e.message.contains("hold no figures"), "{e}");
+    // nvidia-smi's own CSV is not taken for it.
+    let smi = "memory.used [MiB], memory.total [MiB]\n40213 MiB, 81559 MiB\n";
+    let t = trace::parse(smi, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::NvidiaSmiCsv);
+}

@@ -3,7 +3,7 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi` and `amd-smi`. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi` and Weights & Biases' system metrics. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -17,6 +17,7 @@ pub mod oom;
 pub mod smi_csv;
 pub mod smi_misc;
 pub mod smi_table;
+pub mod wandb;
 
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
@@ -93,10 +94,11 @@ pub enum Format {
     MmengineMemory,
     LlamafactoryVram,
     VerlMetrics,
+    WandbSystemMetrics,
 }
 
 impl Format {
-    pub const ALL: [Format; 26] = [
+    pub const ALL: [Format; 27] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -123,6 +125,7 @@ impl Format {
         Format::MmengineMemory,
         Format::LlamafactoryVram,
         Format::VerlMetrics,
+        Format::WandbSystemMetrics,
     ];
 
     pub fn id(self) -> &'static str {
@@ -153,6 +156,7 @@ impl Format {
             Format::MmengineMemory => "mmengine-memory",
             Format::LlamafactoryVram => "llamafactory-vram",
             Format::VerlMetrics => "verl-metrics",
+            Format::WandbSystemMetrics => "wandb-system-metrics",
         }
     }
 
@@ -176,6 +180,7 @@ impl Format {
                 | Format::AmdSmi
                 | Format::Nvitop
                 | Format::PytorchGpuProcesses
+                | Format::WandbSystemMetrics
         )
     }
 
@@ -487,6 +492,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     {
         return Some(Format::PytorchMemorySummary);
     }
+    if head.iter().any(|l| wandb::is_header(l)) {
+        return Some(Format::WandbSystemMetrics);
+    }
     if has("NVSMI LOG") || has("FB Memory Usage") || has("<nvidia_smi_log>") {
         return Some(Format::NvidiaSmiQuery);
     }
@@ -589,6 +597,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::Nvitop => Box::new(smi_table::TableParser::nvitop()),
         Format::PytorchGpuProcesses => Box::new(smi_misc::GpuProcessesParser::default()),
         Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
+        Format::WandbSystemMetrics => Box::new(wandb::WandbParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage
         | Format::MegatronMemoryReport
