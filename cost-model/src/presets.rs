@@ -746,7 +746,7 @@ const PRESETS: &[Preset] = &[
 
 /// Hub-name prefixes of checkpoints that share a preset's shape, as
 /// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
-const HUB_ALIASES: [(&str, &str); 13] = [
+const HUB_ALIASES: [(&str, &str); 22] = [
     // Llama 3 and 3.3 share Llama-3.1's shapes (8B, 70B); Qwen2 Qwen2.5's
     // (0.5B, 1.5B, 7B, 72B); BLOOMZ is BLOOM fine-tuned.
     ("meta-llama-3.1-", "llama-3.1-"),
@@ -765,6 +765,21 @@ const HUB_ALIASES: [(&str, &str); 13] = [
     // 32 × 4096, 11008, 32000; 40 × 5120, 13824); only the context differs.
     ("llama-7b", "llama-2-7b"),
     ("llama-13b", "llama-2-13b"),
+    // Fine-tunes published under names of their own keep their base's shape:
+    // DeepSeek-R1's distilled models are Qwen2.5 7B/14B/32B (the 7B from
+    // Qwen2.5-Math-7B, the same shape; the 1.5B unties its embedding, a shape
+    // no preset has) and Llama-3.1-8B / Llama-3.3-70B (their config.json); Vicuna v1.5 is Llama-2; Zephyr-7B is Mistral-7B
+    // v0.1; Code Llama 7B/13B are Llama-2's with 16 more tokens (32016, well
+    // inside the 0.5 % a preset's count allows).
+    ("deepseek-r1-distill-qwen-7b", "qwen2.5-7b"),
+    ("deepseek-r1-distill-qwen-14b", "qwen2.5-14b"),
+    ("deepseek-r1-distill-qwen-32b", "qwen2.5-32b"),
+    ("deepseek-r1-distill-llama-", "llama-3.1-"),
+    ("vicuna-7b", "llama-2-7b"),
+    ("vicuna-13b", "llama-2-13b"),
+    ("zephyr-7b", "mistral-7b"),
+    ("codellama-7b", "llama-2-7b"),
+    ("codellama-13b", "llama-2-13b"),
 ];
 
 /// Ways people write a model's name that [`by_name`] reads as the hub
@@ -967,12 +982,24 @@ mod tests {
             ("FacebookAI/roberta-large", "roberta-large"),
             ("EleutherAI/gpt-j-6b", "gpt-j-6b"),
             ("mistralai/Mistral-Nemo-Base-2407", "mistral-nemo-12b"),
+            ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "qwen2.5-7b"),
+            ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
+            ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "llama-3.1-70b"),
+            ("lmsys/vicuna-7b-v1.5", "llama-2-7b"),
+            ("HuggingFaceH4/zephyr-7b-beta", "mistral-7b"),
+            ("codellama/CodeLlama-13b-hf", "llama-2-13b"),
         ] {
             assert_eq!(by_hub_id(hub).map(|p| p.id), Some(id), "{hub}");
         }
         // A Qwen2 size Qwen2.5 lacks, and unknown names, name no preset.
         assert_eq!(by_hub_id("Qwen/Qwen2-57B-A14B").map(|p| p.id), None);
         assert_eq!(by_hub_id("acme/unknown-7b").map(|p| p.id), None);
+        // Code Llama 34B has a shape of its own.
+        assert_eq!(by_hub_id("codellama/CodeLlama-34b-hf").map(|p| p.id), None);
+        assert_eq!(
+            by_hub_id("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B").map(|p| p.id),
+            None
+        );
     }
 
     #[test]
