@@ -1467,3 +1467,37 @@ fn double_quantization_stated_in_the_notes_saves_what_the_litgpt_pairs_measured(
     assert!(!dq("bnb_4bit_use_double_quant=False"));
     assert!(!dq("bnb nf4 base"));
 }
+
+mod free_text_never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any model name, GPU name or measurement (no `,`, quote or line
+        /// break: one field) gives a row that is predicted or skipped with its
+        /// reason, never a panic; any name looks a preset up without one.
+        #[test]
+        fn model_gpu_and_measurement_columns(
+            model in "[^,\"\r\n]{0,60}",
+            gpu in "[^,\"\r\n]{0,40}",
+            mem in "[^,\"\r\n]{0,12}",
+            measured in "[^,\"\r\n]{0,12}",
+            oom in proptest::bool::ANY,
+            blank in proptest::bool::ANY,
+        ) {
+            let _ = cost_model::presets::by_name(&model);
+            let oom = if oom { "true" } else { "false" };
+            let mut set = vec![("model", model.as_str()), ("gpu", gpu.as_str()),
+                ("gpu_mem_gib", mem.as_str()), ("measured_gib", measured.as_str()), ("oom", oom)];
+            if blank {
+                set.extend([("n_layers", ""), ("hidden", ""), ("n_heads", "")]);
+            }
+            let id = "litgpt_resource_tables_2023-10-011";
+            let report = calibrate(&with_fields(id, &set)).unwrap();
+            let c = &report.cases[0];
+            prop_assert!(c.skipped.is_some() || c.predicted_gib.is_some(), "{c:?}");
+        }
+    }
+}

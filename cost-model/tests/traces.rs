@@ -662,6 +662,8 @@ mod never_panics {
                 "mmengine - INFO - Iter(train) [  10/1000]  lr: 2.0000e-04  time: 1.2345  memory: 15234  loss: 1.2345\n",
                 "step:10 - perf/max_memory_allocated_gb:42.1234 - perf/max_memory_reserved_gb:55.5\n",
                 "{\"current_steps\": 10, \"vram_allocated\": 15.23, \"vram_reserved\": -1}\npeak gpu memory 12.3G\n",
+                "_runtime,_timestamp,system.gpu.0.memoryAllocated,system.gpu.0.memoryAllocatedBytes\n31.2,1718000031.2,51.2,42949672960\n",
+                "\"Step\",\"a - system/gpu.1.memoryAllocatedBytes__MAX\"\n\"1\",\"2147483648\"\n",
             ]
             .map(String::from),
         );
