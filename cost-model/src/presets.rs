@@ -245,10 +245,10 @@ const fn falcon7b() -> Dims {
     d
 }
 
-/// Falcon-40B/180B (`new_decoder_architecture`): fused grouped-query
-/// q/k/v, attention and MLP side by side from the block input under a
-/// LayerNorm each (`ln_attn`, `ln_mlp`), no biases, rotary, a tied head
-/// (transformers `FalconDecoderLayer`, `FalconConfig`).
+/// Falcon-40B's block (`new_decoder_architecture`, as Falcon-180B's): fused
+/// grouped-query q/k/v, attention and MLP side by side from the block input
+/// under a LayerNorm each (`ln_attn`, `ln_mlp`), no biases, rotary, a tied
+/// head (transformers `FalconDecoderLayer`, `FalconConfig`).
 const fn falcon_new(layers: u32, hidden: u32, heads: u32, kv_heads: u32) -> Dims {
     let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, 65024, 0));
     d.kv_heads = kv_heads;
@@ -767,10 +767,11 @@ const HUB_ALIASES: [(&str, &str); 22] = [
     ("llama-13b", "llama-2-13b"),
     // Fine-tunes published under names of their own keep their base's shape:
     // DeepSeek-R1's distilled models are Qwen2.5 7B/14B/32B (the 7B from
-    // Qwen2.5-Math-7B, the same shape; the 1.5B unties its embedding, a shape
-    // no preset has) and Llama-3.1-8B / Llama-3.3-70B (their config.json); Vicuna v1.5 is Llama-2; Zephyr-7B is Mistral-7B
-    // v0.1; Code Llama 7B/13B are Llama-2's with 16 more tokens (32016, well
-    // inside the 0.5 % a preset's count allows).
+    // Qwen2.5-Math-7B, the same shape; the 1.5B unties its embedding, a
+    // shape no preset has) and Llama-3.1-8B / Llama-3.3-70B (their
+    // config.json); Vicuna v1.5 is Llama-2; Zephyr-7B is Mistral-7B v0.1;
+    // Code Llama 7B/13B are Llama-2's with 16 more tokens (32016: 131,072
+    // more parameters, 0.002 %).
     ("deepseek-r1-distill-qwen-7b", "qwen2.5-7b"),
     ("deepseek-r1-distill-qwen-14b", "qwen2.5-14b"),
     ("deepseek-r1-distill-qwen-32b", "qwen2.5-32b"),
