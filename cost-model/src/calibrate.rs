@@ -793,8 +793,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // soft-capping, head width, a sliding window) comes from the preset the
     // model column names, when its dimensions agree with the row's; how
     // transformers implements it (fused projections, the Python GELU) only
-    // when the column is a hub id (`org/name`), the checkpoint transformers
-    // loads: a free-form name ("GPT-2 124M (from scratch)") may be any code.
+    // when the column is a hub id (`org/name`, or one word: `gpt2`), the
+    // checkpoint transformers loads, or the Trainer runs it: a free-form name
+    // ("GPT-2 124M (from scratch)") may be any code.
+    let transformers_code =
+        !r.get("model").trim().contains(char::is_whitespace) || framework == Framework::HfTrainer;
     if let Some(s) = &named {
         if s.layers == model.layers && s.hidden == model.hidden && s.arch == model.arch {
             model.norm = s.norm;
@@ -808,7 +811,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.softcap = s.softcap;
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
-            if r.get("model").contains('/') {
+            if transformers_code {
                 model.fused_projections = s.fused_projections;
                 model.gelu_new = s.gelu_new;
             }

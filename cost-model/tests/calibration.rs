@@ -338,8 +338,17 @@ fn a_named_model_brings_its_architecture_and_a_hub_id_its_implementation() {
     assert_eq!(free.positions, Positions::Learned);
     assert_eq!(free.max_positions, 1024);
     assert!(!free.gelu_new && !free.fused_projections);
-    let hub = plan(scratch, &[("model", "openai-community/gpt2")]).model;
-    assert!(hub.gelu_new && hub.fused_projections);
+    for (model, framework) in [
+        ("openai-community/gpt2", "plain-pytorch"),
+        ("gpt2", "plain-pytorch"),
+        ("GPT-2 (124M)", "hf-trainer"),
+    ] {
+        let hub = plan(scratch, &[("model", model), ("framework", framework)]).model;
+        assert!(
+            hub.gelu_new && hub.fused_projections,
+            "{model} under {framework}"
+        );
+    }
     // A name whose dimensions disagree with the row's brings nothing.
     let other = plan("peft_readme_raft-144", &[("model", "Llama 2 7B")]).model;
     assert_eq!(other.positions, Positions::Rotary);
