@@ -664,6 +664,7 @@ mod never_panics {
                 "{\"current_steps\": 10, \"vram_allocated\": 15.23, \"vram_reserved\": -1}\npeak gpu memory 12.3G\n",
                 "_runtime,_timestamp,system.gpu.0.memoryAllocated,system.gpu.0.memoryAllocatedBytes\n31.2,1718000031.2,51.2,42949672960\n",
                 "\"Step\",\"a - system/gpu.1.memoryAllocatedBytes__MAX\"\n\"1\",\"2147483648\"\n",
+                "DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak,step\n12884901888,49\n",
             ]
             .map(String::from),
         );
@@ -1723,4 +1724,39 @@ _runtime,_timestamp,system.gpu.0.memoryAllocated,system.gpu.0.memoryAllocatedByt
     let smi = "memory.used [MiB], memory.total [MiB]\n40213 MiB, 81559 MiB\n";
     let t = trace::parse(smi, &ParseOptions::default()).unwrap();
     assert_eq!(t.format, Format::NvidiaSmiCsv);
+}
+
+#[test]
+fn lightning_device_stats_monitor_csv() {
+    // CSVLogger's metrics.csv with DeviceStatsMonitor on CUDA: memory_stats()
+    // keys after the hook's name, bytes; other metrics' rows leave them empty.
+    let csv = "\
+DeviceStatsMonitor.on_train_batch_end/active_bytes.all.peak,DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.current,DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak,DeviceStatsMonitor.on_train_batch_end/reserved_bytes.all.current,DeviceStatsMonitor.on_train_batch_end/reserved_bytes.all.peak,DeviceStatsMonitor.on_train_batch_end/num_alloc_retries,epoch,step,train_loss
+12884901888,4294967296,12884901888,16106127360,16106127360,0,0,49,
+,,,,,,0,49,2.31
+13958643712,5368709120,13958643712,17179869184,17179869184,2,0,99,
+";
+    let t = trace::parse(csv, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::LightningDeviceStats);
+    assert!(!t.format.is_device_level());
+    let a = t.allocator.unwrap();
+    assert_eq!(a.peak_allocated_mib, Some(13312.0));
+    assert_eq!(a.peak_reserved_mib, Some(16384.0));
+    assert_eq!(a.current_allocated_mib, Some(5120.0));
+    assert!(
+        t.warnings.iter().any(|w| w.contains("retried 2 times")),
+        "{:?}",
+        t.warnings
+    );
+    // A printed memory_stats() dict is still read as one.
+    let dict =
+        "{'allocated_bytes.all.peak': 20340752384, 'reserved_bytes.all.peak': 21474836480}\n";
+    assert_eq!(
+        trace::parse(dict, &ParseOptions::default()).unwrap().format,
+        Format::PytorchMemorySummary
+    );
+    // Columns without a figure under them say so.
+    let empty = "DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak,step\n,9\n";
+    let e = trace::parse(empty, &ParseOptions::default()).unwrap_err();
+    assert!(e.message.contains("hold no figures"), "{e}");
 }

@@ -3,7 +3,7 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi` and Weights & Biases' system metrics. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, Weights & Biases' system metrics and Lightning's `DeviceStatsMonitor` CSV. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -12,6 +12,7 @@
 //! constant memory.
 
 pub mod findings;
+pub mod lightning;
 pub mod logs;
 pub mod oom;
 pub mod smi_csv;
@@ -95,10 +96,11 @@ pub enum Format {
     LlamafactoryVram,
     VerlMetrics,
     WandbSystemMetrics,
+    LightningDeviceStats,
 }
 
 impl Format {
-    pub const ALL: [Format; 27] = [
+    pub const ALL: [Format; 28] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -126,6 +128,7 @@ impl Format {
         Format::LlamafactoryVram,
         Format::VerlMetrics,
         Format::WandbSystemMetrics,
+        Format::LightningDeviceStats,
     ];
 
     pub fn id(self) -> &'static str {
@@ -157,6 +160,7 @@ impl Format {
             Format::LlamafactoryVram => "llamafactory-vram",
             Format::VerlMetrics => "verl-metrics",
             Format::WandbSystemMetrics => "wandb-system-metrics",
+            Format::LightningDeviceStats => "lightning-device-stats",
         }
     }
 
@@ -485,6 +489,11 @@ const DETECT_LINES: usize = 400;
 /// Recognises the format from the first lines.
 pub fn detect(head: &[String]) -> Option<Format> {
     let has = |needle: &str| head.iter().any(|l| l.contains(needle));
+    // Before the memory_stats() keys below: Lightning's CSV names its columns
+    // with them.
+    if head.iter().any(|l| lightning::is_header(l)) {
+        return Some(Format::LightningDeviceStats);
+    }
     if has("PyTorch CUDA memory summary")
         || has("CUDA memory summary")
         || has("allocated_bytes.all.peak")
@@ -598,6 +607,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::PytorchGpuProcesses => Box::new(smi_misc::GpuProcessesParser::default()),
         Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
         Format::WandbSystemMetrics => Box::new(wandb::WandbParser::default()),
+        Format::LightningDeviceStats => Box::new(lightning::LightningParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage
         | Format::MegatronMemoryReport
