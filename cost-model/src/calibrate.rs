@@ -691,13 +691,36 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // Other names of the schema's frameworks.
         "peft" => Framework::Peft,
         "accelerate" => Framework::HfAccelerate,
-        "transformers" | "hf-transformers" | "huggingface" | "trainer" => Framework::HfTrainer,
+        "transformers"
+        | "hf-transformers"
+        | "huggingface"
+        | "hugging-face"
+        | "hf"
+        | "hugging-face-transformers"
+        | "trainer" => Framework::HfTrainer,
         "lit-gpt" | "lit-llama" => Framework::Litgpt,
-        "megatron-lm" => Framework::Megatron,
-        "deepspeed-chat" => Framework::Deepspeed,
-        // A loop of one's own, under torchrun or Lightning.
+        // Megatron-DeepSpeed runs Megatron-LM's model code (its ZeRO stage is
+        // the sharding column's).
+        "megatron-lm" | "megatron-deepspeed" => Framework::Megatron,
+        "deepspeed-chat" | "openrlhf" => Framework::Deepspeed,
+        // A loop of one's own, under torchrun or Lightning, or a PyTorch tool
+        // running its own (or the given) model code with the sharding the
+        // columns state: nanoGPT, MosaicML's Composer and LLM Foundry,
+        // fairseq, Colossal-AI, XTuner (mmengine), verl.
         "pytorch" | "torch" | "torchrun" | "lightning" | "pytorch-lightning" | "fabric"
-        | "lightning-fabric" => Framework::PlainPytorch,
+        | "lightning-fabric" | "pytorch-fsdp" | "fsdp" | "fsdp2" | "pytorch-ddp" | "ddp"
+        | "nanogpt" | "composer" | "llm-foundry" | "fairseq" | "colossalai" | "colossal-ai"
+        | "xtuner" | "mmengine" | "verl" => Framework::PlainPytorch,
+        // Not PyTorch: XLA's and MLX's memory is not a caching allocator's
+        // (JAX preallocates 75 % of the GPU unless told otherwise).
+        f @ ("jax" | "flax" | "maxtext" | "levanter" | "t5x" | "paxml" | "praxis" | "easylm"
+        | "tensorflow" | "tf" | "keras" | "mlx") => {
+            return Err(format!(
+                "framework `{f}` is not PyTorch: the model describes PyTorch's allocator (JAX \
+                 and TensorFlow preallocate most of the GPU through XLA; MLX runs on Apple's \
+                 unified memory)"
+            ))
+        }
         // A tool written in the column instead of `other` + notes
         // (`axolotl`, `NeMo`): read as the notes would be.
         f => other_framework(f).ok_or(format!("framework `{f}` is not in the schema"))?,

@@ -568,12 +568,24 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("Megatron-LM", Framework::Megatron),
         ("lit-gpt", Framework::Litgpt),
         ("PyTorch Lightning", Framework::PlainPytorch),
+        ("Hugging Face Transformers", Framework::HfTrainer),
+        ("HF", Framework::HfTrainer),
+        ("Megatron-DeepSpeed", Framework::Megatron),
+        ("OpenRLHF", Framework::Deepspeed),
+        ("nanoGPT", Framework::PlainPytorch),
+        ("llm-foundry", Framework::PlainPytorch),
+        ("Colossal-AI", Framework::PlainPytorch),
+        ("PyTorch FSDP", Framework::PlainPytorch),
     ] {
         assert_eq!(plan("framework", name).unwrap().framework, fw, "{name}");
     }
-    assert!(plan("framework", "jax")
+    for name in ["jax", "MaxText", "TensorFlow", "MLX"] {
+        let why = plan("framework", name).unwrap_err();
+        assert!(why.contains("is not PyTorch"), "{name}: {why}");
+    }
+    assert!(plan("framework", "acme-trainer")
         .unwrap_err()
-        .contains("framework `jax`"));
+        .contains("framework `acme-trainer` is not in the schema"));
     use cost_model::plan::{AdapterMethod, Finetune, LoraVariant};
     for name in ["pretrain", "SFT", "full_finetune"] {
         assert_eq!(
