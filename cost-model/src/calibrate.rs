@@ -932,7 +932,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "mixed-fp16" | "fp16-amp" | "amp-float16" | "float16-mixed" => Precision::AmpFp16,
         "bfloat16" | "pure-bf16" => Precision::Bf16,
         "float16" | "half" | "pure-fp16" => Precision::Fp16,
-        "float8" | "fp8-mixed" => Precision::Fp8,
+        "float8" | "fp8-mixed" | "fp8-e4m3" | "fp8-hybrid" | "float8-e4m3fn" => Precision::Fp8,
+        // Autocast named without its dtype: PyTorch's CUDA default is fp16
+        // (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`).
+        "amp" | "mixed" | "autocast" | "mixed-precision" => Precision::AmpFp16,
         p => return Err(format!("precision `{p}` is not in the schema")),
     };
     t.optimizer = match r.word("optimizer").as_str() {
@@ -975,7 +978,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     t.checkpointing = match r.word("activation_checkpointing").as_str() {
         "none" | "false" | "no" => Checkpointing::None,
-        "full" | "true" | "yes" => Checkpointing::Full,
+        "full"
+        | "true"
+        | "yes"
+        | "gradient-checkpointing"
+        | "activation-checkpointing"
+        | "recompute"
+        | "full-recompute" => Checkpointing::Full,
+        // Unsloth's offloading checkpointing, named in the column (below).
+        "unsloth" => Checkpointing::Full,
+        "selective-op" | "op-selective" | "per-op" => Checkpointing::OpSelective,
         // torchtitan's "selective" is its per-op policy (`SelectiveAC`, the
         // default in 0.3.0; `selective_ac_option = "op"` in its Llama configs);
         // elsewhere it is Megatron's attention-core recomputation.
@@ -1000,7 +1012,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             rest.trim_start_matches([' ', '=', ':', '"', '\''])
                 .starts_with("unsloth")
         });
-    if unsloth_ckpt || lower.contains("unsloth gradient checkpointing") {
+    if unsloth_ckpt
+        || lower.contains("unsloth gradient checkpointing")
+        || r.word("activation_checkpointing") == "unsloth"
+    {
         t.activation_offload = true;
         if t.checkpointing == Checkpointing::None {
             t.checkpointing = Checkpointing::Full;
@@ -1232,7 +1247,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             _ => Sharding::Ddp,
         },
         "none" => Sharding::None,
-        "ddp" => Sharding::Ddp,
+        // Data parallelism by its short and long names.
+        "ddp" | "dp" | "data-parallel" | "distributeddataparallel" => Sharding::Ddp,
         // DeepSpeed's stage 0 is plain data parallelism.
         "zero0" | "zero-0" => Sharding::Ddp,
         "zero1" | "zero-1" => Sharding::Zero1,

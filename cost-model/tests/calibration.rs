@@ -579,6 +579,36 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     ] {
         assert_eq!(plan("framework", name).unwrap().framework, fw, "{name}");
     }
+    use cost_model::plan::Checkpointing;
+    for (name, want) in [("amp", Precision::AmpFp16), ("FP8-E4M3", Precision::Fp8)] {
+        assert_eq!(
+            plan("precision", name).unwrap().training.precision,
+            want,
+            "{name}"
+        );
+    }
+    for (name, want) in [
+        ("gradient_checkpointing", Checkpointing::Full),
+        ("selective-op", Checkpointing::OpSelective),
+    ] {
+        assert_eq!(
+            plan("activation_checkpointing", name)
+                .unwrap()
+                .training
+                .checkpointing,
+            want,
+            "{name}"
+        );
+    }
+    // Unsloth's checkpointing named in the column offloads what it keeps.
+    let unsloth = plan("activation_checkpointing", "unsloth")
+        .unwrap()
+        .training;
+    assert!(unsloth.checkpointing == Checkpointing::Full && unsloth.activation_offload);
+    assert_eq!(
+        plan("sharding", "DP").unwrap().parallel.sharding,
+        Sharding::Ddp
+    );
     for name in ["jax", "MaxText", "TensorFlow", "MLX"] {
         let why = plan("framework", name).unwrap_err();
         assert!(why.contains("is not PyTorch"), "{name}: {why}");
