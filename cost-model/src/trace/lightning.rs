@@ -62,12 +62,8 @@ pub struct LightningParser {
 
 impl LineParser for LightningParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if line.trim().is_empty() {
+        let Some(fields) = super::csv_fields(no, line)? else {
             return Ok(());
-        }
-        let fields = match crate::csv::parse(line) {
-            Ok(r) => r.into_iter().next().map(|r| r.fields).unwrap_or_default(),
-            Err(e) => return Err(TraceError::at(no, e)),
         };
         if !self.header_seen {
             if is_header(line) {
@@ -82,11 +78,7 @@ impl LineParser for LightningParser {
         }
         let mut any = false;
         for &(i, s) in &self.cols {
-            let Some(v) = fields
-                .get(i)
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-            else {
+            let Some(v) = super::csv_count(&fields, i) else {
                 continue;
             };
             let mib = v / (1024.0 * 1024.0);

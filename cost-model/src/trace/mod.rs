@@ -458,6 +458,29 @@ impl Builder {
     }
 }
 
+/// The fields of one line of an exported CSV (W&B, Lightning), `None` for a
+/// blank line; a malformed one is an error on its line.
+pub(crate) fn csv_fields(no: u64, line: &str) -> Result<Option<Vec<String>>, TraceError> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    match crate::csv::parse(line) {
+        Ok(r) => Ok(Some(
+            r.into_iter().next().map(|r| r.fields).unwrap_or_default(),
+        )),
+        Err(e) => Err(TraceError::at(no, e)),
+    }
+}
+
+/// Field `i` of such a line as a count (finite, not negative); an empty or
+/// other cell is `None` (exports leave a row's other metrics empty).
+pub(crate) fn csv_count(fields: &[String], i: usize) -> Option<f64> {
+    fields
+        .get(i)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
 /// `a = max(a, v)` on optional figures.
 pub fn keep_max(a: &mut Option<f64>, v: f64) {
     *a = Some(a.map_or(v, |x| x.max(v)));

@@ -135,12 +135,8 @@ impl WandbParser {
 
 impl LineParser for WandbParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
-        if line.trim().is_empty() {
+        let Some(fields) = super::csv_fields(no, line)? else {
             return Ok(());
-        }
-        let fields = match crate::csv::parse(line) {
-            Ok(r) => r.into_iter().next().map(|r| r.fields).unwrap_or_default(),
-            Err(e) => return Err(TraceError::at(no, e)),
         };
         if !self.header_seen {
             if fields.iter().any(|f| gpu_column(f).is_some()) {
@@ -163,11 +159,7 @@ impl LineParser for WandbParser {
         // leaves these empty.
         let mut row: Vec<(u32, f64)> = Vec::new();
         for c in &self.cols {
-            let Some(bytes) = fields
-                .get(c.field)
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-            else {
+            let Some(bytes) = super::csv_count(&fields, c.field) else {
                 continue;
             };
             match row.iter_mut().find(|(g, _)| *g == c.gpu) {
