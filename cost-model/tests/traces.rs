@@ -24,6 +24,14 @@ fn refused(name: &str) -> String {
     }
 }
 
+/// Why a text is not read, when it must not be.
+fn refusal(text: &str) -> trace::TraceError {
+    match trace::parse(text, &ParseOptions::default()) {
+        Ok(t) => panic!("should be refused, got {:?}", t.format),
+        Err(e) => e,
+    }
+}
+
 fn close(a: Option<f64>, b: f64) -> bool {
     a.map(|a| (a - b).abs() <= 0.01 * b.abs().max(1.0))
         .unwrap_or(false)
@@ -334,17 +342,13 @@ fn nvidia_smi_csv_logs() {
     assert_eq!(guessed.gpus, t.gpus);
     // The same shape whose memory figures do not add up is not guessed at.
     let odd = read("smi_csv_07.txt").replace("40960 MiB, 1534 MiB", "40960 MiB, 9534 MiB");
-    let why = trace::parse(&odd, &ParseOptions::default())
-        .unwrap_err()
-        .to_string();
+    let why = refusal(&odd).to_string();
     assert!(
         why.contains("without its header") && why.contains("line 4"),
         "{why}"
     );
     let odd = read("smi_csv_07.txt").replace(", P0,", ", high,");
-    let why = trace::parse(&odd, &ParseOptions::default())
-        .unwrap_err()
-        .to_string();
+    let why = refusal(&odd).to_string();
     assert!(
         why.contains("without its header") && why.contains("line 1"),
         "{why}"
@@ -930,7 +934,7 @@ fn an_oom_at_the_end_of_a_long_training_log_is_found() {
     let t = trace::parse(&log, &ParseOptions::default()).unwrap();
     assert_eq!(t.format, Format::DeepspeedSeeMemoryUsage);
     // And a long log with nothing in it is still refused.
-    let e = trace::parse(&"nothing here\n".repeat(1000), &ParseOptions::default()).unwrap_err();
+    let e = refusal(&"nothing here\n".repeat(1000));
     assert!(e.message.contains("known formats"), "{e}");
 }
 
@@ -1186,9 +1190,7 @@ fn a_scripts_own_print_of_the_peak_counters_is_read() {
 #[test]
 fn a_bare_column_of_figures_asks_for_its_name_and_reads_with_it() {
     let text = "12345\n12400\n23000\n";
-    let why = trace::parse(text, &ParseOptions::default())
-        .unwrap_err()
-        .to_string();
+    let why = refusal(text).to_string();
     assert!(
         why.contains("line 1") && why.contains("--columns memory.used"),
         "{why}"
@@ -1566,9 +1568,7 @@ fn memory_estimators_are_refused_as_predictions() {
               SW: Model with 6738M total params, 131M largest layer params.\n\
               \x20 per CPU  |  per GPU |   Options\n\
               \x20 169.41GB |   0.49GB | offload_param=cpu , offload_optimizer=cpu , zero_init=1\n";
-    let why = trace::parse(ds, &ParseOptions::default())
-        .unwrap_err()
-        .to_string();
+    let why = refusal(ds).to_string();
     assert!(
         why.contains("DeepSpeed's memory estimator") && why.contains("not a measurement"),
         "{why}"
@@ -1579,9 +1579,7 @@ fn memory_estimators_are_refused_as_predictions() {
                │ dtype │Largest Layer│Total Size│Training using Adam    │\n\
                ├───────┼─────────────┼──────────┼───────────────────────┤\n\
                │float32│  84.95 MB   │418.18 MB │        1.61 GB        │\n";
-    let why = trace::parse(acc, &ParseOptions::default())
-        .unwrap_err()
-        .to_string();
+    let why = refusal(acc).to_string();
     assert!(why.contains("accelerate estimate-memory"), "{why}");
 }
 
@@ -1666,9 +1664,7 @@ fn a_gpu_whose_memory_the_driver_gives_as_na_is_named() {
         .any(|w| w == "GPU 0: 1 row(s) with memory.used [N/A] left out"));
     // Nothing but [N/A]: refused, saying so.
     let none = "index, memory.used [MiB]\n0, [N/A]\n1, [N/A]\n";
-    let e = trace::parse(none, &ParseOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = refusal(none).to_string();
     assert!(e.contains("memory.used is [N/A] in every row (2)"), "{e}");
 }
 
@@ -1713,12 +1709,12 @@ _runtime,_timestamp,system.gpu.0.memoryAllocated,system.gpu.0.memoryAllocatedByt
 
     // A percentage alone cannot become bytes: refused, saying which column to export.
     let pct = "_runtime,system.gpu.0.memoryAllocated\n30,51.2\n";
-    let e = trace::parse(pct, &ParseOptions::default()).unwrap_err();
+    let e = refusal(pct);
     assert_eq!(e.line, Some(1));
     assert!(e.message.contains("memoryAllocatedBytes"), "{e}");
     // A header without a figure under it says so.
     let empty = "_runtime,system.gpu.0.memoryAllocatedBytes\n30,\n";
-    let e = trace::parse(empty, &ParseOptions::default()).unwrap_err();
+    let e = refusal(empty);
     assert!(e.message.contains("hold no figures"), "{e}");
     // nvidia-smi's own CSV is not taken for it.
     let smi = "memory.used [MiB], memory.total [MiB]\n40213 MiB, 81559 MiB\n";
@@ -1757,6 +1753,6 @@ DeviceStatsMonitor.on_train_batch_end/active_bytes.all.peak,DeviceStatsMonitor.o
     );
     // Columns without a figure under them say so.
     let empty = "DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak,step\n,9\n";
-    let e = trace::parse(empty, &ParseOptions::default()).unwrap_err();
+    let e = refusal(empty);
     assert!(e.message.contains("hold no figures"), "{e}");
 }
