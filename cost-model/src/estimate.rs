@@ -427,12 +427,13 @@ struct LogitsBytes {
 /// Relative width of the uncertainty band below / above the prediction, from
 /// the calibration residuals (docs/ACCURACY.md): with signed errors
 /// e = (predicted − measured) / measured, the truth is predicted / (1 + e).
-/// Over the 81 public, 207 H200 and 13 torchtune rows (2026-12-01, tenth
-/// session, after FSDP's side-stream gradients) the 90th percentile of e
-/// (+5.11 %) gives the low edge (× 0.951) and the 10th (−5.33 %) the high
-/// edge (× 1.056). Re-derive when the model changes.
+/// Over the 81 public, 207 H200 and 13 torchtune rows graded A or B
+/// (2026-12-02, fifteenth session, model version 5) the 90th percentile of e
+/// (+5.14 %) gives the low edge (× 0.951) and the 10th (−6.61 %) the high
+/// edge (× 1.071): eight runs in ten fall inside. `tests/calibration.rs`
+/// derives both again from the three files and fails when they drift.
 pub const BAND_BELOW: f64 = 0.049;
-pub const BAND_ABOVE: f64 = 0.056;
+pub const BAND_ABOVE: f64 = 0.071;
 
 /// One weight matrix of a block ([`Ctx::block_matrices`]).
 #[derive(Clone, Copy)]

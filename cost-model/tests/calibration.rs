@@ -157,6 +157,57 @@ fn torchtune_readme_rows_hold_the_recorded_accuracy() {
     assert!(worst >= -16.0, "worst under-prediction {worst} %");
 }
 
+/// Signed errors (%) of a case file's rows graded A or B.
+fn graded_errors(text: &str) -> Vec<f64> {
+    let recs = cost_model::csv::parse(text).unwrap();
+    let q = recs[0].fields.iter().position(|h| h == "quality").unwrap();
+    let id = recs[0].fields.iter().position(|h| h == "id").unwrap();
+    let c_rows: Vec<&str> = recs[1..]
+        .iter()
+        .filter(|r| r.fields.get(q).is_some_and(|v| v == "C"))
+        .map(|r| r.fields[id].as_str())
+        .collect();
+    calibrate(text)
+        .unwrap()
+        .cases
+        .into_iter()
+        .filter(|c| !c_rows.contains(&c.id.as_str()))
+        .filter_map(|c| c.error_pct)
+        .collect()
+}
+
+/// The band every estimate shows is where eight runs in ten of the
+/// calibration sets fall: its edges are the 90th and 10th percentiles of the
+/// signed errors (the truth is predicted / (1 + e)), and the constants may
+/// not drift more than half a point from them when the model changes.
+#[test]
+fn the_uncertainty_band_is_the_spread_of_the_residuals() {
+    use cost_model::estimate::{BAND_ABOVE, BAND_BELOW};
+    let mut e = graded_errors(&cases());
+    for f in ["h200-2026-11-30.csv", "torchtune-readme-0.6.1.csv"] {
+        let path = format!("{}/../calibration/{f}", env!("CARGO_MANIFEST_DIR"));
+        e.extend(graded_errors(&std::fs::read_to_string(&path).unwrap()));
+    }
+    assert!(e.len() >= 300, "{} graded rows", e.len());
+    e.sort_by(|a, b| a.total_cmp(b));
+    // Linear interpolation between the closest ranks.
+    let pct = |p: f64| {
+        let k = (e.len() - 1) as f64 * p;
+        let (i, f) = (k.floor() as usize, k.fract());
+        e[i] + (e[(i + 1).min(e.len() - 1)] - e[i]) * f
+    };
+    let below = 1.0 - 1.0 / (1.0 + pct(0.9) / 100.0);
+    let above = 1.0 / (1.0 + pct(0.1) / 100.0) - 1.0;
+    assert!(
+        (BAND_BELOW - below).abs() <= 0.005,
+        "BAND_BELOW {BAND_BELOW}, residuals give {below:.4}"
+    );
+    assert!(
+        (BAND_ABOVE - above).abs() <= 0.005,
+        "BAND_ABOVE {BAND_ABOVE}, residuals give {above:.4}"
+    );
+}
+
 #[test]
 fn malformed_case_files_are_rejected_with_the_line() {
     assert!(calibrate("").unwrap_err().contains("empty"));
