@@ -378,6 +378,15 @@ const PRESETS: &[Preset] = &[
         7_241_732_096,
         window(llama(32, 4096, 32, 8, 128, 14336, 32000, false), 4096)
     ),
+    // v0.3 (base and Instruct): 768 more tokens (32768) and no sliding
+    // window (config.json `sliding_window: null`); Instruct v0.2 dropped the
+    // window too but keeps 32000 tokens.
+    p!(
+        "mistral-7b-v0.3",
+        "Mistral-7B-v0.3",
+        7_248_023_552,
+        llama(32, 4096, 32, 8, 128, 14336, 32768, false)
+    ),
     p!(
         "mistral-nemo-12b",
         "Mistral-NeMo-12B",
@@ -449,6 +458,12 @@ const PRESETS: &[Preset] = &[
         llama(28, 1024, 16, 8, 128, 3072, 151936, true)
     ),
     p!(
+        "qwen3-1.7b",
+        "Qwen3-1.7B",
+        1_720_567_808,
+        llama(28, 2048, 16, 8, 128, 6144, 151936, true)
+    ),
+    p!(
         "qwen3-4b",
         "Qwen3-4B",
         4_022_468_096,
@@ -498,6 +513,41 @@ const PRESETS: &[Preset] = &[
         llama(32, 4096, 32, 32, 128, 11008, 100352, false)
     ),
     p!(
+        "olmo-2-1124-13b",
+        "OLMo-2-13B (1124)",
+        13_716_198_400,
+        llama(40, 5120, 40, 40, 128, 13824, 100352, false)
+    ),
+    // SmolLM2 (HuggingFaceTB): Llama blocks, 49152 tokens, tied embeddings;
+    // the counts are the sums of their config.json's tensors (135M, 360M,
+    // 1.7B on the model cards).
+    p!(
+        "smollm2-135m",
+        "SmolLM2-135M",
+        134_515_008,
+        llama(30, 576, 9, 3, 64, 1536, 49152, true)
+    ),
+    p!(
+        "smollm2-360m",
+        "SmolLM2-360M",
+        361_821_120,
+        llama(32, 960, 15, 5, 64, 2560, 49152, true)
+    ),
+    p!(
+        "smollm2-1.7b",
+        "SmolLM2-1.7B",
+        1_711_376_384,
+        llama(24, 2048, 32, 32, 64, 8192, 49152, true)
+    ),
+    // DeepSeek-R1-Distill-Qwen-1.5B: Qwen2.5-Math-1.5B, whose embedding is
+    // not tied (151936 × 1536 more than Qwen2.5-1.5B; 1.78B on the card).
+    p!(
+        "deepseek-r1-distill-qwen-1.5b",
+        "DeepSeek-R1-Distill-Qwen-1.5B",
+        1_777_088_000,
+        qwen(28, 1536, 12, 2, 8960, 151936, false)
+    ),
+    p!(
         "gemma-3-1b",
         "Gemma-3-1B",
         999_885_952,
@@ -538,6 +588,12 @@ const PRESETS: &[Preset] = &[
         "Phi-3-mini (3.8B)",
         3_821_079_552,
         fused(llama(32, 3072, 32, 32, 96, 8192, 32064, false))
+    ),
+    p!(
+        "phi-3-medium",
+        "Phi-3-medium (14B)",
+        13_960_238_080,
+        fused(llama(40, 5120, 40, 10, 128, 17920, 32064, false))
     ),
     p!(
         "phi-4",
@@ -589,6 +645,12 @@ const PRESETS: &[Preset] = &[
         "Pythia-6.9B",
         6_857_302_016,
         neox(32, 4096, 32, 50432)
+    ),
+    p!(
+        "gpt-neox-20b",
+        "GPT-NeoX-20B",
+        20_554_567_680,
+        neox(44, 6144, 64, 50432)
     ),
     p!(
         "pythia-12b",
@@ -746,7 +808,7 @@ const PRESETS: &[Preset] = &[
 
 /// Hub-name prefixes of checkpoints that share a preset's shape, as
 /// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
-const HUB_ALIASES: [(&str, &str); 22] = [
+const HUB_ALIASES: [(&str, &str); 26] = [
     // Llama 3 and 3.3 share Llama-3.1's shapes (8B, 70B); Qwen2 Qwen2.5's
     // (0.5B, 1.5B, 7B, 72B); BLOOMZ is BLOOM fine-tuned.
     ("meta-llama-3.1-", "llama-3.1-"),
@@ -767,8 +829,8 @@ const HUB_ALIASES: [(&str, &str); 22] = [
     ("llama-13b", "llama-2-13b"),
     // Fine-tunes published under names of their own keep their base's shape:
     // DeepSeek-R1's distilled models are Qwen2.5 7B/14B/32B (the 7B from
-    // Qwen2.5-Math-7B, the same shape; the 1.5B unties its embedding, a
-    // shape no preset has) and Llama-3.1-8B / Llama-3.3-70B (their
+    // Qwen2.5-Math-7B, the same shape; the 1.5B unties its embedding and has
+    // a preset of its own) and Llama-3.1-8B / Llama-3.3-70B (their
     // config.json); Vicuna v1.5 is Llama-2; Zephyr-7B is Mistral-7B v0.1;
     // Code Llama 7B/13B are Llama-2's with 16 more tokens (32016: 131,072
     // more parameters, 0.002 %).
@@ -781,6 +843,12 @@ const HUB_ALIASES: [(&str, &str); 22] = [
     ("zephyr-7b", "mistral-7b"),
     ("codellama-7b", "llama-2-7b"),
     ("codellama-13b", "llama-2-13b"),
+    // Qwen2.5-Coder and Qwen2.5-Math-7B keep Qwen2.5's shapes; Phi-3.5-mini
+    // is Phi-3-mini's; Mistral-7B-Instruct-v0.3 is v0.3's.
+    ("qwen2.5-coder-", "qwen2.5-"),
+    ("qwen2.5-math-7b", "qwen2.5-7b"),
+    ("phi-3.5-mini", "phi-3-mini"),
+    ("mistral-7b-instruct-v0.3", "mistral-7b-v0.3"),
 ];
 
 /// Ways people write a model's name that [`by_name`] reads as the hub
@@ -989,6 +1057,22 @@ mod tests {
             ("lmsys/vicuna-7b-v1.5", "llama-2-7b"),
             ("HuggingFaceH4/zephyr-7b-beta", "mistral-7b"),
             ("codellama/CodeLlama-13b-hf", "llama-2-13b"),
+            ("mistralai/Mistral-7B-v0.3", "mistral-7b-v0.3"),
+            ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-v0.3"),
+            ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b"),
+            ("Qwen/Qwen2.5-Coder-7B-Instruct", "qwen2.5-7b"),
+            ("Qwen/Qwen2.5-Math-7B", "qwen2.5-7b"),
+            ("Qwen/Qwen3-1.7B-Base", "qwen3-1.7b"),
+            ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "smollm2-1.7b"),
+            ("HuggingFaceTB/SmolLM2-135M", "smollm2-135m"),
+            ("microsoft/Phi-3.5-mini-instruct", "phi-3-mini"),
+            ("microsoft/Phi-3-medium-4k-instruct", "phi-3-medium"),
+            ("allenai/OLMo-2-1124-13B-Instruct", "olmo-2-1124-13b"),
+            (
+                "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+                "deepseek-r1-distill-qwen-1.5b",
+            ),
+            ("EleutherAI/gpt-neox-20b", "gpt-neox-20b"),
         ] {
             assert_eq!(by_hub_id(hub).map(|p| p.id), Some(id), "{hub}");
         }
@@ -997,10 +1081,9 @@ mod tests {
         assert_eq!(by_hub_id("acme/unknown-7b").map(|p| p.id), None);
         // Code Llama 34B has a shape of its own.
         assert_eq!(by_hub_id("codellama/CodeLlama-34b-hf").map(|p| p.id), None);
-        assert_eq!(
-            by_hub_id("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B").map(|p| p.id),
-            None
-        );
+        // Mistral-7B v0.1's window stays with v0.1 and Instruct v0.2.
+        assert_eq!(preset("mistral-7b").unwrap().spec().sliding_window, 4096);
+        assert_eq!(preset("mistral-7b-v0.3").unwrap().spec().sliding_window, 0);
     }
 
     #[test]
