@@ -27,8 +27,9 @@ use serde::{Deserialize, Serialize};
 /// own target length; 4 keeps a paged optimizer's states of tensors under
 /// 10⁵ elements in device memory ([`PAGED_MIN_ELEMENTS`]) and counts the cuBLAS
 /// workspaces in the allocator ([`CUBLAS_HANDLES`]); 5 keeps, under
-/// autocast, the fp32 cast of the Python tanh GELU's input that `pow` saves.
-pub const MODEL_VERSION: u32 = 5;
+/// autocast, the fp32 cast of the Python tanh GELU's input that `pow` saves;
+/// 6 re-derives the uncertainty band from the residuals ([`BAND_ABOVE`]).
+pub const MODEL_VERSION: u32 = 6;
 
 // ---------------------------------------------------------------------------
 // Coefficients
