@@ -629,10 +629,17 @@ fn stated_gpu_count(gpu: &str) -> Option<u32> {
 /// ties); a stated capacity must agree within 10 %.
 fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
     let want = gpu_tokens(name);
-    let chips: Vec<String> = gpu_words(name)
-        .into_iter()
+    let words = gpu_words(name);
+    let mut chips: Vec<String> = words
+        .iter()
         .filter(|t| is_model_token(t))
+        .cloned()
         .collect();
+    // The one chip named without a digit: a TITAN, with the word after it
+    // (TITAN RTX, TITAN V, TITAN Xp are different boards).
+    if let Some(i) = words.iter().position(|w| w == "titan") {
+        chips.extend(words[i..].iter().take(2).cloned());
+    }
     let cap_mib = mem_gib.map(|g| (g * 1024.0).round() as u64);
     let mut best: Option<(usize, GpuSpec)> = None;
     if !chips.is_empty() {

@@ -170,6 +170,21 @@ const CATALOGUE: &[Row] = &[
         362.0,
         733.0
     ),
+    // The L40 and the China-market L20 and H20: 48 GB GDDR6 with ECC as the
+    // L40S; the H20's 96 GB HBM3 as the GH200's. Dense tensor rates from
+    // NVIDIA's data sheets (L40: 181 bf16, 362 fp8; L20: 119.5 / 239; H20:
+    // 148 / 296).
+    gpu!("l40-48gb", "NVIDIA L40", 46_068, 864.0, 181.0, 181.0, 362.0),
+    gpu!("l20-48gb", "NVIDIA L20", 46_068, 864.0, 119.5, 119.5, 239.0),
+    gpu!(
+        "h20-96gb",
+        "NVIDIA H20",
+        97_871,
+        4000.0,
+        148.0,
+        148.0,
+        296.0
+    ),
     gpu!("l4-24gb", "NVIDIA L4", 23_034, 300.0, 121.0, 121.0, 242.0),
     gpu!("a10g-24gb", "NVIDIA A10G", 23_028, 600.0, 70.0, 70.0, 0.0),
     gpu!(
@@ -220,6 +235,35 @@ const CATALOGUE: &[Row] = &[
         0.0
     ),
     gpu!("t4-16gb", "Tesla T4", 15_360, 320.0, 0.0, 65.0, 0.0),
+    // Turing: fp16 tensor cores, no bf16; rates with fp32 accumulation, as
+    // mixed precision runs (the GeForce card at half rate, the TITAN at full).
+    gpu!(
+        "rtx2080ti-11gb",
+        "NVIDIA GeForce RTX 2080 Ti",
+        11_264,
+        616.0,
+        0.0,
+        53.8,
+        0.0
+    ),
+    gpu!(
+        "titan-rtx-24gb",
+        "NVIDIA TITAN RTX",
+        24_576,
+        672.0,
+        0.0,
+        130.5,
+        0.0
+    ),
+    gpu!(
+        "rtx-a4000-16gb",
+        "NVIDIA RTX A4000",
+        16_376,
+        448.0,
+        76.7,
+        76.7,
+        0.0
+    ),
     // Pascal: no tensor cores; fp16 is the data sheet's half-precision rate.
     gpu!(
         "p100-pcie-16gb",
@@ -280,6 +324,16 @@ const CATALOGUE: &[Row] = &[
         "AMD Instinct MI300X",
         196_592,
         5300.0,
+        1307.0,
+        1307.0,
+        2615.0
+    ),
+    // 256 GB HBM3E; the MI300X's compute.
+    gpu!(
+        "mi325x-256gb",
+        "AMD Instinct MI325X",
+        262_144,
+        6000.0,
         1307.0,
         1307.0,
         2615.0

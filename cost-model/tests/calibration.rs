@@ -1170,21 +1170,33 @@ fn a_free_text_gpu_name_finds_its_catalogue_entry_by_chip() {
         ("A40", "48", "a40-48gb"),
         ("RTX A6000", "", "a6000-48gb"),
         ("AMD Instinct MI300X", "", "mi300x-192gb"),
+        // A chip is not its neighbour by substring: an H20 is no GH200, an
+        // RTX A4000 no A40, an L40 no L40S.
+        ("H20", "96", "h20-96gb"),
+        ("NVIDIA H20 96GiB", "", "h20-96gb"),
+        ("RTX A4000", "16", "rtx-a4000-16gb"),
+        ("L40", "", "l40-48gb"),
+        ("L40S", "", "l40s-48gb"),
+        ("L20 48GB", "", "l20-48gb"),
+        ("RTX 2080 Ti 11GB", "", "rtx2080ti-11gb"),
+        ("Titan RTX 24 GB", "", "titan-rtx-24gb"),
+        ("MI325X", "", "mi325x-256gb"),
     ] {
         assert_eq!(gpu(name, mem).id, want, "{name}");
     }
-    // A chip the catalogue lacks is not its neighbour by substring: an H20 is no
-    // GH200, an RTX A4000 no A40; it gets the stated capacity.
-    for (name, mem, mib) in [("H20", "96", 98_304), ("RTX A4000", "16", 16_384)] {
+    // A chip the catalogue lacks is not its neighbour either: an RTX A4500 is
+    // no A40 or A4000; it gets the stated capacity.
+    for (name, mem, mib) in [("RTX A4500", "20", 20_480), ("H30", "96", 98_304)] {
         let g = gpu(name, mem);
         assert_eq!((g.id.as_str(), g.capacity_mib), ("custom", mib), "{name}");
     }
     // Without the column, the board size the name states: of a chip the
     // catalogue lacks, or to tell an A100's two sizes apart.
     for (name, mib) in [
-        ("RTX 2080 Ti 11GB", 11_264),
-        ("Titan RTX 24 GB", 24_576),
-        ("NVIDIA H20 96GiB", 98_304),
+        ("Quadro RTX 8000 48GB", 49_152),
+        ("RTX 4060 Ti 16GB", 16_384),
+        ("Tesla K80 12 GB", 12_288),
+        ("TITAN V 12GB", 12_288),
     ] {
         let g = gpu(name, "");
         assert_eq!((g.id.as_str(), g.capacity_mib), ("custom", mib), "{name}");
