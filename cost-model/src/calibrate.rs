@@ -1054,6 +1054,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.kbit_fp32_prep = true;
     }
     t.nf4_double_quant = stated_double_quant(notes);
+    t.bnb_0_43 = stated_bnb_0_43(notes);
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
@@ -1353,6 +1354,31 @@ fn stated_double_quant(notes: &str) -> bool {
         return !rest.starts_with("false") && !rest.starts_with('0');
     }
     lower.contains("double_quant") || lower.contains("nf4_dq") || lower.contains("doublequant")
+}
+
+/// Whether the notes place the run on bitsandbytes 0.43 or later: a stated
+/// release ("bitsandbytes 0.45.2", "bnb==0.43.1", "bitsandbytes>=0.43"), or
+/// `quant_storage`, the 4-bit storage dtype FSDP-QLoRA needs, which 0.43.0
+/// introduced (`bnb_4bit_quant_storage`; bitsandbytes release notes).
+fn stated_bnb_0_43(notes: &str) -> bool {
+    let lower = notes.to_ascii_lowercase();
+    if lower.contains("quant_storage") {
+        return true;
+    }
+    ["bitsandbytes", "bnb"].iter().any(|name| {
+        lower.match_indices(name).any(|(i, _)| {
+            let rest =
+                lower[i + name.len()..].trim_start_matches([' ', '=', '>', '<', '~', 'v', '-']);
+            let mut parts = rest.split(|c: char| !c.is_ascii_digit());
+            let major = parts.next().and_then(|m| m.parse::<u32>().ok());
+            let minor = parts.next().and_then(|m| m.parse::<u32>().ok());
+            match (major, minor) {
+                (Some(0), Some(minor)) => minor >= 43,
+                (Some(major), Some(_)) => major >= 1,
+                _ => false,
+            }
+        })
+    })
 }
 
 /// The header (trimmed) and the data records of a case file.

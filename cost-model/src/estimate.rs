@@ -28,8 +28,11 @@ use serde::{Deserialize, Serialize};
 /// 10⁵ elements in device memory ([`PAGED_MIN_ELEMENTS`]) and counts the cuBLAS
 /// workspaces in the allocator ([`CUBLAS_HANDLES`]); 5 keeps, under
 /// autocast, the fp32 cast of the Python tanh GELU's input that `pow` saves;
-/// 6 re-derives the uncertainty band from the residuals ([`BAND_ABOVE`]).
-pub const MODEL_VERSION: u32 = 6;
+/// 6 re-derives the uncertainty band from the residuals ([`BAND_ABOVE`]); 7
+/// keeps no input of a frozen 4-bit matrix under torchao's NF4 (torchtune) or
+/// a stated bitsandbytes ≥ 0.43 without autocast
+/// ([`crate::Plan::four_bit_matmul_keeps_input`]).
+pub const MODEL_VERSION: u32 = 7;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -1995,9 +1998,10 @@ impl<'a> Ctx<'a> {
     /// (A, B)` in 0.41.3 and 0.42.0, `(None, B)` from 0.43.3 on). The 2023
     /// LitGPT QLoRA tables need the input (without it they fall 10.8–13.8 points);
     /// our H200 runs with 0.50.2 under autocast keep as much as this count,
-    /// while without autocast they keep no input and the model over-predicts
-    /// by 18 % (calibration/h200-2026-11-30, set 5: QLoRA Mistral-7B, pure
-    /// bf16). The count follows the older release, the safe side.
+    /// while without autocast they keep no input (calibration/h200-2026-11-30,
+    /// set 5: QLoRA Mistral-7B, pure bf16, 18 % over when counted).
+    /// [`crate::plan::TrainingSpec::bnb_0_43`] says which release runs; unstated, the
+    /// count follows the older one, the safe side.
     fn keeps_input(&self, targeted: bool) -> bool {
         match self.plan.training.finetune {
             Finetune::Full => true,
@@ -2008,9 +2012,20 @@ impl<'a> Ctx<'a> {
                 ..
             } => {
                 (targeted && !dropout && !self.lora_casts_input() && variant != LoraVariant::LoraFa)
-                    || base_bits <= 8
+                    || self.quantized_matmul_keeps_input(base_bits)
             }
-            Finetune::Adapter { base_bits, .. } => base_bits <= 8,
+            Finetune::Adapter { base_bits, .. } => self.quantized_matmul_keeps_input(base_bits),
+        }
+    }
+
+    /// Whether a frozen base matrix of `base_bits` saves its input however
+    /// it is used: bitsandbytes' 8-bit matmul always does, a 4-bit one as
+    /// [`crate::Plan::four_bit_matmul_keeps_input`] says.
+    fn quantized_matmul_keeps_input(&self, base_bits: u32) -> bool {
+        match base_bits {
+            8 => true,
+            b if b <= 4 => self.plan.four_bit_matmul_keeps_input(),
+            _ => false,
         }
     }
 

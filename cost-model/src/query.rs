@@ -291,7 +291,7 @@ const MODEL_FLAGS: [(&str, Flag); 6] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 9] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 10] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -301,6 +301,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 9] = [
     ("grad_none", |t| &mut t.zero_grad_set_to_none),
     ("kbit32", |t| &mut t.kbit_fp32_prep),
     ("dq", |t| &mut t.nf4_double_quant),
+    ("bnb43", |t| &mut t.bnb_0_43),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {

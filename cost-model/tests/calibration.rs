@@ -981,6 +981,38 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
 }
 
 #[test]
+fn a_bitsandbytes_release_stated_in_the_notes_reaches_the_plan() {
+    use cost_model::calibrate::case_plan;
+    let id = "litgpt_resource_tables_2023-10-002"; // QLoRA phi-1.5, bnb NF4
+    let bnb_0_43 = |notes: &str| {
+        case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .training
+            .bnb_0_43
+    };
+    for notes in [
+        "bitsandbytes 0.50.2; random weights",
+        "bnb==0.43.1",
+        "requires bitsandbytes>=0.43.0",
+        "bnb nf4 + double quant; quant_storage bf16",
+        "bitsandbytes v0.45",
+        "bitsandbytes 1.0",
+    ] {
+        assert!(bnb_0_43(notes), "{notes}");
+    }
+    for notes in [
+        "bnb nf4 base; paged optimizer",
+        "bitsandbytes 0.41.1",
+        "bnb 0.42.0",
+        "bnb.nf4-dq",
+        "bnb 4bit",
+        "",
+    ] {
+        assert!(!bnb_0_43(notes), "{notes}");
+    }
+}
+
+#[test]
 fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_reach_the_plan() {
     use cost_model::calibrate::case_plan;
     use cost_model::framework::Framework;

@@ -32,6 +32,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (4, 0x4403_cad5_0e55_034a),
     (5, 0xf682_cde7_b5b1_7f90),
     (6, 0xb4ef_1e2b_6a9a_93e4),
+    (7, 0x933f_0daa_f8f1_e184),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -331,6 +331,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     Kind::Check,
                 ),
                 (
+                    "bnb43",
+                    "bitsandbytes ≥ 0.43",
+                    "From 0.43 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
+                    Kind::Check,
+                ),
+                (
                     "kbit32",
                     "prepare_model_for_kbit_training",
                     "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
