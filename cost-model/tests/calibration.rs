@@ -126,9 +126,12 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // the fp32 rows come within 1 %, the fp16-autocast ones fell to −5 … −7 %
     // (what the copies had hidden); 1.65 % / 6.77 % once autocast's fp32 cast
     // of the Python GELU's input, which `pow` saves, is kept (those rows'
-    // allocated peaks −0.15 %).
+    // allocated peaks −0.15 %). Then 1.65 % / 6.34 % once the stated
+    // bitsandbytes 0.50.2 saves no 4-bit matmul input without autocast
+    // (QLoRA Mistral-7B pure bf16: +17.4 → −0.4 % allocated; with
+    // checkpointing −1.3 → −4.9 %).
     assert!(median <= 1.65, "median |error| {median} %");
-    assert!(p90 <= 6.8, "p90 |error| {p90} %");
+    assert!(p90 <= 6.4, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
 }
 
