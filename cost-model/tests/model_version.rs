@@ -33,6 +33,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (5, 0xf682_cde7_b5b1_7f90),
     (6, 0xb4ef_1e2b_6a9a_93e4),
     (7, 0x933f_0daa_f8f1_e184),
+    (8, 0xe361_5708_7ac8_cd2d),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -53,7 +54,14 @@ impl Fnv {
 fn eat_estimate(h: &mut Fnv, plan: &Plan) {
     match estimate(plan) {
         Ok(e) => {
-            for c in [e.peak.allocated, e.peak.reserved, e.peak.device_used] {
+            // The uncertainty band too (from version 8 on).
+            for c in [
+                e.peak.allocated,
+                e.peak.reserved,
+                e.peak.device_used,
+                e.band_low,
+                e.band_high,
+            ] {
                 h.eat_u64(c.get());
             }
             h.eat_u64(e.trainable_params);
