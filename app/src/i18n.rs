@@ -273,10 +273,10 @@ pub const ZH: &[(&str, &str)] = &[
         "QLoRA's double quantization (bnb_4bit_use_double_quant): the 4-bit base's block scales are quantized too, 0.37 bits per weight less",
         "QLoRA 的双重量化（bnb_4bit_use_double_quant）：4 位基座的分块缩放因子也被量化，每个权重少 0.37 位",
     ),
-    ("bitsandbytes ≥ 0.43", "bitsandbytes ≥ 0.43"),
+    ("bitsandbytes ≥ 0.43.2", "bitsandbytes ≥ 0.43.2"),
     (
-        "From 0.43 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
-        "从 0.43 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：不用 autocast 时，冻结的 4 位矩阵不保留其输入",
+        "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
+        "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：不用 autocast 时，冻结的 4 位矩阵不保留其输入",
     ),
     ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
     (

@@ -1054,7 +1054,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.kbit_fp32_prep = true;
     }
     t.nf4_double_quant = stated_double_quant(notes);
-    t.bnb_0_43 = stated_bnb_0_43(notes);
+    t.bnb_0_43_2 = stated_bnb_0_43_2(notes);
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
@@ -1356,25 +1356,23 @@ fn stated_double_quant(notes: &str) -> bool {
     lower.contains("double_quant") || lower.contains("nf4_dq") || lower.contains("doublequant")
 }
 
-/// Whether the notes place the run on bitsandbytes 0.43 or later: a stated
-/// release ("bitsandbytes 0.45.2", "bnb==0.43.1", "bitsandbytes>=0.43"), or
-/// `quant_storage`, the 4-bit storage dtype FSDP-QLoRA needs, which 0.43.0
-/// introduced (`bnb_4bit_quant_storage`; bitsandbytes release notes).
-fn stated_bnb_0_43(notes: &str) -> bool {
+/// Whether the notes place the run on bitsandbytes 0.43.2 or later, whose
+/// 4-bit matmul saves no input: a stated release ("bitsandbytes 0.45.2",
+/// "bnb==0.43.3", "bitsandbytes>=0.44"). A bare "0.43" does not tell (0.43.0
+/// and 0.43.1 still saved it), nor does `quant_storage` (0.43.0 on).
+fn stated_bnb_0_43_2(notes: &str) -> bool {
     let lower = notes.to_ascii_lowercase();
-    if lower.contains("quant_storage") {
-        return true;
-    }
     ["bitsandbytes", "bnb"].iter().any(|name| {
         lower.match_indices(name).any(|(i, _)| {
             let rest =
                 lower[i + name.len()..].trim_start_matches([' ', '=', '>', '<', '~', 'v', '-']);
             let mut parts = rest.split(|c: char| !c.is_ascii_digit());
-            let major = parts.next().and_then(|m| m.parse::<u32>().ok());
-            let minor = parts.next().and_then(|m| m.parse::<u32>().ok());
-            match (major, minor) {
-                (Some(0), Some(minor)) => minor >= 43,
-                (Some(major), Some(_)) => major >= 1,
+            let mut next = || parts.next().and_then(|m| m.parse::<u32>().ok());
+            let (major, minor, patch) = (next(), next(), next());
+            match (major, minor, patch) {
+                (Some(0), Some(43), Some(patch)) => patch >= 2,
+                (Some(0), Some(minor), _) => minor >= 44,
+                (Some(major), Some(_), _) => major >= 1,
                 _ => false,
             }
         })

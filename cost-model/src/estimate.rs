@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 /// 6 adds presets (the fingerprint then held no band) and re-derives the
 /// uncertainty band's high edge ([`BAND_ABOVE`]); 7
 /// keeps no input of a frozen 4-bit matrix under torchao's NF4 (torchtune) or
-/// a stated bitsandbytes ≥ 0.43 without autocast
+/// a stated bitsandbytes ≥ 0.43.2 without autocast
 /// ([`crate::Plan::four_bit_matmul_keeps_input`]); 8 narrows the band's low
 /// edge to the residuals that change left ([`BAND_BELOW`]), and the
 /// fingerprint covers the band.
@@ -1997,13 +1997,13 @@ impl<'a> Ctx<'a> {
     /// weight trains, when a LoRA adapter reads it (without dropout), or when
     /// it is a bitsandbytes 4/8-bit matmul, which saves its input regardless
     /// — DESIGN.md §3b. `MatMul8bitLt` still does (`ctx.tensors = (CAt, subA,
-    /// A)`, bitsandbytes 0.50.2); `MatMul4Bit` did until 0.43 (`ctx.tensors =
-    /// (A, B)` in 0.41.3 and 0.42.0, `(None, B)` from 0.43.3 on). The 2023
+    /// A)`, bitsandbytes 0.50.2); `MatMul4Bit` did until 0.43.1 (`ctx.tensors =
+    /// (A, B)` in 0.41.3 to 0.43.1, `(None, B)` from 0.43.2 on). The 2023
     /// LitGPT QLoRA tables need the input (without it they fall 10.8–13.8 points);
     /// our H200 runs with 0.50.2 under autocast keep as much as this count,
     /// while without autocast they keep no input (calibration/h200-2026-11-30,
     /// set 5: QLoRA Mistral-7B, pure bf16, 18 % over when counted).
-    /// [`crate::plan::TrainingSpec::bnb_0_43`] says which release runs; unstated, the
+    /// [`crate::plan::TrainingSpec::bnb_0_43_2`] says which release runs; unstated, the
     /// count follows the older one, the safe side.
     fn keeps_input(&self, targeted: bool) -> bool {
         match self.plan.training.finetune {

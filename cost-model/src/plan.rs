@@ -623,14 +623,15 @@ pub struct TrainingSpec {
     /// torchtune's NF4 is always double-quantized. Only with a 4-bit base.
     #[serde(default, skip_serializing_if = "is_false")]
     pub nf4_double_quant: bool,
-    /// bitsandbytes 0.43 or later runs the 4-bit base: its `MatMul4Bit` no
+    /// bitsandbytes 0.43.2 or later runs the 4-bit base: its `MatMul4Bit` no
     /// longer saves the layer input for backward (`ctx.tensors = (None, B)`
-    /// from 0.43.3 on; `(A, B)` in 0.41.3 and 0.42.0), so without autocast a
+    /// from 0.43.2 on; `(A, B)` up to 0.43.1, read in 0.41.3, 0.42.0, 0.43.0
+    /// and 0.43.1), so without autocast a
     /// frozen 4-bit matrix keeps nothing of its input
     /// ([`Plan::four_bit_matmul_keeps_input`]). Off by default: the older
     /// release keeps more, the safe side. Only with a 4-bit base.
     #[serde(default, skip_serializing_if = "is_false")]
-    pub bnb_0_43: bool,
+    pub bnb_0_43_2: bool,
     pub finetune: Finetune,
 }
 
@@ -852,7 +853,7 @@ impl Default for Plan {
                 fused_kernels: false,
                 kbit_fp32_prep: d.kbit_fp32_prep,
                 nf4_double_quant: false,
-                bnb_0_43: false,
+                bnb_0_43_2: false,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {
@@ -884,10 +885,10 @@ impl Plan {
     }
 
     /// Whether a frozen 4-bit base matrix keeps its input for backward, as a
-    /// trained one does. bitsandbytes before 0.43 saves it (`MatMul4Bit`:
-    /// `ctx.tensors = (A, B)`, 0.41.3 and 0.42.0; the 2023 LitGPT QLoRA tables
-    /// need it), 0.43 and later does not (`(None, B)`,
-    /// [`TrainingSpec::bnb_0_43`]) — though under autocast our H200 runs with
+    /// trained one does. bitsandbytes before 0.43.2 saves it (`MatMul4Bit`:
+    /// `ctx.tensors = (A, B)`, 0.41.3 to 0.43.1; the 2023 LitGPT QLoRA tables
+    /// need it), 0.43.2 and later does not (`(None, B)`,
+    /// [`TrainingSpec::bnb_0_43_2`]) — though under autocast our H200 runs with
     /// 0.50.2 still held as much (calibration/h200-2026-11-30, set 5), so the
     /// saving is taken only without it. torchao's NF4, which torchtune
     /// quantizes with, never saves it (`LinearNF4.forward`:
@@ -895,7 +896,7 @@ impl Plan {
     /// `dtypes/nf4tensor.py`).
     pub fn four_bit_matmul_keeps_input(&self) -> bool {
         let torchao = self.framework.nf4_double_quantized();
-        let bnb_new = self.training.bnb_0_43 && !self.training.precision.is_autocast();
+        let bnb_new = self.training.bnb_0_43_2 && !self.training.precision.is_autocast();
         !(torchao || bnb_new)
     }
 

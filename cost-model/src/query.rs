@@ -301,7 +301,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 10] = [
     ("grad_none", |t| &mut t.zero_grad_set_to_none),
     ("kbit32", |t| &mut t.kbit_fp32_prep),
     ("dq", |t| &mut t.nf4_double_quant),
-    ("bnb43", |t| &mut t.bnb_0_43),
+    ("bnb432", |t| &mut t.bnb_0_43_2),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {

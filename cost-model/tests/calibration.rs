@@ -987,31 +987,34 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
 fn a_bitsandbytes_release_stated_in_the_notes_reaches_the_plan() {
     use cost_model::calibrate::case_plan;
     let id = "litgpt_resource_tables_2023-10-002"; // QLoRA phi-1.5, bnb NF4
-    let bnb_0_43 = |notes: &str| {
+    let bnb_0_43_2 = |notes: &str| {
         case_plan(&with_fields(id, &[("notes", notes)]), id)
             .unwrap()
             .training
-            .bnb_0_43
+            .bnb_0_43_2
     };
     for notes in [
         "bitsandbytes 0.50.2; random weights",
-        "bnb==0.43.1",
-        "requires bitsandbytes>=0.43.0",
-        "bnb nf4 + double quant; quant_storage bf16",
+        "bnb==0.43.2",
+        "requires bitsandbytes>=0.44.0",
         "bitsandbytes v0.45",
+        "bitsandbytes 0.43.3",
         "bitsandbytes 1.0",
     ] {
-        assert!(bnb_0_43(notes), "{notes}");
+        assert!(bnb_0_43_2(notes), "{notes}");
     }
     for notes in [
         "bnb nf4 base; paged optimizer",
         "bitsandbytes 0.41.1",
         "bnb 0.42.0",
+        "bnb==0.43.1",
+        "bitsandbytes>=0.43",
+        "bnb nf4 + double quant; quant_storage bf16",
         "bnb.nf4-dq",
         "bnb 4bit",
         "",
     ] {
-        assert!(!bnb_0_43(notes), "{notes}");
+        assert!(!bnb_0_43_2(notes), "{notes}");
     }
 }
 

@@ -399,17 +399,17 @@ test("double-quantized NF4: the checkbox and the URL key agree, and the 4-bit ba
   await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
 });
 
-test("bitsandbytes ≥ 0.43: the checkbox and the URL key agree, and a pure-bf16 QLoRA base keeps no inputs", async ({ page }, info) => {
+test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf16 QLoRA base keeps no inputs", async ({ page }, info) => {
   // LitGPT's bf16-true QLoRA on Llama-2-7B: older bitsandbytes saved each
-  // 4-bit matmul's input for backward, 0.43 and later do not.
+  // 4-bit matmul's input for backward, 0.43.2 and later do not.
   const plan =
     "/?model=llama-2-7b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=litgpt&prec=bf16&mb=4&seq=2048&ft=qlora&rank=8&bits=4";
   await page.goto(plan);
   const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
   const before = await page.getByTestId("row-activations").textContent();
   const usedBefore = await used();
-  await expect(page.getByTestId("bnb43")).not.toBeChecked();
-  await setCheckbox(page, info, plan, "bnb43", true, "bnb43=1");
+  await expect(page.getByTestId("bnb432")).not.toBeChecked();
+  await setCheckbox(page, info, plan, "bnb432", true, "bnb432=1");
   await expect(page.getByTestId("row-activations")).not.toHaveText(before ?? "");
   await expect.poll(used).toBeLessThan(usedBefore);
 });

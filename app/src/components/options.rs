@@ -331,9 +331,9 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     Kind::Check,
                 ),
                 (
-                    "bnb43",
-                    "bitsandbytes ≥ 0.43",
-                    "From 0.43 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
+                    "bnb432",
+                    "bitsandbytes ≥ 0.43.2",
+                    "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
                     Kind::Check,
                 ),
                 (
