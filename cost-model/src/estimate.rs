@@ -34,8 +34,8 @@ use serde::{Deserialize, Serialize};
 /// a stated bitsandbytes ≥ 0.43.2 without autocast
 /// ([`crate::Plan::four_bit_matmul_keeps_input`]); 8 narrows the band's low
 /// edge to the residuals that change left ([`BAND_BELOW`]), and the
-/// fingerprint covers the band.
-pub const MODEL_VERSION: u32 = 8;
+/// fingerprint covers the band; 9 adds the Qwen3-235B-A22B preset.
+pub const MODEL_VERSION: u32 = 9;
 
 // ---------------------------------------------------------------------------
 // Coefficients

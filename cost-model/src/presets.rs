@@ -493,6 +493,15 @@ const PRESETS: &[Preset] = &[
         30_532_122_624,
         moe(llama(48, 2048, 32, 4, 128, 768, 151936, false), 128, 8)
     ),
+    // 94 × (attention 71,303,168 + q/k norms + two norms + router 4096·128 +
+    // 128 experts × 3 · 4096 · 1536) + two 151936 × 4096 embeddings + the
+    // final norm (the card: 235B total, 22B active).
+    p!(
+        "qwen3-235b-a22b",
+        "Qwen3-235B-A22B (MoE)",
+        235_093_634_560,
+        moe(llama(94, 4096, 64, 4, 128, 1536, 151936, false), 128, 8)
+    ),
     p!(
         "mistral-small-24b",
         "Mistral-Small-24B (3.x text; Magistral, Devstral Small)",
@@ -808,7 +817,7 @@ const PRESETS: &[Preset] = &[
 
 /// Hub-name prefixes of checkpoints that share a preset's shape, as
 /// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
-const HUB_ALIASES: [(&str, &str); 26] = [
+const HUB_ALIASES: [(&str, &str); 27] = [
     // Llama 3 and 3.3 share Llama-3.1's shapes (8B, 70B); Qwen2 Qwen2.5's
     // (0.5B, 1.5B, 7B, 72B); BLOOMZ is BLOOM fine-tuned.
     ("meta-llama-3.1-", "llama-3.1-"),
@@ -849,6 +858,8 @@ const HUB_ALIASES: [(&str, &str); 26] = [
     ("qwen2.5-math-7b", "qwen2.5-7b"),
     ("phi-3.5-mini", "phi-3-mini"),
     ("mistral-7b-instruct-v0.3", "mistral-7b-v0.3"),
+    // Qwen3-Coder-30B-A3B is Qwen3-30B-A3B's shape.
+    ("qwen3-coder-30b-a3b", "qwen3-30b-a3b"),
 ];
 
 /// Ways people write a model's name that [`by_name`] reads as the hub
@@ -1073,6 +1084,8 @@ mod tests {
                 "deepseek-r1-distill-qwen-1.5b",
             ),
             ("EleutherAI/gpt-neox-20b", "gpt-neox-20b"),
+            ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"),
+            ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "qwen3-30b-a3b"),
         ] {
             assert_eq!(by_hub_id(hub).map(|p| p.id), Some(id), "{hub}");
         }

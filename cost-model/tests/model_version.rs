@@ -34,6 +34,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (6, 0xb4ef_1e2b_6a9a_93e4),
     (7, 0x933f_0daa_f8f1_e184),
     (8, 0xe361_5708_7ac8_cd2d),
+    (9, 0xe097_d317_3d59_aa09),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
