@@ -509,15 +509,23 @@ fn stated_target_len(notes: &str) -> Option<u32> {
 /// A `major.minor` version the notes state after `name` ("PEFT 0.21.2").
 fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
     let at = notes.find(name)? + name.len();
-    let rest = notes[at..].trim_start_matches('v');
-    let mut parts = rest.split('.');
+    release_at(&notes[at..]).map(|(major, minor, _)| (major, minor))
+}
+
+/// The `major.minor[.patch]` release a text starts with ("0.43.2; …",
+/// "v1.0"): the major a whole number, minor and patch their leading digits.
+fn release_at(text: &str) -> Option<(u32, u32, Option<u32>)> {
+    let digits = |p: &str| -> Option<u32> {
+        p.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .ok()
+    };
+    let mut parts = text.trim_start_matches('v').split('.');
     let major = parts.next()?.parse().ok()?;
-    let minor: String = parts
-        .next()?
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    Some((major, minor.parse().ok()?))
+    let minor = digits(parts.next()?)?;
+    Some((major, minor, parts.next().and_then(digits)))
 }
 
 /// A CUDA context larger than this (MiB) was created with eager module
@@ -1364,16 +1372,12 @@ fn stated_bnb_0_43_2(notes: &str) -> bool {
     let lower = notes.to_ascii_lowercase();
     ["bitsandbytes", "bnb"].iter().any(|name| {
         lower.match_indices(name).any(|(i, _)| {
-            let rest =
-                lower[i + name.len()..].trim_start_matches([' ', '=', '>', '<', '~', 'v', '-']);
-            let mut parts = rest.split(|c: char| !c.is_ascii_digit());
-            let mut next = || parts.next().and_then(|m| m.parse::<u32>().ok());
-            let (major, minor, patch) = (next(), next(), next());
-            match (major, minor, patch) {
-                (Some(0), Some(43), Some(patch)) => patch >= 2,
-                (Some(0), Some(minor), _) => minor >= 44,
-                (Some(major), Some(_), _) => major >= 1,
-                _ => false,
+            let rest = lower[i + name.len()..].trim_start_matches([' ', '=', '>', '<', '~', '-']);
+            match release_at(rest) {
+                Some((0, 43, Some(patch))) => patch >= 2,
+                Some((0, minor, _)) => minor >= 44,
+                Some((major, _, _)) => major >= 1,
+                None => false,
             }
         })
     })

@@ -223,6 +223,12 @@ impl Framework {
     /// (`bnb_4bit_use_double_quant`, default off), which a plan states in
     /// `training.nf4_double_quant`.
     pub fn nf4_double_quantized(self) -> bool {
+        self.quantizes_with_torchao()
+    }
+
+    /// Whether the framework's 4-bit base is torchao's NF4 rather than
+    /// bitsandbytes': torchtune's QLoRA builders (`FrozenNF4Linear`, `to_nf4`).
+    pub fn quantizes_with_torchao(self) -> bool {
         self == Framework::Torchtune
     }
 

@@ -626,10 +626,9 @@ pub struct TrainingSpec {
     /// bitsandbytes 0.43.2 or later runs the 4-bit base: its `MatMul4Bit` no
     /// longer saves the layer input for backward (`ctx.tensors = (None, B)`
     /// from 0.43.2 on; `(A, B)` up to 0.43.1, read in 0.41.3, 0.42.0, 0.43.0
-    /// and 0.43.1), so without autocast a
-    /// frozen 4-bit matrix keeps nothing of its input
-    /// ([`Plan::four_bit_matmul_keeps_input`]). Off by default: the older
-    /// release keeps more, the safe side. Only with a 4-bit base.
+    /// and 0.43.1), so without autocast a frozen 4-bit matrix keeps nothing of
+    /// its input ([`Plan::four_bit_matmul_keeps_input`]). Off by default: the
+    /// older release keeps more, the safe side. Only with a 4-bit base.
     #[serde(default, skip_serializing_if = "is_false")]
     pub bnb_0_43_2: bool,
     pub finetune: Finetune,
@@ -895,7 +894,7 @@ impl Plan {
     /// `ctx.save_for_backward(weight)` only, torchao 0.10
     /// `dtypes/nf4tensor.py`).
     pub fn four_bit_matmul_keeps_input(&self) -> bool {
-        let torchao = self.framework.nf4_double_quantized();
+        let torchao = self.framework.quantizes_with_torchao();
         let bnb_new = self.training.bnb_0_43_2 && !self.training.precision.is_autocast();
         !(torchao || bnb_new)
     }
