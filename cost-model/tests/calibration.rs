@@ -16,11 +16,15 @@ fn cases() -> String {
         .unwrap_or_else(|e| panic!("{path}: {e} (the shared/ folder sits beside the checkout)"))
 }
 
-/// One of the project's own case files (calibration/), predicted.
-fn project_set(file: &str) -> cost_model::calibrate::Report {
+/// The text of one of the project's own case files (calibration/).
+fn project_text(file: &str) -> String {
     let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    calibrate(&text).unwrap()
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// One of the project's own case files, predicted.
+fn project_set(file: &str) -> cost_model::calibrate::Report {
+    calibrate(&project_text(file)).unwrap()
 }
 
 #[test]
@@ -188,8 +192,7 @@ fn the_uncertainty_band_is_the_spread_of_the_residuals() {
     use cost_model::estimate::{BAND_ABOVE, BAND_BELOW};
     let mut e = graded_errors(&cases());
     for f in ["h200-2026-11-30.csv", "torchtune-readme-0.6.1.csv"] {
-        let path = format!("{}/../calibration/{f}", env!("CARGO_MANIFEST_DIR"));
-        e.extend(graded_errors(&std::fs::read_to_string(&path).unwrap()));
+        e.extend(graded_errors(&project_text(f)));
     }
     assert!(e.len() >= 300, "{} graded rows", e.len());
     e.sort_by(|a, b| a.total_cmp(b));

@@ -1347,15 +1347,13 @@ fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix_without_autocast()
     };
     assert_eq!(eight(true), eight(false));
     // torchao's NF4 (torchtune) saves only the weight, whatever is stated.
-    let torchao = |new_bnb: bool| {
+    let torchtune = |new_bnb: bool| {
         let mut p = with(Precision::Bf16, new_bnb);
         p.framework = Framework::Torchtune;
-        peak_alloc(&p)
+        p
     };
-    assert_eq!(torchao(false), torchao(true));
-    let mut torchtune = with(Precision::Bf16, false);
-    torchtune.framework = Framework::Torchtune;
-    assert!(!torchtune.four_bit_matmul_keeps_input());
+    assert_eq!(peak_alloc(&torchtune(false)), peak_alloc(&torchtune(true)));
+    assert!(!torchtune(false).four_bit_matmul_keeps_input());
     assert!(!with(Precision::Bf16, true).four_bit_matmul_keeps_input());
     assert!(with(Precision::Bf16, false).four_bit_matmul_keeps_input());
 }

@@ -211,6 +211,11 @@ test("hydrated: searching the presets picks a model", async ({ page }, info) => 
  * Sets a checkbox of the plan at `plan`: hydrated by clicking it (the URL must
  * then carry `param`), without JavaScript by loading the plan with `param`.
  */
+/** The verdict's device_used figure, in GiB (NaN until it renders). */
+async function deviceUsedGiB(page: Page): Promise<number> {
+  return parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+}
+
 async function setCheckbox(page: Page, info: { project: { name: string } }, plan: string, testId: string, on: boolean, param: string) {
   const box = page.getByTestId(testId);
   if (hydrated(info)) {
@@ -228,7 +233,7 @@ async function setCheckbox(page: Page, info: { project: { name: string } }, plan
 test("torch.compile: the checkbox and the URL key agree, and compiling keeps fewer activations", async ({ page }, info) => {
   const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
   await page.goto(plan);
-  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const used = () => deviceUsedGiB(page);
   const eager = await page.getByTestId("row-activations").textContent();
   const eagerUsed = await used();
   await expect(page.getByTestId("compile")).not.toBeChecked();
@@ -242,7 +247,7 @@ test("DDP bucket views: the checkbox and the URL key agree, and a step-bound pea
   // where the buckets sit beside the whole fp32 gradient.
   const plan = "/?shard=ddp&mb=1&seq=512";
   await page.goto(plan);
-  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const used = () => deviceUsedGiB(page);
   const copies = await used();
   await expect(page.getByTestId("bucket-view")).not.toBeChecked();
   await expect(page.getByTestId("ladder")).toContainText("gradient_as_bucket_view");
@@ -254,7 +259,7 @@ test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, 
   const plan =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=1&seq=2048&ft=qlora&targets=all-linear&rank=16&bits=4";
   await page.goto(plan);
-  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const used = () => deviceUsedGiB(page);
   const weights = await page.getByTestId("row-weights").textContent();
   const preparedUsed = await used();
   await expect(page.getByTestId("kbit32")).toBeChecked();
@@ -405,7 +410,7 @@ test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf
   const plan =
     "/?model=llama-2-7b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=litgpt&prec=bf16&mb=4&seq=2048&ft=qlora&rank=8&bits=4";
   await page.goto(plan);
-  const used = async () => parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
+  const used = () => deviceUsedGiB(page);
   const before = await page.getByTestId("row-activations").textContent();
   const usedBefore = await used();
   await expect(page.getByTestId("bnb432")).not.toBeChecked();
