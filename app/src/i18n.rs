@@ -146,6 +146,18 @@ pub const ZH: &[(&str, &str)] = &[
         "每个 MoE 层的路由专家数（0 表示稠密模型）",
     ),
     ("Top-k routing", "Top-k 路由"),
+    ("Shared experts", "共享专家数"),
+    (
+        "Always-active experts beside the routed ones, counted in routed experts' widths (DeepSeek-MoE: 2; Qwen1.5-MoE's one 4× wide: 4)",
+        "路由专家之外始终激活的专家，按路由专家宽度计数（DeepSeek-MoE：2；Qwen1.5-MoE 的一个 4 倍宽共享专家：4）",
+    ),
+    ("Dense blocks", "稠密层数"),
+    (
+        "MoE blocks replaced by one dense MLP (DeepSeek / GLM-4.5 first_k_dense_replace, Llama-4 Maverick every other block)",
+        "用一个稠密 MLP 代替专家的层（DeepSeek / GLM-4.5 的 first_k_dense_replace，Llama-4 Maverick 每隔一层）",
+    ),
+    ("Dense FFN width", "稠密层 FFN 宽度"),
+    ("The dense blocks' MLP inner width", "稠密层 MLP 的中间宽度"),
     (
         "Gated (SwiGLU) MLPs keep three ffn-wide tensors per token",
         "门控 (SwiGLU) MLP 每个 token 保存三个 ffn 宽度的张量",

@@ -459,7 +459,8 @@ struct BlockMatrix {
 /// Estimates memory for a plan.
 pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
     validate(plan)?;
-    let ctx = Ctx::new(plan);
+    let dense = plan.model.dense_block();
+    let ctx = Ctx::new(plan, dense.as_ref());
     let pp = plan.parallel.pp;
     let stages: Vec<StageEstimate> = (0..pp).map(|s| ctx.stage(s)).collect();
     // Borrowed, not cloned: only its Copy fields go into the estimate.
@@ -523,10 +524,15 @@ struct Ctx<'a> {
     layer_matrix: f64,
     /// [`Self::cublas_workspaces`], worked out once (the GPU's name is read).
     workspaces: f64,
+    /// The dense block of an MoE model that has dense blocks too
+    /// ([`ModelSpec::dense_layers`]): per-block quantities are then the
+    /// average over the stack's two kinds of block ([`Self::mixed`]), as an
+    /// encoder–decoder's are over its two stacks.
+    dense: Option<&'a ModelSpec>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(plan: &'a Plan) -> Self {
+    fn new(plan: &'a Plan, dense: Option<&'a ModelSpec>) -> Self {
         let p = &plan.parallel;
         let t = p.tp as f64;
         let dp = p.dp() as f64;
@@ -556,8 +562,12 @@ impl<'a> Ctx<'a> {
             d: plan.framework.defaults(),
             layer_matrix: 0.0,
             workspaces: Self::cublas_workspaces(plan),
+            dense,
         };
         ctx.layer_matrix = ctx.layer_matrix_params_of_model();
+        if ctx.dense.is_some() {
+            ctx.layer_matrix = ctx.mixed(|c| c.layer_matrix);
+        }
         if ctx.kbit_fp32_stream() {
             ctx.e = FP32;
         }
@@ -617,6 +627,45 @@ impl<'a> Ctx<'a> {
     }
 
     // ----- parameters per rank --------------------------------------------
+
+    /// This context for one kind of block of the stack: the expert block
+    /// (this model) or the dense one, each as if every block were of its kind.
+    fn block_ctx<'b>(&self, m: &'b ModelSpec) -> Ctx<'b>
+    where
+        'a: 'b,
+    {
+        let mut c = Ctx {
+            m,
+            dense: None,
+            ..self.clone()
+        };
+        c.layer_matrix = c.layer_matrix_params_of_model();
+        c
+    }
+
+    /// A per-block quantity averaged over the stack's blocks: an MoE model's
+    /// expert blocks and its dense ones ([`ModelSpec::dense_layers`]) in
+    /// their numbers; `f` of this context when every block is alike. The
+    /// pipeline split stays even in blocks, so a stage holds the average
+    /// block (DeepSeek's and GLM-4.5's dense blocks sit on the first stage,
+    /// which this spreads over all).
+    fn mixed(&self, f: impl Fn(&Ctx<'_>) -> f64) -> f64 {
+        let Some(dense) = self.dense else {
+            return f(self);
+        };
+        let n = self.m.layers.max(1) as f64;
+        let nd = (self.m.dense_layers as f64).min(n);
+        ((n - nd) * f(&self.block_ctx(self.m)) + nd * f(&self.block_ctx(dense))) / n
+    }
+
+    /// The stack's share of blocks that hold experts.
+    fn expert_block_share(&self) -> f64 {
+        if self.dense.is_some() {
+            self.m.moe_layers() as f64 / self.m.layers.max(1) as f64
+        } else {
+            1.0
+        }
+    }
 
     /// Blocks on pipeline rank `s`: an even split, the first ranks taking
     /// one more where it does not divide, or the framework's own split
@@ -828,12 +877,13 @@ impl<'a> Ctx<'a> {
             return 0.0;
         };
         let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
-        let cost: f64 = self
-            .block_matrices(targets)
-            .iter()
-            .filter(|x| x.targeted)
-            .map(|x| self.mlp_copies(x) * per_rank(x))
-            .sum();
+        let cost = self.mixed(|c| {
+            c.block_matrices(targets)
+                .iter()
+                .filter(|x| x.targeted)
+                .map(|x| c.mlp_copies(x) * per_rank(x))
+                .sum()
+        });
         if cost > 0.0 {
             (per_block / cost).max(0.0)
         } else {
@@ -874,6 +924,12 @@ impl<'a> Ctx<'a> {
             return 0.0;
         };
         let r = self.osf_rank();
+        self.mixed(|c| c.osf_buffers_of_block(method, targets, r))
+    }
+
+    /// [`Self::osf_buffer_layer_params`] of one block of this context's kind
+    /// at OSF rank `r`.
+    fn osf_buffers_of_block(&self, method: AdapterMethod, targets: LoraTargets, r: f64) -> f64 {
         self.block_matrices(targets)
             .iter()
             .filter(|x| x.targeted)
@@ -894,8 +950,21 @@ impl<'a> Ctx<'a> {
             .sum()
     }
 
-    /// (A parameters, B parameters, targeted outputs) of one block's adapters.
+    /// (A parameters, B parameters, targeted outputs) of the average block's
+    /// adapters ([`Self::mixed`]).
     fn lora_layer_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
+        if self.dense.is_none() {
+            return self.block_lora_parts(rank, tg);
+        }
+        (
+            self.mixed(|c| c.block_lora_parts(rank, tg).0),
+            self.mixed(|c| c.block_lora_parts(rank, tg).1),
+            self.mixed(|c| c.block_lora_parts(rank, tg).2),
+        )
+    }
+
+    /// [`Self::lora_layer_parts`] of one block of this context's kind.
+    fn block_lora_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
         let r = rank as f64;
         let (mut a, mut b, mut outs) = (0.0, 0.0, 0.0);
         for mat in self.block_matrices(tg).iter().filter(|x| x.targeted) {
@@ -1000,8 +1069,9 @@ impl<'a> Ctx<'a> {
                 } else {
                     0
                 };
+                let block = self.mixed(|c| c.m.layer_params() as f64) as u64;
                 m.params()
-                    .saturating_sub(frozen_blocks.saturating_mul(m.layer_params()))
+                    .saturating_sub(frozen_blocks.saturating_mul(block))
                     .saturating_sub(embedding)
             }
             Some((rank, tg, _, _)) => {
@@ -1190,20 +1260,38 @@ impl<'a> Ctx<'a> {
     /// q, k, v, gate and up split their outputs over TP, o and down their
     /// inputs (Megatron's column- and row-parallel layers); an MoE block holds
     /// a copy per expert.
-    fn local_block_matrices(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
-        self.block_matrices(LoraTargets::ALL_LINEAR)
-            .into_iter()
-            .enumerate()
-            .filter(|(_, mat)| mat.targeted)
-            .map(|(i, mat)| {
+    ///
+    /// With dense blocks among the expert ones ([`ModelSpec::dense_layers`])
+    /// the average block's: each kind's matrices, their copies scaled by the
+    /// kind's share of the blocks.
+    fn local_block_matrices(&self) -> Vec<(f64, f64, f64)> {
+        let kinds = match self.dense {
+            Some(d) => {
+                let moe = self.expert_block_share();
+                [
+                    (self.block_ctx(self.m), moe),
+                    (self.block_ctx(d), 1.0 - moe),
+                ]
+                .to_vec()
+            }
+            None => [(self.clone(), 1.0)].to_vec(),
+        };
+        let mut out = Vec::with_capacity(14);
+        for (c, share) in &kinds {
+            for (i, mat) in c.block_matrices(LoraTargets::ALL_LINEAR).iter().enumerate() {
+                if !mat.targeted {
+                    continue;
+                }
                 let row_parallel = matches!(i, 3 | 6); // o, down
                 let (din, dout) = if row_parallel {
                     (mat.din / self.t, mat.dout)
                 } else {
                     (mat.din, mat.dout / self.t)
                 };
-                (din, dout, self.mlp_copies(&mat))
-            })
+                out.push((din, dout, share * c.mlp_copies(mat)));
+            }
+        }
+        out
     }
 
     /// Bytes GaLore keeps per block-matrix parameter (galore-torch 1.0
@@ -1261,6 +1349,7 @@ impl<'a> Ctx<'a> {
         let float_copy = if w < FP32 { FP32 } else { 0.0 };
         let apollo = self.plan.training.optimizer == Optimizer::Apollo;
         self.local_block_matrices()
+            .into_iter()
             .map(|(din, dout, _)| {
                 let (lo, hi) = (din.min(dout), din.max(dout));
                 let svd = if apollo {
@@ -1679,10 +1768,12 @@ impl<'a> Ctx<'a> {
         // The LM head's matmul casts its weight whether or not it is tied to
         // the embedding (measured: +501 MiB for Llama-3.2-1B's tied head, H200).
         let experts = if self.experts_in_fp32() {
-            // Grouped experts use their fp32 weights as they are.
+            // Grouped experts use their fp32 weights as they are (in the
+            // blocks that have experts).
             self.m.experts as f64 * self.m.one_mlp_params() as f64
                 / self.plan.parallel.ep as f64
                 / self.t
+                * self.expert_block_share()
         } else {
             0.0
         };
@@ -2064,8 +2155,15 @@ impl<'a> Ctx<'a> {
     /// encoder blocks do, on a longer source).
     fn layer_activations(&self) -> (f64, f64) {
         let m = self.m;
-        let (_, block) = self.block_activations();
         let fp8 = self.fp8_weight_copies_saved();
+        if let Some(dense) = self.dense {
+            // An MoE model's expert and dense blocks: their average, and the larger.
+            let moe = self.block_ctx(m).block_activations().1;
+            let d = self.block_ctx(dense).block_activations().1;
+            let share = self.expert_block_share();
+            return (share * moe + (1.0 - share) * d + fp8, moe.max(d) + fp8);
+        }
+        let (_, block) = self.block_activations();
         if m.arch != Arch::EncoderDecoder {
             return (block + fp8, block + fp8);
         }
@@ -2677,11 +2775,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// A per-block quantity, averaged over an encoder–decoder's two stacks
-    /// when they run different lengths ([`Self::decoder_s`]).
-    fn per_block(&self, f: impl Fn(&Ctx<'a>) -> f64) -> f64 {
+    /// when they run different lengths ([`Self::decoder_s`]), or over an MoE
+    /// model's expert and dense blocks ([`Self::mixed`]).
+    fn per_block(&self, f: impl Fn(&Ctx<'_>) -> f64) -> f64 {
         let sd = self.decoder_s();
         if sd == self.s {
-            return f(self);
+            return self.mixed(f);
         }
         let (enc, dec) = (self.m.encoder_layers as f64, self.m.layers as f64);
         (enc * f(self) + dec * f(&self.at_length(sd))) / (enc + dec).max(1.0)
@@ -3428,7 +3527,7 @@ mod tests {
         p.parallel.tp = 8;
         p.parallel.pp = 8;
         let per_rank = |p: &Plan| -> Vec<f64> {
-            let c = Ctx::new(p);
+            let c = Ctx::new(p, None);
             (0..p.parallel.pp).map(|s| c.stage_layers(s)).collect()
         };
         let one_f_one_b = per_rank(&p);
@@ -3460,7 +3559,7 @@ mod tests {
     fn bitsandbytes_dequantizes_the_weight_it_multiplies() {
         // Llama-2-7B (untied head, 32000 × 4096; largest block matrix 4096 × 11008).
         let p = qlora("llama-2-7b", Framework::PlainPytorch);
-        let c = Ctx::new(&p);
+        let c = Ctx::new(&p, None);
         let (block, head) = c.dequantized_weights(0);
         assert_eq!(block, c.e * 4096.0 * 11008.0);
         // transformers keeps the LM head in 16 bits: nothing to dequantize.
@@ -3468,7 +3567,7 @@ mod tests {
         assert_eq!(c.quantized_head_params(0), 0.0);
         // LitGPT (Fabric's BitsandbytesPrecision) quantizes it too.
         let p = qlora("llama-2-7b", Framework::Litgpt);
-        let c = Ctx::new(&p);
+        let c = Ctx::new(&p, None);
         assert_eq!(c.quantized_head_params(0), 32000.0 * 4096.0);
         assert_eq!(c.dequantized_weights(0).1, c.e * 32000.0 * 4096.0);
         // A 16-bit base dequantizes nothing.
@@ -3476,6 +3575,6 @@ mod tests {
         if let Finetune::Lora { base_bits, .. } = &mut p.training.finetune {
             *base_bits = 16;
         }
-        assert_eq!(Ctx::new(&p).dequantized_weights(0), (0.0, 0.0));
+        assert_eq!(Ctx::new(&p, None).dequantized_weights(0), (0.0, 0.0));
     }
 }

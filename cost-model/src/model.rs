@@ -95,6 +95,19 @@ pub struct ModelSpec {
     /// Always-active shared experts (DeepSeek/Qwen-MoE style).
     #[serde(default)]
     pub shared_experts: u32,
+    /// Decoder blocks of an MoE model whose feed-forward is one dense MLP
+    /// [`Self::dense_ffn`] wide instead of the experts: DeepSeek-V2/V3's and
+    /// GLM-4.5's first `first_k_dense_replace` blocks (transformers
+    /// `Glm4MoeDecoderLayer`: `Glm4MoeMoE` only from that index on, else
+    /// `Glm4MoeMLP(config)` of `intermediate_size`), Llama-4 Maverick's every
+    /// other block (`interleave_moe_layer_step: 2`, `Llama4TextMLP` of
+    /// `intermediate_size_mlp`), Qwen-MoE's `mlp_only_layers` and the blocks
+    /// `decoder_sparse_step` skips. 0: every block alike.
+    #[serde(default)]
+    pub dense_layers: u32,
+    /// Inner width of the dense blocks' MLP ([`Self::dense_layers`]).
+    #[serde(default)]
+    pub dense_ffn: u32,
     /// q/k/v (and gate/up) come out of one matmul each (GPT-2 `c_attn`, Phi-3
     /// `qkv_proj`/`gate_up_proj`, Falcon, BLOOM, GPT-NeoX): under autocast one
     /// 16-bit cast of the block input is saved instead of one per projection.
@@ -224,7 +237,44 @@ impl ModelSpec {
         }
     }
 
-    /// One decoder (or encoder-only) block.
+    /// Decoder blocks with experts: all of them, less the dense ones
+    /// ([`Self::dense_layers`]).
+    pub fn moe_layers(&self) -> u32 {
+        if self.is_moe() {
+            self.layers.saturating_sub(self.dense_layers)
+        } else {
+            0
+        }
+    }
+
+    /// The dense block of an MoE model that has some ([`Self::dense_layers`]):
+    /// the same attention and norms, one MLP `dense_ffn` wide.
+    pub fn dense_block(&self) -> Option<ModelSpec> {
+        (self.is_moe() && self.dense_layers > 0).then(|| ModelSpec {
+            experts: 0,
+            experts_per_token: 0,
+            shared_experts: 0,
+            ffn: self.dense_ffn,
+            dense_layers: 0,
+            dense_ffn: 0,
+            ..self.clone()
+        })
+    }
+
+    /// The decoder stack's blocks: [`Self::layer_params`] each, the dense
+    /// ones of an MoE model ([`Self::dense_layers`]) their own.
+    fn decoder_stack_params(&self) -> u64 {
+        match self.dense_block() {
+            Some(d) => {
+                let dense = self.dense_layers.min(self.layers) as u64;
+                (self.layers as u64 - dense) * self.layer_params() + dense * d.layer_params()
+            }
+            None => self.layers as u64 * self.layer_params(),
+        }
+    }
+
+    /// One decoder (or encoder-only) block (an expert block of an MoE model
+    /// with dense blocks too).
     pub fn layer_params(&self) -> u64 {
         self.attention_params()
             + self.mlp_params()
@@ -287,7 +337,7 @@ impl ModelSpec {
             }
             // BERT-style encoders are post-LN: no norm after the last block.
             Arch::Encoder => self.layers as u64 * self.layer_params(),
-            Arch::Decoder => self.layers as u64 * self.layer_params() + self.norm_params(),
+            Arch::Decoder => self.decoder_stack_params() + self.norm_params(),
         };
         let rel = if self.positions == Positions::Relative {
             let stacks_n = if self.arch == Arch::EncoderDecoder {
@@ -307,9 +357,13 @@ impl ModelSpec {
         if !self.is_moe() {
             return self.params();
         }
+        let expert_blocks = match self.arch {
+            Arch::Decoder => self.moe_layers(),
+            _ => self.total_layers(),
+        };
         let idle = (self.experts.saturating_sub(self.experts_per_token)) as u64
             * self.one_mlp_params()
-            * self.total_layers() as u64;
+            * expert_blocks as u64;
         self.params().saturating_sub(idle)
     }
 
@@ -327,7 +381,15 @@ impl ModelSpec {
                 self.encoder_layers as u64 * per
                     + self.layers as u64 * (per + self.attention_params())
             }
-            _ => self.layers as u64 * per,
+            Arch::Decoder => match self.dense_block() {
+                Some(d) => {
+                    let dense = self.dense_layers.min(self.layers) as u64;
+                    (self.layers as u64 - dense) * per
+                        + dense * (d.attention_params() + d.mlp_params())
+                }
+                None => self.layers as u64 * per,
+            },
+            Arch::Encoder => self.layers as u64 * per,
         }
     }
 }

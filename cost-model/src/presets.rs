@@ -35,6 +35,9 @@ struct Dims {
     qkv_bias: bool,
     experts: u32,
     experts_per_token: u32,
+    shared_experts: u32,
+    dense_layers: u32,
+    dense_ffn: u32,
     fused_projections: bool,
     gelu_new: bool,
     softcap: bool,
@@ -75,6 +78,9 @@ const fn llama(
         qkv_bias: false,
         experts: 0,
         experts_per_token: 0,
+        shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn: 0,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -106,6 +112,9 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         qkv_bias: false,
         experts: 0,
         experts_per_token: 0,
+        shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn: 0,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -137,6 +146,9 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         qkv_bias: false,
         experts: 0,
         experts_per_token: 0,
+        shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn: 0,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -187,6 +199,15 @@ const fn window(mut d: Dims, w: u32) -> Dims {
 const fn moe(mut d: Dims, experts: u32, k: u32) -> Dims {
     d.experts = experts;
     d.experts_per_token = k;
+    d
+}
+
+/// An MoE model's always-active shared experts (counted in routed experts'
+/// widths) and its dense blocks, `dense_ffn` wide ([`ModelSpec::dense_layers`]).
+const fn shared_and_dense(mut d: Dims, shared: u32, dense_layers: u32, dense_ffn: u32) -> Dims {
+    d.shared_experts = shared;
+    d.dense_layers = dense_layers;
+    d.dense_ffn = dense_ffn;
     d
 }
 
@@ -501,6 +522,51 @@ const PRESETS: &[Preset] = &[
         "Qwen3-235B-A22B (MoE)",
         235_093_634_560,
         moe(llama(94, 4096, 64, 4, 128, 1536, 151936, false), 128, 8)
+    ),
+    // Qwen1.5-MoE-A2.7B: 24 blocks of 60 routed experts (top-4, 1408 wide)
+    // beside one shared expert 5632 wide (`shared_expert_intermediate_size`:
+    // four routed widths), biases on q/k/v; the card's 14.3B total (2.7B
+    // active).
+    p!(
+        "qwen1.5-moe-a2.7b",
+        "Qwen1.5-MoE-A2.7B (MoE, shared expert)",
+        14_300_000_000,
+        shared_and_dense(
+            moe(qwen(24, 2048, 16, 16, 1408, 151936, false), 60, 4),
+            4,
+            0,
+            0
+        )
+    ),
+    // DeepSeek-MoE-16B: 28 blocks, the first dense (`first_k_dense_replace`
+    // 1, `intermediate_size` 10944), the others 64 routed experts 1408 wide
+    // (top-6) and 2 shared ones (`n_shared_experts`); the card's 16.4B total
+    // (2.8B active).
+    p!(
+        "deepseek-moe-16b",
+        "DeepSeek-MoE-16B (MoE, shared experts, a dense block)",
+        16_400_000_000,
+        shared_and_dense(
+            moe(llama(28, 2048, 16, 16, 128, 1408, 102400, false), 64, 6),
+            2,
+            1,
+            10944
+        )
+    ),
+    // Llama-4-Maverick: 48 blocks alternating dense (`intermediate_size_mlp`
+    // 16384) and MoE (`interleave_moe_layer_step` 2: 128 routed experts
+    // 8192 wide, top-1, and one shared expert); the card's 400B total (17B
+    // active), the text model (the vision encoder is not counted).
+    p!(
+        "llama-4-maverick-17b-128e",
+        "Llama-4-Maverick-17B-128E (MoE text model)",
+        400_000_000_000,
+        shared_and_dense(
+            moe(llama(48, 5120, 40, 8, 128, 8192, 202048, false), 128, 1),
+            1,
+            24,
+            16384
+        )
     ),
     p!(
         "mistral-small-24b",
@@ -971,7 +1037,9 @@ impl Preset {
             qkv_bias: d.qkv_bias,
             experts: d.experts,
             experts_per_token: d.experts_per_token,
-            shared_experts: 0,
+            shared_experts: d.shared_experts,
+            dense_layers: d.dense_layers,
+            dense_ffn: d.dense_ffn,
             fused_projections: d.fused_projections,
             gelu_new: d.gelu_new,
             softcap: d.softcap,

@@ -268,6 +268,9 @@ const MODEL_KEYS: &[&str] = &[
     "vocab",
     "experts",
     "top_k",
+    "shared",
+    "dense",
+    "dense_ffn",
     "window",
     "mlp",
     "norm",
@@ -342,6 +345,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 ("vocab", m.vocab),
                 ("experts", m.experts),
                 ("top_k", m.experts_per_token),
+                ("shared", m.shared_experts),
+                ("dense", m.dense_layers),
+                ("dense_ffn", m.dense_ffn),
                 ("window", m.sliding_window),
             ] {
                 v.push((k, x.to_string()));
@@ -576,6 +582,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             ("vocab", &mut m.vocab),
             ("experts", &mut m.experts),
             ("top_k", &mut m.experts_per_token),
+            ("shared", &mut m.shared_experts),
+            ("dense", &mut m.dense_layers),
+            ("dense_ffn", &mut m.dense_ffn),
             ("window", &mut m.sliding_window),
         ] {
             if let Some(s) = get(k) {
@@ -818,6 +827,7 @@ pub fn decode_str(q: &str) -> Result<Plan, QueryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::estimate;
     use crate::plan::{Precision, Sharding};
 
     #[test]
@@ -1052,6 +1062,32 @@ mod tests {
         assert_eq!(back.model.hidden, 1000);
         assert!(back.model.fused_projections && back.model.gelu_new);
         assert_eq!(back.model.params(), p.model.params());
+    }
+
+    #[test]
+    fn round_trips_a_custom_moe_with_shared_experts_and_dense_blocks() {
+        // DeepSeek-MoE-16B's shape with one layer more: no preset matches, so
+        // every dimension travels, the shared experts and dense blocks too.
+        let mut p = Plan {
+            model: crate::presets::preset("deepseek-moe-16b").unwrap().spec(),
+            ..Plan::default()
+        };
+        p.model.name = "custom".into();
+        p.model.layers += 1;
+        let q = encode(&p);
+        for key in ["shared=2", "dense=1", "dense_ffn=10944"] {
+            assert!(q.contains(key), "{key} missing from {q}");
+        }
+        let back = decode_str(&q).unwrap();
+        assert_eq!(back.model, p.model);
+        assert_eq!(estimate(&back).unwrap(), estimate(&p).unwrap());
+        // The preset itself travels by its id.
+        let d = Plan {
+            model: crate::presets::preset("deepseek-moe-16b").unwrap().spec(),
+            ..Plan::default()
+        };
+        assert_eq!(encode(&d), "model=deepseek-moe-16b");
+        assert_eq!(decode_str(&encode(&d)).unwrap().model, d.model);
     }
 
     #[test]

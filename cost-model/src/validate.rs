@@ -14,6 +14,10 @@ pub const MAX_LAYERS: u64 = 10_000;
 pub const MAX_WIDTH: u64 = 1 << 20;
 pub const MAX_VOCAB: u64 = 1 << 26;
 pub const MAX_EXPERTS: u64 = 1 << 14;
+/// The most parameters a model may have: 2^52 (4.5 · 10^15, some ten
+/// thousand times the largest trained models), where every count is still
+/// an exact f64 and the u64 sums cannot overflow.
+pub const MAX_PARAMS: f64 = 4_503_599_627_370_496.0;
 
 fn positive(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
     if v == 0 {
@@ -82,6 +86,69 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         return Err(PlanError::Invalid {
             field: "model.experts_per_token",
             reason: format!("must be between 1 and experts ({})", m.experts),
+        });
+    }
+    if m.shared_experts as u64 > MAX_EXPERTS {
+        return Err(PlanError::TooLarge {
+            field: "model.shared_experts",
+            value: m.shared_experts as u64,
+            max: MAX_EXPERTS,
+        });
+    }
+    if m.shared_experts > 0 && m.experts == 0 {
+        return Err(PlanError::Invalid {
+            field: "model.shared_experts",
+            reason: "only an MoE model (experts > 0) has shared experts beside its routed ones"
+                .into(),
+        });
+    }
+    if m.dense_layers > 0 {
+        if m.experts == 0 {
+            return Err(PlanError::Invalid {
+                field: "model.dense_layers",
+                reason: "only an MoE model (experts > 0) has dense blocks among its expert \
+                         blocks; a dense model's MLP width is ffn"
+                    .into(),
+            });
+        }
+        if m.arch != Arch::Decoder {
+            return Err(PlanError::Invalid {
+                field: "model.dense_layers",
+                reason: "dense blocks among expert blocks are modelled for decoder models only"
+                    .into(),
+            });
+        }
+        if m.dense_layers >= m.layers {
+            return Err(PlanError::Invalid {
+                field: "model.dense_layers",
+                reason: format!(
+                    "must be below layers ({}): with every block dense the model is a dense \
+                     one (experts 0, ffn the dense width)",
+                    m.layers
+                ),
+            });
+        }
+        positive("model.dense_ffn", m.dense_ffn, MAX_WIDTH)?;
+    }
+    // Every block's MLP matrices (all experts') at the widest MLP bound the
+    // parameter count; past MAX_PARAMS the u64 sums could overflow.
+    let widest = m.ffn.max(m.dense_ffn) as f64;
+    let mlps = (m.experts as f64 + m.shared_experts as f64).max(1.0) + 1.0;
+    let bound = (m.total_layers() as f64 + 1.0)
+        * (mlps * 3.0 * widest * m.hidden as f64
+            + 4.0 * m.hidden as f64 * (m.heads as f64 * m.head_dim as f64 + m.hidden as f64))
+        + 2.0 * m.vocab as f64 * m.hidden as f64;
+    if bound > MAX_PARAMS {
+        return Err(PlanError::Invalid {
+            field: if m.experts > 0 {
+                "model.experts"
+            } else {
+                "model.layers"
+            },
+            reason: format!(
+                "these dimensions make some {bound:.2e} parameters, more than the {MAX_PARAMS:.1e} \
+                 this planner represents; check layers, hidden, ffn and experts"
+            ),
         });
     }
 
@@ -264,5 +331,49 @@ mod tests {
         p.parallel.num_gpus = 8;
         p.training.seq_len = 512;
         assert_eq!(validate(&p).unwrap_err().field(), "training.target_len");
+    }
+
+    #[test]
+    fn shared_experts_and_dense_blocks_belong_to_an_moe_decoder() {
+        let field = |p: &Plan| validate(p).unwrap_err().field();
+        let mut p = Plan::default(); // Llama-3-8B, dense
+        p.model.shared_experts = 2;
+        assert_eq!(field(&p), "model.shared_experts");
+        p.model.shared_experts = 0;
+        p.model.dense_layers = 1;
+        p.model.dense_ffn = 14336;
+        let e = validate(&p).unwrap_err();
+        assert_eq!(e.field(), "model.dense_layers");
+        assert!(e.to_string().contains("only an MoE model"), "{e}");
+        p.model = crate::presets::preset("deepseek-moe-16b").unwrap().spec();
+        assert_eq!(validate(&p), Ok(()));
+        p.model.dense_ffn = 0;
+        assert_eq!(field(&p), "model.dense_ffn");
+        p.model.dense_ffn = 10944;
+        p.model.dense_layers = 28;
+        let e = validate(&p).unwrap_err();
+        assert_eq!(e.field(), "model.dense_layers");
+        assert!(e.to_string().contains("below layers (28)"), "{e}");
+        p.model.dense_layers = 1;
+        p.model.shared_experts = u32::MAX;
+        assert_eq!(field(&p), "model.shared_experts");
+    }
+
+    #[test]
+    fn a_model_too_large_to_count_is_refused_by_name() {
+        // Within every per-field bound, but 10,000 blocks of 16,384 experts
+        // 2^20 wide would overflow the u64 parameter sums.
+        let mut p = Plan::default();
+        p.model.layers = 10_000;
+        p.model.hidden = 1 << 20;
+        p.model.ffn = 1 << 20;
+        p.model.experts = 1 << 14;
+        p.model.experts_per_token = 1;
+        let e = validate(&p).unwrap_err();
+        assert_eq!(e.field(), "model.experts");
+        assert!(e.to_string().contains("more than the"), "{e}");
+        // The largest preset passes.
+        p.model = crate::presets::preset("llama-3.1-405b").unwrap().spec();
+        assert_eq!(validate(&p), Ok(()));
     }
 }

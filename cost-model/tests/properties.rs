@@ -66,6 +66,16 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 }
                 p.model.hidden = h;
                 p.model.heads = a % 512;
+                // Some MoE models: any routing, shared experts and dense
+                // blocks (a bad combination refused by name).
+                let moe = a >> 9;
+                if moe & 1 == 1 {
+                    p.model.experts = (moe >> 1) % 70;
+                    p.model.experts_per_token = (moe >> 8) % 9;
+                    p.model.shared_experts = (moe >> 12) % 4;
+                    p.model.dense_layers = (kv >> 6) % 8;
+                    p.model.dense_ffn = f.rotate_left(moe % 32);
+                }
                 p.model.kv_heads = kv % 64;
                 p.model.ffn = f;
                 p.model.vocab = v;
@@ -158,6 +168,81 @@ fn set_flags(p: &mut Plan, flags: u8) {
         p.training.attention = Attention::Eager;
     }
     p.training.fp32_upcasts = on(5);
+}
+
+/// An MoE model's dense blocks are averaged into its stack
+/// (`Ctx::mixed`): every model-state byte and every activation kept
+/// through the forward is the expert and the dense stack's, each in its
+/// share of the blocks: 27 parts DeepSeek-MoE-16B with experts everywhere,
+/// one part with a dense MLP everywhere.
+#[test]
+fn dense_blocks_weigh_in_by_their_number() {
+    let mixed = preset("deepseek-moe-16b").unwrap().spec();
+    let experts_everywhere = cost_model::model::ModelSpec {
+        dense_layers: 0,
+        dense_ffn: 0,
+        ..mixed.clone()
+    };
+    let dense_everywhere = mixed.dense_block().unwrap();
+    for (ft, prec) in [
+        (Finetune::Full, Precision::Bf16),
+        (Finetune::Full, Precision::AmpBf16),
+        (
+            Finetune::Lora {
+                rank: 16,
+                targets: LoraTargets::ALL_LINEAR,
+                base_bits: 16,
+                dropout: false,
+                variant: LoraVariant::Lora,
+            },
+            Precision::Bf16,
+        ),
+    ] {
+        let run = |m: &cost_model::model::ModelSpec| {
+            let mut p = Plan::default();
+            p.model = m.clone();
+            p.set_framework(Framework::PlainPytorch);
+            p.training.finetune = ft;
+            p.training.precision = prec;
+            p.training.checkpointing = Checkpointing::None;
+            p.training.seq_len = 1024;
+            p.parallel.num_gpus = 1;
+            p.parallel.sharding = Sharding::None;
+            estimate(&p).unwrap()
+        };
+        let (m, a, d) = (
+            run(&mixed),
+            run(&experts_everywhere),
+            run(&dense_everywhere),
+        );
+        let at = |e: &cost_model::estimate::Estimate, ph: Phase| {
+            let b = e.stages[0]
+                .phases
+                .iter()
+                .find(|x| x.phase == ph)
+                .unwrap()
+                .breakdown;
+            [b.weights, b.gradients, b.optimizer, b.activations].map(|x| x.get() as f64)
+        };
+        for ph in [Phase::Init, Phase::Forward, Phase::Step] {
+            let (got, all, one) = (at(&m, ph), at(&a, ph), at(&d, ph));
+            for i in 0..4 {
+                let want = (27.0 * all[i] + one[i]) / 28.0;
+                assert!(
+                    (got[i] - want).abs() <= 4.0,
+                    "{ft:?} {prec:?} {ph:?} component {i}: {} vs {want}",
+                    got[i]
+                );
+            }
+        }
+        let want = (27.0 * a.trainable_params as f64 + d.trainable_params as f64) / 28.0;
+        assert!(
+            (m.trainable_params as f64 - want).abs() <= 1.0,
+            "{ft:?}: {} trainable vs {want}",
+            m.trainable_params
+        );
+        assert_eq!(m.params, mixed.params());
+    }
 }
 
 proptest! {
