@@ -24,8 +24,8 @@ pub enum ConfigError {
     BadNumber { key: &'static str, got: String },
     #[error("config.json: model_type `{0}` is not supported; known: {known}", known = KNOWN_TYPES.join(", "))]
     UnknownType(String),
-    #[error("config.json: {what} (model_type `{model_type}`) is not modelled: every block is the same here")]
-    MixedLayers {
+    #[error("config.json: {what} (model_type `{model_type}`) is not modelled")]
+    NotModelled {
         what: &'static str,
         model_type: String,
     },
@@ -72,6 +72,8 @@ pub const KNOWN_TYPES: &[&str] = &[
     "phimoe",
     "gpt_oss",
     "llama4_text",
+    "glm4_moe",
+    "deepseek",
     "bloom",
     "opt",
     "gptj",
@@ -131,6 +133,28 @@ impl Cfg<'_> {
                 }),
             },
         }
+    }
+    /// A count that may be 0 (`first_k_dense_replace: 0`).
+    fn opt_count(&self, key: &'static str) -> Result<Option<u32>, ConfigError> {
+        match self.v.get(key) {
+            Some(x) if x.as_u64() == Some(0) => Ok(Some(0)),
+            _ => self.opt_u32(key),
+        }
+    }
+    /// The distinct block indices below `layers` a list key names
+    /// (`mlp_only_layers`, `moe_layers`), those `keep` accepts.
+    fn listed_layers(&self, key: &str, layers: u32, keep: impl Fn(u32) -> bool) -> Option<u32> {
+        let list = self.v.get(key)?.as_array()?;
+        let mut seen: Vec<u32> = list
+            .iter()
+            .filter_map(Value::as_u64)
+            .filter(|&i| i < layers as u64)
+            .map(|i| i as u32)
+            .filter(|&i| keep(i))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        Some(seen.len() as u32)
     }
     fn u32(&self, key: &'static str) -> Result<u32, ConfigError> {
         self.opt_u32(key)?.ok_or_else(|| ConfigError::Missing {
@@ -203,6 +227,85 @@ fn gpt_block(m: &mut ModelSpec) {
     m.linear_bias = true;
 }
 
+/// Blocks `i` in `[lo, hi)` with `i % every == 0`.
+fn multiples_in(lo: u32, hi: u32, every: u32) -> u32 {
+    let above = |n: u32| n.div_ceil(every.max(1));
+    above(hi).saturating_sub(above(lo.min(hi)))
+}
+
+/// An MoE model's shared experts and its dense blocks, as each `model_type`
+/// places them (transformers' decoder layers):
+/// - Qwen2-MoE / Qwen3-MoE: experts in block `i` unless `i` is in
+///   `mlp_only_layers` or `(i + 1) % decoder_sparse_step != 0`
+///   (`Qwen2MoeDecoderLayer`); the dense MLP is `intermediate_size` wide.
+///   Qwen2-MoE's shared expert is `shared_expert_intermediate_size` wide,
+///   counted in routed widths (Qwen1.5-MoE: 5632 / 1408 = 4).
+/// - Llama-4: experts in the blocks `moe_layers` lists, by default every
+///   `interleave_moe_layer_step`-th (`Llama4TextConfig`); the dense blocks'
+///   MLP is `intermediate_size_mlp` wide; one shared expert.
+/// - GLM-4.5 (`glm4_moe`) and DeepSeek-MoE (`deepseek`): experts from block
+///   `first_k_dense_replace` on (DeepSeek: every `moe_layer_freq`-th), the
+///   dense MLP `intermediate_size` wide, `n_shared_experts` of the routed
+///   width.
+///
+/// A stack left with no expert block is a dense model of the dense width.
+fn expert_layout(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
+    if m.experts == 0 {
+        return Ok(());
+    }
+    let l = m.layers;
+    let t = c.model_type.as_str();
+    let (expert_blocks, dense_key) = match t {
+        "qwen2_moe" | "qwen3_moe" => {
+            let step = c.opt_u32("decoder_sparse_step")?.unwrap_or(1);
+            let on_step = |i: u32| (i + 1).is_multiple_of(step);
+            let skipped = c.listed_layers("mlp_only_layers", l, on_step).unwrap_or(0);
+            if t == "qwen2_moe" {
+                if let Some(w) = c.opt_u32("shared_expert_intermediate_size")? {
+                    let routed = m.ffn.max(1);
+                    m.shared_experts = ((w as f64 / routed as f64).round() as u32).max(1);
+                }
+            }
+            (l / step - skipped, "intermediate_size")
+        }
+        "llama4_text" => {
+            m.shared_experts = 1;
+            let step = c.opt_u32("interleave_moe_layer_step")?.unwrap_or(1);
+            let n = match c.listed_layers("moe_layers", l, |_| true) {
+                Some(n) => n,
+                None => l / step,
+            };
+            (n, "intermediate_size_mlp")
+        }
+        "glm4_moe" | "deepseek" => {
+            m.shared_experts = c.opt_count("n_shared_experts")?.unwrap_or(0);
+            let first = c.opt_count("first_k_dense_replace")?.unwrap_or(0);
+            let every = if t == "deepseek" {
+                c.opt_u32("moe_layer_freq")?.unwrap_or(1)
+            } else {
+                1
+            };
+            (multiples_in(first, l, every), "intermediate_size")
+        }
+        _ => return Ok(()),
+    };
+    let dense = l.saturating_sub(expert_blocks);
+    if dense == 0 {
+        return Ok(());
+    }
+    let dense_ffn = c.u32(dense_key)?;
+    if expert_blocks == 0 {
+        m.experts = 0;
+        m.experts_per_token = 0;
+        m.shared_experts = 0;
+        m.ffn = dense_ffn;
+    } else {
+        m.dense_layers = dense;
+        m.dense_ffn = dense_ffn;
+    }
+    Ok(())
+}
+
 /// Parses a `config.json` into a [`ModelSpec`] named `name`.
 pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError> {
     let v: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
@@ -265,6 +368,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         experts: 0,
         experts_per_token: 0,
         shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn: 0,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -279,17 +384,21 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         | "gemma" | "gemma2" | "gemma3_text" | "phi3" | "phimoe" | "olmo" | "olmo2" | "olmo3"
         | "olmoe" | "granite" | "granitemoe" | "smollm3" | "seed_oss" | "hunyuan_v1_dense"
         | "ministral" | "exaone4" | "glm" | "glm4" | "cohere" | "cohere2" | "stablelm"
-        | "starcoder2" | "gpt_oss" | "llama4_text" => {
+        | "starcoder2" | "gpt_oss" | "llama4_text" | "glm4_moe" | "deepseek" => {
             let ffn_keys: &[&'static str] = match model_type.as_str() {
-                "qwen2_moe" | "qwen3_moe" => &["moe_intermediate_size", "intermediate_size"],
+                "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek" => {
+                    &["moe_intermediate_size", "intermediate_size"]
+                }
                 _ => &["intermediate_size"],
             };
             standard_dims(&c, &mut m, ffn_keys)?;
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
             // Biases on q/k/v: Qwen2 always; GLM, Seed-OSS and gpt-oss by their
             // class default; StableLM under its own key.
-            let bias_default =
-                matches!(model_type.as_str(), "glm" | "glm4" | "seed_oss" | "gpt_oss");
+            let bias_default = matches!(
+                model_type.as_str(),
+                "glm" | "glm4" | "seed_oss" | "gpt_oss" | "glm4_moe"
+            );
             m.qkv_bias = matches!(model_type.as_str(), "qwen2" | "qwen2_moe")
                 || c.bool("attention_bias", bias_default)
                 || c.bool("use_qkv_bias", false);
@@ -345,43 +454,12 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             if let Some(e) = c
                 .opt_u32("num_local_experts")?
                 .or(c.opt_u32("num_experts")?)
+                .or(c.opt_u32("n_routed_experts")?)
             {
                 m.experts = e;
                 m.experts_per_token = c.u32("num_experts_per_tok")?;
             }
-            if model_type == "qwen2_moe" && c.opt_u32("shared_expert_intermediate_size")?.is_some()
-            {
-                m.shared_experts = 1;
-            }
-            // Llama-4: a shared expert beside the routed ones; Maverick's MoE on
-            // every other block (dense blocks `intermediate_size_mlp` wide) cannot
-            // be one block shape.
-            if model_type == "llama4_text" {
-                m.shared_experts = 1;
-                let step = c.opt_u32("interleave_moe_layer_step")?.unwrap_or(1);
-                let listed =
-                    c.v.get("moe_layers")
-                        .and_then(Value::as_array)
-                        .map(Vec::len);
-                if step > 1 || listed.is_some_and(|n| n != m.layers as usize) {
-                    return Err(ConfigError::MixedLayers {
-                        what: "MoE on some blocks only (interleave_moe_layer_step / moe_layers)",
-                        model_type: model_type.clone(),
-                    });
-                }
-            }
-            // Qwen3-MoE / Qwen2-MoE with dense blocks among the sparse ones.
-            let dense_listed =
-                c.v.get("mlp_only_layers")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty());
-            if m.experts > 0 && (dense_listed || c.opt_u32("decoder_sparse_step")?.unwrap_or(1) > 1)
-            {
-                return Err(ConfigError::MixedLayers {
-                    what: "dense blocks among the MoE ones (mlp_only_layers / decoder_sparse_step)",
-                    model_type: model_type.clone(),
-                });
-            }
+            expert_layout(&c, &mut m)?;
         }
         "phi" => {
             standard_dims(&c, &mut m, &["intermediate_size"])?;
@@ -554,6 +632,15 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.gelu_new = c.str("feed_forward_proj") == Some("gated-gelu");
             m.positions = Positions::Relative;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
+        }
+        // DeepSeek-V2/V3 and Kimi-K2 project k and v through a shared latent
+        // (`kv_lora_rank`, `q_lora_rank`, `qk_rope_head_dim`): no heads × head
+        // dim shape describes their attention.
+        "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
+            return Err(ConfigError::NotModelled {
+                what: "multi-head latent attention (kv_lora_rank, q_lora_rank)",
+                model_type: model_type.clone(),
+            })
         }
         other => return Err(ConfigError::UnknownType(other.to_string())),
     }
@@ -767,28 +854,123 @@ mod tests {
         assert_eq!(g.head, ModelHead::Classifier);
         assert_eq!(g.norms_per_layer, 4, "text_config read as gemma3_text");
         // Llama-4 Scout: 16 routed experts, top-1, and a shared expert on every
-        // block; Maverick's alternating dense/MoE blocks are refused by name.
+        // block; Maverick alternates dense and MoE blocks.
         let scout = r#"{"model_type":"llama4","text_config":{"hidden_size":5120,
             "intermediate_size":8192,"intermediate_size_mlp":16384,"num_attention_heads":40,
             "num_hidden_layers":48,"num_key_value_heads":8,"head_dim":128,"num_local_experts":16,
             "num_experts_per_tok":1,"vocab_size":202048,"interleave_moe_layer_step":1}}"#;
         let s = m(scout);
         assert_eq!(
-            (s.experts, s.experts_per_token, s.shared_experts),
-            (16, 1, 1)
+            (
+                s.experts,
+                s.experts_per_token,
+                s.shared_experts,
+                s.dense_layers
+            ),
+            (16, 1, 1, 0)
         );
-        let maverick = scout.replace(
-            r#""interleave_moe_layer_step":1"#,
+        let maverick = scout
+            .replace(
+                r#""interleave_moe_layer_step":1"#,
+                r#""interleave_moe_layer_step":2"#,
+            )
+            .replace(r#""num_local_experts":16"#, r#""num_local_experts":128"#);
+        let mv = m(&maverick);
+        assert_eq!((mv.dense_layers, mv.dense_ffn, mv.ffn), (24, 16384, 8192));
+        let preset = crate::presets::preset("llama-4-maverick-17b-128e")
+            .unwrap()
+            .spec();
+        assert_eq!(mv.params(), preset.params());
+        assert_eq!(mv.active_params(), preset.active_params());
+        // An explicit `moe_layers` list wins over the step.
+        let listed = maverick.replace(
             r#""interleave_moe_layer_step":2"#,
+            r#""interleave_moe_layer_step":2,"moe_layers":[1,3,5,5,99]"#,
         );
-        let e = from_config_json(&maverick, "x").unwrap_err();
-        assert!(matches!(e, ConfigError::MixedLayers { .. }), "{e}");
+        assert_eq!(m(&listed).dense_layers, 45);
+        // Qwen-MoE: blocks skipped by `decoder_sparse_step` or listed in
+        // `mlp_only_layers` are dense, `intermediate_size` wide; none left
+        // with experts is a dense model.
         let sparse_step = r#"{"model_type":"qwen2_moe","hidden_size":1024,"intermediate_size":4096,
             "moe_intermediate_size":512,"num_attention_heads":16,"num_hidden_layers":4,
             "num_experts":8,"num_experts_per_tok":2,"vocab_size":1000,"decoder_sparse_step":2}"#;
-        assert!(from_config_json(sparse_step, "x").is_err());
+        let q = m(sparse_step);
+        assert_eq!(
+            (q.dense_layers, q.dense_ffn, q.ffn, q.experts),
+            (2, 4096, 512, 8)
+        );
         let every = sparse_step.replace(r#""decoder_sparse_step":2"#, r#""decoder_sparse_step":1"#);
-        assert!(from_config_json(&every, "x").is_ok());
+        assert_eq!(m(&every).dense_layers, 0);
+        let only = every.replace("{", r#"{"mlp_only_layers":[0,2],"#);
+        assert_eq!(m(&only).dense_layers, 2);
+        let none = every.replace("{", r#"{"mlp_only_layers":[0,1,2,3],"#);
+        assert_eq!((m(&none).experts, m(&none).ffn), (0, 4096));
+        // Qwen1.5-MoE-A2.7B as released: its shared expert is four routed widths.
+        let qwen15 = r#"{"model_type":"qwen2_moe","hidden_size":2048,"intermediate_size":5632,
+            "moe_intermediate_size":1408,"shared_expert_intermediate_size":5632,
+            "num_attention_heads":16,"num_key_value_heads":16,"num_hidden_layers":24,
+            "num_experts":60,"num_experts_per_tok":4,"vocab_size":151936,
+            "tie_word_embeddings":false,"decoder_sparse_step":1,"mlp_only_layers":[]}"#;
+        let q15 = m(qwen15);
+        assert_eq!(q15.shared_experts, 4);
+        assert_eq!(
+            q15.params(),
+            crate::presets::preset("qwen1.5-moe-a2.7b")
+                .unwrap()
+                .spec()
+                .params()
+        );
+        // DeepSeek-MoE-16B (`trust_remote_code`, model_type `deepseek`): the
+        // first block dense, two shared experts.
+        let ds = r#"{"model_type":"deepseek","hidden_size":2048,"intermediate_size":10944,
+            "moe_intermediate_size":1408,"num_attention_heads":16,"num_key_value_heads":16,
+            "num_hidden_layers":28,"n_routed_experts":64,"n_shared_experts":2,
+            "num_experts_per_tok":6,"first_k_dense_replace":1,"moe_layer_freq":1,
+            "vocab_size":102400,"tie_word_embeddings":false}"#;
+        let d = m(ds);
+        assert_eq!(
+            (d.dense_layers, d.dense_ffn, d.shared_experts),
+            (1, 10944, 2)
+        );
+        assert_eq!(
+            d.params(),
+            crate::presets::preset("deepseek-moe-16b")
+                .unwrap()
+                .spec()
+                .params()
+        );
+        // Every other block from the first dense one on.
+        assert_eq!(
+            m(&ds.replace(r#""moe_layer_freq":1"#, r#""moe_layer_freq":2"#)).dense_layers,
+            15
+        );
+        assert_eq!(
+            m(&ds.replace(
+                r#""first_k_dense_replace":1"#,
+                r#""first_k_dense_replace":0"#
+            ))
+            .dense_layers,
+            0
+        );
+        // GLM-4.5-Air (`glm4_moe`): 46 blocks, the first dense, one shared
+        // expert, biases on q/k/v; 106.85B without the multi-token-prediction
+        // block transformers does not load (the card: 106B total, 12B active).
+        let air = r#"{"model_type":"glm4_moe","hidden_size":4096,"intermediate_size":10944,
+            "moe_intermediate_size":1408,"num_attention_heads":96,"num_key_value_heads":8,
+            "head_dim":128,"num_hidden_layers":46,"n_routed_experts":128,"n_shared_experts":1,
+            "num_experts_per_tok":8,"first_k_dense_replace":1,"vocab_size":151552,
+            "attention_bias":true,"tie_word_embeddings":false,"num_nextn_predict_layers":1}"#;
+        let g = m(air);
+        assert_eq!((g.dense_layers, g.shared_experts, g.experts), (1, 1, 128));
+        assert!(g.qkv_bias);
+        let (total, active) = (g.params() as f64 / 1e9, g.active_params() as f64 / 1e9);
+        assert!((106.0..107.5).contains(&total), "{total}");
+        assert!((12.0..14.0).contains(&active), "{active}");
+        // Multi-head latent attention is refused by name.
+        let v3 = r#"{"model_type":"deepseek_v3","hidden_size":7168,"kv_lora_rank":512}"#;
+        let e = from_config_json(v3, "x").unwrap_err();
+        assert!(matches!(e, ConfigError::NotModelled { .. }), "{e}");
+        assert!(e.to_string().contains("latent attention"), "{e}");
         // A wrapper whose language model cannot be named is refused by name.
         let e = from_config_json(
             r#"{"model_type":"mystery_vlm","text_config":{"hidden_size":8}}"#,
