@@ -817,6 +817,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         experts: r.u32("n_experts")?.unwrap_or(0),
         experts_per_token: r.u32("experts_per_token")?.unwrap_or(0),
         shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn: 0,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -849,6 +851,22 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.softcap = s.softcap;
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
+            // An MoE preset's layout the columns cannot hold: its shared
+            // experts and dense blocks (DeepSeek-MoE, Llama-4 Maverick), when
+            // the row's experts are its routed ones (or routed and shared:
+            // "total experts") and its width the experts' (or the dense
+            // blocks').
+            let experts_agree = model.experts > 0
+                && (model.experts == s.experts || model.experts == s.experts + s.shared_experts);
+            let width_agrees =
+                model.ffn == s.ffn || (s.dense_layers > 0 && model.ffn == s.dense_ffn);
+            if s.is_moe() && experts_agree && width_agrees {
+                model.experts = s.experts;
+                model.ffn = s.ffn;
+                model.shared_experts = s.shared_experts;
+                model.dense_layers = s.dense_layers;
+                model.dense_ffn = s.dense_ffn;
+            }
             if transformers_code {
                 model.fused_projections = s.fused_projections;
                 model.gelu_new = s.gelu_new;

@@ -1356,7 +1356,7 @@ fn shared_experts_stated_in_the_notes_reach_the_model() {
     // 2 shared, on LitGPT's Phi row as a template.
     let id = "litgpt_resource_tables_2023-10-001";
     let moe = [
-        ("model", "deepseek-ai/deepseek-moe-16b-base"),
+        ("model", "an MoE of our own (DeepSeek-MoE-16B-like)"),
         ("n_layers", "28"),
         ("hidden", "2048"),
         ("n_heads", "16"),
@@ -1389,6 +1389,57 @@ fn shared_experts_stated_in_the_notes_reach_the_model() {
     // A dense model ignores the words.
     let dense = case_plan(&with_fields(id, &[("notes", "2 shared experts")]), id).unwrap();
     assert_eq!(dense.model.shared_experts, 0);
+}
+
+/// A row naming an MoE preset gets the layout its columns cannot hold: the
+/// shared experts and the dense blocks (DeepSeek-MoE-16B: 2 shared, the first
+/// block dense, 10944 wide), whether `n_experts` counts the routed experts or
+/// all of them and `ffn_hidden` the experts' width or the dense one; then
+/// its columns give the published 16.4 B. Experts that disagree keep the
+/// columns' model.
+#[test]
+fn a_named_moe_preset_brings_its_shared_experts_and_dense_blocks() {
+    use cost_model::calibrate::case_plan;
+    let id = "litgpt_resource_tables_2023-10-001";
+    let row = |experts: &str, ffn: &str| {
+        with_fields(
+            id,
+            &[
+                ("model", "deepseek-ai/deepseek-moe-16b-base"),
+                ("n_layers", "28"),
+                ("hidden", "2048"),
+                ("n_heads", "16"),
+                ("n_kv_heads", "16"),
+                ("ffn_hidden", ffn),
+                ("mlp", "gated"),
+                ("vocab", "102400"),
+                ("n_experts", experts),
+                ("experts_per_token", "6"),
+                ("params_total", "16.4"),
+            ],
+        )
+    };
+    for (experts, ffn) in [("64", "1408"), ("66", "1408"), ("64", "10944")] {
+        let csv = row(experts, ffn);
+        let m = case_plan(&csv, id).unwrap().model;
+        assert_eq!(
+            (
+                m.experts,
+                m.ffn,
+                m.shared_experts,
+                m.dense_layers,
+                m.dense_ffn
+            ),
+            (64, 1408, 2, 1, 10944),
+            "{experts} experts, ffn {ffn}"
+        );
+        assert!(calibrate(&csv).unwrap().warnings.is_empty());
+    }
+    let other = case_plan(&row("32", "1408"), id).unwrap().model;
+    assert_eq!(
+        (other.experts, other.shared_experts, other.dense_layers),
+        (32, 0, 0)
+    );
 }
 
 #[test]
