@@ -198,6 +198,28 @@ test("custom dimensions from the URL, editable in the form", async ({ page }) =>
   await expect(page.getByTestId("verdict")).toHaveText("Fits");
 });
 
+test("an MoE preset shows its shared experts and dense blocks, and editing them recomputes", async ({ page }, info) => {
+  await page.goto("/?model=deepseek-moe-16b&gpu=h100-sxm-80gb&gpus=1&shard=none&mb=1&seq=1024");
+  await expect(page.getByTestId("model")).toHaveValue("deepseek-moe-16b");
+  await expect(page.getByTestId("experts")).toHaveValue("64");
+  await expect(page.getByTestId("shared")).toHaveValue("2");
+  await expect(page.getByTestId("dense")).toHaveValue("1");
+  await expect(page.getByTestId("dense_ffn")).toHaveValue("10944");
+  const withDense = await deviceUsedGiB(page);
+  // Experts in the first block too: 66 expert MLPs (3 · 2048 · 1408 each)
+  // instead of one 10944-wide MLP, some 0.5 B more parameters to train.
+  if (hydrated(info)) await waitForHydration(page);
+  await page.getByTestId("dense").fill("0");
+  if (hydrated(info)) {
+    await expect(page).toHaveURL(/dense=0/);
+  } else {
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page).toHaveURL(/dense=0/);
+  }
+  await expect(page.getByTestId("dense")).toHaveValue("0");
+  await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(withDense);
+});
+
 test("hydrated: searching the presets picks a model", async ({ page }, info) => {
   test.skip(!hydrated(info), "needs the WASM bundle");
   await page.goto("/");
