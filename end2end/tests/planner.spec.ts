@@ -204,7 +204,7 @@ test("an MoE preset shows its shared experts and dense blocks, and editing them 
   await expect(page.getByTestId("experts")).toHaveValue("64");
   await expect(page.getByTestId("shared")).toHaveValue("2");
   await expect(page.getByTestId("dense")).toHaveValue("1");
-  await expect(page.getByTestId("dense_ffn")).toHaveValue("10944");
+  await expect(page.getByTestId("dense-ffn")).toHaveValue("10944");
   const withDense = await deviceUsedGiB(page);
   // Experts in the first block too: 66 expert MLPs (3 · 2048 · 1408 each)
   // instead of one 10944-wide MLP, some 0.5 B more parameters to train.
