@@ -158,6 +158,20 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("Dense FFN width", "稠密层 FFN 宽度"),
     ("The dense blocks' MLP inner width", "稠密层 MLP 的中间宽度"),
+    ("KV latent rank", "KV 潜在维度"),
+    (
+        "Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): kv_lora_rank, the shared k/v latent; 0 = ordinary attention, head dim then q/k's width per head",
+        "多头潜在注意力（DeepSeek-V2/V3、Kimi-K2）：kv_lora_rank，k/v 共享的潜在向量宽度；0 表示普通注意力，此时 head dim 为每个头的 q/k 宽度",
+    ),
+    ("Q latent rank", "Q 潜在维度"),
+    ("Latent attention: q_lora_rank (0 = one q_proj)", "潜在注意力：q_lora_rank（0 表示单个 q_proj）"),
+    ("Rotary head dim", "旋转位置编码头维度"),
+    (
+        "Latent attention: qk_rope_head_dim, the rotary part of each q/k head",
+        "潜在注意力：qk_rope_head_dim，每个 q/k 头中旋转位置编码的部分",
+    ),
+    ("Value head dim", "Value 头维度"),
+    ("Latent attention: v_head_dim", "潜在注意力：v_head_dim"),
     (
         "Gated (SwiGLU) MLPs keep three ffn-wide tensors per token",
         "门控 (SwiGLU) MLP 每个 token 保存三个 ffn 宽度的张量",

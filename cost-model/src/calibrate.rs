@@ -819,6 +819,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         shared_experts: 0,
         dense_layers: 0,
         dense_ffn: 0,
+        mla: None,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -860,6 +861,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 && (model.experts == s.experts || model.experts == s.experts + s.shared_experts);
             let width_agrees =
                 model.ffn == s.ffn || (s.dense_layers > 0 && model.ffn == s.dense_ffn);
+            // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
+            if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
+                model.mla = s.mla;
+            }
             if s.is_moe() && experts_agree && width_agrees {
                 model.experts = s.experts;
                 model.ffn = s.ffn;

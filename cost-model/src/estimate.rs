@@ -828,7 +828,7 @@ impl<'a> Ctx<'a> {
     fn distinct_inputs(&self, tg: LoraTargets) -> f64 {
         let (m, t, rep) = (self.m, self.t, self.rep);
         let k = self.mlp_runs_per_token();
-        let [q, kk, v, o, g, u, d] = self.block_matrices(tg).map(|x| x.targeted);
+        let [q, kk, v, o, g, u, d, _, _] = self.block_matrices(tg).map(|x| x.targeted);
         let h = m.hidden as f64;
         let mut inputs = 0.0;
         if q || kk || v {
@@ -836,7 +836,16 @@ impl<'a> Ctx<'a> {
         }
         // A fused kernel's output is o's input, already kept (`layer_activations`).
         if o && self.attention() == Attention::Eager {
-            inputs += (m.heads * m.head_dim) as f64 / t;
+            inputs += m.attn_out_width() as f64 / t;
+        }
+        // Latent attention's q_b and kv_b read the normed latents.
+        if let Some(a) = m.mla {
+            if q && a.q_rank > 0 {
+                inputs += a.q_rank as f64 / rep;
+            }
+            if kk || v {
+                inputs += a.kv_rank as f64 / rep;
+            }
         }
         if g || u {
             inputs += h / rep;
@@ -976,14 +985,19 @@ impl<'a> Ctx<'a> {
         (a, b, outs)
     }
 
-    /// The seven matrices of a block (q, k, v, o, gate, up, down) with their
-    /// widths and whether `tg` targets them (gate only in a gated MLP). MLP
-    /// matrices exist once per expert; callers count the copies they need
-    /// (all experts' parameters, or the routed ones per token).
-    fn block_matrices(&self, tg: LoraTargets) -> [BlockMatrix; 7] {
+    /// The matrices of a block (q, k, v, o, gate, up, down, then latent
+    /// attention's q_b and kv_b) with their widths and whether `tg` targets
+    /// them (gate only in a gated MLP). MLP matrices exist once per expert;
+    /// callers count the copies they need (all experts' parameters, or the
+    /// routed ones per token). Under latent attention ([`crate::model::Mla`])
+    /// q is `q_a_proj` (or `q_proj`) and k `kv_a_proj_with_mqa`, which v
+    /// shares (its slot is empty); `q_b_proj` goes with q, `kv_b_proj` with k
+    /// and v, as PEFT's `all-linear` and a `q_proj`/`kv_*` target list adapt
+    /// them. Without it the last two are empty.
+    fn block_matrices(&self, tg: LoraTargets) -> [BlockMatrix; 9] {
         let m = self.m;
         let h = m.hidden as f64;
-        let hq = (m.heads * m.head_dim) as f64;
+        let hq = m.q_width() as f64;
         let hkv = (m.kv_heads * m.head_dim) as f64;
         let f = m.ffn as f64;
         let gated = m.mlp == Mlp::Gated;
@@ -993,15 +1007,48 @@ impl<'a> Ctx<'a> {
             dout,
             mlp,
         };
-        [
-            mat(tg.q, h, hq, false),
-            mat(tg.k, h, hkv, false),
-            mat(tg.v, h, hkv, false),
-            mat(tg.o, hq, h, false),
+        let none = mat(false, 0.0, 0.0, false);
+        let o = mat(tg.o, m.attn_out_width() as f64, h, false);
+        let mlp = [
             mat(tg.gate && gated, h, f, true),
             mat(tg.up, h, f, true),
             mat(tg.down, f, h, true),
-        ]
+        ];
+        match m.mla {
+            Some(a) => {
+                let (qr, kvr, rope) = (a.q_rank as f64, a.kv_rank as f64, a.rope_dim as f64);
+                let nope = (m.head_dim as f64 - rope).max(0.0);
+                let kv_b = m.heads as f64 * (nope + a.v_dim as f64);
+                let kv = tg.k || tg.v;
+                let (q, q_b) = if a.q_rank > 0 {
+                    (mat(tg.q, h, qr, false), mat(tg.q, qr, hq, false))
+                } else {
+                    (mat(tg.q, h, hq, false), none)
+                };
+                [
+                    q,
+                    mat(kv, h, kvr + rope, false),
+                    none,
+                    o,
+                    mlp[0],
+                    mlp[1],
+                    mlp[2],
+                    q_b,
+                    mat(kv, kvr, kv_b, false),
+                ]
+            }
+            None => [
+                mat(tg.q, h, hq, false),
+                mat(tg.k, h, hkv, false),
+                mat(tg.v, h, hkv, false),
+                o,
+                mlp[0],
+                mlp[1],
+                mlp[2],
+                none,
+                none,
+            ],
+        }
     }
 
     /// Frozen blocks of stage `s`: the bottom [`TrainingSpec::frozen_layers`]
@@ -2245,6 +2292,8 @@ impl<'a> Ctx<'a> {
         let h = m.hidden as f64;
         let hq = (m.heads * m.head_dim) as f64;
         let hkv = (m.kv_heads * m.head_dim) as f64;
+        // The attention's output, o_proj's input.
+        let out = m.attn_out_width() as f64;
         let f = m.ffn as f64;
         let a = m.heads as f64;
         let tg = match self.plan.training.finetune {
@@ -2279,7 +2328,29 @@ impl<'a> Ctx<'a> {
             || self.defaults().expands_gqa_kv
             || self.sdpa_gets_a_mask();
         let kv = if expand { hq } else { hkv };
-        attn += e * sb * (hq + 2.0 * kv) / t;
+        match m.mla {
+            // Latent attention (transformers `DeepseekV3Attention`): q
+            // (`torch.cat` of its parts) and k (`new_empty`, filled) are new
+            // tensors; v is a view of kv_b_proj's output, which it keeps whole
+            // (every head's k_nope beside its value). Each latent's RMSNorm
+            // keeps what a norm keeps of it and the projection after it its
+            // output; kv_a's output itself is only split and cast (the norm's
+            // `.to(float32)`, the rotary `k · cos`, neither saves it).
+            Some(a) => {
+                let heads = m.heads as f64;
+                let nope = (m.head_dim as f64 - a.rope_dim as f64).max(0.0);
+                attn += e * sb * (2.0 * hq + heads * (nope + a.v_dim as f64)) / t;
+                let (qr, kvr) = (a.q_rank as f64, a.kv_rank as f64);
+                attn += norm * sb * (qr + kvr) / rep;
+                if a.q_rank > 0 && self.keeps_input(tg.q) {
+                    attn += li * sb * qr / rep;
+                }
+                if self.keeps_input(tg.k || tg.v) {
+                    attn += li * sb * kvr / rep;
+                }
+            }
+            None => attn += e * sb * (hq + 2.0 * kv) / t,
+        }
         // One fused qkv output: v is a view of it, so the whole tensor stays
         // alive beside the rotated q and k copies (transformers Phi-3,
         // GPT-NeoX, Falcon; measured on the H200: Phi-3-mini bf16 kept more than
@@ -2291,17 +2362,19 @@ impl<'a> Ctx<'a> {
         // (LitGPT's expansion; transformers Falcon indexes `[..., [-1], :]`),
         // which frees it: counted, Falcon-7B-shaped blocks kept 2.1·hidden B per
         // token less than the view would.
-        let keeps_qkv = (m.fused_projections || self.defaults().fused_qkv) && m.kv_heads == m.heads;
+        let keeps_qkv = (m.fused_projections || self.defaults().fused_qkv)
+            && m.kv_heads == m.heads
+            && m.mla.is_none();
         if keeps_qkv && m.positions == Positions::Rotary {
             attn += e * sb * (hq + hkv) / t;
         }
         match attention {
             Attention::Flash => {
-                attn += e * sb * hq / t; // output, kept by the kernel and o_proj
+                attn += e * sb * out / t; // output, kept by the kernel and o_proj
                 attn += FP32 * b * a * s / t; // per-row log-sum-exp
                 if li < e && self.keeps_input(tg.o) {
                     // o_proj's own float8 copy of that output.
-                    attn += li * sb * hq / t;
+                    attn += li * sb * out / t;
                 }
             }
             Attention::Eager => {
@@ -2311,7 +2384,7 @@ impl<'a> Ctx<'a> {
                     attn += (MASK + e) * scores;
                 }
                 if self.keeps_input(tg.o) {
-                    attn += li * sb * hq / t;
+                    attn += li * sb * out / t;
                 }
             }
         }
@@ -3493,6 +3566,48 @@ mod tests {
     use crate::presets::preset;
 
     /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.
+    /// Latent attention's block keeps, beside what every block keeps, q and k
+    /// (192 wide a head for DeepSeek-V2-Lite), kv_b_proj's whole output (128 +
+    /// 128 a head, kept by the value view), a 128-wide output per head, and
+    /// the k/v latent's norm (512) and its normed output for kv_b: compared
+    /// with the same heads as ordinary attention (q, k, v and the output all
+    /// 192 wide a head), per token and block.
+    #[test]
+    fn latent_attention_keeps_its_latents_and_kv_b_output() {
+        let mut p = Plan {
+            model: preset("deepseek-v2-lite").unwrap().spec(),
+            ..Plan::default()
+        };
+        p.set_framework(Framework::PlainPytorch);
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 1;
+        p.training.seq_len = 1024;
+        p.training.dropout = false;
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        let mut mha = p.clone();
+        mha.model.mla = None;
+        let (c, plain) = (Ctx::new(&p, None), Ctx::new(&mha, None));
+        assert_eq!(c.attention(), Attention::Flash);
+        let (heads, e) = (16.0, 2.0);
+        let latent =
+            512.0 * (c.norm_saved_bytes() + c.norm_affine_bytes()) + 512.0 * c.linear_input_bytes();
+        let mla = e * heads * (192.0 + 192.0 + 256.0 + 128.0) + latent;
+        let ordinary = e * heads * (192.0 * 3.0 + 192.0);
+        let per_token = (c.block_activations().0 - plain.block_activations().0) / 1024.0;
+        assert!(
+            (per_token - (mla - ordinary)).abs() < 1e-6,
+            "{per_token} vs {}",
+            mla - ordinary
+        );
+        // Its parameters: q_proj 2048 × 3072, kv_a 2048 × 576, the latent's
+        // norm, kv_b 512 × 4096, o 2048 × 2048.
+        assert_eq!(
+            p.model.attention_params(),
+            2048 * 3072 + 2048 * 576 + 512 + 512 * 4096 + 2048 * 2048
+        );
+    }
+
     fn qlora(model: &str, fw: Framework) -> Plan {
         let mut p = Plan {
             model: preset(model).unwrap().spec(),

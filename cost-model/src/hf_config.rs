@@ -1,6 +1,6 @@
 //! Import a model from a pasted Hugging Face `config.json`.
 
-use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
+use crate::model::{Arch, Mla, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -74,6 +74,9 @@ pub const KNOWN_TYPES: &[&str] = &[
     "llama4_text",
     "glm4_moe",
     "deepseek",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_k2",
     "bloom",
     "opt",
     "gptj",
@@ -277,10 +280,10 @@ fn expert_layout(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
             };
             (n, "intermediate_size_mlp")
         }
-        "glm4_moe" | "deepseek" => {
+        "glm4_moe" | "deepseek" | "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
             m.shared_experts = c.opt_count("n_shared_experts")?.unwrap_or(0);
             let first = c.opt_count("first_k_dense_replace")?.unwrap_or(0);
-            let every = if t == "deepseek" {
+            let every = if matches!(t, "deepseek" | "deepseek_v2") {
                 c.opt_u32("moe_layer_freq")?.unwrap_or(1)
             } else {
                 1
@@ -370,6 +373,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         shared_experts: 0,
         dense_layers: 0,
         dense_ffn: 0,
+        mla: None,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -384,11 +388,11 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         | "gemma" | "gemma2" | "gemma3_text" | "phi3" | "phimoe" | "olmo" | "olmo2" | "olmo3"
         | "olmoe" | "granite" | "granitemoe" | "smollm3" | "seed_oss" | "hunyuan_v1_dense"
         | "ministral" | "exaone4" | "glm" | "glm4" | "cohere" | "cohere2" | "stablelm"
-        | "starcoder2" | "gpt_oss" | "llama4_text" | "glm4_moe" | "deepseek" => {
+        | "starcoder2" | "gpt_oss" | "llama4_text" | "glm4_moe" | "deepseek" | "deepseek_v2"
+        | "deepseek_v3" | "kimi_k2" => {
             let ffn_keys: &[&'static str] = match model_type.as_str() {
-                "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek" => {
-                    &["moe_intermediate_size", "intermediate_size"]
-                }
+                "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek" | "deepseek_v2"
+                | "deepseek_v3" | "kimi_k2" => &["moe_intermediate_size", "intermediate_size"],
                 _ => &["intermediate_size"],
             };
             standard_dims(&c, &mut m, ffn_keys)?;
@@ -460,6 +464,24 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 m.experts_per_token = c.u32("num_experts_per_tok")?;
             }
             expert_layout(&c, &mut m)?;
+            // DeepSeek-V2/V3, Kimi-K2: multi-head latent attention, every
+            // head its own k and v, q and k `qk_nope_head_dim +
+            // qk_rope_head_dim` wide per head (`head_dim` in their configs
+            // is the rotary part).
+            if matches!(
+                model_type.as_str(),
+                "deepseek_v2" | "deepseek_v3" | "kimi_k2"
+            ) {
+                let rope = c.u32("qk_rope_head_dim")?;
+                m.head_dim = c.u32("qk_nope_head_dim")?.saturating_add(rope);
+                m.kv_heads = m.heads;
+                m.mla = Some(Mla {
+                    q_rank: c.opt_u32("q_lora_rank")?.unwrap_or(0),
+                    kv_rank: c.u32("kv_lora_rank")?,
+                    rope_dim: rope,
+                    v_dim: c.u32("v_head_dim")?,
+                });
+            }
         }
         "phi" => {
             standard_dims(&c, &mut m, &["intermediate_size"])?;
@@ -632,15 +654,6 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.gelu_new = c.str("feed_forward_proj") == Some("gated-gelu");
             m.positions = Positions::Relative;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
-        }
-        // DeepSeek-V2/V3 and Kimi-K2 project k and v through a shared latent
-        // (`kv_lora_rank`, `q_lora_rank`, `qk_rope_head_dim`): no heads × head
-        // dim shape describes their attention.
-        "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
-            return Err(ConfigError::NotModelled {
-                what: "multi-head latent attention (kv_lora_rank, q_lora_rank)",
-                model_type: model_type.clone(),
-            })
         }
         other => return Err(ConfigError::UnknownType(other.to_string())),
     }
@@ -966,11 +979,31 @@ mod tests {
         let (total, active) = (g.params() as f64 / 1e9, g.active_params() as f64 / 1e9);
         assert!((106.0..107.5).contains(&total), "{total}");
         assert!((12.0..14.0).contains(&active), "{active}");
-        // Multi-head latent attention is refused by name.
-        let v3 = r#"{"model_type":"deepseek_v3","hidden_size":7168,"kv_lora_rank":512}"#;
-        let e = from_config_json(v3, "x").unwrap_err();
-        assert!(matches!(e, ConfigError::NotModelled { .. }), "{e}");
-        assert!(e.to_string().contains("latent attention"), "{e}");
+        // DeepSeek-V2-Lite and DeepSeek-V3 as released: latent attention
+        // (`head_dim` there is the rotary part), their published counts.
+        let lite = r#"{"model_type":"deepseek_v2","hidden_size":2048,"intermediate_size":10944,
+            "moe_intermediate_size":1408,"num_attention_heads":16,"num_key_value_heads":16,
+            "num_hidden_layers":27,"n_routed_experts":64,"n_shared_experts":2,
+            "num_experts_per_tok":6,"first_k_dense_replace":1,"moe_layer_freq":1,
+            "kv_lora_rank":512,"q_lora_rank":null,"qk_nope_head_dim":128,"qk_rope_head_dim":64,
+            "v_head_dim":128,"vocab_size":102400,"tie_word_embeddings":false}"#;
+        let v3 = r#"{"model_type":"deepseek_v3","hidden_size":7168,"intermediate_size":18432,
+            "moe_intermediate_size":2048,"num_attention_heads":128,"num_key_value_heads":128,
+            "num_hidden_layers":61,"n_routed_experts":256,"n_shared_experts":1,
+            "num_experts_per_tok":8,"first_k_dense_replace":3,"moe_layer_freq":1,
+            "kv_lora_rank":512,"q_lora_rank":1536,"qk_nope_head_dim":128,"qk_rope_head_dim":64,
+            "head_dim":64,"v_head_dim":128,"vocab_size":129280,"tie_word_embeddings":false,
+            "num_nextn_predict_layers":1}"#;
+        for (json, id) in [(lite, "deepseek-v2-lite"), (v3, "deepseek-v3")] {
+            let got = m(json);
+            let preset = crate::presets::preset(id).unwrap().spec();
+            assert_eq!(got.head_dim, 192, "{id}");
+            assert_eq!(got.mla, preset.mla, "{id}");
+            assert_eq!(got.params(), preset.params(), "{id}");
+            assert_eq!(got.active_params(), preset.active_params(), "{id}");
+        }
+        let e = from_config_json(&v3.replace(r#""kv_lora_rank":512,"#, ""), "x").unwrap_err();
+        assert!(e.to_string().contains("kv_lora_rank"), "{e}");
         // A wrapper whose language model cannot be named is refused by name.
         let e = from_config_json(
             r#"{"model_type":"mystery_vlm","text_config":{"hidden_size":8}}"#,

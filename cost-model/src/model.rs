@@ -49,6 +49,29 @@ pub enum Positions {
     Alibi,
 }
 
+/// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; DeepSeek-V2,
+/// arXiv:2405.04434 §2.1): k and v come out of one shared latent
+/// (`kv_a_proj_with_mqa`: hidden → `kv_lora_rank` + `qk_rope_head_dim`, an
+/// RMSNorm over the latent, then `kv_b_proj`: `kv_lora_rank` → heads ·
+/// (`qk_nope_head_dim` + `v_head_dim`)), q optionally out of a latent of its
+/// own (`q_a_proj` → `q_lora_rank`, RMSNorm, `q_b_proj`), the rotary part of
+/// k shared by every head. The model's `head_dim` is q's and k's width per
+/// head (`qk_nope_head_dim + qk_rope_head_dim`), `kv_heads` its `heads`
+/// (transformers `DeepseekV3Attention`, 5.24).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mla {
+    /// q's latent width (`q_lora_rank`); 0: one `q_proj` (DeepSeek-V2-Lite).
+    #[serde(default)]
+    pub q_rank: u32,
+    /// The k/v latent's width (`kv_lora_rank`).
+    pub kv_rank: u32,
+    /// The rotary part of a q/k head (`qk_rope_head_dim`).
+    pub rope_dim: u32,
+    /// A value head's width (`v_head_dim`).
+    pub v_dim: u32,
+}
+
 /// A transformer's dimensions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,6 +131,10 @@ pub struct ModelSpec {
     /// Inner width of the dense blocks' MLP ([`Self::dense_layers`]).
     #[serde(default)]
     pub dense_ffn: u32,
+    /// Multi-head latent attention's widths ([`Mla`]); none for attention
+    /// with heads × head_dim projections.
+    #[serde(default)]
+    pub mla: Option<Mla>,
     /// q/k/v (and gate/up) come out of one matmul each (GPT-2 `c_attn`, Phi-3
     /// `qkv_proj`/`gate_up_proj`, Falcon, BLOOM, GPT-NeoX): under autocast one
     /// 16-bit cast of the block input is saved instead of one per projection.
@@ -187,9 +214,40 @@ impl ModelSpec {
         self.experts > 0
     }
 
+    /// Per token: q's width (every head's).
+    pub fn q_width(&self) -> u64 {
+        self.heads as u64 * self.head_dim as u64
+    }
+
+    /// Per token: the width of the attention's output, o_proj's input (an
+    /// MLA model's value heads are `v_dim` wide).
+    pub fn attn_out_width(&self) -> u64 {
+        match self.mla {
+            Some(a) => self.heads as u64 * a.v_dim as u64,
+            None => self.q_width(),
+        }
+    }
+
     /// q/k/v/o projections of one attention block (self- or cross-attention).
     pub fn attention_params(&self) -> u64 {
         let h = self.hidden as u64;
+        if let Some(a) = self.mla {
+            let heads = self.heads as u64;
+            let q = self.q_width();
+            let (qr, kvr, rope) = (a.q_rank as u64, a.kv_rank as u64, a.rope_dim as u64);
+            let nope = (self.head_dim as u64).saturating_sub(rope);
+            // q_proj, or q_a_proj + its RMSNorm + q_b_proj.
+            let q_proj = if qr > 0 { h * qr + qr + qr * q } else { h * q };
+            // kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj.
+            let kv = h * (kvr + rope) + kvr + kvr * heads * (nope + a.v_dim as u64);
+            let o = self.attn_out_width() * h;
+            let bias = if self.linear_bias || self.qkv_bias {
+                (if qr > 0 { qr } else { q }) + kvr + rope + h
+            } else {
+                0
+            };
+            return q_proj + kv + o + bias;
+        }
         let q = self.heads as u64 * self.head_dim as u64;
         let kv = self.kv_heads as u64 * self.head_dim as u64;
         let mut p = h * q + 2 * h * kv + q * h;

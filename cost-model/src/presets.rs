@@ -3,7 +3,7 @@
 //! card or `sum(p.numel())` of the released checkpoint gives (a test checks
 //! that [`ModelSpec::params`] lands within 0.5 % of it).
 
-use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
+use crate::model::{Arch, Mla, Mlp, ModelHead, ModelSpec, Norm, Positions};
 
 /// A preset: the model's dimensions and its published parameter count.
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +38,7 @@ struct Dims {
     shared_experts: u32,
     dense_layers: u32,
     dense_ffn: u32,
+    mla: Option<Mla>,
     fused_projections: bool,
     gelu_new: bool,
     softcap: bool,
@@ -81,6 +82,7 @@ const fn llama(
         shared_experts: 0,
         dense_layers: 0,
         dense_ffn: 0,
+        mla: None,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -115,6 +117,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         shared_experts: 0,
         dense_layers: 0,
         dense_ffn: 0,
+        mla: None,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -149,6 +152,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         shared_experts: 0,
         dense_layers: 0,
         dense_ffn: 0,
+        mla: None,
         fused_projections: false,
         gelu_new: false,
         softcap: false,
@@ -208,6 +212,18 @@ const fn shared_and_dense(mut d: Dims, shared: u32, dense_layers: u32, dense_ffn
     d.shared_experts = shared;
     d.dense_layers = dense_layers;
     d.dense_ffn = dense_ffn;
+    d
+}
+
+/// Multi-head latent attention ([`Mla`]): `head_dim` is q's and k's width
+/// per head (`qk_nope_head_dim + qk_rope_head_dim`).
+const fn mla(mut d: Dims, q_rank: u32, kv_rank: u32, rope_dim: u32, v_dim: u32) -> Dims {
+    d.mla = Some(Mla {
+        q_rank,
+        kv_rank,
+        rope_dim,
+        v_dim,
+    });
     d
 }
 
@@ -566,6 +582,50 @@ const PRESETS: &[Preset] = &[
             1,
             24,
             16384
+        )
+    ),
+    // DeepSeek-V2-Lite: multi-head latent attention without a q latent
+    // (`q_lora_rank: null`, `kv_lora_rank` 512, 128 + 64 rotary q/k per head,
+    // 128-wide values), 27 blocks, the first dense (10944), the others 64
+    // routed experts 1408 wide (top-6) and 2 shared; the card's 15.7B total
+    // (2.4B active).
+    p!(
+        "deepseek-v2-lite",
+        "DeepSeek-V2-Lite (MoE, latent attention)",
+        15_700_000_000,
+        mla(
+            shared_and_dense(
+                moe(llama(27, 2048, 16, 16, 192, 1408, 102400, false), 64, 6),
+                2,
+                1,
+                10944
+            ),
+            0,
+            512,
+            64,
+            128
+        )
+    ),
+    // DeepSeek-V3 (and R1, V3.1, V3.2's dimensions): latent attention with a
+    // 1536-wide q latent, 61 blocks, the first 3 dense (18432), the others
+    // 256 routed experts 2048 wide (top-8) and one shared; the card's 671B
+    // total (37B active), without the multi-token-prediction block the
+    // checkpoint adds (685B) and transformers does not load.
+    p!(
+        "deepseek-v3",
+        "DeepSeek-V3 / R1 (MoE, latent attention)",
+        671_000_000_000,
+        mla(
+            shared_and_dense(
+                moe(llama(61, 7168, 128, 128, 192, 2048, 129280, false), 256, 8),
+                1,
+                3,
+                18432
+            ),
+            1536,
+            512,
+            64,
+            128
         )
     ),
     p!(
@@ -1040,6 +1100,7 @@ impl Preset {
             shared_experts: d.shared_experts,
             dense_layers: d.dense_layers,
             dense_ffn: d.dense_ffn,
+            mla: d.mla,
             fused_projections: d.fused_projections,
             gelu_new: d.gelu_new,
             softcap: d.softcap,
@@ -1081,6 +1142,29 @@ mod tests {
             }
         }
         assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    /// The MoE cards' activated counts, which round and differ in whether the
+    /// input embedding counts (DeepSeek's appear not to): each lies between
+    /// the active count without the embedding and with it, 5 % either way.
+    #[test]
+    fn moe_active_counts_match_the_cards() {
+        for (id, card) in [
+            ("mixtral-8x7b", 12.9e9),
+            ("qwen1.5-moe-a2.7b", 2.7e9),
+            ("deepseek-moe-16b", 2.8e9),
+            ("llama-4-maverick-17b-128e", 17e9),
+            ("deepseek-v2-lite", 2.4e9),
+            ("deepseek-v3", 37e9),
+        ] {
+            let m = preset(id).unwrap().spec();
+            let active = m.active_params() as f64;
+            let embedding = m.embedding_params() as f64;
+            assert!(
+                (0.95 * (active - embedding)..=1.05 * active).contains(&card),
+                "{id}: {active} active ({embedding} embedding), card {card}"
+            );
+        }
     }
 
     #[test]

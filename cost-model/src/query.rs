@@ -272,6 +272,10 @@ const MODEL_KEYS: &[&str] = &[
     "dense",
     "dense_ffn",
     "window",
+    "q_rank",
+    "kv_rank",
+    "rope_dim",
+    "v_dim",
     "mlp",
     "norm",
     "tied",
@@ -349,6 +353,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 ("dense", m.dense_layers),
                 ("dense_ffn", m.dense_ffn),
                 ("window", m.sliding_window),
+                // Latent attention's widths; kv_rank 0: none.
+                ("q_rank", m.mla.map_or(0, |a| a.q_rank)),
+                ("kv_rank", m.mla.map_or(0, |a| a.kv_rank)),
+                ("rope_dim", m.mla.map_or(0, |a| a.rope_dim)),
+                ("v_dim", m.mla.map_or(0, |a| a.v_dim)),
             ] {
                 v.push((k, x.to_string()));
             }
@@ -590,6 +599,24 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             if let Some(s) = get(k) {
                 *slot = num(k, s)?;
             }
+        }
+        // Latent attention: kv_rank > 0 turns it on, 0 off; the other
+        // widths change the model's own (0 when it has none).
+        let mut a = m.mla.unwrap_or_default();
+        let mut stated = false;
+        for (k, slot) in [
+            ("q_rank", &mut a.q_rank),
+            ("kv_rank", &mut a.kv_rank),
+            ("rope_dim", &mut a.rope_dim),
+            ("v_dim", &mut a.v_dim),
+        ] {
+            if let Some(s) = get(k) {
+                *slot = num(k, s)?;
+                stated = true;
+            }
+        }
+        if stated {
+            m.mla = (a.kv_rank > 0).then_some(a);
         }
         if let Some(s) = get("mlp") {
             m.mlp = parse_enum("mlp", s)?;
@@ -1081,6 +1108,27 @@ mod tests {
         let back = decode_str(&q).unwrap();
         assert_eq!(back.model, p.model);
         assert_eq!(estimate(&back).unwrap(), estimate(&p).unwrap());
+        // Latent attention's widths too (DeepSeek-V2-Lite, one layer more).
+        let mut lite = Plan {
+            model: crate::presets::preset("deepseek-v2-lite").unwrap().spec(),
+            ..Plan::default()
+        };
+        lite.model.name = "custom".into();
+        lite.model.layers += 1;
+        let q = encode(&lite);
+        for key in [
+            "q_rank=0",
+            "kv_rank=512",
+            "rope_dim=64",
+            "v_dim=128",
+            "head_dim=192",
+        ] {
+            assert!(q.contains(key), "{key} missing from {q}");
+        }
+        assert_eq!(decode_str(&q).unwrap().model, lite.model);
+        // kv_rank 0 turns it off.
+        let off = decode_str(&q.replace("kv_rank=512", "kv_rank=0")).unwrap();
+        assert_eq!(off.model.mla, None);
         // The preset itself travels by its id.
         let d = Plan {
             model: crate::presets::preset("deepseek-moe-16b").unwrap().spec(),

@@ -130,6 +130,36 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         }
         positive("model.dense_ffn", m.dense_ffn, MAX_WIDTH)?;
     }
+    if let Some(a) = m.mla {
+        positive("model.mla.kv_rank", a.kv_rank, MAX_WIDTH)?;
+        positive("model.mla.v_dim", a.v_dim, MAX_WIDTH)?;
+        if a.q_rank as u64 > MAX_WIDTH {
+            return Err(PlanError::TooLarge {
+                field: "model.mla.q_rank",
+                value: a.q_rank as u64,
+                max: MAX_WIDTH,
+            });
+        }
+        if a.rope_dim > m.head_dim {
+            return Err(PlanError::Invalid {
+                field: "model.mla.rope_dim",
+                reason: format!(
+                    "the rotary part of a head ({}) cannot exceed head_dim ({}), q's and k's \
+                     width per head (qk_nope_head_dim + qk_rope_head_dim)",
+                    a.rope_dim, m.head_dim
+                ),
+            });
+        }
+        if m.kv_heads != m.heads {
+            return Err(PlanError::Invalid {
+                field: "model.kv_heads",
+                reason: format!(
+                    "latent attention expands k and v to every head: kv_heads must equal heads ({})",
+                    m.heads
+                ),
+            });
+        }
+    }
     // Every block's MLP matrices (all experts') at the widest MLP bound the
     // parameter count; past MAX_PARAMS the u64 sums could overflow.
     let widest = m.ffn.max(m.dense_ffn) as f64;
@@ -137,7 +167,12 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     let bound = (m.total_layers() as f64 + 1.0)
         * (mlps * 3.0 * widest * m.hidden as f64
             + 4.0 * m.hidden as f64 * (m.heads as f64 * m.head_dim as f64 + m.hidden as f64))
-        + 2.0 * m.vocab as f64 * m.hidden as f64;
+        + 2.0 * m.vocab as f64 * m.hidden as f64
+        + m.mla.map_or(0.0, |a| {
+            (m.total_layers() as f64 + 1.0)
+                * (a.q_rank as f64 + a.kv_rank as f64)
+                * (m.hidden as f64 + m.heads as f64 * (m.head_dim as f64 + a.v_dim as f64))
+        });
     if bound > MAX_PARAMS {
         return Err(PlanError::Invalid {
             field: if m.experts > 0 {

@@ -1440,6 +1440,26 @@ fn a_named_moe_preset_brings_its_shared_experts_and_dense_blocks() {
         (other.experts, other.shared_experts, other.dense_layers),
         (32, 0, 0)
     );
+    // DeepSeek-V2-Lite's latent attention comes with its name too.
+    let lite = with_fields(
+        id,
+        &[
+            ("model", "deepseek-ai/DeepSeek-V2-Lite"),
+            ("n_layers", "27"),
+            ("hidden", "2048"),
+            ("n_heads", "16"),
+            ("n_kv_heads", "16"),
+            ("ffn_hidden", "1408"),
+            ("mlp", "gated"),
+            ("vocab", "102400"),
+            ("n_experts", "64"),
+            ("experts_per_token", "6"),
+            ("params_total", "15.7"),
+        ],
+    );
+    let m = case_plan(&lite, id).unwrap().model;
+    assert_eq!((m.head_dim, m.mla.map(|a| a.kv_rank)), (192, Some(512)));
+    assert!(calibrate(&lite).unwrap().warnings.is_empty());
 }
 
 #[test]

@@ -29,7 +29,8 @@ use cost_model::presets::presets;
 /// was re-recorded in the sixteenth session for Qwen1.5-MoE, DeepSeek-MoE
 /// and Llama-4-Maverick (MoE dense blocks and shared experts): the set
 /// without them still gave 0xe097_d317_3d59_aa09 and the three calibration
-/// reports were byte-identical.
+/// reports were byte-identical; then for DeepSeek-V2-Lite and DeepSeek-V3
+/// (latent attention), without which the set gave 0x0930_cfc2_1364_b8ef.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -38,7 +39,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (6, 0xb4ef_1e2b_6a9a_93e4),
     (7, 0x933f_0daa_f8f1_e184),
     (8, 0xe361_5708_7ac8_cd2d),
-    (9, 0x0930_cfc2_1364_b8ef),
+    (9, 0xfb45_8b9c_2057_1a2c),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -76,6 +76,16 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                     p.model.dense_layers = (kv >> 6) % 8;
                     p.model.dense_ffn = f.rotate_left(moe % 32);
                 }
+                // Some with latent attention, any widths (a head narrower
+                // than its rotary part, or grouped k/v, refused by name).
+                if moe & (1 << 20) != 0 {
+                    p.model.mla = Some(cost_model::model::Mla {
+                        q_rank: v.rotate_left(9) % 4096,
+                        kv_rank: v.rotate_left(17) % 2048,
+                        rope_dim: mb.rotate_left(5) % 256,
+                        v_dim: seq.rotate_left(11) % 512,
+                    });
+                }
                 p.model.kv_heads = kv % 64;
                 p.model.ffn = f;
                 p.model.vocab = v;

@@ -220,6 +220,28 @@ test("an MoE preset shows its shared experts and dense blocks, and editing them 
   await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(withDense);
 });
 
+test("latent attention: DeepSeek-V2-Lite shows its latent widths, and turning them off recomputes", async ({ page }, info) => {
+  await page.goto("/?model=deepseek-v2-lite&gpu=h100-sxm-80gb&gpus=1&shard=none&mb=1&seq=1024");
+  await expect(page.getByTestId("model")).toHaveValue("deepseek-v2-lite");
+  await expect(page.getByTestId("head-dim")).toHaveValue("192");
+  await expect(page.getByTestId("kv-rank")).toHaveValue("512");
+  await expect(page.getByTestId("q-rank")).toHaveValue("0");
+  await expect(page.getByTestId("rope-dim")).toHaveValue("64");
+  await expect(page.getByTestId("v-dim")).toHaveValue("128");
+  const latent = await deviceUsedGiB(page);
+  // Ordinary attention of the same heads: q, k and v projections 192 wide a
+  // head instead of the 512-wide latent, more parameters to train.
+  if (hydrated(info)) await waitForHydration(page);
+  await page.getByTestId("kv-rank").fill("0");
+  if (hydrated(info)) {
+    await expect(page).toHaveURL(/kv_rank=0/);
+  } else {
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page).toHaveURL(/kv_rank=0/);
+  }
+  await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(latent);
+});
+
 test("hydrated: searching the presets picks a model", async ({ page }, info) => {
   test.skip(!hydrated(info), "needs the WASM bundle");
   await page.goto("/");
