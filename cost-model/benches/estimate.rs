@@ -18,6 +18,27 @@ fn benches(c: &mut Criterion) {
     c.bench_function("estimate/llama-3.1-70b-tp8-pp8", |b| {
         b.iter(|| estimate(black_box(&pp)))
     });
+    // An MoE model with dense blocks: every per-block term is worked out for
+    // both kinds of block.
+    let mut moe = Plan::default();
+    moe.model = cost_model::presets::preset("deepseek-moe-16b")
+        .unwrap()
+        .spec();
+    moe.parallel.sharding = Sharding::Zero3;
+    c.bench_function("estimate/deepseek-moe-16b-8xh100-zero3", |b| {
+        b.iter(|| estimate(black_box(&moe)))
+    });
+    let mut mv = Plan::default();
+    mv.model = cost_model::presets::preset("llama-4-maverick-17b-128e")
+        .unwrap()
+        .spec();
+    mv.parallel.num_gpus = 64;
+    mv.parallel.tp = 8;
+    mv.parallel.pp = 8;
+    mv.parallel.sequence_parallel = true;
+    c.bench_function("estimate/llama-4-maverick-tp8-pp8", |b| {
+        b.iter(|| estimate(black_box(&mv)))
+    });
     c.bench_function("search/max_micro_batch", |b| {
         b.iter(|| search::max_micro_batch(black_box(&plan)))
     });
