@@ -4,17 +4,23 @@ use cost_model::plan::{Plan, Sharding};
 use cost_model::{estimate, search};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
+/// The preset over 64 GPUs: TP 8 with sequence parallelism × PP 8.
+fn tp8_pp8(preset: &str) -> Plan {
+    let mut p = Plan::default();
+    p.model = cost_model::presets::preset(preset).unwrap().spec();
+    p.parallel.num_gpus = 64;
+    p.parallel.tp = 8;
+    p.parallel.pp = 8;
+    p.parallel.sequence_parallel = true;
+    p
+}
+
 fn benches(c: &mut Criterion) {
     let plan = Plan::default();
     c.bench_function("estimate/llama-3.1-8b-8xh100-zero2", |b| {
         b.iter(|| estimate(black_box(&plan)))
     });
-    let mut pp = Plan::default();
-    pp.model = cost_model::presets::preset("llama-3.1-70b").unwrap().spec();
-    pp.parallel.num_gpus = 64;
-    pp.parallel.tp = 8;
-    pp.parallel.pp = 8;
-    pp.parallel.sequence_parallel = true;
+    let pp = tp8_pp8("llama-3.1-70b");
     c.bench_function("estimate/llama-3.1-70b-tp8-pp8", |b| {
         b.iter(|| estimate(black_box(&pp)))
     });
@@ -28,14 +34,7 @@ fn benches(c: &mut Criterion) {
     c.bench_function("estimate/deepseek-moe-16b-8xh100-zero3", |b| {
         b.iter(|| estimate(black_box(&moe)))
     });
-    let mut mv = Plan::default();
-    mv.model = cost_model::presets::preset("llama-4-maverick-17b-128e")
-        .unwrap()
-        .spec();
-    mv.parallel.num_gpus = 64;
-    mv.parallel.tp = 8;
-    mv.parallel.pp = 8;
-    mv.parallel.sequence_parallel = true;
+    let mv = tp8_pp8("llama-4-maverick-17b-128e");
     c.bench_function("estimate/llama-4-maverick-tp8-pp8", |b| {
         b.iter(|| estimate(black_box(&mv)))
     });

@@ -23,6 +23,11 @@ fn positive(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
     if v == 0 {
         return Err(PlanError::Zero { field });
     }
+    at_most(field, v, max)
+}
+
+/// `v` (0 allowed) is no more than `max`.
+fn at_most(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
     if v as u64 > max {
         return Err(PlanError::TooLarge {
             field,
@@ -60,13 +65,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     }
     let m = &plan.model;
     positive("model.layers", m.layers, MAX_LAYERS)?;
-    if m.encoder_layers as u64 > MAX_LAYERS {
-        return Err(PlanError::TooLarge {
-            field: "model.encoder_layers",
-            value: m.encoder_layers as u64,
-            max: MAX_LAYERS,
-        });
-    }
+    at_most("model.encoder_layers", m.encoder_layers, MAX_LAYERS)?;
     positive("model.hidden", m.hidden, MAX_WIDTH)?;
     positive("model.heads", m.heads, MAX_WIDTH)?;
     positive("model.kv_heads", m.kv_heads, MAX_WIDTH)?;
@@ -75,26 +74,14 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     positive("model.vocab", m.vocab, MAX_VOCAB)?;
     positive("model.norms_per_layer", m.norms_per_layer.max(1), 8)?;
     divisible("model.heads", m.heads, "model.kv_heads", m.kv_heads)?;
-    if m.experts as u64 > MAX_EXPERTS {
-        return Err(PlanError::TooLarge {
-            field: "model.experts",
-            value: m.experts as u64,
-            max: MAX_EXPERTS,
-        });
-    }
+    at_most("model.experts", m.experts, MAX_EXPERTS)?;
     if m.experts > 0 && (m.experts_per_token == 0 || m.experts_per_token > m.experts) {
         return Err(PlanError::Invalid {
             field: "model.experts_per_token",
             reason: format!("must be between 1 and experts ({})", m.experts),
         });
     }
-    if m.shared_experts as u64 > MAX_EXPERTS {
-        return Err(PlanError::TooLarge {
-            field: "model.shared_experts",
-            value: m.shared_experts as u64,
-            max: MAX_EXPERTS,
-        });
-    }
+    at_most("model.shared_experts", m.shared_experts, MAX_EXPERTS)?;
     if m.shared_experts > 0 && m.experts == 0 {
         return Err(PlanError::Invalid {
             field: "model.shared_experts",
@@ -133,13 +120,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     if let Some(a) = m.mla {
         positive("model.mla.kv_rank", a.kv_rank, MAX_WIDTH)?;
         positive("model.mla.v_dim", a.v_dim, MAX_WIDTH)?;
-        if a.q_rank as u64 > MAX_WIDTH {
-            return Err(PlanError::TooLarge {
-                field: "model.mla.q_rank",
-                value: a.q_rank as u64,
-                max: MAX_WIDTH,
-            });
-        }
+        at_most("model.mla.q_rank", a.q_rank, MAX_WIDTH)?;
         if a.rope_dim > m.head_dim {
             return Err(PlanError::Invalid {
                 field: "model.mla.rope_dim",

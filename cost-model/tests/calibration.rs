@@ -1349,25 +1349,43 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
     );
 }
 
+/// The columns of a DeepSeek-MoE-shaped row (2048 wide, 16 heads, gated,
+/// 102400 tokens, top-6) with these layers, width, experts and count.
+fn moe_columns<'a>(
+    model: &'a str,
+    layers: &'a str,
+    ffn: &'a str,
+    experts: &'a str,
+    params: &'a str,
+) -> [(&'a str, &'a str); 11] {
+    [
+        ("model", model),
+        ("n_layers", layers),
+        ("hidden", "2048"),
+        ("n_heads", "16"),
+        ("n_kv_heads", "16"),
+        ("ffn_hidden", ffn),
+        ("mlp", "gated"),
+        ("vocab", "102400"),
+        ("n_experts", experts),
+        ("experts_per_token", "6"),
+        ("params_total", params),
+    ]
+}
+
 #[test]
 fn shared_experts_stated_in_the_notes_reach_the_model() {
     use cost_model::calibrate::case_plan;
     // A DeepSeek-MoE-16B-like row: 64 routed experts of width 1408, 6 active,
     // 2 shared, on LitGPT's Phi row as a template.
     let id = "litgpt_resource_tables_2023-10-001";
-    let moe = [
-        ("model", "an MoE of our own (DeepSeek-MoE-16B-like)"),
-        ("n_layers", "28"),
-        ("hidden", "2048"),
-        ("n_heads", "16"),
-        ("n_kv_heads", "16"),
-        ("ffn_hidden", "1408"),
-        ("mlp", "gated"),
-        ("vocab", "102400"),
-        ("n_experts", "64"),
-        ("experts_per_token", "6"),
-        ("params_total", "16.4"),
-    ];
+    let moe = moe_columns(
+        "an MoE of our own (DeepSeek-MoE-16B-like)",
+        "28",
+        "1408",
+        "64",
+        "16.4",
+    );
     let plan_with = |notes: &str| {
         let mut set = moe.to_vec();
         set.push(("notes", notes));
@@ -1404,19 +1422,13 @@ fn a_named_moe_preset_brings_its_shared_experts_and_dense_blocks() {
     let row = |experts: &str, ffn: &str| {
         with_fields(
             id,
-            &[
-                ("model", "deepseek-ai/deepseek-moe-16b-base"),
-                ("n_layers", "28"),
-                ("hidden", "2048"),
-                ("n_heads", "16"),
-                ("n_kv_heads", "16"),
-                ("ffn_hidden", ffn),
-                ("mlp", "gated"),
-                ("vocab", "102400"),
-                ("n_experts", experts),
-                ("experts_per_token", "6"),
-                ("params_total", "16.4"),
-            ],
+            &moe_columns(
+                "deepseek-ai/deepseek-moe-16b-base",
+                "28",
+                ffn,
+                experts,
+                "16.4",
+            ),
         )
     };
     for (experts, ffn) in [("64", "1408"), ("66", "1408"), ("64", "10944")] {
@@ -1443,19 +1455,7 @@ fn a_named_moe_preset_brings_its_shared_experts_and_dense_blocks() {
     // DeepSeek-V2-Lite's latent attention comes with its name too.
     let lite = with_fields(
         id,
-        &[
-            ("model", "deepseek-ai/DeepSeek-V2-Lite"),
-            ("n_layers", "27"),
-            ("hidden", "2048"),
-            ("n_heads", "16"),
-            ("n_kv_heads", "16"),
-            ("ffn_hidden", "1408"),
-            ("mlp", "gated"),
-            ("vocab", "102400"),
-            ("n_experts", "64"),
-            ("experts_per_token", "6"),
-            ("params_total", "15.7"),
-        ],
+        &moe_columns("deepseek-ai/DeepSeek-V2-Lite", "27", "1408", "64", "15.7"),
     );
     let m = case_plan(&lite, id).unwrap().model;
     assert_eq!((m.head_dim, m.mla.map(|a| a.kv_rank)), (192, Some(512)));

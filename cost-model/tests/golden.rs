@@ -2,7 +2,7 @@
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
 mod common;
-use common::phase;
+use common::{lora16_all, phase};
 
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
@@ -68,18 +68,6 @@ fn zero_paper_model_states_for_7_5b_on_64_gpus() {
             (gb - paper_gb).abs() <= 0.05 + 1e-9,
             "{sharding:?}: {gb:.3} GB vs paper {paper_gb}"
         );
-    }
-}
-
-/// LoRA rank 16 on every linear layer over a 16-bit base.
-fn lora16_all() -> cost_model::plan::Finetune {
-    use cost_model::plan::{Finetune, LoraTargets, LoraVariant};
-    Finetune::Lora {
-        rank: 16,
-        targets: LoraTargets::ALL_LINEAR,
-        base_bits: 16,
-        dropout: false,
-        variant: LoraVariant::Lora,
     }
 }
 

@@ -11,6 +11,9 @@ use cost_model::plan::{
 use cost_model::presets::{preset, presets};
 use proptest::prelude::*;
 
+mod common;
+use common::{lora16_all, phase};
+
 fn any_plan() -> impl Strategy<Value = Plan> {
     (
         (
@@ -197,16 +200,7 @@ fn dense_blocks_weigh_in_by_their_number() {
     for (ft, prec) in [
         (Finetune::Full, Precision::Bf16),
         (Finetune::Full, Precision::AmpBf16),
-        (
-            Finetune::Lora {
-                rank: 16,
-                targets: LoraTargets::ALL_LINEAR,
-                base_bits: 16,
-                dropout: false,
-                variant: LoraVariant::Lora,
-            },
-            Precision::Bf16,
-        ),
+        (lora16_all(), Precision::Bf16),
     ] {
         let run = |m: &cost_model::model::ModelSpec| {
             let mut p = Plan::default();
@@ -226,12 +220,7 @@ fn dense_blocks_weigh_in_by_their_number() {
             run(&dense_everywhere),
         );
         let at = |e: &cost_model::estimate::Estimate, ph: Phase| {
-            let b = e.stages[0]
-                .phases
-                .iter()
-                .find(|x| x.phase == ph)
-                .unwrap()
-                .breakdown;
+            let b = phase(e, ph);
             [b.weights, b.gradients, b.optimizer, b.activations].map(|x| x.get() as f64)
         };
         for ph in [Phase::Init, Phase::Forward, Phase::Step] {

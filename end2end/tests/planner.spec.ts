@@ -198,6 +198,18 @@ test("custom dimensions from the URL, editable in the form", async ({ page }) =>
   await expect(page.getByTestId("verdict")).toHaveText("Fits");
 });
 
+/**
+ * Types `value` into the number box `testId`: hydrated the URL follows at
+ * once, without JavaScript the form is applied; either way the URL must then
+ * match `url`.
+ */
+async function editNumber(page: Page, info: { project: { name: string } }, testId: string, value: string, url: RegExp) {
+  if (hydrated(info)) await waitForHydration(page);
+  await page.getByTestId(testId).fill(value);
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(url);
+}
+
 test("an MoE preset shows its shared experts and dense blocks, and editing them recomputes", async ({ page }, info) => {
   await page.goto("/?model=deepseek-moe-16b&gpu=h100-sxm-80gb&gpus=1&shard=none&mb=1&seq=1024");
   await expect(page.getByTestId("model")).toHaveValue("deepseek-moe-16b");
@@ -208,14 +220,7 @@ test("an MoE preset shows its shared experts and dense blocks, and editing them 
   const withDense = await deviceUsedGiB(page);
   // Experts in the first block too: 66 expert MLPs (3 · 2048 · 1408 each)
   // instead of one 10944-wide MLP, some 0.5 B more parameters to train.
-  if (hydrated(info)) await waitForHydration(page);
-  await page.getByTestId("dense").fill("0");
-  if (hydrated(info)) {
-    await expect(page).toHaveURL(/dense=0/);
-  } else {
-    await page.getByRole("button", { name: "Apply" }).click();
-    await expect(page).toHaveURL(/dense=0/);
-  }
+  await editNumber(page, info, "dense", "0", /dense=0/);
   await expect(page.getByTestId("dense")).toHaveValue("0");
   await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(withDense);
 });
@@ -231,14 +236,7 @@ test("latent attention: DeepSeek-V2-Lite shows its latent widths, and turning th
   const latent = await deviceUsedGiB(page);
   // Ordinary attention of the same heads: q, k and v projections 192 wide a
   // head instead of the 512-wide latent, more parameters to train.
-  if (hydrated(info)) await waitForHydration(page);
-  await page.getByTestId("kv-rank").fill("0");
-  if (hydrated(info)) {
-    await expect(page).toHaveURL(/kv_rank=0/);
-  } else {
-    await page.getByRole("button", { name: "Apply" }).click();
-    await expect(page).toHaveURL(/kv_rank=0/);
-  }
+  await editNumber(page, info, "kv-rank", "0", /kv_rank=0/);
   await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(latent);
 });
 

@@ -25,3 +25,16 @@ pub fn cublas_workspaces(plan: &cost_model::Plan) -> u64 {
     };
     (CUBLAS_HANDLES * per * (1u64 << 20) as f64) as u64
 }
+
+/// LoRA rank 16 on every linear layer over a 16-bit base.
+#[allow(dead_code)] // not every test binary uses it
+pub fn lora16_all() -> cost_model::plan::Finetune {
+    use cost_model::plan::{Finetune, LoraTargets, LoraVariant};
+    Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: false,
+        variant: LoraVariant::Lora,
+    }
+}
