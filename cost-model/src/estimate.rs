@@ -1209,11 +1209,17 @@ impl<'a> Ctx<'a> {
     fn dequantized_weights(&self, s: u32) -> (f64, f64) {
         match self.base_bits() {
             Some(bits) if bits <= 8 => {
-                let largest = self
-                    .block_matrices(LoraTargets::ALL_LINEAR)
-                    .iter()
-                    .map(|x| x.din * x.dout)
-                    .fold(0.0, f64::max);
+                let largest_of = |c: &Ctx<'_>| {
+                    c.block_matrices(LoraTargets::ALL_LINEAR)
+                        .iter()
+                        .map(|x| x.din * x.dout)
+                        .fold(0.0, f64::max)
+                };
+                // A dense block's MLP may be the largest (DeepSeek-MoE's 10944 wide).
+                let largest = match self.dense {
+                    Some(d) => largest_of(self).max(largest_of(&self.block_ctx(d))),
+                    None => largest_of(self),
+                };
                 (
                     self.e * largest / self.t,
                     self.e * self.quantized_head_params(s),
@@ -3691,5 +3697,11 @@ mod tests {
             *base_bits = 16;
         }
         assert_eq!(Ctx::new(&p, None).dequantized_weights(0), (0.0, 0.0));
+        // DeepSeek-MoE-16B: its dense block's MLP (2048 × 10944) is the
+        // largest matrix, not an expert's (2048 × 1408).
+        let p = qlora("deepseek-moe-16b", Framework::PlainPytorch);
+        let dense = p.model.dense_block();
+        let c = Ctx::new(&p, dense.as_ref());
+        assert_eq!(c.dequantized_weights(0).0, c.e * 2048.0 * 10944.0);
     }
 }
