@@ -77,6 +77,9 @@ pub const KNOWN_TYPES: &[&str] = &[
     "deepseek_v2",
     "deepseek_v3",
     "kimi_k2",
+    "dots1",
+    "ernie4_5",
+    "ernie4_5_moe",
     "bloom",
     "opt",
     "gptj",
@@ -106,6 +109,8 @@ const TEXT_CONFIG_TYPES: &[(&str, &str)] = &[
 /// transformers omits values equal to the class default): the classes whose
 /// default ties the head to the embedding.
 const TIED_BY_DEFAULT: &[&str] = &[
+    "ernie4_5",
+    "ernie4_5_moe",
     "gemma",
     "gemma2",
     "gemma3_text",
@@ -251,6 +256,12 @@ fn multiples_in(lo: u32, hi: u32, every: u32) -> u32 {
 ///   dense MLP `intermediate_size` wide, `n_shared_experts` of the routed
 ///   width.
 ///
+/// - ERNIE-4.5-MoE: experts in blocks `moe_layer_start_index` ..=
+///   `moe_layer_end_index` with `(i + 1) % moe_layer_interval == 0`
+///   (`Ernie4_5_MoeDecoderLayer`), `moe_num_shared_experts` shared ones of
+///   the routed width (`Ernie4_5_MoeMLP(config, moe_intermediate_size ·
+///   moe_num_shared_experts)`); dots.llm1 (`dots1`) as GLM-4.5.
+///
 /// A stack left with no expert block is a dense model of the dense width.
 fn expert_layout(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
     if m.experts == 0 {
@@ -280,7 +291,7 @@ fn expert_layout(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
             };
             (n, "intermediate_size_mlp")
         }
-        "glm4_moe" | "deepseek" | "deepseek_v2" | "deepseek_v3" | "kimi_k2" => {
+        "glm4_moe" | "deepseek" | "deepseek_v2" | "deepseek_v3" | "kimi_k2" | "dots1" => {
             m.shared_experts = c.opt_count("n_shared_experts")?.unwrap_or(0);
             let first = c.opt_count("first_k_dense_replace")?.unwrap_or(0);
             let every = if matches!(t, "deepseek" | "deepseek_v2") {
@@ -289,6 +300,24 @@ fn expert_layout(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
                 1
             };
             (multiples_in(first, l, every), "intermediate_size")
+        }
+        "ernie4_5_moe" => {
+            // Class defaults: 2 shared experts, experts from block 1 to the
+            // last (`moe_layer_end_index: -1`), every `moe_layer_interval`-th
+            // counted from 1 (`(layer_idx + 1) % interval == 0`).
+            m.shared_experts = c.opt_count("moe_num_shared_experts")?.unwrap_or(2);
+            let start = c.opt_count("moe_layer_start_index")?.unwrap_or(1);
+            let last = match c.v.get("moe_layer_end_index").and_then(Value::as_i64) {
+                Some(i) if i >= 0 => (i as u64).min(l.saturating_sub(1) as u64) as u32,
+                _ => l.saturating_sub(1),
+            };
+            let every = c.opt_u32("moe_layer_interval")?.unwrap_or(1);
+            let n = if start > last {
+                0
+            } else {
+                multiples_in(start.saturating_add(1), last.saturating_add(2), every)
+            };
+            (n, "intermediate_size")
         }
         _ => return Ok(()),
     };
@@ -389,13 +418,24 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         | "olmoe" | "granite" | "granitemoe" | "smollm3" | "seed_oss" | "hunyuan_v1_dense"
         | "ministral" | "exaone4" | "glm" | "glm4" | "cohere" | "cohere2" | "stablelm"
         | "starcoder2" | "gpt_oss" | "llama4_text" | "glm4_moe" | "deepseek" | "deepseek_v2"
-        | "deepseek_v3" | "kimi_k2" => {
+        | "deepseek_v3" | "kimi_k2" | "dots1" | "ernie4_5" | "ernie4_5_moe" => {
             let ffn_keys: &[&'static str] = match model_type.as_str() {
                 "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek" | "deepseek_v2"
-                | "deepseek_v3" | "kimi_k2" => &["moe_intermediate_size", "intermediate_size"],
+                | "deepseek_v3" | "kimi_k2" | "dots1" | "ernie4_5_moe" => {
+                    &["moe_intermediate_size", "intermediate_size"]
+                }
                 _ => &["intermediate_size"],
             };
             standard_dims(&c, &mut m, ffn_keys)?;
+            // ERNIE-4.5's heads are 128 wide unless the file says otherwise
+            // (`Ernie4_5Config.head_dim = 128`).
+            if model_type == "ernie4_5" && !c.is_set("head_dim") {
+                m.head_dim = 128;
+            }
+            // ERNIE-4.5: `use_bias` on every linear layer, the head too.
+            if model_type.starts_with("ernie4_5") {
+                m.linear_bias = c.bool("use_bias", false);
+            }
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
             // Biases on q/k/v: Qwen2 always; GLM, Seed-OSS and gpt-oss by their
             // class default; StableLM under its own key.
@@ -459,9 +499,10 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 .opt_u32("num_local_experts")?
                 .or(c.opt_u32("num_experts")?)
                 .or(c.opt_u32("n_routed_experts")?)
+                .or(c.opt_u32("moe_num_experts")?)
             {
                 m.experts = e;
-                m.experts_per_token = c.u32("num_experts_per_tok")?;
+                m.experts_per_token = c.any_u32(&["num_experts_per_tok", "moe_k"])?;
             }
             expert_layout(&c, &mut m)?;
             // DeepSeek-V2/V3, Kimi-K2: multi-head latent attention, every
@@ -979,6 +1020,46 @@ mod tests {
         let (total, active) = (g.params() as f64 / 1e9, g.active_params() as f64 / 1e9);
         assert!((106.0..107.5).contains(&total), "{total}");
         assert!((12.0..14.0).contains(&active), "{active}");
+        // ERNIE-4.5-21B-A3B as its class defaults describe it (saved files
+        // leave them out): 2 shared experts, the first block dense, a tied
+        // head; and the dense 0.3B with its 128-wide heads.
+        let ernie = r#"{"model_type":"ernie4_5_moe","hidden_size":2560,"intermediate_size":12288,
+            "moe_intermediate_size":1536,"num_attention_heads":20,"num_key_value_heads":4,
+            "num_hidden_layers":28,"moe_num_experts":64,"moe_k":6,"vocab_size":103424,
+            "moe_layer_end_index":-1}"#;
+        let e45 = m(ernie);
+        assert_eq!(
+            (
+                e45.experts,
+                e45.experts_per_token,
+                e45.shared_experts,
+                e45.dense_layers,
+                e45.dense_ffn
+            ),
+            (64, 6, 2, 1, 12288)
+        );
+        assert!(e45.tied_embeddings && !e45.linear_bias);
+        let total = e45.params() as f64 / 1e9;
+        assert!((21.0..22.5).contains(&total), "{total}");
+        let every_other = ernie.replace(r#""moe_k":6"#, r#""moe_k":6,"moe_layer_interval":2"#);
+        assert_eq!(m(&every_other).dense_layers, 14);
+        let small = r#"{"model_type":"ernie4_5","hidden_size":1024,"intermediate_size":3072,
+            "num_attention_heads":16,"num_key_value_heads":2,"num_hidden_layers":18,
+            "vocab_size":103424}"#;
+        let e03 = m(small);
+        assert_eq!((e03.head_dim, e03.tied_embeddings), (128, true));
+        let total = e03.params() as f64 / 1e9;
+        assert!((0.35..0.37).contains(&total), "{total}");
+        // dots.llm1: GLM-4.5's layout keys.
+        let dots = r#"{"model_type":"dots1","hidden_size":4096,"intermediate_size":10944,
+            "moe_intermediate_size":1408,"num_attention_heads":32,"num_key_value_heads":32,
+            "num_hidden_layers":62,"n_routed_experts":128,"n_shared_experts":2,
+            "num_experts_per_tok":6,"first_k_dense_replace":1,"vocab_size":152064}"#;
+        let d1 = m(dots);
+        assert_eq!(
+            (d1.dense_layers, d1.shared_experts, d1.experts),
+            (1, 2, 128)
+        );
         // DeepSeek-V2-Lite and DeepSeek-V3 as released: latent attention
         // (`head_dim` there is the rotary part), their published counts.
         let lite = r#"{"model_type":"deepseek_v2","hidden_size":2048,"intermediate_size":10944,
