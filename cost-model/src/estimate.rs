@@ -452,6 +452,80 @@ struct BlockMatrix {
     mlp: bool,
 }
 
+/// The matrices of a block (q, k, v, o, gate, up, down, then latent
+/// attention's q_b and kv_b) with their widths and whether `tg` targets
+/// them (gate only in a gated MLP). MLP matrices exist once per expert;
+/// callers count the copies they need (all experts' parameters, or the
+/// routed ones per token). Under latent attention ([`crate::model::Mla`])
+/// q is `q_a_proj` (or `q_proj`) and k `kv_a_proj_with_mqa`, which v
+/// shares (its slot is empty); `q_b_proj` goes with q, `kv_b_proj` with k
+/// and v, as PEFT's `all-linear` and a `q_proj`/`kv_*` target list adapt
+/// them. Without it the last two are empty.
+fn block_matrices_of(m: &ModelSpec, tg: LoraTargets) -> [BlockMatrix; 9] {
+    let h = m.hidden as f64;
+    let hq = m.q_width() as f64;
+    let hkv = m.kv_width() as f64;
+    let f = m.ffn as f64;
+    let gated = m.mlp == Mlp::Gated;
+    let mat = |targeted, din, dout, mlp| BlockMatrix {
+        targeted,
+        din,
+        dout,
+        mlp,
+    };
+    let none = mat(false, 0.0, 0.0, false);
+    let o = mat(tg.o, m.attn_out_width() as f64, h, false);
+    let mlp = [
+        mat(tg.gate && gated, h, f, true),
+        mat(tg.up, h, f, true),
+        mat(tg.down, f, h, true),
+    ];
+    match m.mla {
+        Some(a) => {
+            let (qr, kvr, rope) = (a.q_rank as f64, a.kv_rank as f64, a.rope_dim as f64);
+            let nope = (m.head_dim as f64 - rope).max(0.0);
+            let kv_b = m.heads as f64 * (nope + a.v_dim as f64);
+            let kv = tg.k || tg.v;
+            let (q, q_b) = if a.q_rank > 0 {
+                (mat(tg.q, h, qr, false), mat(tg.q, qr, hq, false))
+            } else {
+                (mat(tg.q, h, hq, false), none)
+            };
+            [
+                q,
+                mat(kv, h, kvr + rope, false),
+                none,
+                o,
+                mlp[0],
+                mlp[1],
+                mlp[2],
+                q_b,
+                mat(kv, kvr, kv_b, false),
+            ]
+        }
+        None => [
+            mat(tg.q, h, hq, false),
+            mat(tg.k, h, hkv, false),
+            mat(tg.v, h, hkv, false),
+            o,
+            mlp[0],
+            mlp[1],
+            mlp[2],
+            none,
+            none,
+        ],
+    }
+}
+
+/// Copies of a block matrix among a block's parameters (MoE experts).
+fn mlp_copies_of(m: &ModelSpec, x: &BlockMatrix) -> f64 {
+    if x.mlp && m.is_moe() {
+        (m.experts + m.shared_experts) as f64
+    } else {
+        1.0
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The model
 // ---------------------------------------------------------------------------
@@ -564,10 +638,12 @@ impl<'a> Ctx<'a> {
             workspaces: Self::cublas_workspaces(plan),
             dense,
         };
-        ctx.layer_matrix = ctx.layer_matrix_params_of_model();
-        if ctx.dense.is_some() {
-            ctx.layer_matrix = ctx.mixed(|c| c.layer_matrix);
-        }
+        // (`block_ctx` works each kind's out.)
+        ctx.layer_matrix = if ctx.dense.is_some() {
+            ctx.mixed(|c| c.layer_matrix)
+        } else {
+            ctx.layer_matrix_params_of_model()
+        };
         if ctx.kbit_fp32_stream() {
             ctx.e = FP32;
         }
@@ -653,9 +729,33 @@ impl<'a> Ctx<'a> {
         let Some(dense) = self.dense else {
             return f(self);
         };
-        let n = self.m.layers.max(1) as f64;
-        let nd = (self.m.dense_layers as f64).min(n);
-        ((n - nd) * f(&self.block_ctx(self.m)) + nd * f(&self.block_ctx(dense))) / n
+        let w = self.expert_block_share();
+        w * f(&self.block_ctx(self.m)) + (1.0 - w) * f(&self.block_ctx(dense))
+    }
+
+    /// The stack's kinds of block with their shares of the blocks: this
+    /// model's (with experts) and, when it has dense blocks too, the dense
+    /// one's ([`ModelSpec::dense_layers`]).
+    fn block_kinds(&self) -> impl Iterator<Item = (&'a ModelSpec, f64)> {
+        let w = self.expert_block_share();
+        [(self.m, w), (self.dense.unwrap_or(self.m), 1.0 - w)]
+            .into_iter()
+            .filter(|(_, share)| *share > 0.0)
+    }
+
+    /// `f` of every matrix of the average block that `tg` targets, times its
+    /// copies (MoE experts), summed ([`Self::block_kinds`]).
+    fn per_targeted_matrix(&self, tg: LoraTargets, f: impl Fn(&BlockMatrix) -> f64) -> f64 {
+        self.block_kinds()
+            .map(|(m, share)| {
+                let per: f64 = block_matrices_of(m, tg)
+                    .iter()
+                    .filter(|x| x.targeted)
+                    .map(|x| mlp_copies_of(m, x) * f(x))
+                    .sum();
+                share * per
+            })
+            .sum()
     }
 
     /// The stack's share of blocks that hold experts.
@@ -886,13 +986,7 @@ impl<'a> Ctx<'a> {
             return 0.0;
         };
         let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
-        let cost = self.mixed(|c| {
-            c.block_matrices(targets)
-                .iter()
-                .filter(|x| x.targeted)
-                .map(|x| c.mlp_copies(x) * per_rank(x))
-                .sum()
-        });
+        let cost = self.per_targeted_matrix(targets, per_rank);
         if cost > 0.0 {
             (per_block / cost).max(0.0)
         } else {
@@ -911,13 +1005,9 @@ impl<'a> Ctx<'a> {
         self.adapter_rank(|x| x.din)
     }
 
-    /// Copies of a block matrix among a block's parameters (MoE experts).
+    /// [`mlp_copies_of`] this model.
     fn mlp_copies(&self, x: &BlockMatrix) -> f64 {
-        if x.mlp && self.m.is_moe() {
-            (self.m.experts + self.m.shared_experts) as f64
-        } else {
-            1.0
-        }
+        mlp_copies_of(self.m, x)
     }
 
     /// Frozen OSF factors a block stores beside its base weights (PEFT
@@ -933,122 +1023,40 @@ impl<'a> Ctx<'a> {
             return 0.0;
         };
         let r = self.osf_rank();
-        self.mixed(|c| c.osf_buffers_of_block(method, targets, r))
-    }
-
-    /// [`Self::osf_buffer_layer_params`] of one block of this context's kind
-    /// at OSF rank `r`.
-    fn osf_buffers_of_block(&self, method: AdapterMethod, targets: LoraTargets, r: f64) -> f64 {
-        self.block_matrices(targets)
-            .iter()
-            .filter(|x| x.targeted)
-            .map(|x| {
-                let high = (x.din.min(x.dout) - r).max(0.0);
-                let per = match method {
-                    // U_high, S_high, V_high.
-                    AdapterMethod::OsfReconstruct => high * (x.din + x.dout + 1.0),
-                    // The initial triplets, and the unrecoverable high factor.
-                    _ => {
-                        r * (x.din + x.dout + 1.0)
-                            + if x.dout > x.din { high * x.dout } else { 0.0 }
-                            + if x.din > x.dout { high * x.din } else { 0.0 }
-                    }
-                };
-                self.mlp_copies(x) * per
-            })
-            .sum()
+        self.per_targeted_matrix(targets, |x| {
+            let high = (x.din.min(x.dout) - r).max(0.0);
+            match method {
+                // U_high, S_high, V_high.
+                AdapterMethod::OsfReconstruct => high * (x.din + x.dout + 1.0),
+                // The initial triplets, and the unrecoverable high factor.
+                _ => {
+                    r * (x.din + x.dout + 1.0)
+                        + if x.dout > x.din { high * x.dout } else { 0.0 }
+                        + if x.din > x.dout { high * x.din } else { 0.0 }
+                }
+            }
+        })
     }
 
     /// (A parameters, B parameters, targeted outputs) of the average block's
     /// adapters ([`Self::mixed`]).
     fn lora_layer_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
-        if self.dense.is_none() {
-            return self.block_lora_parts(rank, tg);
-        }
-        (
-            self.mixed(|c| c.block_lora_parts(rank, tg).0),
-            self.mixed(|c| c.block_lora_parts(rank, tg).1),
-            self.mixed(|c| c.block_lora_parts(rank, tg).2),
-        )
-    }
-
-    /// [`Self::lora_layer_parts`] of one block of this context's kind.
-    fn block_lora_parts(&self, rank: u32, tg: LoraTargets) -> (f64, f64, f64) {
         let r = rank as f64;
         let (mut a, mut b, mut outs) = (0.0, 0.0, 0.0);
-        for mat in self.block_matrices(tg).iter().filter(|x| x.targeted) {
-            let n = self.mlp_copies(mat);
-            a += n * r * mat.din;
-            b += n * r * mat.dout;
-            outs += n * mat.dout;
+        for (m, share) in self.block_kinds() {
+            for mat in block_matrices_of(m, tg).iter().filter(|x| x.targeted) {
+                let n = share * mlp_copies_of(m, mat);
+                a += n * r * mat.din;
+                b += n * r * mat.dout;
+                outs += n * mat.dout;
+            }
         }
         (a, b, outs)
     }
 
-    /// The matrices of a block (q, k, v, o, gate, up, down, then latent
-    /// attention's q_b and kv_b) with their widths and whether `tg` targets
-    /// them (gate only in a gated MLP). MLP matrices exist once per expert;
-    /// callers count the copies they need (all experts' parameters, or the
-    /// routed ones per token). Under latent attention ([`crate::model::Mla`])
-    /// q is `q_a_proj` (or `q_proj`) and k `kv_a_proj_with_mqa`, which v
-    /// shares (its slot is empty); `q_b_proj` goes with q, `kv_b_proj` with k
-    /// and v, as PEFT's `all-linear` and a `q_proj`/`kv_*` target list adapt
-    /// them. Without it the last two are empty.
+    /// [`block_matrices_of`] this model.
     fn block_matrices(&self, tg: LoraTargets) -> [BlockMatrix; 9] {
-        let m = self.m;
-        let h = m.hidden as f64;
-        let hq = m.q_width() as f64;
-        let hkv = (m.kv_heads * m.head_dim) as f64;
-        let f = m.ffn as f64;
-        let gated = m.mlp == Mlp::Gated;
-        let mat = |targeted, din, dout, mlp| BlockMatrix {
-            targeted,
-            din,
-            dout,
-            mlp,
-        };
-        let none = mat(false, 0.0, 0.0, false);
-        let o = mat(tg.o, m.attn_out_width() as f64, h, false);
-        let mlp = [
-            mat(tg.gate && gated, h, f, true),
-            mat(tg.up, h, f, true),
-            mat(tg.down, f, h, true),
-        ];
-        match m.mla {
-            Some(a) => {
-                let (qr, kvr, rope) = (a.q_rank as f64, a.kv_rank as f64, a.rope_dim as f64);
-                let nope = (m.head_dim as f64 - rope).max(0.0);
-                let kv_b = m.heads as f64 * (nope + a.v_dim as f64);
-                let kv = tg.k || tg.v;
-                let (q, q_b) = if a.q_rank > 0 {
-                    (mat(tg.q, h, qr, false), mat(tg.q, qr, hq, false))
-                } else {
-                    (mat(tg.q, h, hq, false), none)
-                };
-                [
-                    q,
-                    mat(kv, h, kvr + rope, false),
-                    none,
-                    o,
-                    mlp[0],
-                    mlp[1],
-                    mlp[2],
-                    q_b,
-                    mat(kv, kvr, kv_b, false),
-                ]
-            }
-            None => [
-                mat(tg.q, h, hq, false),
-                mat(tg.k, h, hkv, false),
-                mat(tg.v, h, hkv, false),
-                o,
-                mlp[0],
-                mlp[1],
-                mlp[2],
-                none,
-                none,
-            ],
-        }
+        block_matrices_of(self.m, tg)
     }
 
     /// Frozen blocks of stage `s`: the bottom [`TrainingSpec::frozen_layers`]
@@ -1116,7 +1124,10 @@ impl<'a> Ctx<'a> {
                 } else {
                     0
                 };
-                let block = self.mixed(|c| c.m.layer_params() as f64) as u64;
+                let block = self
+                    .block_kinds()
+                    .map(|(m, share)| share * m.layer_params() as f64)
+                    .sum::<f64>() as u64;
                 m.params()
                     .saturating_sub(frozen_blocks.saturating_mul(block))
                     .saturating_sub(embedding)
@@ -1209,17 +1220,12 @@ impl<'a> Ctx<'a> {
     fn dequantized_weights(&self, s: u32) -> (f64, f64) {
         match self.base_bits() {
             Some(bits) if bits <= 8 => {
-                let largest_of = |c: &Ctx<'_>| {
-                    c.block_matrices(LoraTargets::ALL_LINEAR)
-                        .iter()
-                        .map(|x| x.din * x.dout)
-                        .fold(0.0, f64::max)
-                };
                 // A dense block's MLP may be the largest (DeepSeek-MoE's 10944 wide).
-                let largest = match self.dense {
-                    Some(d) => largest_of(self).max(largest_of(&self.block_ctx(d))),
-                    None => largest_of(self),
-                };
+                let largest = self
+                    .block_kinds()
+                    .flat_map(|(m, _)| block_matrices_of(m, LoraTargets::ALL_LINEAR))
+                    .map(|x| x.din * x.dout)
+                    .fold(0.0, f64::max);
                 (
                     self.e * largest / self.t,
                     self.e * self.quantized_head_params(s),
@@ -1317,34 +1323,22 @@ impl<'a> Ctx<'a> {
     /// With dense blocks among the expert ones ([`ModelSpec::dense_layers`])
     /// the average block's: each kind's matrices, their copies scaled by the
     /// kind's share of the blocks.
-    fn local_block_matrices(&self) -> Vec<(f64, f64, f64)> {
-        let kinds = match self.dense {
-            Some(d) => {
-                let moe = self.expert_block_share();
-                [
-                    (self.block_ctx(self.m), moe),
-                    (self.block_ctx(d), 1.0 - moe),
-                ]
-                .to_vec()
-            }
-            None => [(self.clone(), 1.0)].to_vec(),
-        };
-        let mut out = Vec::with_capacity(14);
-        for (c, share) in &kinds {
-            for (i, mat) in c.block_matrices(LoraTargets::ALL_LINEAR).iter().enumerate() {
-                if !mat.targeted {
-                    continue;
-                }
-                let row_parallel = matches!(i, 3 | 6); // o, down
-                let (din, dout) = if row_parallel {
-                    (mat.din / self.t, mat.dout)
-                } else {
-                    (mat.din, mat.dout / self.t)
-                };
-                out.push((din, dout, share * c.mlp_copies(mat)));
-            }
-        }
-        out
+    fn local_block_matrices(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+        self.block_kinds().flat_map(move |(m, share)| {
+            block_matrices_of(m, LoraTargets::ALL_LINEAR)
+                .into_iter()
+                .enumerate()
+                .filter(|(_, mat)| mat.targeted)
+                .map(move |(i, mat)| {
+                    let row_parallel = matches!(i, 3 | 6); // o, down
+                    let (din, dout) = if row_parallel {
+                        (mat.din / self.t, mat.dout)
+                    } else {
+                        (mat.din, mat.dout / self.t)
+                    };
+                    (din, dout, share * mlp_copies_of(m, &mat))
+                })
+        })
     }
 
     /// Bytes GaLore keeps per block-matrix parameter (galore-torch 1.0
@@ -1402,7 +1396,6 @@ impl<'a> Ctx<'a> {
         let float_copy = if w < FP32 { FP32 } else { 0.0 };
         let apollo = self.plan.training.optimizer == Optimizer::Apollo;
         self.local_block_matrices()
-            .into_iter()
             .map(|(din, dout, _)| {
                 let (lo, hi) = (din.min(dout), din.max(dout));
                 let svd = if apollo {
@@ -2262,7 +2255,7 @@ impl<'a> Ctx<'a> {
         let dec = self.at_length(sd);
         let (attn, total) = dec.block_activations();
         let m = self.m;
-        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let hkv = m.kv_width() as f64;
         let longer = self.s - sd; // source minus target tokens (either sign)
         let mut cross = attn + self.e * self.b * longer * 2.0 * hkv / self.t;
         if self.attention() == Attention::Eager {
@@ -2296,8 +2289,8 @@ impl<'a> Ctx<'a> {
         let (b, s, e, t, rep) = (self.b, self.s, self.e, self.t, self.rep);
         let sb = s * b;
         let h = m.hidden as f64;
-        let hq = (m.heads * m.head_dim) as f64;
-        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let hq = m.q_width() as f64;
+        let hkv = m.kv_width() as f64;
         // The attention's output, o_proj's input.
         let out = m.attn_out_width() as f64;
         let f = m.ffn as f64;
@@ -2760,8 +2753,8 @@ impl<'a> Ctx<'a> {
         let sb = self.s * self.b;
         let (e, t) = (self.e, self.t);
         let h = m.hidden as f64;
-        let hq = (m.heads * m.head_dim) as f64;
-        let hkv = (m.kv_heads * m.head_dim) as f64;
+        let hq = m.q_width() as f64;
+        let hkv = m.kv_width() as f64;
         let f = m.ffn as f64;
         let gated = m.mlp == Mlp::Gated;
         if m.is_moe() {

@@ -219,6 +219,11 @@ impl ModelSpec {
         self.heads as u64 * self.head_dim as u64
     }
 
+    /// Per token: k's (and v's) width, every k/v head's.
+    pub fn kv_width(&self) -> u64 {
+        self.kv_heads as u64 * self.head_dim as u64
+    }
+
     /// Per token: the width of the attention's output, o_proj's input (an
     /// MLA model's value heads are `v_dim` wide).
     pub fn attn_out_width(&self) -> u64 {
@@ -248,8 +253,7 @@ impl ModelSpec {
             };
             return q_proj + kv + o + bias;
         }
-        let q = self.heads as u64 * self.head_dim as u64;
-        let kv = self.kv_heads as u64 * self.head_dim as u64;
+        let (q, kv) = (self.q_width(), self.kv_width());
         let mut p = h * q + 2 * h * kv + q * h;
         if self.linear_bias {
             p += q + 2 * kv + h;
@@ -319,15 +323,17 @@ impl ModelSpec {
         })
     }
 
-    /// The decoder stack's blocks: [`Self::layer_params`] each, the dense
-    /// ones of an MoE model ([`Self::dense_layers`]) their own.
-    fn decoder_stack_params(&self) -> u64 {
+    /// `per_block` summed over the decoder stack: the expert blocks' and,
+    /// for an MoE model with dense blocks ([`Self::dense_layers`]), the dense
+    /// ones' own.
+    fn over_decoder_stack(&self, per_block: impl Fn(&ModelSpec) -> u64) -> u64 {
         match self.dense_block() {
             Some(d) => {
-                let dense = self.dense_layers.min(self.layers) as u64;
-                (self.layers as u64 - dense) * self.layer_params() + dense * d.layer_params()
+                let experts = self.moe_layers() as u64;
+                let dense = self.layers as u64 - experts;
+                experts * per_block(self) + dense * per_block(&d)
             }
-            None => self.layers as u64 * self.layer_params(),
+            None => self.layers as u64 * per_block(self),
         }
     }
 
@@ -395,7 +401,7 @@ impl ModelSpec {
             }
             // BERT-style encoders are post-LN: no norm after the last block.
             Arch::Encoder => self.layers as u64 * self.layer_params(),
-            Arch::Decoder => self.decoder_stack_params() + self.norm_params(),
+            Arch::Decoder => self.over_decoder_stack(Self::layer_params) + self.norm_params(),
         };
         let rel = if self.positions == Positions::Relative {
             let stacks_n = if self.arch == Arch::EncoderDecoder {
@@ -439,14 +445,7 @@ impl ModelSpec {
                 self.encoder_layers as u64 * per
                     + self.layers as u64 * (per + self.attention_params())
             }
-            Arch::Decoder => match self.dense_block() {
-                Some(d) => {
-                    let dense = self.dense_layers.min(self.layers) as u64;
-                    (self.layers as u64 - dense) * per
-                        + dense * (d.attention_params() + d.mlp_params())
-                }
-                None => self.layers as u64 * per,
-            },
+            Arch::Decoder => self.over_decoder_stack(|m| m.attention_params() + m.mlp_params()),
             Arch::Encoder => self.layers as u64 * per,
         }
     }

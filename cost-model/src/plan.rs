@@ -442,8 +442,7 @@ impl AdapterMethod {
         }
         let l = m.layers as u64;
         let h = m.hidden as u64;
-        let q = m.heads as u64 * m.head_dim as u64;
-        let kv = m.kv_heads as u64 * m.head_dim as u64;
+        let (q, kv) = (m.q_width(), m.kv_width());
         let f = m.ffn as u64;
         let prefix_blocks = l.saturating_sub(Self::LLAMA_ADAPTER_START_LAYER as u64);
         let v1 = prefix_blocks * (Self::LLAMA_ADAPTER_PROMPT_LENGTH * h + m.heads as u64);
