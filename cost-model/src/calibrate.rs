@@ -852,6 +852,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.softcap = s.softcap;
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
+            // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
+            if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
+                model.mla = s.mla;
+            }
             // An MoE preset's layout the columns cannot hold: its shared
             // experts and dense blocks (DeepSeek-MoE, Llama-4 Maverick), when
             // the row's experts are its routed ones (or routed and shared:
@@ -861,10 +865,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 && (model.experts == s.experts || model.experts == s.experts + s.shared_experts);
             let width_agrees =
                 model.ffn == s.ffn || (s.dense_layers > 0 && model.ffn == s.dense_ffn);
-            // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
-            if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
-                model.mla = s.mla;
-            }
             if s.is_moe() && experts_agree && width_agrees {
                 model.experts = s.experts;
                 model.ffn = s.ffn;
