@@ -34,8 +34,9 @@ use serde::{Deserialize, Serialize};
 /// a stated bitsandbytes ≥ 0.43.2 without autocast
 /// ([`crate::Plan::four_bit_matmul_keeps_input`]); 8 narrows the band's low
 /// edge to the residuals that change left ([`BAND_BELOW`]), and the
-/// fingerprint covers the band; 9 adds the Qwen3-235B-A22B preset.
-pub const MODEL_VERSION: u32 = 9;
+/// fingerprint covers the band; 9 adds the Qwen3-235B-A22B preset; 10 reserves
+/// in a phase the most any of its points reserved ([`phase_peak`]).
+pub const MODEL_VERSION: u32 = 10;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -368,6 +369,33 @@ pub struct PhaseEstimate {
     pub phase: Phase,
     pub breakdown: Breakdown,
     pub counters: Counters,
+}
+
+/// One phase from the points inside it: the breakdown of the point holding
+/// the most allocated bytes, its reserve raised to what the phase's most
+/// reserving point held. The caching allocator returns no segment to the
+/// driver within a step (it frees only on `empty_cache()` or an allocation
+/// that failed: PyTorch `c10/cuda/CUDACachingAllocator.cpp`,
+/// `release_cached_blocks`), so the blocks an earlier point reserved — FSDP's
+/// side-stream gradient pool at the start of backward, say — are still
+/// reserved when a later point allocates the most; `max_memory_reserved` is
+/// the larger of the two. Ties keep the later point.
+fn phase_peak(points: impl IntoIterator<Item = PhaseEstimate>) -> Option<PhaseEstimate> {
+    let mut most_reserved = Bytes::ZERO;
+    let mut peak: Option<PhaseEstimate> = None;
+    for p in points {
+        most_reserved = most_reserved.max(p.counters.reserved);
+        if peak.is_none_or(|q| p.counters.allocated >= q.counters.allocated) {
+            peak = Some(p);
+        }
+    }
+    peak.map(|mut p| {
+        let runtime = p.breakdown.runtime;
+        p.breakdown.allocator_reserve = most_reserved.saturating_sub(p.counters.allocated);
+        p.counters.reserved = most_reserved;
+        p.counters.device_used = most_reserved + runtime;
+        p
+    })
 }
 
 /// One pipeline stage (all ranks of a stage hold the same).
@@ -3450,10 +3478,7 @@ impl<'a> Ctx<'a> {
             )
         });
         let forward = mk(Phase::Forward, forward_parts);
-        let forward = match head_fetch {
-            Some(h) if h.counters.allocated >= forward.counters.allocated => h,
-            _ => forward,
-        };
+        let forward = phase_peak([forward].into_iter().chain(head_fetch)).unwrap_or(forward);
         // Backward: its start (all activations, the loss backward, the 16-bit
         // weight copies autograd saved), the LM head's backward (the loss's
         // tensors freed, the logits' gradient and the head's weight gradient
@@ -3510,10 +3535,7 @@ impl<'a> Ctx<'a> {
                 tmp: working + dq_block,
             },
         );
-        let backward = [bwd_start, bwd_head, bwd_block, bwd_end]
-            .into_iter()
-            .max_by_key(|p| p.counters.allocated)
-            .unwrap_or(bwd_end);
+        let backward = phase_peak([bwd_start, bwd_head, bwd_block, bwd_end]).unwrap_or(bwd_end);
         let step = mk(
             Phase::Step,
             Parts {
