@@ -35,7 +35,9 @@ use serde::{Deserialize, Serialize};
 /// ([`crate::Plan::four_bit_matmul_keeps_input`]); 8 narrows the band's low
 /// edge to the residuals that change left ([`BAND_BELOW`]), and the
 /// fingerprint covers the band; 9 adds the Qwen3-235B-A22B preset; 10 reserves
-/// in a phase the most any of its points reserved ([`phase_peak`]).
+/// in a phase the most any of its points reserved ([`phase_peak`]) and holds
+/// SHARD_GRAD_OP's parameters sharded at rest, gathered in the compute dtype
+/// from forward to backward (no plan of the fingerprint uses it).
 pub const MODEL_VERSION: u32 = 10;
 
 // ---------------------------------------------------------------------------
@@ -1544,10 +1546,18 @@ impl<'a> Ctx<'a> {
                 | Sharding::Hsdp
         )
     }
+    /// The parameters are sharded at rest (between steps). FSDP's
+    /// SHARD_GRAD_OP is: it gathers a unit in forward and reshards it after
+    /// its backward whenever gradients are synchronised (FSDP1
+    /// `_runtime_utils.py` `_should_free_in_backward`: `state._sync_gradients
+    /// or` a strategy that reshards after forward; FSDP2
+    /// `reshard_after_forward=False` likewise reshards after backward), so at
+    /// the step each rank holds its shard alone; what it keeps gathered from
+    /// forward to backward is in [`Self::comm_buffers`].
     fn shards_params(&self) -> bool {
         matches!(
             self.plan.parallel.sharding,
-            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
         )
     }
 
@@ -3198,11 +3208,24 @@ impl<'a> Ctx<'a> {
                 };
                 (gathered, gathered + grads + edge_grads * self.grad_bytes())
             }
-            Sharding::FsdpGradOp if self.shard > 1.0 => {
-                // SHARD_GRAD_OP keeps parameters unsharded between forward and backward.
-                let w =
-                    self.stage_params(s) * self.trainable_weight_bytes() * (1.0 - 1.0 / self.shard);
-                (w, w)
+            Sharding::FsdpGradOp if self.shard > 1.0 || p.offload.params_offloaded() => {
+                // SHARD_GRAD_OP keeps every unit gathered from its forward to
+                // its backward ([`Self::shards_params`]): at the end of forward
+                // the whole stage is unsharded, in the compute dtype, in
+                // buffers of its own beside the shard (FSDP1 all-gathers into
+                // `_full_param_padded`, FSDP2 into `all_gather_output`). In
+                // backward a unit's unsharded gradient waits for its
+                // reduce-scatter, and the root unit's (embeddings, final norm,
+                // head) from the head's backward until the last, as under
+                // FULL_SHARD.
+                let gathered = self.stage_params(s) * self.gathered_param_bytes();
+                let grads = if self.base_bits().is_some() {
+                    0.0
+                } else {
+                    (self.layer_matrix_params() + self.layer_norm_params() + self.edge_params(s))
+                        * self.grad_bytes()
+                };
+                (gathered, gathered + grads)
             }
             _ => (0.0, 0.0),
         }

@@ -1521,3 +1521,43 @@ fn cublas_workspaces_sit_in_the_allocator_from_the_first_forward() {
     assert!(!named("NVIDIA A40").is_hopper());
     assert!(!named("NVIDIA H20X").is_hopper());
 }
+
+#[test]
+fn shard_grad_op_holds_its_shard_at_rest_and_the_whole_model_gathered_in_between() {
+    // FSDP SHARD_GRAD_OP over 8 ranks, Llama-3.1-8B under bf16 autocast:
+    // between steps each rank holds its fp32 shard as under FULL_SHARD; from
+    // forward to backward every unit stays gathered in bf16 beside it. It
+    // was counted as the whole fp32 model on every rank plus 7/8 of it
+    // gathered again (found by "more ranks never cost a rank memory": 16
+    // ranks held more than 8).
+    let mut p = Plan {
+        model: preset("llama-3.1-8b").unwrap().spec(),
+        ..Plan::default()
+    };
+    p.set_framework(Framework::PlainPytorch);
+    p.training.precision = Precision::AmpBf16;
+    p.training.checkpointing = Checkpointing::Full;
+    p.parallel.num_gpus = 8;
+    let params = p.model.params() as f64;
+    let run = |sharding: Sharding, gpus: u32| {
+        let mut q = p.clone();
+        q.parallel.sharding = sharding;
+        q.parallel.num_gpus = gpus;
+        estimate(&q).unwrap()
+    };
+    let grad_op = run(Sharding::FsdpGradOp, 8);
+    let full = run(Sharding::FsdpFull, 8);
+    for ph in [Phase::Init, Phase::Forward, Phase::Step] {
+        let w = phase(&grad_op, ph).weights.get() as f64;
+        assert!((w - params * 4.0 / 8.0).abs() < 1e6, "{ph:?}: {w}");
+        assert_eq!(phase(&grad_op, ph).weights, phase(&full, ph).weights);
+    }
+    let gathered = phase(&grad_op, Phase::Forward).comm_buffers.get() as f64;
+    assert!((gathered - params * 2.0).abs() < 1e6, "{gathered}");
+    assert_eq!(phase(&grad_op, Phase::Step).comm_buffers.get(), 0);
+    // Between FULL_SHARD and plain DDP, and never more on more ranks.
+    let ddp = run(Sharding::Ddp, 8);
+    assert!(full.peak.allocated < grad_op.peak.allocated);
+    assert!(grad_op.peak.allocated < ddp.peak.allocated);
+    assert!(run(Sharding::FsdpGradOp, 16).peak.allocated < grad_op.peak.allocated);
+}

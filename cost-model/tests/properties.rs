@@ -301,6 +301,41 @@ proptest! {
     }
 
     #[test]
+    fn more_ranks_never_cost_a_sharded_rank_memory(
+        preset in 0usize..presets().len(),
+        framework in 0usize..Framework::ALL.len(),
+        shard in 0usize..4,
+        opt in 0usize..OPTIMIZERS.len(),
+        prec in 0usize..6,
+        mb in 1u32..16,
+        seq in 1u32..8192,
+        gpus in 2u32..64,
+        flags in any::<u8>(),
+    ) {
+        let mut p = Plan {
+            model: presets()[preset].spec(),
+            ..Plan::default()
+        };
+        p.set_framework(Framework::ALL[framework]);
+        set_flags(&mut p, flags);
+        p.training.optimizer = OPTIMIZERS[opt];
+        p.training.precision = PRECISIONS[prec];
+        p.training.micro_batch = mb;
+        p.training.seq_len = seq;
+        p.parallel.sharding =
+            [Sharding::Zero2, Sharding::Zero3, Sharding::FsdpFull, Sharding::FsdpGradOp][shard];
+        p.parallel.num_gpus = gpus;
+        let Ok(fewer) = estimate(&p) else { return Ok(()) };
+        p.parallel.num_gpus = 2 * gpus;
+        let more = estimate(&p).unwrap();
+        prop_assert!(
+            more.peak.allocated <= fewer.peak.allocated,
+            "{:?} on {} ranks: {:?}, on {}: {:?}",
+            p.parallel.sharding, gpus, fewer.peak, 2 * gpus, more.peak
+        );
+    }
+
+    #[test]
     fn freezing_another_layer_never_costs_memory(
         preset in 0usize..presets().len(),
         frozen in 0u32..80,
