@@ -37,7 +37,8 @@ use serde::{Deserialize, Serialize};
 /// fingerprint covers the band; 9 adds the Qwen3-235B-A22B preset; 10 reserves
 /// in a phase the most any of its points reserved ([`phase_peak`]) and holds
 /// SHARD_GRAD_OP's parameters sharded at rest, gathered in the compute dtype
-/// from forward to backward (no plan of the fingerprint uses it).
+/// from forward to backward (no plan of the fingerprint uses it), and keeps
+/// Megatron's gradients on the GPU when its optimizer is offloaded.
 pub const MODEL_VERSION: u32 = 10;
 
 // ---------------------------------------------------------------------------
@@ -1641,8 +1642,18 @@ impl<'a> Ctx<'a> {
     /// (FSDP1 `CPUOffload(offload_params=True)`: "gradients are offloaded to
     /// CPU as well"; FSDP2 `CPUOffloadPolicy`: sharded parameters and
     /// gradients on the CPU, the optimizer steps there). ZeRO-1 reduces only
-    /// after backward, from full gradients on the GPU.
+    /// after backward, from full gradients on the GPU. Megatron's gradients
+    /// never leave the GPU: its `main_grad` buffer is allocated there for the
+    /// run ([`Self::megatron_grad_buffer`]), and its CPU-offloaded optimizer
+    /// copies each gradient into a pinned host tensor before the step
+    /// (megatron-core 0.16.1 `optimizer/cpu_offloading/hybrid_optimizer.py`:
+    /// `self.cpu_copy_map_grad[param].data.copy_(grad, non_blocking=True)`;
+    /// `distributed/param_and_grad_buffer.py`: `self.grad_data = torch.zeros(…,
+    /// device=torch.cuda.current_device())`).
     fn grads_offloaded(&self) -> bool {
+        if self.megatron_grad_buffer() {
+            return false;
+        }
         let off = self.plan.parallel.offload;
         match self.plan.parallel.sharding {
             Sharding::Zero2 | Sharding::Zero3 => off.optimizer_offloaded(),

@@ -40,7 +40,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (7, 0x933f_0daa_f8f1_e184),
     (8, 0xe361_5708_7ac8_cd2d),
     (9, 0xfb45_8b9c_2057_1a2c),
-    (10, 0x366a_6613_10ab_ab56),
+    (10, 0x24e7_a78c_2224_3de9),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
