@@ -383,22 +383,22 @@ pub struct PhaseEstimate {
 /// side-stream gradient pool at the start of backward, say — are still
 /// reserved when a later point allocates the most; `max_memory_reserved` is
 /// the larger of the two. Ties keep the later point.
-fn phase_peak(points: impl IntoIterator<Item = PhaseEstimate>) -> Option<PhaseEstimate> {
-    let mut most_reserved = Bytes::ZERO;
-    let mut peak: Option<PhaseEstimate> = None;
-    for p in points {
+fn phase_peak(
+    first: PhaseEstimate,
+    later: impl IntoIterator<Item = PhaseEstimate>,
+) -> PhaseEstimate {
+    let mut most_reserved = first.counters.reserved;
+    let mut peak = first;
+    for p in later {
         most_reserved = most_reserved.max(p.counters.reserved);
-        if peak.is_none_or(|q| p.counters.allocated >= q.counters.allocated) {
-            peak = Some(p);
+        if p.counters.allocated >= peak.counters.allocated {
+            peak = p;
         }
     }
-    peak.map(|mut p| {
-        let runtime = p.breakdown.runtime;
-        p.breakdown.allocator_reserve = most_reserved.saturating_sub(p.counters.allocated);
-        p.counters.reserved = most_reserved;
-        p.counters.device_used = most_reserved + runtime;
-        p
-    })
+    peak.breakdown.allocator_reserve = most_reserved.saturating_sub(peak.counters.allocated);
+    peak.counters.reserved = peak.breakdown.reserved();
+    peak.counters.device_used = peak.breakdown.device_used();
+    peak
 }
 
 /// One pipeline stage (all ranks of a stage hold the same).
@@ -871,6 +871,12 @@ impl<'a> Ctx<'a> {
         self.m.norms_per_layer as f64 * self.m.norm_params() as f64
     }
 
+    /// Per-rank parameters of one block, its matrices and norms: FSDP's
+    /// wrapping unit.
+    fn block_params(&self) -> f64 {
+        self.layer_matrix_params() + self.layer_norm_params()
+    }
+
     /// Embedding / head parameters on stage `s`, per rank (vocab-parallel over TP).
     fn edge_params(&self, s: u32) -> f64 {
         let m = self.m;
@@ -926,8 +932,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn stage_params(&self, s: u32) -> f64 {
-        self.stage_layers(s) * (self.layer_matrix_params() + self.layer_norm_params())
-            + self.edge_params(s)
+        self.stage_layers(s) * self.block_params() + self.edge_params(s)
     }
 
     /// Trainable adapter parameters per block: A and B of every targeted
@@ -1109,7 +1114,7 @@ impl<'a> Ctx<'a> {
 
     /// Parameters of stage `s` that a partly frozen full fine-tune freezes.
     fn stage_frozen(&self, s: u32) -> f64 {
-        let mut p = self.frozen_blocks(s) * (self.layer_matrix_params() + self.layer_norm_params());
+        let mut p = self.frozen_blocks(s) * self.block_params();
         if self.is_first(s) && self.embedding_frozen() {
             p += self.m.embedding_params() as f64 / self.t;
         }
@@ -3164,7 +3169,7 @@ impl<'a> Ctx<'a> {
             {
                 // Unsharded parameters of the current and prefetched unit
                 // (one transformer block per unit), and in backward their gradients.
-                let unit = self.layer_matrix_params() + self.layer_norm_params();
+                let unit = self.block_params();
                 let resident = if p.sharding == Sharding::Zero3 {
                     // DeepSpeed does not release a parameter reused within
                     // `stage3_max_reuse_distance` parameters and keeps at most
@@ -3233,8 +3238,7 @@ impl<'a> Ctx<'a> {
                 let grads = if self.base_bits().is_some() {
                     0.0
                 } else {
-                    (self.layer_matrix_params() + self.layer_norm_params() + self.edge_params(s))
-                        * self.grad_bytes()
+                    (self.block_params() + self.edge_params(s)) * self.grad_bytes()
                 };
                 (gathered, gathered + grads)
             }
@@ -3512,7 +3516,7 @@ impl<'a> Ctx<'a> {
             )
         });
         let forward = mk(Phase::Forward, forward_parts);
-        let forward = phase_peak([forward].into_iter().chain(head_fetch)).unwrap_or(forward);
+        let forward = phase_peak(forward, head_fetch);
         // Backward: its start (all activations, the loss backward, the 16-bit
         // weight copies autograd saved), the LM head's backward (the loss's
         // tensors freed, the logits' gradient and the head's weight gradient
@@ -3569,7 +3573,7 @@ impl<'a> Ctx<'a> {
                 tmp: working + dq_block,
             },
         );
-        let backward = phase_peak([bwd_start, bwd_head, bwd_block, bwd_end]).unwrap_or(bwd_end);
+        let backward = phase_peak(bwd_start, [bwd_head, bwd_block, bwd_end]);
         let step = mk(
             Phase::Step,
             Parts {
