@@ -38,8 +38,10 @@ use serde::{Deserialize, Serialize};
 /// in a phase the most any of its points reserved ([`phase_peak`]) and holds
 /// SHARD_GRAD_OP's parameters sharded at rest, gathered in the compute dtype
 /// from forward to backward (no plan of the fingerprint uses it), and keeps
-/// Megatron's gradients on the GPU when its optimizer is offloaded.
-pub const MODEL_VERSION: u32 = 10;
+/// Megatron's gradients on the GPU when its optimizer is offloaded; 11
+/// gathers a sharded bitsandbytes 4-bit base as its packed codes and keeps
+/// its scales whole on every rank (`replicated_quant_state_bytes`).
+pub const MODEL_VERSION: u32 = 11;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -116,6 +118,10 @@ const NF4_DOUBLE_QUANT_BYTES_PER_PARAM: f64 = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 2
 const PAGED_MIN_ELEMENTS: f64 = 1e5;
 /// bitsandbytes LLM.int8(): one byte per weight plus row-wise fp32 scales (negligible).
 const INT8_BYTES_PER_PARAM: f64 = 1.0;
+/// The packed 4-bit codes alone, two weights a byte (QLoRA §2): what FSDP or
+/// ZeRO-3 shards and gathers of a bitsandbytes 4-bit weight, whose block
+/// scales (`quant_state`) are no part of the parameter's storage.
+const NF4_PACKED_BYTES_PER_PARAM: f64 = 0.5;
 
 /// Adam keeps two states (exp_avg, exp_avg_sq) per trainable parameter
 /// (Loshchilov & Hutter, AdamW; ZeRO paper's K = 12 with the fp32 master).
@@ -1271,6 +1277,34 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Bytes per weight of a frozen block matrix that FSDP or ZeRO-3 shards,
+    /// gathers and offloads with the parameter: bitsandbytes' packed 4-bit
+    /// codes without their scales ([`Self::replicated_quant_state_bytes`]);
+    /// torchao's NF4 (torchtune) shards its scales with the codes (torchao
+    /// 0.18.0 `NF4Tensor.fsdp_pre_all_gather` gathers `quantized_scalers`,
+    /// `quantization_factor` and `quantized_data`); a 16/32-bit base whole.
+    fn sharded_matrix_bytes(&self, base_bits: u32) -> f64 {
+        self.frozen_matrix_bytes(base_bits) - self.replicated_quant_state_bytes(base_bits)
+    }
+
+    /// Bytes per weight of a bitsandbytes 4-bit base's block scales, which
+    /// every rank keeps whole on the GPU however the parameters are sharded
+    /// or offloaded: `Params4bit._quantize` stores the `QuantState` on the
+    /// parameter and on its `Linear4bit` module (`self.module.quant_state =
+    /// quant_state`), FSDP's flat parameter drops it and `Linear4bit.forward`
+    /// takes the module's back ("the quant state got lost when the parameter
+    /// got converted. This happens for example for fsdp", bitsandbytes
+    /// 0.43.1 `nn/modules.py`); neither FSDP's nor DeepSpeed's sharding or
+    /// CPU offload sees a plain attribute. Zero for torchao's NF4 and for
+    /// 8- to 32-bit bases (LLM.int8's row scales are negligible).
+    fn replicated_quant_state_bytes(&self, base_bits: u32) -> f64 {
+        if base_bits == 4 && !self.plan.framework.quantizes_with_torchao() {
+            self.frozen_matrix_bytes(4) - NF4_PACKED_BYTES_PER_PARAM
+        } else {
+            0.0
+        }
+    }
+
     /// Bytes of a frozen block matrix weight (LoRA base).
     fn frozen_matrix_bytes(&self, base_bits: u32) -> f64 {
         match base_bits {
@@ -1583,7 +1617,7 @@ impl<'a> Ctx<'a> {
                 } else {
                     HALF
                 };
-                matrices * self.frozen_matrix_bytes(base_bits)
+                matrices * self.sharded_matrix_bytes(base_bits)
                     + rest * rest_bytes
                     + (self.stage_trainable(s)
                         + self.stage_layers(s) * self.frozen_adapter_layer_params())
@@ -1596,12 +1630,16 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        let quant_state = self.base_bits().map_or(0.0, |bits| {
+            (self.stage_layers(s) * self.layer_matrix_params() + self.quantized_head_params(s))
+                * self.replicated_quant_state_bytes(bits)
+        });
         if offload_params {
-            0.0
+            quant_state
         } else if self.shards_params() {
-            bytes / self.shard + cached_fp8
+            bytes / self.shard + cached_fp8 + quant_state
         } else {
-            bytes + cached_fp8
+            bytes + cached_fp8 + quant_state
         }
     }
 
@@ -3146,7 +3184,7 @@ impl<'a> Ctx<'a> {
                 // the rank runs more forwards than it warms up with: 1F1B
                 // `min(m, pp − s)` (`Schedule1F1B`), interleaved
                 // `(v − 1)·pp + 2·(pp − 1 − s)` of its `v·m` (`_get_warmup_ops`).
-                let gathered = self.stage_params(s) * self.gathered_param_bytes();
+                let gathered = self.gathered_stage_bytes(s);
                 let accumulated = self.stage_trainable(s) * self.grad_bytes();
                 let microbatches = self.pipeline_microbatches();
                 let (forwards, warmup) = match p.pp_schedule {
@@ -3169,7 +3207,11 @@ impl<'a> Ctx<'a> {
             {
                 // Unsharded parameters of the current and prefetched unit
                 // (one transformer block per unit), and in backward their gradients.
+                // In bytes as gathered ([`Self::gathered_block_bytes`]); the
+                // parameter counts DeepSpeed caps are elements of that dtype.
                 let unit = self.block_params();
+                let eb = self.gathered_param_bytes();
+                let unit_bytes = self.gathered_block_bytes();
                 let resident = if p.sharding == Sharding::Zero3 {
                     // DeepSpeed does not release a parameter reused within
                     // `stage3_max_reuse_distance` parameters and keeps at most
@@ -3184,13 +3226,13 @@ impl<'a> Ctx<'a> {
                     } else {
                         0.0
                     };
-                    (unit + DEEPSPEED_MAX_REUSE_DISTANCE / 2.0)
-                        .min(DEEPSPEED_MAX_LIVE_PARAMETERS)
-                        .min(self.stage_params(s))
-                        .max(FSDP_UNITS_IN_FLIGHT * unit)
-                        .max(largest)
+                    (unit_bytes + DEEPSPEED_MAX_REUSE_DISTANCE / 2.0 * eb)
+                        .min(DEEPSPEED_MAX_LIVE_PARAMETERS * eb)
+                        .min(self.gathered_stage_bytes(s))
+                        .max(FSDP_UNITS_IN_FLIGHT * unit_bytes)
+                        .max(largest * eb)
                 } else {
-                    FSDP_UNITS_IN_FLIGHT * unit
+                    FSDP_UNITS_IN_FLIGHT * unit_bytes
                 };
                 // Beyond the blocks: FSDP1's root unit (embeddings, final norm,
                 // head) stays gathered from forward through backward, its
@@ -3207,16 +3249,16 @@ impl<'a> Ctx<'a> {
                 } else if self.plan.framework.fsdp_head_is_own_unit() {
                     let head = self.lm_head_params(s); // zero before the last stage
                     (
-                        (unit + head - resident).max(0.0),
+                        (unit_bytes + head * eb - resident).max(0.0),
                         trains * (head - unit).max(0.0),
                     )
                 } else if self.load_kept(s) == 0.0 {
                     let e = self.edge_params(s);
-                    (e, trains * e)
+                    (e * eb, trains * e)
                 } else {
                     (0.0, 0.0)
                 };
-                let gathered = (resident + edges) * self.gathered_param_bytes();
+                let gathered = resident + edges;
                 let grads = if self.base_bits().is_some() {
                     0.0
                 } else {
@@ -3234,7 +3276,7 @@ impl<'a> Ctx<'a> {
                 // reduce-scatter, and the root unit's (embeddings, final norm,
                 // head) from the head's backward until the last, as under
                 // FULL_SHARD.
-                let gathered = self.stage_params(s) * self.gathered_param_bytes();
+                let gathered = self.gathered_stage_bytes(s);
                 let grads = if self.base_bits().is_some() {
                     0.0
                 } else {
@@ -3261,6 +3303,27 @@ impl<'a> Ctx<'a> {
             return 0.0;
         }
         self.lm_head_params(s) * self.gathered_param_bytes() / self.shard
+    }
+
+    /// Bytes of one block (FSDP's unit) as FSDP or ZeRO-3 gathers it: its
+    /// norms in the gathered dtype ([`Self::gathered_param_bytes`]) and its
+    /// matrices likewise, or, for a quantized base, in the storage the
+    /// sharding holds ([`Self::sharded_matrix_bytes`]: the packed codes, four
+    /// times fewer bytes than 16-bit weights for NF4), which is what the
+    /// all-gather moves and the unsharded buffer holds.
+    fn gathered_block_bytes(&self) -> f64 {
+        let matrix = match self.base_bits() {
+            Some(bits) if bits <= 8 => self.sharded_matrix_bytes(bits),
+            _ => self.gathered_param_bytes(),
+        };
+        self.layer_matrix_params() * matrix + self.layer_norm_params() * self.gathered_param_bytes()
+    }
+
+    /// Bytes of stage `s` gathered whole ([`Self::gathered_block_bytes`] for
+    /// its blocks, the embedding and head in the gathered dtype).
+    fn gathered_stage_bytes(&self, s: u32) -> f64 {
+        self.stage_layers(s) * self.gathered_block_bytes()
+            + self.edge_params(s) * self.gathered_param_bytes()
     }
 
     /// Bytes of a parameter gathered by FSDP or ZeRO-3, in the compute dtype:

@@ -60,14 +60,21 @@ fn public_cases_hold_the_recorded_accuracy() {
     // 8.98 %: the rows whose notes say "nf4 + double quant" keep 0.047 bytes
     // less per quantized weight — the LitGPT nf4/nf4-dq pairs measure exactly
     // that apart (`double_quantization_…` below) — which shows the ~0.1–0.6 GiB
-    // LitGPT's 4-bit rows miss in both of each pair.
-    assert!(median <= 4.1, "median |error| {median} %");
+    // LitGPT's 4-bit rows miss in both of each pair. Then 4.14 %: a sharded
+    // bitsandbytes 4-bit base is gathered as its packed codes, not as 16-bit
+    // weights, and its scales stay whole on every rank (MODEL_VERSION 11,
+    // mechanisms.rs `a_sharded_4bit_base_…`); the three Llama-2-70B QLoRA
+    // rows under FSDP/ZeRO-3 lost the 2–3 GiB of unpacked blocks that had
+    // been covering something else those runs keep (docs/ACCURACY.md).
+    assert!(median <= 4.15, "median |error| {median} %");
     assert!(p90 <= 9.0, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
-    // modelled; thunder-091 (−26.18 %) is the worst row since.
+    // modelled; thunder-091 (−26.18 %) was the worst row since, until the
+    // packed gather above took peft_docs_fsdp_70b-149 (QLoRA, FSDP with CPU
+    // parameter offload) from −19.9 % to −28.0 %.
     let worst = s.worst_under_prediction_pct.unwrap();
-    assert!(worst >= -26.2, "worst under-prediction {worst} %");
+    assert!(worst >= -28.1, "worst under-prediction {worst} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",

@@ -1597,3 +1597,79 @@ fn megatrons_gradients_stay_on_the_gpu_when_its_optimizer_is_offloaded() {
         );
     }
 }
+
+#[test]
+fn a_sharded_4bit_base_is_gathered_packed_and_keeps_its_scales_on_every_rank() {
+    // Llama-2-70B QLoRA through the Trainer (bitsandbytes NF4, double
+    // quantized, the blocks' linears only). FSDP and ZeRO-3 shard and
+    // gather what the parameter stores — the packed codes, half a byte a
+    // weight — while bitsandbytes keeps each matrix's `quant_state` on its
+    // `Linear4bit` module, whole on every rank and on the GPU under CPU
+    // offload (0.43.1 `nn/modules.py`). The blocks were gathered as 16-bit
+    // weights (SHARD_GRAD_OP: 128 GiB gathered on each of two ranks) and the
+    // scales were divided among the ranks with the codes.
+    let model = preset("llama-2-70b").unwrap().spec();
+    let mut p = Plan {
+        model: model.clone(),
+        ..Plan::default()
+    };
+    p.set_framework(Framework::HfTrainer);
+    p.training.precision = Precision::Bf16;
+    p.training.checkpointing = Checkpointing::Full;
+    p.training.nf4_double_quant = true;
+    p.training.finetune = Finetune::Lora {
+        rank: 8,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 4,
+        dropout: false,
+        variant: LoraVariant::Lora,
+    };
+    p.parallel.sharding = Sharding::FsdpFull;
+    let matrices = model.block_matrix_params() as f64;
+    let scales = matrices * (1.0 / 64.0 + 4.0 / (64.0 * 256.0));
+    let run = |fw: Framework, sharding: Sharding, gpus: u32, offload: bool| {
+        let mut q = p.clone();
+        q.framework = fw;
+        q.parallel.sharding = sharding;
+        q.parallel.num_gpus = gpus;
+        if offload {
+            q.parallel.offload.params = cost_model::plan::OffloadDevice::Cpu;
+            q.parallel.offload.optimizer = cost_model::plan::OffloadDevice::Cpu;
+        }
+        estimate(&q).unwrap()
+    };
+    let weights = |e: &cost_model::estimate::Estimate| phase(e, Phase::Init).weights.get() as f64;
+    // weights(n) = sharded / n + replicated, read off two world sizes.
+    let per_rank = |fw: Framework| {
+        let w2 = weights(&run(fw, Sharding::FsdpFull, 2, false));
+        let w4 = weights(&run(fw, Sharding::FsdpFull, 4, false));
+        let sharded = 4.0 * (w2 - w4);
+        (sharded, w2 - sharded / 2.0)
+    };
+    let (sharded, replicated) = per_rank(Framework::HfTrainer);
+    assert!((replicated - scales).abs() < 1e6, "{replicated} vs {scales}");
+    assert!(sharded > matrices * 0.5, "{sharded}");
+    let offloaded = run(Framework::HfTrainer, Sharding::FsdpFull, 2, true);
+    assert!((weights(&offloaded) - scales).abs() < 1e6, "{}", weights(&offloaded));
+    // torchao's NF4 (torchtune) shards its scales with the codes.
+    let (_, torchao_replicated) = per_rank(Framework::Torchtune);
+    assert!(torchao_replicated.abs() < 1e6, "{torchao_replicated}");
+
+    // FULL_SHARD: two blocks in flight, packed, beside the root unit
+    // (embedding, final norm, 16-bit head) in bf16.
+    let edges = (model.embedding_params() + model.head_params() + model.norm_params()) as f64;
+    let packed_block = (model.attention_params() + model.mlp_params()) as f64 * 0.5
+        + 2.0 * model.norm_params() as f64 * 2.0;
+    let full = run(Framework::HfTrainer, Sharding::FsdpFull, 2, false);
+    let gathered = phase(&full, Phase::Forward).comm_buffers.get() as f64;
+    assert!(
+        (gathered - (2.0 * packed_block + edges * 2.0)).abs() < 1e6,
+        "{gathered}"
+    );
+    // SHARD_GRAD_OP: the whole model gathered, packed.
+    let grad_op = run(Framework::HfTrainer, Sharding::FsdpGradOp, 2, false);
+    let gathered = phase(&grad_op, Phase::Forward).comm_buffers.get() as f64;
+    let whole = model.layers as f64 * packed_block + edges * 2.0;
+    assert!((gathered - whole).abs() < 1e6, "{gathered} vs {whole}");
+    assert!(gathered < 40.0 * GIB, "{}", gathered / GIB);
+}

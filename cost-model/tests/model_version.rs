@@ -41,6 +41,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (8, 0xe361_5708_7ac8_cd2d),
     (9, 0xfb45_8b9c_2057_1a2c),
     (10, 0x24e7_a78c_2224_3de9),
+    (11, 0xe4b4_3ad9_61cd_5646),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
