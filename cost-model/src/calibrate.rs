@@ -189,6 +189,21 @@ impl Row<'_> {
             })
     }
 
+    /// A token count as [`Self::u32`], or with the `k` people write lengths
+    /// with ("2k", "32K", "128k" context: 1024 tokens each).
+    fn tokens(&self, col: &str) -> Result<Option<u32>, String> {
+        let v = self.get(col);
+        match v.strip_suffix(['k', 'K']).map(str::trim) {
+            Some(n) if !n.is_empty() => n
+                .parse::<u32>()
+                .ok()
+                .and_then(|n| n.checked_mul(1024))
+                .map(Some)
+                .ok_or_else(|| format!("{col}: `{v}` is not a whole number of tokens")),
+            _ => self.u32(col),
+        }
+    }
+
     fn f64(&self, col: &str) -> Result<Option<f64>, String> {
         let v = self.get(col);
         if v.is_empty() {
@@ -758,13 +773,33 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "decoder" => Arch::Decoder,
         "encoder" => Arch::Encoder,
         "encoder-decoder" => Arch::EncoderDecoder,
-        a => return Err(format!("arch `{a}` is not in the schema")),
+        // The same kinds as people name them (transformers' `AutoModelFor…`
+        // heads, "decoder-only", "seq2seq").
+        "decoder-only" | "causal-lm" | "causal" | "clm" | "causallm" | "autoregressive" | "gpt" => {
+            Arch::Decoder
+        }
+        "encoder-only" | "masked-lm" | "mlm" | "bert" => Arch::Encoder,
+        "seq2seq" | "seq2seq-lm" | "seq-2-seq" | "enc-dec" | "encoder+decoder" | "t5" => {
+            Arch::EncoderDecoder
+        }
+        a => {
+            return Err(format!(
+                "arch `{a}` is not in the schema (decoder, encoder or encoder-decoder)"
+            ))
+        }
     };
     let mlp = match r.word("mlp").as_str() {
         "" => named.as_ref().map_or(Mlp::Plain, |m| m.mlp),
         "gated" => Mlp::Gated,
         "plain" => Mlp::Plain,
-        m => return Err(format!("mlp `{m}` is not in the schema")),
+        // By the activation's name: the GLU family has three matrices
+        // (Shazeer 2020, "GLU Variants Improve Transformer"), the rest two.
+        "swiglu" | "geglu" | "reglu" | "glu" | "gated-mlp" | "gated-silu" | "gated-gelu"
+        | "silu-gated" => Mlp::Gated,
+        "gelu" | "gelu-new" | "relu" | "squared-relu" | "mlp" | "standard" | "dense" | "ffn" => {
+            Mlp::Plain
+        }
+        m => return Err(format!("mlp `{m}` is not in the schema (gated or plain)")),
     };
     let layers = from_preset("n_layers", r.u32("n_layers")?, |m| m.layers)?;
     let hidden = from_preset("hidden", r.u32("hidden")?, |m| m.hidden)?;
@@ -936,7 +971,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         None if oom => 1,
         None => return Err("micro_batch is empty (the batch run is unknown)".into()),
     };
-    t.seq_len = match r.u32("seq_len")? {
+    t.seq_len = match r.tokens("seq_len")? {
         Some(s) => s,
         // An OOM row only needs a lower bound: memory never falls as the
         // sequence grows (tests/properties.rs), so a run that does not fit
@@ -1331,7 +1366,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "optimizer-cpu" | "cpu-optimizer" | "offload-optimizer" | "optimizer-states" => {
             Offload::OPTIMIZER_CPU
         }
-        o => return Err(format!("offload `{o}` is not in the schema")),
+        o => {
+            return Err(format!(
+                "offload `{o}` is not in the schema (none, optimizer or params+optimizer)"
+            ))
+        }
     };
     Ok(plan)
 }

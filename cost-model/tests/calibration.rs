@@ -1318,11 +1318,31 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         ("metric", "Max_Allocated"),
         ("metric", "max_memory_allocated"),
         ("task", "LoRA"),
+        ("arch", "causal-lm"),
+        ("arch", "Decoder-only"),
+        ("mlp", "SwiGLU"),
     ];
     for (col, v) in same {
         let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
         assert_eq!(c.predicted_gib, base.predicted_gib, "{col} = {v}: {c:?}");
     }
+    // Lengths written in k, 1024 tokens each.
+    let at = |seq: &str| {
+        calibrate(&with_fields(id, &[("seq_len", seq)]))
+            .unwrap()
+            .cases[0]
+            .clone()
+    };
+    assert_eq!(at("2k").predicted_gib, at("2048").predicted_gib);
+    assert_eq!(at("32K").predicted_gib, at("32768").predicted_gib);
+    assert!(at("2k").skipped.is_none(), "{:?}", at("2k"));
+    assert!(at("k").skipped.as_deref().unwrap().contains("seq_len"));
+    // A GELU MLP has two matrices where SwiGLU has three.
+    let plain = calibrate(&with_fields(id, &[("mlp", "gelu")]))
+        .unwrap()
+        .cases[0]
+        .clone();
+    assert!(plain.predicted_gib < base.predicted_gib, "{plain:?}");
     // Different values really change the prediction (the spellings above are
     // not ignored): mixed precision keeps fp32 weights; SHARD_GRAD_OP keeps
     // them unsharded between forward and backward.
@@ -1354,6 +1374,19 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         bad.skipped.as_deref().unwrap().contains("sharding `zero4`"),
         "{bad:?}"
     );
+    // … with the values it could have held.
+    for (col, v, listed) in [
+        ("arch", "vision", "decoder, encoder or encoder-decoder"),
+        ("mlp", "moe", "gated or plain"),
+        ("offload", "cpu", "none, optimizer or params+optimizer"),
+    ] {
+        let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
+        let why = c.skipped.unwrap_or_default();
+        assert!(
+            why.contains(&format!("{col} `{v}`")) && why.contains(listed),
+            "{why}"
+        );
+    }
 }
 
 /// The columns of a DeepSeek-MoE-shaped row (2048 wide, 16 heads, gated,
