@@ -40,7 +40,9 @@ use serde::{Deserialize, Serialize};
 /// from forward to backward (no plan of the fingerprint uses it), and keeps
 /// Megatron's gradients on the GPU when its optimizer is offloaded; 11
 /// gathers a sharded bitsandbytes 4-bit base as its packed codes and keeps
-/// its scales whole on every rank (`replicated_quant_state_bytes`).
+/// its scales whole on every rank (`replicated_quant_state_bytes`), and
+/// casts a frozen fp32 LM head under autocast once per chunk of a chunked
+/// head (`lm_head_calls`; no plan of the fingerprint runs one).
 pub const MODEL_VERSION: u32 = 11;
 
 // ---------------------------------------------------------------------------
@@ -170,6 +172,11 @@ const LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT: f64 = 2.0 * HALF;
 const LOSS_CHUNKED_FREE_EAGER_BYTES_PER_LOGIT: f64 = FP32;
 /// `CEWithChunkedOutputLoss(num_output_chunks=8)`, torchtune's default.
 const LOSS_CHUNKED_FREE_CHUNKS: f64 = 8.0;
+/// Positions per LM-head call under LitGPT's chunked head: its fine-tuning
+/// scripts call `model(input_ids, lm_head_chunk_size=128)`, and `GPT.forward`
+/// returns `[self.lm_head(x_i) for x_i in x.split(lm_head_chunk_size, dim=1)]`
+/// (litgpt 0.4.0 `finetune/lora.py`, `lora.py`; lit-gpt 2023 the same).
+const LITGPT_LM_HEAD_CHUNK: f64 = 128.0;
 /// Eager backward of one chunk: the NLL's dense fp32 gradient, log-softmax's
 /// fp32 input gradient and the cast back to 16 bits.
 const LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32: f64 = 2.0;
@@ -1917,6 +1924,13 @@ impl<'a> Ctx<'a> {
         };
         let matrices =
             self.stage_layers(s) * (self.layer_matrix_params() - experts) + self.lm_head_params(s);
+        // A frozen fp32 head is cast once per head call: autocast caches the
+        // casts of weights that require grad only (`cached_cast`:
+        // `arg.requires_grad() && arg.is_leaf()`), so a chunked head makes and
+        // saves a new 16-bit copy for every chunk
+        // ([`Self::lm_head_calls`]; LitGPT's LoRA on StableLM-3B at 1034
+        // tokens: 9 copies of its 0.39 GiB head).
+        let head_recasts = self.lm_head_params(s) * (self.lm_head_calls() - 1.0);
         match self.base_bits() {
             // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast,
             // and an LM head that `prepare_model_for_kbit_training` made fp32
@@ -1928,13 +1942,13 @@ impl<'a> Ctx<'a> {
                     0.0
                 };
                 let head = if self.kbit_fp32() {
-                    self.lm_head_params(s) - self.quantized_head_params(s)
+                    (self.lm_head_params(s) - self.quantized_head_params(s)) * self.lm_head_calls()
                 } else {
                     0.0
                 };
                 (adapters + head) * HALF
             }
-            Some(_) => matrices * HALF + self.stage_trainable(s) * HALF,
+            Some(_) => (matrices + head_recasts) * HALF + self.stage_trainable(s) * HALF,
             None if self.trainable_weight_bytes() >= FP32 => matrices * HALF,
             None => 0.0,
         }
@@ -2317,6 +2331,19 @@ impl<'a> Ctx<'a> {
             0.0
         } else {
             self.fp8_weight_copies_per_layer()
+        }
+    }
+
+    /// Calls of the LM head in one forward: one per chunk of positions when
+    /// the loss chunks the head (LitGPT's 128-position chunks,
+    /// [`LITGPT_LM_HEAD_CHUNK`]; torchtune's `num_output_chunks`,
+    /// [`LOSS_CHUNKED_FREE_CHUNKS`], `h.chunk(8, dim=1)`), else one.
+    fn lm_head_calls(&self) -> f64 {
+        let positions = self.decoder_s().ceil().max(1.0);
+        match self.plan.training.loss {
+            Loss::ChunkedKeep => (positions / LITGPT_LM_HEAD_CHUNK).ceil(),
+            Loss::ChunkedFree => LOSS_CHUNKED_FREE_CHUNKS.min(positions),
+            _ => 1.0,
         }
     }
 

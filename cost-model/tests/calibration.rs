@@ -66,7 +66,9 @@ fn public_cases_hold_the_recorded_accuracy() {
     // mechanisms.rs `a_sharded_4bit_base_…`); the three Llama-2-70B QLoRA
     // rows under FSDP/ZeRO-3 lost the 2–3 GiB of unpacked blocks that had
     // been covering something else those runs keep (docs/ACCURACY.md).
-    assert!(median <= 4.15, "median |error| {median} %");
+    // Then 4.05 % again: a frozen fp32 LM head is cast once per chunk under
+    // autocast (LitGPT's LoRA tutorial row, −11.2 → +1.1 %).
+    assert!(median <= 4.1, "median |error| {median} %");
     assert!(p90 <= 9.0, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was

@@ -1647,10 +1647,17 @@ fn a_sharded_4bit_base_is_gathered_packed_and_keeps_its_scales_on_every_rank() {
         (sharded, w2 - sharded / 2.0)
     };
     let (sharded, replicated) = per_rank(Framework::HfTrainer);
-    assert!((replicated - scales).abs() < 1e6, "{replicated} vs {scales}");
+    assert!(
+        (replicated - scales).abs() < 1e6,
+        "{replicated} vs {scales}"
+    );
     assert!(sharded > matrices * 0.5, "{sharded}");
     let offloaded = run(Framework::HfTrainer, Sharding::FsdpFull, 2, true);
-    assert!((weights(&offloaded) - scales).abs() < 1e6, "{}", weights(&offloaded));
+    assert!(
+        (weights(&offloaded) - scales).abs() < 1e6,
+        "{}",
+        weights(&offloaded)
+    );
     // torchao's NF4 (torchtune) shards its scales with the codes.
     let (_, torchao_replicated) = per_rank(Framework::Torchtune);
     assert!(torchao_replicated.abs() < 1e6, "{torchao_replicated}");
@@ -1672,4 +1679,40 @@ fn a_sharded_4bit_base_is_gathered_packed_and_keeps_its_scales_on_every_rank() {
     let whole = model.layers as f64 * packed_block + edges * 2.0;
     assert!((gathered - whole).abs() < 1e6, "{gathered} vs {whole}");
     assert!(gathered < 40.0 * GIB, "{}", gathered / GIB);
+}
+
+#[test]
+fn a_frozen_fp32_head_is_cast_again_for_every_chunk_it_is_called_on() {
+    // LitGPT's LoRA fine-tune of StableLM-3B with fp32 weights under bf16
+    // autocast (its LoRA tutorial): the LM head runs on 128-position chunks
+    // and, frozen, is cast to bf16 afresh for each (autocast caches the casts
+    // of weights that require grad only), each cast saved by its matmul for
+    // the input gradient. At 1024 tokens the head is called 8 times, at 1025
+    // 9; the ninth cast is one more head in bf16.
+    let mut p = litgpt("stabilityai/stablelm-base-alpha-3b", lora_qv());
+    p.training.precision = Precision::AmpBf16;
+    if let Finetune::Lora { base_bits, .. } = &mut p.training.finetune {
+        *base_bits = 32;
+    }
+    p.training.loss = cost_model::plan::Loss::ChunkedKeep;
+    let head = (p.model.vocab as f64) * (p.model.hidden as f64) * 2.0;
+    let temporaries = |q: &Plan, seq: u32| {
+        let mut q = q.clone();
+        q.training.seq_len = seq;
+        phase(&estimate(&q).unwrap(), Phase::Forward)
+            .temporaries
+            .get() as f64
+    };
+    let step = temporaries(&p, 1025) - temporaries(&p, 1024);
+    assert!((step - head).abs() < 1e6, "{step} vs {head}");
+    // Within a chunk nothing is cast again.
+    assert!((temporaries(&p, 1000) - temporaries(&p, 1024)).abs() < 1e6);
+    // A head that trains is cast once, into autocast's cache.
+    let mut full = p.clone();
+    full.training.finetune = Finetune::Full;
+    assert!((temporaries(&full, 1025) - temporaries(&full, 1024)).abs() < 1e6);
+    // Without autocast there is no cast at all.
+    let mut pure = p.clone();
+    pure.training.precision = Precision::Bf16;
+    assert!((temporaries(&pure, 1025) - temporaries(&pure, 1024)).abs() < 1e6);
 }
