@@ -5,7 +5,7 @@
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Objective,
+    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
     Optimizer, Plan, Precision, Sharding,
 };
 use cost_model::presets::{preset, presets};
@@ -169,6 +169,30 @@ const PRECISIONS: [Precision; 6] = [
     Precision::Fp8,
 ];
 
+/// How many [`finetune`]s there are to draw from.
+const FINETUNES: usize = 5;
+
+/// Full training, or LoRA on every linear over a 16-, 4-, 8- or 32-bit base.
+fn finetune(i: usize) -> Finetune {
+    match i {
+        0 => Finetune::Full,
+        _ => Finetune::Lora {
+            rank: 8,
+            targets: LoraTargets::ALL_LINEAR,
+            base_bits: [16, 4, 8, 32][(i - 1) % 4],
+            dropout: true,
+            variant: LoraVariant::Lora,
+        },
+    }
+}
+
+const LOSSES: [Loss; 4] = [
+    Loss::Standard,
+    Loss::ChunkedKeep,
+    Loss::ChunkedFree,
+    Loss::Fused,
+];
+
 /// The implementation switches, one bit each: torch.compile, soft-capping,
 /// gelu_new, fused projections, eager attention, transformers model code.
 fn set_flags(p: &mut Plan, flags: u8) {
@@ -278,6 +302,8 @@ proptest! {
         shard in 0usize..4,
         flags in any::<u8>(),
         prec in 0usize..6,
+        ft in 0usize..FINETUNES,
+        loss in 0usize..LOSSES.len(),
     ) {
         let mut p = Plan {
             model: presets()[preset % presets().len()].spec(),
@@ -285,6 +311,10 @@ proptest! {
         };
         set_flags(&mut p, flags);
         p.training.precision = PRECISIONS[prec];
+        // A frozen base of any width (a chunked head casts a frozen fp32
+        // head once per chunk) and every loss.
+        p.training.finetune = finetune(ft);
+        p.training.loss = LOSSES[loss];
         p.parallel.sharding = [Sharding::None, Sharding::Ddp, Sharding::Zero2, Sharding::FsdpFull][shard];
         p.training.micro_batch = mb;
         p.training.seq_len = seq;
@@ -311,6 +341,8 @@ proptest! {
         seq in 1u32..8192,
         gpus in 2u32..64,
         flags in any::<u8>(),
+        ft in 0usize..FINETUNES,
+        offload in any::<bool>(),
     ) {
         let mut p = Plan {
             model: presets()[preset].spec(),
@@ -322,6 +354,12 @@ proptest! {
         p.training.precision = PRECISIONS[prec];
         p.training.micro_batch = mb;
         p.training.seq_len = seq;
+        // Full training or an adapter over a 4/8/16/32-bit base (a 4-bit
+        // base's scales stay whole on every rank), offloaded or not.
+        p.training.finetune = finetune(ft);
+        if offload {
+            p.parallel.offload = cost_model::plan::Offload::ALL_CPU;
+        }
         p.parallel.sharding =
             [Sharding::Zero2, Sharding::Zero3, Sharding::FsdpFull, Sharding::FsdpGradOp][shard];
         p.parallel.num_gpus = gpus;
