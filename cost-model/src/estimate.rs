@@ -40,9 +40,10 @@ use serde::{Deserialize, Serialize};
 /// from forward to backward (no plan of the fingerprint uses it), and keeps
 /// Megatron's gradients on the GPU when its optimizer is offloaded; 11
 /// gathers a sharded bitsandbytes 4-bit base as its packed codes and keeps
-/// its scales whole on every rank (`replicated_quant_state_bytes`), and
-/// casts a frozen fp32 LM head under autocast once per chunk of a chunked
-/// head (`lm_head_calls`; no plan of the fingerprint runs one).
+/// its scales whole on every rank (`replicated_quant_state_bytes`), casts
+/// a frozen fp32 LM head under autocast once per chunk of a chunked head
+/// (`lm_head_calls`), and keeps no autocast cast of a fully checkpointed
+/// block's weights beyond its own backward (`autocast_copies`).
 pub const MODEL_VERSION: u32 = 11;
 
 // ---------------------------------------------------------------------------
@@ -466,6 +467,27 @@ pub struct Estimate {
 /// calibration/saved_tensors.py --peft (PEFT 0.21.2, block size 4, one
 /// butterfly factor).
 const BOFT_ROTATION_MATRICES: f64 = 3.0;
+
+/// 16-bit casts of fp32 weights that autocast leaves alive
+/// (`Ctx::autocast_copies`): at the end of forward, from its end into the
+/// start of backward, and while a block runs its backward.
+#[derive(Clone, Copy, Default)]
+struct CastCopies {
+    forward: f64,
+    after_forward: f64,
+    block_backward: f64,
+}
+
+impl CastCopies {
+    /// The same copies throughout.
+    fn flat(bytes: f64) -> Self {
+        Self {
+            forward: bytes,
+            after_forward: bytes,
+            block_backward: bytes,
+        }
+    }
+}
 
 /// Logits-related bytes at the three moments they matter ([`Ctx::logits`]).
 #[derive(Clone, Copy, Default)]
@@ -1901,14 +1923,24 @@ impl<'a> Ctx<'a> {
 
     /// Under autocast over fp32 weights, every matmul runs on a 16-bit cast of
     /// its weight, and autograd saves that cast for the input gradient: the
-    /// casts of trainable weights sit in autocast's cache (`cache_enabled=True`),
-    /// those of frozen fp32 weights in the matmuls' saved tensors. Either way a
-    /// 16-bit copy of every fp32 matrix lives from forward into backward
-    /// (torch/csrc/autograd: `mm` saves `mat2`; autocast_mode.cpp `cached_cast`).
-    fn autocast_copies(&self, s: u32) -> f64 {
+    /// casts of trainable weights sit in autocast's cache (`cache_enabled=True`)
+    /// until the outermost autocast context exits, those of frozen fp32
+    /// weights in the matmuls' saved tensors only (torch/csrc/autograd: `mm`
+    /// saves `mat2`; autocast_mode.cpp `cached_cast` caches a cast only when
+    /// `arg.requires_grad() && arg.is_leaf()`). Without checkpointing a 16-bit
+    /// copy of every fp32 matrix lives from forward into backward. A block
+    /// under full checkpointing saves nothing of its forward (reentrant:
+    /// `no_grad`; non-reentrant: its saved tensors dropped), so its casts of
+    /// frozen weights are freed matmul by matmul, and those of trainable
+    /// weights when the cache is cleared as the forward's autocast exits;
+    /// its recompute in backward casts its matrices again, saved until its
+    /// backward is done (torch.utils.checkpoint re-enters autocast with the
+    /// forward's state). Returns the casts alive at the end of forward, after
+    /// it (the start of backward) and during a block's backward.
+    fn autocast_copies(&self, s: u32) -> CastCopies {
         let prec = self.prec;
         if !prec.is_autocast() || self.shards_params() {
-            return 0.0;
+            return CastCopies::default();
         }
         // The LM head's matmul casts its weight whether or not it is tied to
         // the embedding (measured: +501 MiB for Llama-3.2-1B's tied head, H200).
@@ -1922,35 +1954,58 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let matrices =
-            self.stage_layers(s) * (self.layer_matrix_params() - experts) + self.lm_head_params(s);
-        // A frozen fp32 head is cast once per head call: autocast caches the
-        // casts of weights that require grad only (`cached_cast`:
-        // `arg.requires_grad() && arg.is_leaf()`), so a chunked head makes and
-        // saves a new 16-bit copy for every chunk
-        // ([`Self::lm_head_calls`]; LitGPT's LoRA on StableLM-3B at 1034
-        // tokens: 9 copies of its 0.39 GiB head).
-        let head_recasts = self.lm_head_params(s) * (self.lm_head_calls() - 1.0);
+        let block = (self.layer_matrix_params() - experts) * HALF;
+        let layers = self.stage_layers(s);
+        let head = self.lm_head_params(s) * HALF;
+        // Blocks whose forward keeps nothing, one of them recomputed at a time.
+        let checkpointed = if self.plan.training.checkpointing == Checkpointing::Full {
+            (layers / self.plan.training.checkpoint_every.max(1) as f64).floor()
+        } else {
+            0.0
+        };
+        let saved_blocks = (layers - checkpointed) * block;
+        let recomputed = checkpointed.min(1.0) * block;
         match self.base_bits() {
             // Frozen 16-bit (or quantised) base: only the fp32 adapters are cast,
             // and an LM head that `prepare_model_for_kbit_training` made fp32
             // (its 16-bit cast saved by the head's matmul for the input gradient).
             Some(bits) if bits < 32 => {
                 let adapters = if self.trainable_weight_bytes() >= FP32 {
-                    self.stage_trainable(s)
+                    self.stage_trainable(s) * HALF
                 } else {
                     0.0
                 };
                 let head = if self.kbit_fp32() {
-                    (self.lm_head_params(s) - self.quantized_head_params(s)) * self.lm_head_calls()
+                    (self.lm_head_params(s) - self.quantized_head_params(s))
+                        * HALF
+                        * self.lm_head_calls()
                 } else {
                     0.0
                 };
-                (adapters + head) * HALF
+                CastCopies::flat(adapters + head)
             }
-            Some(_) => (matrices + head_recasts) * HALF + self.stage_trainable(s) * HALF,
-            None if self.trainable_weight_bytes() >= FP32 => matrices * HALF,
-            None => 0.0,
+            // A frozen fp32 base: each call of its head casts it anew (a
+            // chunked head once per chunk, [`Self::lm_head_calls`]; LitGPT's
+            // LoRA on StableLM-3B at 1034 tokens: 9 copies of its 0.39 GiB
+            // head); the fp32 adapters' casts are cached.
+            Some(_) => {
+                let kept =
+                    saved_blocks + head * self.lm_head_calls() + self.stage_trainable(s) * HALF;
+                CastCopies {
+                    forward: kept,
+                    after_forward: kept,
+                    block_backward: kept + recomputed,
+                }
+            }
+            None if self.trainable_weight_bytes() >= FP32 => {
+                let saved = saved_blocks + head;
+                CastCopies {
+                    forward: layers * block + head,
+                    after_forward: saved,
+                    block_backward: saved + recomputed,
+                }
+            }
+            None => CastCopies::default(),
         }
     }
 
@@ -3590,7 +3645,7 @@ impl<'a> Ctx<'a> {
             act: acts,
             lg: lg.forward,
             comm: comm_f,
-            tmp: casts,
+            tmp: casts.forward,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
@@ -3624,7 +3679,7 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: lg.loss_backward,
                 comm: comm_b,
-                tmp: casts + dq_head,
+                tmp: casts.after_forward + dq_head,
             },
         );
         let bwd_head = mk(
@@ -3636,7 +3691,7 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: lg.head_backward,
                 comm: comm_b,
-                tmp: casts + dq_head,
+                tmp: casts.after_forward + dq_head,
             },
         );
         let bwd_block = mk(
@@ -3648,7 +3703,7 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: z,
                 comm: comm_b,
-                tmp: working + casts + dq_block,
+                tmp: working + casts.block_backward + dq_block,
             },
         );
         let bwd_end = mk(

@@ -1716,3 +1716,46 @@ fn a_frozen_fp32_head_is_cast_again_for_every_chunk_it_is_called_on() {
     pure.training.precision = Precision::Bf16;
     assert!((temporaries(&pure, 1025) - temporaries(&pure, 1024)).abs() < 1e6);
 }
+
+#[test]
+fn checkpointed_blocks_keep_no_cast_of_their_frozen_fp32_weights() {
+    // LoRA over a Llama-2-7B loaded in fp32 (transformers' default dtype)
+    // under fp16 autocast. Autocast caches the casts of weights that
+    // require grad only, so a frozen weight's cast lives as long as a matmul
+    // saves it: every block's without checkpointing, none of a checkpointed
+    // block's (its forward saves nothing). The head, outside the blocks,
+    // keeps its cast either way. Counted against the same plan over a
+    // 16-bit base, which casts no frozen weight at all.
+    let mut p = plan("llama-2-7b", Precision::AmpFp16, 4, 512);
+    p.training.finetune = lora_qv();
+    let with_base = |q: &Plan, bits: u32| {
+        let mut q = q.clone();
+        if let Finetune::Lora { base_bits, .. } = &mut q.training.finetune {
+            *base_bits = bits;
+        }
+        phase(&estimate(&q).unwrap(), Phase::Forward)
+            .temporaries
+            .get() as f64
+    };
+    let m = &p.model;
+    let head = m.vocab as f64 * m.hidden as f64 * 2.0;
+    let blocks = m.block_matrix_params() as f64 * 2.0;
+    let casts = |q: &Plan| with_base(q, 32) - with_base(q, 16);
+    assert!((casts(&p) - (blocks + head)).abs() < 1e6, "{}", casts(&p));
+    p.training.checkpointing = Checkpointing::Full;
+    assert!((casts(&p) - head).abs() < 1e6, "{}", casts(&p));
+    // Checkpointing every other block keeps the others' casts.
+    p.training.checkpoint_every = 2;
+    assert!(
+        (casts(&p) - (blocks / 2.0 + head)).abs() < 1e6,
+        "{}",
+        casts(&p)
+    );
+    // Trainable fp32 weights sit in autocast's cache until the forward ends,
+    // checkpointed or not.
+    let mut full = plan("llama-3.2-1b", Precision::AmpBf16, 1, 512);
+    let fwd = |q: &Plan| phase(&estimate(q).unwrap(), Phase::Forward).temporaries;
+    let eager = fwd(&full);
+    full.training.checkpointing = Checkpointing::Full;
+    assert_eq!(fwd(&full), eager);
+}
