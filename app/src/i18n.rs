@@ -287,6 +287,10 @@ pub const ZH: &[(&str, &str)] = &[
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
     (
+        "Load the frozen base in 16-bit (torch_dtype=bfloat16)",
+        "以 16 位加载冻结的基座（torch_dtype=bfloat16）",
+    ),
+    (
         "Keep the 4-bit base's embeddings and norms in 16-bit",
         "4 位基座的词嵌入和归一化层保持 16 位",
     ),

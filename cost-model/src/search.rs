@@ -6,7 +6,7 @@ use crate::error::PlanError;
 use crate::estimate::{estimate, Estimate};
 use crate::framework::Framework;
 use crate::model::{Mlp, Norm};
-use crate::plan::{Checkpointing, Loss, OffloadDevice, Plan, Precision, Sharding};
+use crate::plan::{Checkpointing, Finetune, Loss, OffloadDevice, Plan, Precision, Sharding};
 use crate::query;
 use crate::units::Bytes;
 use crate::validate::{MAX_MICRO_BATCH, MAX_SEQ_LEN};
@@ -168,7 +168,10 @@ fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Est
 ///   allreduce communication buckets", PyTorch `DistributedDataParallel` docs): 0 %;
 /// - fused kernels (Liger): "increase multi-GPU training throughput by 20 %" (Liger Kernel
 ///   README; Hsu et al. 2024, arXiv:2410.10989 §4), taken conservatively as −15 % step time.
+/// - an adapter's frozen base loaded in 16 bits instead of fp32 (`torch_dtype=bfloat16`):
+///   the same 16-bit matmuls autocast ran, without casting each weight first: 0 %.
 pub const COST_MIXED_PRECISION: i32 = -50;
+pub const COST_BASE_16BIT: i32 = 0;
 pub const COST_COMPILE: i32 = -15;
 pub const COST_KBIT_16BIT: i32 = 0;
 pub const COST_DOUBLE_QUANT: i32 = 0;
@@ -246,6 +249,21 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         }) {
             return Ok(l.out);
         }
+    }
+    // 1'. An adapter's frozen base in 16 bits, once the run computes in 16 bits:
+    // a frozen weight needs no fp32 copy (no update lands on it), and under
+    // autocast every matmul casts an fp32 one to 16 bits anyway.
+    if l.cur.training.finetune.base_bits() == Some(32)
+        && l.cur.training.precision != Precision::Fp32
+        && l.edit("base-16bit", COST_BASE_16BIT, |p| {
+            if let Finetune::Lora { base_bits, .. } | Finetune::Adapter { base_bits, .. } =
+                &mut p.training.finetune
+            {
+                *base_bits = 16;
+            }
+        })
+    {
+        return Ok(l.out);
     }
     // 1a. A quantized base's fp32 upcast undone: the frozen embeddings, head and
     // norms back in 16 bits, as TRL's `peft_module_casting_to_bf16` and
@@ -567,6 +585,66 @@ mod tests {
         let mut q = oom_plan();
         q.training.kbit_fp32_prep = true;
         assert!(fix_ladder(&q).unwrap().iter().all(|r| r.id != "kbit-16bit"));
+    }
+
+    #[test]
+    fn an_fp32_base_is_offered_16_bits_once_the_run_computes_in_16_bits() {
+        // LoRA (r 8, q+v) over a Llama-2-7B loaded in fp32 under fp16 autocast,
+        // batch 8 × 512 on a 24 GB card: the frozen base is 25 GiB alone.
+        let mut p = Plan::default();
+        p.set_framework(Framework::HfTrainer);
+        p.model = crate::presets::preset("llama-2-7b").unwrap().spec();
+        p.gpu = crate::gpu::gpu("rtx4090-24gb").unwrap();
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.precision = Precision::AmpFp16;
+        p.training.micro_batch = 8;
+        p.training.seq_len = 512;
+        p.training.finetune = crate::plan::Finetune::Lora {
+            rank: 8,
+            targets: crate::plan::LoraTargets::QV,
+            base_bits: 32,
+            dropout: true,
+            variant: crate::plan::LoraVariant::Lora,
+        };
+        let ladder = fix_ladder(&p).unwrap();
+        assert_eq!(
+            ladder[0].id,
+            "base-16bit",
+            "{:?}",
+            ladder.iter().map(|r| &r.id).collect::<Vec<_>>()
+        );
+        let rung = &ladder[0];
+        assert_eq!(rung.plan.training.finetune.base_bits(), Some(16));
+        assert_eq!(rung.speed_cost_pct, COST_BASE_16BIT);
+        // Half the base's 6.7 B weights' bytes at least, and their autocast casts.
+        assert!(
+            rung.saving.as_f64() > 2.0 * 6.5e9,
+            "{}",
+            rung.saving.as_f64()
+        );
+        // Not offered to a full fine-tune, a 16-bit base, or an fp32 run (mixed
+        // precision comes first, then this).
+        let offered = |q: &Plan| fix_ladder(q).unwrap().iter().any(|r| r.id == "base-16bit");
+        let mut full = p.clone();
+        full.training.finetune = crate::plan::Finetune::Full;
+        assert!(!offered(&full));
+        let mut b16 = p.clone();
+        if let crate::plan::Finetune::Lora { base_bits, .. } = &mut b16.training.finetune {
+            *base_bits = 16;
+        }
+        assert!(!offered(&b16));
+        let mut fp32 = p.clone();
+        fp32.training.precision = Precision::Fp32;
+        let ids: Vec<String> = fix_ladder(&fp32)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids[0], "mixed-precision", "{ids:?}");
+        if ids.len() > 1 {
+            assert_eq!(ids[1], "base-16bit", "{ids:?}");
+        }
     }
 
     #[test]

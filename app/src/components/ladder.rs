@@ -14,6 +14,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
     let en = match id {
         "mixed-precision" => "Mixed precision",
         "compile" => "torch.compile",
+        "base-16bit" => "Load the frozen base in 16-bit (torch_dtype=bfloat16)",
         "kbit-16bit" => "Keep the 4-bit base's embeddings and norms in 16-bit",
         "double-quant" => "Double-quantize the 4-bit base (bnb_4bit_use_double_quant)",
         "bucket-view" => "DDP gradient_as_bucket_view (no second gradient copy)",
