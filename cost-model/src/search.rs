@@ -587,26 +587,39 @@ mod tests {
         assert!(fix_ladder(&q).unwrap().iter().all(|r| r.id != "kbit-16bit"));
     }
 
-    #[test]
-    fn an_fp32_base_is_offered_16_bits_once_the_run_computes_in_16_bits() {
-        // LoRA (r 8, q+v) over a Llama-2-7B loaded in fp32 under fp16 autocast,
-        // batch 8 × 512 on a 24 GB card: the frozen base is 25 GiB alone.
+    /// LoRA (r 8, q and v) over Llama-2-7B with a `base_bits` base under `fw`
+    /// on one RTX 4090.
+    fn lora_7b_on_a_4090(
+        fw: Framework,
+        prec: Precision,
+        base_bits: u32,
+        mb: u32,
+        seq: u32,
+    ) -> Plan {
         let mut p = Plan::default();
-        p.set_framework(Framework::HfTrainer);
+        p.set_framework(fw);
         p.model = crate::presets::preset("llama-2-7b").unwrap().spec();
         p.gpu = crate::gpu::gpu("rtx4090-24gb").unwrap();
         p.parallel.num_gpus = 1;
         p.parallel.sharding = Sharding::None;
-        p.training.precision = Precision::AmpFp16;
-        p.training.micro_batch = 8;
-        p.training.seq_len = 512;
+        p.training.precision = prec;
+        p.training.micro_batch = mb;
+        p.training.seq_len = seq;
         p.training.finetune = crate::plan::Finetune::Lora {
             rank: 8,
             targets: crate::plan::LoraTargets::QV,
-            base_bits: 32,
+            base_bits,
             dropout: true,
             variant: crate::plan::LoraVariant::Lora,
         };
+        p
+    }
+
+    #[test]
+    fn an_fp32_base_is_offered_16_bits_once_the_run_computes_in_16_bits() {
+        // LoRA over a Llama-2-7B loaded in fp32 under fp16 autocast, batch
+        // 8 × 512 on a 24 GB card: the frozen base is 25 GiB alone.
+        let p = lora_7b_on_a_4090(Framework::HfTrainer, Precision::AmpFp16, 32, 8, 512);
         let ladder = fix_ladder(&p).unwrap();
         assert_eq!(
             ladder[0].id,
@@ -649,24 +662,9 @@ mod tests {
 
     #[test]
     fn a_4_bit_base_is_offered_double_quantization_at_no_speed_cost() {
-        // Llama-2-7B QLoRA (r 8, q+v) under LitGPT on a 6 GB card, so it does not fit.
-        let mut p = Plan::default();
-        p.set_framework(Framework::Litgpt);
-        p.model = crate::presets::preset("llama-2-7b").unwrap().spec();
-        p.gpu = crate::gpu::gpu("rtx4090-24gb").unwrap();
+        // Llama-2-7B QLoRA under LitGPT on a 6 GB card, so it does not fit.
+        let mut p = lora_7b_on_a_4090(Framework::Litgpt, Precision::Bf16, 4, 1, 1024);
         p.gpu.capacity_mib = 6 * 1024;
-        p.parallel.num_gpus = 1;
-        p.parallel.sharding = Sharding::None;
-        p.training.precision = Precision::Bf16;
-        p.training.micro_batch = 1;
-        p.training.seq_len = 1024;
-        p.training.finetune = crate::plan::Finetune::Lora {
-            rank: 8,
-            targets: crate::plan::LoraTargets::QV,
-            base_bits: 4,
-            dropout: true,
-            variant: crate::plan::LoraVariant::Lora,
-        };
         let ladder = fix_ladder(&p).unwrap();
         let rung = ladder
             .iter()
