@@ -1635,8 +1635,13 @@ impl<'a> Ctx<'a> {
     /// Weights on one rank of stage `s`.
     fn weights(&self, s: u32) -> f64 {
         let offload_params = self.plan.parallel.offload.params_offloaded();
-        let bytes = match self.base_bits() {
-            None => self.stage_params(s) * self.trainable_weight_bytes() * self.model_copies(),
+        // What the sharding holds, and the quantized matrices' scales beside
+        // it on every rank ([`Self::replicated_quant_state_bytes`]).
+        let (bytes, quant_state) = match self.base_bits() {
+            None => (
+                self.stage_params(s) * self.trainable_weight_bytes() * self.model_copies(),
+                0.0,
+            ),
             Some(base_bits) => {
                 let matrices = self.stage_layers(s) * self.layer_matrix_params()
                     + self.quantized_head_params(s);
@@ -1646,12 +1651,16 @@ impl<'a> Ctx<'a> {
                 } else {
                     HALF
                 };
-                matrices * self.sharded_matrix_bytes(base_bits)
+                let sharded = matrices * self.sharded_matrix_bytes(base_bits)
                     + rest * rest_bytes
                     + (self.stage_trainable(s)
                         + self.stage_layers(s) * self.frozen_adapter_layer_params())
                         * self.trainable_weight_bytes()
-                    + self.stage_layers(s) * self.osf_buffer_layer_params() * rest_bytes
+                    + self.stage_layers(s) * self.osf_buffer_layer_params() * rest_bytes;
+                (
+                    sharded,
+                    matrices * self.replicated_quant_state_bytes(base_bits),
+                )
             }
         };
         let cached_fp8 = if self.fp8_weight_copies_cached() {
@@ -1659,10 +1668,6 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let quant_state = self.base_bits().map_or(0.0, |bits| {
-            (self.stage_layers(s) * self.layer_matrix_params() + self.quantized_head_params(s))
-                * self.replicated_quant_state_bytes(bits)
-        });
         if offload_params {
             quant_state
         } else if self.shards_params() {
@@ -3769,7 +3774,6 @@ mod tests {
     use super::*;
     use crate::presets::preset;
 
-    /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.
     /// Latent attention's block keeps, beside what every block keeps, q and k
     /// (192 wide a head for DeepSeek-V2-Lite), kv_b_proj's whole output (128 +
     /// 128 a head, kept by the value view), a 128-wide output per head, and
@@ -3812,6 +3816,7 @@ mod tests {
         );
     }
 
+    /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.
     fn qlora(model: &str, fw: Framework) -> Plan {
         let mut p = Plan {
             model: preset(model).unwrap().spec(),
@@ -3891,9 +3896,7 @@ mod tests {
         assert_eq!(c.dequantized_weights(0).1, c.e * 32000.0 * 4096.0);
         // A 16-bit base dequantizes nothing.
         let mut p = qlora("llama-2-7b", Framework::Litgpt);
-        if let Finetune::Lora { base_bits, .. } = &mut p.training.finetune {
-            *base_bits = 16;
-        }
+        p.training.finetune.set_base_bits(16);
         assert_eq!(Ctx::new(&p, None).dequantized_weights(0), (0.0, 0.0));
         // DeepSeek-MoE-16B: its dense block's MLP (2048 × 10944) is the
         // largest matrix, not an expert's (2048 × 1408).

@@ -509,6 +509,13 @@ impl Finetune {
             }
         }
     }
+
+    /// Sets the frozen base's bits; a full fine-tune has no frozen base.
+    pub fn set_base_bits(&mut self, bits: u32) {
+        if let Finetune::Lora { base_bits, .. } | Finetune::Adapter { base_bits, .. } = self {
+            *base_bits = bits;
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {

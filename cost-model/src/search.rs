@@ -6,7 +6,7 @@ use crate::error::PlanError;
 use crate::estimate::{estimate, Estimate};
 use crate::framework::Framework;
 use crate::model::{Mlp, Norm};
-use crate::plan::{Checkpointing, Finetune, Loss, OffloadDevice, Plan, Precision, Sharding};
+use crate::plan::{Checkpointing, Loss, OffloadDevice, Plan, Precision, Sharding};
 use crate::query;
 use crate::units::Bytes;
 use crate::validate::{MAX_MICRO_BATCH, MAX_SEQ_LEN};
@@ -256,11 +256,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     if l.cur.training.finetune.base_bits() == Some(32)
         && l.cur.training.precision != Precision::Fp32
         && l.edit("base-16bit", COST_BASE_16BIT, |p| {
-            if let Finetune::Lora { base_bits, .. } | Finetune::Adapter { base_bits, .. } =
-                &mut p.training.finetune
-            {
-                *base_bits = 16;
-            }
+            p.training.finetune.set_base_bits(16)
         })
     {
         return Ok(l.out);
@@ -643,9 +639,7 @@ mod tests {
         full.training.finetune = crate::plan::Finetune::Full;
         assert!(!offered(&full));
         let mut b16 = p.clone();
-        if let crate::plan::Finetune::Lora { base_bits, .. } = &mut b16.training.finetune {
-            *base_bits = 16;
-        }
+        b16.training.finetune.set_base_bits(16);
         assert!(!offered(&b16));
         let mut fp32 = p.clone();
         fp32.training.precision = Precision::Fp32;
@@ -696,9 +690,7 @@ mod tests {
         tt.set_framework(Framework::Torchtune);
         assert!(!offered(&tt));
         let mut b16 = p.clone();
-        if let crate::plan::Finetune::Lora { base_bits, .. } = &mut b16.training.finetune {
-            *base_bits = 16;
-        }
+        b16.training.finetune.set_base_bits(16);
         assert!(!offered(&b16));
     }
 

@@ -1691,9 +1691,7 @@ fn a_frozen_fp32_head_is_cast_again_for_every_chunk_it_is_called_on() {
     // 9; the ninth cast is one more head in bf16.
     let mut p = litgpt("stabilityai/stablelm-base-alpha-3b", lora_qv());
     p.training.precision = Precision::AmpBf16;
-    if let Finetune::Lora { base_bits, .. } = &mut p.training.finetune {
-        *base_bits = 32;
-    }
+    p.training.finetune.set_base_bits(32);
     p.training.loss = cost_model::plan::Loss::ChunkedKeep;
     let head = (p.model.vocab as f64) * (p.model.hidden as f64) * 2.0;
     let temporaries = |q: &Plan, seq: u32| {
@@ -1730,9 +1728,7 @@ fn checkpointed_blocks_keep_no_cast_of_their_frozen_fp32_weights() {
     p.training.finetune = lora_qv();
     let with_base = |q: &Plan, bits: u32| {
         let mut q = q.clone();
-        if let Finetune::Lora { base_bits, .. } = &mut q.training.finetune {
-            *base_bits = bits;
-        }
+        q.training.finetune.set_base_bits(bits);
         phase(&estimate(&q).unwrap(), Phase::Forward)
             .temporaries
             .get() as f64
