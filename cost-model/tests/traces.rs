@@ -823,6 +823,57 @@ mod findings_and_verdicts {
     }
 
     #[test]
+    fn per_process_figures_alone_are_compared_per_gpu() {
+        let plan = cost_model::Plan::default();
+        let est = cost_model::estimate(&plan).unwrap();
+        let pred = est.peak.device_used.as_f64() / 1048576.0;
+        // `--query-compute-apps` with the bus id: one rank per GPU, and a
+        // second process on the first GPU, which nvidia-smi counts there too.
+        let apps = format!(
+            "pid, process_name, gpu_bus_id, used_gpu_memory [MiB]\n\
+             101, python, 00000000:07:00.0, {:.0} MiB\n\
+             102, python, 00000000:0F:00.0, {:.0} MiB\n\
+             103, Xorg, 00000000:07:00.0, {:.0} MiB\n",
+            pred * 0.8,
+            pred,
+            pred * 0.7
+        );
+        let t = trace::parse(&apps, &ParseOptions::default()).unwrap();
+        let v = findings::verdict(&t, &est).expect("a verdict from processes alone");
+        assert_eq!(v.counter, "device_used");
+        assert!(v.summary.contains("processes"), "{}", v.summary);
+        let gpus: Vec<_> = v.gpus.iter().map(|g| (g.gpu, g.status)).collect();
+        assert_eq!(
+            gpus,
+            vec![
+                (Some(0), Status::UnderEstimated), // 1.5 × the prediction in all
+                (Some(1), Status::Matches),
+            ]
+        );
+        // Without a GPU column the processes' GPUs are unknown (`null`, not
+        // GPU 0); each rank is compared alone and a small foreign process
+        // is left out.
+        let apps = format!(
+            "pid, process_name, used_gpu_memory [MiB]\n\
+             101, python, {:.0} MiB\n\
+             102, python, {:.0} MiB\n\
+             103, Xorg, 300 MiB\n",
+            pred, pred
+        );
+        let t = trace::parse(&apps, &ParseOptions::default()).unwrap();
+        assert!(
+            t.processes.iter().all(|p| p.gpu.is_none()),
+            "{:?}",
+            t.processes
+        );
+        let v = findings::verdict(&t, &est).unwrap();
+        assert_eq!(v.gpus.len(), 2, "{:?}", v.gpus);
+        assert_eq!(v.overall, Status::Matches, "{}", v.summary);
+        // An OOM's processes are the OOM's evidence, not a peak to judge.
+        assert!(findings::verdict(&parse("oom_13.txt"), &est).is_none());
+    }
+
+    #[test]
     fn the_report_has_the_documented_shape() {
         let t = parse("oom_11.txt");
         let v = serde_json::to_value(findings::report(&t, None)).unwrap();

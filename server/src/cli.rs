@@ -406,6 +406,26 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
                 g.samples
             );
         }
+        // The processes table, as far as it helps (a node of many ranks and
+        // workers can list hundreds).
+        const PROCESSES_LISTED: usize = 16;
+        for p in rep.processes.iter().take(PROCESSES_LISTED) {
+            out!(
+                "  process {} on {}: {} {}",
+                p.pid.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+                p.gpu
+                    .map(|g| format!("GPU {g}"))
+                    .unwrap_or_else(|| "an unnamed GPU".into()),
+                f(p.used_mib),
+                p.name
+            );
+        }
+        if rep.processes.len() > PROCESSES_LISTED {
+            out!(
+                "  … and {} more processes (--json lists them all)",
+                rep.processes.len() - PROCESSES_LISTED
+            );
+        }
         if let Some(al) = &rep.allocator {
             out!(
                 "  PyTorch allocator: peak allocated {}, peak reserved {}",

@@ -226,6 +226,29 @@ fn verify_with_a_plan_gives_a_verdict_and_exit_code() {
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["gpus"][1]["peak_used_mib"], 23907.0);
+    // A processes-only log (`--query-compute-apps`): listed in the summary,
+    // and judged against the plan.
+    let apps = dir.join("apps.csv");
+    std::fs::write(
+        &apps,
+        "pid, process_name, used_gpu_memory [MiB]\n4242, python, 79000 MiB\n",
+    )
+    .unwrap();
+    let (code, out, err) = memplan(&[
+        "verify",
+        apps.to_str().unwrap(),
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("process 4242 on an unnamed GPU: 79000 MiB python"),
+        "{out}{err}"
+    );
+    assert!(
+        out.contains("verdict: ") && out.contains("processes"),
+        "{out}"
+    );
+    assert!(code == 0 || code == 1, "{code}: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -30,6 +30,11 @@ const IMBALANCE_FACTOR: f64 = 1.2;
 const IMBALANCE_MIN_MIB: f64 = 2048.0;
 /// GPUs below this share of capacity are idle (not part of the run).
 const IDLE_SHARE: f64 = 0.05;
+/// A process on a GPU the log does not name, holding less than this share of
+/// the largest such process, is not one of the run's ranks (ranks of one run
+/// hold alike amounts; a display server or an idle notebook holds its CUDA
+/// context, a few hundred MiB): it is left out of the verdict.
+const RUN_PROCESS_SHARE: f64 = 0.25;
 /// Another process holding at least this much beside the run is reported.
 const FOREIGN_MIN_MIB: f64 = 100.0;
 /// Reserved above allocated by this factor and `FRAGMENTATION_MIN_MIB` =
@@ -332,7 +337,7 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
             est.band_high.as_f64() / MIB * scale,
         )
     };
-    let (counter, predicted, mut gpus, skipped) =
+    let (counter, basis, predicted, mut gpus, skipped) =
         if t.format.is_device_level() && t.gpus.iter().any(|g| g.peak_used_mib.is_some()) {
             let predicted = est.peak.device_used.as_f64() / MIB;
             let (low, high) = band(predicted);
@@ -353,7 +358,7 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
                 }
                 gpus.push(judge(Some(g.index), m, predicted, low, high));
             }
-            ("device_used", predicted, gpus, skipped)
+            ("device_used", "", predicted, gpus, skipped)
         } else if let Some(a) = &t.allocator {
             if let Some(r) = a.peak_reserved_mib {
                 let predicted = est.peak.reserved.as_f64() / MIB;
@@ -368,12 +373,13 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
                 if gpus.is_empty() {
                     gpus.push(judge(None, r, predicted, low, high));
                 }
-                ("reserved", predicted, gpus, vec![])
+                ("reserved", "", predicted, gpus, vec![])
             } else if let Some(al) = a.peak_allocated_mib {
                 let predicted = est.peak.allocated.as_f64() / MIB;
                 let (low, high) = band(predicted);
                 (
                     "allocated",
+                    "",
                     predicted,
                     vec![judge(None, al, predicted, low, high)],
                     vec![],
@@ -381,6 +387,44 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
             } else {
                 return None;
             }
+        } else if t.oom.is_empty() && t.processes.iter().any(|p| p.used_mib.is_some()) {
+            // Per-process figures only (`--query-compute-apps`, a processes
+            // table without its GPU rows): what the processes on a GPU hold is
+            // what nvidia-smi counts as used there, less the driver's few MiB.
+            // A process on a GPU the log does not name is compared alone.
+            let predicted = est.peak.device_used.as_f64() / MIB;
+            let (low, high) = band(predicted);
+            let mut per_gpu: Vec<(u32, f64)> = Vec::new();
+            let mut gpus = Vec::new();
+            let largest_unplaced = t
+                .processes
+                .iter()
+                .filter(|p| p.gpu.is_none())
+                .filter_map(|p| p.used_mib)
+                .fold(0.0, f64::max);
+            for p in &t.processes {
+                let Some(m) = p.used_mib else { continue };
+                match p.gpu {
+                    Some(g) => match per_gpu.iter_mut().find(|(i, _)| *i == g) {
+                        Some((_, sum)) => *sum += m,
+                        None => per_gpu.push((g, m)),
+                    },
+                    None if m >= RUN_PROCESS_SHARE * largest_unplaced => {
+                        gpus.push(judge(None, m, predicted, low, high))
+                    }
+                    None => {}
+                }
+            }
+            for (g, m) in per_gpu {
+                gpus.push(judge(Some(g), m, predicted, low, high));
+            }
+            (
+                "device_used",
+                " (summed over each GPU's processes)",
+                predicted,
+                gpus,
+                vec![],
+            )
         } else {
             return None;
         };
@@ -402,12 +446,12 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
     let (low, high) = band(predicted);
     let summary = match (overall, worst) {
         (Status::Matches, _) => format!(
-            "measured {counter} within the predicted band {}–{} on every GPU compared",
+            "measured {counter}{basis} within the predicted band {}–{} on every GPU compared",
             gib(low),
             gib(high)
         ),
         (_, Some(w)) => format!(
-            "{} measured {} vs {} predicted ({:+.2} GiB, {:+.1} %) on {}",
+            "{}{basis} measured {} vs {} predicted ({:+.2} GiB, {:+.1} %) on {}",
             counter,
             gib(w.measured_mib),
             gib(w.predicted_mib),

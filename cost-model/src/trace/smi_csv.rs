@@ -263,6 +263,10 @@ impl LineParser for CsvParser {
                 Col::Other => {}
             }
         }
+        // A process row (`--query-compute-apps`) that names no GPU (no index,
+        // uuid or bus id column) is on a GPU the log does not say: `null`,
+        // not a guess.
+        let stated = index.is_some() || id.is_some();
         let index = match (index, id) {
             (Some(i), _) => i,
             (None, Some(id)) => match self.ids.iter().position(|x| x == id) {
@@ -276,7 +280,7 @@ impl LineParser for CsvParser {
         };
         if let Some(pused) = pused {
             b.processes.push(super::ProcessUse {
-                gpu: Some(index),
+                gpu: stated.then_some(index),
                 pid,
                 name: pname.unwrap_or("").to_string(),
                 kind: None,
