@@ -635,6 +635,47 @@ fn every_fixture_is_covered() {
     assert!(seen >= 58, "{seen}");
 }
 
+#[test]
+fn pasted_copies_read_as_the_originals() {
+    // What a log becomes when copied from a rendered page, a chat or a
+    // coloured terminal: no-break, narrow or ideographic spaces for spaces,
+    // zero-width characters, colour escapes around each line. Each fixture
+    // reads to the same figures (or the same refusal) either way.
+    let json = |text: &str| match trace::parse(text, &ParseOptions::default()) {
+        Ok(t) => serde_json::to_string(&trace::findings::report(&t, None)).unwrap(),
+        Err(e) => format!("refused: {e}"),
+    };
+    let mut seen = 0;
+    for e in std::fs::read_dir(dir()).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".txt") {
+            continue;
+        }
+        seen += 1;
+        let text = read(&name);
+        let want = json(&text);
+        let variants = [
+            ("no-break spaces", text.replace(' ', "\u{a0}")),
+            ("narrow spaces", text.replace(' ', "\u{202f}")),
+            ("ideographic spaces", text.replace(' ', "\u{3000}")),
+            (
+                "zero-width spaces",
+                text.replace(": ", ":\u{200b} ").replace(", ", ",\u{200b} "),
+            ),
+            (
+                "colour escapes",
+                text.lines()
+                    .map(|l| format!("\u{1b}[0;32m{l}\u{1b}[0m\n"))
+                    .collect::<String>(),
+            ),
+        ];
+        for (what, v) in variants {
+            assert_eq!(json(&v), want, "{name} with {what}");
+        }
+    }
+    assert!(seen >= 58, "{seen}");
+}
+
 mod never_panics {
     use super::*;
     use proptest::prelude::*;

@@ -697,27 +697,36 @@ impl OomScanner {
     }
 }
 
-/// Removes terminal escape sequences (`ESC [ … letter`, as `watch --color` or
-/// `script` captures contain) from a line.
-fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.contains('\u{1b}') {
+/// Cleans a line as tools and web pages hand it over: removes terminal
+/// escape sequences (`ESC [ … letter`, as `watch --color`, `script` captures
+/// and Jupyter tracebacks contain), turns Unicode spaces into ASCII ones (a
+/// no-break space or a narrow one where text was copied from a rendered page
+/// or a chat; the ideographic space of CJK editors), a space for a space, and
+/// drops zero-width characters and byte-order marks.
+fn clean_line(line: &str) -> std::borrow::Cow<'_, str> {
+    if line.is_ascii() && !line.as_bytes().contains(&0x1b) {
         return std::borrow::Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for d in chars.by_ref() {
-                    if d.is_ascii_alphabetic() {
-                        break;
+        match c {
+            '\u{1b}' => {
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for d in chars.by_ref() {
+                        if d.is_ascii_alphabetic() {
+                            break;
+                        }
                     }
                 }
             }
-            continue;
+            '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}' => {
+                out.push(' ')
+            }
+            '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}' => {}
+            c => out.push(c),
         }
-        out.push(c);
     }
     std::borrow::Cow::Owned(out)
 }
@@ -827,7 +836,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         }
         let line = String::from_utf8_lossy(&raw);
         let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
-        head.push(strip_ansi(line).into_owned());
+        head.push(clean_line(line).into_owned());
     }
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
@@ -868,7 +877,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
                     &lossy
                 }
             };
-            let l = strip_ansi(l);
+            let l = clean_line(l);
             oom.line(no, &l, &mut b);
             parser.line(no, &l, &mut b)?;
         }
