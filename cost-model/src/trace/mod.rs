@@ -704,7 +704,7 @@ impl OomScanner {
 /// or a chat; the ideographic space of CJK editors), a space for a space, and
 /// drops zero-width characters and byte-order marks.
 fn clean_line(line: &str) -> std::borrow::Cow<'_, str> {
-    if line.is_ascii() && !line.as_bytes().contains(&0x1b) {
+    if !needs_cleaning(line.as_bytes()) {
         return std::borrow::Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
@@ -729,6 +729,25 @@ fn clean_line(line: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Whether a line holds a byte [`clean_line`] acts on (non-ASCII or ESC), in
+/// one pass eight bytes at a time: the reader calls it on every line, and
+/// almost every line is plain ASCII.
+fn needs_cleaning(b: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const ESC: u64 = 0x1b1b_1b1b_1b1b_1b1b;
+    let mut words = b.chunks_exact(8);
+    for w in words.by_ref() {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        // A byte ≥ 0x80, or a zero byte in `x ^ ESC` (an ESC in `x`).
+        let e = x ^ ESC;
+        if (x & HIGH) != 0 || (e.wrapping_sub(ONES) & !e & HIGH) != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&c| c >= 0x80 || c == 0x1b)
 }
 
 /// Text saved as UTF-16 (PowerShell's `>` on Windows) becomes UTF-8.
@@ -919,6 +938,31 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_at_a_time_check_finds_every_byte_to_clean() {
+        let naive = |b: &[u8]| b.iter().any(|&c| c >= 0x80 || c == 0x1b);
+        // Every position and length up to three words, each byte kind.
+        for len in 0..24 {
+            for at in 0..len {
+                for c in [0x1bu8, 0x80, 0xa0, 0xff, 0x1a, 0x1c, 0x3b, 0x7f] {
+                    let mut b = vec![b'a'; len];
+                    b[at] = c;
+                    assert_eq!(needs_cleaning(&b), naive(&b), "{len} {at} {c:#x}");
+                }
+            }
+            assert!(!needs_cleaning(&vec![b' '; len]));
+        }
+        // Bytes around ESC in every lane of a word.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b: Vec<u8> = x.to_le_bytes().iter().map(|v| v & 0x3f).collect();
+            assert_eq!(needs_cleaning(&b), naive(&b), "{b:?}");
+        }
+    }
 
     #[test]
     fn series_stay_bounded_and_keep_the_peak() {
