@@ -636,6 +636,59 @@ fn every_fixture_is_covered() {
 }
 
 #[test]
+fn tables_behind_a_launchers_line_prefix_read_as_the_originals() {
+    // `srun --label`, `pdsh`, `docker compose logs`, `kubectl logs
+    // --timestamps` (whose times vary in length: Go trims trailing zeros).
+    let figures = |t: &Trace| {
+        let gpus: Vec<_> = t
+            .gpus
+            .iter()
+            .map(|g| {
+                (
+                    g.index,
+                    g.mig.clone(),
+                    g.name.clone(),
+                    g.total_mib,
+                    g.peak_used_mib,
+                    g.samples,
+                )
+            })
+            .collect();
+        (gpus, t.processes.clone())
+    };
+    let mut seen = 0;
+    for e in std::fs::read_dir(dir()).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.starts_with("smi_table_") {
+            continue;
+        }
+        let text = read(&name);
+        let want = figures(&parse(&name));
+        let prefixed = |f: &dyn Fn(usize) -> String| {
+            text.lines()
+                .enumerate()
+                .map(|(i, l)| format!("{}{l}\n", f(i)))
+                .collect::<String>()
+        };
+        for (what, v) in [
+            ("srun --label", prefixed(&|_| "0: ".into())),
+            ("pdsh", prefixed(&|_| "gpu-node-07: ".into())),
+            ("docker compose", prefixed(&|_| "trainer-1  | ".into())),
+            (
+                "kubectl --timestamps",
+                prefixed(&|i| format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)),
+            ),
+        ] {
+            let t = trace::parse(&v, &ParseOptions::default())
+                .unwrap_or_else(|e| panic!("{name} behind {what}: {e}"));
+            assert_eq!(figures(&t), want, "{name} behind {what}");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 19, "{seen}");
+}
+
+#[test]
 fn pasted_copies_read_as_the_originals() {
     // What a log becomes when copied from a rendered page, a chat or a
     // coloured terminal: no-break, narrow or ideographic spaces for spaces,

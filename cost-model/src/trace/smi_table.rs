@@ -27,6 +27,59 @@ pub struct TableParser {
     seen_header: bool,
     /// nvitop's table (its process rows have their own columns).
     nvitop: bool,
+    /// What a launcher wrote before every line of the table, learnt from
+    /// the first border line ([`LinePrefix`]).
+    prefix: Option<LinePrefix>,
+}
+
+/// Text before each line of a table that a launcher or log collector
+/// added: `srun --label` (`0: `), `pdsh` (`node7: `), `docker compose logs`
+/// (`trainer-1  | `), `kubectl logs --timestamps` (an RFC 3339 time, whose
+/// length varies). Learnt from the table's top border (`+---…` at the start of
+/// every capture): the text before it, and the table's width from there.
+struct LinePrefix {
+    text: String,
+    /// Characters from the border's first `+` to its last.
+    width: usize,
+}
+
+impl LinePrefix {
+    /// A prefixed border line (`node7: +-----…-----+`), giving the prefix.
+    fn learn(line: &str) -> Option<LinePrefix> {
+        let t = line.trim_end();
+        let at = t.find("+---")?;
+        let (text, border) = t.split_at(at);
+        // The top border is one run of dashes between two corners (the rules
+        // under the header have a corner at every column).
+        let run = border
+            .strip_prefix('+')
+            .and_then(|b| b.strip_suffix('+'))
+            .is_some_and(|b| b.len() >= 40 && b.bytes().all(|c| c == b'-'));
+        if text.trim().is_empty() || !run {
+            return None;
+        }
+        Some(LinePrefix {
+            text: text.to_string(),
+            width: border.chars().count(),
+        })
+    }
+
+    /// The line without the prefix: the learnt text, else (a prefix whose
+    /// length varies, a time or another host's name) the table's width from
+    /// the end of a line that ends as table lines do.
+    fn strip<'a>(&self, line: &'a str) -> &'a str {
+        if let Some(rest) = line.strip_prefix(self.text.as_str()) {
+            return rest;
+        }
+        let t = line.trim_end();
+        let n = t.chars().count();
+        if n > self.width && t.ends_with(['|', '+']) {
+            if let Some((i, _)) = t.char_indices().nth(n - self.width) {
+                return &t[i..];
+            }
+        }
+        line
+    }
 }
 
 /// A cell border: nvidia-smi's `|`, or the box-drawing `│` nvitop draws.
@@ -149,6 +202,15 @@ impl TableParser {
 
 impl LineParser for TableParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if !line.trim_start().starts_with(['|', '+', '│']) {
+            if let Some(p) = LinePrefix::learn(line) {
+                self.prefix = Some(p);
+            }
+        }
+        let line = match &self.prefix {
+            Some(p) => p.strip(line),
+            None => line,
+        };
         if (line.contains("NVIDIA-SMI") || line.contains("NVITOP"))
             && line.contains("Driver Version")
         {
