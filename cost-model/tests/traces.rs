@@ -636,56 +636,72 @@ fn every_fixture_is_covered() {
 }
 
 #[test]
-fn tables_behind_a_launchers_line_prefix_read_as_the_originals() {
-    // `srun --label`, `pdsh`, `docker compose logs`, `kubectl logs
-    // --timestamps` (whose times vary in length: Go trims trailing zeros).
-    let figures = |t: &Trace| {
-        let gpus: Vec<_> = t
-            .gpus
-            .iter()
-            .map(|g| {
-                (
-                    g.index,
-                    g.mig.clone(),
-                    g.name.clone(),
-                    g.total_mib,
-                    g.peak_used_mib,
-                    g.samples,
-                )
-            })
-            .collect();
-        (gpus, t.processes.clone())
+fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
+    // `srun --label` (one task and several), `mpirun --tag-output`, `pdsh`,
+    // `docker compose logs`, `kubectl logs --timestamps` (whose times vary in
+    // length: Go trims trailing zeros). Every fixture reads to the same report
+    // (or the same refusal) behind each.
+    let json = |text: &str| match trace::parse(text, &ParseOptions::default()) {
+        Ok(t) => serde_json::to_string(&trace::findings::report(&t, None)).unwrap(),
+        Err(e) => format!("refused: {e}"),
     };
+    type Prefix = fn(usize) -> String;
+    let prefixes: [(&str, Prefix); 6] = [
+        ("srun --label", |_| "0: ".into()),
+        ("srun --label, 8 tasks", |i| format!("{}: ", i % 8)),
+        ("mpirun --tag-output", |i| format!("[1,{}]<stdout>:", i % 4)),
+        ("pdsh", |_| "gpu-node-07: ".into()),
+        ("docker compose", |_| "trainer-1  | ".into()),
+        ("kubectl --timestamps", |i| {
+            format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)
+        }),
+    ];
     let mut seen = 0;
     for e in std::fs::read_dir(dir()).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if !name.starts_with("smi_table_") {
+        if !name.ends_with(".txt") {
             continue;
         }
-        let text = read(&name);
-        let want = figures(&parse(&name));
-        let prefixed = |f: &dyn Fn(usize) -> String| {
-            text.lines()
-                .enumerate()
-                .map(|(i, l)| format!("{}{l}\n", f(i)))
-                .collect::<String>()
-        };
-        for (what, v) in [
-            ("srun --label", prefixed(&|_| "0: ".into())),
-            ("pdsh", prefixed(&|_| "gpu-node-07: ".into())),
-            ("docker compose", prefixed(&|_| "trainer-1  | ".into())),
-            (
-                "kubectl --timestamps",
-                prefixed(&|i| format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)),
-            ),
-        ] {
-            let t = trace::parse(&v, &ParseOptions::default())
-                .unwrap_or_else(|e| panic!("{name} behind {what}: {e}"));
-            assert_eq!(figures(&t), want, "{name} behind {what}");
-        }
         seen += 1;
+        let text = read(&name);
+        let want = json(&text);
+        for (what, prefix) in prefixes {
+            let v: String = text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| format!("{}{l}\n", prefix(i)))
+                .collect();
+            assert_eq!(json(&v), want, "{name} behind {what}");
+        }
     }
-    assert!(seen >= 19, "{seen}");
+    assert!(seen >= 58, "{seen}");
+}
+
+#[test]
+fn a_table_behind_any_prefix_is_read_from_its_border() {
+    // A prefix of no known shape: the table parser learns it from the
+    // table's top border.
+    for n in [3, 5, 7, 12, 13, 15, 18, 28] {
+        let name = format!("smi_table_{n:02}.txt");
+        let text = read(&name);
+        let v: String = text
+            .lines()
+            .map(|l| format!("[gpu-node-07] {l}\n"))
+            .collect();
+        let (a, b) = (
+            parse(&name),
+            trace::parse(&v, &ParseOptions::default()).unwrap(),
+        );
+        let figures = |t: &Trace| {
+            let g: Vec<_> = t
+                .gpus
+                .iter()
+                .map(|g| (g.index, g.name.clone(), g.total_mib, g.peak_used_mib))
+                .collect();
+            (g, t.processes.clone())
+        };
+        assert_eq!(figures(&b), figures(&a), "{name}");
+    }
 }
 
 #[test]

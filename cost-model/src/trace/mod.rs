@@ -750,6 +750,117 @@ fn needs_cleaning(b: &[u8]) -> bool {
     words.remainder().iter().any(|&c| c >= 0x80 || c == 0x1b)
 }
 
+/// Text a launcher or a log collector writes before every line of a tool's
+/// output, recognised when (nearly) every line of a log's head carries it,
+/// and removed before the formats are told apart: `srun --label` (`12: `),
+/// `mpirun --tag-output` (`[1,0]<stdout>: `), `pdsh`/`clush` (`node7: `),
+/// `docker compose logs` (`trainer-1  | `), `kubectl logs --timestamps` (an
+/// RFC 3339 time and a space). torchrun's `[rank0]:` is not one of them: the
+/// readers that print per rank keep it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LaunchPrefix {
+    SrunLabel,
+    MpirunTag,
+    Host,
+    Compose,
+    Rfc3339,
+}
+
+impl LaunchPrefix {
+    const ALL: [LaunchPrefix; 5] = [
+        LaunchPrefix::SrunLabel,
+        LaunchPrefix::MpirunTag,
+        LaunchPrefix::Host,
+        LaunchPrefix::Compose,
+        LaunchPrefix::Rfc3339,
+    ];
+
+    /// The prefix's length in bytes at the start of `line`, if it has it.
+    fn len_in(self, line: &str) -> Option<usize> {
+        let b = line.as_bytes();
+        let name = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
+        let run =
+            |from: usize, ok: &dyn Fn(u8) -> bool| b[from..].iter().take_while(|&&c| ok(c)).count();
+        match self {
+            LaunchPrefix::SrunLabel => {
+                let d = run(0, &|c| c.is_ascii_digit());
+                ((1..=5).contains(&d) && b[d..].starts_with(b": ")).then_some(d + 2)
+            }
+            LaunchPrefix::MpirunTag => {
+                let rest = line.strip_prefix('[')?;
+                let close = rest.find("]<std")?;
+                let inner = &rest[..close];
+                let ok =
+                    !inner.is_empty() && inner.bytes().all(|c| c.is_ascii_digit() || c == b',');
+                let tail = &rest[close + 1..];
+                let tag = ["<stdout>:", "<stderr>:"]
+                    .iter()
+                    .find(|t| tail.starts_with(**t))?;
+                let end = 1 + close + 1 + tag.len();
+                ok.then_some(end + usize::from(line[end..].starts_with(' ')))
+            }
+            LaunchPrefix::Host => {
+                let n = run(0, &name);
+                let has_letter = b[..n].iter().any(|c| c.is_ascii_alphabetic());
+                ((1..=64).contains(&n) && has_letter && b[n..].starts_with(b": ")).then_some(n + 2)
+            }
+            LaunchPrefix::Compose => {
+                let n = run(0, &name);
+                let spaces = run(n, &|c| c == b' ');
+                let at = n + spaces;
+                ((1..=64).contains(&n) && spaces >= 1 && b[at..].starts_with(b"| "))
+                    .then_some(at + 2)
+            }
+            LaunchPrefix::Rfc3339 => {
+                // 2024-06-01T12:00:00[.fraction](Z|±hh:mm) and a space.
+                let shape = b"dddd-dd-ddTdd:dd:dd";
+                if b.len() < shape.len()
+                    || !shape.iter().zip(b).all(|(s, c)| match s {
+                        b'd' => c.is_ascii_digit(),
+                        s => s == c,
+                    })
+                {
+                    return None;
+                }
+                let mut i = shape.len();
+                if b.get(i) == Some(&b'.') {
+                    i += 1 + run(i + 1, &|c| c.is_ascii_digit());
+                }
+                match b.get(i) {
+                    Some(b'Z') => i += 1,
+                    Some(b'+' | b'-') => i += 6,
+                    _ => return None,
+                }
+                (b.get(i) == Some(&b' ')).then_some(i + 1)
+            }
+        }
+    }
+
+    /// The prefix nine in ten of the head's non-empty lines (at least three)
+    /// carry.
+    fn detect(head: &[String]) -> Option<LaunchPrefix> {
+        let lines: Vec<&str> = head
+            .iter()
+            .map(|l| l.as_str())
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        if lines.len() < 3 {
+            return None;
+        }
+        LaunchPrefix::ALL.into_iter().find(|p| {
+            let n = lines.iter().filter(|l| p.len_in(l).is_some()).count();
+            n * 10 >= lines.len() * 9
+        })
+    }
+
+    fn strip(self, line: &str) -> &str {
+        match self.len_in(line) {
+            Some(n) => &line[n..],
+            None => line,
+        }
+    }
+}
+
 /// Text saved as UTF-16 (PowerShell's `>` on Windows) becomes UTF-8.
 pub(crate) fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
     let units = bytes.chunks_exact(2).map(|c| {
@@ -860,6 +971,13 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
     }
+    let prefix = LaunchPrefix::detect(&head);
+    if let Some(p) = prefix {
+        for l in head.iter_mut() {
+            let n = p.len_in(l).unwrap_or(0);
+            l.drain(..n);
+        }
+    }
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
     // Column names given for a headerless CSV say what it is.
@@ -897,8 +1015,12 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
                 }
             };
             let l = clean_line(l);
-            oom.line(no, &l, &mut b);
-            parser.line(no, &l, &mut b)?;
+            let l = match prefix {
+                Some(p) => p.strip(&l),
+                None => &l,
+            };
+            oom.line(no, l, &mut b);
+            parser.line(no, l, &mut b)?;
         }
     }
     oom.flush(&mut b);
