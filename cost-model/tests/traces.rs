@@ -708,8 +708,9 @@ fn a_table_behind_any_prefix_is_read_from_its_border() {
 fn pasted_copies_read_as_the_originals() {
     // What a log becomes when copied from a rendered page, a chat or a
     // coloured terminal: no-break, narrow or ideographic spaces for spaces,
-    // zero-width characters, colour escapes around each line. Each fixture
-    // reads to the same figures (or the same refusal) either way.
+    // zero-width characters, colour escapes around each line; or pasted into
+    // Markdown. Each fixture reads to the same figures (or the same refusal)
+    // either way.
     let json = |text: &str| match trace::parse(text, &ParseOptions::default()) {
         Ok(t) => serde_json::to_string(&trace::findings::report(&t, None)).unwrap(),
         Err(e) => format!("refused: {e}"),
@@ -740,6 +741,56 @@ fn pasted_copies_read_as_the_originals() {
         ];
         for (what, v) in variants {
             assert_eq!(json(&v), want, "{name} with {what}");
+        }
+        // Pasted into Markdown or a docstring: indented, quoted, fenced.
+        let lines: Vec<&str> = text.lines().collect();
+        let join = |v: Vec<String>| v.join("\n") + "\n";
+        let quoted = |l: &&str| {
+            if l.trim().is_empty() {
+                ">".to_string()
+            } else {
+                format!("> {l}")
+            }
+        };
+        for (what, v) in [
+            (
+                "four-space indent",
+                join(lines.iter().map(|l| format!("    {l}")).collect()),
+            ),
+            (
+                "tab indent",
+                join(lines.iter().map(|l| format!("\t{l}")).collect()),
+            ),
+            ("a Markdown quote", join(lines.iter().map(quoted).collect())),
+        ] {
+            assert_eq!(json(&v), want, "{name} as {what}");
+        }
+        // Fences add lines: the same figures, refusals at lines one further.
+        let figures = |text: &str| match trace::parse(text, &ParseOptions::default()) {
+            Ok(t) => {
+                let mut r = serde_json::to_value(trace::findings::report(&t, None)).unwrap();
+                let o = r.as_object_mut().unwrap();
+                o.remove("lines");
+                o.remove("warnings");
+                for f in r["findings"].as_array_mut().unwrap() {
+                    f.as_object_mut().unwrap().remove("detail");
+                }
+                for o in r["oom"].as_array_mut().unwrap() {
+                    o.as_object_mut().unwrap().remove("line");
+                }
+                r.to_string()
+            }
+            Err(_) => "refused".into(),
+        };
+        let fenced = |indent: &str| {
+            let body: Vec<String> = lines.iter().map(|l| format!("{indent}{l}")).collect();
+            format!("```text\n{}\n```\n", body.join("\n"))
+        };
+        for (what, v) in [
+            ("fenced", fenced("")),
+            ("fenced and indented", fenced("  ")),
+        ] {
+            assert_eq!(figures(&v), figures(&text), "{name} {what}");
         }
     }
     assert!(seen >= 58, "{seen}");

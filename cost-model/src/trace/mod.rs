@@ -755,8 +755,9 @@ fn needs_cleaning(b: &[u8]) -> bool {
 /// and removed before the formats are told apart: `srun --label` (`12: `),
 /// `mpirun --tag-output` (`[1,0]<stdout>: `), `pdsh`/`clush` (`node7: `),
 /// `docker compose logs` (`trainer-1  | `), `kubectl logs --timestamps` (an
-/// RFC 3339 time and a space). torchrun's `[rank0]:` is not one of them: the
-/// readers that print per rank keep it.
+/// RFC 3339 time and a space), and a Markdown quote (`> `, a bare `>` on an
+/// empty line) where a log was copied out of an issue's reply. torchrun's
+/// `[rank0]:` is not one of them: the readers that print per rank keep it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LaunchPrefix {
     SrunLabel,
@@ -764,15 +765,17 @@ enum LaunchPrefix {
     Host,
     Compose,
     Rfc3339,
+    Quote,
 }
 
 impl LaunchPrefix {
-    const ALL: [LaunchPrefix; 5] = [
+    const ALL: [LaunchPrefix; 6] = [
         LaunchPrefix::SrunLabel,
         LaunchPrefix::MpirunTag,
         LaunchPrefix::Host,
         LaunchPrefix::Compose,
         LaunchPrefix::Rfc3339,
+        LaunchPrefix::Quote,
     ];
 
     /// The prefix's length in bytes at the start of `line`, if it has it.
@@ -833,6 +836,11 @@ impl LaunchPrefix {
                 }
                 (b.get(i) == Some(&b' ')).then_some(i + 1)
             }
+            LaunchPrefix::Quote => match b {
+                [b'>', b' ', ..] => Some(2),
+                [b'>'] => Some(1),
+                _ => None,
+            },
         }
     }
 
@@ -858,6 +866,73 @@ impl LaunchPrefix {
             Some(n) => &line[n..],
             None => line,
         }
+    }
+}
+
+/// What is taken off every line before the formats are told apart: a
+/// launcher's prefix ([`LaunchPrefix`]), Markdown code fences (a line of
+/// three backticks or tildes, with its language) read as empty lines, and the
+/// indentation every line of the head shares (a log pasted into a Markdown
+/// code block, a docstring or an e-mail), which `nvidia-smi -q`'s nesting
+/// must not see.
+struct Unwrap {
+    prefix: Option<LaunchPrefix>,
+    indent: String,
+}
+
+impl Unwrap {
+    /// Learns from the head (cleaned lines) and unwraps it in place.
+    fn learn(head: &mut [String]) -> Unwrap {
+        let prefix = LaunchPrefix::detect(head);
+        let mut u = Unwrap {
+            prefix,
+            indent: String::new(),
+        };
+        for l in head.iter_mut() {
+            let kept = u.apply(l).len();
+            let start = l.len() - kept;
+            l.truncate(start + kept);
+            l.drain(..start);
+        }
+        let mut lines = head.iter().filter(|l| !l.trim().is_empty());
+        if let Some(first) = lines.next() {
+            let mut indent: &str =
+                &first[..first.len() - first.trim_start_matches([' ', '\t']).len()];
+            for l in lines {
+                let common = indent
+                    .bytes()
+                    .zip(l.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                indent = &indent[..common];
+            }
+            u.indent = indent.to_string();
+        }
+        if !u.indent.is_empty() {
+            for l in head.iter_mut() {
+                if l.starts_with(&u.indent) {
+                    l.drain(..u.indent.len());
+                }
+            }
+        }
+        u
+    }
+
+    fn apply<'a>(&self, line: &'a str) -> &'a str {
+        let line = match self.prefix {
+            Some(p) => p.strip(line),
+            None => line,
+        };
+        let t = line.trim();
+        if let Some(info) = t.strip_prefix("```").or_else(|| t.strip_prefix("~~~")) {
+            if info
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'+' | b' '))
+            {
+                return "";
+            }
+        }
+        line.strip_prefix(self.indent.as_str()).unwrap_or(line)
     }
 }
 
@@ -971,13 +1046,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
     }
-    let prefix = LaunchPrefix::detect(&head);
-    if let Some(p) = prefix {
-        for l in head.iter_mut() {
-            let n = p.len_in(l).unwrap_or(0);
-            l.drain(..n);
-        }
-    }
+    let unwrap = Unwrap::learn(&mut head);
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
     // Column names given for a headerless CSV say what it is.
@@ -1015,10 +1084,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
                 }
             };
             let l = clean_line(l);
-            let l = match prefix {
-                Some(p) => p.strip(&l),
-                None => &l,
-            };
+            let l = unwrap.apply(&l);
             oom.line(no, l, &mut b);
             parser.line(no, l, &mut b)?;
         }
