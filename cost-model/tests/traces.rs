@@ -738,6 +738,10 @@ fn pasted_copies_read_as_the_originals() {
                     .map(|l| format!("\u{1b}[0;32m{l}\u{1b}[0m\n"))
                     .collect::<String>(),
             ),
+            (
+                "carriage returns alone",
+                text.lines().map(|l| format!("{l}\r")).collect::<String>(),
+            ),
         ];
         for (what, v) in variants {
             assert_eq!(json(&v), want, "{name} with {what}");

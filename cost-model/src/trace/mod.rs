@@ -1027,7 +1027,11 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         let n = r
             .read_until(b'\n', raw)
             .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
-        while matches!(raw.last(), Some(b'\n' | b'\r')) {
+        // One line end: `\n` or `\r\n` (a `\r` before it is a line of its own).
+        if raw.last() == Some(&b'\n') {
+            raw.pop();
+        }
+        if raw.last() == Some(&b'\r') {
             raw.pop();
         }
         Ok(n > 0)
@@ -1041,7 +1045,12 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         }
         let line = String::from_utf8_lossy(&raw);
         let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
-        head.push(clean_line(line).into_owned());
+        // A carriage return alone ends a line too: a progress bar's redraws
+        // (tqdm writes `\r` and the bar) before a print on the same line of a
+        // captured log, or a file saved with old Mac line ends.
+        for seg in line.split('\r') {
+            head.push(clean_line(seg).into_owned());
+        }
     }
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
@@ -1073,7 +1082,6 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     drop(head);
     if !eof {
         while next(&mut r, &mut raw)? {
-            no += 1;
             // Valid UTF-8 (the common case) is read in place; anything else is repaired.
             let lossy;
             let l = match std::str::from_utf8(&raw) {
@@ -1083,10 +1091,13 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
                     &lossy
                 }
             };
-            let l = clean_line(l);
-            let l = unwrap.apply(&l);
-            oom.line(no, l, &mut b);
-            parser.line(no, l, &mut b)?;
+            for seg in l.split('\r') {
+                no += 1;
+                let seg = clean_line(seg);
+                let seg = unwrap.apply(&seg);
+                oom.line(no, seg, &mut b);
+                parser.line(no, seg, &mut b)?;
+            }
         }
     }
     oom.flush(&mut b);
