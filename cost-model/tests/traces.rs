@@ -678,6 +678,23 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
 }
 
 #[test]
+fn a_line_without_end_is_read_only_so_far() {
+    // 40 MiB without a line end (a file of zeros, a binary), then a log: the
+    // long line is cut (memory stays bounded), said so, and the rest read.
+    let mut text = "\0".repeat(40 << 20);
+    text.push('\n');
+    text.push_str(&read("oom_11.txt"));
+    let t = trace::parse(&text, &ParseOptions::default()).unwrap();
+    assert_eq!(t.oom.len(), 1);
+    assert_eq!(t.oom[0].line, 2);
+    assert!(
+        t.warnings.iter().any(|w| w.contains("longer than 16 MiB")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
 fn a_table_behind_any_prefix_is_read_from_its_border() {
     // A prefix of no known shape: the table parser learns it from the
     // table's top border.

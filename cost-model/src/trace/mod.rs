@@ -509,6 +509,10 @@ pub struct ParseOptions {
 /// Lines looked at to recognise the format.
 const DETECT_LINES: usize = 400;
 
+/// The most of one line that is read (16 MiB): far beyond any tool's line,
+/// and what bounds the reader's memory on input without line ends.
+const MAX_LINE_BYTES: u64 = 16 << 20;
+
 /// Recognises the format from the first lines.
 pub fn detect(head: &[String]) -> Option<Format> {
     let has = |needle: &str| head.iter().any(|l| l.contains(needle));
@@ -1021,12 +1025,21 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         return parse_reader(&utf8[..], opts);
     }
     let mut raw = Vec::new();
+    let cut_lines = std::cell::Cell::new(0u64);
     // Reads one line into `raw` without its line ending; false at the end.
+    // A line longer than [`MAX_LINE_BYTES`] (a file of zeros, a binary with
+    // no line ends) keeps its first bytes and the rest is skipped unread,
+    // so memory stays bounded whatever the input.
     let next = |r: &mut R, raw: &mut Vec<u8>| -> Result<bool, TraceError> {
         raw.clear();
-        let n = r
+        let io = |e: std::io::Error| TraceError::whole(format!("cannot read the input: {e}"));
+        let n = <&mut R as std::io::Read>::take(&mut *r, MAX_LINE_BYTES)
             .read_until(b'\n', raw)
-            .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+            .map_err(io)?;
+        if n as u64 == MAX_LINE_BYTES && raw.last() != Some(&b'\n') {
+            r.skip_until(b'\n').map_err(io)?;
+            cut_lines.set(cut_lines.get() + 1);
+        }
         // One line end: `\n` or `\r\n` (a `\r` before it is a line of its own).
         if raw.last() == Some(&b'\n') {
             raw.pop();
@@ -1101,6 +1114,13 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         }
     }
     oom.flush(&mut b);
+    if cut_lines.get() > 0 {
+        b.warnings.push(format!(
+            "{} line(s) longer than {} MiB were read up to that length only",
+            cut_lines.get(),
+            MAX_LINE_BYTES >> 20
+        ));
+    }
     parser.finish(&mut b)?;
     let format = match detected {
         Some(f) => f,
