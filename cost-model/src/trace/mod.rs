@@ -735,23 +735,28 @@ fn clean_line(line: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Whether a line holds a byte [`clean_line`] acts on (non-ASCII or ESC), in
-/// one pass eight bytes at a time: the reader calls it on every line, and
-/// almost every line is plain ASCII.
+/// Whether a line holds a byte the reader must act on — non-ASCII or ESC
+/// ([`clean_line`]), or a carriage return (a line end of its own) — in one
+/// pass eight bytes at a time: the reader calls it on every line, and almost
+/// every line is plain ASCII.
 fn needs_cleaning(b: &[u8]) -> bool {
     const HIGH: u64 = 0x8080_8080_8080_8080;
     const ONES: u64 = 0x0101_0101_0101_0101;
     const ESC: u64 = 0x1b1b_1b1b_1b1b_1b1b;
+    const CR: u64 = 0x0d0d_0d0d_0d0d_0d0d;
+    let zero_byte = |v: u64| (v.wrapping_sub(ONES) & !v & HIGH) != 0;
     let mut words = b.chunks_exact(8);
     for w in words.by_ref() {
         let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-        // A byte ≥ 0x80, or a zero byte in `x ^ ESC` (an ESC in `x`).
-        let e = x ^ ESC;
-        if (x & HIGH) != 0 || (e.wrapping_sub(ONES) & !e & HIGH) != 0 {
+        // A byte ≥ 0x80, or a zero byte in `x ^ ESC` / `x ^ CR` (one in `x`).
+        if (x & HIGH) != 0 || zero_byte(x ^ ESC) || zero_byte(x ^ CR) {
             return true;
         }
     }
-    words.remainder().iter().any(|&c| c >= 0x80 || c == 0x1b)
+    words
+        .remainder()
+        .iter()
+        .any(|&c| c >= 0x80 || c == 0x1b || c == b'\r')
 }
 
 /// Text a launcher or a log collector writes before every line of a tool's
@@ -927,14 +932,21 @@ impl Unwrap {
             Some(p) => p.strip(line),
             None => line,
         };
-        let t = line.trim();
-        if let Some(info) = t.strip_prefix("```").or_else(|| t.strip_prefix("~~~")) {
-            if info
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'+' | b' '))
-            {
-                return "";
+        // Every line passes here: a byte test before any comparison.
+        let first = line.bytes().find(|c| !c.is_ascii_whitespace());
+        if matches!(first, Some(b'`' | b'~')) {
+            let t = line.trim();
+            if let Some(info) = t.strip_prefix("```").or_else(|| t.strip_prefix("~~~")) {
+                if info
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'+' | b' '))
+                {
+                    return "";
+                }
             }
+        }
+        if self.indent.is_empty() {
+            return line;
         }
         line.strip_prefix(self.indent.as_str()).unwrap_or(line)
     }
@@ -1104,6 +1116,14 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
                     &lossy
                 }
             };
+            if !needs_cleaning(l.as_bytes()) {
+                // Plain ASCII, one line: as it is.
+                no += 1;
+                let l = unwrap.apply(l);
+                oom.line(no, l, &mut b);
+                parser.line(no, l, &mut b)?;
+                continue;
+            }
             for seg in l.split('\r') {
                 no += 1;
                 let seg = clean_line(seg);
@@ -1160,11 +1180,11 @@ mod tests {
 
     #[test]
     fn the_word_at_a_time_check_finds_every_byte_to_clean() {
-        let naive = |b: &[u8]| b.iter().any(|&c| c >= 0x80 || c == 0x1b);
+        let naive = |b: &[u8]| b.iter().any(|&c| c >= 0x80 || c == 0x1b || c == b'\r');
         // Every position and length up to three words, each byte kind.
         for len in 0..24 {
             for at in 0..len {
-                for c in [0x1bu8, 0x80, 0xa0, 0xff, 0x1a, 0x1c, 0x3b, 0x7f] {
+                for c in [0x1bu8, 0x0d, 0x80, 0xa0, 0xff, 0x1a, 0x1c, 0x0c, 0x3b, 0x7f] {
                     let mut b = vec![b'a'; len];
                     b[at] = c;
                     assert_eq!(needs_cleaning(&b), naive(&b), "{len} {at} {c:#x}");
