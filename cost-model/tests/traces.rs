@@ -13,6 +13,31 @@ fn read(name: &str) -> String {
     String::from_utf8_lossy(&std::fs::read(dir().join(name)).expect(name)).into_owned()
 }
 
+/// Every fixture, as `(file name, text)`.
+fn fixtures() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".txt"))
+        .map(|n| {
+            let text = read(&n);
+            (n, text)
+        })
+        .collect();
+    v.sort();
+    assert!(v.len() >= 58, "{}", v.len());
+    v
+}
+
+/// The whole report a text reads to, or its refusal: what a rewritten
+/// fixture must read to again.
+fn report_json(text: &str) -> String {
+    match trace::parse(text, &ParseOptions::default()) {
+        Ok(t) => serde_json::to_string(&trace::findings::report(&t, None)).unwrap(),
+        Err(e) => format!("refused: {e}"),
+    }
+}
+
 fn parse(name: &str) -> Trace {
     trace::parse(&read(name), &ParseOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
@@ -619,20 +644,13 @@ fn every_oom_fixture_is_read_through_the_trace_api() {
 
 #[test]
 fn every_fixture_is_covered() {
-    let mut seen = 0;
-    for e in std::fs::read_dir(dir()).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".txt") {
-            continue;
-        }
-        seen += 1;
+    for (name, text) in fixtures() {
         // Either figures or a reason; never a panic.
-        match trace::parse(&read(&name), &ParseOptions::default()) {
+        match trace::parse(&text, &ParseOptions::default()) {
             Ok(t) => assert!(t.lines > 0, "{name}"),
             Err(e) => assert!(e.message.len() > 20, "{name}: {e}"),
         }
     }
-    assert!(seen >= 58, "{seen}");
 }
 
 #[test]
@@ -641,10 +659,6 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
     // `docker compose logs`, `kubectl logs --timestamps` (whose times vary in
     // length: Go trims trailing zeros). Every fixture reads to the same report
     // (or the same refusal) behind each.
-    let json = |text: &str| match trace::parse(text, &ParseOptions::default()) {
-        Ok(t) => serde_json::to_string(&trace::findings::report(&t, None)).unwrap(),
-        Err(e) => format!("refused: {e}"),
-    };
     type Prefix = fn(usize) -> String;
     let prefixes: [(&str, Prefix); 6] = [
         ("srun --label", |_| "0: ".into()),
@@ -656,25 +670,17 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
             format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)
         }),
     ];
-    let mut seen = 0;
-    for e in std::fs::read_dir(dir()).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".txt") {
-            continue;
-        }
-        seen += 1;
-        let text = read(&name);
-        let want = json(&text);
+    for (name, text) in fixtures() {
+        let want = report_json(&text);
         for (what, prefix) in prefixes {
             let v: String = text
                 .lines()
                 .enumerate()
                 .map(|(i, l)| format!("{}{l}\n", prefix(i)))
                 .collect();
-            assert_eq!(json(&v), want, "{name} behind {what}");
+            assert_eq!(report_json(&v), want, "{name} behind {what}");
         }
     }
-    assert!(seen >= 58, "{seen}");
 }
 
 #[test]
@@ -728,18 +734,8 @@ fn pasted_copies_read_as_the_originals() {
     // zero-width characters, colour escapes around each line; or pasted into
     // Markdown. Each fixture reads to the same figures (or the same refusal)
     // either way.
-    let json = |text: &str| match trace::parse(text, &ParseOptions::default()) {
-        Ok(t) => serde_json::to_string(&trace::findings::report(&t, None)).unwrap(),
-        Err(e) => format!("refused: {e}"),
-    };
-    let mut seen = 0;
-    for e in std::fs::read_dir(dir()).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".txt") {
-            continue;
-        }
-        seen += 1;
-        let text = read(&name);
+    let json = report_json;
+    for (name, text) in fixtures() {
         let want = json(&text);
         let variants = [
             ("no-break spaces", text.replace(' ', "\u{a0}")),
@@ -814,7 +810,6 @@ fn pasted_copies_read_as_the_originals() {
             assert_eq!(figures(&v), figures(&text), "{name} {what}");
         }
     }
-    assert!(seen >= 58, "{seen}");
 }
 
 mod never_panics {
@@ -822,13 +817,7 @@ mod never_panics {
     use proptest::prelude::*;
 
     fn fixtures() -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".txt"))
-            .collect();
-        v.sort();
-        let mut texts: Vec<String> = v.into_iter().map(|n| read(&n)).collect();
+        let mut texts: Vec<String> = super::fixtures().into_iter().map(|(_, t)| t).collect();
         // Lines of the formats no shared fixture has.
         texts.extend(
             [
