@@ -617,6 +617,78 @@ fn gpustat_and_rocm_smi() {
 }
 
 #[test]
+fn gpustat_json_pretty_or_one_object_a_line() {
+    // `gpustat --json` (gpustat 1.x `print_json`: indent 4, the GPU's and
+    // process's keys in this order; written for this test, not a capture).
+    let snapshot = |time: &str, used: u32| {
+        format!(
+            r#"{{
+    "hostname": "node7",
+    "driver_version": "535.104.05",
+    "query_time": "2024-06-01T12:00:{time}.123456",
+    "gpus": [
+        {{
+            "index": 0,
+            "uuid": "GPU-5f2a",
+            "name": "NVIDIA A100-SXM4-80GB",
+            "temperature.gpu": 45,
+            "fan.speed": null,
+            "utilization.gpu": 97,
+            "power.draw": 350,
+            "enforced.power.limit": 400,
+            "memory.used": {used},
+            "memory.total": 81920,
+            "processes": [
+                {{
+                    "username": "ana",
+                    "command": "python",
+                    "full_command": ["python", "train.py", "--bs", "8"],
+                    "gpu_memory_usage": {p},
+                    "cpu_percent": 101.2,
+                    "cpu_memory_usage": 12345678,
+                    "pid": 4242
+                }}
+            ]
+        }},
+        {{
+            "index": 1,
+            "uuid": "GPU-77c1",
+            "name": "NVIDIA A100-SXM4-80GB",
+            "memory.used": 4,
+            "memory.total": 81920,
+            "processes": []
+        }}
+    ]
+}}
+"#,
+            p = used - 23
+        )
+    };
+    let t = trace::parse(&snapshot("00", 70123), &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::Gpustat);
+    assert_eq!(
+        peaks_and_totals(&t),
+        vec![
+            (0, Some(70123.0), Some(81920.0)),
+            (1, Some(4.0), Some(81920.0))
+        ]
+    );
+    assert_eq!(t.gpus[0].name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+    let p = &t.processes[0];
+    assert_eq!(
+        (p.gpu, p.pid, p.name.as_str(), p.used_mib),
+        (Some(0), Some(4242), "python", Some(70100.0))
+    );
+    // A loop writing one object a line: a time series.
+    let one_line = |s: String| s.lines().map(str::trim).collect::<String>() + "\n";
+    let log = one_line(snapshot("00", 70123)) + &one_line(snapshot("05", 71000));
+    let t = trace::parse(&log, &ParseOptions::default()).unwrap();
+    assert_eq!(t.gpus[0].peak_used_mib, Some(71000.0));
+    assert_eq!(t.gpus[0].samples, 2);
+    assert_eq!(t.gpus[0].series.points[1].t, 5.0);
+}
+
+#[test]
 fn every_oom_fixture_is_read_through_the_trace_api() {
     for f in [
         "oom_01.txt",
@@ -1977,4 +2049,51 @@ DeviceStatsMonitor.on_train_batch_end/active_bytes.all.peak,DeviceStatsMonitor.o
     let empty = "DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak,step\n,9\n";
     let e = refusal(empty);
     assert!(e.message.contains("hold no figures"), "{e}");
+}
+
+#[test]
+fn rocm_smi_and_amd_smi_as_json() {
+    // `rocm-smi --showmeminfo vram --json` (bytes as strings, per card) and
+    // `amd-smi metric --json` / `monitor --json` (per GPU, a value and its
+    // unit, or one string); layouts of ROCm 6, written for this test.
+    let rocm = r#"{"card0": {"VRAM Total Memory (B)": "205822885888", "VRAM Total Used Memory (B)": "10737418240"}, "card1": {"VRAM Total Memory (B)": "205822885888", "VRAM Total Used Memory (B)": "42949672960"}}"#;
+    let t = trace::parse(rocm, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::RocmSmi);
+    assert_eq!(
+        peaks_and_totals(&t),
+        vec![
+            (0, Some(10240.0), Some(196288.0)),
+            (1, Some(40960.0), Some(196288.0))
+        ]
+    );
+    let amd = r#"[
+    {
+        "gpu": 0,
+        "mem_usage": {
+            "total_vram": {
+                "value": 196592,
+                "unit": "MB"
+            },
+            "used_vram": {
+                "value": 150123,
+                "unit": "MB"
+            }
+        }
+    },
+    {
+        "gpu": 1,
+        "vram_used": "283 MB",
+        "vram_total": "196592 MB"
+    }
+]
+"#;
+    let t = trace::parse(amd, &ParseOptions::default()).unwrap();
+    assert_eq!(t.format, Format::AmdSmi);
+    assert_eq!(
+        peaks_and_totals(&t),
+        vec![
+            (0, Some(150123.0), Some(196592.0)),
+            (1, Some(283.0), Some(196592.0))
+        ]
+    );
 }

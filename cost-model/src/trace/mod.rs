@@ -534,6 +534,10 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("NVSMI LOG") || has("FB Memory Usage") || has("<nvidia_smi_log>") {
         return Some(Format::NvidiaSmiQuery);
     }
+    // `gpustat --json`: its GPUs under `"gpus"`, nvidia-smi's query names as keys.
+    if has("\"memory.used\"") && (has("\"gpus\"") || has("\"query_time\"")) {
+        return Some(Format::Gpustat);
+    }
     if has("NVITOP") {
         return Some(Format::Nvitop);
     }
@@ -558,10 +562,14 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("ROCm System Management Interface")
         || has("ROCM System Management")
         || head.iter().any(|l| l.starts_with("GPU["))
+        || (has("\"card") && has("\"VRAM Total"))
     {
         return Some(Format::RocmSmi);
     }
-    if head.iter().any(|l| smi_misc::is_amd_smi_line(l)) {
+    if head
+        .iter()
+        .any(|l| smi_misc::is_amd_smi_line(l) || smi_misc::is_amd_smi_json(l))
+    {
         return Some(Format::AmdSmi);
     }
     if head.iter().any(|l| smi_misc::is_gpustat_row(l)) {

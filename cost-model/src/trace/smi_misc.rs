@@ -2,7 +2,9 @@
 //! (and `-q -d MEMORY`, and its XML form `-q -x`), `gpustat`, `rocm-smi` (concise table and `-a`) and
 //! `amd-smi` (`metric`, `monitor`).
 
-use super::{parse_ctime, parse_size_mib, Builder, LineParser, ProcessUse, TraceError};
+use super::{
+    parse_ctime, parse_size_mib, parse_timestamp, Builder, LineParser, ProcessUse, TraceError,
+};
 
 /// A `dmon`/`pmon` header naming the `gpu` column (`# gpu pwr … fb bar1 …`, or
 /// with `-o DT`: `#Date Time gpu …`): its lower-cased column names.
@@ -323,14 +325,128 @@ fn gpustat_row(line: &str) -> Option<(u32, String, f64, f64, String)> {
     Some((idx, parts[0].trim().to_string(), used, total, procs))
 }
 
-/// `gpustat` (its "MB" are MiB: it prints nvidia-smi's figures).
+/// `gpustat` (its "MB" are MiB: it prints nvidia-smi's figures), as text or
+/// as `gpustat --json` (pretty-printed or one object a line, as a loop
+/// writes it): the keys are read in order, whatever the layout.
 #[derive(Default)]
 pub struct GpustatParser {
     time: Option<f64>,
+    /// The JSON GPU being read.
+    gpu: Option<JsonGpu>,
+    /// The JSON process being read: its memory (MiB) and command.
+    process: Option<(f64, String)>,
+}
+
+/// A `gpustat --json` GPU as its keys come: index, name, used and total MiB.
+struct JsonGpu(u32, Option<String>, Option<f64>, Option<f64>);
+
+/// The `"key": value` pairs of a JSON text, in order (strings unquoted, no
+/// escapes needed for the keys read here).
+fn json_pairs(line: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('"') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('"') else { break };
+        let key = &after[..close];
+        let tail = after[close + 1..].trim_start();
+        let Some(value) = tail.strip_prefix(':') else {
+            rest = &after[close + 1..];
+            continue;
+        };
+        let value = value.trim_start();
+        let (v, next) = if let Some(q) = value.strip_prefix('"') {
+            match q.find('"') {
+                Some(e) => (&q[..e], &q[e + 1..]),
+                None => (q, ""),
+            }
+        } else if value.starts_with(['{', '[']) {
+            // An object or array: its own keys come next.
+            ("", value)
+        } else {
+            let e = value.find([',', '}', ']']).unwrap_or(value.len());
+            (value[..e].trim(), &value[e..])
+        };
+        out.push((key, v));
+        rest = next;
+    }
+    out
+}
+
+impl GpustatParser {
+    fn flush_gpu(&mut self, b: &mut Builder) {
+        if let Some(JsonGpu(idx, name, used, total)) = self.gpu.take() {
+            b.describe(idx, None, name.as_deref(), total);
+            if let Some(u) = used {
+                b.sample(idx, None, self.time, u);
+            }
+        }
+    }
+
+    fn json(&mut self, line: &str, b: &mut Builder) {
+        for (k, v) in json_pairs(line) {
+            let num = v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
+            match k {
+                "query_time" => {
+                    self.flush_gpu(b);
+                    if let Some(t) = parse_timestamp(&v.replace('T', " ")) {
+                        self.time = Some(t);
+                    }
+                }
+                "index" => {
+                    self.flush_gpu(b);
+                    if let Ok(i) = v.parse::<u32>() {
+                        self.gpu = Some(JsonGpu(i, None, None, None));
+                    }
+                }
+                "name" => {
+                    if let Some(g) = &mut self.gpu {
+                        g.1 = Some(v.to_string());
+                    }
+                }
+                "memory.used" => {
+                    if let Some(g) = &mut self.gpu {
+                        g.2 = num;
+                    }
+                }
+                "memory.total" => {
+                    if let Some(g) = &mut self.gpu {
+                        g.3 = num;
+                    }
+                }
+                "command" => self.process = Some((f64::NAN, v.to_string())),
+                "gpu_memory_usage" => {
+                    let name = self.process.take().map(|p| p.1).unwrap_or_default();
+                    self.process = Some((num.unwrap_or(f64::NAN), name));
+                }
+                "pid" => {
+                    if let Some((used, name)) = self.process.take() {
+                        b.processes.push(ProcessUse {
+                            gpu: self.gpu.as_ref().map(|g| g.0),
+                            pid: v.parse().ok(),
+                            name,
+                            kind: None,
+                            used_mib: Some(used).filter(|u| u.is_finite()),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl LineParser for GpustatParser {
+    fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        self.flush_gpu(b);
+        Ok(())
+    }
+
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if line.contains('"') {
+            self.json(line, b);
+            return Ok(());
+        }
         if let Some((idx, name, used, total, procs)) = gpustat_row(line) {
             b.describe(idx, None, Some(&name), Some(total));
             b.sample(idx, None, self.time, used);
@@ -362,6 +478,8 @@ pub struct RocmParser {
     total: std::collections::BTreeMap<u32, f64>,
     percent_only: bool,
     time: Option<f64>,
+    /// `--json`: the card whose keys are being read.
+    card: Option<u32>,
 }
 
 fn rocm_gpu(line: &str) -> Option<(u32, &str)> {
@@ -373,8 +491,40 @@ fn rocm_gpu(line: &str) -> Option<(u32, &str)> {
     ))
 }
 
+impl RocmParser {
+    /// `rocm-smi --showmeminfo vram --json`: `{"card0": {"VRAM Total Memory
+    /// (B)": "…", "VRAM Total Used Memory (B)": "…"}, …}`, bytes as strings.
+    fn json(&mut self, line: &str, b: &mut Builder) {
+        let to_mib = |x: f64| x / (1024.0 * 1024.0);
+        for (k, v) in json_pairs(line) {
+            if let Some(n) = k.strip_prefix("card") {
+                self.card = n.parse().ok();
+                continue;
+            }
+            let (Some(g), Some(x)) = (self.card, v.trim().parse::<f64>().ok()) else {
+                continue;
+            };
+            match k {
+                "VRAM Total Memory (B)" => {
+                    self.total.insert(g, to_mib(x));
+                    b.describe(g, None, None, Some(to_mib(x)));
+                }
+                "VRAM Total Used Memory (B)" => {
+                    b.describe(g, None, None, self.total.get(&g).copied());
+                    b.sample(g, None, self.time, to_mib(x));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 impl LineParser for RocmParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if line.contains("\"card") {
+            self.json(line, b);
+            return Ok(());
+        }
         if let Some((g, rest)) = rocm_gpu(line) {
             if let Some((k, v)) = kv(rest) {
                 let bytes = v.trim().parse::<f64>().ok();
@@ -440,6 +590,59 @@ pub struct AmdSmiParser {
     gpu: Option<u32>,
     /// `amd-smi monitor`: the header's `VRAM_*` size columns, in order.
     vram_cols: Vec<String>,
+    /// `--json`: the size key whose `{"value": …, "unit": …}` is being read,
+    /// and its value until the unit comes.
+    json_key: Option<(bool, Option<f64>)>,
+}
+
+impl AmdSmiParser {
+    /// `amd-smi metric --json` / `monitor --json`: per GPU (`"gpu": 0`) a
+    /// `"used_vram"`/`"total_vram"` (monitor: `"vram_used"`/`"vram_total"`)
+    /// object of `"value"` and `"unit"`.
+    fn json(&mut self, line: &str, b: &mut Builder) {
+        for (k, v) in json_pairs(line) {
+            match k {
+                "gpu" => self.gpu = v.parse().ok(),
+                // A size as one string (`"283 MB"`), or an object to follow.
+                "used_vram" | "vram_used" | "total_vram" | "vram_total" => {
+                    let used = k.contains("used");
+                    match mib_value(v) {
+                        Some(m) if used => b.sample(self.gpu.unwrap_or(0), None, None, m),
+                        Some(m) => b.describe(self.gpu.unwrap_or(0), None, None, Some(m)),
+                        None => self.json_key = Some((used, None)),
+                    }
+                }
+                "value" => {
+                    if let Some((used, _)) = self.json_key {
+                        self.json_key = Some((used, v.parse().ok()));
+                    }
+                }
+                "unit" => {
+                    if let Some((used, Some(x))) = self.json_key.take() {
+                        let g = self.gpu.unwrap_or(0);
+                        match parse_size_mib(&x.to_string(), v) {
+                            Some(m) if used => b.sample(g, None, None, m),
+                            Some(m) => b.describe(g, None, None, Some(m)),
+                            None => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Whether a head holds `amd-smi … --json` memory keys.
+pub fn is_amd_smi_json(l: &str) -> bool {
+    [
+        "\"used_vram\"",
+        "\"total_vram\"",
+        "\"vram_used\"",
+        "\"vram_total\"",
+    ]
+    .iter()
+    .any(|k| l.contains(k))
 }
 
 /// `amd-smi monitor`'s header line.
@@ -455,6 +658,10 @@ pub fn is_amd_smi_line(l: &str) -> bool {
 
 impl LineParser for AmdSmiParser {
     fn line(&mut self, _no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
+        if line.contains('"') {
+            self.json(line, b);
+            return Ok(());
+        }
         let t = line.trim();
         if let Some(i) = t.strip_prefix("GPU:") {
             self.gpu = i.trim().parse().ok();
