@@ -2097,3 +2097,57 @@ fn rocm_smi_and_amd_smi_as_json() {
         ]
     );
 }
+
+#[test]
+fn oom_messages_wrapped_at_any_width_give_the_same_figures() {
+    // A message hard-wrapped at 60–120 columns (an e-mail, a terminal copy, an
+    // issue's quote), the cut anywhere — inside "out of memory" or "Tried to
+    // allocate", between a figure and its unit.
+    fn wrap(text: &str, width: usize) -> String {
+        let mut out = String::new();
+        for line in text.lines() {
+            let mut col = 0;
+            for (i, word) in line.split(' ').enumerate() {
+                if i > 0 {
+                    if col + 1 + word.len() > width {
+                        out.push('\n');
+                        col = 0;
+                    } else {
+                        out.push(' ');
+                        col += 1;
+                    }
+                }
+                out.push_str(word);
+                col += word.len();
+            }
+            out.push('\n');
+        }
+        out
+    }
+    let figures = |t: &Trace| {
+        t.oom
+            .iter()
+            .map(|o| {
+                (
+                    o.gpu,
+                    o.tried_to_allocate_mib,
+                    o.capacity_mib,
+                    o.free_mib,
+                    o.allocated_by_pytorch_mib,
+                    o.reserved_by_pytorch_mib,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    for (name, text) in fixtures() {
+        if !name.starts_with("oom_") {
+            continue;
+        }
+        let want = figures(&parse(&name));
+        for width in [60, 72, 80, 100, 120] {
+            let t = trace::parse(&wrap(&text, width), &ParseOptions::default())
+                .unwrap_or_else(|e| panic!("{name} at {width}: {e}"));
+            assert_eq!(figures(&t), want, "{name} wrapped at {width}");
+        }
+    }
+}

@@ -667,7 +667,14 @@ struct OomScanner {
     buf: String,
     start: u64,
     left: u32,
+    /// The end of the previous line, for a message wrapped inside "out of
+    /// memory".
+    prev: String,
 }
+
+/// The end of the previous line kept for a wrapped "out of memory": the
+/// phrase's first words (the message's figures come after it).
+const OOM_PREV_BYTES: usize = 16;
 
 /// Lines after an OOM line that may continue its message.
 const OOM_TAIL_LINES: u32 = 12;
@@ -689,7 +696,37 @@ impl OomScanner {
             self.buf.push_str(line);
             self.buf.push('\n');
             self.left = OOM_TAIL_LINES;
+        } else if self.wrapped_phrase(line) {
+            // "… CUDA out of" / "memory. Tried to allocate …": one line.
+            self.start = no - 1;
+            self.buf.clear();
+            self.buf.push_str(self.prev.trim_end());
+            self.buf.push(' ');
+            self.buf.push_str(line.trim_start());
+            self.buf.push('\n');
+            self.left = OOM_TAIL_LINES;
         }
+        self.prev.clear();
+        if line.len() <= OOM_PREV_BYTES {
+            self.prev.push_str(line);
+        } else {
+            let mut at = line.len() - OOM_PREV_BYTES;
+            while !line.is_char_boundary(at) {
+                at += 1;
+            }
+            self.prev.push_str(&line[at..]);
+        }
+    }
+
+    /// Whether "out of memory" runs from the previous line into this one.
+    fn wrapped_phrase(&self, line: &str) -> bool {
+        let head = line.trim_start().as_bytes();
+        let tail = self.prev.trim_end().as_bytes();
+        let starts = |p: &[u8]| head.len() >= p.len() && head[..p.len()].eq_ignore_ascii_case(p);
+        let ends = |p: &[u8]| {
+            tail.len() >= p.len() && tail[tail.len() - p.len()..].eq_ignore_ascii_case(p)
+        };
+        (starts(b"memory") && ends(b"out of")) || (starts(b"of memory") && ends(b"out"))
     }
 
     fn flush(&mut self, b: &mut Builder) {
@@ -698,7 +735,14 @@ impl OomScanner {
         }
         for mut e in oom::parse(&self.buf) {
             e.line += self.start - 1;
-            if !b.oom.iter().any(|o| o.line == e.line) {
+            // One failure told twice without figures (an old THC check, then
+            // its RuntimeError), farther apart than one tail when wrapped:
+            // one event, as `oom::parse` keeps within a tail.
+            let retold = e.tried_to_allocate_mib.is_none()
+                && b.oom.last().is_some_and(|o| {
+                    o.tried_to_allocate_mib.is_none() && e.line <= o.line + oom::RETOLD_WITHIN
+                });
+            if !retold && !b.oom.iter().any(|o| o.line == e.line) {
                 b.oom.push(e);
             }
         }

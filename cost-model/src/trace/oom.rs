@@ -48,6 +48,13 @@ pub fn is_oom_line(l: &str) -> bool {
     l.to_ascii_lowercase().contains("out of memory") || l.contains("CUBLAS_STATUS_ALLOC_FAILED")
 }
 
+/// Lines within which a second figureless OOM message is the same failure
+/// told again (THC's check, then its RuntimeError, the traceback between).
+pub const RETOLD_WITHIN: u64 = 40;
+
+/// Lines a wrapped message may run over after its first.
+const OOM_WRAPPED_LINES: usize = 8;
+
 /// The message is complete once it names its allocator figures or its fix.
 fn complete(buf: &str) -> bool {
     buf.contains("reserved in total by PyTorch")
@@ -69,16 +76,31 @@ pub fn parse(text: &str) -> Vec<OomEvent> {
         }
         let start = i;
         let mut buf = l.to_string();
-        // Join wrapped continuation lines (at most a few).
+        // Join wrapped continuation lines: a message cut at 60–120 columns
+        // (a terminal, an e-mail, an issue's quote) runs over up to eight,
+        // and the cut may fall inside "Tried to allocate" itself.
         let mut j = i + 1;
-        while j < lines.len() && j <= i + 4 && buf.contains("Tried to allocate") && !complete(&buf)
-        {
+        while j < lines.len() && j <= i + OOM_WRAPPED_LINES {
             let next = strip_rank(lines[j]);
-            if next.starts_with("Traceback") || next.starts_with("File ") {
+            let next_t = next.trim();
+            if next_t.is_empty()
+                || next_t.starts_with("Traceback")
+                || next_t.starts_with("File ")
+                || is_oom_line(next)
+            {
+                break;
+            }
+            let more = if buf.contains("Tried to allocate") {
+                !complete(&buf)
+            } else {
+                // "… out of memory. Tried to" / "allocate 2.00 MiB. …"
+                format!("{} {}", buf.trim_end(), next_t).contains("Tried to allocate")
+            };
+            if !more {
                 break;
             }
             buf.push(' ');
-            buf.push_str(next);
+            buf.push_str(next_t);
             j += 1;
         }
         out.push(event(&buf, start as u64 + 1));
@@ -89,7 +111,7 @@ pub fn parse(text: &str) -> Vec<OomEvent> {
     out.dedup_by(|b, a| {
         a.tried_to_allocate_mib.is_none()
             && b.tried_to_allocate_mib.is_none()
-            && b.line <= a.line + 20
+            && b.line <= a.line + RETOLD_WITHIN
     });
     out
 }
