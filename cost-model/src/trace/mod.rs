@@ -667,14 +667,10 @@ struct OomScanner {
     buf: String,
     start: u64,
     left: u32,
-    /// The end of the previous line, for a message wrapped inside "out of
-    /// memory".
-    prev: String,
+    /// How the previous line ended, for a message wrapped inside "out of
+    /// memory": `"out of"`, `"out"`, or neither (`""`).
+    prev_tail: &'static str,
 }
-
-/// The end of the previous line kept for a wrapped "out of memory": the
-/// phrase's first words (the message's figures come after it).
-const OOM_PREV_BYTES: usize = 16;
 
 /// Lines after an OOM line that may continue its message.
 const OOM_TAIL_LINES: u32 = 12;
@@ -700,33 +696,34 @@ impl OomScanner {
             // "… CUDA out of" / "memory. Tried to allocate …": one line.
             self.start = no - 1;
             self.buf.clear();
-            self.buf.push_str(self.prev.trim_end());
+            self.buf.push_str(self.prev_tail);
             self.buf.push(' ');
             self.buf.push_str(line.trim_start());
             self.buf.push('\n');
             self.left = OOM_TAIL_LINES;
         }
-        self.prev.clear();
-        if line.len() <= OOM_PREV_BYTES {
-            self.prev.push_str(line);
+        let tail = line.trim_end().as_bytes();
+        let ends = |p: &[u8]| {
+            tail.len() >= p.len() && tail[tail.len() - p.len()..].eq_ignore_ascii_case(p)
+        };
+        self.prev_tail = if ends(b" out of") {
+            "out of"
+        } else if ends(b" out") {
+            "out"
         } else {
-            let mut at = line.len() - OOM_PREV_BYTES;
-            while !line.is_char_boundary(at) {
-                at += 1;
-            }
-            self.prev.push_str(&line[at..]);
-        }
+            ""
+        };
     }
 
     /// Whether "out of memory" runs from the previous line into this one.
     fn wrapped_phrase(&self, line: &str) -> bool {
         let head = line.trim_start().as_bytes();
-        let tail = self.prev.trim_end().as_bytes();
         let starts = |p: &[u8]| head.len() >= p.len() && head[..p.len()].eq_ignore_ascii_case(p);
-        let ends = |p: &[u8]| {
-            tail.len() >= p.len() && tail[tail.len() - p.len()..].eq_ignore_ascii_case(p)
-        };
-        (starts(b"memory") && ends(b"out of")) || (starts(b"of memory") && ends(b"out"))
+        match self.prev_tail {
+            "out of" => starts(b"memory"),
+            "out" => starts(b"of memory"),
+            _ => false,
+        }
     }
 
     fn flush(&mut self, b: &mut Builder) {
