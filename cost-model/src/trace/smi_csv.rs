@@ -56,7 +56,13 @@ fn column(name: &str) -> Col {
 /// taken off.
 fn fields_of(line: &str, sep: char) -> Vec<&str> {
     line.split(sep)
-        .map(|f| f.trim().trim_matches('"').trim())
+        .map(|f| {
+            let f = f.trim();
+            match f.strip_prefix('"') {
+                Some(q) => q.strip_suffix('"').unwrap_or(q).trim(),
+                None => f,
+            }
+        })
         .collect()
 }
 
