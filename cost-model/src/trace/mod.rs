@@ -946,10 +946,9 @@ impl Unwrap {
             prefix,
             indent: String::new(),
         };
+        // `apply` gives a suffix of the line (or nothing, for a fence).
         for l in head.iter_mut() {
-            let kept = u.apply(l).len();
-            let start = l.len() - kept;
-            l.truncate(start + kept);
+            let start = l.len() - u.apply(l).len();
             l.drain(..start);
         }
         let mut lines = head.iter().filter(|l| !l.trim().is_empty());

@@ -333,8 +333,8 @@ pub struct GpustatParser {
     time: Option<f64>,
     /// The JSON GPU being read.
     gpu: Option<JsonGpu>,
-    /// The JSON process being read: its memory (MiB) and command.
-    process: Option<(f64, String)>,
+    /// The JSON process being read: its command and memory (MiB).
+    process: Option<(String, Option<f64>)>,
 }
 
 /// A `gpustat --json` GPU as its keys come: index, name, used and total MiB.
@@ -414,19 +414,18 @@ impl GpustatParser {
                         g.3 = num;
                     }
                 }
-                "command" => self.process = Some((f64::NAN, v.to_string())),
+                "command" => self.process = Some((v.to_string(), None)),
                 "gpu_memory_usage" => {
-                    let name = self.process.take().map(|p| p.1).unwrap_or_default();
-                    self.process = Some((num.unwrap_or(f64::NAN), name));
+                    self.process.get_or_insert_with(Default::default).1 = num;
                 }
                 "pid" => {
-                    if let Some((used, name)) = self.process.take() {
+                    if let Some((name, used_mib)) = self.process.take() {
                         b.processes.push(ProcessUse {
                             gpu: self.gpu.as_ref().map(|g| g.0),
                             pid: v.parse().ok(),
                             name,
                             kind: None,
-                            used_mib: Some(used).filter(|u| u.is_finite()),
+                            used_mib,
                         });
                     }
                 }
@@ -492,28 +491,36 @@ fn rocm_gpu(line: &str) -> Option<(u32, &str)> {
 }
 
 impl RocmParser {
-    /// `rocm-smi --showmeminfo vram --json`: `{"card0": {"VRAM Total Memory
-    /// (B)": "…", "VRAM Total Used Memory (B)": "…"}, …}`, bytes as strings.
-    fn json(&mut self, line: &str, b: &mut Builder) {
+    /// `--showmeminfo vram`'s figures, as text or JSON: whether `key` was
+    /// one of them (`bytes` its value, when it is a number).
+    fn vram(&mut self, g: u32, key: &str, bytes: Option<f64>, b: &mut Builder) -> bool {
         let to_mib = |x: f64| x / (1024.0 * 1024.0);
-        for (k, v) in json_pairs(line) {
-            if let Some(n) = k.strip_prefix("card") {
-                self.card = n.parse().ok();
-                continue;
-            }
-            let (Some(g), Some(x)) = (self.card, v.trim().parse::<f64>().ok()) else {
-                continue;
-            };
-            match k {
-                "VRAM Total Memory (B)" => {
+        match key {
+            "VRAM Total Memory (B)" => {
+                if let Some(x) = bytes {
                     self.total.insert(g, to_mib(x));
                     b.describe(g, None, None, Some(to_mib(x)));
                 }
-                "VRAM Total Used Memory (B)" => {
+            }
+            "VRAM Total Used Memory (B)" => {
+                if let Some(x) = bytes {
                     b.describe(g, None, None, self.total.get(&g).copied());
                     b.sample(g, None, self.time, to_mib(x));
                 }
-                _ => {}
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// `rocm-smi --showmeminfo vram --json`: `{"card0": {"VRAM Total Memory
+    /// (B)": "…", "VRAM Total Used Memory (B)": "…"}, …}`, bytes as strings.
+    fn json(&mut self, line: &str, b: &mut Builder) {
+        for (k, v) in json_pairs(line) {
+            if let Some(n) = k.strip_prefix("card") {
+                self.card = n.parse().ok();
+            } else if let Some(g) = self.card {
+                self.vram(g, k, v.trim().parse().ok(), b);
             }
         }
     }
@@ -527,21 +534,10 @@ impl LineParser for RocmParser {
         }
         if let Some((g, rest)) = rocm_gpu(line) {
             if let Some((k, v)) = kv(rest) {
-                let bytes = v.trim().parse::<f64>().ok();
-                let to_mib = |x: f64| x / (1024.0 * 1024.0);
+                if self.vram(g, k, v.trim().parse().ok(), b) {
+                    return Ok(());
+                }
                 match k {
-                    "VRAM Total Memory (B)" => {
-                        if let Some(x) = bytes {
-                            self.total.insert(g, to_mib(x));
-                            b.describe(g, None, None, Some(to_mib(x)));
-                        }
-                    }
-                    "VRAM Total Used Memory (B)" => {
-                        if let Some(x) = bytes {
-                            b.describe(g, None, None, self.total.get(&g).copied());
-                            b.sample(g, None, self.time, to_mib(x));
-                        }
-                    }
                     "Card series" | "Card Series" | "Card model" | "Card SKU" => {
                         b.describe(g, None, Some(v), None)
                     }
@@ -590,9 +586,9 @@ pub struct AmdSmiParser {
     gpu: Option<u32>,
     /// `amd-smi monitor`: the header's `VRAM_*` size columns, in order.
     vram_cols: Vec<String>,
-    /// `--json`: the size key whose `{"value": …, "unit": …}` is being read,
-    /// and its value until the unit comes.
-    json_key: Option<(bool, Option<f64>)>,
+    /// `--json`: the size key whose `{"value": …, "unit": …}` is being read
+    /// (used or total), and its value until the unit comes.
+    json_key: Option<(bool, Option<String>)>,
 }
 
 impl AmdSmiParser {
@@ -613,14 +609,14 @@ impl AmdSmiParser {
                     }
                 }
                 "value" => {
-                    if let Some((used, _)) = self.json_key {
-                        self.json_key = Some((used, v.parse().ok()));
+                    if let Some((_, value)) = &mut self.json_key {
+                        *value = Some(v.to_string());
                     }
                 }
                 "unit" => {
                     if let Some((used, Some(x))) = self.json_key.take() {
                         let g = self.gpu.unwrap_or(0);
-                        match parse_size_mib(&x.to_string(), v) {
+                        match parse_size_mib(&x, v) {
                             Some(m) if used => b.sample(g, None, None, m),
                             Some(m) => b.describe(g, None, None, Some(m)),
                             None => {}

@@ -32,11 +32,12 @@ pub struct TableParser {
     prefix: Option<LinePrefix>,
 }
 
-/// Text before each line of a table that a launcher or log collector
-/// added: `srun --label` (`0: `), `pdsh` (`node7: `), `docker compose logs`
-/// (`trainer-1  | `), `kubectl logs --timestamps` (an RFC 3339 time, whose
-/// length varies). Learnt from the table's top border (`+---…` at the start of
-/// every capture): the text before it, and the table's width from there.
+/// Text before each line of a table that the reader's launcher prefixes
+/// (`trace::LaunchPrefix`: `srun --label`, `pdsh`, `docker compose logs`, …,
+/// taken off before any format reads a line) do not cover — a tag of no known
+/// shape (`[gpu-node-07] `). Learnt from the table's top border (`+---…` at
+/// the start of every capture): the text before it, and the table's width
+/// from there for a prefix whose length varies.
 struct LinePrefix {
     text: String,
     /// Characters from the border's first `+` to its last.
