@@ -590,6 +590,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Samples", "采样数"),
     ("Open the plan that fits", "打开能放下的方案"),
     ("PyTorch allocator peak: allocated", "PyTorch 分配器峰值：已分配"),
+    ("last reading: allocated", "最近一次读数：已分配"),
     ("bf16 AMP (fp32 weights)", "bf16 混合精度（fp32 权重）"),
     ("fp16 AMP (fp32 weights)", "fp16 混合精度（fp32 权重）"),
     ("pure bf16", "纯 bf16"),

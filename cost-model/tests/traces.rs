@@ -1379,6 +1379,63 @@ fn framework_training_logs_give_their_peaks() {
     assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
     assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
 
+    // axolotl's `log_gpu_memory_usage` up to 0.9: readings at a moment
+    // (allocated; + reserved − allocated; + NVML used − reserved), GiB
+    // labelled GB, "GPU" in old releases and the device type later; a zero
+    // extra is left out. The reserved pool is the compared peak, allocated
+    // is not compared, NVML's used memory is a note.
+    let axo_old = "[2024-05-01 10:00:00,123] [INFO] [axolotl.utils.config.models.input.check:817] [PID:1234] [RANK:0] GPU memory usage baseline: 0.000GB (+0.306GB misc)\n\
+        [2024-05-01 10:00:30,123] [INFO] [axolotl.load_model:794] [PID:1234] [RANK:0] GPU memory usage after model load: 3.843GB (+0.292GB cache, +0.498GB misc)\n\
+        {'loss': 1.2345, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.01}\n\
+        [2024-05-01 10:05:00,123] [INFO] [axolotl.utils.callbacks.on_step_end:124] [PID:1234] [RANK:0] GPU memory usage while training: 15.472GB (+4.113GB cache, +0.602GB misc)\n";
+    let t = parse_text(axo_old);
+    assert_eq!(t.format, Format::AxolotlMetrics);
+    let a = t.allocator.clone().unwrap();
+    assert_eq!(
+        a.peak_allocated_mib, None,
+        "a reading at a moment is no peak: {a:?}"
+    );
+    assert!(
+        close(a.peak_reserved_mib, (15.472 + 4.113) * 1024.0),
+        "{a:?}"
+    );
+    assert!(close(a.current_allocated_mib, 15.472 * 1024.0), "{a:?}");
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("readings at a moment")),
+        "{:?}",
+        t.warnings
+    );
+    let used = |what: &str| {
+        t.notes
+            .iter()
+            .find(|(l, _)| l == &format!("device memory used (NVML) {what}"))
+            .map(|(_, v)| *v)
+    };
+    assert!(close(used("baseline"), 0.306 * 1024.0), "{:?}", t.notes);
+    assert!(
+        close(used("while training"), (15.472 + 4.113 + 0.602) * 1024.0),
+        "{:?}",
+        t.notes
+    );
+    // The report carries the notes (the CLI and the page show them).
+    let rep = trace::findings::report(&t, None);
+    assert_eq!(rep.notes.len(), t.notes.len());
+    let t = parse_text("[INFO] [axolotl.utils.callbacks.on_step_end:127] cuda memory usage while training: 21.000GB (+2.500GB cache)\n");
+    assert_eq!(t.format, Format::AxolotlMetrics);
+    assert!(close(t.allocator.unwrap().peak_reserved_mib, 23.5 * 1024.0));
+    assert!(t.notes.is_empty(), "no misc, no NVML figure: {:?}", t.notes);
+    // From 0.10: the peaks since the previous line (`+` is a label).
+    let axo_new = "[DEBUG] [axolotl.loaders.model:275] [PID:99] Memory usage after model load 14.210GB (+14.250GB allocated, +15.000GB reserved)\n\
+        [DEBUG] [axolotl.loaders.model:608] [PID:99] after adapters 14.500GB (+14.520GB allocated, +16.000GB reserved)\n";
+    let t = parse_text(axo_new);
+    assert_eq!(t.format, Format::AxolotlMetrics);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 14.52 * 1024.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 16.0 * 1024.0), "{a:?}");
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+
     // Unsloth's notebooks: GiB labelled GB; the "for training" line is a delta.
     let unsloth = "GPU = Tesla T4. Max memory = 14.741 GB.\n5.316 GB of memory reserved.\n\
         612.34 seconds used for training.\n10.21 minutes used for training.\n\
@@ -2196,4 +2253,107 @@ fn a_query_csv_resaved_by_a_spreadsheet_reads_the_same() {
         }
     }
     assert!(read_ones >= 4, "{read_ones}");
+}
+
+/// DCGM's frame-buffer fields: the dcgm-exporter page (one block a scrape,
+/// MiB, optional millisecond timestamps, MIG labels, one host at a time) and
+/// `dcgmi dmon` (`#Entity` header, `GPU N` rows).
+#[test]
+fn dcgm_exporter_and_dmon() {
+    let scrape = |used0: u32, used1: u32, ts: &str| {
+        format!(
+            "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n\
+             # TYPE DCGM_FI_DEV_FB_FREE gauge\n\
+             DCGM_FI_DEV_FB_FREE{{gpu=\"0\",UUID=\"GPU-604a\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"}} {}{ts}\n\
+             DCGM_FI_DEV_FB_FREE{{gpu=\"1\",UUID=\"GPU-704a\",device=\"nvidia1\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"}} {}{ts}\n\
+             # HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n\
+             # TYPE DCGM_FI_DEV_FB_USED gauge\n\
+             DCGM_FI_DEV_FB_USED{{gpu=\"0\",UUID=\"GPU-604a\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"}} {used0}{ts}\n\
+             DCGM_FI_DEV_FB_USED{{gpu=\"1\",UUID=\"GPU-704a\",device=\"nvidia1\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"}} {used1}{ts}\n",
+            81081 - used0,
+            81081 - used1,
+        )
+    };
+    let page = scrape(1200, 31, "") + &scrape(59870, 31, "") + &scrape(41000, 31, "");
+    let t = parse_text(&page);
+    assert_eq!(t.format, Format::Dcgm);
+    assert!(Format::Dcgm.is_device_level());
+    assert_eq!(t.gpus.len(), 2);
+    let g0 = &t.gpus[0];
+    assert_eq!(g0.name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
+    assert_eq!(g0.total_mib, Some(81081.0));
+    assert_eq!(g0.peak_used_mib, Some(59870.0));
+    assert_eq!(g0.samples, 3);
+    assert_eq!(t.gpus[1].peak_used_mib, Some(31.0));
+    // Timestamps (ms since the epoch) give the series its times.
+    let timed = scrape(1200, 31, " 1733140800000") + &scrape(59870, 31, " 1733140815000");
+    let t = parse_text(&timed);
+    let pts = &t.gpus[0].series.points;
+    assert_eq!(pts.len(), 2);
+    assert!((pts[1].t - pts[0].t - 15.0).abs() < 1e-9, "{pts:?}");
+    // A page gathered from two hosts keeps the first host's GPUs and says so.
+    let two = scrape(1200, 31, "") + &scrape(50000, 7000, "").replace("node1", "node2");
+    let t = parse_text(&two);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(1200.0));
+    assert!(
+        t.warnings.iter().any(|w| w.contains("more than one host")),
+        "{:?}",
+        t.warnings
+    );
+    // MIG instances are told apart by their profile and instance id.
+    let mig = "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-1\",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"1\",modelName=\"NVIDIA A100-SXM4-80GB\"} 14366\n\
+        DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-1\",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",modelName=\"NVIDIA A100-SXM4-80GB\"} 9880\n";
+    let t = parse_text(mig);
+    assert_eq!(t.gpus.len(), 2);
+    assert_eq!(t.gpus[0].mig.as_deref(), Some("3g.40gb #1"));
+    assert_eq!(t.gpus[1].peak_used_mib, Some(9880.0));
+    // Without the used frame buffer: refused, saying which field to collect.
+    let e = refusal("DCGM_FI_DEV_FB_FREE{gpu=\"0\"} 80000\n");
+    assert!(e.to_string().contains("DCGM_FI_DEV_FB_USED"), "{e}");
+    // A metric line without its GPU: the line and what was expected.
+    let e = refusal("DCGM_FI_DEV_FB_USED{UUID=\"GPU-1\"} 100\n");
+    assert_eq!(e.line, Some(1), "{e}");
+    assert!(e.to_string().contains("gpu=\"N\""), "{e}");
+
+    // `dcgmi dmon -e 250,251,252`: the total stated, used sampled per row.
+    let dmon = "#Entity   FBTTL      FBFRE      FBUSD\nID\n\
+        GPU 0     81559      2233       78795\nGPU 1     81559      81020      0\n\
+        GPU 0     81559      1033       79995\nGPU 1     81559      81020      0\n";
+    let t = parse_text(dmon);
+    assert_eq!(t.format, Format::Dcgm);
+    assert_eq!(t.gpus.len(), 2);
+    assert_eq!(t.gpus[0].total_mib, Some(81559.0));
+    assert_eq!(t.gpus[0].peak_used_mib, Some(79995.0));
+    assert_eq!(t.gpus[0].samples, 2);
+    // Used and free alone give the total.
+    let t = parse_text("# Entity  FBFRE  FBUSD\nGPU 3  1000  23000\n");
+    assert_eq!(t.gpus[0].index, 3);
+    assert_eq!(t.gpus[0].total_mib, Some(24000.0));
+    let e = refusal("#Entity   FBTTL\nGPU 0     81559\n");
+    assert!(e.to_string().contains("field 252"), "{e}");
+}
+
+/// What a trace states beside GPU samples and allocator peaks (the Trainer's
+/// deltas, a report's starting point, Megatron's own prediction) reaches the
+/// report that the CLI and the page show — it was parsed and then dropped.
+#[test]
+fn the_report_carries_the_traces_notes() {
+    for (name, text) in fixtures() {
+        let Ok(t) = trace::parse(&text, &ParseOptions::default()) else {
+            continue;
+        };
+        let rep = trace::findings::report(&t, None);
+        let got: Vec<(String, f64)> = rep.notes.iter().map(|n| (n.label.clone(), n.mib)).collect();
+        assert_eq!(got, t.notes, "{name}");
+    }
+    let rep = trace::findings::report(&parse("hf_trainer_mem_01.txt"), None);
+    let derived = rep
+        .notes
+        .iter()
+        .find(|n| n.label.starts_with("train peak allocated"))
+        .expect("the Trainer's summed deltas");
+    assert_eq!(derived.mib, 230.0 + 693.0 + 7.0);
+    let json = serde_json::to_value(&rep).unwrap();
+    assert_eq!(json["notes"][0]["label"], "init_mem_cpu_alloc_delta");
+    assert_eq!(json["notes"][0]["mib"], 1301.0);
 }

@@ -109,3 +109,19 @@ test("a paste that is no log is refused with the known formats", async ({ page }
   await page.getByTestId("verify-submit").click();
   await expect(page.getByTestId("verify-error")).toContainText("known formats");
 });
+
+test("paste the Trainer's memory metrics: the figures it states are shown", async ({ page }, info) => {
+  const id = await savePlan(page, `hf-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "hf_trainer_mem_01.txt"), "utf8"));
+  if (hydrated(info)) {
+    await expect(page.getByTestId("verify-preview").getByTestId("trace-notes")).toContainText("train_mem_gpu_alloc_delta");
+  }
+  const v = await submitVerification(page, id);
+  await expect(v.getByTestId("trace-format")).toContainText("hf-trainer-metrics");
+  const notes = v.getByTestId("trace-notes");
+  await expect(notes).toContainText("train_mem_gpu_peaked_delta");
+  // init + train alloc + train peaked deltas: 230 + 693 + 7 MiB.
+  await expect(notes).toContainText(/train peak allocated[^\n]*: 0\.91 GiB/);
+});

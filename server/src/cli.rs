@@ -432,6 +432,16 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
                 f(al.peak_allocated_mib),
                 f(al.peak_reserved_mib)
             );
+            if al.current_allocated_mib.is_some() || al.current_reserved_mib.is_some() {
+                out!(
+                    "  PyTorch allocator, last reading: allocated {}, reserved {}",
+                    f(al.current_allocated_mib),
+                    f(al.current_reserved_mib)
+                );
+            }
+        }
+        for n in &rep.notes {
+            out!("  {}: {}", n.label, f(Some(n.mib)));
         }
         for o in &rep.oom {
             out!(

@@ -94,6 +94,7 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
     let allocator = report.allocator.clone();
     let findings = report.findings.clone();
     let warnings = report.warnings.clone();
+    let notes = report.notes.clone();
     view! {
         <div class="trace-report">
             <p class="meta" data-testid="trace-format">
@@ -163,7 +164,32 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                             {move || lang.get().t("reserved").to_string()}
                             " "
                             {mib(a.peak_reserved_mib)}
+                            {(a.current_allocated_mib.is_some() || a.current_reserved_mib.is_some())
+                                .then(|| {
+                                    view! {
+                                        " ("
+                                        {move || lang.get().t("last reading: allocated").to_string()}
+                                        " "
+                                        {mib(a.current_allocated_mib)}
+                                        ", "
+                                        {move || lang.get().t("reserved").to_string()}
+                                        " "
+                                        {mib(a.current_reserved_mib)}
+                                        ")"
+                                    }
+                                })}
                         </p>
+                    }
+                })}
+            {(!notes.is_empty())
+                .then(|| {
+                    view! {
+                        <ul class="trace-notes" data-testid="trace-notes">
+                            {notes
+                                .into_iter()
+                                .map(|n| view! { <li>{format!("{}: {}", n.label, mib(Some(n.mib)))}</li> })
+                                .collect_view()}
+                        </ul>
                     }
                 })}
             {ooms

@@ -490,7 +490,19 @@ pub struct VerifyReport {
     pub processes: Vec<super::ProcessUse>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub warnings: Vec<String>,
+    /// Figures the trace states that are not a GPU's used memory nor an
+    /// allocator peak (the Trainer's deltas, a report's starting point,
+    /// Megatron's own prediction), shown as they were labelled.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<ReportNote>,
     pub lines: u64,
+}
+
+/// One of [`VerifyReport::notes`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReportNote {
+    pub label: String,
+    pub mib: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -535,6 +547,14 @@ pub fn report(t: &Trace, plan: Option<&Plan>) -> VerifyReport {
         verdict: est.as_ref().and_then(|e| verdict(t, e)),
         processes: t.processes.clone(),
         warnings: t.warnings.clone(),
+        notes: t
+            .notes
+            .iter()
+            .map(|(label, mib)| ReportNote {
+                label: label.clone(),
+                mib: *mib,
+            })
+            .collect(),
         lines: t.lines,
     }
 }

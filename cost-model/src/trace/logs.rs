@@ -157,6 +157,48 @@ pub fn is_unsloth_line(l: &str) -> bool {
     l.contains("Peak reserved memory = ")
 }
 
+/// axolotl's `log_gpu_memory_usage` line. Up to 0.9 (`utils/bench.py`,
+/// axolotl 0.6.0 and 0.9.0): `{device} memory usage {msg}: {allocated}GB
+/// (+{cache}GB cache, +{misc}GB misc)` — readings at that moment:
+/// `memory_allocated`, `memory_reserved − memory_allocated`, and NVML's used
+/// memory less the reserved pool (an extra left out when zero), all divided by
+/// 1024³ whatever the label; older releases begin `GPU memory usage`. From
+/// 0.10 (axolotl 0.19.0): `{msg} {active}GB (+{allocated}GB allocated,
+/// +{reserved}GB reserved)` — the peaks since the previous line
+/// (`active_bytes.all.peak`, `max_memory_allocated`, `max_memory_reserved`,
+/// then `reset_peak_memory_stats`); the `+` is a label, not a sum.
+pub fn is_axolotl_usage_line(l: &str) -> bool {
+    (l.contains(" memory usage ") && l.contains("GB ("))
+        || (l.contains("GB (+") && (l.contains("GB allocated") || l.contains("GB reserved")))
+}
+
+/// An axolotl usage line's figures, in MiB: the one before `GB (`, and each
+/// `+XGB label` inside the brackets.
+struct AxolotlUsage {
+    lead: f64,
+    extras: Vec<(String, f64)>,
+}
+
+fn axolotl_usage(line: &str) -> Option<AxolotlUsage> {
+    let at = line.find("GB (")?;
+    let head = &line[..at];
+    let start = head
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or(0, |i| i + 1);
+    let lead = parse_size_mib(&head[start..], "GiB")?;
+    let inside = &line[at + 4..];
+    let inside = &inside[..inside.find(')').unwrap_or(inside.len())];
+    let extras = inside
+        .split(',')
+        .filter_map(|e| {
+            let e = e.trim().trim_start_matches('+');
+            let (num, label) = e.split_once("GB")?;
+            Some((label.trim().to_string(), parse_size_mib(num.trim(), "GiB")?))
+        })
+        .collect();
+    Some(AxolotlUsage { lead, extras })
+}
+
 /// LitGPT's `Memory used: 12.34 GB` (or the `| - Memory Used : …` summary row).
 pub fn is_litgpt_line(l: &str) -> bool {
     (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
@@ -419,6 +461,7 @@ pub struct LogParser {
     /// The warnings about a script's prints, given once each.
     warned_decimal_label: bool,
     warned_unnamed: bool,
+    warned_axolotl_moment: bool,
 }
 
 impl LineParser for LogParser {
@@ -613,6 +656,52 @@ impl LineParser for LogParser {
                 }
             }
             return Ok(());
+        }
+        if is_axolotl_usage_line(line) {
+            if let Some(u) = axolotl_usage(line) {
+                b.seen.get_or_insert(Format::AxolotlMetrics);
+                let extra =
+                    |label: &str| u.extras.iter().find(|(l, _)| l == label).map(|(_, v)| *v);
+                let a = b.allocator();
+                if extra("allocated").is_some() || extra("reserved").is_some() {
+                    // Peaks since the previous line (0.10 and later).
+                    keep_max(
+                        &mut a.peak_allocated_mib,
+                        extra("allocated").unwrap_or(u.lead),
+                    );
+                    if let Some(v) = extra("reserved") {
+                        keep_max(&mut a.peak_reserved_mib, v);
+                    }
+                    return Ok(());
+                }
+                // Readings at a moment (0.9 and earlier): what was allocated
+                // then is no peak and is not compared; the pool only grows
+                // (nothing here empties it), so what it holds once training
+                // has run steps (`while training`, after the second) is
+                // taken as its peak, a lower bound.
+                let reserved = u.lead + extra("cache").unwrap_or(0.0);
+                a.current_allocated_mib = Some(u.lead);
+                a.current_reserved_mib = Some(reserved);
+                keep_max(&mut a.peak_reserved_mib, reserved);
+                let what = line
+                    .find(" memory usage ")
+                    .map(|i| &line[i + 14..])
+                    .and_then(|r| r.split_once(':'))
+                    .map_or("", |(m, _)| m.trim());
+                if let Some(misc) = extra("misc") {
+                    b.notes
+                        .push((format!("device memory used (NVML) {what}"), reserved + misc));
+                }
+                if !self.warned_axolotl_moment {
+                    self.warned_axolotl_moment = true;
+                    b.warnings.push(format!(
+                        "axolotl's memory usage lines (line {no}) are readings at a moment, not peaks: the \
+                         reserved pool after training steps is compared as the reserved peak (a lower bound); \
+                         the allocated figure is shown, not compared"
+                    ));
+                }
+                return Ok(());
+            }
         }
         if is_unsloth_line(line) {
             b.seen.get_or_insert(Format::UnslothMemoryStats);

@@ -3,7 +3,8 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, Weights & Biases' system metrics and Lightning's `DeviceStatsMonitor` CSV. Pure: they read lines and return figures in MiB (2^20 bytes);
+//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, DCGM (dcgm-exporter, `dcgmi dmon`),
+//! Weights & Biases' system metrics and Lightning's `DeviceStatsMonitor` CSV. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
 //! Parsing streams: the text is read line by line ([`parse_reader`]), each GPU
@@ -11,6 +12,7 @@
 //! larger value, once [`SERIES_POINTS`] are held), so a 1 GB log is read in
 //! constant memory.
 
+pub mod dcgm;
 pub mod findings;
 pub mod lightning;
 pub mod logs;
@@ -97,10 +99,11 @@ pub enum Format {
     VerlMetrics,
     WandbSystemMetrics,
     LightningDeviceStats,
+    Dcgm,
 }
 
 impl Format {
-    pub const ALL: [Format; 28] = [
+    pub const ALL: [Format; 29] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -129,6 +132,7 @@ impl Format {
         Format::VerlMetrics,
         Format::WandbSystemMetrics,
         Format::LightningDeviceStats,
+        Format::Dcgm,
     ];
 
     pub fn id(self) -> &'static str {
@@ -161,6 +165,7 @@ impl Format {
             Format::VerlMetrics => "verl-metrics",
             Format::WandbSystemMetrics => "wandb-system-metrics",
             Format::LightningDeviceStats => "lightning-device-stats",
+            Format::Dcgm => "dcgm",
         }
     }
 
@@ -185,6 +190,7 @@ impl Format {
                 | Format::Nvitop
                 | Format::PytorchGpuProcesses
                 | Format::WandbSystemMetrics
+                | Format::Dcgm
         )
     }
 
@@ -531,6 +537,13 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if head.iter().any(|l| wandb::is_header(l)) {
         return Some(Format::WandbSystemMetrics);
     }
+    // DCGM's frame-buffer fields: dcgm-exporter's page or `dcgmi dmon`.
+    if head
+        .iter()
+        .any(|l| dcgm::is_exporter_line(l) || dcgm::is_dmon_header(l))
+    {
+        return Some(Format::Dcgm);
+    }
     if has("NVSMI LOG") || has("FB Memory Usage") || has("<nvidia_smi_log>") {
         return Some(Format::NvidiaSmiQuery);
     }
@@ -601,11 +614,12 @@ pub fn detect(head: &[String]) -> Option<Format> {
         return Some(k.format);
     }
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 7] = [
+    const LOG_LINES: [(IsLine, Format); 8] = [
         (logs::is_mmengine_line, Format::MmengineMemory),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
         (logs::is_torchtune_line, Format::TorchtuneMemoryStats),
+        (logs::is_axolotl_usage_line, Format::AxolotlMetrics),
         (logs::is_unsloth_line, Format::UnslothMemoryStats),
         (logs::is_litgpt_line, Format::LitgptMemoryUsed),
         // Last: a script's own print of PyTorch's peak counters.
@@ -643,6 +657,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::PytorchMemorySummary => Box::new(logs::SummaryParser::default()),
         Format::WandbSystemMetrics => Box::new(wandb::WandbParser::default()),
         Format::LightningDeviceStats => Box::new(lightning::LightningParser::default()),
+        Format::Dcgm => Box::new(dcgm::DcgmParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage
         | Format::MegatronMemoryReport
