@@ -2357,3 +2357,25 @@ fn the_report_carries_the_traces_notes() {
     assert_eq!(json["notes"][0]["label"], "init_mem_cpu_alloc_delta");
     assert_eq!(json["notes"][0]["mib"], 1301.0);
 }
+
+/// The Transformers docs' `print_summary` (`Time`, `Samples/second`, then
+/// `print_gpu_utilization`'s `GPU memory occupied: N MB.`, NVML's used memory
+/// `// 1024**2`): GPU 0's used memory in MiB, compared with `device_used`.
+#[test]
+fn the_transformers_docs_gpu_utilization_print() {
+    let text = "GPU memory occupied: 1343 MB.\n{'train_runtime': 57.8, 'train_samples_per_second': 8.86}\n\
+        Time: 57.82\nSamples/second: 8.86\nGPU memory occupied: 14949 MB.\n";
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::NvmlUsedPrint);
+    assert!(Format::NvmlUsedPrint.is_device_level());
+    assert_eq!(t.gpus.len(), 1);
+    assert_eq!(t.gpus[0].index, 0);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(14949.0));
+    assert_eq!(t.gpus[0].samples, 2);
+    assert!(t.allocator.is_none());
+    // With a plan, the verdict is on device_used.
+    let plan = cost_model::Plan::default();
+    let rep = trace::findings::report(&t, Some(&plan));
+    let v = rep.verdict.expect("a verdict on GPU 0");
+    assert!(v.summary.contains("device_used"), "{}", v.summary);
+}

@@ -199,6 +199,16 @@ fn axolotl_usage(line: &str) -> Option<AxolotlUsage> {
     Some(AxolotlUsage { lead, extras })
 }
 
+/// A script's own print of NVML's used memory as the Transformers docs write
+/// it (`print_gpu_utilization`: `GPU memory occupied: {info.used//1024**2}
+/// MB.`, transformers `docs/source/en/model_memory_anatomy.md`), the figure
+/// the docs' tables report: what nvidia-smi shows as used on GPU 0, in MiB
+/// whatever the label, read when the script prints it (after training, the
+/// pool PyTorch keeps cached is still held).
+pub fn is_nvml_used_line(l: &str) -> bool {
+    l.contains("GPU memory occupied:")
+}
+
 /// LitGPT's `Memory used: 12.34 GB` (or the `| - Memory Used : …` summary row).
 pub fn is_litgpt_line(l: &str) -> bool {
     (l.contains("Memory used:") || l.contains("Memory Used")) && l.trim_end().ends_with("GB")
@@ -702,6 +712,14 @@ impl LineParser for LogParser {
                 }
                 return Ok(());
             }
+        }
+        if is_nvml_used_line(line) {
+            b.seen.get_or_insert(Format::NvmlUsedPrint);
+            if let Some(v) = figure_after(line, "GPU memory occupied:", "MiB") {
+                b.describe(0, None, None, None);
+                b.sample(0, None, None, v);
+            }
+            return Ok(());
         }
         if is_unsloth_line(line) {
             b.seen.get_or_insert(Format::UnslothMemoryStats);

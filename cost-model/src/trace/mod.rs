@@ -3,7 +3,7 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, DCGM (dcgm-exporter, `dcgmi dmon`),
+//! PyTorch's peak counters or of NVML's used memory, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, DCGM (dcgm-exporter, `dcgmi dmon`),
 //! Weights & Biases' system metrics and Lightning's `DeviceStatsMonitor` CSV. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
@@ -100,10 +100,11 @@ pub enum Format {
     WandbSystemMetrics,
     LightningDeviceStats,
     Dcgm,
+    NvmlUsedPrint,
 }
 
 impl Format {
-    pub const ALL: [Format; 29] = [
+    pub const ALL: [Format; 30] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -133,6 +134,7 @@ impl Format {
         Format::WandbSystemMetrics,
         Format::LightningDeviceStats,
         Format::Dcgm,
+        Format::NvmlUsedPrint,
     ];
 
     pub fn id(self) -> &'static str {
@@ -166,6 +168,7 @@ impl Format {
             Format::WandbSystemMetrics => "wandb-system-metrics",
             Format::LightningDeviceStats => "lightning-device-stats",
             Format::Dcgm => "dcgm",
+            Format::NvmlUsedPrint => "nvml-used-print",
         }
     }
 
@@ -191,6 +194,7 @@ impl Format {
                 | Format::PytorchGpuProcesses
                 | Format::WandbSystemMetrics
                 | Format::Dcgm
+                | Format::NvmlUsedPrint
         )
     }
 
@@ -614,7 +618,7 @@ pub fn detect(head: &[String]) -> Option<Format> {
         return Some(k.format);
     }
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 8] = [
+    const LOG_LINES: [(IsLine, Format); 9] = [
         (logs::is_mmengine_line, Format::MmengineMemory),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
@@ -622,6 +626,7 @@ pub fn detect(head: &[String]) -> Option<Format> {
         (logs::is_axolotl_usage_line, Format::AxolotlMetrics),
         (logs::is_unsloth_line, Format::UnslothMemoryStats),
         (logs::is_litgpt_line, Format::LitgptMemoryUsed),
+        (logs::is_nvml_used_line, Format::NvmlUsedPrint),
         // Last: a script's own print of PyTorch's peak counters.
         (
             |l| !logs::peak_counters(l).is_empty(),
@@ -672,6 +677,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::MmengineMemory
         | Format::LlamafactoryVram
         | Format::VerlMetrics
+        | Format::NvmlUsedPrint
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
