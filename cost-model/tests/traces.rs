@@ -1379,7 +1379,7 @@ fn framework_training_logs_give_their_peaks() {
     assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
     assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
 
-    // axolotl's `log_gpu_memory_usage` up to 0.9: readings at a moment
+    // axolotl's `log_gpu_memory_usage` up to 0.11: readings at a moment
     // (allocated; + reserved − allocated; + NVML used − reserved), GiB
     // labelled GB, "GPU" in old releases and the device type later; a zero
     // extra is left out. The reserved pool is the compared peak, allocated
@@ -1426,7 +1426,7 @@ fn framework_training_logs_give_their_peaks() {
     assert_eq!(t.format, Format::AxolotlMetrics);
     assert!(close(t.allocator.unwrap().peak_reserved_mib, 23.5 * 1024.0));
     assert!(t.notes.is_empty(), "no misc, no NVML figure: {:?}", t.notes);
-    // From 0.10: the peaks since the previous line (`+` is a label).
+    // From 0.12: the peaks since the previous line (`+` is a label).
     let axo_new = "[DEBUG] [axolotl.loaders.model:275] [PID:99] Memory usage after model load 14.210GB (+14.250GB allocated, +15.000GB reserved)\n\
         [DEBUG] [axolotl.loaders.model:608] [PID:99] after adapters 14.500GB (+14.520GB allocated, +16.000GB reserved)\n";
     let t = parse_text(axo_new);
@@ -2378,4 +2378,21 @@ fn the_transformers_docs_gpu_utilization_print() {
     let rep = trace::findings::report(&t, Some(&plan));
     let v = rep.verdict.expect("a verdict on GPU 0");
     assert!(v.summary.contains("device_used"), "{}", v.summary);
+}
+
+/// Composer's `MemoryMonitor` (MosaicML, llm-foundry) through its console
+/// logger: `memory_stats()` bytes / 1e9, peaks never reset.
+#[test]
+fn composer_memory_monitor() {
+    let text = "[batch=10/1000]:\n\t Train time/batch: 9\n\t Train memory/current_allocated_mem: 14.31\n\
+        \t Train memory/current_reserved_mem: 40.647\n\t Train memory/peak_allocated_mem: 33.477\n\
+        \t Train memory/peak_active_mem: 33.477\n\t Train memory/peak_reserved_mem: 40.647\n\
+        \t Train memory/alloc_retries: 0\n\t Train loss/train/total: 7.1234\n\
+        [batch=20/1000]:\n\t Train memory/peak_allocated_mem: 33.5\n\t Train memory/peak_reserved_mem: 40.647\n";
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::ComposerMemoryMonitor);
+    let a = t.allocator.unwrap();
+    let gb = |g: f64| g * 1e9 / 1048576.0;
+    assert!(close(a.peak_allocated_mib, gb(33.5)), "{a:?}");
+    assert!(close(a.peak_reserved_mib, gb(40.647)), "{a:?}");
 }

@@ -50,6 +50,8 @@ pub struct KeyedPeaks {
     /// A `[rankN]:` prefix (torchrun with every rank logging) gives that
     /// rank's own peak.
     per_rank: bool,
+    /// The figures are bytes / 10^9 (decimal GB), not / 2^30.
+    decimal_gb: bool,
 }
 
 impl KeyedPeaks {
@@ -62,10 +64,16 @@ impl KeyedPeaks {
         b.seen.get_or_insert(self.format);
         // A figure at most zero is no peak (LLaMA-Factory writes `-1` where
         // the device has no reserved counter).
+        let scale = if self.decimal_gb {
+            1e9 / (1024.0 * 1024.0 * 1024.0)
+        } else {
+            1.0
+        };
         let first = |keys: &[&str]| {
             keys.iter()
                 .find_map(|k| figure_after(line, k, "GiB"))
                 .filter(|v| *v > 0.0)
+                .map(|v| v * scale)
         };
         let (allocated, reserved) = (first(self.allocated), first(self.reserved));
         let a = b.allocator();
@@ -85,7 +93,7 @@ impl KeyedPeaks {
 
 /// The tools of [`KeyedPeaks`], in the order their lines are told apart
 /// (axolotl's log dict before the Trainer's metrics it resembles).
-pub const KEYED_PEAKS: [KeyedPeaks; 4] = [
+pub const KEYED_PEAKS: [KeyedPeaks; 5] = [
     // axolotl's Trainer log dict (`'memory/max_allocated (GiB)': 17.48`,
     // `'memory/device_reserved (GiB)': 19.94` — `max_memory_reserved`, reset
     // at each log: axolotl `core/trainers/base.py`, `utils/bench.py`).
@@ -95,6 +103,7 @@ pub const KEYED_PEAKS: [KeyedPeaks; 4] = [
         allocated: &["memory/max_allocated (GiB)", "memory/max_active (GiB)"],
         reserved: &["memory/device_reserved (GiB)"],
         per_rank: false,
+        decimal_gb: false,
     },
     // verl's console metrics (`step:10 - … - perf/max_memory_allocated_gb:42.12
     // - perf/max_memory_reserved_gb:55.5 - …`), `/ (1024**3)` (verl 0.9.1
@@ -109,6 +118,7 @@ pub const KEYED_PEAKS: [KeyedPeaks; 4] = [
         allocated: &["perf/max_memory_allocated_gb"],
         reserved: &["perf/max_memory_reserved_gb"],
         per_rank: false,
+        decimal_gb: false,
     },
     // LLaMA-Factory's `trainer_log.jsonl` with `RECORD_VRAM=1`
     // (`"vram_allocated": 15.23, "vram_reserved": 17.5`), `/ (1024**3)`
@@ -125,6 +135,20 @@ pub const KEYED_PEAKS: [KeyedPeaks; 4] = [
         allocated: &["\"vram_allocated\"", "'vram_allocated'"],
         reserved: &["\"vram_reserved\"", "'vram_reserved'"],
         per_rank: false,
+        decimal_gb: false,
+    },
+    // Composer's `MemoryMonitor` (MosaicML; llm-foundry), as its console
+    // logger prints it (`\t Train memory/peak_allocated_mem: 33.477`) or a
+    // metrics dict holds it: `memory_stats()` bytes / 1.0e9, five
+    // significant digits, peaks never reset (mosaicml 0.29.0
+    // `callbacks/memory_monitor.py` `_get_memory_report`).
+    KeyedPeaks {
+        format: Format::ComposerMemoryMonitor,
+        detect: &["memory/peak_allocated_mem", "memory/peak_reserved_mem"],
+        allocated: &["memory/peak_allocated_mem"],
+        reserved: &["memory/peak_reserved_mem"],
+        per_rank: false,
+        decimal_gb: true,
     },
     // ms-swift's Trainer log dict (`'memory(GiB)': 17.83`; `"memory(GiB)"` in
     // its `logging.jsonl`): the largest `max_memory_reserved` seen so far, the
@@ -138,6 +162,7 @@ pub const KEYED_PEAKS: [KeyedPeaks; 4] = [
         allocated: &[],
         reserved: &["'memory(GiB)'", "\"memory(GiB)\""],
         per_rank: true,
+        decimal_gb: false,
     },
 ];
 
@@ -157,19 +182,20 @@ pub fn is_unsloth_line(l: &str) -> bool {
     l.contains("Peak reserved memory = ")
 }
 
-/// axolotl's `log_gpu_memory_usage` line. Up to 0.9 (`utils/bench.py`,
-/// axolotl 0.6.0 and 0.9.0): `{device} memory usage {msg}: {allocated}GB
+/// axolotl's `log_gpu_memory_usage` line. Up to 0.11 (`utils/bench.py`,
+/// axolotl 0.6.0, 0.9.0, 0.10.0, 0.11.0): `{device} memory usage {msg}: {allocated}GB
 /// (+{cache}GB cache, +{misc}GB misc)` — readings at that moment:
 /// `memory_allocated`, `memory_reserved − memory_allocated`, and NVML's used
 /// memory less the reserved pool (an extra left out when zero), all divided by
 /// 1024³ whatever the label; older releases begin `GPU memory usage`. From
-/// 0.10 (axolotl 0.19.0): `{msg} {active}GB (+{allocated}GB allocated,
+/// 0.12 (axolotl 0.12.0, 0.19.0): `{msg} {active}GB (+{allocated}GB allocated,
 /// +{reserved}GB reserved)` — the peaks since the previous line
 /// (`active_bytes.all.peak`, `max_memory_allocated`, `max_memory_reserved`,
 /// then `reset_peak_memory_stats`); the `+` is a label, not a sum.
 pub fn is_axolotl_usage_line(l: &str) -> bool {
-    (l.contains(" memory usage ") && l.contains("GB ("))
-        || (l.contains("GB (+") && (l.contains("GB allocated") || l.contains("GB reserved")))
+    l.contains("GB (")
+        && (l.contains(" memory usage ")
+            || (l.contains("GB (+") && (l.contains("GB allocated") || l.contains("GB reserved"))))
 }
 
 /// An axolotl usage line's figures, in MiB: the one before `GB (`, and each
@@ -674,7 +700,7 @@ impl LineParser for LogParser {
                     |label: &str| u.extras.iter().find(|(l, _)| l == label).map(|(_, v)| *v);
                 let a = b.allocator();
                 if extra("allocated").is_some() || extra("reserved").is_some() {
-                    // Peaks since the previous line (0.10 and later).
+                    // Peaks since the previous line (0.12 and later).
                     keep_max(
                         &mut a.peak_allocated_mib,
                         extra("allocated").unwrap_or(u.lead),
@@ -684,7 +710,7 @@ impl LineParser for LogParser {
                     }
                     return Ok(());
                 }
-                // Readings at a moment (0.9 and earlier): what was allocated
+                // Readings at a moment (0.11 and earlier): what was allocated
                 // then is no peak and is not compared; the pool only grows
                 // (nothing here empties it), so what it holds once training
                 // has run steps (`while training`, after the second) is
@@ -713,7 +739,7 @@ impl LineParser for LogParser {
                 return Ok(());
             }
         }
-        if is_nvml_used_line(line) {
+        if memish && is_nvml_used_line(line) {
             b.seen.get_or_insert(Format::NvmlUsedPrint);
             if let Some(v) = figure_after(line, "GPU memory occupied:", "MiB") {
                 b.describe(0, None, None, None);

@@ -101,10 +101,11 @@ pub enum Format {
     LightningDeviceStats,
     Dcgm,
     NvmlUsedPrint,
+    ComposerMemoryMonitor,
 }
 
 impl Format {
-    pub const ALL: [Format; 30] = [
+    pub const ALL: [Format; 31] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -135,6 +136,7 @@ impl Format {
         Format::LightningDeviceStats,
         Format::Dcgm,
         Format::NvmlUsedPrint,
+        Format::ComposerMemoryMonitor,
     ];
 
     pub fn id(self) -> &'static str {
@@ -169,6 +171,7 @@ impl Format {
             Format::LightningDeviceStats => "lightning-device-stats",
             Format::Dcgm => "dcgm",
             Format::NvmlUsedPrint => "nvml-used-print",
+            Format::ComposerMemoryMonitor => "composer-memory-monitor",
         }
     }
 
@@ -678,6 +681,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::LlamafactoryVram
         | Format::VerlMetrics
         | Format::NvmlUsedPrint
+        | Format::ComposerMemoryMonitor
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
     }
 }
