@@ -193,7 +193,9 @@ pub fn is_unsloth_line(l: &str) -> bool {
 /// (`active_bytes.all.peak`, `max_memory_allocated`, `max_memory_reserved`,
 /// then `reset_peak_memory_stats`); the `+` is a label, not a sum.
 pub fn is_axolotl_usage_line(l: &str) -> bool {
-    l.contains("GB (")
+    // Both end in the bracket, a test that spares other lines any search.
+    l.bytes().rev().find(|b| !b.is_ascii_whitespace()) == Some(b')')
+        && l.contains("GB (")
         && (l.contains(" memory usage ")
             || (l.contains("GB (+") && (l.contains("GB allocated") || l.contains("GB reserved"))))
 }
