@@ -29,6 +29,44 @@ fn fixtures() -> Vec<(String, String)> {
     v
 }
 
+/// Outputs of tools the public fixtures do not cover, written as the tools
+/// print them (each reader's test cites the source): read through the same
+/// copy, paste and launcher rewrites as the fixtures.
+fn samples() -> Vec<(String, String)> {
+    [
+        (
+            "axolotl usage lines (0.11 and earlier)",
+            "[2024-05-01 10:00:30,123] [INFO] [axolotl.load_model:794] [PID:1234] [RANK:0] GPU memory usage after model load: 3.843GB (+0.292GB cache, +0.498GB misc)\n\
+             [2024-05-01 10:05:00,123] [INFO] [axolotl.utils.callbacks.on_step_end:124] [PID:1234] [RANK:0] GPU memory usage while training: 15.472GB (+4.113GB cache, +0.602GB misc)\n",
+        ),
+        (
+            "axolotl usage lines (0.12 and later)",
+            "[DEBUG] [axolotl.loaders.model:275] [PID:99] Memory usage after model load 14.210GB (+14.250GB allocated, +15.000GB reserved)\n",
+        ),
+        (
+            "Transformers docs print",
+            "Time: 57.82\nSamples/second: 8.86\nGPU memory occupied: 14949 MB.\n",
+        ),
+        (
+            "Composer MemoryMonitor",
+            "[batch=10/1000]:\n\t Train memory/peak_allocated_mem: 33.477\n\t Train memory/peak_reserved_mem: 40.647\n",
+        ),
+        (
+            "dcgm-exporter page",
+            "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n# TYPE DCGM_FI_DEV_FB_USED gauge\n\
+             DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-604a\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"} 59870\n\
+             DCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-604a\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"} 21211\n",
+        ),
+        (
+            "dcgmi dmon",
+            "#Entity   FBTTL      FBFRE      FBUSD\nID\nGPU 0     81559      2233       78795\nGPU 1     81559      81020      0\n",
+        ),
+    ]
+    .into_iter()
+    .map(|(n, t)| (n.to_string(), t.to_string()))
+    .collect()
+}
+
 /// The whole report a text reads to, or its refusal: what a rewritten
 /// fixture must read to again.
 fn report_json(text: &str) -> String {
@@ -742,7 +780,7 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
             format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)
         }),
     ];
-    for (name, text) in fixtures() {
+    for (name, text) in fixtures().into_iter().chain(samples()) {
         let want = report_json(&text);
         for (what, prefix) in prefixes {
             let v: String = text
@@ -807,7 +845,7 @@ fn pasted_copies_read_as_the_originals() {
     // Markdown. Each fixture reads to the same figures (or the same refusal)
     // either way.
     let json = report_json;
-    for (name, text) in fixtures() {
+    for (name, text) in fixtures().into_iter().chain(samples()) {
         let want = json(&text);
         let variants = [
             ("no-break spaces", text.replace(' ', "\u{a0}")),
@@ -2395,4 +2433,18 @@ fn composer_memory_monitor() {
     let gb = |g: f64| g * 1e9 / 1048576.0;
     assert!(close(a.peak_allocated_mib, gb(33.5)), "{a:?}");
     assert!(close(a.peak_reserved_mib, gb(40.647)), "{a:?}");
+}
+
+/// Each sample reads (the rewrite tests compare against its own report, which
+/// would also agree on a refusal).
+#[test]
+fn every_sample_reads() {
+    for (name, text) in samples() {
+        let t =
+            trace::parse(&text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            t.allocator.is_some() || t.gpus.iter().any(|g| g.peak_used_mib.is_some()),
+            "{name}: {t:?}"
+        );
+    }
 }
