@@ -125,3 +125,19 @@ test("paste the Trainer's memory metrics: the figures it states are shown", asyn
   // init + train alloc + train peaked deltas: 230 + 693 + 7 MiB.
   await expect(notes).toContainText(/train peak allocated[^\n]*: 0\.91 GiB/);
 });
+
+test("paste an nvidia-smi table: the processes it lists are shown", async ({ page }, info) => {
+  const id = await savePlan(page, `procs-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "smi_table_03.txt"), "utf8"));
+  if (hydrated(info)) {
+    await expect(page.getByTestId("verify-preview").getByTestId("trace-processes")).toContainText("tritonserver");
+  }
+  const v = await submitVerification(page, id);
+  const procs = v.getByTestId("trace-processes");
+  await expect(procs).toContainText("tritonserver");
+  await expect(procs).toContainText("17500");
+  // 4162 MiB
+  await expect(procs).toContainText("4.06 GiB");
+});

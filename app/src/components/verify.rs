@@ -95,6 +95,17 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
     let findings = report.findings.clone();
     let warnings = report.warnings.clone();
     let notes = report.notes.clone();
+    // The processes table, as far as it helps (a node of many ranks and
+    // workers can list hundreds; the API's JSON lists them all).
+    const PROCESSES_SHOWN: usize = 16;
+    let mut processes: Vec<_> = report
+        .processes
+        .iter()
+        .filter(|p| p.used_mib.is_some())
+        .cloned()
+        .collect();
+    let more_processes = processes.len().saturating_sub(PROCESSES_SHOWN);
+    processes.truncate(PROCESSES_SHOWN);
     view! {
         <div class="trace-report">
             <p class="meta" data-testid="trace-format">
@@ -150,6 +161,47 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                                         .collect_view()}
                                 </tbody>
                             </table>
+                        </div>
+                    }
+                })}
+            {(!processes.is_empty())
+                .then(|| {
+                    view! {
+                        <div class="table-wrap">
+                            <table class="plans-table" data-testid="trace-processes">
+                                <thead>
+                                    <tr>
+                                        <th>"GPU"</th>
+                                        <th>"PID"</th>
+                                        <th>{move || lang.get().t("Process")}</th>
+                                        <th>{move || lang.get().t("Used")}</th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {processes
+                                        .iter()
+                                        .map(|p| {
+                                            view! {
+                                                <tr>
+                                                    <td>{p.gpu.map(|g| g.to_string()).unwrap_or_else(|| "?".into())}</td>
+                                                    <td>{p.pid.map(|x| x.to_string()).unwrap_or_default()}</td>
+                                                    <td>{p.name.clone()}</td>
+                                                    <td>{mib(p.used_mib)}</td>
+                                                </tr>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </tbody>
+                            </table>
+                            {(more_processes > 0)
+                                .then(|| {
+                                    view! {
+                                        <p class="meta">
+                                            {format!("+{more_processes} ")}
+                                            {move || lang.get().t("more processes").to_string()}
+                                        </p>
+                                    }
+                                })}
                         </div>
                     }
                 })}
@@ -288,7 +340,7 @@ pub fn VerifyPanel(
                 {move || {
                     lang.get()
                         .t(
-                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi; a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, LLaMA-Factory, ms-swift, XTuner (mmengine), verl, Unsloth or LitGPT; a W&B run's system metrics or Lightning's DeviceStatsMonitor as CSV.",
+                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi, DCGM (dcgm-exporter, dcgmi dmon); a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print or the Transformers docs' GPU memory occupied; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, LLaMA-Factory, ms-swift, XTuner (mmengine), verl, Composer, Unsloth or LitGPT; a W&B run's system metrics or Lightning's DeviceStatsMonitor as CSV.",
                         )
                 }}
             </p>
