@@ -27,7 +27,8 @@ pub enum Counter {
 impl Counter {
     /// The schema's `metric` column: `max_allocated` and `max_active` are the
     /// allocated counter; `max_reserved`, `reserved_at_end` and an unstated
-    /// metric the reserved one; `device_used` what NVML reports.
+    /// metric (empty, or written `unknown`) the reserved one; `device_used`
+    /// what NVML reports.
     /// PyTorch's own function names and nvidia-smi's are read as the same
     /// counters (`max_memory_allocated`, `memory.used`).
     ///
@@ -53,6 +54,9 @@ impl Counter {
             // A peak named by no counter is an unstated one: the reserved
             // counter, as for an empty column.
             "reserved" | "peak" | "peak_memory" | "max_memory" => Some(Counter::Reserved),
+            // Unknown written out (as the schema's other enums spell it):
+            // the empty column's meaning.
+            "unknown" | "unstated" | "n/a" | "na" | "?" => Some(Counter::Reserved),
             "device_used" | "nvidia_smi" | "memory.used" | "nvml" | "nvml_used" => {
                 Some(Counter::DeviceUsed)
             }

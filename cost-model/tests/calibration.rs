@@ -736,6 +736,9 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("nvidia-smi", Counter::DeviceUsed),
         ("NVML used", Counter::DeviceUsed),
         ("memory.used", Counter::DeviceUsed),
+        // Unknown written out, as the schema's `attention` and `loss` spell it.
+        ("unknown", Counter::Reserved),
+        ("N/A", Counter::Reserved),
     ] {
         assert_eq!(Counter::from_metric(name), Some(counter), "{name}");
     }
