@@ -163,13 +163,28 @@ struct Row<'a> {
 }
 
 impl Row<'_> {
+    /// A column's text, trimmed. "Empty means unknown" (SCHEMA.md): a
+    /// setting written `unknown` (as the schema spells it for `attention` and
+    /// `loss`), `n/a` or `?` is empty, so it gets the framework's default as
+    /// an empty one does; the free-text columns keep what they say.
     fn get(&self, col: &str) -> &str {
-        self.header
+        let v = self
+            .header
             .iter()
             .position(|h| h == col)
             .and_then(|i| self.fields.get(i))
             .map(|s| s.trim())
-            .unwrap_or("")
+            .unwrap_or("");
+        let free_text = matches!(col, "id" | "source_url" | "model" | "notes" | "gpu");
+        if !free_text
+            && ["unknown", "n/a", "?"]
+                .iter()
+                .any(|u| v.eq_ignore_ascii_case(u))
+        {
+            ""
+        } else {
+            v
+        }
     }
 
     /// An enum column as written in any case, with `_` or spaces for `-`

@@ -522,6 +522,25 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     use cost_model::plan::{Offload, Optimizer, OptimizerImpl, Precision, Sharding};
     let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA, 2 GPUs FSDP
     let plan = |col: &str, v: &str| case_plan(&with_fields(id, &[(col, v)]), id);
+    // "Empty means unknown": a setting written `unknown` (or `N/A`, `?`) reads
+    // as the empty column does.
+    for col in [
+        "precision",
+        "optimizer",
+        "activation_checkpointing",
+        "compile",
+        "sharding",
+        "offload",
+        "grad_accum",
+        "n_kv_heads",
+        "gpu_mem_gib",
+        "framework",
+    ] {
+        let empty = plan(col, "").unwrap_or_else(|e| panic!("{col} empty: {e}"));
+        for v in ["unknown", "N/A", "?"] {
+            assert_eq!(plan(col, v).as_ref(), Ok(&empty), "{col} = {v}");
+        }
+    }
     // transformers' `optim` ids, with the kernel they name.
     for (name, opt, kernel) in [
         (
