@@ -29,6 +29,30 @@ fn fixtures() -> Vec<(String, String)> {
     v
 }
 
+/// `npu-smi info` as version 23.0 lays it out (the banner, the two header
+/// rows, an NPU row and a chip row per NPU, the process table): two 910B3,
+/// training on NPU 1 (illustrative figures, not a measured run).
+const NPU_SMI: &str = "+------------------------------------------------------------------------------------------------+
+| npu-smi 23.0.rc2                 Version: 23.0.rc2                                             |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 93.2        35                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3162 / 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | OK            | 380.5       41                0    / 0             |
+| 0                         | 0000:C2:00.0  | 87          0    / 0          58844/ 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| No running processes found in NPU 0                                                            |
++===========================+===============+====================================================+
+| 1       0                 | 182365        | python3.9                | 55629                   |
++===========================+===============+====================================================+
+";
+
 /// Outputs of tools the public fixtures do not cover, written as the tools
 /// print them (each reader's test cites the source): read through the same
 /// copy, paste and launcher rewrites as the fixtures.
@@ -57,6 +81,7 @@ fn samples() -> Vec<(String, String)> {
              DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-604a\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"} 59870\n\
              DCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-604a\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"node1\"} 21211\n",
         ),
+        ("npu-smi info", NPU_SMI),
         (
             "dcgmi dmon",
             "#Entity   FBTTL      FBFRE      FBUSD\nID\nGPU 0     81559      2233       78795\nGPU 1     81559      81020      0\n",
@@ -2447,4 +2472,41 @@ fn every_sample_reads() {
             "{name}: {t:?}"
         );
     }
+}
+
+/// Ascend's `npu-smi info`: each NPU's HBM `used / total` (MB = MiB) from its
+/// chip row, the process table's memory per process; compared with
+/// `device_used`.
+#[test]
+fn ascend_npu_smi() {
+    let t = parse_text(NPU_SMI);
+    assert_eq!(t.format, Format::NpuSmi);
+    assert!(Format::NpuSmi.is_device_level());
+    assert_eq!(
+        peaks_and_totals(&t),
+        vec![
+            (0, Some(3162.0), Some(65536.0)),
+            (1, Some(58844.0), Some(65536.0))
+        ]
+    );
+    assert_eq!(t.gpus[1].name.as_deref(), Some("910B3"));
+    assert_eq!(t.processes.len(), 1);
+    assert_eq!(t.processes[0].pid, Some(182365));
+    assert_eq!(t.processes[0].gpu, Some(1));
+    assert_eq!(t.processes[0].used_mib, Some(55629.0));
+    // Two snapshots: a series per NPU.
+    let t = parse_text(&format!("{NPU_SMI}{}", NPU_SMI.replace("58844/", "60000/")));
+    assert_eq!(t.gpus[1].samples, 2);
+    assert_eq!(t.gpus[1].peak_used_mib, Some(60000.0));
+    // A chip without HBM (310 series): its DDR.
+    let ddr = NPU_SMI.replace(
+        "0    / 0          3162 / 65536",
+        "2703 / 8192      0    / 0    ",
+    );
+    let t = parse_text(&ddr);
+    assert_eq!(t.gpus[0].peak_used_mib, Some(2703.0));
+    assert_eq!(t.gpus[0].total_mib, Some(8192.0));
+    // The banner alone: refused, saying what is missing.
+    let e = refusal("+----+\n| npu-smi 23.0.rc2                 Version: 23.0.rc2   |\n+----+\n");
+    assert!(e.to_string().contains("npu-smi info"), "{e}");
 }

@@ -340,7 +340,7 @@ pub fn VerifyPanel(
                 {move || {
                     lang.get()
                         .t(
-                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi, DCGM (dcgm-exporter, dcgmi dmon); a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print or the Transformers docs' GPU memory occupied; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, LLaMA-Factory, ms-swift, XTuner (mmengine), verl, Composer, Unsloth or LitGPT; a W&B run's system metrics or Lightning's DeviceStatsMonitor as CSV.",
+                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi, Ascend npu-smi, DCGM (dcgm-exporter, dcgmi dmon); a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print or the Transformers docs' GPU memory occupied; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, LLaMA-Factory, ms-swift, XTuner (mmengine), verl, Composer, Unsloth or LitGPT; a W&B run's system metrics or Lightning's DeviceStatsMonitor as CSV.",
                         )
                 }}
             </p>

@@ -3,7 +3,7 @@
 //! `memory_summary()`), DeepSpeed `see_memory_usage`, Megatron-LM's per-rank
 //! report, Hugging Face Trainer and accelerate memory reports, torchtitan's,
 //! torchtune's, axolotl's, Unsloth's and LitGPT's training logs, a script's own print of
-//! PyTorch's peak counters or of NVML's used memory, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, DCGM (dcgm-exporter, `dcgmi dmon`),
+//! PyTorch's peak counters or of NVML's used memory, `nvitop`, `gpustat`, `rocm-smi`, `amd-smi`, Ascend's `npu-smi`, DCGM (dcgm-exporter, `dcgmi dmon`),
 //! Weights & Biases' system metrics and Lightning's `DeviceStatsMonitor` CSV. Pure: they read lines and return figures in MiB (2^20 bytes);
 //! a figure the input does not state is `None`, never a guess.
 //!
@@ -16,6 +16,7 @@ pub mod dcgm;
 pub mod findings;
 pub mod lightning;
 pub mod logs;
+pub mod npu_smi;
 pub mod oom;
 pub mod smi_csv;
 pub mod smi_misc;
@@ -102,10 +103,11 @@ pub enum Format {
     Dcgm,
     NvmlUsedPrint,
     ComposerMemoryMonitor,
+    NpuSmi,
 }
 
 impl Format {
-    pub const ALL: [Format; 31] = [
+    pub const ALL: [Format; 32] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -137,6 +139,7 @@ impl Format {
         Format::Dcgm,
         Format::NvmlUsedPrint,
         Format::ComposerMemoryMonitor,
+        Format::NpuSmi,
     ];
 
     pub fn id(self) -> &'static str {
@@ -172,6 +175,7 @@ impl Format {
             Format::Dcgm => "dcgm",
             Format::NvmlUsedPrint => "nvml-used-print",
             Format::ComposerMemoryMonitor => "composer-memory-monitor",
+            Format::NpuSmi => "npu-smi",
         }
     }
 
@@ -198,6 +202,7 @@ impl Format {
                 | Format::WandbSystemMetrics
                 | Format::Dcgm
                 | Format::NvmlUsedPrint
+                | Format::NpuSmi
         )
     }
 
@@ -558,6 +563,10 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("\"memory.used\"") && (has("\"gpus\"") || has("\"query_time\"")) {
         return Some(Format::Gpustat);
     }
+    // Before nvidia-smi's table, whose shape it shares.
+    if head.iter().any(|l| npu_smi::is_npu_smi_line(l)) {
+        return Some(Format::NpuSmi);
+    }
     if has("NVITOP") {
         return Some(Format::Nvitop);
     }
@@ -666,6 +675,7 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         Format::WandbSystemMetrics => Box::new(wandb::WandbParser::default()),
         Format::LightningDeviceStats => Box::new(lightning::LightningParser::default()),
         Format::Dcgm => Box::new(dcgm::DcgmParser::default()),
+        Format::NpuSmi => Box::new(npu_smi::NpuSmiParser::default()),
         Format::PytorchOom
         | Format::DeepspeedSeeMemoryUsage
         | Format::MegatronMemoryReport
