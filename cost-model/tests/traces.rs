@@ -2510,3 +2510,24 @@ fn ascend_npu_smi() {
     let e = refusal("+----+\n| npu-smi 23.0.rc2                 Version: 23.0.rc2   |\n+----+\n");
     assert!(e.to_string().contains("npu-smi info"), "{e}");
 }
+
+/// A multi-byte character anywhere in the new readers' lines (a CJK label, a
+/// no-break space left by a converter) neither panics nor hangs: each sample
+/// with one inserted at every char boundary.
+#[test]
+fn the_samples_with_a_multibyte_character_anywhere() {
+    for (name, text) in samples() {
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        for &i in &bounds {
+            for ch in ["显", "\u{a0}", "é"] {
+                let mut v = text.clone();
+                v.insert_str(i, ch);
+                let _ = trace::parse(&v, &ParseOptions::default());
+            }
+        }
+        assert!(!bounds.is_empty(), "{name}");
+    }
+    // The case that panicked: a CJK character right before the figure.
+    let t = parse_text("GPU memory usage 显存3.5GB (+1.0GB cache)\n");
+    assert!(close(t.allocator.unwrap().peak_reserved_mib, 4.5 * 1024.0));
+}

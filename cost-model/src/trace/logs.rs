@@ -210,10 +210,14 @@ struct AxolotlUsage {
 fn axolotl_usage(line: &str) -> Option<AxolotlUsage> {
     let at = line.find("GB (")?;
     let head = &line[..at];
-    let start = head
-        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map_or(0, |i| i + 1);
-    let lead = parse_size_mib(&head[start..], "GiB")?;
+    // The figure's bytes are ASCII, so where they start is a char boundary
+    // whatever precedes them.
+    let digits = head
+        .bytes()
+        .rev()
+        .take_while(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
+    let lead = parse_size_mib(&head[head.len() - digits..], "GiB")?;
     let inside = &line[at + 4..];
     let inside = &inside[..inside.find(')').unwrap_or(inside.len())];
     let extras = inside
