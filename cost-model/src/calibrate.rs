@@ -1005,7 +1005,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.target_len = stated_target_len(notes);
     }
     t.grad_accum = r.u32("grad_accum")?.unwrap_or(1).max(1);
-    t.precision = match r.word("precision").as_str() {
+    // `AMP (bf16)`, `bf16 (mixed)`: the brackets are prose around the name.
+    let precision = r.word("precision").replace(['(', ')'], "");
+    let precision = precision.trim_matches('-').replace("--", "-");
+    t.precision = match precision.as_str() {
         // Not stated: the framework's default (set above).
         "" => t.precision,
         // Beside the schema's names, Lightning Fabric's precision strings
@@ -1025,6 +1028,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "bfloat16" | "pure-bf16" => Precision::Bf16,
         "float16" | "half" | "pure-fp16" => Precision::Fp16,
         "float8" | "fp8-mixed" | "fp8-e4m3" | "fp8-hybrid" | "float8-e4m3fn" => Precision::Fp8,
+        // Lightning Fabric's `transformer-engine` precision: Transformer
+        // Engine's fp8 matmuls over bf16 weights (`TransformerEnginePrecision`,
+        // weights dtype bfloat16 by default).
+        "transformer-engine" | "transformer-engine-float16" => Precision::Fp8,
         // Autocast named without its dtype: PyTorch's CUDA default is fp16
         // (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`).
         "amp" | "mixed" | "autocast" | "mixed-precision" => Precision::AmpFp16,
@@ -1069,10 +1076,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     }
     t.checkpointing = match r.word("activation_checkpointing").as_str() {
-        "none" | "false" | "no" => Checkpointing::None,
+        "none" | "false" | "no" | "off" | "0" => Checkpointing::None,
         "full"
         | "true"
         | "yes"
+        | "on"
+        | "1"
+        // LitGPT's `activation_checkpointing_policy={Block}`: every block.
+        | "block"
+        | "every-layer"
+        | "every-block"
         | "gradient-checkpointing"
         | "activation-checkpointing"
         | "recompute"

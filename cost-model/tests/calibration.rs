@@ -615,6 +615,11 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         // Autocast without its dtype is CUDA's default, fp16.
         ("amp", Precision::AmpFp16),
         ("FP8-E4M3", Precision::Fp8),
+        // Prose brackets around the name; Lightning's Transformer Engine.
+        ("AMP (bf16)", Precision::AmpBf16),
+        ("bf16 (mixed)", Precision::AmpBf16),
+        ("(fp32)", Precision::Fp32),
+        ("transformer-engine", Precision::Fp8),
     ] {
         assert_eq!(
             plan("precision", name).unwrap().training.precision,
@@ -672,6 +677,13 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     for (name, want) in [
         ("gradient_checkpointing", Checkpointing::Full),
         ("selective-op", Checkpointing::OpSelective),
+        // A switch's spellings, and LitGPT's policy (every Block).
+        ("on", Checkpointing::Full),
+        ("1", Checkpointing::Full),
+        ("Block", Checkpointing::Full),
+        ("every layer", Checkpointing::Full),
+        ("off", Checkpointing::None),
+        ("0", Checkpointing::None),
     ] {
         assert_eq!(
             plan("activation_checkpointing", name)
