@@ -56,7 +56,7 @@ impl Counter {
             "reserved" | "peak" | "peak_memory" | "max_memory" => Some(Counter::Reserved),
             // Unknown written out (as the schema's other enums spell it):
             // the empty column's meaning.
-            "unknown" | "unstated" | "n/a" | "na" | "?" => Some(Counter::Reserved),
+            m if written_unknown(m) => Some(Counter::Reserved),
             "device_used" | "nvidia_smi" | "memory.used" | "nvml" | "nvml_used" => {
                 Some(Counter::DeviceUsed)
             }
@@ -72,6 +72,14 @@ impl Counter {
             Counter::DeviceUsed => c.device_used.get(),
         }
     }
+}
+
+/// "Unknown" written out where the schema leaves a cell empty: `unknown` (as
+/// it spells it for `attention` and `loss`), `unstated`, `n/a`, `na`, `?`.
+fn written_unknown(v: &str) -> bool {
+    ["unknown", "unstated", "n/a", "na", "?"]
+        .iter()
+        .any(|u| v.eq_ignore_ascii_case(u))
 }
 
 /// One case's outcome (the JSON shape `memplan calibrate --json` prints).
@@ -164,9 +172,9 @@ struct Row<'a> {
 
 impl Row<'_> {
     /// A column's text, trimmed. "Empty means unknown" (SCHEMA.md): a
-    /// setting written `unknown` (as the schema spells it for `attention` and
-    /// `loss`), `n/a` or `?` is empty, so it gets the framework's default as
-    /// an empty one does; the free-text columns keep what they say.
+    /// setting with unknown written out ([`written_unknown`]) is empty, so it
+    /// gets the framework's default as an empty one does; the free-text
+    /// columns keep what they say.
     fn get(&self, col: &str) -> &str {
         let v = self
             .header
@@ -176,11 +184,7 @@ impl Row<'_> {
             .map(|s| s.trim())
             .unwrap_or("");
         let free_text = matches!(col, "id" | "source_url" | "model" | "notes" | "gpu");
-        if !free_text
-            && ["unknown", "n/a", "?"]
-                .iter()
-                .any(|u| v.eq_ignore_ascii_case(u))
-        {
+        if !free_text && written_unknown(v) {
             ""
         } else {
             v

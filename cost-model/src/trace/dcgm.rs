@@ -233,16 +233,15 @@ impl DcgmParser {
             other => (0, Some(format!("{other} {id}"))),
         };
         self.rows += 1;
-        let cols = self.dmon_cols.clone();
-        for (field, v) in cols.iter().zip(toks.iter().skip(2)) {
-            if let (Some(f), Ok(v)) = (field, v.parse::<f64>()) {
+        for (i, v) in toks.iter().skip(2).enumerate() {
+            if let (Some(Some(f)), Ok(v)) = (self.dmon_cols.get(i).copied(), v.parse::<f64>()) {
                 let at = At {
                     gpu,
                     mig: mig.as_deref(),
                     name: None,
                     t: None,
                 };
-                self.record(b, at, *f, v);
+                self.record(b, at, f, v);
             }
         }
         Ok(())

@@ -64,16 +64,11 @@ impl KeyedPeaks {
         b.seen.get_or_insert(self.format);
         // A figure at most zero is no peak (LLaMA-Factory writes `-1` where
         // the device has no reserved counter).
-        let scale = if self.decimal_gb {
-            1e9 / (1024.0 * 1024.0 * 1024.0)
-        } else {
-            1.0
-        };
         let first = |keys: &[&str]| {
             keys.iter()
                 .find_map(|k| figure_after(line, k, "GiB"))
                 .filter(|v| *v > 0.0)
-                .map(|v| v * scale)
+                .map(|v| if self.decimal_gb { decimal_gb(v) } else { v })
         };
         let (allocated, reserved) = (first(self.allocated), first(self.reserved));
         let a = b.allocator();
@@ -202,12 +197,22 @@ pub fn is_axolotl_usage_line(l: &str) -> bool {
 
 /// An axolotl usage line's figures, in MiB: the one before `GB (`, and each
 /// `+XGB label` inside the brackets.
-struct AxolotlUsage {
+struct AxolotlUsage<'a> {
     lead: f64,
-    extras: Vec<(String, f64)>,
+    extras: Vec<(&'a str, f64)>,
 }
 
-fn axolotl_usage(line: &str) -> Option<AxolotlUsage> {
+impl AxolotlUsage<'_> {
+    /// The `+XGB label` figure with that label.
+    fn extra(&self, label: &str) -> Option<f64> {
+        self.extras
+            .iter()
+            .find(|(l, _)| *l == label)
+            .map(|(_, v)| *v)
+    }
+}
+
+fn axolotl_usage(line: &str) -> Option<AxolotlUsage<'_>> {
     let at = line.find("GB (")?;
     let head = &line[..at];
     // The figure's bytes are ASCII, so where they start is a char boundary
@@ -225,7 +230,7 @@ fn axolotl_usage(line: &str) -> Option<AxolotlUsage> {
         .filter_map(|e| {
             let e = e.trim().trim_start_matches('+');
             let (num, label) = e.split_once("GB")?;
-            Some((label.trim().to_string(), parse_size_mib(num.trim(), "GiB")?))
+            Some((label.trim(), parse_size_mib(num.trim(), "GiB")?))
         })
         .collect();
     Some(AxolotlUsage { lead, extras })
@@ -433,6 +438,12 @@ fn figure_after(line: &str, key: &str, default_unit: &str) -> Option<f64> {
         return Some(-parse_size_mib(&(-v).to_string(), unit)?);
     }
     parse_size_mib(num, unit)
+}
+
+/// The MiB of a figure [`figure_after`] read as binary GB (2^30) that the
+/// tool had divided by 10^9 (LitGPT's `Memory used`, Composer's monitor).
+fn decimal_gb(mib_read_as_binary: f64) -> f64 {
+    mib_read_as_binary * 1e9 / (1u64 << 30) as f64
 }
 
 /// Keeps a rank's peaks (Megatron's per-rank report, `[rankN]:`-prefixed prints).
@@ -702,16 +713,14 @@ impl LineParser for LogParser {
         if is_axolotl_usage_line(line) {
             if let Some(u) = axolotl_usage(line) {
                 b.seen.get_or_insert(Format::AxolotlMetrics);
-                let extra =
-                    |label: &str| u.extras.iter().find(|(l, _)| l == label).map(|(_, v)| *v);
                 let a = b.allocator();
-                if extra("allocated").is_some() || extra("reserved").is_some() {
+                if u.extra("allocated").is_some() || u.extra("reserved").is_some() {
                     // Peaks since the previous line (0.12 and later).
                     keep_max(
                         &mut a.peak_allocated_mib,
-                        extra("allocated").unwrap_or(u.lead),
+                        u.extra("allocated").unwrap_or(u.lead),
                     );
-                    if let Some(v) = extra("reserved") {
+                    if let Some(v) = u.extra("reserved") {
                         keep_max(&mut a.peak_reserved_mib, v);
                     }
                     return Ok(());
@@ -721,16 +730,15 @@ impl LineParser for LogParser {
                 // (nothing here empties it), so what it holds once training
                 // has run steps (`while training`, after the second) is
                 // taken as its peak, a lower bound.
-                let reserved = u.lead + extra("cache").unwrap_or(0.0);
+                let reserved = u.lead + u.extra("cache").unwrap_or(0.0);
                 a.current_allocated_mib = Some(u.lead);
                 a.current_reserved_mib = Some(reserved);
                 keep_max(&mut a.peak_reserved_mib, reserved);
                 let what = line
-                    .find(" memory usage ")
-                    .map(|i| &line[i + 14..])
-                    .and_then(|r| r.split_once(':'))
+                    .split_once(" memory usage ")
+                    .and_then(|(_, r)| r.split_once(':'))
                     .map_or("", |(m, _)| m.trim());
-                if let Some(misc) = extra("misc") {
+                if let Some(misc) = u.extra("misc") {
                     b.notes
                         .push((format!("device memory used (NVML) {what}"), reserved + misc));
                 }
@@ -774,10 +782,7 @@ impl LineParser for LogParser {
                 .unwrap_or(0);
             if let Some(gb) = figure_after(&line[at..], ":", "GB") {
                 // `figure_after` reads GB as 2^30 (PyTorch's habit); LitGPT's is 1e9.
-                keep_max(
-                    &mut b.allocator().peak_allocated_mib,
-                    gb * 1e9 / 1024f64.powi(3),
-                );
+                keep_max(&mut b.allocator().peak_allocated_mib, decimal_gb(gb));
             }
             return Ok(());
         }

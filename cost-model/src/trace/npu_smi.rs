@@ -96,22 +96,20 @@ impl LineParser for NpuSmiParser {
         }
         let first: Vec<&str> = c[0].split_whitespace().collect();
         // The chip row: `| 0 | 0000:C1:00.0 | 0  0 / 0  3162 / 65536 |`.
-        if let Some((npu, name)) = self.pending.clone() {
-            if first.len() == 1 && c[1].contains(':') {
-                self.pending = None;
-                let p = pairs(c[c.len() - 1]);
-                // HBM (the last pair) where the chip has it, else its DDR.
-                let Some(&(used, total)) = p.iter().rev().find(|(_, t)| *t > 0.0) else {
-                    return Err(TraceError::at(
-                        no,
-                        "expected the NPU's `used / total` memory (MB) in the row's last cell",
-                    ));
-                };
-                self.rows += 1;
-                b.describe(npu, None, Some(&name), Some(total));
-                b.sample(npu, None, None, used);
-                return Ok(());
-            }
+        let chip_row = first.len() == 1 && c[1].contains(':');
+        if let Some((npu, name)) = self.pending.take_if(|_| chip_row) {
+            let p = pairs(c[c.len() - 1]);
+            // HBM (the last pair) where the chip has it, else its DDR.
+            let Some(&(used, total)) = p.iter().rev().find(|(_, t)| *t > 0.0) else {
+                return Err(TraceError::at(
+                    no,
+                    "expected the NPU's `used / total` memory (MB) in the row's last cell",
+                ));
+            };
+            self.rows += 1;
+            b.describe(npu, None, Some(&name), Some(total));
+            b.sample(npu, None, None, used);
+            return Ok(());
         }
         // The NPU row: `| 0     910B3 | OK | 93.2  35  0 / 0 |`.
         if first.len() >= 2 {
