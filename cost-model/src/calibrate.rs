@@ -980,11 +980,20 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     let gpu = gpu_for(r.get("gpu"), mem_gib);
 
+    // Not stated in its column: the count the GPU column may carry ("8x H100").
+    let num_gpus = r
+        .u32("num_gpus")?
+        .or_else(|| stated_gpu_count(r.get("gpu")))
+        .unwrap_or(1)
+        .max(1);
     let mut plan = Plan {
         model,
         gpu,
         ..Plan::default()
     };
+    // On the row's GPU count: a framework may decide its defaults by it
+    // (`Framework::default_checkpointing`).
+    plan.parallel.num_gpus = num_gpus;
     plan.set_framework(framework);
     let t = &mut plan.training;
     let oom = r.bool("oom").unwrap_or(false);
@@ -1307,12 +1316,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         plan.runtime.cuda_context_mib = mib.into();
     }
     let p = &mut plan.parallel;
-    // Not stated in its column: the count the GPU column may carry ("8x H100").
-    p.num_gpus = r
-        .u32("num_gpus")?
-        .or_else(|| stated_gpu_count(r.get("gpu")))
-        .unwrap_or(1)
-        .max(1);
+    p.num_gpus = num_gpus;
     p.tp = r.u32("tp")?.unwrap_or(1).max(1);
     p.pp = r.u32("pp")?.unwrap_or(1).max(1);
     p.cp = r.u32("cp")?.unwrap_or(1).max(1);

@@ -3822,8 +3822,8 @@ mod tests {
             model: preset(model).unwrap().spec(),
             ..Plan::default()
         };
-        p.set_framework(fw);
         p.parallel.num_gpus = 1;
+        p.set_framework(fw);
         p.parallel.sharding = Sharding::None;
         p.training.finetune = Finetune::Lora {
             rank: 8,

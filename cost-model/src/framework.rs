@@ -346,6 +346,25 @@ impl Framework {
         }
     }
 
+    /// The checkpointing policy the framework applies on `num_gpus` devices
+    /// when the user does not choose one: [`FrameworkDefaults::checkpointing`],
+    /// except where a framework decides it by the device count. LitGPT's
+    /// finetune scripts wrap every `Block` in activation checkpointing when
+    /// run on more than one device and not on one (litgpt 0.5.13
+    /// `finetune/full.py`, `adapter.py`, `adapter_v2.py`, `lora_legacy.py`:
+    /// `FSDPStrategy(..., activation_checkpointing_policy={Block})` under
+    /// `if devices * num_nodes > 1`, else `strategy = "auto"`; `lora.py`: its
+    /// `parallelize_fn(..., activation_checkpointing=True)` puts every block
+    /// in a `checkpoint_wrapper` before `fully_shard`). Its `pretrain.py`
+    /// does not checkpoint; the profile is the finetune scripts' (as its
+    /// chunked loss is).
+    pub fn default_checkpointing(self, num_gpus: u32) -> Checkpointing {
+        match self {
+            Framework::Litgpt if num_gpus > 1 => Checkpointing::Full,
+            _ => self.defaults().checkpointing,
+        }
+    }
+
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
     /// The Trainer fills its "auto" with hidden² (transformers
     /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's

@@ -907,12 +907,13 @@ impl Plan {
 
     /// Switches the framework and applies the settings it decides by default
     /// (loss variant, checkpointing policy, optimizer implementation, sequence
-    /// parallelism with TP, …).
+    /// parallelism with TP, …). The checkpointing policy is the one it
+    /// applies on the plan's GPU count ([`Framework::default_checkpointing`]).
     pub fn set_framework(&mut self, f: Framework) {
         let d = f.defaults();
         self.framework = f;
         self.training.loss = d.loss;
-        self.training.checkpointing = d.checkpointing;
+        self.training.checkpointing = f.default_checkpointing(self.parallel.num_gpus);
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
         self.training.kbit_fp32_prep = d.kbit_fp32_prep;

@@ -407,10 +407,12 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         enum_id(&t.optimizer_impl),
         enum_id(&dt.optimizer_impl),
     );
+    // The framework may decide checkpointing by the GPU count, which
+    // `decode` reads after the framework: it re-seeds an absent `ckpt` then.
     put(
         "ckpt",
         enum_id(&t.checkpointing),
-        enum_id(&dt.checkpointing),
+        enum_id(&plan.framework.default_checkpointing(p.num_gpus)),
     );
     put("attn", enum_id(&t.attention), enum_id(&dt.attention));
     put("loss", enum_id(&t.loss), enum_id(&dt.loss));
@@ -800,6 +802,12 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         if let Some(s) = get(k) {
             *slot = num(k, s)?;
         }
+    }
+    // A policy the framework decides by the GPU count (LitGPT's finetune
+    // scripts checkpoint on more than one device): `set_framework` above
+    // applied it for the default plan's count, before `gpus` was read.
+    if get("ckpt").is_none() {
+        plan.training.checkpointing = plan.framework.default_checkpointing(p.num_gpus);
     }
     if let Some(s) = get("shard") {
         p.sharding = parse_enum("shard", s)?;
@@ -1195,6 +1203,53 @@ mod apply_tests {
         let r = apply(&q, "model", "gpt2").unwrap();
         assert_eq!(r.model.layers, 12);
         assert_eq!(r.training.loss, crate::plan::Loss::ChunkedFree);
+    }
+
+    /// LitGPT's finetune scripts checkpoint every block on more than one
+    /// device only: the default follows the GPU count the URL states, and a
+    /// policy that differs from it is kept in the URL.
+    #[test]
+    fn litgpt_checkpoints_by_default_on_more_than_one_gpu() {
+        use crate::plan::Checkpointing;
+        let ckpt = |q: &str| decode_str(q).unwrap().training.checkpointing;
+        // The default plan has 8 GPUs.
+        assert_eq!(ckpt("fw=litgpt"), Checkpointing::Full);
+        assert_eq!(ckpt("fw=litgpt&gpus=2"), Checkpointing::Full);
+        assert_eq!(ckpt("fw=litgpt&gpus=1"), Checkpointing::None);
+        assert_eq!(ckpt("fw=litgpt&gpus=1&ckpt=full"), Checkpointing::Full);
+        assert_eq!(ckpt("fw=litgpt&gpus=4&ckpt=none"), Checkpointing::None);
+        // Other frameworks do not look at the count.
+        assert_eq!(ckpt("fw=hf-trainer&gpus=1"), Checkpointing::None);
+        assert_eq!(ckpt("fw=torchtune&gpus=1"), Checkpointing::Full);
+        for gpus in [1, 2, 8] {
+            for c in [
+                Checkpointing::None,
+                Checkpointing::Full,
+                Checkpointing::OpSelective,
+            ] {
+                let mut p = Plan::default();
+                p.parallel.num_gpus = gpus;
+                p.set_framework(Framework::Litgpt);
+                p.training.checkpointing = c;
+                let q = encode(&p);
+                assert_eq!(decode_str(&q).unwrap(), p, "{q}");
+                // Only a policy other than the default is written.
+                let default = if gpus > 1 {
+                    Checkpointing::Full
+                } else {
+                    Checkpointing::None
+                };
+                assert_eq!(q.contains("ckpt="), c != default, "{q}");
+            }
+        }
+        // Choosing LitGPT in the form applies the default for the plan's count;
+        // changing the count afterwards keeps the policy shown.
+        let one = apply(&decode_str("gpus=1").unwrap(), "fw", "litgpt").unwrap();
+        assert_eq!(one.training.checkpointing, Checkpointing::None);
+        let eight = apply(&one, "gpus", "8").unwrap();
+        assert_eq!(eight.training.checkpointing, Checkpointing::None);
+        let again = apply(&eight, "fw", "litgpt").unwrap();
+        assert_eq!(again.training.checkpointing, Checkpointing::Full);
     }
 
     #[test]

@@ -593,10 +593,10 @@ mod tests {
         seq: u32,
     ) -> Plan {
         let mut p = Plan::default();
+        p.parallel.num_gpus = 1;
         p.set_framework(fw);
         p.model = crate::presets::preset("llama-2-7b").unwrap().spec();
         p.gpu = crate::gpu::gpu("rtx4090-24gb").unwrap();
-        p.parallel.num_gpus = 1;
         p.parallel.sharding = Sharding::None;
         p.training.precision = prec;
         p.training.micro_batch = mb;

@@ -1800,3 +1800,51 @@ mod free_text_never_panics {
         }
     }
 }
+
+/// A LitGPT row that leaves `activation_checkpointing` empty gets what its
+/// finetune scripts do on its GPU count: every block checkpointed on more than
+/// one device (`FSDPStrategy(activation_checkpointing_policy={Block})`), none
+/// on one (litgpt 0.5.13 `finetune/*.py`).
+#[test]
+fn litgpt_rows_without_a_checkpointing_column_take_its_policy_for_their_gpu_count() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Checkpointing;
+    let id = "litgpt_resource_tables_2023-10-042"; // Llama-2-7b LoRA, 2 GPUs FSDP, `full`
+    let ckpt = |set: &[(&str, &str)]| {
+        case_plan(&with_fields(id, set), id)
+            .unwrap()
+            .training
+            .checkpointing
+    };
+    assert_eq!(ckpt(&[]), Checkpointing::Full);
+    assert_eq!(
+        ckpt(&[("activation_checkpointing", "")]),
+        Checkpointing::Full
+    );
+    let one_gpu = [("num_gpus", "1"), ("sharding", "none")];
+    assert_eq!(
+        ckpt(&[one_gpu[0], one_gpu[1], ("activation_checkpointing", "")]),
+        Checkpointing::None
+    );
+    // The count written in the GPU column when `num_gpus` is empty.
+    assert_eq!(
+        ckpt(&[
+            ("num_gpus", ""),
+            ("gpu", "4x A100-40GB"),
+            ("activation_checkpointing", "")
+        ]),
+        Checkpointing::Full
+    );
+    // A stated policy wins; other frameworks keep theirs whatever the count.
+    assert_eq!(
+        ckpt(&[("activation_checkpointing", "none")]),
+        Checkpointing::None
+    );
+    assert_eq!(
+        ckpt(&[
+            ("framework", "hf-accelerate"),
+            ("activation_checkpointing", "")
+        ]),
+        Checkpointing::None
+    );
+}
