@@ -68,6 +68,14 @@ fn samples() -> Vec<(String, String)> {
             "[DEBUG] [axolotl.loaders.model:275] [PID:99] Memory usage after model load 14.210GB (+14.250GB allocated, +15.000GB reserved)\n",
         ),
         (
+            "axolotl 0.12 metrics",
+            "{'loss': 1.1, 'grad_norm': 0.4, 'learning_rate': 2e-05, 'memory/max_mem_active(gib)': 17.51, 'memory/max_mem_allocated(gib)': 17.48, 'memory/device_mem_reserved(gib)': 19.94, 'epoch': 0.2}\n",
+        ),
+        (
+            "verl memory lines",
+            "(WorkerDict pid=4242) dp actor After update_policy, memory allocated (GB): 18.25, memory reserved (GB): 52.50, device memory used/total (GB): 70.00/79.25\n",
+        ),
+        (
             "Transformers docs print",
             "Time: 57.82\nSamples/second: 8.86\nGPU memory occupied: 14949 MB.\n",
         ),
@@ -1441,6 +1449,14 @@ fn framework_training_logs_give_their_peaks() {
     let a = t.allocator.unwrap();
     assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
     assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
+    // … as axolotl 0.12 named the keys (peaks since the start).
+    let axo_012 = "{'loss': 1.2345, 'grad_norm': 0.51, 'learning_rate': 2e-05, 'memory/max_mem_active(gib)': 17.51, 'memory/max_mem_allocated(gib)': 17.48, 'memory/device_mem_reserved(gib)': 19.94, 'epoch': 0.1}\n\
+        {'loss': 1.1, 'grad_norm': 0.4, 'learning_rate': 2e-05, 'memory/max_mem_active(gib)': 17.51, 'memory/max_mem_allocated(gib)': 17.48, 'memory/device_mem_reserved(gib)': 19.94, 'epoch': 0.2}\n";
+    let t = parse_text(axo_012);
+    assert_eq!(t.format, Format::AxolotlMetrics);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
 
     // axolotl's `log_gpu_memory_usage` up to 0.11: readings at a moment
     // (allocated; + reserved − allocated; + NVML used − reserved), GiB
@@ -1725,6 +1741,24 @@ fn ms_swift_memory_in_its_log_dicts() {
     let a = t.allocator.unwrap();
     assert!(close(a.peak_reserved_mib, 18.4 * 1024.0), "{a:?}");
     assert_eq!(a.peak_allocated_mib, None);
+    // Before 4.5 the figure of a device-map run was the sum over its GPUs:
+    // said, since the log does not tell the release.
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("before 4.5") && w.contains("sum over the GPUs")),
+        "{:?}",
+        t.warnings
+    );
+    // Only for ms-swift's figures.
+    let other = parse_text(
+        "{'loss': 1.1, 'memory/max_allocated (GiB)': 15.9, 'memory/device_reserved (GiB)': 18.0}\n",
+    );
+    assert!(
+        other.warnings.iter().all(|w| !w.contains("ms-swift")),
+        "{:?}",
+        other.warnings
+    );
 }
 
 #[test]
@@ -1794,6 +1828,44 @@ fn verl_console_metrics() {
     assert!(
         close(a.peak_allocated_mib, 42.1234 * 1024.0) && close(a.peak_reserved_mib, 55.5 * 1024.0)
     );
+}
+
+#[test]
+fn verl_memory_lines_are_readings_at_a_moment() {
+    // `log_gpu_memory_usage` / `GPUMemoryLogger` (verl 0.4.1 and 0.9.1, with
+    // device memory used/total; 0.3.0 without, and unrounded), through Ray's
+    // worker prefix: the largest reserved reading is the reserved peak (a
+    // lower bound), allocated is the last reading, device used a note.
+    let new = "(WorkerDict pid=4242) After FSDP wrapping, memory allocated (GB): 12.34, memory reserved (GB): 14.00, device memory used/total (GB): 20.10/79.25\n\
+        (WorkerDict pid=4242) dp actor Before update_policy, memory allocated (GB): 30.50, memory reserved (GB): 41.00, device memory used/total (GB): 61.75/79.25\n\
+        (WorkerDict pid=4242) dp actor After update_policy, memory allocated (GB): 18.25, memory reserved (GB): 52.50, device memory used/total (GB): 70.00/79.25\n\
+        (WorkerDict pid=4242) After offload actor model during update_actor, memory allocated (GB): 1.50, memory reserved (GB): 2.00, device memory used/total (GB): 35.00/79.25\n";
+    let t = parse_text(new);
+    assert_eq!(t.format, Format::VerlMetrics);
+    let a = t.allocator.clone().unwrap();
+    assert!(close(a.peak_reserved_mib, 52.5 * 1024.0), "{a:?}");
+    assert_eq!(a.peak_allocated_mib, None, "a reading is no peak: {a:?}");
+    assert!(close(a.current_allocated_mib, 1.5 * 1024.0), "{a:?}");
+    assert!(
+        t.notes
+            .iter()
+            .any(|(label, mib)| label.contains("device memory used")
+                && (mib - 70.0 * 1024.0).abs() < 0.5),
+        "{:?}",
+        t.notes
+    );
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("readings at a moment") && w.contains("rollout")),
+        "{:?}",
+        t.warnings
+    );
+    let old = "After init from HF AutoModel, memory allocated (GB): 2.871234567, memory reserved (GB): 3.0\n\
+        After actor FSDP init, memory allocated (GB): 7.5, memory reserved (GB): 9.25\n";
+    let t = parse_text(old);
+    assert_eq!(t.format, Format::VerlMetrics);
+    assert!(close(t.allocator.unwrap().peak_reserved_mib, 9.25 * 1024.0));
 }
 
 #[test]

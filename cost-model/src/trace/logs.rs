@@ -91,12 +91,29 @@ impl KeyedPeaks {
 pub const KEYED_PEAKS: [KeyedPeaks; 5] = [
     // axolotl's Trainer log dict (`'memory/max_allocated (GiB)': 17.48`,
     // `'memory/device_reserved (GiB)': 19.94` — `max_memory_reserved`, reset
-    // at each log: axolotl `core/trainers/base.py`, `utils/bench.py`).
+    // at each log: axolotl 0.13–0.19 `core/trainers/base.py`,
+    // `utils/bench.py`); axolotl 0.12 named them `memory/max_mem_active(gib)`,
+    // `memory/max_mem_allocated(gib)` and `memory/device_mem_reserved(gib)`
+    // (peaks since the start: no reset), as its examples' READMEs still quote
+    // them.
     KeyedPeaks {
         format: Format::AxolotlMetrics,
-        detect: &["memory/max_allocated (GiB)", "memory/device_reserved (GiB)"],
-        allocated: &["memory/max_allocated (GiB)", "memory/max_active (GiB)"],
-        reserved: &["memory/device_reserved (GiB)"],
+        detect: &[
+            "memory/max_allocated (GiB)",
+            "memory/device_reserved (GiB)",
+            "memory/max_mem_allocated(gib)",
+            "memory/device_mem_reserved(gib)",
+        ],
+        allocated: &[
+            "memory/max_allocated (GiB)",
+            "memory/max_active (GiB)",
+            "memory/max_mem_allocated(gib)",
+            "memory/max_mem_active(gib)",
+        ],
+        reserved: &[
+            "memory/device_reserved (GiB)",
+            "memory/device_mem_reserved(gib)",
+        ],
         per_rank: false,
         decimal_gb: false,
     },
@@ -147,7 +164,8 @@ pub const KEYED_PEAKS: [KeyedPeaks; 5] = [
     },
     // ms-swift's Trainer log dict (`'memory(GiB)': 17.83`; `"memory(GiB)"` in
     // its `logging.jsonl`): the largest `max_memory_reserved` seen so far, the
-    // maximum over the GPUs of a device-map model (ms-swift 4.6.0
+    // maximum over the GPUs of a device-map model (ms-swift 4.5.0–4.6.0; the
+    // sum before, [`LogParser::finish`] warns) (ms-swift 4.6.0
     // `trainers/patcher.py` `add_train_message`, `utils/torch_utils.py`
     // `get_max_reserved_memory`; Megatron-SWIFT's the maximum over the
     // model-parallel group, `megatron/callbacks/print.py`).
@@ -193,6 +211,18 @@ pub fn is_axolotl_usage_line(l: &str) -> bool {
         && l.contains("GB (")
         && (l.contains(" memory usage ")
             || (l.contains("GB (+") && (l.contains("GB allocated") || l.contains("GB reserved"))))
+}
+
+/// verl's memory line, from `log_gpu_memory_usage` and the `GPUMemoryLogger`
+/// decorator around its workers' steps: `{head}, memory allocated (GB): {a},
+/// memory reserved (GB): {r}` and, from verl 0.4, `, device memory
+/// used/total (GB): {used}/{total}` — readings at that moment
+/// (`memory_allocated`, `memory_reserved`, and `mem_get_info`'s total − free,
+/// every process on the GPU), divided by 1024³ whatever the label (verl
+/// 0.3.0.post1, 0.4.1 `utils/debug/performance.py`; 0.9.1
+/// `utils/profiler/performance.py`).
+pub fn is_verl_usage_line(l: &str) -> bool {
+    l.contains("memory allocated (GB): ") && l.contains("memory reserved (GB): ")
 }
 
 /// An axolotl usage line's figures, in MiB: the one before `GB (`, and each
@@ -515,6 +545,11 @@ pub struct LogParser {
     warned_decimal_label: bool,
     warned_unnamed: bool,
     warned_axolotl_moment: bool,
+    /// An ms-swift `memory(GiB)` figure was read (see [`LogParser::finish`]).
+    saw_ms_swift: bool,
+    warned_verl_moment: bool,
+    /// The largest `device memory used` of verl's lines, MiB.
+    verl_device_used: Option<f64>,
 }
 
 impl LineParser for LogParser {
@@ -673,6 +708,7 @@ impl LineParser for LogParser {
             .find(|k| k.matches(line))
         {
             k.read(line, b);
+            self.saw_ms_swift |= k.format == Format::MsSwiftMemory;
             return Ok(());
         }
         if memish && is_mmengine_line(line) {
@@ -707,6 +743,35 @@ impl LineParser for LogParser {
                 if a.peak_allocated_mib.is_none() {
                     a.peak_allocated_mib = Some(v);
                 }
+            }
+            return Ok(());
+        }
+        if memish && is_verl_usage_line(line) {
+            b.seen.get_or_insert(Format::VerlMetrics);
+            let allocated = figure_after(line, "memory allocated (GB):", "GiB");
+            let reserved = figure_after(line, "memory reserved (GB):", "GiB");
+            // Readings at a moment: the largest reserved one is the pool's
+            // peak as far as the log tells (a lower bound: verl empties the
+            // cache between phases); allocated is shown, not compared.
+            let a = b.allocator();
+            if let Some(v) = allocated {
+                a.current_allocated_mib = Some(v);
+            }
+            if let Some(v) = reserved {
+                a.current_reserved_mib = Some(v);
+                keep_max(&mut a.peak_reserved_mib, v);
+            }
+            if let Some(v) = figure_after(line, "used/total (GB):", "GiB") {
+                keep_max(&mut self.verl_device_used, v);
+            }
+            if !self.warned_verl_moment {
+                self.warned_verl_moment = true;
+                b.warnings.push(format!(
+                    "verl's memory lines (line {no}) are readings at a moment, not peaks: the largest \
+                     reserved reading is compared as the reserved peak (a lower bound — verl empties the \
+                     cache between phases); allocated is shown, not compared; device memory used counts \
+                     every process on the GPU, a colocated rollout engine (vLLM, SGLang) too"
+                ));
             }
             return Ok(());
         }
@@ -854,6 +919,26 @@ impl LineParser for LogParser {
     /// memory was needed"); shown as a note, not compared as a peak, since a
     /// model placed on the GPU before the Trainer is in neither.
     fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        if let Some(v) = self.verl_device_used {
+            b.notes.push((
+                "device memory used (verl's largest reading, every process on the GPU)".into(),
+                v,
+            ));
+        }
+        if self.saw_ms_swift {
+            // `get_max_cuda_memory` / `get_max_reserved_memory` summed
+            // `max_memory_reserved` over the process's GPUs through ms-swift
+            // 4.4 (2.6.1: over every visible GPU; 3.x–4.4: every GPU of a
+            // model-parallel, device-map run) and takes the largest from 4.5.0
+            // (`swift/utils/torch_utils.py`).
+            b.warnings.push(
+                "ms-swift before 4.5 logged memory(GiB) as the sum over the GPUs one process \
+                 uses: for one model spread over several GPUs (device_map, no torchrun) that is \
+                 their total, not one GPU's peak — divide by the GPU count, or compare a log \
+                 from ms-swift 4.5 or later (the largest GPU's)"
+                    .into(),
+            );
+        }
         let last = |key: &str| {
             b.notes
                 .iter()

@@ -630,8 +630,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
         return Some(k.format);
     }
     type IsLine = fn(&str) -> bool;
-    const LOG_LINES: [(IsLine, Format); 9] = [
+    const LOG_LINES: [(IsLine, Format); 10] = [
         (logs::is_mmengine_line, Format::MmengineMemory),
+        (logs::is_verl_usage_line, Format::VerlMetrics),
         (logs::is_hf_metric_line, Format::HfTrainerMetrics),
         (logs::is_torchtitan_line, Format::TorchtitanMetrics),
         (logs::is_torchtune_line, Format::TorchtuneMemoryStats),
