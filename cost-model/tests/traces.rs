@@ -1439,6 +1439,19 @@ fn framework_training_logs_give_their_peaks() {
     let a = t.allocator.unwrap();
     assert!(close(a.peak_allocated_mib, 17.48 * 1024.0), "{a:?}");
     assert!(close(a.peak_reserved_mib, 19.94 * 1024.0), "{a:?}");
+    // torchtune 0.1–0.2 divided by 10^9 and printed GB: its stats and the
+    // unlabelled step figures of the same log are decimal gigabytes.
+    let tune_02 = "INFO:torchtune.utils.logging:Memory Stats after model init:\n\
+        \tGPU peak memory allocation: 16.50 GB\n\
+        \tGPU peak memory reserved: 16.64 GB\n\
+        \tGPU peak memory active: 16.50 GB\n\
+        1|10|Loss: 1.2345: 100%|| 10/10 [00:30<00:00, peak_memory_active:18.2 peak_memory_alloc:18.1 peak_memory_reserved:20.5\n";
+    let t = parse_text(tune_02);
+    assert_eq!(t.format, Format::TorchtuneMemoryStats);
+    let a = t.allocator.unwrap();
+    let gb = 1e9 / (1u64 << 20) as f64;
+    assert!(close(a.peak_allocated_mib, 18.1 * gb), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 20.5 * gb), "{a:?}");
 
     // axolotl: the Trainer's log dict with its memory keys (GiB; peaks reset
     // at each log).

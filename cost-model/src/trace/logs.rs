@@ -13,7 +13,8 @@
 //! (`memory: 45.23GiB(57.12%)`: `max_memory_reserved` over the logging
 //! interval, 2^30 — torchtitan `components/metrics.py`), torchtune's memory
 //! stats (`peak memory allocation: 15.23 GiB`, and the metric logger's
-//! `peak_memory_alloc:15.23`, 2^30 — `training/memory.py`) and LitGPT's
+//! `peak_memory_alloc:15.23`, 2^30 — `training/memory.py`; 10^9 labelled `GB`
+//! up to 0.2) and LitGPT's
 //! `Memory used: 12.34 GB` (`max_memory_allocated() / 1e9`: decimal GB).
 
 use super::{keep_max, parse_size_mib, Builder, Format, LineParser, RankAllocator, TraceError};
@@ -548,8 +549,31 @@ pub struct LogParser {
     /// An ms-swift `memory(GiB)` figure was read (see [`LogParser::finish`]).
     saw_ms_swift: bool,
     warned_verl_moment: bool,
+    /// torchtune's figures are decimal GB: its memory stats said `GB`.
+    torchtune_decimal: bool,
     /// The largest `device memory used` of verl's lines, MiB.
     verl_device_used: Option<f64>,
+}
+
+impl LogParser {
+    /// torchtune 0.1–0.2 divided its memory stats by 10^9 and printed `GB`;
+    /// from 0.3 it divides by 1024³ and prints `GiB` (`utils/memory.py`,
+    /// `training/memory.py` `get_memory_stats`, `log_memory_stats`). The
+    /// metric logger's `peak_memory_alloc:` figures carry no unit: they are
+    /// read as the log's labelled lines were.
+    fn note_torchtune_unit(&mut self, line: &str) {
+        if line.contains(" GB") && !line.contains("GiB") {
+            self.torchtune_decimal = true;
+        }
+    }
+
+    fn torchtune_unit(&self, mib_read_as_binary: f64) -> f64 {
+        if self.torchtune_decimal {
+            decimal_gb(mib_read_as_binary)
+        } else {
+            mib_read_as_binary
+        }
+    }
 }
 
 impl LineParser for LogParser {
@@ -720,15 +744,17 @@ impl LineParser for LogParser {
         }
         if is_torchtune_line(line) {
             b.seen.get_or_insert(Format::TorchtuneMemoryStats);
+            self.note_torchtune_unit(line);
+            let unit = |v: f64| self.torchtune_unit(v);
             let a = b.allocator();
             for key in ["peak memory allocation:", "peak_memory_alloc:"] {
                 if let Some(v) = figure_after(line, key, "GiB") {
-                    keep_max(&mut a.peak_allocated_mib, v);
+                    keep_max(&mut a.peak_allocated_mib, unit(v));
                 }
             }
             for key in ["peak memory reserved:", "peak_memory_reserved:"] {
                 if let Some(v) = figure_after(line, key, "GiB") {
-                    keep_max(&mut a.peak_reserved_mib, v);
+                    keep_max(&mut a.peak_reserved_mib, unit(v));
                 }
             }
             return Ok(());
@@ -736,8 +762,10 @@ impl LineParser for LogParser {
         if line.contains("peak memory active:") || line.contains("peak_memory_active:") {
             // torchtune's third figure (peak active bytes ≥ allocated): the
             // allocated counter's peak when that is not printed.
+            self.note_torchtune_unit(line);
             let v = figure_after(line, "peak memory active:", "GiB")
-                .or_else(|| figure_after(line, "peak_memory_active:", "GiB"));
+                .or_else(|| figure_after(line, "peak_memory_active:", "GiB"))
+                .map(|v| self.torchtune_unit(v));
             if let Some(v) = v {
                 let a = b.allocator();
                 if a.peak_allocated_mib.is_none() {
