@@ -390,8 +390,8 @@ pub const ZH: &[(&str, &str)] = &[
         "用更小的微批次保持全局批大小：多花步数，不占显存",
     ),
     (
-        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients",
-        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半",
+        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. Under FSDP, Accelerate and the Trainer's --bf16/--fp16 upcast trainable weights to fp32 (bf16 AMP here) even when loaded in 16-bit; pure needs mixed_precision no",
+        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半。在 FSDP 下，即使以 16 位加载，Accelerate 与 Trainer 的 --bf16/--fp16 也会把可训练权重升为 fp32（此处选 bf16 AMP）；纯 16 位需 mixed_precision no",
     ),
     (
         "Adam keeps two states per trainable parameter; 8-bit and SGD keep less",

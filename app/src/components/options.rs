@@ -108,7 +108,11 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "prec",
                     "Precision",
-                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients",
+                    // Accelerate's FSDP preparation upcasts trainable 16-bit
+                    // parameters to fp32 when mixed precision is on (accelerate
+                    // 1.16 `utils/fsdp_utils.py` `fsdp2_prepare_model`; FSDP1 in
+                    // `Accelerator.prepare_model`).
+                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. Under FSDP, Accelerate and the Trainer's --bf16/--fp16 upcast trainable weights to fp32 (bf16 AMP here) even when loaded in 16-bit; pure needs mixed_precision no",
                     opts(&[
                         ("fp32", "fp32"),
                         ("amp-bf16", "bf16 AMP (fp32 weights)"),
