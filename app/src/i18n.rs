@@ -398,8 +398,8 @@ pub const ZH: &[(&str, &str)] = &[
         "Adam 为每个可训练参数保存两个状态；8-bit 与 SGD 更省",
     ),
     (
-        "foreach makes a state-sized temporary at the step; fused does not",
-        "foreach 在更新时产生与状态同样大的临时张量；fused 不会",
+        "foreach makes a state-sized temporary at the step; fused does not. The Trainer's default: fused from transformers 4.51 with PyTorch ≥ 2.8, foreach before, a for-loop before transformers 4.32",
+        "foreach 在更新时产生与状态同样大的临时张量；fused 不会。Trainer 的默认：transformers 4.51 起且 PyTorch ≥ 2.8 时为 fused，此前为 foreach，transformers 4.32 之前为逐参数循环",
     ),
     (
         "ZeRO/FSDP shard optimizer states, gradients, then weights across GPUs",

@@ -550,6 +550,17 @@ fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
     release_at(&notes[at..]).map(|(major, minor, _)| (major, minor))
 }
 
+/// A `major.minor` release the notes state after any of `names`, at any of
+/// their occurrences ("torch.compile … torch 2.4.0": the second).
+fn stated_release(notes: &str, names: &[&str]) -> Option<(u32, u32)> {
+    names.iter().find_map(|name| {
+        notes
+            .match_indices(name)
+            .find_map(|(i, _)| release_at(&notes[i + name.len()..]))
+            .map(|(major, minor, _)| (major, minor))
+    })
+}
+
 /// The `major.minor[.patch]` release a text starts with ("0.43.2; …",
 /// "v1.0"): the major a whole number, minor and patch their leading digits.
 fn release_at(text: &str) -> Option<(u32, u32, Option<u32>)> {
@@ -1180,6 +1191,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.optimizer_impl = OptimizerImpl::Fused;
     } else if named.contains("adamw_torch") || named.contains("foreach") {
         t.optimizer_impl = OptimizerImpl::Foreach;
+    } else if matches!(framework, Framework::HfTrainer | Framework::Trl)
+        && t.optimizer == Optimizer::Adamw
+        && !named.contains("fused")
+    {
+        // No kernel named: the Trainer's default for the releases the notes
+        // state ("transformers 4.44.2", "torch 2.4.0"), else the profile's.
+        let transformers = stated_release(notes, &["transformers ", "transformers=="]);
+        let torch = stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]);
+        if let Some(k) = Framework::trainer_default_optimizer_impl(transformers, torch) {
+            t.optimizer_impl = k;
+        }
     }
     t.compile = r.bool("compile")?;
     // Plain-MLP families (GPT-2, BERT, T5, OPT) ship configs with dropout 0.1,

@@ -365,6 +365,34 @@ impl Framework {
         }
     }
 
+    /// The AdamW kernel transformers' `Trainer` (and TRL's trainers built on
+    /// it) uses when `optim` is not set, from the releases a run states: its
+    /// `default_optim` was `adamw_hf` (transformers' own AdamW, a loop over
+    /// the parameters) through 4.31, `adamw_torch` (`torch.optim.AdamW`: the
+    /// foreach kernel from PyTorch 2.0, a loop before) from 4.32, and
+    /// `adamw_torch_fused` from 4.51 when PyTorch is 2.8 or later
+    /// (`training_args.py`, read in transformers 4.31.0, 4.32.0, 4.50.0,
+    /// 4.51.0, 4.57.0 and 5.25.0). `None` when neither release is stated:
+    /// the profile's default (the current releases') stands.
+    pub fn trainer_default_optimizer_impl(
+        transformers: Option<(u32, u32)>,
+        torch: Option<(u32, u32)>,
+    ) -> Option<OptimizerImpl> {
+        if transformers.is_none() && torch.is_none() {
+            return None;
+        }
+        if transformers.is_some_and(|v| v < (4, 32)) || torch.is_some_and(|v| v < (2, 0)) {
+            return Some(OptimizerImpl::ForLoop);
+        }
+        let fused_default = transformers.is_none_or(|v| v >= (4, 51));
+        let fused_available = torch.is_none_or(|v| v >= (2, 8));
+        Some(if fused_default && fused_available {
+            OptimizerImpl::Fused
+        } else {
+            OptimizerImpl::Foreach
+        })
+    }
+
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
     /// The Trainer fills its "auto" with hidden² (transformers
     /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's

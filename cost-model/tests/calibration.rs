@@ -1848,3 +1848,65 @@ fn litgpt_rows_without_a_checkpointing_column_take_its_policy_for_their_gpu_coun
         Checkpointing::None
     );
 }
+
+/// A Trainer row whose optimizer column says only `adamw` gets the kernel the
+/// Trainer defaulted to in the releases its notes state
+/// (`Framework::trainer_default_optimizer_impl`): transformers' own looping
+/// AdamW before 4.32, PyTorch's foreach AdamW until transformers 4.51 with
+/// PyTorch 2.8, fused since; a kernel the row names wins.
+#[test]
+fn trainer_rows_take_the_default_optimizer_of_their_stated_releases() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::OptimizerImpl;
+    let id = "peft_docs_fsdp_70b-148"; // hf-trainer, adamw
+    let kernel = |notes: &str| {
+        case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .training
+            .optimizer_impl
+    };
+    assert_eq!(kernel("packed"), OptimizerImpl::Fused);
+    assert_eq!(
+        kernel("transformers 4.30.2; torch 2.0.1"),
+        OptimizerImpl::ForLoop
+    );
+    assert_eq!(
+        kernel("transformers 4.44.2 + torch 2.4.0"),
+        OptimizerImpl::Foreach
+    );
+    assert_eq!(
+        kernel("torch.compile off; torch 2.5.1"),
+        OptimizerImpl::Foreach
+    );
+    assert_eq!(kernel("PyTorch 2.3"), OptimizerImpl::Foreach);
+    assert_eq!(kernel("transformers==4.49.0"), OptimizerImpl::Foreach);
+    assert_eq!(
+        kernel("transformers 4.56.1; torch 2.8.0"),
+        OptimizerImpl::Fused
+    );
+    assert_eq!(
+        kernel("transformers 4.56.1; torch 2.7.1"),
+        OptimizerImpl::Foreach
+    );
+    assert_eq!(
+        kernel("torch 2.11.0+cu130 + transformers 5.17.0"),
+        OptimizerImpl::Fused
+    );
+    assert_eq!(
+        kernel("transformers 4.44.2; optim adamw_torch_fused"),
+        OptimizerImpl::Fused
+    );
+    // Other frameworks keep their own kernel.
+    let plain = case_plan(
+        &with_fields(
+            id,
+            &[
+                ("framework", "hf-accelerate"),
+                ("notes", "transformers 4.30.2"),
+            ],
+        ),
+        id,
+    )
+    .unwrap();
+    assert_eq!(plain.training.optimizer_impl, OptimizerImpl::Foreach);
+}

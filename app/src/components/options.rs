@@ -151,7 +151,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "opt_impl",
                     "Optimizer kernel",
-                    "foreach makes a state-sized temporary at the step; fused does not",
+                    "foreach makes a state-sized temporary at the step; fused does not. The Trainer's default: fused from transformers 4.51 with PyTorch ≥ 2.8, foreach before, a for-loop before transformers 4.32",
                     opts(&[("foreach", "foreach (PyTorch default)"), ("fused", "fused"), ("for-loop", "for-loop")]),
                 ),
                 (
