@@ -304,6 +304,15 @@ pub const ZH: &[(&str, &str)] = &[
         "QLoRA 的双重量化（bnb_4bit_use_double_quant）：4 位基座的分块缩放因子也被量化，每个权重少 0.37 位",
     ),
     ("bitsandbytes ≥ 0.43.2", "bitsandbytes ≥ 0.43.2"),
+    ("Reduce gradients every micro-batch", "每个微批次都规约梯度"),
+    (
+        "Accelerate's sync_each_batch: FSDP reduce-scatters after each micro-batch instead of accumulating unsharded gradients under no_sync; more communication, less memory",
+        "Accelerate 的 sync_each_batch：FSDP 在每个微批次后做 reduce-scatter，而不是在 no_sync 下累积未分片的梯度；通信更多，显存更少",
+    ),
+    (
+        "Reduce gradients every micro-batch (sync_each_batch)",
+        "每个微批次都规约梯度 (sync_each_batch)",
+    ),
     (
         "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
         "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：不用 autocast 时，冻结的 4 位矩阵不保留其输入",
@@ -386,8 +395,8 @@ pub const ZH: &[(&str, &str)] = &[
         "仅编码器–解码器模型（T5、BART）：解码器的 token 数，即标签填充后的长度；留空 = 与序列长度相同",
     ),
     (
-        "Same global batch with a smaller micro-batch; costs steps, not memory",
-        "用更小的微批次保持全局批大小：多花步数，不占显存",
+        "Same global batch with a smaller micro-batch; costs steps, not memory — except under FSDP with the Trainer, Accelerate or LitGPT, which keep the full unsharded gradients between micro-batches (see the next switch)",
+        "用更小的微批次保持全局批大小：多花步数，不占显存——但在 FSDP 下使用 Trainer、Accelerate 或 LitGPT 时例外：它们在微批次之间保留完整的未分片梯度（见下一个开关）",
     ),
     (
         "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. Under FSDP, Accelerate and the Trainer's --bf16/--fp16 upcast trainable weights to fp32 (bf16 AMP here) even when loaded in 16-bit; pure needs mixed_precision no",

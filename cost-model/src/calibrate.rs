@@ -1175,6 +1175,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if notes.contains("prepare_model_for_kbit_training") {
         t.kbit_fp32_prep = true;
     }
+    t.sync_each_batch = notes.contains("sync_each_batch");
     t.nf4_double_quant = stated_double_quant(notes);
     t.bnb_0_43_2 = stated_bnb_0_43_2(notes);
     // The optimizer implementation the notes name: transformers' own AdamW

@@ -43,8 +43,11 @@ use serde::{Deserialize, Serialize};
 /// its scales whole on every rank (`replicated_quant_state_bytes`), casts
 /// a frozen fp32 LM head under autocast once per chunk of a chunked head
 /// (`lm_head_calls`), and keeps no autocast cast of a fully checkpointed
-/// block's weights beyond its own backward (`autocast_copies`).
-pub const MODEL_VERSION: u32 = 11;
+/// block's weights beyond its own backward (`autocast_copies`); 12 keeps the
+/// full unsharded gradients an FSDP rank accumulates under `no_sync` through
+/// the Trainer's, Accelerate's and LitGPT's gradient accumulation
+/// (`unsharded_accumulated_grads`).
+pub const MODEL_VERSION: u32 = 12;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -1802,6 +1805,33 @@ impl<'a> Ctx<'a> {
 
     /// The gradients live from one step to the next in a buffer allocated
     /// once (ZeRO-3's partitions, Megatron's `main_grad`).
+    /// The full unsharded gradients an FSDP rank accumulates through the
+    /// micro-batches its framework runs under `no_sync`
+    /// ([`Framework::fsdp_no_sync_accumulation`]; none with
+    /// [`crate::plan::TrainingSpec::sync_each_batch`] or without
+    /// accumulation), in the compute dtype: Accelerate's FSDP mixed precision
+    /// reduces in the parameters' compute dtype (`reduce_dtype = param_dtype`,
+    /// accelerate 1.16 `FullyShardedDataParallelPlugin.set_mixed_precision`),
+    /// so the gradient autograd makes is kept as it is. They live from the
+    /// second micro-batch's forward until the last one's backward reduces
+    /// them unit by unit into the shards.
+    fn unsharded_accumulated_grads(&self, s: u32) -> f64 {
+        let t = &self.plan.training;
+        let fsdp = matches!(
+            self.plan.parallel.sharding,
+            Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
+        );
+        if !fsdp
+            || t.grad_accum <= 1
+            || t.sync_each_batch
+            || t.optimizer_in_backward
+            || !self.plan.framework.fsdp_no_sync_accumulation()
+        {
+            return 0.0;
+        }
+        self.stage_trainable(s) * self.e
+    }
+
     fn grads_persistent(&self) -> bool {
         self.zero3_grad_buffer_on_gpu() || self.megatron_grad_buffer() || self.ddp_bucket_view()
     }
@@ -3554,6 +3584,13 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        // Under `no_sync` the unsharded gradients take the shards' place until
+        // the last micro-batch's backward has reduced them all; a unit's
+        // gradient then accumulates into them in place, so backward holds no
+        // separate unsharded gradient waiting for its reduce-scatter.
+        let unsharded = self.unsharded_accumulated_grads(s);
+        let (g_fwd, g_bwd_end) = (g_fwd.max(unsharded), g.max(unsharded));
+        let comm_b = if unsharded > 0.0 { comm_f } else { comm_b };
         let runtime = Bytes::from_f64(self.runtime() + self.paged_optimizer_resident(s));
         let frac = self.reserve_fraction();
         let side_pool = self.side_stream_grad_pool(s);
@@ -3715,7 +3752,7 @@ impl<'a> Ctx<'a> {
             Phase::Backward,
             Parts {
                 w,
-                g: g + head_g_blocks,
+                g: g_bwd_end + head_g_blocks,
                 o,
                 act: self.layer_input_bytes(),
                 lg: z,

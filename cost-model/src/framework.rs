@@ -365,6 +365,38 @@ impl Framework {
         }
     }
 
+    /// Gradient accumulation under FSDP runs the micro-batches before the last
+    /// without reducing their gradients, so each rank accumulates the full
+    /// unsharded gradients of every unit until the last micro-batch reduces
+    /// them: FSDP1's `no_sync` ("This likely results in higher memory usage
+    /// because FSDP will accumulate the full model gradients (instead of
+    /// gradient shards)"; `_post_backward_hook` returns before the
+    /// reduce-scatter when `not state._sync_gradients`) and FSDP2's
+    /// `set_requires_gradient_sync(False)` (the unsharded `.grad` stays,
+    /// `FSDPParam.to_accumulated_grad_if_needed`), torch 2.11. The Trainer
+    /// enters Accelerate's `no_sync` for every micro-batch but the last unless
+    /// `sync_each_batch` is set or DeepSpeed runs (transformers 4.47–5.25
+    /// `trainer.py`; 4.36–4.46 through `accelerator.accumulate`), and
+    /// Accelerate's `accumulate` does the same (accelerate 1.16
+    /// `Accelerator.no_sync`: FSDP2 `set_requires_gradient_sync(False)`,
+    /// FSDP1 `model.no_sync`); TRL and PEFT's examples train through them.
+    /// LitGPT's finetune and pretrain scripts wrap the accumulating
+    /// micro-batches in `fabric.no_backward_sync` (litgpt 0.5.13), which
+    /// Lightning Fabric maps to `no_sync` / `set_requires_gradient_sync`
+    /// (lightning 2.5.0 `fabric/strategies/fsdp.py`, `model_parallel.py`).
+    /// torchtune and torchtitan reduce every micro-batch, Megatron accumulates
+    /// into its own buffers and DeepSpeed partitions as it goes.
+    pub fn fsdp_no_sync_accumulation(self) -> bool {
+        matches!(
+            self,
+            Framework::HfTrainer
+                | Framework::HfAccelerate
+                | Framework::Peft
+                | Framework::Trl
+                | Framework::Litgpt
+        )
+    }
+
     /// The AdamW kernel transformers' `Trainer` (and TRL's trainers built on
     /// it) uses when `optim` is not set, from the releases a run states: its
     /// `default_optim` was `adamw_hf` (transformers' own AdamW, a loop over

@@ -637,6 +637,15 @@ pub struct TrainingSpec {
     /// older release keeps more, the safe side. Only with a 4-bit base.
     #[serde(default, skip_serializing_if = "is_false")]
     pub bnb_0_43_2: bool,
+    /// Gradients are reduced after every micro-batch of an accumulation, not
+    /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
+    /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
+    /// {"sync_each_batch": True}}`. Off by default, as those frameworks run:
+    /// under FSDP the micro-batches before the last then keep every rank's
+    /// full unsharded gradients
+    /// ([`crate::framework::Framework::fsdp_no_sync_accumulation`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sync_each_batch: bool,
     pub finetune: Finetune,
 }
 
@@ -859,6 +868,7 @@ impl Default for Plan {
                 kbit_fp32_prep: d.kbit_fp32_prep,
                 nf4_double_quant: false,
                 bnb_0_43_2: false,
+                sync_each_batch: false,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {

@@ -298,7 +298,7 @@ const MODEL_FLAGS: [(&str, Flag); 6] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 10] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 11] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -309,6 +309,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 10] = [
     ("kbit32", |t| &mut t.kbit_fp32_prep),
     ("dq", |t| &mut t.nf4_double_quant),
     ("bnb432", |t| &mut t.bnb_0_43_2),
+    ("sync_each", |t| &mut t.sync_each_batch),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {

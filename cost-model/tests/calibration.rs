@@ -1910,3 +1910,21 @@ fn trainer_rows_take_the_default_optimizer_of_their_stated_releases() {
     .unwrap();
     assert_eq!(plain.training.optimizer_impl, OptimizerImpl::Foreach);
 }
+
+/// Notes that say the run reduced every micro-batch (Accelerate's
+/// `sync_each_batch`) set it: no unsharded gradients accumulate under FSDP.
+#[test]
+fn sync_each_batch_stated_in_the_notes_is_read() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_fsdp_70b-148"; // hf-trainer, FSDP, grad_accum 4
+    let read = |notes: &str| {
+        case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .training
+            .sync_each_batch
+    };
+    assert!(!read("packed"));
+    assert!(read(
+        "packed; accelerator_config gradient_accumulation_kwargs sync_each_batch=True"
+    ));
+}

@@ -790,3 +790,79 @@ fn torchtitan_pipelined_fsdp_stages_keep_parameters_gathered_and_gradients_unsha
     let bwd = per_param(&hf, 1, Phase::Backward);
     assert!((bwd - 1.0).abs() < 0.01, "{bwd}");
 }
+
+/// Gradient accumulation under FSDP through `no_sync` (the Trainer,
+/// Accelerate, LitGPT; `Framework::fsdp_no_sync_accumulation`): from the
+/// second micro-batch on each rank holds the full unsharded gradients, in the
+/// compute dtype, until the last micro-batch reduces them into the shards.
+/// Accelerate's `sync_each_batch`, torchtune's loop (a reduce-scatter every
+/// micro-batch) and a step without accumulation keep only the shards.
+#[test]
+fn fsdp_accumulation_under_no_sync_keeps_the_full_unsharded_gradients() {
+    let plan = |fw: Framework, ga: u32, sync_each_batch: bool| {
+        let mut p = bf16_plan("llama-3.1-8b", fw, 2048, 8, Sharding::FsdpFull);
+        p.training.precision = Precision::AmpBf16;
+        p.training.grad_accum = ga;
+        p.training.sync_each_batch = sync_each_batch;
+        p
+    };
+    let grads = |p: &Plan, ph: Phase| phase(&estimate(p).unwrap(), ph).gradients.get() as f64;
+    let trainable = estimate(&plan(Framework::HfTrainer, 4, false))
+        .unwrap()
+        .trainable_params as f64;
+    let (unsharded, shard) = (2.0 * trainable, 4.0 * trainable / 8.0);
+    for fw in [
+        Framework::HfTrainer,
+        Framework::HfAccelerate,
+        Framework::Litgpt,
+    ] {
+        let p = plan(fw, 4, false);
+        for ph in [Phase::Forward, Phase::Backward] {
+            let g = grads(&p, ph);
+            assert!(
+                (g - unsharded).abs() < 1e-6 * unsharded,
+                "{fw:?} {ph:?}: {g}"
+            );
+        }
+        // At the step only the reduced shards are left.
+        let step = grads(&p, Phase::Step);
+        assert!((step - shard).abs() < 1e-6 * shard, "{fw:?}: {step}");
+    }
+    for p in [
+        plan(Framework::HfTrainer, 4, true),
+        plan(Framework::Torchtune, 4, false),
+        plan(Framework::HfTrainer, 1, false),
+    ] {
+        let g = grads(&p, Phase::Forward);
+        assert!(g <= shard * (1.0 + 1e-6), "{:?}: {g}", p.framework);
+    }
+    // DeepSpeed's ZeRO partitions as it goes, whatever runs it.
+    let mut z = plan(Framework::HfTrainer, 4, false);
+    z.parallel.sharding = Sharding::Zero3;
+    assert!(grads(&z, Phase::Forward) < unsharded / 2.0);
+    // The peak grows by the unsharded gradients less the shards and less the
+    // gradients the reduced run holds unsharded in backward (a block's and
+    // the root unit's, waiting for their reduce-scatter), which accumulate
+    // into the unsharded ones in place.
+    let peak = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
+    let (without, with) = (
+        plan(Framework::HfTrainer, 4, true),
+        plan(Framework::HfTrainer, 4, false),
+    );
+    let grown = peak(&with) - peak(&without);
+    let comm = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Backward)
+            .comm_buffers
+            .get() as f64
+    };
+    let in_flight = comm(&without) - comm(&with);
+    assert!(
+        in_flight > 0.0 && in_flight < unsharded / 2.0,
+        "{in_flight}"
+    );
+    let expected = unsharded - shard - in_flight;
+    assert!(
+        (grown - expected).abs() < 0.15 * expected,
+        "{grown} vs {expected}"
+    );
+}

@@ -50,6 +50,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (9, 0xfb45_8b9c_2057_1a2c),
     (10, 0x24e7_a78c_2224_3de9),
     (11, 0x1e77_7015_7468_bf1e),
+    (12, 0x07c9_a1c0_5f5e_c37c),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -124,11 +125,13 @@ fn preset_plans() -> Vec<Plan> {
     let mut out = Vec::new();
     for preset in presets() {
         for fw in Framework::ALL {
-            for (sharding, gpus, tp, pp) in [
-                (Sharding::None, 1, 1, 1),
-                (Sharding::Zero1, 16, 2, 2),
-                (Sharding::FsdpFull, 32, 1, 4),
-                (Sharding::Zero3, 1, 1, 1),
+            for (sharding, gpus, tp, pp, ga) in [
+                (Sharding::None, 1, 1, 1, 1),
+                (Sharding::Zero1, 16, 2, 2, 1),
+                (Sharding::FsdpFull, 32, 1, 4, 1),
+                (Sharding::Zero3, 1, 1, 1, 1),
+                // Accumulating over 8 GPUs under FSDP (from version 12).
+                (Sharding::FsdpFull, 8, 1, 1, 4),
             ] {
                 let mut p = Plan {
                     model: preset.spec(),
@@ -140,6 +143,7 @@ fn preset_plans() -> Vec<Plan> {
                 p.parallel.tp = tp;
                 p.parallel.pp = pp;
                 p.parallel.pp_microbatches = 8;
+                p.training.grad_accum = ga;
                 if sharding == Sharding::Zero3 {
                     // PEFT's RAFT set-up: LoRA in fp32 with parameters and
                     // states offloaded to the CPU, short sequences.

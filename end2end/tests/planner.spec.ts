@@ -446,6 +446,21 @@ test("double-quantized NF4: the checkbox and the URL key agree, and the 4-bit ba
   await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
 });
 
+test("reducing every micro-batch: the checkbox and the URL key agree, and FSDP under the Trainer drops the unsharded gradients", async ({ page }, info) => {
+  // Llama-3.1-8B amp-bf16 on 8 × H100 with FSDP, accumulating 4 micro-batches:
+  // under no_sync each rank keeps the full bf16 gradients (15 GiB; 7 GiB more
+  // at the peak than reducing every micro-batch).
+  const plan = "/?shard=fsdp-full&ga=4&ckpt=full&seq=2048";
+  await page.goto(plan);
+  const used = () => deviceUsedGiB(page);
+  const before = await page.getByTestId("row-gradients").textContent();
+  const usedBefore = await used();
+  await expect(page.getByTestId("sync_each")).not.toBeChecked();
+  await setCheckbox(page, info, plan, "sync_each", true, "sync_each=1");
+  await expect(page.getByTestId("row-gradients")).not.toHaveText(before ?? "");
+  await expect.poll(used).toBeLessThan(usedBefore - 5);
+});
+
 test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf16 QLoRA base keeps no inputs", async ({ page }, info) => {
   // LitGPT's bf16-true QLoRA on Llama-2-7B: older bitsandbytes saved each
   // 4-bit matmul's input for backward, 0.43.2 and later do not.
