@@ -379,7 +379,10 @@ impl Framework {
     /// `trainer.py`; 4.36–4.46 through `accelerator.accumulate`), and
     /// Accelerate's `accumulate` does the same (accelerate 1.16
     /// `Accelerator.no_sync`: FSDP2 `set_requires_gradient_sync(False)`,
-    /// FSDP1 `model.no_sync`); TRL and PEFT's examples train through them.
+    /// FSDP1 `model.no_sync`; its `GradientAccumulationPlugin.sync_each_batch`:
+    /// "Setting to `True` may reduce memory requirements when using gradient
+    /// accumulation with distributed training, at expense of speed"); TRL and
+    /// PEFT's examples train through them.
     /// LitGPT's finetune and pretrain scripts wrap the accumulating
     /// micro-batches in `fabric.no_backward_sync` (litgpt 0.5.13), which
     /// Lightning Fabric maps to `no_sync` / `set_requires_gradient_sync`
