@@ -455,8 +455,8 @@ test("reducing every micro-batch: the checkbox and the URL key agree, and FSDP u
   const used = () => deviceUsedGiB(page);
   const before = await page.getByTestId("row-gradients").textContent();
   const usedBefore = await used();
-  await expect(page.getByTestId("sync_each")).not.toBeChecked();
-  await setCheckbox(page, info, plan, "sync_each", true, "sync_each=1");
+  await expect(page.getByTestId("sync-each")).not.toBeChecked();
+  await setCheckbox(page, info, plan, "sync-each", true, "sync_each=1");
   await expect(page.getByTestId("row-gradients")).not.toHaveText(before ?? "");
   await expect.poll(used).toBeLessThan(usedBefore - 5);
 });
