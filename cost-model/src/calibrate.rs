@@ -1122,6 +1122,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // elsewhere it is Megatron's attention-core recomputation.
         "selective" if framework == Framework::Torchtitan => Checkpointing::OpSelective,
         "selective" => Checkpointing::Selective,
+        // TRL before 0.22 left checkpointing off, as the Trainer does.
+        "" if framework == Framework::Trl
+            && stated_release(notes, &["TRL ", "trl ", "trl=="]).is_some_and(|v| v < (0, 22)) =>
+        {
+            Checkpointing::None
+        }
         "" => t.checkpointing,
         c => {
             return Err(format!(
@@ -1672,18 +1678,24 @@ fn stated_targets(notes: &str) -> Option<LoraTargets> {
 
 /// The framework profile of a tool the notes name (whole words, so
 /// "control" is not TRL): Megatron-Core's users (NeMo, Megatron-Bridge) get
-/// Megatron-LM's, the tools that train through transformers' `Trainer`
-/// (axolotl, LLaMA-Factory, Unsloth, ms-swift, TRL) the Trainer's.
+/// Megatron-LM's, TRL's trainers TRL's, the other tools that train through
+/// transformers' `Trainer` (axolotl, LLaMA-Factory, Unsloth, ms-swift) the
+/// Trainer's.
 fn other_framework(notes: &str) -> Option<Framework> {
     const MEGATRON: [&str; 4] = ["nemo", "megatron-core", "megatron-bridge", "mcore"];
-    const TRAINER: [&str; 7] = [
+    const TRAINER: [&str; 5] = [
         "axolotl",
         "llama-factory",
         "llamafactory",
         "unsloth",
         "ms-swift",
+    ];
+    const TRL: [&str; 5] = [
         "trl",
         "sfttrainer",
+        "dpotrainer",
+        "grpotrainer",
+        "ktotrainer",
     ];
     let lower = notes.to_ascii_lowercase();
     let words: Vec<&str> = lower
@@ -1692,6 +1704,8 @@ fn other_framework(notes: &str) -> Option<Framework> {
     let named = |tools: &[&str]| words.iter().any(|w| tools.contains(w));
     if named(&MEGATRON) {
         Some(Framework::Megatron)
+    } else if named(&TRL) {
+        Some(Framework::Trl)
     } else if named(&TRAINER) {
         Some(Framework::HfTrainer)
     } else {

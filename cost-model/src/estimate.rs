@@ -46,7 +46,8 @@ use serde::{Deserialize, Serialize};
 /// block's weights beyond its own backward (`autocast_copies`); 12 keeps the
 /// full unsharded gradients an FSDP rank accumulates under `no_sync` through
 /// the Trainer's, Accelerate's and LitGPT's gradient accumulation
-/// (`unsharded_accumulated_grads`).
+/// (`unsharded_accumulated_grads`); its fingerprint's TRL plans checkpoint, as
+/// TRL's configs do from 0.22.
 pub const MODEL_VERSION: u32 = 12;
 
 // ---------------------------------------------------------------------------

@@ -484,8 +484,17 @@ impl Framework {
             fused_swiglu: false,
         };
         match self {
-            Framework::HfTrainer | Framework::Trl => FrameworkDefaults {
+            Framework::HfTrainer => FrameworkDefaults {
                 optimizer_impl: OptimizerImpl::Fused,
+                ..hf
+            },
+            // TRL's trainer configs (SFT, DPO, GRPO, KTO, reward) default
+            // `gradient_checkpointing=True` from TRL 0.22.0 ("Defaults to
+            // `True` instead of `False`", trl 1.16.0 `sft_config.py`; 0.21.0's
+            // `SFTConfig` keeps the Trainer's `False`).
+            Framework::Trl => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                checkpointing: Checkpointing::Full,
                 ..hf
             },
             Framework::Peft => FrameworkDefaults {

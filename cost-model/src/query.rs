@@ -1222,6 +1222,8 @@ mod apply_tests {
         // Other frameworks do not look at the count.
         assert_eq!(ckpt("fw=hf-trainer&gpus=1"), Checkpointing::None);
         assert_eq!(ckpt("fw=torchtune&gpus=1"), Checkpointing::Full);
+        // TRL's configs checkpoint by default (from TRL 0.22).
+        assert_eq!(ckpt("fw=trl&gpus=1"), Checkpointing::Full);
         for gpus in [1, 2, 8] {
             for c in [
                 Checkpointing::None,

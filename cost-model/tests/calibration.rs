@@ -1077,7 +1077,7 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     assert_eq!(other("own training loop"), Framework::PlainPytorch);
     assert_eq!(other("axolotl 0.21 example config"), Framework::HfTrainer);
     assert_eq!(other("LLaMA-Factory sft"), Framework::HfTrainer);
-    assert_eq!(other("TRL SFTTrainer; packed"), Framework::HfTrainer);
+    assert_eq!(other("TRL SFTTrainer; packed"), Framework::Trl);
     assert_eq!(other("control run"), Framework::PlainPytorch);
     assert_eq!(other("NeMo 2.0 recipe; TP 2"), Framework::Megatron);
     assert_eq!(other("nemotron data"), Framework::PlainPytorch);
@@ -1927,4 +1927,46 @@ fn sync_each_batch_stated_in_the_notes_is_read() {
     assert!(read(
         "packed; accelerator_config gradient_accumulation_kwargs sync_each_batch=True"
     ));
+}
+
+/// TRL's trainers checkpoint by default from TRL 0.22 (their configs'
+/// `gradient_checkpointing=True`); a row naming TRL with the column empty gets
+/// that, or the Trainer's off for a stated earlier release.
+#[test]
+fn trl_rows_without_a_checkpointing_column_take_trls_default() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::framework::Framework;
+    use cost_model::plan::Checkpointing;
+    let id = "peft_docs_fsdp_70b-148"; // hf-trainer, `full` checkpointing stated
+    let plan = |set: &[(&str, &str)]| case_plan(&with_fields(id, set), id).unwrap();
+    let p = plan(&[
+        ("framework", "other"),
+        ("notes", "TRL SFTTrainer"),
+        ("activation_checkpointing", ""),
+    ]);
+    assert_eq!(p.framework, Framework::Trl);
+    assert_eq!(p.training.checkpointing, Checkpointing::Full);
+    let p = plan(&[
+        ("framework", "trl"),
+        ("notes", "trl 0.19.1"),
+        ("activation_checkpointing", ""),
+    ]);
+    assert_eq!(p.framework, Framework::Trl);
+    assert_eq!(p.training.checkpointing, Checkpointing::None);
+    let p = plan(&[
+        ("framework", "trl"),
+        ("notes", "TRL 0.24.0"),
+        ("activation_checkpointing", ""),
+    ]);
+    assert_eq!(p.training.checkpointing, Checkpointing::Full);
+    // A stated column wins; other Trainer tools keep the Trainer's default.
+    let p = plan(&[("framework", "trl"), ("activation_checkpointing", "none")]);
+    assert_eq!(p.training.checkpointing, Checkpointing::None);
+    let p = plan(&[
+        ("framework", "other"),
+        ("notes", "axolotl"),
+        ("activation_checkpointing", ""),
+    ]);
+    assert_eq!(p.framework, Framework::HfTrainer);
+    assert_eq!(p.training.checkpointing, Checkpointing::None);
 }

@@ -50,7 +50,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (9, 0xfb45_8b9c_2057_1a2c),
     (10, 0x24e7_a78c_2224_3de9),
     (11, 0x1e77_7015_7468_bf1e),
-    (12, 0x07c9_a1c0_5f5e_c37c),
+    (12, 0xca37_7a08_8ae3_5ab0),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
