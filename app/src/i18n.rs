@@ -399,8 +399,8 @@ pub const ZH: &[(&str, &str)] = &[
         "用更小的微批次保持全局批大小：多花步数，不占显存——但在 FSDP 下使用 Trainer、Accelerate 或 LitGPT 时例外：它们在微批次之间保留完整的未分片梯度（见下一个开关）",
     ),
     (
-        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. Under FSDP, Accelerate and the Trainer's --bf16/--fp16 upcast trainable weights to fp32 (bf16 AMP here) even when loaded in 16-bit; pure needs mixed_precision no",
-        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半。在 FSDP 下，即使以 16 位加载，Accelerate 与 Trainer 的 --bf16/--fp16 也会把可训练权重升为 fp32（此处选 bf16 AMP）；纯 16 位需 mixed_precision no",
+        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. transformers 5 loads a checkpoint in its own dtype (bf16: pure here, even with --bf16), transformers 4 in fp32 (AMP); under FSDP, Accelerate upcasts trainable 16-bit weights to fp32 when --bf16/--fp16 is on (AMP)",
+        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半。transformers 5 默认按检查点自身的精度加载（bf16：此处即纯 bf16，即使开启 --bf16），transformers 4 默认 fp32（AMP）；在 FSDP 下开启 --bf16/--fp16 时，Accelerate 会把可训练的 16 位权重升为 fp32（AMP）",
     ),
     (
         "Adam keeps two states per trainable parameter; 8-bit and SGD keep less",

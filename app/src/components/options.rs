@@ -109,11 +109,14 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "prec",
                     "Precision",
-                    // Accelerate's FSDP preparation upcasts trainable 16-bit
-                    // parameters to fp32 when mixed precision is on (accelerate
-                    // 1.16 `utils/fsdp_utils.py` `fsdp2_prepare_model`; FSDP1 in
+                    // `from_pretrained` defaults to `dtype="auto"` (the
+                    // checkpoint's) from transformers 5.0 and to fp32 before
+                    // (`modeling_utils.py`, 5.0.0 and 4.57.0); Accelerate's
+                    // FSDP preparation upcasts trainable 16-bit parameters to
+                    // fp32 when mixed precision is on (accelerate 1.16
+                    // `utils/fsdp_utils.py` `fsdp2_prepare_model`; FSDP1 in
                     // `Accelerator.prepare_model`).
-                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. Under FSDP, Accelerate and the Trainer's --bf16/--fp16 upcast trainable weights to fp32 (bf16 AMP here) even when loaded in 16-bit; pure needs mixed_precision no",
+                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. transformers 5 loads a checkpoint in its own dtype (bf16: pure here, even with --bf16), transformers 4 in fp32 (AMP); under FSDP, Accelerate upcasts trainable 16-bit weights to fp32 when --bf16/--fp16 is on (AMP)",
                     opts(&[
                         ("fp32", "fp32"),
                         ("amp-bf16", "bf16 AMP (fp32 weights)"),
