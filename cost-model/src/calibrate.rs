@@ -1128,6 +1128,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         {
             Checkpointing::None
         }
+        // LLaMA-Factory and ms-swift turn the Trainer's checkpointing on
+        // unless told not to ([`tool_checkpoints_by_default`]).
+        "" if tool_checkpoints_by_default(notes) => Checkpointing::Full,
         "" => t.checkpointing,
         c => {
             return Err(format!(
@@ -1674,6 +1677,21 @@ fn stated_targets(notes: &str) -> Option<LoraTargets> {
     let at = notes.find(" on ")? + " on ".len();
     let word = notes[at..].split([' ', ';', ',', '(']).next()?;
     parse_targets("notes", word).ok()
+}
+
+/// The notes name a Trainer-based tool that checkpoints every layer unless
+/// told not to: LLaMA-Factory (`disable_gradient_checkpointing: bool = False`,
+/// then `model.gradient_checkpointing_enable(...)` in
+/// `model/model_utils/checkpointing.py`, llamafactory 0.9.1 and 0.9.3) and
+/// ms-swift (`gradient_checkpointing: bool = True`, ms-swift 3.0.0
+/// `llm/argument/train_args.py`, 3.5.0 and 4.6.0 `trainers/arguments.py`;
+/// 2.6.1: on wherever the model supports it). axolotl's default is off
+/// (`gradient_checkpointing … default=False`, axolotl 0.19.0).
+fn tool_checkpoints_by_default(notes: &str) -> bool {
+    let lower = notes.to_ascii_lowercase();
+    lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .any(|w| matches!(w, "llama-factory" | "llamafactory" | "ms-swift"))
 }
 
 /// The framework profile of a tool the notes name (whole words, so

@@ -1970,3 +1970,31 @@ fn trl_rows_without_a_checkpointing_column_take_trls_default() {
     assert_eq!(p.framework, Framework::HfTrainer);
     assert_eq!(p.training.checkpointing, Checkpointing::None);
 }
+
+/// LLaMA-Factory and ms-swift checkpoint by default; axolotl does not: a row
+/// naming them with the column empty gets that.
+#[test]
+fn trainer_tools_that_checkpoint_by_default() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Checkpointing;
+    let id = "peft_docs_fsdp_70b-148";
+    let ckpt = |notes: &str| {
+        case_plan(
+            &with_fields(
+                id,
+                &[
+                    ("framework", "other"),
+                    ("notes", notes),
+                    ("activation_checkpointing", ""),
+                ],
+            ),
+            id,
+        )
+        .unwrap()
+        .training
+        .checkpointing
+    };
+    assert_eq!(ckpt("LLaMA-Factory sft"), Checkpointing::Full);
+    assert_eq!(ckpt("ms-swift 3.5 sft"), Checkpointing::Full);
+    assert_eq!(ckpt("axolotl example"), Checkpointing::None);
+}
