@@ -1804,8 +1804,6 @@ impl<'a> Ctx<'a> {
         self.defaults().fp32_grad_buffers && !self.plan.training.optimizer_in_backward
     }
 
-    /// The gradients live from one step to the next in a buffer allocated
-    /// once (ZeRO-3's partitions, Megatron's `main_grad`).
     /// The full unsharded gradients an FSDP rank accumulates through the
     /// micro-batches its framework runs under `no_sync`
     /// ([`Framework::fsdp_no_sync_accumulation`]; none with
@@ -1818,11 +1816,7 @@ impl<'a> Ctx<'a> {
     /// them unit by unit into the shards.
     fn unsharded_accumulated_grads(&self, s: u32) -> f64 {
         let t = &self.plan.training;
-        let fsdp = matches!(
-            self.plan.parallel.sharding,
-            Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
-        );
-        if !fsdp
+        if !self.plan.parallel.sharding.is_fsdp()
             || t.grad_accum <= 1
             || t.sync_each_batch
             || t.optimizer_in_backward
@@ -1833,6 +1827,8 @@ impl<'a> Ctx<'a> {
         self.stage_trainable(s) * self.e
     }
 
+    /// The gradients live from one step to the next in a buffer allocated
+    /// once (ZeRO-3's partitions, Megatron's `main_grad`).
     fn grads_persistent(&self) -> bool {
         self.zero3_grad_buffer_on_gpu() || self.megatron_grad_buffer() || self.ddp_bucket_view()
     }
