@@ -319,8 +319,8 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
     (
-        "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
-        "PEFT 把 4/8 位基座的词嵌入、归一化层和未量化的输出头转为 fp32，残差流随之变为 fp32",
+        "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows; it also turns checkpointing on unless told not to",
+        "PEFT 把 4/8 位基座的词嵌入、归一化层和未量化的输出头转为 fp32，残差流随之变为 fp32；除非另行指定，它还会开启激活检查点",
     ),
     ("Fused kernels (Liger / Unsloth)", "融合算子（Liger / Unsloth）"),
     (

@@ -1444,6 +1444,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
     };
+    // An unstated policy under PEFT's k-bit preparation: checkpointed, as
+    // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`).
+    let kbit = matches!(plan.training.finetune.base_bits(), Some(4 | 8));
+    if r.word("activation_checkpointing").is_empty() && kbit && plan.training.kbit_fp32_prep {
+        plan.training.checkpointing = Checkpointing::Full;
+    }
     Ok(plan)
 }
 

@@ -915,18 +915,34 @@ impl Plan {
         !(torchao || bnb_new)
     }
 
+    /// The checkpointing policy the plan runs when the user chooses none: its
+    /// framework's on its GPU count ([`Framework::default_checkpointing`]),
+    /// and every layer when PEFT's `prepare_model_for_kbit_training` prepares
+    /// a quantized base ([`TrainingSpec::kbit_fp32_prep`]): its
+    /// `use_gradient_checkpointing=True` default calls
+    /// `model.gradient_checkpointing_enable()` for a k-bit model (peft 0.21.2
+    /// `utils/other.py`).
+    pub fn default_checkpointing(&self) -> Checkpointing {
+        let kbit = matches!(self.training.finetune.base_bits(), Some(4 | 8));
+        if kbit && self.training.kbit_fp32_prep {
+            Checkpointing::Full
+        } else {
+            self.framework.default_checkpointing(self.parallel.num_gpus)
+        }
+    }
+
     /// Switches the framework and applies the settings it decides by default
     /// (loss variant, checkpointing policy, optimizer implementation, sequence
-    /// parallelism with TP, …). The checkpointing policy is the one it
-    /// applies on the plan's GPU count ([`Framework::default_checkpointing`]).
+    /// parallelism with TP, …). The checkpointing policy is the plan's default
+    /// under the new framework ([`Plan::default_checkpointing`]).
     pub fn set_framework(&mut self, f: Framework) {
         let d = f.defaults();
         self.framework = f;
         self.training.loss = d.loss;
-        self.training.checkpointing = f.default_checkpointing(self.parallel.num_gpus);
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
         self.training.kbit_fp32_prep = d.kbit_fp32_prep;
+        self.training.checkpointing = self.default_checkpointing();
         self.parallel.sequence_parallel = d.sequence_parallel;
         if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {
             *dropout = d.lora_dropout;

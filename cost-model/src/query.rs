@@ -217,6 +217,12 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
     }
+    // A checkpointing policy at the plan's default follows the default of
+    // the changed plan (more GPUs under LitGPT, a k-bit base under PEFT); one
+    // the user chose stays.
+    if key != "ckpt" && plan.training.checkpointing == plan.default_checkpointing() {
+        pairs.retain(|(k, _)| k != "ckpt");
+    }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
     let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
@@ -408,12 +414,13 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         enum_id(&t.optimizer_impl),
         enum_id(&dt.optimizer_impl),
     );
-    // The framework may decide checkpointing by the GPU count, which
-    // `decode` reads after the framework: it re-seeds an absent `ckpt` then.
+    // The default policy depends on the GPU count and a k-bit base's
+    // preparation, which `decode` reads after the framework: it re-seeds an
+    // absent `ckpt` once the plan is read.
     put(
         "ckpt",
         enum_id(&t.checkpointing),
-        enum_id(&plan.framework.default_checkpointing(p.num_gpus)),
+        enum_id(&plan.default_checkpointing()),
     );
     put("attn", enum_id(&t.attention), enum_id(&dt.attention));
     put("loss", enum_id(&t.loss), enum_id(&dt.loss));
@@ -804,12 +811,6 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             *slot = num(k, s)?;
         }
     }
-    // A policy the framework decides by the GPU count (LitGPT's finetune
-    // scripts checkpoint on more than one device): `set_framework` above
-    // applied it for the default plan's count, before `gpus` was read.
-    if get("ckpt").is_none() {
-        plan.training.checkpointing = plan.framework.default_checkpointing(p.num_gpus);
-    }
     if let Some(s) = get("shard") {
         p.sharding = parse_enum("shard", s)?;
     }
@@ -851,6 +852,13 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("expandable") {
         r.expandable_segments = boolean("expandable", s)?;
+    }
+    // A policy that depends on what was read after the framework (LitGPT's
+    // finetune scripts checkpoint on more than one device; PEFT's k-bit
+    // preparation turns checkpointing on): `set_framework` above applied the
+    // default plan's, so an absent `ckpt` is re-seeded from the plan as read.
+    if get("ckpt").is_none() {
+        plan.training.checkpointing = plan.default_checkpointing();
     }
     Ok(plan)
 }
@@ -1246,13 +1254,48 @@ mod apply_tests {
             }
         }
         // Choosing LitGPT in the form applies the default for the plan's count;
-        // changing the count afterwards keeps the policy shown.
+        // a policy at its default follows the count, one the user chose stays.
         let one = apply(&decode_str("gpus=1").unwrap(), "fw", "litgpt").unwrap();
         assert_eq!(one.training.checkpointing, Checkpointing::None);
         let eight = apply(&one, "gpus", "8").unwrap();
-        assert_eq!(eight.training.checkpointing, Checkpointing::None);
-        let again = apply(&eight, "fw", "litgpt").unwrap();
-        assert_eq!(again.training.checkpointing, Checkpointing::Full);
+        assert_eq!(eight.training.checkpointing, Checkpointing::Full);
+        let back = apply(&eight, "gpus", "1").unwrap();
+        assert_eq!(back.training.checkpointing, Checkpointing::None);
+        let chosen = apply(&one, "ckpt", "op-selective").unwrap();
+        let eight = apply(&chosen, "gpus", "8").unwrap();
+        assert_eq!(eight.training.checkpointing, Checkpointing::OpSelective);
+        let chosen = apply(&one, "ckpt", "none").unwrap();
+        assert_eq!(
+            apply(&chosen, "mb", "2").unwrap().training.checkpointing,
+            Checkpointing::None
+        );
+    }
+
+    /// PEFT's `prepare_model_for_kbit_training` turns checkpointing on for a
+    /// quantized base (its `use_gradient_checkpointing=True` default): under
+    /// PEFT a 4- or 8-bit base is checkpointed unless the user says otherwise.
+    #[test]
+    fn peft_kbit_preparation_checkpoints_by_default() {
+        use crate::plan::Checkpointing;
+        let ckpt = |q: &str| decode_str(q).unwrap().training.checkpointing;
+        assert_eq!(ckpt("fw=peft&ft=qlora&bits=4"), Checkpointing::Full);
+        assert_eq!(
+            ckpt("fw=peft&ft=qlora&bits=4&kbit32=0"),
+            Checkpointing::None
+        );
+        assert_eq!(ckpt("fw=peft&ft=lora&bits=16"), Checkpointing::None);
+        assert_eq!(
+            ckpt("fw=peft&ft=qlora&bits=4&ckpt=none"),
+            Checkpointing::None
+        );
+        // The Trainer does not prepare the base (no k-bit preparation).
+        assert_eq!(ckpt("fw=hf-trainer&ft=qlora&bits=4"), Checkpointing::None);
+        // In the form: switching a PEFT plan to QLoRA follows the default.
+        let peft = decode_str("fw=peft&ft=lora&bits=16").unwrap();
+        let q = apply(&peft, "ft", "qlora").unwrap();
+        assert_eq!(q.training.checkpointing, Checkpointing::Full);
+        assert_eq!(decode_str(&encode(&q)).unwrap(), q);
+        assert!(!encode(&q).contains("ckpt="), "{}", encode(&q));
     }
 
     #[test]

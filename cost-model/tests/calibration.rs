@@ -1998,3 +1998,31 @@ fn trainer_tools_that_checkpoint_by_default() {
     assert_eq!(ckpt("ms-swift 3.5 sft"), Checkpointing::Full);
     assert_eq!(ckpt("axolotl example"), Checkpointing::None);
 }
+
+/// A row whose notes say the base went through PEFT's
+/// `prepare_model_for_kbit_training` and whose checkpointing column is empty
+/// is checkpointed: the function turns it on by default.
+#[test]
+fn kbit_preparation_in_the_notes_checkpoints_an_unstated_policy() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Checkpointing;
+    let id = "peft_docs_fsdp_70b-149"; // QLoRA, 4-bit base
+    let ckpt = |notes: &str, col: &str| {
+        case_plan(
+            &with_fields(id, &[("notes", notes), ("activation_checkpointing", col)]),
+            id,
+        )
+        .unwrap()
+        .training
+        .checkpointing
+    };
+    assert_eq!(
+        ckpt("prepare_model_for_kbit_training", ""),
+        Checkpointing::Full
+    );
+    assert_eq!(
+        ckpt("prepare_model_for_kbit_training", "none"),
+        Checkpointing::None
+    );
+    assert_eq!(ckpt("packed", ""), Checkpointing::None);
+}

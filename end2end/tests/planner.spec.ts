@@ -298,8 +298,13 @@ test("DDP bucket views: the checkbox and the URL key agree, and a step-bound pea
 });
 
 test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, and turning it off travels in the URL", async ({ page }, info) => {
-  const plan =
+  const base =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=1&seq=2048&ft=qlora&targets=all-linear&rank=16&bits=4";
+  // The preparation checkpoints the model too (use_gradient_checkpointing=True).
+  await page.goto(base);
+  await expect(page.getByTestId("ckpt")).toHaveValue("full");
+  // Checkpointing kept on both ways, so that only the fp32 casts differ.
+  const plan = `${base}&ckpt=full`;
   await page.goto(plan);
   const used = () => deviceUsedGiB(page);
   const weights = await page.getByTestId("row-weights").textContent();

@@ -354,7 +354,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "kbit32",
                     "prepare_model_for_kbit_training",
-                    "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows",
+                    "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows; it also turns checkpointing on unless told not to",
                     Kind::Check,
                 ),
             ],
