@@ -1150,7 +1150,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             rest.trim_start_matches([' ', '=', ':', '"', '\''])
                 .starts_with("unsloth")
         });
+    // It is Unsloth's default (`use_gradient_checkpointing = "unsloth"` in
+    // `FastLanguageModel.from_pretrained` and `get_peft_model`, unsloth
+    // 2026.3.4 `models/loader.py`, `models/llama.py`): a row naming Unsloth
+    // that states neither the column nor the argument runs it.
+    let unsloth_default = r.word("activation_checkpointing").is_empty()
+        && !lower.contains("use_gradient_checkpointing")
+        && lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == "unsloth");
     if unsloth_ckpt
+        || unsloth_default
         || lower.contains("unsloth gradient checkpointing")
         || r.word("activation_checkpointing") == "unsloth"
     {

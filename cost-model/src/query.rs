@@ -217,12 +217,6 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
     }
-    // A checkpointing policy at the plan's default follows the default of
-    // the changed plan (more GPUs under LitGPT, a k-bit base under PEFT); one
-    // the user chose stays.
-    if key != "ckpt" && plan.training.checkpointing == plan.default_checkpointing() {
-        pairs.retain(|(k, _)| k != "ckpt");
-    }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
     let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
@@ -1254,21 +1248,16 @@ mod apply_tests {
             }
         }
         // Choosing LitGPT in the form applies the default for the plan's count;
-        // a policy at its default follows the count, one the user chose stays.
+        // changing the count afterwards keeps the policy shown (the form, with
+        // or without JavaScript, sends every setting), which the URL then
+        // states when it is not the new count's default.
         let one = apply(&decode_str("gpus=1").unwrap(), "fw", "litgpt").unwrap();
         assert_eq!(one.training.checkpointing, Checkpointing::None);
         let eight = apply(&one, "gpus", "8").unwrap();
-        assert_eq!(eight.training.checkpointing, Checkpointing::Full);
-        let back = apply(&eight, "gpus", "1").unwrap();
-        assert_eq!(back.training.checkpointing, Checkpointing::None);
-        let chosen = apply(&one, "ckpt", "op-selective").unwrap();
-        let eight = apply(&chosen, "gpus", "8").unwrap();
-        assert_eq!(eight.training.checkpointing, Checkpointing::OpSelective);
-        let chosen = apply(&one, "ckpt", "none").unwrap();
-        assert_eq!(
-            apply(&chosen, "mb", "2").unwrap().training.checkpointing,
-            Checkpointing::None
-        );
+        assert_eq!(eight.training.checkpointing, Checkpointing::None);
+        assert!(encode(&eight).contains("ckpt=none"));
+        let again = apply(&eight, "fw", "litgpt").unwrap();
+        assert_eq!(again.training.checkpointing, Checkpointing::Full);
     }
 
     /// PEFT's `prepare_model_for_kbit_training` turns checkpointing on for a
@@ -1290,12 +1279,13 @@ mod apply_tests {
         );
         // The Trainer does not prepare the base (no k-bit preparation).
         assert_eq!(ckpt("fw=hf-trainer&ft=qlora&bits=4"), Checkpointing::None);
-        // In the form: switching a PEFT plan to QLoRA follows the default.
+        // In the form the policy shown stays; the URL says so where it is not
+        // the default.
         let peft = decode_str("fw=peft&ft=lora&bits=16").unwrap();
         let q = apply(&peft, "ft", "qlora").unwrap();
-        assert_eq!(q.training.checkpointing, Checkpointing::Full);
+        assert_eq!(q.training.checkpointing, Checkpointing::None);
         assert_eq!(decode_str(&encode(&q)).unwrap(), q);
-        assert!(!encode(&q).contains("ckpt="), "{}", encode(&q));
+        assert!(encode(&q).contains("ckpt=none"), "{}", encode(&q));
     }
 
     #[test]

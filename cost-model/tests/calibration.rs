@@ -2026,3 +2026,29 @@ fn kbit_preparation_in_the_notes_checkpoints_an_unstated_policy() {
     );
     assert_eq!(ckpt("packed", ""), Checkpointing::None);
 }
+
+/// Unsloth checkpoints with offloading by default (`use_gradient_checkpointing
+/// = "unsloth"`): a row naming it that states neither the column nor the
+/// argument gets that; a stated policy or argument wins.
+#[test]
+fn unsloth_rows_take_its_offloaded_checkpointing_by_default() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Checkpointing;
+    let id = "peft_docs_fsdp_70b-148";
+    let plan = |notes: &str, col: &str| {
+        case_plan(
+            &with_fields(id, &[("framework", "other"), ("notes", notes), ("activation_checkpointing", col)]),
+            id,
+        )
+        .unwrap()
+        .training
+    };
+    let t = plan("Unsloth notebook", "");
+    assert_eq!(t.checkpointing, Checkpointing::Full);
+    assert!(t.activation_offload);
+    let t = plan("Unsloth notebook; use_gradient_checkpointing=False", "");
+    assert!(!t.activation_offload);
+    let t = plan("Unsloth notebook", "none");
+    assert_eq!(t.checkpointing, Checkpointing::None);
+    assert!(!t.activation_offload);
+}
