@@ -2037,7 +2037,14 @@ fn unsloth_rows_take_its_offloaded_checkpointing_by_default() {
     let id = "peft_docs_fsdp_70b-148";
     let plan = |notes: &str, col: &str| {
         case_plan(
-            &with_fields(id, &[("framework", "other"), ("notes", notes), ("activation_checkpointing", col)]),
+            &with_fields(
+                id,
+                &[
+                    ("framework", "other"),
+                    ("notes", notes),
+                    ("activation_checkpointing", col),
+                ],
+            ),
             id,
         )
         .unwrap()
