@@ -75,9 +75,11 @@ fn public_cases_hold_the_recorded_accuracy() {
     // until the head's fetch through a GPU copy of its partition was
     // modelled; thunder-091 (−26.18 %) was the worst row since, until the
     // packed gather above took peft_docs_fsdp_70b-149 (QLoRA, FSDP with CPU
-    // parameter offload) from −19.9 % to −28.0 %.
+    // parameter offload) from −19.9 % to −28.0 %; −26.9 % once FSDP's
+    // accumulation under `no_sync` keeps its unsharded LoRA gradients
+    // (MODEL_VERSION 12; worst thunder-091 next, −26.1 %).
     let worst = s.worst_under_prediction_pct.unwrap();
-    assert!(worst >= -28.1, "worst under-prediction {worst} %");
+    assert!(worst >= -27.0, "worst under-prediction {worst} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",
