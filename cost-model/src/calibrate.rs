@@ -1099,7 +1099,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             t.optimizer_in_backward = true;
         }
     }
-    t.checkpointing = match r.word("activation_checkpointing").as_str() {
+    let ckpt_column = r.word("activation_checkpointing");
+    t.checkpointing = match ckpt_column.as_str() {
         "none" | "false" | "no" | "off" | "0" => Checkpointing::None,
         "full"
         | "true"
@@ -1154,7 +1155,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // `FastLanguageModel.from_pretrained` and `get_peft_model`, unsloth
     // 2026.3.4 `models/loader.py`, `models/llama.py`): a row naming Unsloth
     // that states neither the column nor the argument runs it.
-    let unsloth_default = r.word("activation_checkpointing").is_empty()
+    let unsloth_default = ckpt_column.is_empty()
         && !lower.contains("use_gradient_checkpointing")
         && lower
             .split(|c: char| !c.is_ascii_alphanumeric())
@@ -1162,7 +1163,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if unsloth_ckpt
         || unsloth_default
         || lower.contains("unsloth gradient checkpointing")
-        || r.word("activation_checkpointing") == "unsloth"
+        || ckpt_column == "unsloth"
     {
         t.activation_offload = true;
         if t.checkpointing == Checkpointing::None {
@@ -1456,8 +1457,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     // An unstated policy under PEFT's k-bit preparation: checkpointed, as
     // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`).
-    let kbit = matches!(plan.training.finetune.base_bits(), Some(4 | 8));
-    if r.word("activation_checkpointing").is_empty() && kbit && plan.training.kbit_fp32_prep {
+    if ckpt_column.is_empty() && plan.kbit_preparation_checkpoints() {
         plan.training.checkpointing = Checkpointing::Full;
     }
     Ok(plan)
@@ -1704,10 +1704,16 @@ fn stated_targets(notes: &str) -> Option<LoraTargets> {
 /// 2.6.1: on wherever the model supports it). axolotl's default is off
 /// (`gradient_checkpointing … default=False`, axolotl 0.19.0).
 fn tool_checkpoints_by_default(notes: &str) -> bool {
-    let lower = notes.to_ascii_lowercase();
-    lower
+    names_tool(notes, &["llama-factory", "llamafactory", "ms-swift"])
+}
+
+/// The notes name one of `tools` as a whole word (lower-case names; `-`
+/// belongs to a word), so "control" is not TRL.
+fn names_tool(notes: &str, tools: &[&str]) -> bool {
+    notes
+        .to_ascii_lowercase()
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .any(|w| matches!(w, "llama-factory" | "llamafactory" | "ms-swift"))
+        .any(|w| tools.contains(&w))
 }
 
 /// The framework profile of a tool the notes name (whole words, so
@@ -1731,11 +1737,7 @@ fn other_framework(notes: &str) -> Option<Framework> {
         "grpotrainer",
         "ktotrainer",
     ];
-    let lower = notes.to_ascii_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .collect();
-    let named = |tools: &[&str]| words.iter().any(|w| tools.contains(w));
+    let named = |tools: &[&str]| names_tool(notes, tools);
     if named(&MEGATRON) {
         Some(Framework::Megatron)
     } else if named(&TRL) {

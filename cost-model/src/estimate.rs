@@ -1815,13 +1815,7 @@ impl<'a> Ctx<'a> {
     /// second micro-batch's forward until the last one's backward reduces
     /// them unit by unit into the shards.
     fn unsharded_accumulated_grads(&self, s: u32) -> f64 {
-        let t = &self.plan.training;
-        if !self.plan.parallel.sharding.is_fsdp()
-            || t.grad_accum <= 1
-            || t.sync_each_batch
-            || t.optimizer_in_backward
-            || !self.plan.framework.fsdp_no_sync_accumulation()
-        {
+        if !self.plan.accumulates_unsharded_grads() {
             return 0.0;
         }
         self.stage_trainable(s) * self.e

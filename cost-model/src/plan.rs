@@ -923,12 +923,32 @@ impl Plan {
     /// `model.gradient_checkpointing_enable()` for a k-bit model (peft 0.21.2
     /// `utils/other.py`).
     pub fn default_checkpointing(&self) -> Checkpointing {
-        let kbit = matches!(self.training.finetune.base_bits(), Some(4 | 8));
-        if kbit && self.training.kbit_fp32_prep {
+        if self.kbit_preparation_checkpoints() {
             Checkpointing::Full
         } else {
             self.framework.default_checkpointing(self.parallel.num_gpus)
         }
+    }
+
+    /// PEFT's `prepare_model_for_kbit_training` prepares a 4- or 8-bit base,
+    /// which with its defaults also turns checkpointing on
+    /// ([`Plan::default_checkpointing`]).
+    pub fn kbit_preparation_checkpoints(&self) -> bool {
+        matches!(self.training.finetune.base_bits(), Some(4 | 8)) && self.training.kbit_fp32_prep
+    }
+
+    /// Each FSDP rank accumulates the full unsharded gradients between
+    /// optimizer steps: the framework runs the micro-batches before the last
+    /// under `no_sync` ([`Framework::fsdp_no_sync_accumulation`]), the plan
+    /// accumulates, and neither reduces every micro-batch
+    /// ([`TrainingSpec::sync_each_batch`]) nor steps in backward.
+    pub fn accumulates_unsharded_grads(&self) -> bool {
+        let t = &self.training;
+        self.parallel.sharding.is_fsdp()
+            && t.grad_accum > 1
+            && !t.sync_each_batch
+            && !t.optimizer_in_backward
+            && self.framework.fsdp_no_sync_accumulation()
     }
 
     /// Switches the framework and applies the settings it decides by default

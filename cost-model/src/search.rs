@@ -198,15 +198,6 @@ fn comfortable(e: &Estimate) -> bool {
     e.fits && e.headroom.as_f64() >= THIN_HEADROOM * e.capacity.as_f64()
 }
 
-/// The plan accumulates gradients under FSDP through `no_sync`, keeping
-/// the full unsharded gradients ([`Framework::fsdp_no_sync_accumulation`]).
-fn accumulates_unsharded(p: &Plan) -> bool {
-    p.parallel.sharding.is_fsdp()
-        && p.training.grad_accum > 1
-        && !p.training.sync_each_batch
-        && p.framework.fsdp_no_sync_accumulation()
-}
-
 /// The rungs taken so far and the plan they lead to.
 struct Ladder {
     cur: Plan,
@@ -336,7 +327,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     // 1e. FSDP gradients reduced every micro-batch: the full unsharded
     // gradients a `no_sync` accumulation keeps are gone for a little
     // communication.
-    if accumulates_unsharded(&l.cur)
+    if l.cur.accumulates_unsharded_grads()
         && l.edit("sync-each-batch", COST_SYNC_EACH_BATCH, |p| {
             p.training.sync_each_batch = true
         })
