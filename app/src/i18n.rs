@@ -379,8 +379,8 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("All GPUs in the run", "本次训练使用的全部 GPU"),
     (
-        "Its documented defaults fill loss, checkpointing, optimizer, upcast, k-bit preparation and sequence-parallel settings",
-        "按框架文档中的默认值设置损失、检查点、优化器、fp32 上转、k-bit 预处理和序列并行",
+        "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation and sequence-parallel settings",
+        "按框架文档中的默认值设置损失、检查点、激活卸载、融合算子、优化器、fp32 上转、k-bit 预处理和序列并行",
     ),
     (
         "Sequences per GPU per forward: activations grow linearly",
@@ -481,7 +481,7 @@ pub const ZH: &[(&str, &str)] = &[
         "chunked, freed per chunk (torchtune)",
         "分块，逐块释放 (torchtune)",
     ),
-    ("fused linear + CE (Liger, CCE)", "融合 linear + CE (Liger, CCE)"),
+    ("fused linear + CE (Liger, CCE, Unsloth)", "融合 linear + CE (Liger, CCE, Unsloth)"),
     ("full fine-tune / pretrain", "全参数微调 / 预训练"),
     ("LoRA", "LoRA"),
     ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),

@@ -748,8 +748,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "megatron" => Framework::Megatron,
         "fsdp-qlora" => Framework::FsdpQlora,
         // A tool the notes name: NeMo and Megatron-Bridge run Megatron-Core;
-        // axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL train through
-        // transformers' `Trainer`.
+        // axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL have profiles of
+        // their own over transformers' `Trainer`.
         "other" => other_framework(r.get("notes")).unwrap_or(Framework::PlainPytorch),
         "plain-pytorch" | "" => Framework::PlainPytorch,
         // Other names of the schema's frameworks.
@@ -907,7 +907,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // checkpoint transformers loads, or the Trainer runs it: a free-form name
     // ("GPT-2 124M (from scratch)") may be any code.
     let transformers_code =
-        !r.get("model").trim().contains(char::is_whitespace) || framework == Framework::HfTrainer;
+        !r.get("model").trim().contains(char::is_whitespace) || framework.trains_through_trainer();
     if let Some(s) = &named {
         if s.layers == model.layers && s.hidden == model.hidden && s.arch == model.arch {
             model.norm = s.norm;
@@ -1129,9 +1129,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         {
             Checkpointing::None
         }
-        // LLaMA-Factory and ms-swift turn the Trainer's checkpointing on
-        // unless told not to ([`tool_checkpoints_by_default`]).
-        "" if tool_checkpoints_by_default(notes) => Checkpointing::Full,
         "" => t.checkpointing,
         c => {
             return Err(format!(
@@ -1160,6 +1157,18 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         && lower
             .split(|c: char| !c.is_ascii_alphanumeric())
             .any(|w| w == "unsloth");
+    // The argument stated off (`use_gradient_checkpointing=False`) where the
+    // column is empty: no checkpointing, whatever the profile's default.
+    let stated_off = lower
+        .find("use_gradient_checkpointing")
+        .map(|i| &lower[i + "use_gradient_checkpointing".len()..])
+        .is_some_and(|rest| {
+            rest.trim_start_matches([' ', '=', ':', '"', '\''])
+                .starts_with("false")
+        });
+    if ckpt_column.is_empty() && stated_off {
+        t.checkpointing = Checkpointing::None;
+    }
     if unsloth_ckpt
         || unsloth_default
         || lower.contains("unsloth gradient checkpointing")
@@ -1212,7 +1221,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.optimizer_impl = OptimizerImpl::Fused;
     } else if named.contains("adamw_torch") || named.contains("foreach") {
         t.optimizer_impl = OptimizerImpl::Foreach;
-    } else if matches!(framework, Framework::HfTrainer | Framework::Trl)
+    } else if framework.trains_through_trainer()
         && t.optimizer == Optimizer::Adamw
         && !named.contains("fused")
     {
@@ -1695,18 +1704,6 @@ fn stated_targets(notes: &str) -> Option<LoraTargets> {
     parse_targets("notes", word).ok()
 }
 
-/// The notes name a Trainer-based tool that checkpoints every layer unless
-/// told not to: LLaMA-Factory (`disable_gradient_checkpointing: bool = False`,
-/// then `model.gradient_checkpointing_enable(...)` in
-/// `model/model_utils/checkpointing.py`, llamafactory 0.9.1 and 0.9.3) and
-/// ms-swift (`gradient_checkpointing: bool = True`, ms-swift 3.0.0
-/// `llm/argument/train_args.py`, 3.5.0 and 4.6.0 `trainers/arguments.py`;
-/// 2.6.1: on wherever the model supports it). axolotl's default is off
-/// (`gradient_checkpointing … default=False`, axolotl 0.19.0).
-fn tool_checkpoints_by_default(notes: &str) -> bool {
-    names_tool(notes, &["llama-factory", "llamafactory", "ms-swift"])
-}
-
 /// The notes name one of `tools` as a whole word (lower-case names; `-`
 /// belongs to a word), so "control" is not TRL.
 fn names_tool(notes: &str, tools: &[&str]) -> bool {
@@ -1718,35 +1715,35 @@ fn names_tool(notes: &str, tools: &[&str]) -> bool {
 
 /// The framework profile of a tool the notes name (whole words, so
 /// "control" is not TRL): Megatron-Core's users (NeMo, Megatron-Bridge) get
-/// Megatron-LM's, TRL's trainers TRL's, the other tools that train through
-/// transformers' `Trainer` (axolotl, LLaMA-Factory, Unsloth, ms-swift) the
-/// Trainer's.
+/// Megatron-LM's; Unsloth, LLaMA-Factory, ms-swift and axolotl their own
+/// (before TRL's, whose trainers they run: Unsloth's notebooks train with
+/// TRL's `SFTTrainer`, axolotl's RL configs with TRL's trainers); TRL's
+/// trainers TRL's.
 fn other_framework(notes: &str) -> Option<Framework> {
-    const MEGATRON: [&str; 4] = ["nemo", "megatron-core", "megatron-bridge", "mcore"];
-    const TRAINER: [&str; 5] = [
-        "axolotl",
-        "llama-factory",
-        "llamafactory",
-        "unsloth",
-        "ms-swift",
+    const TOOLS: [(&[&str], Framework); 6] = [
+        (
+            &["nemo", "megatron-core", "megatron-bridge", "mcore"],
+            Framework::Megatron,
+        ),
+        (&["unsloth"], Framework::Unsloth),
+        (&["llama-factory", "llamafactory"], Framework::LlamaFactory),
+        (&["ms-swift"], Framework::MsSwift),
+        (&["axolotl"], Framework::Axolotl),
+        (
+            &[
+                "trl",
+                "sfttrainer",
+                "dpotrainer",
+                "grpotrainer",
+                "ktotrainer",
+            ],
+            Framework::Trl,
+        ),
     ];
-    const TRL: [&str; 5] = [
-        "trl",
-        "sfttrainer",
-        "dpotrainer",
-        "grpotrainer",
-        "ktotrainer",
-    ];
-    let named = |tools: &[&str]| names_tool(notes, tools);
-    if named(&MEGATRON) {
-        Some(Framework::Megatron)
-    } else if named(&TRL) {
-        Some(Framework::Trl)
-    } else if named(&TRAINER) {
-        Some(Framework::HfTrainer)
-    } else {
-        None
-    }
+    TOOLS
+        .iter()
+        .find(|(names, _)| names_tool(notes, names))
+        .map(|(_, f)| *f)
 }
 
 /// The notes (lower-cased) name a fused linear + cross-entropy: Apple's Cut

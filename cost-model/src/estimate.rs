@@ -1257,17 +1257,22 @@ impl<'a> Ctx<'a> {
         )
     }
 
-    /// PEFT creates adapters in fp32 (`autocast_adapter_dtype=True`, PEFT ≥ 0.12).
+    /// PEFT creates adapters in fp32 (`autocast_adapter_dtype=True`, PEFT ≥ 0.12);
+    /// the tools built on the Trainer keep that default (LLaMA-Factory also
+    /// casts every trainable parameter to fp32, `cast_trainable_params_to_fp32`,
+    /// llamafactory 0.9.5; ms-swift only when no `lora_dtype` is set, 4.6.0
+    /// `tuners/peft.py`; Unsloth's patch of `_cast_adapter_dtype` keeps it,
+    /// 2026.10.9 `import_fixes.py`).
     fn peft_adapters_fp32(&self) -> bool {
-        matches!(
-            self.plan.framework,
-            Framework::HfTrainer
-                | Framework::HfAccelerate
-                | Framework::Peft
-                | Framework::Trl
-                | Framework::FsdpQlora
-                | Framework::PlainPytorch
-        )
+        let f = self.plan.framework;
+        f.trains_through_trainer()
+            || matches!(
+                f,
+                Framework::HfAccelerate
+                    | Framework::Peft
+                    | Framework::FsdpQlora
+                    | Framework::PlainPytorch
+            )
     }
 
     /// LM-head parameters stored quantized with the blocks on stage `s`

@@ -19,6 +19,12 @@ pub enum Framework {
     Megatron,
     FsdpQlora,
     PlainPytorch,
+    /// Tools that train through transformers' `Trainer` with defaults of their
+    /// own ([`Framework::trains_through_trainer`]).
+    LlamaFactory,
+    MsSwift,
+    Axolotl,
+    Unsloth,
 }
 
 /// DeepSpeed's `reduce_bucket_size` / `allgather_bucket_size` default: 5e8
@@ -114,14 +120,24 @@ pub struct FrameworkDefaults {
     /// `training/arguments.py`, `training/argument_utils.py`,
     /// `fusions/fused_bias_swiglu.py`).
     pub fused_swiglu: bool,
+    /// Checkpointed block inputs go to host memory and come back for the
+    /// recomputation (Unsloth's `use_gradient_checkpointing="unsloth"`).
+    pub activation_offload: bool,
+    /// Fused Triton kernels for the norms, RoPE and SwiGLU (Unsloth's patched
+    /// forward; Liger Kernel is the same switch where a plan turns it on).
+    pub fused_kernels: bool,
 }
 
 impl Framework {
-    pub const ALL: [Framework; 11] = [
+    pub const ALL: [Framework; 15] = [
         Framework::HfTrainer,
         Framework::HfAccelerate,
         Framework::Peft,
         Framework::Trl,
+        Framework::LlamaFactory,
+        Framework::MsSwift,
+        Framework::Axolotl,
+        Framework::Unsloth,
         Framework::Torchtune,
         Framework::Torchtitan,
         Framework::Litgpt,
@@ -144,6 +160,10 @@ impl Framework {
             Framework::Megatron => "megatron",
             Framework::FsdpQlora => "fsdp-qlora",
             Framework::PlainPytorch => "plain-pytorch",
+            Framework::LlamaFactory => "llama-factory",
+            Framework::MsSwift => "ms-swift",
+            Framework::Axolotl => "axolotl",
+            Framework::Unsloth => "unsloth",
         }
     }
 
@@ -164,7 +184,30 @@ impl Framework {
             Framework::Megatron => "Megatron-LM",
             Framework::FsdpQlora => "Answer.AI fsdp_qlora",
             Framework::PlainPytorch => "plain PyTorch",
+            Framework::LlamaFactory => "LLaMA-Factory",
+            Framework::MsSwift => "ms-swift (ModelScope SWIFT)",
+            Framework::Axolotl => "axolotl",
+            Framework::Unsloth => "Unsloth",
         }
+    }
+
+    /// Tools whose training loop is transformers' `Trainer` (TRL's trainers
+    /// subclass it; LLaMA-Factory's `CustomSeq2SeqTrainer`, ms-swift's
+    /// `Seq2SeqTrainer`, axolotl's `AxolotlTrainer` and Unsloth's
+    /// `UnslothTrainer`/TRL `SFTTrainer` do too: llamafactory 0.9.5, ms-swift
+    /// 4.6.0, axolotl 0.19.0, unsloth 2026.10.9), so the Trainer's mechanisms —
+    /// its default AdamW kernel, Accelerate's `no_sync` under FSDP, the
+    /// DeepSpeed `auto` buckets, PEFT's fp32 adapters — are theirs as well.
+    pub fn trains_through_trainer(self) -> bool {
+        matches!(
+            self,
+            Framework::HfTrainer
+                | Framework::Trl
+                | Framework::LlamaFactory
+                | Framework::MsSwift
+                | Framework::Axolotl
+                | Framework::Unsloth
+        )
     }
 
     /// The framework runs the model's own implementation (transformers', or a
@@ -294,7 +337,11 @@ impl Framework {
             | Framework::Peft
             | Framework::Trl
             | Framework::Torchtitan
-            | Framework::FsdpQlora => Precision::AmpBf16,
+            | Framework::FsdpQlora
+            | Framework::LlamaFactory
+            | Framework::MsSwift
+            | Framework::Axolotl
+            | Framework::Unsloth => Precision::AmpBf16,
             Framework::Torchtune
             | Framework::Litgpt
             | Framework::Deepspeed
@@ -390,14 +437,11 @@ impl Framework {
     /// torchtune and torchtitan reduce every micro-batch, Megatron accumulates
     /// into its own buffers and DeepSpeed partitions as it goes.
     pub fn fsdp_no_sync_accumulation(self) -> bool {
-        matches!(
-            self,
-            Framework::HfTrainer
-                | Framework::HfAccelerate
-                | Framework::Peft
-                | Framework::Trl
-                | Framework::Litgpt
-        )
+        self.trains_through_trainer()
+            || matches!(
+                self,
+                Framework::HfAccelerate | Framework::Peft | Framework::Litgpt
+            )
     }
 
     /// The AdamW kernel transformers' `Trainer` (and TRL's trainers built on
@@ -430,14 +474,18 @@ impl Framework {
 
     /// DeepSpeed's `reduce_bucket_size` (elements) when the run does not set it.
     /// The Trainer fills its "auto" with hidden² (transformers
-    /// `integrations/deepspeed.py` `trainer_config_process`); Accelerate's
+    /// `integrations/deepspeed.py` `trainer_config_process`), and the tools
+    /// built on it ship ZeRO-3 configs that say "auto" (ms-swift 4.6.0
+    /// `config/zero3.json`, axolotl 0.19.0 `deepspeed_configs/zero3.json`;
+    /// the bucket matters to ZeRO-3 only, [`crate::estimate`]); Accelerate's
     /// DeepSpeed plugin writes no `reduce_bucket_size` into the config it builds
     /// (`DeepSpeedPlugin.__post_init__`, accelerate 0.17–1.15), so its
     /// `deepspeed_config_process` has no "auto" to fill and DeepSpeed's own
     /// default, 5e8 (`runtime/zero/config.py`), applies, as for DeepSpeed itself.
     pub fn deepspeed_reduce_bucket_elements(self, hidden: u32) -> f64 {
         match self {
-            Framework::HfTrainer | Framework::Peft | Framework::Trl => (hidden as f64).powi(2),
+            Framework::Peft => (hidden as f64).powi(2),
+            f if f.trains_through_trainer() => (hidden as f64).powi(2),
             _ => DEEPSPEED_DEFAULT_BUCKET_ELEMENTS,
         }
     }
@@ -482,6 +530,8 @@ impl Framework {
             sequence_parallel: false,
             inplace_cross_entropy: false,
             fused_swiglu: false,
+            activation_offload: false,
+            fused_kernels: false,
         };
         match self {
             Framework::HfTrainer => FrameworkDefaults {
@@ -499,6 +549,62 @@ impl Framework {
             },
             Framework::Peft => FrameworkDefaults {
                 kbit_fp32_prep: true,
+                ..hf
+            },
+            // LLaMA-Factory checkpoints unless `disable_gradient_checkpointing`
+            // (default `False`, then `gradient_checkpointing_enable` in
+            // `model/model_utils/checkpointing.py`; the same in 0.9.1 and
+            // 0.9.3), its `lora_dropout` defaults to 0.0, and it prepares a
+            // quantized base its own way (no `prepare_model_for_kbit_training`;
+            // norms upcast only under `upcast_layernorm`, default `False`):
+            // llamafactory 0.9.5 `hparams/model_args.py`,
+            // `hparams/finetuning_args.py`. The optimizer is the Trainer's.
+            Framework::LlamaFactory => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                checkpointing: Checkpointing::Full,
+                lora_dropout: false,
+                ..hf
+            },
+            // ms-swift: `gradient_checkpointing: bool = True`
+            // (`trainers/arguments.py` in 3.5.0 and 4.6.0, `llm/argument/
+            // train_args.py` in 3.0.0; 2.6.1 turned it on wherever the model
+            // supports it), `lora_dropout: float = 0.05`
+            // (`arguments/tuner_args.py`), no `prepare_model_for_kbit_training`
+            // (ms-swift 4.6.0).
+            Framework::MsSwift => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                checkpointing: Checkpointing::Full,
+                ..hf
+            },
+            // axolotl's schema leaves `gradient_checkpointing` off and
+            // `lora_dropout` at 0.0, but its example configs — what runs
+            // start from — set `gradient_checkpointing: true` in 218 of the
+            // 233 that set it and `lora_dropout: 0.05` in 128 of 192 (axolotl
+            // 0.19.0 `examples/`). Its k-bit preparation upcasts the norms and
+            // embeddings and then casts them back to the training dtype for an
+            // adapter (`_configure_embedding_dtypes`, `should_convert`), so
+            // nothing stays in fp32.
+            Framework::Axolotl => FrameworkDefaults {
+                optimizer_impl: OptimizerImpl::Fused,
+                checkpointing: Checkpointing::Full,
+                ..hf
+            },
+            // Unsloth: `use_gradient_checkpointing = "unsloth"` (checkpointing
+            // with the block inputs offloaded to the host) and
+            // `lora_dropout = 0.0` in `FastLanguageModel.from_pretrained` and
+            // `get_peft_model`; its patched forward runs Triton norm, RoPE and
+            // SwiGLU kernels and a fused linear cross-entropy that never
+            // materialises the logits (`unsloth_fused_ce_loss` from 2025.9,
+            // Cut Cross-Entropy's `fused_linear_cross_entropy` from 2024.12
+            // when installed): unsloth 2024.12.1, 2025.9.1, 2026.10.9
+            // `models/llama.py`.
+            Framework::Unsloth => FrameworkDefaults {
+                loss: Loss::Fused,
+                optimizer_impl: OptimizerImpl::Fused,
+                checkpointing: Checkpointing::Full,
+                lora_dropout: false,
+                activation_offload: true,
+                fused_kernels: true,
                 ..hf
             },
             Framework::HfAccelerate | Framework::FsdpQlora => hf,

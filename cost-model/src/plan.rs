@@ -953,7 +953,7 @@ impl Plan {
 
     /// Switches the framework and applies the settings it decides by default
     /// (loss variant, checkpointing policy, optimizer implementation, sequence
-    /// parallelism with TP, …). The checkpointing policy is the plan's default
+    /// parallelism with TP, activation offload and fused kernels, …). The checkpointing policy is the plan's default
     /// under the new framework ([`Plan::default_checkpointing`]).
     pub fn set_framework(&mut self, f: Framework) {
         let d = f.defaults();
@@ -962,6 +962,8 @@ impl Plan {
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
         self.training.kbit_fp32_prep = d.kbit_fp32_prep;
+        self.training.activation_offload = d.activation_offload;
+        self.training.fused_kernels = d.fused_kernels;
         self.training.checkpointing = self.default_checkpointing();
         self.parallel.sequence_parallel = d.sequence_parallel;
         if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {

@@ -194,6 +194,18 @@ pub fn value_of(plan: &Plan, key: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// The keys whose values a framework's profile decides: a change of framework
+/// re-seeds them (in the planner's form, hydrated or not).
+const SEEDED_BY_FRAMEWORK: [&str; 7] = [
+    "loss",
+    "ckpt",
+    "opt_impl",
+    "upcast",
+    "lora_dropout",
+    "act_off",
+    "fkern",
+];
+
 /// The plan with one setting changed, through the same decoder as the URL
 /// (one validation path for the form, the URL and the no-JavaScript GET).
 pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
@@ -207,12 +219,7 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     }
     if key == "fw" {
         // A new framework re-seeds the settings it decides.
-        pairs.retain(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "loss" | "ckpt" | "opt_impl" | "upcast" | "lora_dropout"
-            )
-        });
+        pairs.retain(|(k, _)| !SEEDED_BY_FRAMEWORK.contains(&k.as_str()));
     }
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
@@ -548,12 +555,28 @@ pub fn encode(plan: &Plan) -> String {
 pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryError> {
     let mut plan = Plan::default();
     // An empty value (a cleared form field) means "keep the default".
-    let get = |k: &str| {
+    let raw = |k: &str| {
         q.iter()
             .rev()
             .find(|(a, _)| a.as_ref() == k)
             .map(|(_, v)| v.as_ref().trim())
             .filter(|v| !v.is_empty())
+    };
+    // A form submitted without JavaScript sends every field. When its
+    // framework select was changed (`fw_prev` names the framework the page
+    // showed), the fields the old framework seeded still hold its defaults:
+    // the new framework's stand, as they do when the hydrated form applies
+    // the change ([`apply`]).
+    let fw_switched = matches!(
+        (raw("fw"), raw("fw_prev")),
+        (Some(now), Some(before)) if now != before
+    );
+    let get = |k: &str| {
+        if fw_switched && SEEDED_BY_FRAMEWORK.contains(&k) {
+            None
+        } else {
+            raw(k)
+        }
     };
 
     // Framework first: its defaults seed the settings it decides.
@@ -913,6 +936,34 @@ mod tests {
     }
 
     #[test]
+    fn a_form_that_switched_frameworks_takes_the_new_frameworks_defaults() {
+        // What the no-JavaScript form sends after the framework select moved
+        // from the Trainer to Unsloth: every field, the seeded ones still the
+        // Trainer's (offload and fused kernels off, the standard loss).
+        let trainer = decode_str("gpus=1&shard=none&ft=lora&targets=q%2Bv").unwrap();
+        let form = |fw: &str, prev: &str| {
+            let mut f: Vec<(&str, String)> = all_pairs(&trainer)
+                .into_iter()
+                .filter(|(k, _)| *k != "fw")
+                .collect();
+            f.push(("fw", fw.into()));
+            f.push(("fw_prev", prev.into()));
+            decode(&f).unwrap()
+        };
+        let switched = form("unsloth", "hf-trainer");
+        assert_eq!(switched, apply(&trainer, "fw", "unsloth").unwrap());
+        assert!(switched.training.activation_offload && switched.training.fused_kernels);
+        // The same framework submitted again keeps what the form holds.
+        let mut kept = form("unsloth", "unsloth");
+        assert!(!kept.training.activation_offload);
+        kept.set_framework(Framework::Unsloth);
+        assert_eq!(kept.training, switched.training);
+        // Other fields still come from the form.
+        assert_eq!(switched.parallel.num_gpus, 1);
+        assert!(matches!(switched.training.finetune, Finetune::Lora { .. }));
+    }
+
+    #[test]
     fn a_form_that_switched_presets_drops_the_old_models_dimensions() {
         // What the no-JavaScript form sends after the model select moved from
         // T5-large to Llama-3.2-1B: every field, the dimensions still T5's.
@@ -1206,6 +1257,35 @@ mod apply_tests {
         let r = apply(&q, "model", "gpt2").unwrap();
         assert_eq!(r.model.layers, 12);
         assert_eq!(r.training.loss, crate::plan::Loss::ChunkedFree);
+    }
+
+    /// Unsloth's profile turns on offloaded checkpointing, fused kernels and
+    /// the fused loss: a URL naming it needs none of them, one that turns
+    /// them off keeps that, and a change of framework re-seeds them.
+    #[test]
+    fn a_framework_that_offloads_and_fuses_by_default_round_trips() {
+        use crate::plan::Loss;
+        let p = decode_str("fw=unsloth&gpus=1&shard=none").unwrap();
+        assert!(p.training.activation_offload && p.training.fused_kernels);
+        assert_eq!(p.training.loss, Loss::Fused);
+        let q = encode(&p);
+        assert!(!q.contains("act_off") && !q.contains("fkern"), "{q}");
+        assert_eq!(decode_str(&q).unwrap(), p);
+        let off = decode_str("fw=unsloth&gpus=1&shard=none&act_off=0").unwrap();
+        assert!(!off.training.activation_offload);
+        assert!(encode(&off).contains("act_off=0"));
+        assert_eq!(decode_str(&encode(&off)).unwrap(), off);
+        let trainer = apply(&p, "fw", "hf-trainer").unwrap();
+        assert!(!trainer.training.activation_offload && !trainer.training.fused_kernels);
+        assert_eq!(trainer.training.loss, Loss::Standard);
+        let back = apply(&trainer, "fw", "unsloth").unwrap();
+        assert_eq!(back, p);
+        // LLaMA-Factory, ms-swift and axolotl checkpoint by default.
+        for fw in ["llama-factory", "ms-swift", "axolotl"] {
+            let t = decode_str(&format!("fw={fw}")).unwrap().training;
+            assert_eq!(t.checkpointing, crate::plan::Checkpointing::Full, "{fw}");
+            assert!(!t.activation_offload, "{fw}");
+        }
     }
 
     /// LitGPT's finetune scripts checkpoint every block on more than one

@@ -1077,9 +1077,16 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     // `other` is a plain loop unless the notes name a Trainer-based tool.
     let other = |notes: &str| plan(&[("framework", "other"), ("notes", notes)]).framework;
     assert_eq!(other("own training loop"), Framework::PlainPytorch);
-    assert_eq!(other("axolotl 0.21 example config"), Framework::HfTrainer);
-    assert_eq!(other("LLaMA-Factory sft"), Framework::HfTrainer);
+    assert_eq!(other("axolotl 0.21 example config"), Framework::Axolotl);
+    assert_eq!(other("LLaMA-Factory sft"), Framework::LlamaFactory);
+    assert_eq!(other("ms-swift 4.6; swift sft"), Framework::MsSwift);
     assert_eq!(other("TRL SFTTrainer; packed"), Framework::Trl);
+    // A tool that runs TRL's trainers is read as the tool.
+    assert_eq!(
+        other("Unsloth notebook; TRL SFTTrainer"),
+        Framework::Unsloth
+    );
+    assert_eq!(other("axolotl rl: dpo (TRL)"), Framework::Axolotl);
     assert_eq!(other("control run"), Framework::PlainPytorch);
     assert_eq!(other("NeMo 2.0 recipe; TP 2"), Framework::Megatron);
     assert_eq!(other("nemotron data"), Framework::PlainPytorch);
@@ -1961,20 +1968,14 @@ fn trl_rows_without_a_checkpointing_column_take_trls_default() {
         ("activation_checkpointing", ""),
     ]);
     assert_eq!(p.training.checkpointing, Checkpointing::Full);
-    // A stated column wins; other Trainer tools keep the Trainer's default.
+    // A stated column wins.
     let p = plan(&[("framework", "trl"), ("activation_checkpointing", "none")]);
-    assert_eq!(p.training.checkpointing, Checkpointing::None);
-    let p = plan(&[
-        ("framework", "other"),
-        ("notes", "axolotl"),
-        ("activation_checkpointing", ""),
-    ]);
-    assert_eq!(p.framework, Framework::HfTrainer);
     assert_eq!(p.training.checkpointing, Checkpointing::None);
 }
 
-/// LLaMA-Factory and ms-swift checkpoint by default; axolotl does not: a row
-/// naming them with the column empty gets that.
+/// LLaMA-Factory and ms-swift checkpoint by default, as do axolotl's example
+/// configs: a row naming them with the column empty gets their profile's
+/// policy; one that says the argument is off, none.
 #[test]
 fn trainer_tools_that_checkpoint_by_default() {
     use cost_model::calibrate::case_plan;
@@ -1998,7 +1999,12 @@ fn trainer_tools_that_checkpoint_by_default() {
     };
     assert_eq!(ckpt("LLaMA-Factory sft"), Checkpointing::Full);
     assert_eq!(ckpt("ms-swift 3.5 sft"), Checkpointing::Full);
-    assert_eq!(ckpt("axolotl example"), Checkpointing::None);
+    assert_eq!(ckpt("axolotl example"), Checkpointing::Full);
+    assert_eq!(ckpt("own loop; Trainer"), Checkpointing::None);
+    assert_eq!(
+        ckpt("LLaMA-Factory; use_gradient_checkpointing=False"),
+        Checkpointing::None
+    );
 }
 
 /// A row whose notes say the base went through PEFT's
@@ -2057,6 +2063,29 @@ fn unsloth_rows_take_its_offloaded_checkpointing_by_default() {
     assert!(t.activation_offload);
     let t = plan("Unsloth notebook; use_gradient_checkpointing=False", "");
     assert!(!t.activation_offload);
+    assert_eq!(t.checkpointing, Checkpointing::None);
+    let t = plan("Unsloth notebook; use_gradient_checkpointing=True", "");
+    assert!(!t.activation_offload);
+    assert_eq!(t.checkpointing, Checkpointing::Full);
+    // Its fused kernels and fused linear cross-entropy come with the profile
+    // when the loss column is empty; a stated loss wins.
+    let t = plan("Unsloth notebook", "");
+    assert!(t.fused_kernels);
+    assert_eq!(t.loss, cost_model::plan::Loss::Standard); // the row says standard
+    let loss = |col: &str| {
+        case_plan(
+            &with_fields(
+                id,
+                &[("framework", "other"), ("notes", "Unsloth"), ("loss", col)],
+            ),
+            id,
+        )
+        .unwrap()
+        .training
+        .loss
+    };
+    assert_eq!(loss(""), cost_model::plan::Loss::Fused);
+    assert_eq!(loss("unknown"), cost_model::plan::Loss::Fused);
     let t = plan("Unsloth notebook", "none");
     assert_eq!(t.checkpointing, Checkpointing::None);
     assert!(!t.activation_offload);

@@ -815,6 +815,8 @@ fn fsdp_accumulation_under_no_sync_keeps_the_full_unsharded_gradients() {
         Framework::HfTrainer,
         Framework::HfAccelerate,
         Framework::Litgpt,
+        Framework::LlamaFactory,
+        Framework::Axolotl,
     ] {
         let p = plan(fw, 4, false);
         for ph in [Phase::Forward, Phase::Backward] {
@@ -865,4 +867,102 @@ fn fsdp_accumulation_under_no_sync_keeps_the_full_unsharded_gradients() {
         (grown - expected).abs() < 0.15 * expected,
         "{grown} vs {expected}"
     );
+}
+
+/// LLaMA-Factory, ms-swift, axolotl and Unsloth train through transformers'
+/// `Trainer`: with their own defaults set back to the Trainer's, every plan
+/// estimates exactly as the Trainer's (PEFT's fp32 adapters, Accelerate's
+/// `no_sync` under FSDP, the DeepSpeed "auto" bucket, the default AdamW
+/// kernel); their defaults are the ones their sources set.
+#[test]
+fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults() {
+    use cost_model::plan::{LoraTargets, LoraVariant};
+    let tools = [
+        Framework::LlamaFactory,
+        Framework::MsSwift,
+        Framework::Axolotl,
+        Framework::Unsloth,
+    ];
+    let variants = |fw: Framework| {
+        let mut out = Vec::new();
+        for (sharding, bits, ga) in [
+            (Sharding::FsdpFull, 16, 2),
+            (Sharding::Zero3, 16, 1),
+            (Sharding::None, 4, 1),
+            (Sharding::Ddp, 8, 4),
+        ] {
+            let mut p = bf16_plan("llama-3.1-8b", fw, 2048, 4, sharding);
+            if sharding == Sharding::None {
+                p.parallel.num_gpus = 1;
+            }
+            p.training.precision = Precision::AmpBf16;
+            p.training.grad_accum = ga;
+            p.training.finetune = Finetune::Lora {
+                rank: 16,
+                targets: LoraTargets::ALL_LINEAR,
+                base_bits: bits,
+                dropout: fw.defaults().lora_dropout,
+                variant: LoraVariant::Lora,
+            };
+            out.push(p);
+        }
+        out
+    };
+    let trainer = Framework::HfTrainer.defaults();
+    for fw in tools {
+        assert!(fw.trains_through_trainer() && fw.fsdp_no_sync_accumulation());
+        assert_eq!(Framework::from_id(fw.id()), Some(fw));
+        for (mut p, reference) in variants(fw).into_iter().zip(variants(Framework::HfTrainer)) {
+            // The tool's own defaults, set back to the Trainer's.
+            let t = &mut p.training;
+            t.loss = trainer.loss;
+            t.checkpointing = reference.training.checkpointing;
+            t.optimizer_impl = trainer.optimizer_impl;
+            t.activation_offload = false;
+            t.fused_kernels = false;
+            t.kbit_fp32_prep = reference.training.kbit_fp32_prep;
+            if let Finetune::Lora { dropout, .. } = &mut t.finetune {
+                *dropout = trainer.lora_dropout;
+            }
+            let (a, b) = (estimate(&p).unwrap(), estimate(&reference).unwrap());
+            assert_eq!(a.peak, b.peak, "{fw:?} {:?}", p.parallel.sharding);
+        }
+    }
+    // Their defaults, as their sources set them.
+    let d = |fw: Framework| fw.defaults();
+    for fw in tools {
+        assert_eq!(d(fw).checkpointing, Checkpointing::Full, "{fw:?}");
+        assert_eq!(d(fw).optimizer_impl, OptimizerImpl::Fused, "{fw:?}");
+        assert!(!d(fw).kbit_fp32_prep, "{fw:?}");
+    }
+    assert!(!d(Framework::LlamaFactory).lora_dropout);
+    assert!(d(Framework::MsSwift).lora_dropout && d(Framework::Axolotl).lora_dropout);
+    let u = d(Framework::Unsloth);
+    assert!(u.activation_offload && u.fused_kernels && !u.lora_dropout);
+    assert_eq!(u.loss, Loss::Fused);
+    // Switching a plan to Unsloth brings them; switching away takes them back.
+    let mut p = bf16_plan(
+        "llama-3.1-8b",
+        Framework::HfTrainer,
+        2048,
+        1,
+        Sharding::None,
+    );
+    p.set_framework(Framework::Unsloth);
+    assert!(p.training.activation_offload && p.training.fused_kernels);
+    let unsloth = estimate(&p).unwrap();
+    p.set_framework(Framework::HfTrainer);
+    assert!(!p.training.activation_offload && !p.training.fused_kernels);
+    assert_eq!(p.training.loss, Loss::Standard);
+    let trainer_est = estimate(&p).unwrap();
+    // Logits one chunk at a time, the checkpointed inputs on the host: far
+    // less memory.
+    let logits = |e: &cost_model::estimate::Estimate| phase(e, Phase::Forward).logits.get();
+    assert!(logits(&unsloth) < logits(&trainer_est) / 10);
+    let held = |e: &cost_model::estimate::Estimate| {
+        let b = phase(e, Phase::Backward);
+        b.activations.get() + b.logits.get()
+    };
+    assert!(held(&unsloth) < held(&trainer_est) / 10);
+    assert!(unsloth.peak.allocated < trainer_est.peak.allocated);
 }

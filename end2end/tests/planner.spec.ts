@@ -480,3 +480,29 @@ test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf
   await expect(page.getByTestId("row-activations")).not.toHaveText(before ?? "");
   await expect.poll(used).toBeLessThan(usedBefore);
 });
+
+test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
+  const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
+  await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
+  const used = () => deviceUsedGiB(page);
+  const trainerUsed = await used();
+  await expect(page.getByTestId("act-off")).not.toBeChecked();
+  await expect(page.getByTestId("loss")).toHaveValue("standard");
+  await page.getByTestId("fw").selectOption("unsloth");
+  // Without JavaScript the form sends the Trainer's seeded values along;
+  // `fw_prev` tells the server the framework changed, so Unsloth's stand.
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/fw=unsloth/);
+  await expect(page.getByTestId("ckpt")).toHaveValue("full");
+  await expect(page.getByTestId("act-off")).toBeChecked();
+  await expect(page.getByTestId("fkern")).toBeChecked();
+  await expect(page.getByTestId("loss")).toHaveValue("fused");
+  await expect.poll(used).toBeLessThan(trainerUsed - 5);
+  // Back to the Trainer: its own defaults again.
+  await page.getByTestId("fw").selectOption("hf-trainer");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByTestId("act-off")).not.toBeChecked();
+  await expect(page.getByTestId("loss")).toHaveValue("standard");
+  await expect.poll(used).toBeCloseTo(trainerUsed, 1);
+});

@@ -64,6 +64,13 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                     values.with(|v| v.iter().find(|(k, _)| *k == "model").map(|(_, x)| x.clone()).unwrap_or_default())
                 }
             />
+            // … the framework it showed: a changed framework select then
+            // re-seeds the settings its profile decides, as hydrated.
+            <input
+                type="hidden"
+                name="fw_prev"
+                value=move || plan.with(|p| p.framework.id().to_string())
+            />
             // … and the adapter count it showed when that was the method's own,
             // which then follows a changed method or model.
             <input
