@@ -399,8 +399,8 @@ pub const ZH: &[(&str, &str)] = &[
         "用更小的微批次保持全局批大小：多花步数，不占显存——但在 FSDP 下使用 Trainer、Accelerate 或 LitGPT 时例外：它们在微批次之间保留完整的未分片梯度（见下一个开关）",
     ),
     (
-        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. transformers 5 loads a checkpoint in its own dtype (bf16: pure here, even with --bf16), transformers 4 in fp32 (AMP); under FSDP, Accelerate upcasts trainable 16-bit weights to fp32 when --bf16/--fp16 is on (AMP)",
-        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半。transformers 5 默认按检查点自身的精度加载（bf16：此处即纯 bf16，即使开启 --bf16），transformers 4 默认 fp32（AMP）；在 FSDP 下开启 --bf16/--fp16 时，Accelerate 会把可训练的 16 位权重升为 fp32（AMP）",
+        "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. transformers 5 loads a checkpoint in its own dtype (bf16: pure here, even with --bf16), transformers 4 in fp32 (AMP); under FSDP, Accelerate upcasts trainable 16-bit weights to fp32 when --bf16/--fp16 is on (AMP); LLaMA-Factory upcasts trainable weights to fp32 unless pure_bf16 or ZeRO-3 (AMP), ms-swift trains in the checkpoint's dtype (pure)",
+        "混合精度 (AMP) 保留 fp32 权重；纯 16 位让权重和梯度减半。transformers 5 默认按检查点自身的精度加载（bf16：此处即纯 bf16，即使开启 --bf16），transformers 4 默认 fp32（AMP）；在 FSDP 下开启 --bf16/--fp16 时，Accelerate 会把可训练的 16 位权重升为 fp32（AMP）；LLaMA-Factory 除非设置 pure_bf16 或使用 ZeRO-3，否则把可训练权重升为 fp32（AMP），ms-swift 按检查点自身的精度训练（纯 16 位）",
     ),
     (
         "Adam keeps two states per trainable parameter; 8-bit and SGD keep less",

@@ -385,10 +385,19 @@ impl Framework {
     /// `lora_r` with `lora_query`/`lora_value`; Megatron-Bridge's `LoRA` (the
     /// LoRA Megatron-LM runs through NeMo / Megatron-Bridge) `dim` = 32 over
     /// every linear of a block (`linear_qkv`, `linear_proj`, `linear_fc1`,
-    /// `linear_fc2`; megatron-bridge 0.6.2 `peft/lora.py`).
+    /// `linear_fc2`; megatron-bridge 0.6.2 `peft/lora.py`). The tools built on
+    /// the Trainer adapt every linear: LLaMA-Factory `lora_rank` 8 with
+    /// `lora_target="all"` (llamafactory 0.9.5 `hparams/finetuning_args.py`),
+    /// ms-swift `lora_rank` 8 with `target_modules=['all-linear']` (4.6.0
+    /// `arguments/tuner_args.py`), Unsloth `r = 16` over q, k, v, o, gate, up
+    /// and down (`get_peft_model`, 2026.10.9 `models/llama.py`); axolotl's
+    /// schema sets neither, its example configs `lora_r: 32` (120 of the 196
+    /// that give one) with `lora_target_linear: true` (92 of 93; axolotl 0.19.0).
     pub fn lora_defaults(self) -> (u32, LoraTargets) {
         match self {
-            Framework::Megatron => (32, LoraTargets::ALL_LINEAR),
+            Framework::Megatron | Framework::Axolotl => (32, LoraTargets::ALL_LINEAR),
+            Framework::LlamaFactory | Framework::MsSwift => (8, LoraTargets::ALL_LINEAR),
+            Framework::Unsloth => (16, LoraTargets::ALL_LINEAR),
             _ => (8, LoraTargets::QV),
         }
     }
@@ -579,8 +588,8 @@ impl Framework {
             // axolotl's schema leaves `gradient_checkpointing` off and
             // `lora_dropout` at 0.0, but its example configs — what runs
             // start from — set `gradient_checkpointing: true` in 218 of the
-            // 233 that set it and `lora_dropout: 0.05` in 128 of 192 (axolotl
-            // 0.19.0 `examples/`). Its k-bit preparation upcasts the norms and
+            // 231 that give a value (4 more offload it) and `lora_dropout: 0.05`
+            // in 128 of 183 (axolotl 0.19.0 `examples/`). Its k-bit preparation upcasts the norms and
             // embeddings and then casts them back to the training dtype for an
             // adapter (`_configure_embedding_dtypes`, `should_convert`), so
             // nothing stays in fp32.

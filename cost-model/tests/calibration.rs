@@ -2090,3 +2090,39 @@ fn unsloth_rows_take_its_offloaded_checkpointing_by_default() {
     assert_eq!(t.checkpointing, Checkpointing::None);
     assert!(!t.activation_offload);
 }
+
+/// A LoRA row naming a tool built on the Trainer, with no rank or targets,
+/// takes the tool's defaults (every linear; rank 8, 8, 32, 16); a stated
+/// rank or target list wins, and other rows keep PEFT's (8, q and v).
+#[test]
+fn lora_rows_naming_a_tool_take_its_rank_and_targets() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::{Finetune, LoraTargets};
+    let id = "peft_docs_fsdp_70b-148"; // LoRA on all-linear, rank 8
+    let lora = |notes: &str, rank: &str, targets: &str| {
+        let p = case_plan(
+            &with_fields(
+                id,
+                &[
+                    ("framework", "other"),
+                    ("notes", notes),
+                    ("lora_rank", rank),
+                    ("lora_targets", targets),
+                ],
+            ),
+            id,
+        )
+        .unwrap();
+        match p.training.finetune {
+            Finetune::Lora { rank, targets, .. } => (rank, targets),
+            f => panic!("{f:?}"),
+        }
+    };
+    let all = LoraTargets::ALL_LINEAR;
+    assert_eq!(lora("LLaMA-Factory sft", "", ""), (8, all));
+    assert_eq!(lora("ms-swift sft", "", ""), (8, all));
+    assert_eq!(lora("axolotl example config", "", ""), (32, all));
+    assert_eq!(lora("Unsloth notebook", "", ""), (16, all));
+    assert_eq!(lora("own loop", "", ""), (8, LoraTargets::QV));
+    assert_eq!(lora("Unsloth notebook", "64", "q+v"), (64, LoraTargets::QV));
+}

@@ -116,7 +116,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     // fp32 when mixed precision is on (accelerate 1.16
                     // `utils/fsdp_utils.py` `fsdp2_prepare_model`; FSDP1 in
                     // `Accelerator.prepare_model`).
-                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. transformers 5 loads a checkpoint in its own dtype (bf16: pure here, even with --bf16), transformers 4 in fp32 (AMP); under FSDP, Accelerate upcasts trainable 16-bit weights to fp32 when --bf16/--fp16 is on (AMP)",
+                    "AMP keeps fp32 weights; pure 16-bit halves weights and gradients. transformers 5 loads a checkpoint in its own dtype (bf16: pure here, even with --bf16), transformers 4 in fp32 (AMP); under FSDP, Accelerate upcasts trainable 16-bit weights to fp32 when --bf16/--fp16 is on (AMP); LLaMA-Factory upcasts trainable weights to fp32 unless pure_bf16 or ZeRO-3 (AMP), ms-swift trains in the checkpoint's dtype (pure)",
                     opts(&[
                         ("fp32", "fp32"),
                         ("amp-bf16", "bf16 AMP (fp32 weights)"),
