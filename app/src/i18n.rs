@@ -306,8 +306,8 @@ pub const ZH: &[(&str, &str)] = &[
     ("bitsandbytes ≥ 0.43.2", "bitsandbytes ≥ 0.43.2"),
     ("Reduce gradients every micro-batch", "每个微批次都规约梯度"),
     (
-        "Accelerate's sync_each_batch: FSDP reduce-scatters after each micro-batch instead of accumulating unsharded gradients under no_sync; more communication, less memory",
-        "Accelerate 的 sync_each_batch：FSDP 在每个微批次后做 reduce-scatter，而不是在 no_sync 下累积未分片的梯度；通信更多，显存更少",
+        "Accelerate's sync_each_batch: FSDP reduce-scatters after each micro-batch instead of accumulating unsharded gradients under no_sync; more communication, less memory. Accelerate before 1.11 (axolotl 0.12 and earlier) did this for FSDP2 anyway: its no_sync did not reach FSDP2 modules",
+        "Accelerate 的 sync_each_batch：FSDP 在每个微批次后做 reduce-scatter，而不是在 no_sync 下累积未分片的梯度；通信更多，显存更少。Accelerate 1.11 之前（axolotl 0.12 及更早）对 FSDP2 本来就是这样：它的 no_sync 作用不到 FSDP2 模块",
     ),
     (
         "Reduce gradients every micro-batch (sync_each_batch)",

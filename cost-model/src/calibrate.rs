@@ -577,6 +577,31 @@ fn release_at(text: &str) -> Option<(u32, u32, Option<u32>)> {
     Some((major, minor, parts.next().and_then(digits)))
 }
 
+/// An FSDP2 run through Accelerate before 1.11 reduced every micro-batch:
+/// `Accelerator.no_sync` looked for the model's `no_sync` (FSDP1's and DDP's
+/// context manager), which an FSDP2 module does not have (torch 2.8.0
+/// `FSDPModule`: "`set_requires_gradient_sync` … the equivalence of `no_sync`
+/// in FSDP1"), so it entered a
+/// null context and `fully_shard` reduce-scattered each backward; 1.11.0
+/// added the branch that calls `set_requires_gradient_sync(False)` (accelerate
+/// 1.6.0, 1.8.0 and 1.10.0 against 1.11.0, 1.12.0 and 1.16.0 `accelerator.py`).
+/// The notes name FSDP2 (or the column says `fsdp2`) and state an Accelerate
+/// release before 1.11, or an axolotl release before 0.13 (0.12 pinned
+/// `accelerate==1.10.0`, 0.13.2 `1.12.0`). axolotl 0.12's gpt-oss-20b FSDP2
+/// README figures (~36 GiB a GPU on 8 × 48 GB accumulating 2 micro-batches)
+/// leave no room for the 39 GiB of unsharded gradients `no_sync` keeps.
+fn fsdp2_reduced_each_micro_batch(notes: &str, sharding: &str) -> bool {
+    let lower = notes.to_ascii_lowercase();
+    let fsdp2 = sharding.trim().eq_ignore_ascii_case("fsdp2")
+        || names_tool(&lower, &["fsdp2", "fully_shard"])
+        || lower.contains("fsdp_version: 2")
+        || lower.contains("fsdp_version=2")
+        || lower.contains("fsdp_version 2");
+    let accelerate = stated_release(&lower, &["accelerate ", "accelerate==", "accelerate v"]);
+    let axolotl = stated_release(&lower, &["axolotl ", "axolotl==", "axolotl v"]);
+    fsdp2 && (accelerate.is_some_and(|v| v < (1, 11)) || axolotl.is_some_and(|v| v < (0, 13)))
+}
+
 /// A CUDA context larger than this (MiB) was created with eager module
 /// loading. PyTorch 1.13 made lazy loading the default
 /// (`torch/cuda/__init__.py` sets `CUDA_MODULE_LOADING=LAZY` when unset; 1.12.1
@@ -853,6 +878,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         (Arch::Encoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Learned, true),
         (Arch::Decoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Rotary, true),
     };
+    // Empty expert columns are unknown, not dense: the named preset's (a row
+    // for gpt-oss-20b that leaves them empty is its 32 experts, 4 a token).
+    let experts = match r.u32("n_experts")? {
+        Some(n) => n,
+        None => named.as_ref().map_or(0, |m| m.experts),
+    };
+    let experts_per_token = match (r.u32("experts_per_token")?, &named) {
+        (Some(k), _) => k,
+        (None, Some(m)) if experts > 0 && m.experts == experts => m.experts_per_token,
+        (None, _) => 0,
+    };
     let mut model = ModelSpec {
         name: r.get("model").to_string(),
         arch,
@@ -883,8 +919,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         },
         linear_bias,
         qkv_bias: false,
-        experts: r.u32("n_experts")?.unwrap_or(0),
-        experts_per_token: r.u32("experts_per_token")?.unwrap_or(0),
+        experts,
+        experts_per_token,
         shared_experts: 0,
         dense_layers: 0,
         dense_ffn: 0,
@@ -1204,7 +1240,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if notes.contains("prepare_model_for_kbit_training") {
         t.kbit_fp32_prep = true;
     }
-    t.sync_each_batch = notes.contains("sync_each_batch");
+    t.sync_each_batch = notes.contains("sync_each_batch")
+        || fsdp2_reduced_each_micro_batch(notes, r.get("sharding"));
     t.nf4_double_quant = stated_double_quant(notes);
     t.bnb_0_43_2 = stated_bnb_0_43_2(notes);
     // The optimizer implementation the notes name: transformers' own AdamW

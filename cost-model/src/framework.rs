@@ -434,7 +434,9 @@ impl Framework {
     /// `sync_each_batch` is set or DeepSpeed runs (transformers 4.47–5.25
     /// `trainer.py`; 4.36–4.46 through `accelerator.accumulate`), and
     /// Accelerate's `accumulate` does the same (accelerate 1.16
-    /// `Accelerator.no_sync`: FSDP2 `set_requires_gradient_sync(False)`,
+    /// `Accelerator.no_sync`: FSDP2 `set_requires_gradient_sync(False)` — from
+    /// 1.11.0; before, an FSDP2 module, having no `no_sync`, reduced every
+    /// micro-batch, which a plan states with `sync_each_batch` —
     /// FSDP1 `model.no_sync`; its `GradientAccumulationPlugin.sync_each_batch`:
     /// "Setting to `True` may reduce memory requirements when using gradient
     /// accumulation with distributed training, at expense of speed"); TRL and

@@ -2126,3 +2126,73 @@ fn lora_rows_naming_a_tool_take_its_rank_and_targets() {
     assert_eq!(lora("own loop", "", ""), (8, LoraTargets::QV));
     assert_eq!(lora("Unsloth notebook", "64", "q+v"), (64, LoraTargets::QV));
 }
+
+/// Accelerate before 1.11 never paused FSDP2's reduction (an FSDP2 module has
+/// no `no_sync`): a row naming FSDP2 and such a release — or axolotl 0.12,
+/// which pinned accelerate 1.10 — reduces every micro-batch; FSDP1, later
+/// releases and rows stating none accumulate the unsharded gradients.
+#[test]
+fn fsdp2_under_accelerate_before_1_11_reduces_every_micro_batch() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_fsdp_70b-148"; // FSDP under the Trainer, 4 micro-batches
+    let sync = |sharding: &str, notes: &str| {
+        let p = case_plan(
+            &with_fields(id, &[("sharding", sharding), ("notes", notes)]),
+            id,
+        )
+        .unwrap();
+        assert_eq!(p.training.grad_accum, 4);
+        (p.training.sync_each_batch, p.accumulates_unsharded_grads())
+    };
+    assert_eq!(sync("fsdp2", "accelerate 1.10.0"), (true, false));
+    assert_eq!(
+        sync("fsdp-full", "FSDP2 (fully_shard); accelerate==1.8.1"),
+        (true, false)
+    );
+    assert_eq!(
+        sync("fsdp-full", "axolotl 0.12.2; fsdp_version: 2"),
+        (true, false)
+    );
+    assert_eq!(sync("fsdp2", "accelerate 1.11.0"), (false, true));
+    assert_eq!(sync("fsdp2", "axolotl 0.19.0"), (false, true));
+    assert_eq!(sync("fsdp2", ""), (false, true));
+    // FSDP1 has `no_sync` in every release.
+    assert_eq!(sync("fsdp-full", "accelerate 1.10.0"), (false, true));
+}
+
+/// Empty expert columns are unknown, not dense: a row naming an MoE preset
+/// takes its experts and their top-k; a stated 0 is a dense model.
+#[test]
+fn empty_expert_columns_take_the_named_presets_experts() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_fsdp_70b-148";
+    let model = |experts: &str, top_k: &str| {
+        let p = case_plan(
+            &with_fields(
+                id,
+                &[
+                    ("model", "openai/gpt-oss-20b"),
+                    ("n_layers", ""),
+                    ("hidden", ""),
+                    ("n_heads", ""),
+                    ("n_kv_heads", ""),
+                    ("ffn_hidden", ""),
+                    ("vocab", ""),
+                    ("mlp", ""),
+                    ("tied_embeddings", ""),
+                    ("params_total", ""),
+                    ("n_experts", experts),
+                    ("experts_per_token", top_k),
+                ],
+            ),
+            id,
+        )
+        .unwrap();
+        (p.model.experts, p.model.experts_per_token)
+    };
+    assert_eq!(model("", ""), (32, 4));
+    assert_eq!(model("32", ""), (32, 4));
+    assert_eq!(model("32", "2"), (32, 2));
+    assert_eq!(model("0", "0"), (0, 0));
+    assert_eq!(model("0", ""), (0, 0));
+}

@@ -100,7 +100,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ("frozen", "Frozen layers", "Full fine-tuning only: the bottom blocks (and an untied embedding) left frozen keep no gradients, optimizer states or activations", Kind::Number { min: 0, max: 10_000 }),
                 ("tgt", "Target length", "Encoder–decoder models (T5, BART) only: the decoder's tokens, the labels' padded length; empty = the sequence length", Kind::Number { min: 1, max: 1 << 24 }),
                 ("ga", "Gradient accumulation", "Same global batch with a smaller micro-batch; costs steps, not memory — except under FSDP with the Trainer, Accelerate or LitGPT, which keep the full unsharded gradients between micro-batches (see the next switch)", Kind::Number { min: 1, max: 1 << 20 }),
-                ("sync_each", "Reduce gradients every micro-batch", "Accelerate's sync_each_batch: FSDP reduce-scatters after each micro-batch instead of accumulating unsharded gradients under no_sync; more communication, less memory", Kind::Check),
+                ("sync_each", "Reduce gradients every micro-batch", "Accelerate's sync_each_batch: FSDP reduce-scatters after each micro-batch instead of accumulating unsharded gradients under no_sync; more communication, less memory. Accelerate before 1.11 (axolotl 0.12 and earlier) did this for FSDP2 anyway: its no_sync did not reach FSDP2 modules", Kind::Check),
             ],
         ),
         (
