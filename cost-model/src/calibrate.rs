@@ -577,14 +577,23 @@ fn release_at(text: &str) -> Option<(u32, u32, Option<u32>)> {
     Some((major, minor, parts.next().and_then(digits)))
 }
 
+/// What the notes give `use_gradient_checkpointing` (lower-cased notes):
+/// the text after the name and its `=`, `:` or quotes (`"unsloth"`, `false`).
+fn gradient_checkpointing_argument(lower: &str) -> Option<&str> {
+    const NAME: &str = "use_gradient_checkpointing";
+    lower
+        .find(NAME)
+        .map(|i| lower[i + NAME.len()..].trim_start_matches([' ', '=', ':', '"', '\'']))
+}
+
 /// An FSDP2 run through Accelerate before 1.11 reduced every micro-batch:
 /// `Accelerator.no_sync` looked for the model's `no_sync` (FSDP1's and DDP's
 /// context manager), which an FSDP2 module does not have (torch 2.8.0
 /// `FSDPModule`: "`set_requires_gradient_sync` … the equivalence of `no_sync`
-/// in FSDP1"), so it entered a
-/// null context and `fully_shard` reduce-scattered each backward; 1.11.0
-/// added the branch that calls `set_requires_gradient_sync(False)` (accelerate
-/// 1.6.0, 1.8.0 and 1.10.0 against 1.11.0, 1.12.0 and 1.16.0 `accelerator.py`).
+/// in FSDP1"), so it entered a null context and `fully_shard` reduce-scattered
+/// each backward; 1.11.0 added the branch that calls
+/// `set_requires_gradient_sync(False)` (accelerate 1.6.0, 1.8.0 and 1.10.0
+/// against 1.11.0, 1.12.0 and 1.16.0 `accelerator.py`).
 /// The notes name FSDP2 (or the column says `fsdp2`) and state an Accelerate
 /// release before 1.11, or an axolotl release before 0.13 (0.12 pinned
 /// `accelerate==1.10.0`, 0.13.2 `1.12.0`). axolotl 0.12's gpt-oss-20b FSDP2
@@ -1177,32 +1186,22 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // Unsloth's own checkpointing (`use_gradient_checkpointing="unsloth"`)
     // moves each checkpointed block input to host memory and back for its
     // recomputation: checkpointing with the activations offloaded.
-    let unsloth_ckpt = lower
-        .find("use_gradient_checkpointing")
-        .map(|i| &lower[i + "use_gradient_checkpointing".len()..])
-        .is_some_and(|rest| {
-            rest.trim_start_matches([' ', '=', ':', '"', '\''])
-                .starts_with("unsloth")
-        });
+    let ckpt_argument = gradient_checkpointing_argument(&lower);
+    let unsloth_ckpt = ckpt_argument.is_some_and(|a| a.starts_with("unsloth"));
     // It is Unsloth's default (`use_gradient_checkpointing = "unsloth"` in
     // `FastLanguageModel.from_pretrained` and `get_peft_model`, unsloth
     // 2026.3.4 `models/loader.py`, `models/llama.py`): a row naming Unsloth
-    // that states neither the column nor the argument runs it.
+    // (or whose framework column is `unsloth`) that states neither the column
+    // nor the argument runs it.
     let unsloth_default = ckpt_column.is_empty()
-        && !lower.contains("use_gradient_checkpointing")
-        && lower
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|w| w == "unsloth");
+        && ckpt_argument.is_none()
+        && (framework == Framework::Unsloth
+            || lower
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == "unsloth"));
     // The argument stated off (`use_gradient_checkpointing=False`) where the
     // column is empty: no checkpointing, whatever the profile's default.
-    let stated_off = lower
-        .find("use_gradient_checkpointing")
-        .map(|i| &lower[i + "use_gradient_checkpointing".len()..])
-        .is_some_and(|rest| {
-            rest.trim_start_matches([' ', '=', ':', '"', '\''])
-                .starts_with("false")
-        });
-    if ckpt_column.is_empty() && stated_off {
+    if ckpt_column.is_empty() && ckpt_argument.is_some_and(|a| a.starts_with("false")) {
         t.checkpointing = Checkpointing::None;
     }
     if unsloth_ckpt

@@ -2086,6 +2086,22 @@ fn unsloth_rows_take_its_offloaded_checkpointing_by_default() {
     };
     assert_eq!(loss(""), cost_model::plan::Loss::Fused);
     assert_eq!(loss("unknown"), cost_model::plan::Loss::Fused);
+    // The framework column naming it, the notes silent: the same defaults.
+    let t = case_plan(
+        &with_fields(
+            id,
+            &[
+                ("framework", "unsloth"),
+                ("notes", ""),
+                ("activation_checkpointing", ""),
+            ],
+        ),
+        id,
+    )
+    .unwrap()
+    .training;
+    assert_eq!(t.checkpointing, Checkpointing::Full);
+    assert!(t.activation_offload && t.fused_kernels);
     let t = plan("Unsloth notebook", "none");
     assert_eq!(t.checkpointing, Checkpointing::None);
     assert!(!t.activation_offload);
