@@ -801,6 +801,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // the sharding column's).
         "megatron-lm" | "megatron-deepspeed" => Framework::Megatron,
         "deepspeed-chat" | "openrlhf" => Framework::Deepspeed,
+        // ms-swift by its command and project names (`swift sft`, ModelScope's
+        // SWIFT); the notes need "ms-swift", "swift" being a word of its own.
+        "swift" | "modelscope-swift" | "ms-swift" => Framework::MsSwift,
         // A loop of one's own, under torchrun or Lightning, or a PyTorch tool
         // running its own (or the given) model code with the sharding the
         // columns state: nanoGPT, MosaicML's Composer and LLM Foundry,
