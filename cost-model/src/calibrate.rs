@@ -754,6 +754,18 @@ fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
         }
     }
     let best = best.map(|(_, g)| g);
+    // Words in brackets are prose around the board's name ("A10G (AWS g5)",
+    // "H100 (SXM5, 80 GB)"): when they name no catalogue entry, the name
+    // without them may.
+    if best.is_none() && name.contains('(') {
+        let bare = without_brackets(name);
+        if !bare.trim().is_empty() && bare != name {
+            let g = gpu_for(&bare, mem_gib);
+            if g.id != "custom" {
+                return g;
+            }
+        }
+    }
     best.unwrap_or_else(|| GpuSpec {
         id: "custom".into(),
         name: if name.is_empty() {
@@ -767,6 +779,24 @@ fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
         fp16_tflops: 0.0,
         fp8_tflops: 0.0,
     })
+}
+
+/// The text with every bracketed part (and the brackets) left out.
+fn without_brackets(text: &str) -> String {
+    let mut depth = 0u32;
+    text.chars()
+        .filter(|c| match c {
+            '(' => {
+                depth += 1;
+                false
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            _ => depth == 0,
+        })
+        .collect()
 }
 
 /// Builds the plan a case row describes. Settings the schema does not carry

@@ -187,6 +187,9 @@ const CATALOGUE: &[Row] = &[
     ),
     gpu!("l4-24gb", "NVIDIA L4", 23_034, 300.0, 121.0, 121.0, 242.0),
     gpu!("a10g-24gb", "NVIDIA A10G", 23_028, 600.0, 70.0, 70.0, 0.0),
+    // The A10 (data centre PCIe card) has the A10G's 24 GB GDDR6 and
+    // bandwidth and its data sheet's 125 dense bf16/fp16 tensor TFLOP/s.
+    gpu!("a10-24gb", "NVIDIA A10", 23_028, 600.0, 125.0, 125.0, 0.0),
     gpu!(
         "a6000-48gb",
         "NVIDIA RTX A6000",

@@ -2217,3 +2217,30 @@ fn empty_expert_columns_take_the_named_presets_experts() {
     assert_eq!(model("0", "0"), (0, 0));
     assert_eq!(model("0", ""), (0, 0));
 }
+
+/// The A10 and the A10G are two boards: each name finds its own entry, and
+/// both report the same 24 GB (23,028 MiB) where the row gives no capacity.
+#[test]
+fn the_a10_and_the_a10g_are_told_apart() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_deepspeed_70b-147";
+    let gpu = |name: &str| {
+        case_plan(&with_fields(id, &[("gpu", name), ("gpu_mem_gib", "")]), id)
+            .unwrap()
+            .gpu
+    };
+    for (name, want) in [
+        ("A10", "NVIDIA A10"),
+        ("NVIDIA A10", "NVIDIA A10"),
+        ("A10G", "NVIDIA A10G"),
+        ("NVIDIA A10G (AWS g5)", "NVIDIA A10G"),
+        ("A10 (OCI; 24 GB)", "NVIDIA A10"),
+    ] {
+        let g = gpu(name);
+        assert_eq!(g.name, want, "{name}");
+        assert_eq!(g.capacity_mib, 23_028, "{name}");
+    }
+    // Bracketed prose that names no board keeps the name as written.
+    assert_eq!(gpu("40GB GPU (model not stated)").capacity_mib, 40_960);
+    assert_eq!(gpu("H100 (SXM5)").name, "NVIDIA H100 80GB HBM3");
+}
