@@ -549,7 +549,7 @@ fn adapter_counts_follow_the_frameworks_parameter_definitions() {
 /// sequence the model finds is within a quarter of each from 16 GB on (the
 /// 12 GB one is 656, the fixed costs weighing most there), and 8 GB does
 /// not fit. Unsloth's own column (2,972 … 342,733 tokens) is not pinned: the
-/// model gives it about 35 % more context at 80 GB (docs/ACCURACY.md).
+/// model gives it about 36 % more context at 80 GB (docs/ACCURACY.md).
 #[test]
 fn qlora_longest_sequences_match_the_unsloth_readmes_hugging_face_column() {
     use cost_model::plan::{Finetune, LoraTargets, LoraVariant, Optimizer};
