@@ -262,13 +262,24 @@ impl Framework {
     /// Whether the framework's 4-bit base is double-quantized NF4 whatever the
     /// run says: torchtune's QLoRA builders quantize with torchao's `to_nf4`
     /// (torchtune/modules/low_precision, `FrozenNF4Linear`), whose scales are
-    /// themselves quantized, and Unsloth's loader builds its `BitsAndBytesConfig`
-    /// with `bnb_4bit_use_double_quant = True` (unsloth 2024.12.1 and
-    /// 2026.10.9 `models/llama.py`). bitsandbytes leaves it to the run
+    /// themselves quantized, and the tools built on the Trainer build their
+    /// `BitsAndBytesConfig` with `bnb_4bit_use_double_quant = True`: Unsloth's
+    /// loader (unsloth 2024.12.1 and 2026.10.9 `models/llama.py`),
+    /// LLaMA-Factory (`double_quantization` default `True`, llamafactory 0.9.5
+    /// `hparams/model_args.py`), ms-swift (`bnb_4bit_use_double_quant: bool =
+    /// True`, 4.6.0 `arguments/base_args/quant_args.py`) and axolotl's QLoRA
+    /// (0.19.0 `loaders/model.py`). bitsandbytes leaves it to the run
     /// (`bnb_4bit_use_double_quant`, default off), which a plan states in
     /// `training.nf4_double_quant`.
     pub fn nf4_double_quantized(self) -> bool {
-        self.quantizes_with_torchao() || self == Framework::Unsloth
+        self.quantizes_with_torchao()
+            || matches!(
+                self,
+                Framework::Unsloth
+                    | Framework::LlamaFactory
+                    | Framework::MsSwift
+                    | Framework::Axolotl
+            )
     }
 
     /// Whether the framework's 4-bit base is torchao's NF4 rather than

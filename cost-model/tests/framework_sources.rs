@@ -913,8 +913,8 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
         assert!(fw.trains_through_trainer() && fw.fsdp_no_sync_accumulation());
         assert_eq!(Framework::from_id(fw.id()), Some(fw));
         for (mut p, mut reference) in variants(fw).into_iter().zip(variants(Framework::HfTrainer)) {
-            // Unsloth always double-quantizes its 4-bit base; the Trainer's
-            // run states it.
+            // The tools double-quantize a 4-bit base; a Trainer run states
+            // it.
             reference.training.nf4_double_quant = fw.nf4_double_quantized();
             // The tool's own defaults, set back to the Trainer's.
             let t = &mut p.training;
@@ -942,8 +942,10 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
     assert!(d(Framework::MsSwift).lora_dropout && d(Framework::Axolotl).lora_dropout);
     let u = d(Framework::Unsloth);
     assert!(u.activation_offload && u.fused_kernels && !u.lora_dropout);
-    assert!(Framework::Unsloth.nf4_double_quantized());
-    assert!(!Framework::LlamaFactory.nf4_double_quantized());
+    for fw in tools {
+        assert!(fw.nf4_double_quantized(), "{fw:?}");
+    }
+    assert!(!Framework::HfTrainer.nf4_double_quantized());
     assert_eq!(u.loss, Loss::Fused);
     // Switching a plan to Unsloth brings them; switching away takes them back.
     let mut p = bf16_plan(
