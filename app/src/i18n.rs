@@ -379,8 +379,8 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("All GPUs in the run", "本次训练使用的全部 GPU"),
     (
-        "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation and sequence-parallel settings",
-        "按框架文档中的默认值设置损失、检查点、激活卸载、融合算子、优化器、fp32 上转、k-bit 预处理和序列并行",
+        "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation, NF4 double quantization and sequence-parallel settings",
+        "按框架文档中的默认值设置损失、检查点、激活卸载、融合算子、优化器、fp32 上转、k-bit 预处理、NF4 双重量化和序列并行",
     ),
     (
         "Sequences per GPU per forward: activations grow linearly",

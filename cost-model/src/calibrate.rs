@@ -1274,7 +1274,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     t.sync_each_batch = notes.contains("sync_each_batch")
         || fsdp2_reduced_each_micro_batch(notes, r.get("sharding"));
-    t.nf4_double_quant = stated_double_quant(notes);
+    // Stated, else the profile's (the tools built on the Trainer set it).
+    t.nf4_double_quant = stated_double_quant(notes).unwrap_or(t.nf4_double_quant);
     t.bnb_0_43_2 = stated_bnb_0_43_2(notes);
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
@@ -1580,16 +1581,25 @@ pub fn decode_case_file(bytes: &[u8]) -> (String, Option<&'static str>) {
     }
 }
 
-/// Whether the notes say the 4-bit base's scales are quantized too: QLoRA's
-/// "double quant(ization)", LitGPT's `nf4-dq`, bitsandbytes'
-/// `bnb_4bit_use_double_quant=True` (but not `=False`).
-fn stated_double_quant(notes: &str) -> bool {
+/// What the notes say of the 4-bit base's scales being quantized too:
+/// QLoRA's "double quant(ization)", LitGPT's `nf4-dq`, bitsandbytes'
+/// `bnb_4bit_use_double_quant=True` say so, `=False` (or LLaMA-Factory's
+/// `double_quantization: false`) says not; `None` when they say nothing.
+fn stated_double_quant(notes: &str) -> Option<bool> {
     let lower = notes.to_ascii_lowercase().replace([' ', '-'], "_");
-    if let Some(i) = lower.find("use_double_quant") {
-        let rest = lower[i + "use_double_quant".len()..].trim_start_matches(['=', ':', '_']);
-        return !rest.starts_with("false") && !rest.starts_with('0');
+    for name in ["use_double_quant", "double_quantization"] {
+        if let Some(i) = lower.find(name) {
+            let rest = lower[i + name.len()..].trim_start_matches(['=', ':', '_']);
+            if rest.starts_with("false") || rest.starts_with('0') {
+                return Some(false);
+            }
+            if name == "use_double_quant" {
+                return Some(true);
+            }
+        }
     }
-    lower.contains("double_quant") || lower.contains("nf4_dq") || lower.contains("doublequant")
+    (lower.contains("double_quant") || lower.contains("nf4_dq") || lower.contains("doublequant"))
+        .then_some(true)
 }
 
 /// Whether the notes place the run on bitsandbytes 0.43.2 or later, whose

@@ -126,6 +126,15 @@ pub struct FrameworkDefaults {
     /// Fused Triton kernels for the norms, RoPE and SwiGLU (Unsloth's patched
     /// forward; Liger Kernel is the same switch where a plan turns it on).
     pub fused_kernels: bool,
+    /// A bitsandbytes 4-bit base double-quantized
+    /// (`bnb_4bit_use_double_quant = True`), as the tools built on the Trainer
+    /// configure it: Unsloth's loader (unsloth 2024.12.1 and 2026.10.9
+    /// `models/llama.py`), LLaMA-Factory (`double_quantization` default
+    /// `True`, llamafactory 0.9.5 `hparams/model_args.py`), ms-swift
+    /// (`bnb_4bit_use_double_quant: bool = True`, 4.6.0
+    /// `arguments/base_args/quant_args.py`) and axolotl's QLoRA (0.19.0
+    /// `loaders/model.py`); transformers' `BitsAndBytesConfig` defaults to off.
+    pub nf4_double_quant: bool,
 }
 
 impl Framework {
@@ -262,24 +271,12 @@ impl Framework {
     /// Whether the framework's 4-bit base is double-quantized NF4 whatever the
     /// run says: torchtune's QLoRA builders quantize with torchao's `to_nf4`
     /// (torchtune/modules/low_precision, `FrozenNF4Linear`), whose scales are
-    /// themselves quantized, and the tools built on the Trainer build their
-    /// `BitsAndBytesConfig` with `bnb_4bit_use_double_quant = True`: Unsloth's
-    /// loader (unsloth 2024.12.1 and 2026.10.9 `models/llama.py`),
-    /// LLaMA-Factory (`double_quantization` default `True`, llamafactory 0.9.5
-    /// `hparams/model_args.py`), ms-swift (`bnb_4bit_use_double_quant: bool =
-    /// True`, 4.6.0 `arguments/base_args/quant_args.py`) and axolotl's QLoRA
-    /// (0.19.0 `loaders/model.py`). bitsandbytes leaves it to the run
+    /// themselves quantized. bitsandbytes leaves it to the run
     /// (`bnb_4bit_use_double_quant`, default off), which a plan states in
-    /// `training.nf4_double_quant`.
+    /// `training.nf4_double_quant` (the tools built on the Trainer seed it on:
+    /// [`FrameworkDefaults::nf4_double_quant`]).
     pub fn nf4_double_quantized(self) -> bool {
         self.quantizes_with_torchao()
-            || matches!(
-                self,
-                Framework::Unsloth
-                    | Framework::LlamaFactory
-                    | Framework::MsSwift
-                    | Framework::Axolotl
-            )
     }
 
     /// Whether the framework's 4-bit base is torchao's NF4 rather than
@@ -556,6 +553,7 @@ impl Framework {
             fused_swiglu: false,
             activation_offload: false,
             fused_kernels: false,
+            nf4_double_quant: false,
         };
         match self {
             Framework::HfTrainer => FrameworkDefaults {
@@ -585,6 +583,7 @@ impl Framework {
             // `hparams/finetuning_args.py`. The optimizer is the Trainer's.
             Framework::LlamaFactory => FrameworkDefaults {
                 optimizer_impl: OptimizerImpl::Fused,
+                nf4_double_quant: true,
                 checkpointing: Checkpointing::Full,
                 lora_dropout: false,
                 ..hf
@@ -597,6 +596,7 @@ impl Framework {
             // (ms-swift 4.6.0).
             Framework::MsSwift => FrameworkDefaults {
                 optimizer_impl: OptimizerImpl::Fused,
+                nf4_double_quant: true,
                 checkpointing: Checkpointing::Full,
                 ..hf
             },
@@ -610,6 +610,7 @@ impl Framework {
             // nothing stays in fp32.
             Framework::Axolotl => FrameworkDefaults {
                 optimizer_impl: OptimizerImpl::Fused,
+                nf4_double_quant: true,
                 checkpointing: Checkpointing::Full,
                 ..hf
             },
@@ -629,6 +630,7 @@ impl Framework {
                 lora_dropout: false,
                 activation_offload: true,
                 fused_kernels: true,
+                nf4_double_quant: true,
                 ..hf
             },
             Framework::HfAccelerate | Framework::FsdpQlora => hf,

@@ -964,6 +964,7 @@ impl Plan {
         self.training.kbit_fp32_prep = d.kbit_fp32_prep;
         self.training.activation_offload = d.activation_offload;
         self.training.fused_kernels = d.fused_kernels;
+        self.training.nf4_double_quant = d.nf4_double_quant;
         self.training.checkpointing = self.default_checkpointing();
         self.parallel.sequence_parallel = d.sequence_parallel;
         if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {

@@ -196,7 +196,7 @@ pub fn value_of(plan: &Plan, key: &str) -> Option<String> {
 
 /// The keys whose values a framework's profile decides: a change of framework
 /// re-seeds them (in the planner's form, hydrated or not).
-const SEEDED_BY_FRAMEWORK: [&str; 7] = [
+const SEEDED_BY_FRAMEWORK: [&str; 8] = [
     "loss",
     "ckpt",
     "opt_impl",
@@ -204,6 +204,7 @@ const SEEDED_BY_FRAMEWORK: [&str; 7] = [
     "lora_dropout",
     "act_off",
     "fkern",
+    "dq",
 ];
 
 /// The plan with one setting changed, through the same decoder as the URL
@@ -1280,12 +1281,27 @@ mod apply_tests {
         assert_eq!(trainer.training.loss, Loss::Standard);
         let back = apply(&trainer, "fw", "unsloth").unwrap();
         assert_eq!(back, p);
-        // LLaMA-Factory, ms-swift and axolotl checkpoint by default.
+        // LLaMA-Factory, ms-swift and axolotl checkpoint by default, and all
+        // four double-quantize a 4-bit base: shown checked, and off travels.
         for fw in ["llama-factory", "ms-swift", "axolotl"] {
             let t = decode_str(&format!("fw={fw}")).unwrap().training;
             assert_eq!(t.checkpointing, crate::plan::Checkpointing::Full, "{fw}");
             assert!(!t.activation_offload, "{fw}");
         }
+        for fw in ["llama-factory", "ms-swift", "axolotl", "unsloth"] {
+            let q = format!("fw={fw}&ft=qlora");
+            let p = decode_str(&q).unwrap();
+            assert!(p.training.nf4_double_quant, "{fw}");
+            assert!(!encode(&p).contains("dq="), "{fw}");
+            let off = decode_str(&format!("{q}&dq=0")).unwrap();
+            assert!(!off.training.nf4_double_quant && encode(&off).contains("dq=0"));
+        }
+        assert!(
+            !decode_str("fw=hf-trainer&ft=qlora")
+                .unwrap()
+                .training
+                .nf4_double_quant
+        );
     }
 
     /// LitGPT's finetune scripts checkpoint every block on more than one

@@ -2244,3 +2244,26 @@ fn the_a10_and_the_a10g_are_told_apart() {
     assert_eq!(gpu("40GB GPU (model not stated)").capacity_mib, 40_960);
     assert_eq!(gpu("H100 (SXM5)").name, "NVIDIA H100 80GB HBM3");
 }
+
+/// The tools built on the Trainer double-quantize a 4-bit base unless the
+/// notes say otherwise; a Trainer row does only when they say so.
+#[test]
+fn tool_rows_double_quantize_a_4_bit_base_unless_told_not_to() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_fsdp_70b-150"; // QLoRA, "bnb nf4 + double quant" in its notes
+    let dq = |framework: &str, notes: &str| {
+        case_plan(
+            &with_fields(id, &[("framework", framework), ("notes", notes)]),
+            id,
+        )
+        .unwrap()
+        .nf4_double_quantized()
+    };
+    assert!(dq("other", "LLaMA-Factory qlora"));
+    assert!(dq("other", "axolotl qlora example"));
+    assert!(!dq("other", "LLaMA-Factory; double_quantization: false"));
+    assert!(!dq("other", "Unsloth; bnb_4bit_use_double_quant=False"));
+    assert!(!dq("hf-trainer", "bnb nf4"));
+    assert!(dq("hf-trainer", "bnb nf4 + double quant"));
+    assert!(!dq("hf-trainer", "bnb_4bit_use_double_quant=False"));
+}

@@ -912,10 +912,7 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
     for fw in tools {
         assert!(fw.trains_through_trainer() && fw.fsdp_no_sync_accumulation());
         assert_eq!(Framework::from_id(fw.id()), Some(fw));
-        for (mut p, mut reference) in variants(fw).into_iter().zip(variants(Framework::HfTrainer)) {
-            // The tools double-quantize a 4-bit base; a Trainer run states
-            // it.
-            reference.training.nf4_double_quant = fw.nf4_double_quantized();
+        for (mut p, reference) in variants(fw).into_iter().zip(variants(Framework::HfTrainer)) {
             // The tool's own defaults, set back to the Trainer's.
             let t = &mut p.training;
             t.loss = trainer.loss;
@@ -923,6 +920,7 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
             t.optimizer_impl = trainer.optimizer_impl;
             t.activation_offload = false;
             t.fused_kernels = false;
+            t.nf4_double_quant = trainer.nf4_double_quant;
             t.kbit_fp32_prep = reference.training.kbit_fp32_prep;
             if let Finetune::Lora { dropout, .. } = &mut t.finetune {
                 *dropout = trainer.lora_dropout;
@@ -943,9 +941,9 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
     let u = d(Framework::Unsloth);
     assert!(u.activation_offload && u.fused_kernels && !u.lora_dropout);
     for fw in tools {
-        assert!(fw.nf4_double_quantized(), "{fw:?}");
+        assert!(d(fw).nf4_double_quant, "{fw:?}");
     }
-    assert!(!Framework::HfTrainer.nf4_double_quantized());
+    assert!(!trainer.nf4_double_quant);
     assert_eq!(u.loss, Loss::Fused);
     // Switching a plan to Unsloth brings them; switching away takes them back.
     let mut p = bf16_plan(

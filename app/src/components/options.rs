@@ -66,7 +66,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ),
                 ("gpu", "GPU", "Capacity as nvidia-smi reports it", gpus),
                 ("gpus", "GPUs", "All GPUs in the run", Kind::Number { min: 1, max: 100_000 }),
-                ("fw", "Framework", "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation and sequence-parallel settings", fws),
+                ("fw", "Framework", "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation, NF4 double quantization and sequence-parallel settings", fws),
             ],
         ),
         (
