@@ -1794,14 +1794,22 @@ fn names_tool(notes: &str, tools: &[&str]) -> bool {
 
 /// The framework profile of a tool the notes name (whole words, so
 /// "control" is not TRL): Megatron-Core's users (NeMo, Megatron-Bridge) get
-/// Megatron-LM's; Unsloth, LLaMA-Factory, ms-swift and axolotl their own
+/// Megatron-LM's (so does ms-swift's Megatron-SWIFT backend, `megatron sft`,
+/// which trains through `megatron.core`: ms-swift 4.6.0 `swift/megatron`);
+/// Unsloth, LLaMA-Factory, ms-swift and axolotl their own
 /// (before TRL's, whose trainers they run: Unsloth's notebooks train with
 /// TRL's `SFTTrainer`, axolotl's RL configs with TRL's trainers); TRL's
 /// trainers TRL's.
 fn other_framework(notes: &str) -> Option<Framework> {
     const TOOLS: [(&[&str], Framework); 6] = [
         (
-            &["nemo", "megatron-core", "megatron-bridge", "mcore"],
+            &[
+                "nemo",
+                "megatron-core",
+                "megatron-bridge",
+                "mcore",
+                "megatron-swift",
+            ],
             Framework::Megatron,
         ),
         (&["unsloth"], Framework::Unsloth),

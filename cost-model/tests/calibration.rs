@@ -1080,6 +1080,7 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     assert_eq!(other("axolotl 0.21 example config"), Framework::Axolotl);
     assert_eq!(other("LLaMA-Factory sft"), Framework::LlamaFactory);
     assert_eq!(other("ms-swift 4.6; swift sft"), Framework::MsSwift);
+    assert_eq!(other("ms-swift Megatron-SWIFT; TP 4"), Framework::Megatron);
     let column = |f: &str| plan(&[("framework", f)]).framework;
     assert_eq!(column("swift"), Framework::MsSwift);
     assert_eq!(column("LLaMA-Factory"), Framework::LlamaFactory);
