@@ -586,7 +586,8 @@ fn gradient_checkpointing_argument(lower: &str) -> Option<&str> {
         .map(|i| lower[i + NAME.len()..].trim_start_matches([' ', '=', ':', '"', '\'']))
 }
 
-/// An FSDP2 run through Accelerate before 1.11 reduced every micro-batch:
+/// An FSDP2 run through Accelerate before 1.11 reduced every micro-batch
+/// (`lower`: the row's notes, lower-cased):
 /// `Accelerator.no_sync` looked for the model's `no_sync` (FSDP1's and DDP's
 /// context manager), which an FSDP2 module does not have (torch 2.8.0
 /// `FSDPModule`: "`set_requires_gradient_sync` … the equivalence of `no_sync`
@@ -599,15 +600,14 @@ fn gradient_checkpointing_argument(lower: &str) -> Option<&str> {
 /// `accelerate==1.10.0`, 0.13.2 `1.12.0`). axolotl 0.12's gpt-oss-20b FSDP2
 /// README figures (~36 GiB a GPU on 8 × 48 GB accumulating 2 micro-batches)
 /// leave no room for the 39 GiB of unsharded gradients `no_sync` keeps.
-fn fsdp2_reduced_each_micro_batch(notes: &str, sharding: &str) -> bool {
-    let lower = notes.to_ascii_lowercase();
+fn fsdp2_reduced_each_micro_batch(lower: &str, sharding: &str) -> bool {
     let fsdp2 = sharding.trim().eq_ignore_ascii_case("fsdp2")
-        || names_tool(&lower, &["fsdp2", "fully_shard"])
+        || names_tool(lower, &["fsdp2", "fully_shard"])
         || lower.contains("fsdp_version: 2")
         || lower.contains("fsdp_version=2")
         || lower.contains("fsdp_version 2");
-    let accelerate = stated_release(&lower, &["accelerate ", "accelerate==", "accelerate v"]);
-    let axolotl = stated_release(&lower, &["axolotl ", "axolotl==", "axolotl v"]);
+    let accelerate = stated_release(lower, &["accelerate ", "accelerate==", "accelerate v"]);
+    let axolotl = stated_release(lower, &["axolotl ", "axolotl==", "axolotl v"]);
     fsdp2 && (accelerate.is_some_and(|v| v < (1, 11)) || axolotl.is_some_and(|v| v < (0, 13)))
 }
 
@@ -1273,7 +1273,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.kbit_fp32_prep = true;
     }
     t.sync_each_batch = notes.contains("sync_each_batch")
-        || fsdp2_reduced_each_micro_batch(notes, r.get("sharding"));
+        || fsdp2_reduced_each_micro_batch(&lower, r.get("sharding"));
     // Stated, else the profile's (the tools built on the Trainer set it).
     t.nf4_double_quant = stated_double_quant(notes).unwrap_or(t.nf4_double_quant);
     t.bnb_0_43_2 = stated_bnb_0_43_2(notes);

@@ -504,10 +504,10 @@ impl Framework {
     /// `deepspeed_config_process` has no "auto" to fill and DeepSpeed's own
     /// default, 5e8 (`runtime/zero/config.py`), applies, as for DeepSpeed itself.
     pub fn deepspeed_reduce_bucket_elements(self, hidden: u32) -> f64 {
-        match self {
-            Framework::Peft => (hidden as f64).powi(2),
-            f if f.trains_through_trainer() => (hidden as f64).powi(2),
-            _ => DEEPSPEED_DEFAULT_BUCKET_ELEMENTS,
+        if self == Framework::Peft || self.trains_through_trainer() {
+            (hidden as f64).powi(2)
+        } else {
+            DEEPSPEED_DEFAULT_BUCKET_ELEMENTS
         }
     }
 
@@ -555,19 +555,28 @@ impl Framework {
             fused_kernels: false,
             nf4_double_quant: false,
         };
+        // The Trainer's own: its `adamw_torch_fused` default.
+        let trainer = FrameworkDefaults {
+            optimizer_impl: OptimizerImpl::Fused,
+            ..hf
+        };
+        // What the four tools built on it share: every layer checkpointed and
+        // a 4-bit base double-quantized (sources at each tool below and at
+        // `FrameworkDefaults::nf4_double_quant`).
+        let trainer_tool = FrameworkDefaults {
+            checkpointing: Checkpointing::Full,
+            nf4_double_quant: true,
+            ..trainer
+        };
         match self {
-            Framework::HfTrainer => FrameworkDefaults {
-                optimizer_impl: OptimizerImpl::Fused,
-                ..hf
-            },
+            Framework::HfTrainer => trainer,
             // TRL's trainer configs (SFT, DPO, GRPO, KTO, reward) default
             // `gradient_checkpointing=True` from TRL 0.22.0 ("Defaults to
             // `True` instead of `False`", trl 1.16.0 `sft_config.py`; 0.21.0's
             // `SFTConfig` keeps the Trainer's `False`).
             Framework::Trl => FrameworkDefaults {
-                optimizer_impl: OptimizerImpl::Fused,
                 checkpointing: Checkpointing::Full,
-                ..hf
+                ..trainer
             },
             Framework::Peft => FrameworkDefaults {
                 kbit_fp32_prep: true,
@@ -582,11 +591,8 @@ impl Framework {
             // llamafactory 0.9.5 `hparams/model_args.py`,
             // `hparams/finetuning_args.py`. The optimizer is the Trainer's.
             Framework::LlamaFactory => FrameworkDefaults {
-                optimizer_impl: OptimizerImpl::Fused,
-                nf4_double_quant: true,
-                checkpointing: Checkpointing::Full,
                 lora_dropout: false,
-                ..hf
+                ..trainer_tool
             },
             // ms-swift: `gradient_checkpointing: bool = True`
             // (`trainers/arguments.py` in 3.5.0 and 4.6.0, `llm/argument/
@@ -594,12 +600,7 @@ impl Framework {
             // supports it), `lora_dropout: float = 0.05`
             // (`arguments/tuner_args.py`), no `prepare_model_for_kbit_training`
             // (ms-swift 4.6.0).
-            Framework::MsSwift => FrameworkDefaults {
-                optimizer_impl: OptimizerImpl::Fused,
-                nf4_double_quant: true,
-                checkpointing: Checkpointing::Full,
-                ..hf
-            },
+            Framework::MsSwift => trainer_tool,
             // axolotl's schema leaves `gradient_checkpointing` off and
             // `lora_dropout` at 0.0, but its example configs — what runs
             // start from — set `gradient_checkpointing: true` in 218 of the
@@ -608,12 +609,7 @@ impl Framework {
             // embeddings and then casts them back to the training dtype for an
             // adapter (`_configure_embedding_dtypes`, `should_convert`), so
             // nothing stays in fp32.
-            Framework::Axolotl => FrameworkDefaults {
-                optimizer_impl: OptimizerImpl::Fused,
-                nf4_double_quant: true,
-                checkpointing: Checkpointing::Full,
-                ..hf
-            },
+            Framework::Axolotl => trainer_tool,
             // Unsloth: `use_gradient_checkpointing = "unsloth"` (checkpointing
             // with the block inputs offloaded to the host) and
             // `lora_dropout = 0.0` in `FastLanguageModel.from_pretrained` and
@@ -625,13 +621,10 @@ impl Framework {
             // `models/llama.py`.
             Framework::Unsloth => FrameworkDefaults {
                 loss: Loss::Fused,
-                optimizer_impl: OptimizerImpl::Fused,
-                checkpointing: Checkpointing::Full,
                 lora_dropout: false,
                 activation_offload: true,
                 fused_kernels: true,
-                nf4_double_quant: true,
-                ..hf
+                ..trainer_tool
             },
             Framework::HfAccelerate | Framework::FsdpQlora => hf,
             Framework::PlainPytorch => FrameworkDefaults {
