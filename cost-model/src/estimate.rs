@@ -47,8 +47,14 @@ use serde::{Deserialize, Serialize};
 /// full unsharded gradients an FSDP rank accumulates under `no_sync` through
 /// the Trainer's, Accelerate's and LitGPT's gradient accumulation
 /// (`unsharded_accumulated_grads`); its fingerprint's TRL plans checkpoint, as
-/// TRL's configs do from 0.22.
-pub const MODEL_VERSION: u32 = 12;
+/// TRL's configs do from 0.22; 13 counts the score-sized gradients of an
+/// eager attention's backward under every checkpointing policy that
+/// recomputes the scores, less the freed 16-bit cast of fp32 probabilities,
+/// and the third one a block without checkpointing meets
+/// ([`Ctx::score_grads_in_backward`]), and keeps attention dropout's output
+/// instead of, not beside, the probabilities' 16-bit cast
+/// ([`Ctx::attention_dropout_bytes`]; no plan of the fingerprint has it).
+pub const MODEL_VERSION: u32 = 13;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -206,7 +212,7 @@ const BACKWARD_WORKING_BLOCKS: f64 = 1.0;
 
 /// Score-sized gradients alive at once in a recomputed eager attention's
 /// backward: `dP = dO · Vᵀ` and the softmax backward's `dS`
-/// ([`Ctx::recomputed_score_grads`]).
+/// ([`Ctx::score_grads_in_backward`]).
 const SCORE_GRADS_IN_BACKWARD: f64 = 2.0;
 
 /// Blocks whose checkpointed inputs stay on the GPU under activation offload:
@@ -2476,14 +2482,33 @@ impl<'a> Ctx<'a> {
     }
 
     /// Bytes per attention score an eager block keeps: the softmax output
-    /// ([`Self::score_bytes`]) and with dropout its mask and output.
+    /// ([`Self::score_bytes`]) and with dropout its mask and output
+    /// ([`Self::attention_dropout_bytes`]).
     fn eager_score_bytes(&self) -> f64 {
-        let dropout = if self.plan.training.dropout {
-            MASK + self.e
+        self.score_bytes() + self.attention_dropout_bytes()
+    }
+
+    /// Bytes per attention score attention dropout adds to what an eager block
+    /// keeps: its mask (CUDA's `native_dropout` saves only its boolean mask,
+    /// `result1` in `tools/autograd/derivatives.yaml`) and its 16-bit output,
+    /// which the value matmul saves instead of the probabilities' 16-bit cast —
+    /// that cast is then only the dropout's input, saved by no one, and
+    /// [`Self::score_bytes`] counted it. Under autocast where the dropout comes
+    /// before the cast (BERT: `dropout(softmax(…))` in fp32, cast by the matmul)
+    /// the matmul keeps the same 16-bit copy of the dropped-out tensor and the
+    /// fp32 dropout output goes: the same bytes. So a 16-bit run with an fp32
+    /// softmax keeps 4 + 1 + 2 = 7 bytes a score, not the 9 counted before;
+    /// fp32 (4 + 1 + 4) and a 16-bit softmax (2 + 1 + 2) are unchanged.
+    fn attention_dropout_bytes(&self) -> f64 {
+        if !self.plan.training.dropout {
+            return 0.0;
+        }
+        let cast = if self.upcast_bytes() > self.e {
+            self.e
         } else {
             0.0
         };
-        self.score_bytes() + dropout
+        MASK + self.e - cast
     }
 
     /// [`Self::layer_activations`] of one block at this length before any
@@ -2583,10 +2608,7 @@ impl<'a> Ctx<'a> {
             }
             Attention::Eager => {
                 let scores = self.score_elements();
-                attn += self.score_bytes() * scores;
-                if dropout {
-                    attn += (MASK + e) * scores;
-                }
+                attn += self.eager_score_bytes() * scores;
                 if self.keeps_input(tg.o) {
                     attn += li * sb * out / t;
                 }
@@ -2863,25 +2885,55 @@ impl<'a> Ctx<'a> {
         self.plan.framework.te_caches_fp8_weights()
     }
 
-    /// A fully checkpointed block with materialised attention scores (eager,
-    /// or SDPA's math kernel, [`Self::attention`]) meets, in its backward, the
-    /// gradient of the attention probabilities and the softmax's input
-    /// gradient on top of the recomputed block, which already holds the
-    /// probabilities (`softmax_backward_data` writes `dS` while `dP` is still
-    /// alive; both in softmax's dtype, [`Self::upcast_bytes`]). The one
-    /// working block ([`BACKWARD_WORKING_BLOCKS`]) stands for hidden-sized
-    /// gradients and does not cover two score-sized ones. Measured on the H200
-    /// (calibration/h200-2026-11-30, set 5): QLoRA Mistral-7B in pure bf16
-    /// after `prepare_model_for_kbit_training` (fp32, SDPA's math kernel),
-    /// batch 2 × 2048 with checkpointing peaked 11.37 GiB; without these two
-    /// 1 GiB tensors the model said 9.46.
-    fn recomputed_score_grads(&self) -> f64 {
-        if self.plan.training.checkpointing != Checkpointing::Full
-            || self.attention() != Attention::Eager
-        {
+    /// Score-sized tensors a block with materialised attention scores (eager,
+    /// or SDPA's math kernel, [`Self::attention`]) meets in its attention
+    /// backward beyond what the working block ([`BACKWARD_WORKING_BLOCKS`],
+    /// one block's kept tensors: [`Self::score_bytes`] per score) already
+    /// counts. At the softmax's backward three score-sized tensors are alive in
+    /// softmax's dtype ([`Self::upcast_bytes`]): the probabilities `P`, their
+    /// gradient `dP` and the softmax input's gradient `dS`
+    /// (`softmax_backward_data` writes `dS` while `dP` is alive). A 16-bit cast
+    /// of fp32 probabilities is gone by then: the value matmul's backward
+    /// node, its only holder, releases it once it has made `dP`
+    /// (`torch/csrc/autograd/engine.cpp`: `release_variables` after a node
+    /// runs without `retain_graph`).
+    ///
+    /// - A recomputed block (any checkpointing: selective recomputes the
+    ///   attention core by definition, Korthikanti et al. 2022 §5; the per-op
+    ///   policy, torchtitan's `_save_list`, saves none of the math path's
+    ///   `bmm`/`_softmax`): the working block is the recomputed one, so
+    ///   `3·up − score_bytes` more, that is `2·up − cast`
+    ///   ([`SCORE_GRADS_IN_BACKWARD`]).
+    /// - A block that kept its probabilities (no checkpointing): they are
+    ///   counted twice already, kept and in the working block, so
+    ///   `3·up − 2·score_bytes = up − 2·cast` more — nothing for 16-bit
+    ///   runs whose softmax is fp32, one tensor for fp32 or 16-bit softmax.
+    ///
+    /// Measured on the H200 (calibration/h200-2026-11-30, set 5): QLoRA
+    /// Mistral-7B in pure bf16 after `prepare_model_for_kbit_training` (fp32,
+    /// SDPA's math kernel), batch 2 × 2048 with full checkpointing peaked
+    /// 11.37 GiB; without the two 1 GiB gradients the model said 9.46.
+    /// Counted on the CPU allocator (calibration/score_grads.py, transformers'
+    /// eager Llama, 4 blocks; bytes per score element at the backward peak
+    /// over what backward starts with): fp32 none 26.0 peak against 18.4 kept
+    /// (model 22.4 before this term, 26.4 with it), full 12.1, selective 11.6;
+    /// bf16 none 31.1 against 25.4 (model 31.4), full 12.1, selective 11.8 —
+    /// the fully checkpointed and selective blocks both at three tensors of
+    /// softmax's 4 bytes. Attention dropout is left as it was (its mask and
+    /// dropped-out copy are freed on the way; the CPU's dropout keeps a
+    /// different mask than CUDA's, so it was not counted here).
+    fn score_grads_in_backward(&self) -> f64 {
+        if self.attention() != Attention::Eager {
             return 0.0;
         }
-        SCORE_GRADS_IN_BACKWARD * self.upcast_bytes() * self.score_elements()
+        let up = self.upcast_bytes();
+        let cast = if up > self.e { self.e } else { 0.0 };
+        let per_score = match self.plan.training.checkpointing {
+            Checkpointing::None if self.plan.training.dropout => 0.0,
+            Checkpointing::None => (up - 2.0 * cast).max(0.0),
+            _ => SCORE_GRADS_IN_BACKWARD * up - cast,
+        };
+        per_score * self.score_elements()
     }
 
     /// Attention scores one block materialises per rank: each local query
@@ -3021,7 +3073,7 @@ impl<'a> Ctx<'a> {
         // first recomputed. Either way about one block's activations
         // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept: the largest
         // block's, where an encoder–decoder's blocks differ.
-        let working = BACKWARD_WORKING_BLOCKS * largest + self.recomputed_score_grads();
+        let working = BACKWARD_WORKING_BLOCKS * largest + self.score_grads_in_backward();
         let per_checkpointed = match self.plan.training.checkpointing {
             Checkpointing::None => full,
             Checkpointing::Selective => (full - scores).max(0.0),

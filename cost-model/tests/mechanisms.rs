@@ -1755,3 +1755,97 @@ fn checkpointed_blocks_keep_no_cast_of_their_frozen_fp32_weights() {
     full.training.checkpointing = Checkpointing::Full;
     assert_eq!(fwd(&full), eager);
 }
+
+/// The eager Llama calibration/score_grads.py runs on the CPU allocator: 4
+/// blocks, hidden 256, 16 heads of 16 (no grouping), MLP 512, vocabulary 256.
+fn score_probe(precision: Precision, ckpt: Checkpointing, seq: u32) -> f64 {
+    let mut p = plan("llama-3.2-1b", precision, 1, seq);
+    let m = &mut p.model;
+    (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (256, 512, 16, 16, 16);
+    (m.vocab, m.layers, m.tied_embeddings) = (256, 4, false);
+    p.training.attention = Attention::Eager;
+    p.training.checkpointing = ckpt;
+    estimate(&p).unwrap().peak.allocated.get() as f64
+}
+
+#[test]
+fn eager_attention_backward_holds_three_score_sized_tensors_at_the_softmax() {
+    // Bytes per attention score the backward peak grows by with the sequence
+    // (16 heads, 16,384 → 32,768 tokens: the hidden-sized tensors add well
+    // under 0.1 byte per score there). Counted on the CPU allocator
+    // (calibration/score_grads.py, transformers' eager Llama): at the
+    // softmax's backward a block holds P, dP and dS in softmax's fp32 — the
+    // 16-bit cast of P went with the value matmul's backward — on top of the
+    // four blocks' kept probabilities without checkpointing (fp32: 4 bytes
+    // each; bf16: the fp32 softmax output and its 16-bit cast, 6), and
+    // nothing else score-sized when the scores are recomputed, whether the
+    // whole block is (full) or only the attention core (selective).
+    let scores = |s: f64| 16.0 * s * s;
+    for (precision, ckpt, counted) in [
+        (Precision::Fp32, Checkpointing::None, 4.0 * 4.0 + 8.0),
+        (Precision::Fp32, Checkpointing::Full, 12.0),
+        (Precision::Fp32, Checkpointing::Selective, 12.0),
+        (Precision::Fp32, Checkpointing::OpSelective, 12.0),
+        (Precision::Bf16, Checkpointing::None, 4.0 * 6.0 + 6.0),
+        (Precision::Bf16, Checkpointing::Full, 12.0),
+        (Precision::Bf16, Checkpointing::Selective, 12.0),
+        (Precision::Bf16, Checkpointing::OpSelective, 12.0),
+    ] {
+        let grew = score_probe(precision, ckpt, 32768) - score_probe(precision, ckpt, 16384);
+        let per_score = grew / (scores(32768.0) - scores(16384.0));
+        assert!(
+            (per_score - counted).abs() < 0.15,
+            "{precision:?} {ckpt:?}: {per_score:.3} bytes per score, counted {counted}"
+        );
+    }
+    // So a selectively checkpointed plan never holds less than a fully
+    // checkpointed one, which keeps strictly less.
+    for precision in [Precision::Fp32, Precision::Bf16] {
+        for seq in [512, 4096, 32768] {
+            let full = score_probe(precision, Checkpointing::Full, seq);
+            assert!(score_probe(precision, Checkpointing::Selective, seq) >= full);
+            assert!(score_probe(precision, Checkpointing::OpSelective, seq) >= full);
+            assert!(score_probe(precision, Checkpointing::None, seq) >= full);
+        }
+    }
+}
+
+#[test]
+fn attention_dropout_keeps_its_mask_and_output_instead_of_the_cast() {
+    // Bytes per attention score the four blocks keep through the forward,
+    // from the growth 16,384 → 32,768 tokens. With dropout each block keeps
+    // the softmax output, the boolean mask (`native_dropout` saves only
+    // that) and the dropped-out tensor the value matmul saves — in a 16-bit
+    // run with an fp32 softmax that 16-bit tensor replaces the probabilities'
+    // cast rather than adding to it: 4 + 1 + 2.
+    let kept = |precision: Precision, upcast: bool, dropout: bool, seq: u32| {
+        let mut p = plan("llama-3.2-1b", precision, 1, seq);
+        let m = &mut p.model;
+        (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (256, 512, 16, 16, 16);
+        (m.vocab, m.layers, m.tied_embeddings) = (256, 4, false);
+        p.training.attention = Attention::Eager;
+        p.training.fp32_upcasts = upcast;
+        p.training.dropout = dropout;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let scores = 16.0 * (32768f64.powi(2) - 16384f64.powi(2));
+    for (precision, upcast, without, with) in [
+        (Precision::Fp32, true, 4.0, 4.0 + 1.0 + 4.0),
+        (Precision::Bf16, true, 4.0 + 2.0, 4.0 + 1.0 + 2.0),
+        (Precision::AmpBf16, true, 4.0 + 2.0, 4.0 + 1.0 + 2.0),
+        (Precision::Bf16, false, 2.0, 2.0 + 1.0 + 2.0),
+    ] {
+        for (dropout, counted) in [(false, without), (true, with)] {
+            let per_score = (kept(precision, upcast, dropout, 32768)
+                - kept(precision, upcast, dropout, 16384))
+                / scores
+                / 4.0;
+            assert!(
+                (per_score - counted).abs() < 0.05,
+                "{precision:?} upcast {upcast} dropout {dropout}: {per_score:.3}, counted {counted}"
+            );
+        }
+    }
+}
