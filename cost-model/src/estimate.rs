@@ -2913,7 +2913,7 @@ impl<'a> Ctx<'a> {
     /// Mistral-7B in pure bf16 after `prepare_model_for_kbit_training` (fp32,
     /// SDPA's math kernel), batch 2 × 2048 with full checkpointing peaked
     /// 11.37 GiB; without the two 1 GiB gradients the model said 9.46.
-    /// Counted on the CPU allocator (calibration/score_grads.py, transformers'
+    /// Counted on the CPU allocator (calibration/cpu_allocator.py scores, transformers'
     /// eager Llama, 4 blocks; bytes per score element at the backward peak
     /// over what backward starts with): fp32 none 26.0 peak against 18.4 kept
     /// (model 22.4 before this term, 26.4 with it), full 12.1, selective 11.6;

@@ -1756,7 +1756,7 @@ fn checkpointed_blocks_keep_no_cast_of_their_frozen_fp32_weights() {
     assert_eq!(fwd(&full), eager);
 }
 
-/// The eager Llama calibration/score_grads.py runs on the CPU allocator: 4
+/// The eager Llama `calibration/cpu_allocator.py scores` runs on the CPU allocator: 4
 /// blocks, hidden 256, 16 heads of 16 (no grouping), MLP 512, vocabulary 256.
 fn score_probe(precision: Precision, ckpt: Checkpointing, seq: u32) -> f64 {
     let mut p = plan("llama-3.2-1b", precision, 1, seq);
@@ -1773,7 +1773,7 @@ fn eager_attention_backward_holds_three_score_sized_tensors_at_the_softmax() {
     // Bytes per attention score the backward peak grows by with the sequence
     // (16 heads, 16,384 → 32,768 tokens: the hidden-sized tensors add well
     // under 0.1 byte per score there). Counted on the CPU allocator
-    // (calibration/score_grads.py, transformers' eager Llama): at the
+    // (calibration/cpu_allocator.py scores, transformers' eager Llama): at the
     // softmax's backward a block holds P, dP and dS in softmax's fp32 — the
     // 16-bit cast of P went with the value matmul's backward — on top of the
     // four blocks' kept probabilities without checkpointing (fp32: 4 bytes
@@ -1847,5 +1847,53 @@ fn attention_dropout_keeps_its_mask_and_output_instead_of_the_cast() {
                 "{precision:?} upcast {upcast} dropout {dropout}: {per_score:.3}, counted {counted}"
             );
         }
+    }
+}
+
+#[test]
+fn bert_blocks_and_masked_lm_loss_keep_what_the_cpu_allocator_counted() {
+    // calibration/cpu_allocator.py bert / loss (transformers 5.24, torch 2.15):
+    // BertForMaskedLM blocks (hidden 1024, MLP 4096), 4 × 512 tokens in fp32,
+    // bytes a block keeps per token per hidden unit — the growth from 2 to 4
+    // blocks — and the MLM loss's bytes per logit at the backward peak.
+    let mut p = plan("bert-large", Precision::Fp32, 4, 512);
+    let per_block = |p: &mut Plan, attention: Attention, dropout: bool| {
+        p.training.attention = attention;
+        p.training.dropout = dropout;
+        let mut kept = |layers: u32| {
+            p.model.layers = layers;
+            phase(&estimate(p).unwrap(), Phase::Forward)
+                .activations
+                .get() as f64
+        };
+        (kept(4) - kept(2)) / 2.0 / (4.0 * 512.0 * 1024.0)
+    };
+    for (attention, dropout, counted) in [
+        (Attention::Flash, false, 64.08),
+        // Two hidden dropouts a block: the CPU kept each mask in fp32 (72.08),
+        // CUDA's `native_dropout` keeps a bool.
+        (Attention::Flash, true, 72.08 - 2.0 * 3.0),
+        (Attention::Eager, false, 96.02),
+    ] {
+        let got = per_block(&mut p, attention, dropout);
+        assert!(
+            (got - counted).abs() < 0.1,
+            "{attention:?} dropout {dropout}: {got:.2} per token and hidden unit, counted {counted}"
+        );
+    }
+    // The loss: the logits the output holds, log-softmax's output, its
+    // gradient and the input's gradient — 4 + 4 + 4 + 4 in fp32; under
+    // autocast the held logits are 16-bit: 2 + 4 + 4 + 4 (the CPU's autocast
+    // counted 14.72 with the one small block's 0.7). The model's figure holds
+    // the head transform's hidden-sized tensors too (about 0.3 a logit here).
+    for (precision, counted) in [(Precision::Fp32, 16.0), (Precision::AmpBf16, 14.0)] {
+        let mut p = plan("bert-large", precision, 4, 512);
+        p.training.dropout = false;
+        let logits = phase(&estimate(&p).unwrap(), Phase::Backward).logits.get() as f64;
+        let per_logit = logits / (4.0 * 512.0 * 30522.0);
+        assert!(
+            (per_logit - counted - 0.15).abs() < 0.2,
+            "{precision:?}: {per_logit:.2} bytes per logit, counted {counted}"
+        );
     }
 }

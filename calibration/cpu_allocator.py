@@ -1,0 +1,196 @@
+"""Exact live bytes of a training step on the CPU allocator: what autograd keeps and
+frees, counted without a GPU. PyTorch's profiler with `profile_memory=True` reports
+every allocation and free, so the bytes alive at each moment — as backward starts,
+at the backward peak — are exact; what autograd saves and when it releases it is the
+same on either device (CUDA differs in its kernels' own buffers, in SDPA's kernel
+choice, in dropout masks — bool on CUDA, the input dtype on the CPU — and in
+autocast's op lists). `cost-model/tests/mechanisms.rs` pins the model to these counts.
+
+    python -m venv v && v/bin/pip install torch transformers
+    v/bin/python calibration/cpu_allocator.py scores    # eager attention's backward
+    v/bin/python calibration/cpu_allocator.py bert      # a BERT block, fp32
+    v/bin/python calibration/cpu_allocator.py loss      # BERT's MLM loss, fp32 and autocast
+    v/bin/python calibration/cpu_allocator.py scores fp32,selective,eager,16,0   # one run:
+        # dtype, policy (none|full|selective), eager|sdpa (SDPA's math kernel),
+        # kv heads, attention dropout
+
+Results of 2026-12-03 (torch 2.15.0, transformers 5.24.0):
+
+`scores` — transformers' eager Llama, 4 blocks, hidden 256, 16 heads of 16, MLP
+512, vocabulary 256, batch 1 × 2048, so that the scores (16 · 2048² a block) dwarf
+the rest; bytes per score element (the hidden-sized tensors add 0.3 to 2.4):
+
+    dtype  policy     kept as backward starts  backward peak  peak - kept
+    fp32   none       18.41                    26.00          7.59
+    fp32   full        0.54                    12.65         12.12
+    fp32   selective   2.66                    14.26         11.59
+    bf16   none       25.36                    31.11          5.75
+    bf16   full        0.30                    12.36         12.06
+    bf16   selective   1.49                    13.24         11.75
+
+Without checkpointing each block keeps its probabilities (fp32: 4 bytes; bf16: the
+fp32 softmax output and the 16-bit cast the value matmul saves, 6) and the backward
+peak is at the top block's softmax backward, where P, dP and dS are alive in fp32
+(12) and the 16-bit cast is gone (the value matmul's node released it after making
+dP): 4·3 + 12 = 24 and 6·3 + 12 = 30, plus the hidden-sized tensors. A recomputed
+block (full, or selective: the attention core alone re-run, torch.utils.checkpoint
+around `eager_attention_forward`) holds the same three: 12. SDPA's math kernel
+(forced with `sdpa_kernel(MATH)`) gives the same as eager in fp32 (26.04 / 12.39);
+in bf16 the CPU's math kernel computes in fp32 throughout, unlike CUDA's.
+
+`bert` — transformers' BertForMaskedLM blocks (hidden 1024, 16 heads, MLP 4096),
+batch 4 × 512, fp32; bytes a block keeps per token per hidden unit (the growth from
+2 to 4 blocks): SDPA 64.08 (the CPU's flash kernel: output and log-sum-exp, as
+CUDA's), with hidden dropout 0.1 72.08 (two dropouts, each a mask in fp32 here,
+bool on CUDA: +2 there), eager 96.02 (the 16 · 512 fp32 probabilities a token).
+
+`loss` — BertForMaskedLM (one block of 256) over 4 × 512 tokens and its 30,522
+logits, bytes per logit (the block, embeddings and head transform add about 0.7):
+fp32 — 8.71 as backward starts (the logits the output holds and log-softmax's
+output, 4 + 4), 16.71 at the backward peak (plus log-softmax's output gradient
+and its input's, 4 + 4); under the CPU's autocast (bf16) — 6.72 as backward starts
+(2 + 4: the fp32 copy `ForMaskedLMLoss` makes is gone when it returns), 14.72 at
+the peak.
+"""
+import contextlib
+import sys
+
+import torch
+from torch._C._profiler import _EventType
+from torch.profiler import ProfilerActivity, profile, record_function
+
+
+def live_bytes(step):
+    """Runs `step(mark)` under the profiler; `mark()` must be called as backward
+    starts. Returns (bytes alive at the mark, the peak after it), counted from the
+    profiler's start."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(lambda: record_function("MARK"))
+    events = []
+
+    def walk(node):
+        if node.tag == _EventType.Allocation:
+            events.append((node.start_time_ns, node.extra_fields.alloc_size))
+        elif node.tag == _EventType.TorchOp and node.name == "MARK":
+            events.append((node.start_time_ns, None))
+        for child in node.children:
+            walk(child)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root)
+    events.sort(key=lambda e: e[0])
+    live, kept, peak = 0, None, 0
+    for _, size in events:
+        if size is None:
+            kept = live
+            continue
+        live += size
+        if kept is not None:
+            peak = max(peak, live)
+    return kept, peak
+
+
+def scores(dtype, policy, impl="eager", kv=16, drop=0.0):
+    import transformers.models.llama.modeling_llama as ml
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    L, H, A, S = 4, 256, 16, 2048
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=H, num_attention_heads=A, num_key_value_heads=kv,
+                      attention_dropout=drop, intermediate_size=512, num_hidden_layers=L,
+                      vocab_size=256, max_position_embeddings=S, attn_implementation=impl)
+    model = LlamaForCausalLM(cfg).to(dtype)
+    model.train()
+    orig = ml.eager_attention_forward
+    if policy == "full":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif policy == "selective":
+        def core(module, q, k, v, mask, **kw):
+            return torch.utils.checkpoint.checkpoint(
+                lambda q, k, v: orig(module, q, k, v, mask, **kw), q, k, v, use_reentrant=False)
+        ml.eager_attention_forward = core
+    ids = torch.randint(0, 256, (1, S))
+    kernel = sdpa_kernel(SDPBackend.MATH) if impl == "sdpa" else contextlib.nullcontext()
+
+    def step(mark):
+        out = model(input_ids=ids, labels=ids)
+        with mark():
+            out.loss.backward()
+
+    try:
+        with kernel:
+            kept, peak = live_bytes(step)
+    finally:
+        ml.eager_attention_forward = orig
+    per = lambda x: x / (A * S * S)
+    print(f"scores {str(dtype):14s} {policy:9s} {impl} kv{kv} dropout {drop}: kept {per(kept):6.2f}"
+          f"  backward peak {per(peak):6.2f}  peak - kept {per(peak - kept):6.2f}", flush=True)
+
+
+def bert_model(layers, hidden, heads, mlp, attn_drop, hid_drop, impl):
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    cfg = BertConfig(hidden_size=hidden, num_attention_heads=heads, intermediate_size=mlp,
+                     num_hidden_layers=layers, attention_probs_dropout_prob=attn_drop,
+                     hidden_dropout_prob=hid_drop, attn_implementation=impl)
+    model = BertForMaskedLM(cfg)
+    model.train()
+    return model, cfg.vocab_size
+
+
+def bert(attn_drop, hid_drop, impl):
+    B, S, H = 4, 512, 1024
+
+    def kept(layers):
+        model, vocab = bert_model(layers, H, 16, 4096, attn_drop, hid_drop, impl)
+        ids = torch.randint(0, vocab, (B, S))
+        labels = ids.masked_fill(torch.rand(ids.shape) > 0.15, -100)
+
+        def step(mark):
+            out = model(input_ids=ids, labels=labels)
+            with mark():
+                out.loss.backward()
+
+        return live_bytes(step)[0]
+
+    per_block = (kept(4) - kept(2)) / 2 / (B * S * H)
+    print(f"bert fp32 {impl} attention dropout {attn_drop} hidden dropout {hid_drop}: "
+          f"{per_block:.2f} bytes a block keeps per token per hidden unit", flush=True)
+
+
+def loss(amp):
+    B, S = 4, 512
+    model, vocab = bert_model(1, 256, 4, 1024, 0.0, 0.0, "sdpa")
+    ids = torch.randint(0, vocab, (B, S))
+    labels = ids.masked_fill(torch.rand(ids.shape) > 0.15, -100)
+
+    def step(mark):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            out = model(input_ids=ids, labels=labels)
+        with mark():
+            out.loss.backward()
+
+    kept, peak = live_bytes(step)
+    u = B * S * vocab
+    print(f"loss {'autocast bf16' if amp else 'fp32':13s}: as backward starts {kept / u:.2f}, "
+          f"backward peak {peak / u:.2f}, peak - kept {(peak - kept) / u:.2f} bytes per logit",
+          flush=True)
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "scores"
+    runs = sys.argv[2:]
+    if what == "scores":
+        for spec in runs or [f"{d},{p},eager,16,0" for d in ("fp32", "bf16")
+                             for p in ("none", "full", "selective")]:
+            d, pol, impl, kv, drop = spec.split(",")
+            scores({"fp32": torch.float32, "bf16": torch.bfloat16}[d], pol, impl, int(kv),
+                   float(drop))
+    elif what == "bert":
+        for attn_drop, hid_drop, impl in [(0.0, 0.0, "sdpa"), (0.0, 0.1, "sdpa"), (0.0, 0.0, "eager")]:
+            bert(attn_drop, hid_drop, impl)
+    elif what == "loss":
+        for amp in (False, True):
+            loss(amp)
