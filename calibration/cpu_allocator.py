@@ -10,6 +10,7 @@ autocast's op lists). `cost-model/tests/mechanisms.rs` pins the model to these c
     v/bin/python calibration/cpu_allocator.py scores    # eager attention's backward
     v/bin/python calibration/cpu_allocator.py bert      # a BERT block, fp32
     v/bin/python calibration/cpu_allocator.py loss      # BERT's MLM loss, fp32 and autocast
+    v/bin/python calibration/cpu_allocator.py working   # a block's backward working set
     v/bin/python calibration/cpu_allocator.py scores fp32,selective,eager,16,0   # one run:
         # dtype, policy (none|full|selective), eager|sdpa (SDPA's math kernel),
         # kv heads, attention dropout
@@ -51,6 +52,26 @@ output, 4 + 4), 16.71 at the backward peak (plus log-softmax's output gradient
 and its input's, 4 + 4); under the CPU's autocast (bf16) — 6.72 as backward starts
 (2 + 4: the fp32 copy `ForMaskedLMLoss` makes is gone when it returns), 14.72 at
 the peak.
+
+`working` — transformers' Llama (4 blocks, hidden 512, 8 heads, 2 kv heads, vocabulary
+256, SDPA) and BERT (4 blocks, hidden 512, MLP 2048), bf16, batch 1; bytes per token per
+hidden unit as backward starts and at its peak, from the growth 8,192 → 16,384 tokens
+(so the gradients of the weights, which do not grow with the tokens, drop out):
+
+    model  MLP   none: kept  peak    full checkpointing: kept  peak
+    Llama  1408        183.84 197.81                    19.54  65.59
+    Llama  1792        207.84 221.81                    19.54  74.59
+    Llama  2816        271.84 285.81                    19.54  97.47
+    BERT   2048        140.34 142.34                    20.03  49.09
+
+With full checkpointing the peak is in the top block's MLP backward: the recomputed
+block whole, plus the gradient of the down projection's input and of both factors of
+the SwiGLU product (the product itself released), plus hidden-sized gradients — the
+model's one working block and `Ctx::recomputed_mlp_grads`. Without checkpointing the
+peak is 14.0 over what backward starts with whatever the MLP width (2.0 for BERT, whose
+LayerNorm is one fused kernel): the final RMSNorm's fp32 backward, before any block;
+the model's working block (a whole block's activations) is more than that — left for
+a later session (see docs/ACCURACY.md).
 """
 import contextlib
 import sys
@@ -128,13 +149,14 @@ def scores(dtype, policy, impl="eager", kv=16, drop=0.0):
           f"  backward peak {per(peak):6.2f}  peak - kept {per(peak - kept):6.2f}", flush=True)
 
 
-def bert_model(layers, hidden, heads, mlp, attn_drop, hid_drop, impl):
+def bert_model(layers, hidden, heads, mlp, attn_drop, hid_drop, impl, positions=512, vocab=30522):
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
     cfg = BertConfig(hidden_size=hidden, num_attention_heads=heads, intermediate_size=mlp,
                      num_hidden_layers=layers, attention_probs_dropout_prob=attn_drop,
-                     hidden_dropout_prob=hid_drop, attn_implementation=impl)
+                     hidden_dropout_prob=hid_drop, attn_implementation=impl,
+                     max_position_embeddings=positions, vocab_size=vocab)
     model = BertForMaskedLM(cfg)
     model.train()
     return model, cfg.vocab_size
@@ -179,6 +201,32 @@ def loss(amp):
           flush=True)
 
 
+def working(kind, ffn, ckpt, tokens):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    if kind == "llama":
+        cfg = LlamaConfig(hidden_size=512, num_attention_heads=8, num_key_value_heads=2,
+                          intermediate_size=ffn, num_hidden_layers=4, vocab_size=256,
+                          max_position_embeddings=tokens, attn_implementation="sdpa")
+        model = LlamaForCausalLM(cfg)
+    else:
+        model, _ = bert_model(4, 512, 8, ffn, 0.0, 0.0, "sdpa", positions=tokens, vocab=256)
+    model = model.to(torch.bfloat16)
+    model.train()
+    if ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    vocab = model.config.vocab_size
+    ids = torch.randint(0, min(vocab, 256), (1, tokens))
+
+    def step(mark):
+        out = model(input_ids=ids, labels=ids)
+        with mark():
+            out.loss.backward()
+
+    return live_bytes(step)
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "scores"
     runs = sys.argv[2:]
@@ -194,3 +242,10 @@ if __name__ == "__main__":
     elif what == "loss":
         for amp in (False, True):
             loss(amp)
+    elif what == "working":
+        for kind, ffn in [("llama", 1408), ("llama", 1792), ("llama", 2816), ("bert", 2048)]:
+            row = []
+            for ckpt in (False, True):
+                (k1, p1), (k2, p2) = working(kind, ffn, ckpt, 8192), working(kind, ffn, ckpt, 16384)
+                row.append(f"kept {(k2 - k1) / 8192 / 512:7.2f} peak {(p2 - p1) / 8192 / 512:7.2f}")
+            print(f"working {kind} MLP {ffn}: none {row[0]}; full {row[1]}", flush=True)

@@ -1397,9 +1397,14 @@ fn a_recomputed_eager_block_meets_two_score_sized_gradients() {
     // QLoRA Mistral-7B r16 q+v, pure bf16 after prepare_model_for_kbit_training
     // (an fp32 stream, so SDPA runs its math kernel), batch 2 × 2048 with full
     // checkpointing: peaked 11.37 GiB allocated. The recomputed block's
-    // backward holds dP and dS, each 2 × 32 × 2048² fp32 = 1 GiB.
+    // backward holds dP and dS, each 2 × 32 × 2048² fp32 = 1 GiB, and its
+    // MLP's gradients ([`recomputed_mlp_grads`]). The run's bitsandbytes
+    // (0.50.2) keeps no input of a frozen 4-bit matrix without autocast, and
+    // its base was double-quantized, as the case file states.
     let mut p = qlora_mistral_qv(Precision::Bf16, true);
     p.training.checkpointing = Checkpointing::Full;
+    p.training.bnb_0_43_2 = true;
+    p.training.nf4_double_quant = true;
     let peak = peak_alloc(&p) / GIB;
     assert!(
         (peak - 11.37).abs() / 11.37 < 0.03,
@@ -1894,6 +1899,43 @@ fn bert_blocks_and_masked_lm_loss_keep_what_the_cpu_allocator_counted() {
         assert!(
             (per_logit - counted - 0.15).abs() < 0.2,
             "{precision:?}: {per_logit:.2} bytes per logit, counted {counted}"
+        );
+    }
+}
+
+#[test]
+fn a_recomputed_blocks_mlp_backward_adds_its_gradients_to_the_block() {
+    // calibration/cpu_allocator.py working (transformers 5.24, torch 2.15):
+    // 4 blocks of hidden 512, bf16, batch 1, fully checkpointed; bytes per
+    // token per hidden unit at the backward peak, from the growth 8,192 →
+    // 16,384 tokens. The peak is in the top block's MLP backward: the
+    // recomputed block, the gradient of the down projection's input and of
+    // both SwiGLU factors (one GELU input gradient for BERT), and
+    // hidden-sized gradients.
+    let peak_per_token = |bert: bool, ffn: u32| {
+        let model = if bert { "bert-base" } else { "llama-3.2-1b" };
+        let mut p = plan(model, Precision::Bf16, 1, 8192);
+        let m = &mut p.model;
+        (m.hidden, m.ffn, m.heads, m.head_dim, m.layers, m.vocab) = (512, ffn, 8, 64, 4, 256);
+        m.kv_heads = if bert { 8 } else { 2 };
+        m.tied_embeddings = bert;
+        m.max_positions = 16384;
+        p.training.checkpointing = Checkpointing::Full;
+        let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
+        let short = at(&p);
+        p.training.seq_len = 16384;
+        (at(&p) - short) / 8192.0 / 512.0
+    };
+    for (bert, ffn, counted) in [
+        (false, 1408, 65.59),
+        (false, 1792, 74.59),
+        (false, 2816, 97.47),
+        (true, 2048, 49.09),
+    ] {
+        let got = peak_per_token(bert, ffn);
+        assert!(
+            (got / counted - 1.0).abs() < 0.03,
+            "bert {bert} MLP {ffn}: {got:.2} bytes per token per hidden unit, counted {counted}"
         );
     }
 }

@@ -55,7 +55,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (10, 0x24e7_a78c_2224_3de9),
     (11, 0x1e77_7015_7468_bf1e),
     (12, 0x13a7_38ff_7e7a_14c7),
-    (13, 0x7640_0bd4_34f9_c38c),
+    (13, 0x3377_36cc_0bc8_13d8),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
