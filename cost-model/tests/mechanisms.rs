@@ -1763,12 +1763,18 @@ fn checkpointed_blocks_keep_no_cast_of_their_frozen_fp32_weights() {
 
 /// The eager Llama `calibration/cpu_allocator.py scores` runs on the CPU allocator: 4
 /// blocks, hidden 256, 16 heads of 16 (no grouping), MLP 512, vocabulary 256.
-fn score_probe(precision: Precision, ckpt: Checkpointing, seq: u32) -> f64 {
+fn score_probe_plan(precision: Precision, seq: u32) -> Plan {
     let mut p = plan("llama-3.2-1b", precision, 1, seq);
     let m = &mut p.model;
     (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (256, 512, 16, 16, 16);
     (m.vocab, m.layers, m.tied_embeddings) = (256, 4, false);
     p.training.attention = Attention::Eager;
+    p
+}
+
+/// The probe's peak allocated bytes under a checkpointing policy.
+fn score_probe(precision: Precision, ckpt: Checkpointing, seq: u32) -> f64 {
+    let mut p = score_probe_plan(precision, seq);
     p.training.checkpointing = ckpt;
     estimate(&p).unwrap().peak.allocated.get() as f64
 }
@@ -1824,11 +1830,7 @@ fn attention_dropout_keeps_its_mask_and_output_instead_of_the_cast() {
     // run with an fp32 softmax that 16-bit tensor replaces the probabilities'
     // cast rather than adding to it: 4 + 1 + 2.
     let kept = |precision: Precision, upcast: bool, dropout: bool, seq: u32| {
-        let mut p = plan("llama-3.2-1b", precision, 1, seq);
-        let m = &mut p.model;
-        (m.hidden, m.ffn, m.heads, m.kv_heads, m.head_dim) = (256, 512, 16, 16, 16);
-        (m.vocab, m.layers, m.tied_embeddings) = (256, 4, false);
-        p.training.attention = Attention::Eager;
+        let mut p = score_probe_plan(precision, seq);
         p.training.fp32_upcasts = upcast;
         p.training.dropout = dropout;
         phase(&estimate(&p).unwrap(), Phase::Forward)
