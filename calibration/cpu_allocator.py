@@ -11,6 +11,7 @@ autocast's op lists). `cost-model/tests/mechanisms.rs` pins the model to these c
     v/bin/python calibration/cpu_allocator.py bert      # a BERT block, fp32
     v/bin/python calibration/cpu_allocator.py loss      # BERT's MLM loss, fp32 and autocast
     v/bin/python calibration/cpu_allocator.py working   # a block's backward working set
+    v/bin/python calibration/cpu_allocator.py working-none   # without checkpointing, final norm or not
     v/bin/python calibration/cpu_allocator.py scores fp32,selective,eager,16,0   # one run:
         # dtype, policy (none|full|selective), eager|sdpa (SDPA's math kernel),
         # kv heads, attention dropout
@@ -72,6 +73,15 @@ peak is 14.0 over what backward starts with whatever the MLP width (2.0 for BERT
 LayerNorm is one fused kernel): the final RMSNorm's fp32 backward, before any block;
 the model's working block (a whole block's activations) is more than that — left for
 a later session (see docs/ACCURACY.md).
+
+`working-none` — the Llama of `working` without checkpointing, with its final RMSNorm
+and with it replaced by an identity (so that the top block's own backward sets the
+peak): MLP 1792 — 207.84 kept, 221.81 peak with the norm (+13.98), 201.83 / 213.81
+without (+11.98); MLP 2816 — 271.84 / 285.81 (+13.98), 265.83 / 285.81 (+19.98). A
+block's backward without recompute peaks about 2·MLP·2 bytes − 2·hidden over what was
+kept (its gradients of both SwiGLU factors and of the down projection's input, less
+what it has released by then), the final fp32 RMSNorm's backward at 14 bytes per
+hidden unit, whichever is larger.
 """
 import contextlib
 import sys
@@ -201,7 +211,7 @@ def loss(amp):
           flush=True)
 
 
-def working(kind, ffn, ckpt, tokens):
+def working(kind, ffn, ckpt, tokens, final_norm=True):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -214,6 +224,8 @@ def working(kind, ffn, ckpt, tokens):
         model, _ = bert_model(4, 512, 8, ffn, 0.0, 0.0, "sdpa", positions=tokens, vocab=256)
     model = model.to(torch.bfloat16)
     model.train()
+    if not final_norm:
+        model.model.norm = torch.nn.Identity()
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     vocab = model.config.vocab_size
@@ -249,3 +261,9 @@ if __name__ == "__main__":
                 (k1, p1), (k2, p2) = working(kind, ffn, ckpt, 8192), working(kind, ffn, ckpt, 16384)
                 row.append(f"kept {(k2 - k1) / 8192 / 512:7.2f} peak {(p2 - p1) / 8192 / 512:7.2f}")
             print(f"working {kind} MLP {ffn}: none {row[0]}; full {row[1]}", flush=True)
+    elif what == "working-none":
+        for ffn in (1792, 2816):
+            for final_norm in (True, False):
+                (k1, p1), (k2, p2) = (working("llama", ffn, False, n, final_norm) for n in (8192, 16384))
+                print(f"working-none MLP {ffn} final norm {final_norm}: kept {(k2 - k1) / 8192 / 512:7.2f}"
+                      f" peak {(p2 - p1) / 8192 / 512:7.2f}", flush=True)
