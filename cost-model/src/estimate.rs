@@ -2516,12 +2516,7 @@ impl<'a> Ctx<'a> {
         if !self.plan.training.dropout {
             return 0.0;
         }
-        let cast = if self.upcast_bytes() > self.e {
-            self.e
-        } else {
-            0.0
-        };
-        MASK + self.e - cast
+        MASK + self.e - self.softmax_cast_bytes()
     }
 
     /// [`Self::layer_activations`] of one block at this length before any
@@ -2982,7 +2977,7 @@ impl<'a> Ctx<'a> {
             return 0.0;
         }
         let up = self.upcast_bytes();
-        let cast = if up > self.e { self.e } else { 0.0 };
+        let cast = self.softmax_cast_bytes();
         let per_score = match self.plan.training.checkpointing {
             Checkpointing::None if self.plan.training.dropout => 0.0,
             Checkpointing::None => (up - 2.0 * cast).max(0.0),
@@ -3015,10 +3010,19 @@ impl<'a> Ctx<'a> {
     /// Korthikanti et al.'s 2 bytes for a 16-bit softmax; dropout adds its own.
     /// Soft-capping (`tanh(scores / cap)`, Gemma-2) keeps the tanh output too.
     fn score_bytes(&self) -> f64 {
-        let up = self.upcast_bytes();
-        let softmax = if up > self.e { up + self.e } else { up };
         let softcap = if self.m.softcap { self.e } else { 0.0 };
-        softmax + softcap
+        self.upcast_bytes() + self.softmax_cast_bytes() + softcap
+    }
+
+    /// Bytes per score of the 16-bit cast an fp32 softmax over 16-bit
+    /// activations is handed to the value matmul in; none when the softmax
+    /// runs in the activations' dtype.
+    fn softmax_cast_bytes(&self) -> f64 {
+        if self.upcast_bytes() > self.e {
+            self.e
+        } else {
+            0.0
+        }
     }
 
     /// What a checkpointed block keeps: its input (residual stream dtype).
@@ -3127,7 +3131,9 @@ impl<'a> Ctx<'a> {
         // saved tensors (same shapes) exist beside them; a checkpointed block is
         // first recomputed. Either way about one block's activations
         // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept: the largest
-        // block's, where an encoder–decoder's blocks differ.
+        // block's, where an encoder–decoder's blocks differ; a recomputed
+        // block's MLP gradients and eager attention's score gradients come
+        // on top of that.
         let working = BACKWARD_WORKING_BLOCKS * largest
             + self.recomputed_mlp_grads()
             + self.score_grads_in_backward();
