@@ -5,6 +5,10 @@ at the backward peak — are exact; what autograd saves and when it releases it 
 same on either device (CUDA differs in its kernels' own buffers, in SDPA's kernel
 choice, in dropout masks — bool on CUDA, the input dtype on the CPU — and in
 autocast's op lists). `cost-model/tests/mechanisms.rs` pins the model to these counts.
+The live bytes are the allocator's own running total (`total_allocated`, carried by
+every allocation event) over what was alive when the profiler started, less the
+scratch buffers a matmul allocates and frees inside its own call: a 16-bit matmul on
+the CPU writes an fp32 result and converts it, which cuBLAS does not (`MATMULS`).
 
     python -m venv v && v/bin/pip install torch transformers
     v/bin/python calibration/cpu_allocator.py scores    # eager attention's backward
@@ -12,6 +16,10 @@ autocast's op lists). `cost-model/tests/mechanisms.rs` pins the model to these c
     v/bin/python calibration/cpu_allocator.py loss      # BERT's MLM loss, fp32 and autocast
     v/bin/python calibration/cpu_allocator.py working   # a block's backward working set
     v/bin/python calibration/cpu_allocator.py working-none   # without checkpointing, final norm or not
+    v/bin/python calibration/cpu_allocator.py working-none llama,1792,fp32,1,16,8   # one run:
+        # kind (llama|bert), MLP, dtype, final norm (1|0), LoRA rank (0: full), kv heads
+    v/bin/python calibration/cpu_allocator.py timeline llama,2816,bf16,1,0   # each backward
+        # node's most-alive moment over what backward starts with
     v/bin/python calibration/cpu_allocator.py scores fp32,selective,eager,16,0   # one run:
         # dtype, policy (none|full|selective), eager|sdpa (SDPA's math kernel),
         # kv heads, attention dropout
@@ -74,14 +82,21 @@ LayerNorm is one fused kernel): the final RMSNorm's fp32 backward, before any bl
 the model's working block (a whole block's activations) is more than that — left for
 a later session (see docs/ACCURACY.md).
 
-`working-none` — the Llama of `working` without checkpointing, with its final RMSNorm
-and with it replaced by an identity (so that the top block's own backward sets the
-peak): MLP 1792 — 207.84 kept, 221.81 peak with the norm (+13.98), 201.83 / 213.81
-without (+11.98); MLP 2816 — 271.84 / 285.81 (+13.98), 265.83 / 285.81 (+19.98). A
-block's backward without recompute peaks about 2·MLP·2 bytes − 2·hidden over what was
-kept (its gradients of both SwiGLU factors and of the down projection's input, less
-what it has released by then), the final fp32 RMSNorm's backward at 14 bytes per
-hidden unit, whichever is larger.
+`working-none` — the Llama of `working` without checkpointing (results of the
+twenty-fourth session, with the allocator's running total and the matmul scratch left
+out; `working`'s table above came out the same that way): the backward peak is the
+final RMSNorm's `PowBackward0` at 13.98 over what backward starts with, for MLP 1408,
+1792 and 2816 alike — its saved fp32 input and four fp32 gradients, 20 bytes per token
+per hidden unit over what the blocks keep once the loss's tensors are gone. `timeline
+llama,2816,bf16,1,0` shows the top block's own moment in its MLP backward
+(`MulBackward0` of the SwiGLU product: the two factors' gradients beside the down
+projection's input gradient, the product released) at the same 13.98, about 2·MLP·2
+bytes per token over the blocks' kept tensors, and every later node lower, as each
+node releases what it saved; nothing like a second copy of the block. With the final
+norm replaced by an identity the block's MLP moment is the peak (MLP 1792: 18.98 over
+what backward starts with, which there holds less). The CPU's bf16 matmul allocates an
+fp32 buffer the size of its output for the length of the call (22 bytes per token per
+hidden unit in the down projection's backward at MLP 2816), left out as above.
 """
 import contextlib
 import sys
@@ -91,33 +106,78 @@ from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile, record_function
 
 
+# Matmuls whose scratch buffers the CPU allocates and frees inside the op: a
+# 16-bit matmul on the CPU (oneDNN) writes an fp32 result and converts it, one
+# output-sized fp32 buffer for the length of the call. cuBLAS writes the 16-bit
+# output directly (its workspace is a fixed size, `Ctx::workspaces`), so these
+# are left out of the counts.
+MATMULS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+
+
 def live_bytes(step):
     """Runs `step(mark)` under the profiler; `mark()` must be called as backward
-    starts. Returns (bytes alive at the mark, the peak after it), counted from the
-    profiler's start."""
+    starts. Returns (bytes alive at the mark, the peak after it): the CPU
+    allocator's own running total (`total_allocated`, which every allocation
+    and free event carries, so the order of events that share a timestamp
+    cannot change it) over what was alive when the profiler started, less the
+    scratch buffers a matmul allocates and frees
+    within its own call ([`MATMULS`]). Also leaves, as attributes, the peak's
+    backward node (`peak_op`) and the most alive during each backward node
+    (`nodes`)."""
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step(lambda: record_function("MARK"))
-    events = []
+    events, mark, scratch = [], None, set()
 
-    def walk(node):
+    def walk(node, op):
+        nonlocal mark
         if node.tag == _EventType.Allocation:
-            events.append((node.start_time_ns, node.extra_fields.alloc_size))
-        elif node.tag == _EventType.TorchOp and node.name == "MARK":
-            events.append((node.start_time_ns, None))
+            f = node.extra_fields
+            events.append((node.start_time_ns, f.total_allocated, op, f.ptr, f.alloc_size))
+        elif node.tag == _EventType.TorchOp:
+            if node.name == "MARK":
+                mark = node.start_time_ns
+            if node.name.startswith("autograd::engine::evaluate_function"):
+                walk.nodes += 1
+                op = f"backward node {walk.nodes} {node.name.split(': ')[-1]}"
+            elif not op.startswith("backward node"):
+                op = node.name
+            if node.name in MATMULS:
+                # A buffer allocated and freed by the op itself (not its output).
+                mine = {}
+                for child in node.children:
+                    if child.tag == _EventType.Allocation:
+                        f = child.extra_fields
+                        if f.alloc_size > 0:
+                            mine[f.ptr] = child.start_time_ns
+                        elif f.ptr in mine:
+                            scratch.add((f.ptr, mine.pop(f.ptr)))
+                            scratch.add((f.ptr, child.start_time_ns))
         for child in node.children:
-            walk(child)
+            walk(child, op)
 
-    for root in prof.profiler.kineto_results.experimental_event_tree():
-        walk(root)
+    walk.nodes = 0
+    roots = sorted(prof.profiler.kineto_results.experimental_event_tree(),
+                   key=lambda n: n.start_time_ns)
+    for root in roots:
+        walk(root, "")
     events.sort(key=lambda e: e[0])
-    live, kept, peak = 0, None, 0
-    for _, size in events:
-        if size is None:
-            kept = live
-            continue
-        live += size
-        if kept is not None:
-            peak = max(peak, live)
+    # Counted from what was alive when the profiler started (an earlier run's
+    # leftovers in the same process would otherwise count).
+    base = events[0][1] - events[0][4] if events else 0
+    series, held = [], 0
+    for t, total, op, ptr, size in events:
+        if (ptr, t) in scratch:
+            held += size
+        series.append((t, total - held - base, op))
+    before = [total for t, total, _ in series if t < mark]
+    kept = before[-1] if before else 0
+    after = [(total, op) for t, total, op in series if t >= mark]
+    peak, live_bytes.peak_op = max(after, default=(kept, ""))
+    nodes = {}
+    for total, op in after:
+        if op.startswith("backward node"):
+            nodes[op] = max(nodes.get(op, 0), total)
+    live_bytes.nodes = nodes
     return kept, peak
 
 
@@ -211,25 +271,29 @@ def loss(amp):
           flush=True)
 
 
-def working(kind, ffn, ckpt, tokens, final_norm=True):
+def working(kind, ffn, ckpt, tokens, final_norm=True, dtype=torch.bfloat16, lora=0, kv=2):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     if kind == "llama":
-        cfg = LlamaConfig(hidden_size=512, num_attention_heads=8, num_key_value_heads=2,
+        cfg = LlamaConfig(hidden_size=512, num_attention_heads=8, num_key_value_heads=kv,
                           intermediate_size=ffn, num_hidden_layers=4, vocab_size=256,
                           max_position_embeddings=tokens, attn_implementation="sdpa")
         model = LlamaForCausalLM(cfg)
     else:
         model, _ = bert_model(4, 512, 8, ffn, 0.0, 0.0, "sdpa", positions=tokens, vocab=256)
-    model = model.to(torch.bfloat16)
+    model = model.to(dtype)
     model.train()
-    if not final_norm:
+    if not final_norm and kind == "llama":
         model.model.norm = torch.nn.Identity()
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    vocab = model.config.vocab_size
-    ids = torch.randint(0, min(vocab, 256), (1, tokens))
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=lora, lora_alpha=2 * lora, lora_dropout=0.0,
+                                                 target_modules="all-linear"))
+    ids = torch.randint(0, 256, (1, tokens))
 
     def step(mark):
         out = model(input_ids=ids, labels=ids)
@@ -261,9 +325,30 @@ if __name__ == "__main__":
                 (k1, p1), (k2, p2) = working(kind, ffn, ckpt, 8192), working(kind, ffn, ckpt, 16384)
                 row.append(f"kept {(k2 - k1) / 8192 / 512:7.2f} peak {(p2 - p1) / 8192 / 512:7.2f}")
             print(f"working {kind} MLP {ffn}: none {row[0]}; full {row[1]}", flush=True)
+    elif what == "timeline":
+        # kind,MLP,dtype,final norm,LoRA[,kv]: the most alive during each backward
+        # node over what backward starts with, bytes per token per hidden unit, from
+        # the growth 4,096 → 8,192 tokens (the nodes line up, the allocations need not)
+        kind, ffn, d, final_norm, lora, *kv = runs[0].split(",")
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[d]
+        args = (final_norm == "1", dtype, int(lora), int(kv[0]) if kv else 2)
+        k1, _ = working(kind, int(ffn), False, 4096, *args)
+        n1 = live_bytes.nodes
+        k2, _ = working(kind, int(ffn), False, 8192, *args)
+        n2 = live_bytes.nodes
+        for op in n2:
+            if op in n1:
+                print(f"{op:45s} {(n2[op] - n1[op] - k2 + k1) / 4096 / 512:7.2f}")
     elif what == "working-none":
-        for ffn in (1792, 2816):
-            for final_norm in (True, False):
-                (k1, p1), (k2, p2) = (working("llama", ffn, False, n, final_norm) for n in (8192, 16384))
-                print(f"working-none MLP {ffn} final norm {final_norm}: kept {(k2 - k1) / 8192 / 512:7.2f}"
-                      f" peak {(p2 - p1) / 8192 / 512:7.2f}", flush=True)
+        # kind,MLP,dtype,final norm (1|0),LoRA rank (0: a full fine-tune)[,kv heads (2)]
+        for spec in runs or [f"llama,{f},bf16,{n},0" for f in (1792, 2816) for n in (1, 0)]:
+            kind, ffn, d, final_norm, lora, *kv = spec.split(",")
+            kv = int(kv[0]) if kv else 2
+            dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[d]
+            k1, p1 = working(kind, int(ffn), False, 8192, final_norm == "1", dtype, int(lora), kv)
+            op1 = live_bytes.peak_op
+            k2, p2 = working(kind, int(ffn), False, 16384, final_norm == "1", dtype, int(lora), kv)
+            print(f"working-none {kind} MLP {ffn} {d} final norm {final_norm} LoRA {lora} kv {kv}: "
+                  f"kept {(k2 - k1) / 8192 / 512:7.2f} peak {(p2 - p1) / 8192 / 512:7.2f}"
+                  f" peak - kept {(p2 - p1 - k2 + k1) / 8192 / 512:6.2f}"
+                  f" (peak at {op1} and {live_bytes.peak_op})", flush=True)
