@@ -55,8 +55,11 @@ use serde::{Deserialize, Serialize};
 /// instead of, not beside, the probabilities' 16-bit cast
 /// ([`Ctx::attention_dropout_bytes`]; no plan of the fingerprint has it), and
 /// adds a recomputed block's MLP gradients to its backward working set
-/// ([`Ctx::recomputed_mlp_grads`]).
-pub const MODEL_VERSION: u32 = 13;
+/// ([`Ctx::recomputed_mlp_grads`]). 14 gives a block that kept its
+/// activations its gradients alone at its backward, not a second copy of the
+/// block ([`Ctx::kept_block_backward`]), and adds the final RMSNorm's fp32
+/// backward as a moment of its own ([`Ctx::final_norm_backward`]).
+pub const MODEL_VERSION: u32 = 14;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -207,9 +210,10 @@ const LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32: f64 = 2.0;
 const FUSED_LOSS_CHUNK_MEM_CONST: f64 = 1.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
-/// during backward: the gradients of the block being differentiated (or the
-/// recomputed block under checkpointing). PyTorch's autograd engine frees a
-/// node's saved tensors only when that node's backward has run.
+/// while a recomputed block (or one whose activations come back from the CPU)
+/// runs its backward. PyTorch's autograd engine frees a node's saved tensors
+/// only when that node's backward has run; a block that kept its activations
+/// holds its gradients alone ([`Ctx::kept_block_backward`]).
 const BACKWARD_WORKING_BLOCKS: f64 = 1.0;
 
 /// MLP-wide gradients a recomputed gated MLP's backward holds beside the
@@ -222,6 +226,20 @@ const MLP_GRADS_PLAIN: f64 = 1.0;
 /// Hidden-sized gradients alive through a block's MLP backward: the one
 /// flowing into the block and the MLP output's.
 const HIDDEN_GRADS_IN_MLP_BACKWARD: f64 = 2.0;
+
+/// fp32 hidden-sized gradients alive at once in the backward of an RMSNorm
+/// written as fp32 tensor ops ([`Ctx::final_norm_backward`]): at `pow`'s
+/// backward, the gradient of the fp32 input accumulated from the product's
+/// backward beside `pow`'s three (`x.pow(1)`, `· 2`, `· grad`, of which the
+/// last is its gradient). Counted on the CPU allocator
+/// (`calibration/cpu_allocator.py timeline llama,2816,bf16,1,0`): 12 bytes per
+/// token per hidden unit made in `PowBackward0` over 4 for the input's
+/// gradient and 4 for the saved fp32 input.
+const FINAL_NORM_BACKWARD_FP32_TENSORS: f64 = 4.0;
+
+/// Hidden-sized tensors beside a kept block's MLP gradients
+/// ([`Ctx::kept_block_backward`]): the gradient flowing into the block.
+const HIDDEN_GRADS_IN_KEPT_MLP_BACKWARD: f64 = 1.0;
 
 /// Score-sized gradients alive at once in a recomputed eager attention's
 /// backward: `dP = dO · Vᵀ` and the softmax backward's `dS`
@@ -518,6 +536,9 @@ struct LogitsBytes {
     forward: f64,
     loss_backward: f64,
     head_backward: f64,
+    /// The final norm's backward, once the loss and the head are done: its
+    /// saved input and its fp32 gradients ([`FINAL_NORM_BACKWARD_FP32_TENSORS`]).
+    norm_backward: f64,
 }
 
 /// Relative width of the uncertainty band below / above the prediction, from
@@ -2901,9 +2922,9 @@ impl<'a> Ctx<'a> {
     /// product the down projection kept is released, one for a plain MLP
     /// (GELU's input gradient) — and the hidden-sized gradients flowing into
     /// the block and out of its MLP. Without recompute the block's own kept
-    /// tensors are released as its backward runs and the working block stands
-    /// for these gradients; a recomputed block holds all of its activations
-    /// when they start. Counted on the CPU allocator
+    /// tensors are released as its backward runs and these gradients are the
+    /// moment ([`Self::kept_block_backward`]); a recomputed block holds all of
+    /// its activations when they start. Counted on the CPU allocator
     /// (`calibration/cpu_allocator.py working`, transformers' Llama and BERT,
     /// bf16, 8,192 → 16,384 tokens, bytes per token per hidden unit at the
     /// backward peak with full checkpointing): MLP 1408 / 1792 / 2816 wide
@@ -2921,6 +2942,15 @@ impl<'a> Ctx<'a> {
         ) {
             return 0.0;
         }
+        self.mlp_grads(HIDDEN_GRADS_IN_MLP_BACKWARD)
+    }
+
+    /// The gradients a block's MLP backward holds at once — two MLP-wide
+    /// ones for a gated MLP, one for a plain one ([`Self::recomputed_mlp_grads`])
+    /// — and `hidden` hidden-sized ones, over the micro-batch. MLP-wide
+    /// tensors are split over the tensor-parallel ranks, hidden-sized ones
+    /// only under sequence parallelism.
+    fn mlp_grads(&self, hidden: f64) -> f64 {
         let m = self.m;
         let e = if self.experts_in_fp32() { FP32 } else { self.e };
         let factors = if m.mlp == Mlp::Gated {
@@ -2928,18 +2958,44 @@ impl<'a> Ctx<'a> {
         } else {
             MLP_GRADS_PLAIN
         };
-        // MLP-wide tensors are split over the tensor-parallel ranks,
-        // hidden-sized ones only under sequence parallelism.
         let mlp = e * factors * self.mlp_runs_per_token() * m.ffn as f64 / self.t;
-        let hidden = self.e * HIDDEN_GRADS_IN_MLP_BACKWARD * m.hidden as f64 / self.rep;
+        let hidden = self.e * hidden * m.hidden as f64 / self.rep;
         (mlp + hidden) * self.b * self.s
+    }
+
+    /// What a block that kept its activations (no recompute: no
+    /// checkpointing, or selective checkpointing's attention core alone) adds
+    /// over them at its backward's largest moment. Its own saved tensors are
+    /// released node by node as its backward runs (`release_variables` in
+    /// `torch/csrc/autograd/engine.cpp`), so the block's gradients never meet
+    /// a second copy of its activations: the moment is the MLP's backward
+    /// (the product's two factors' gradients beside the down projection's
+    /// input gradient, the product itself released: [`Self::mlp_grads`]
+    /// with [`HIDDEN_GRADS_IN_KEPT_MLP_BACKWARD`]) or, with materialised
+    /// scores, the attention core's (the block's score-sized tensors and
+    /// their gradients, [`Self::score_grads_in_backward`]; under selective
+    /// checkpointing the scores are the recomputed ones), whichever is
+    /// larger. Counted on the CPU allocator (`calibration/cpu_allocator.py
+    /// working` and `timeline`, transformers' Llama, bf16, no checkpointing,
+    /// the CPU's fp32 matmul scratch left out): the top block's MLP backward
+    /// holds 2·MLP·2 bytes per token over the blocks' kept tensors (MLP 2816,
+    /// hidden 512: 22 bytes per token per hidden unit over what the blocks
+    /// keep), where the model had put a whole block's activations (65).
+    /// Measured on the H200: the two Liger runs without checkpointing (fused
+    /// loss and norms, so a block's backward is the peak) +2.4 / +3.7 %
+    /// allocated with a whole block, +0.3 / +1.0 % with this.
+    fn kept_block_backward(&self, scores: f64) -> f64 {
+        let attention = scores + self.score_grads_in_backward();
+        self.mlp_grads(HIDDEN_GRADS_IN_KEPT_MLP_BACKWARD)
+            .max(attention)
     }
 
     /// Score-sized tensors a block with materialised attention scores (eager,
     /// or SDPA's math kernel, [`Self::attention`]) meets in its attention
-    /// backward beyond what the working block ([`BACKWARD_WORKING_BLOCKS`],
-    /// one block's kept tensors: [`Self::score_bytes`] per score) already
-    /// counts. At the softmax's backward three score-sized tensors are alive in
+    /// backward beyond the block's own score-sized tensors
+    /// ([`Self::score_bytes`] per score: the recomputed block's,
+    /// [`BACKWARD_WORKING_BLOCKS`], or the kept ones
+    /// [`Self::kept_block_backward`] starts from). At the softmax's backward three score-sized tensors are alive in
     /// softmax's dtype ([`Self::upcast_bytes`]): the probabilities `P`, their
     /// gradient `dP` and the softmax input's gradient `dS`
     /// (`softmax_backward_data` writes `dS` while `dP` is alive). A 16-bit cast
@@ -2955,7 +3011,8 @@ impl<'a> Ctx<'a> {
     ///   `3·up − score_bytes` more, that is `2·up − cast`
     ///   ([`SCORE_GRADS_IN_BACKWARD`]).
     /// - A block that kept its probabilities (no checkpointing): they are
-    ///   counted twice already, kept and in the working block, so
+    ///   counted twice already, kept and in the block's score-sized tensors
+    ///   [`Self::kept_block_backward`] starts from, so
     ///   `3·up − 2·score_bytes = up − 2·cast` more — nothing for 16-bit
     ///   runs whose softmax is fp32, one tensor for fp32 or 16-bit softmax.
     ///
@@ -3127,16 +3184,24 @@ impl<'a> Ctx<'a> {
         let (full, largest) = self.layer_activations();
         let flight = self.in_flight(s);
         let scores = self.per_block(|c| c.self_attention_scores());
-        // Backward working set: while a block runs backward, the gradients of its
-        // saved tensors (same shapes) exist beside them; a checkpointed block is
-        // first recomputed. Either way about one block's activations
-        // (BACKWARD_WORKING_BLOCKS) sit on top of what is kept: the largest
-        // block's, where an encoder–decoder's blocks differ; a recomputed
-        // block's MLP gradients and eager attention's score gradients come
-        // on top of that.
-        let working = BACKWARD_WORKING_BLOCKS * largest
-            + self.recomputed_mlp_grads()
-            + self.score_grads_in_backward();
+        // Backward working set over what is kept. A recomputed block holds
+        // its activations again (BACKWARD_WORKING_BLOCKS: the largest block's,
+        // where an encoder–decoder's blocks differ) and, on top, its MLP's and
+        // eager attention's gradients; so does a block whose activations
+        // come back from the CPU. A block that kept its activations holds
+        // only its gradients (Ctx::kept_block_backward).
+        let policy = self.plan.training.checkpointing;
+        let k = self.plan.training.checkpoint_every.max(1) as f64;
+        let checkpointed = (layers / k).floor();
+        let recomputed = matches!(policy, Checkpointing::Full | Checkpointing::OpSelective)
+            && checkpointed >= 1.0;
+        let working = if recomputed || self.plan.training.activation_offload {
+            BACKWARD_WORKING_BLOCKS * largest
+                + self.recomputed_mlp_grads()
+                + self.score_grads_in_backward()
+        } else {
+            self.kept_block_backward(scores)
+        };
         let per_checkpointed = match self.plan.training.checkpointing {
             Checkpointing::None => full,
             Checkpointing::Selective => (full - scores).max(0.0),
@@ -3144,8 +3209,6 @@ impl<'a> Ctx<'a> {
             Checkpointing::Full => self.per_block(|c| c.layer_input_bytes()).min(full),
         };
         // Every k-th block follows the policy; the others keep everything.
-        let k = self.plan.training.checkpoint_every.max(1) as f64;
-        let checkpointed = (layers / k).floor();
         let kept = checkpointed * per_checkpointed + (layers - checkpointed) * full;
         let kept = if self.plan.training.activation_offload {
             // Offloading keeps only the block in flight (and the one prefetched).
@@ -3207,6 +3270,7 @@ impl<'a> Ctx<'a> {
                 forward: final_norm,
                 loss_backward: final_norm,
                 head_backward: final_norm,
+                norm_backward: self.final_norm_backward(tokens),
             };
         }
         let held = if self.loop_holds_logits() {
@@ -3288,7 +3352,28 @@ impl<'a> Ctx<'a> {
             forward: final_norm + fwd * logits + fused_chunk,
             loss_backward: final_norm + bwd * logits + fused_chunk,
             head_backward: final_norm + head * logits + fused_chunk,
+            norm_backward: self.final_norm_backward(tokens),
         }
+    }
+
+    /// The final norm's backward moment over `tokens` positions when it is an
+    /// RMSNorm written as fp32 tensor ops (transformers' `LlamaRMSNorm`,
+    /// LitGPT's and torchtune's `RMSNorm`: `x.float()`, `pow(2).mean()`,
+    /// `rsqrt`, the products): its saved fp32 input and
+    /// [`FINAL_NORM_BACKWARD_FP32_TENSORS`] fp32 gradients; nothing that
+    /// outweighs the loss's moments for a fused norm (Liger's, Megatron's,
+    /// Inductor's) or a LayerNorm (one kernel, its input's gradient).
+    fn final_norm_backward(&self, tokens: f64) -> f64 {
+        let t = &self.plan.training;
+        let tensor_ops = self.m.norm == Norm::RmsNorm
+            && !self.fused_norms()
+            && !t.fused_kernels
+            && !t.compile
+            && self.norm_saved_bytes() == FP32;
+        if !tensor_ops {
+            return 0.0;
+        }
+        (FP32 + FINAL_NORM_BACKWARD_FP32_TENSORS * FP32) * tokens * self.m.hidden as f64 / self.rep
     }
 
     /// Bytes per logit of the 16-bit tensor beside an fp32 copy of it: none
@@ -3871,7 +3956,20 @@ impl<'a> Ctx<'a> {
                 tmp: working + dq_block,
             },
         );
-        let backward = phase_peak(bwd_start, [bwd_head, bwd_block, bwd_end]);
+        // The final norm's backward, after the head's and before any block's.
+        let bwd_norm = mk(
+            Phase::Backward,
+            Parts {
+                w,
+                g: g_fwd + head_g + head_g_blocks,
+                o,
+                act: acts,
+                lg: lg.norm_backward,
+                comm: comm_b,
+                tmp: casts.block_backward,
+            },
+        );
+        let backward = phase_peak(bwd_start, [bwd_head, bwd_norm, bwd_block, bwd_end]);
         let step = mk(
             Phase::Step,
             Parts {

@@ -1941,3 +1941,51 @@ fn a_recomputed_blocks_mlp_backward_adds_its_gradients_to_the_block() {
         );
     }
 }
+
+#[test]
+fn a_kept_blocks_backward_holds_its_gradients_not_a_second_copy_of_the_block() {
+    // calibration/cpu_allocator.py working (transformers 5.24, torch 2.15):
+    // the Llama probe of the test above without checkpointing; bytes per
+    // token per hidden unit at the backward peak, 8,192 → 16,384 tokens. The
+    // peak is the final RMSNorm's backward (`PowBackward0`: its fp32 input
+    // and four fp32 gradients, 20 over what the blocks keep); the top block's
+    // MLP backward holds two MLP-wide gradients over them, never a second
+    // copy of the block (the model had put a whole block there: 215.3, 245.3
+    // and 325.3 where 197.8, 221.8 and 285.8 were counted).
+    let probe = |ffn: u32| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, 8192);
+        let m = &mut p.model;
+        (m.hidden, m.ffn, m.heads, m.head_dim, m.layers, m.vocab) = (512, ffn, 8, 64, 4, 256);
+        m.kv_heads = 2;
+        m.max_positions = 16384;
+        p
+    };
+    let slope = |p: &Plan| {
+        let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
+        let mut long = p.clone();
+        long.training.seq_len = 16384;
+        (at(&long) - at(p)) / 8192.0 / 512.0
+    };
+    for (ffn, counted) in [(1408, 197.81), (1792, 221.81), (2816, 285.81)] {
+        let got = slope(&probe(ffn));
+        assert!(
+            (got / counted - 1.0).abs() < 0.03,
+            "MLP {ffn}: {got:.2} bytes per token per hidden unit, counted {counted}"
+        );
+    }
+    // With the norms fused (Liger) and the loss fused, the top block's MLP
+    // backward is the moment: its two MLP-wide gradients and the one flowing
+    // into the block over the kept activations, in bf16.
+    let mut p = probe(2816);
+    p.training.fused_kernels = true;
+    p.training.loss = cost_model::plan::Loss::Fused;
+    let e = estimate(&p).unwrap();
+    let backward = phase(&e, Phase::Backward);
+    let tokens = 8192.0;
+    let grads = 2.0 * (2.0 * 2816.0 + 512.0) * tokens;
+    let over = backward.temporaries.get() as f64 - common::cublas_workspaces(&p) as f64;
+    assert_eq!(
+        over, grads,
+        "the block's backward over its kept activations"
+    );
+}

@@ -56,6 +56,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (11, 0x1e77_7015_7468_bf1e),
     (12, 0x13a7_38ff_7e7a_14c7),
     (13, 0x3377_36cc_0bc8_13d8),
+    (14, 0x55bd_b95d_1423_fabd),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
