@@ -84,15 +84,15 @@ a later session (see docs/ACCURACY.md).
 
 `working-none` — the Llama of `working` without checkpointing (results of the
 twenty-fourth session, with the allocator's running total and the matmul scratch left
-out; `working`'s table above came out the same that way): the backward peak is the
-final RMSNorm's `PowBackward0` at 13.98 over what backward starts with, for MLP 1408,
-1792 and 2816 alike — its saved fp32 input and four fp32 gradients, 20 bytes per token
-per hidden unit over what the blocks keep once the loss's tensors are gone. `timeline
-llama,2816,bf16,1,0` shows the top block's own moment in its MLP backward
-(`MulBackward0` of the SwiGLU product: the two factors' gradients beside the down
-projection's input gradient, the product released) at the same 13.98, about 2·MLP·2
-bytes per token over the blocks' kept tensors, and every later node lower, as each
-node releases what it saved; nothing like a second copy of the block. With the final
+out; `working`'s table above came out the same that way): the backward peaks 13.98
+over what it starts with for MLP 1408, 1792 and 2816 alike. For 1408 and 1792 that is
+the final RMSNorm's `PowBackward0` — its saved fp32 input and four fp32 gradients, 20
+bytes per token per hidden unit over what the blocks keep once the loss's tensors are
+gone; at 2816 the top block's MLP backward (`MulBackward0` of the SwiGLU product: the
+two factors' gradients beside the down projection's input gradient, the product
+released; about 2·MLP·2 bytes per token over the blocks' kept tensors) reaches the
+same. `timeline llama,2816,bf16,1,0` shows every later node of the block lower, as
+each node releases what it saved; nothing like a second copy of the block. With the final
 norm replaced by an identity the block's MLP moment is the peak (MLP 1792: 18.98 over
 what backward starts with, which there holds less). The CPU's bf16 matmul allocates an
 fp32 buffer the size of its output for the length of the call (22 bytes per token per
