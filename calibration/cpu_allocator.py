@@ -92,7 +92,12 @@ gone; at 2816 the top block's MLP backward (`MulBackward0` of the SwiGLU product
 two factors' gradients beside the down projection's input gradient, the product
 released; about 2·MLP·2 bytes per token over the blocks' kept tensors) reaches the
 same. `timeline llama,2816,bf16,1,0` shows every later node of the block lower, as
-each node releases what it saved; nothing like a second copy of the block. With the final
+each node releases what it saved; nothing like a second copy of the block. Other
+runs: `llama,1792,fp32,1,0,8` 401.34 kept, 419.31 peak (+17.98, at the MLP's
+`MulBackward0`: in fp32 the MLP's gradients outweigh the norm's); `bert,2048,fp32,1,0`
+280.42 / 284.42 (+4.00, at the MLM head's `AddmmBackward0`: BERT's LayerNorm is one
+kernel and its MLP plain); `llama,1792,bf16,1,16` (LoRA rank 16 on every linear)
+295.33 / 313.30 (+17.98, the final norm's `PowBackward0`). With the final
 norm replaced by an identity the block's MLP moment is the peak (MLP 1792: 18.98 over
 what backward starts with, which there holds less). The CPU's bf16 matmul allocates an
 fp32 buffer the size of its output for the length of the call (22 bytes per token per

@@ -1952,11 +1952,11 @@ fn a_kept_blocks_backward_holds_its_gradients_not_a_second_copy_of_the_block() {
     // MLP backward holds two MLP-wide gradients over them, never a second
     // copy of the block (the model had put a whole block there: 215.3, 245.3
     // and 325.3 where 197.8, 221.8 and 285.8 were counted).
-    let probe = |ffn: u32| {
-        let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, 8192);
+    let probe = |ffn: u32, precision: Precision, kv_heads: u32| {
+        let mut p = plan("llama-3.2-1b", precision, 1, 8192);
         let m = &mut p.model;
         (m.hidden, m.ffn, m.heads, m.head_dim, m.layers, m.vocab) = (512, ffn, 8, 64, 4, 256);
-        m.kv_heads = 2;
+        m.kv_heads = kv_heads;
         m.max_positions = 16384;
         p
     };
@@ -1966,17 +1966,39 @@ fn a_kept_blocks_backward_holds_its_gradients_not_a_second_copy_of_the_block() {
         long.training.seq_len = 16384;
         (at(&long) - at(p)) / 8192.0 / 512.0
     };
-    for (ffn, counted) in [(1408, 197.81), (1792, 221.81), (2816, 285.81)] {
-        let got = slope(&probe(ffn));
+    // In fp32 (8 kv heads, so that CUDA's SDPA would not fall back to the
+    // math kernel) the MLP's fp32 gradients are the peak (`MulBackward0`).
+    for (ffn, precision, kv, counted) in [
+        (1408, Precision::Bf16, 2, 197.81),
+        (1792, Precision::Bf16, 2, 221.81),
+        (2816, Precision::Bf16, 2, 285.81),
+        (1792, Precision::Fp32, 8, 419.31),
+    ] {
+        let got = slope(&probe(ffn, precision, kv));
         assert!(
             (got / counted - 1.0).abs() < 0.03,
-            "MLP {ffn}: {got:.2} bytes per token per hidden unit, counted {counted}"
+            "MLP {ffn} {precision:?}: {got:.2} bytes per token per hidden unit, counted {counted}"
         );
     }
+    // LoRA rank 16 on every linear (PEFT's "all-linear", no dropout): the
+    // final norm's backward again, over the adapters' kept inputs.
+    let mut p = probe(1792, Precision::Bf16, 2);
+    p.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: false,
+        variant: LoraVariant::Lora,
+    };
+    let got = slope(&p);
+    assert!(
+        (got / 313.30 - 1.0).abs() < 0.03,
+        "LoRA: {got:.2} bytes per token per hidden unit, counted 313.30"
+    );
     // With the norms fused (Liger) and the loss fused, the top block's MLP
     // backward is the moment: its two MLP-wide gradients and the one flowing
     // into the block over the kept activations, in bf16.
-    let mut p = probe(2816);
+    let mut p = probe(2816, Precision::Bf16, 2);
     p.training.fused_kernels = true;
     p.training.loss = cost_model::plan::Loss::Fused;
     let e = estimate(&p).unwrap();
