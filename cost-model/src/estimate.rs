@@ -3932,18 +3932,25 @@ impl<'a> Ctx<'a> {
                 tmp: casts.after_forward + dq_head,
             },
         );
-        let bwd_block = mk(
+        let block_parts = Parts {
+            w,
+            g: g_fwd + head_g + head_g_blocks,
+            o,
+            act: acts,
+            lg: z,
+            comm: comm_b,
+            tmp: working + casts.block_backward + dq_block,
+        };
+        // The final norm's backward, after the head's and before any block's.
+        let bwd_norm = mk(
             Phase::Backward,
             Parts {
-                w,
-                g: g_fwd + head_g + head_g_blocks,
-                o,
-                act: acts,
-                lg: z,
-                comm: comm_b,
-                tmp: working + casts.block_backward + dq_block,
+                lg: lg.norm_backward,
+                tmp: casts.block_backward,
+                ..block_parts
             },
         );
+        let bwd_block = mk(Phase::Backward, block_parts);
         let bwd_end = mk(
             Phase::Backward,
             Parts {
@@ -3954,19 +3961,6 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: comm_b,
                 tmp: working + dq_block,
-            },
-        );
-        // The final norm's backward, after the head's and before any block's.
-        let bwd_norm = mk(
-            Phase::Backward,
-            Parts {
-                w,
-                g: g_fwd + head_g + head_g_blocks,
-                o,
-                act: acts,
-                lg: lg.norm_backward,
-                comm: comm_b,
-                tmp: casts.block_backward,
             },
         );
         let backward = phase_peak(bwd_start, [bwd_head, bwd_norm, bwd_block, bwd_end]);
