@@ -2995,7 +2995,8 @@ impl<'a> Ctx<'a> {
     /// backward beyond the block's own score-sized tensors
     /// ([`Self::score_bytes`] per score: the recomputed block's,
     /// [`BACKWARD_WORKING_BLOCKS`], or the kept ones
-    /// [`Self::kept_block_backward`] starts from). At the softmax's backward three score-sized tensors are alive in
+    /// [`Self::kept_block_backward`] starts from). At the softmax's backward
+    /// three score-sized tensors are alive in
     /// softmax's dtype ([`Self::upcast_bytes`]): the probabilities `P`, their
     /// gradient `dP` and the softmax input's gradient `dS`
     /// (`softmax_backward_data` writes `dS` while `dP` is alive). A 16-bit cast
