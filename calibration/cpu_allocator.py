@@ -105,6 +105,7 @@ hidden unit in the down projection's backward at MLP 2816), left out as above.
 """
 import contextlib
 import sys
+from typing import NamedTuple
 
 import torch
 from torch._C._profiler import _EventType
@@ -118,23 +119,33 @@ from torch.profiler import ProfilerActivity, profile, record_function
 # are left out of the counts.
 MATMULS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+class Live(NamedTuple):
+    """What `live_bytes` counted: the bytes alive at the mark, the peak after it,
+    the backward node the peak fell in, and the most alive during each backward
+    node, in the order they ran."""
+    kept: int
+    peak: int
+    peak_op: str
+    nodes: dict
+
 
 def live_bytes(step):
     """Runs `step(mark)` under the profiler; `mark()` must be called as backward
-    starts. Returns (bytes alive at the mark, the peak after it): the CPU
-    allocator's own running total (`total_allocated`, which every allocation
+    starts. Returns `Live`: the bytes alive at the mark and the peak after it, the
+    CPU allocator's own running total (`total_allocated`, which every allocation
     and free event carries, so the order of events that share a timestamp
     cannot change it) over what was alive when the profiler started, less the
     scratch buffers a matmul allocates and frees
-    within its own call ([`MATMULS`]). Also leaves, as attributes, the peak's
-    backward node (`peak_op`) and the most alive during each backward node
-    (`nodes`)."""
+    within its own call (`MATMULS`)."""
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step(lambda: record_function("MARK"))
-    events, mark, scratch = [], None, set()
+    events, mark, scratch, backward_nodes = [], None, set(), 0
 
     def walk(node, op):
-        nonlocal mark
+        nonlocal mark, backward_nodes
         if node.tag == _EventType.Allocation:
             f = node.extra_fields
             events.append((node.start_time_ns, f.total_allocated, op, f.ptr, f.alloc_size))
@@ -142,8 +153,8 @@ def live_bytes(step):
             if node.name == "MARK":
                 mark = node.start_time_ns
             if node.name.startswith("autograd::engine::evaluate_function"):
-                walk.nodes += 1
-                op = f"backward node {walk.nodes} {node.name.split(': ')[-1]}"
+                backward_nodes += 1
+                op = f"backward node {backward_nodes} {node.name.split(': ')[-1]}"
             elif not op.startswith("backward node"):
                 op = node.name
             if node.name in MATMULS:
@@ -160,7 +171,6 @@ def live_bytes(step):
         for child in node.children:
             walk(child, op)
 
-    walk.nodes = 0
     roots = sorted(prof.profiler.kineto_results.experimental_event_tree(),
                    key=lambda n: n.start_time_ns)
     for root in roots:
@@ -177,13 +187,12 @@ def live_bytes(step):
     before = [total for t, total, _ in series if t < mark]
     kept = before[-1] if before else 0
     after = [(total, op) for t, total, op in series if t >= mark]
-    peak, live_bytes.peak_op = max(after, default=(kept, ""))
+    peak, peak_op = max(after, default=(kept, ""))
     nodes = {}
     for total, op in after:
         if op.startswith("backward node"):
             nodes[op] = max(nodes.get(op, 0), total)
-    live_bytes.nodes = nodes
-    return kept, peak
+    return Live(kept, peak, peak_op, nodes)
 
 
 def scores(dtype, policy, impl="eager", kv=16, drop=0.0):
@@ -216,7 +225,7 @@ def scores(dtype, policy, impl="eager", kv=16, drop=0.0):
 
     try:
         with kernel:
-            kept, peak = live_bytes(step)
+            kept, peak, *_ = live_bytes(step)
     finally:
         ml.eager_attention_forward = orig
     per = lambda x: x / (A * S * S)
@@ -250,7 +259,7 @@ def bert(attn_drop, hid_drop, impl):
             with mark():
                 out.loss.backward()
 
-        return live_bytes(step)[0]
+        return live_bytes(step).kept
 
     per_block = (kept(4) - kept(2)) / 2 / (B * S * H)
     print(f"bert fp32 {impl} attention dropout {attn_drop} hidden dropout {hid_drop}: "
@@ -269,7 +278,7 @@ def loss(amp):
         with mark():
             out.loss.backward()
 
-    kept, peak = live_bytes(step)
+    kept, peak, *_ = live_bytes(step)
     u = B * S * vocab
     print(f"loss {'autocast bf16' if amp else 'fp32':13s}: as backward starts {kept / u:.2f}, "
           f"backward peak {peak / u:.2f}, peak - kept {(peak - kept) / u:.2f} bytes per logit",
@@ -277,6 +286,8 @@ def loss(amp):
 
 
 def working(kind, ffn, ckpt, tokens, final_norm=True, dtype=torch.bfloat16, lora=0, kv=2):
+    """A training step of the 4-block probe (`kind` llama or bert) at `tokens`
+    positions: `Live`."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -308,6 +319,13 @@ def working(kind, ffn, ckpt, tokens, final_norm=True, dtype=torch.bfloat16, lora
     return live_bytes(step)
 
 
+def working_spec(spec):
+    """`kind,MLP,dtype,final norm (1|0),LoRA rank (0: a full fine-tune)[,kv heads (2)]`
+    as `working`'s kind, MLP and remaining arguments."""
+    kind, ffn, d, final_norm, lora, *kv = spec.split(",")
+    return kind, int(ffn), (final_norm == "1", DTYPES[d], int(lora), int(kv[0]) if kv else 2)
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "scores"
     runs = sys.argv[2:]
@@ -315,8 +333,7 @@ if __name__ == "__main__":
         for spec in runs or [f"{d},{p},eager,16,0" for d in ("fp32", "bf16")
                              for p in ("none", "full", "selective")]:
             d, pol, impl, kv, drop = spec.split(",")
-            scores({"fp32": torch.float32, "bf16": torch.bfloat16}[d], pol, impl, int(kv),
-                   float(drop))
+            scores(DTYPES[d], pol, impl, int(kv), float(drop))
     elif what == "bert":
         for attn_drop, hid_drop, impl in [(0.0, 0.0, "sdpa"), (0.0, 0.1, "sdpa"), (0.0, 0.0, "eager")]:
             bert(attn_drop, hid_drop, impl)
@@ -327,33 +344,23 @@ if __name__ == "__main__":
         for kind, ffn in [("llama", 1408), ("llama", 1792), ("llama", 2816), ("bert", 2048)]:
             row = []
             for ckpt in (False, True):
-                (k1, p1), (k2, p2) = working(kind, ffn, ckpt, 8192), working(kind, ffn, ckpt, 16384)
+                (k1, p1, *_), (k2, p2, *_) = (working(kind, ffn, ckpt, n) for n in (8192, 16384))
                 row.append(f"kept {(k2 - k1) / 8192 / 512:7.2f} peak {(p2 - p1) / 8192 / 512:7.2f}")
             print(f"working {kind} MLP {ffn}: none {row[0]}; full {row[1]}", flush=True)
     elif what == "timeline":
-        # kind,MLP,dtype,final norm,LoRA[,kv]: the most alive during each backward
-        # node over what backward starts with, bytes per token per hidden unit, from
-        # the growth 4,096 → 8,192 tokens (the nodes line up, the allocations need not)
-        kind, ffn, d, final_norm, lora, *kv = runs[0].split(",")
-        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[d]
-        args = (final_norm == "1", dtype, int(lora), int(kv[0]) if kv else 2)
-        k1, _ = working(kind, int(ffn), False, 4096, *args)
-        n1 = live_bytes.nodes
-        k2, _ = working(kind, int(ffn), False, 8192, *args)
-        n2 = live_bytes.nodes
-        for op in n2:
-            if op in n1:
-                print(f"{op:45s} {(n2[op] - n1[op] - k2 + k1) / 4096 / 512:7.2f}")
+        # the most alive during each backward node over what backward starts with,
+        # bytes per token per hidden unit, from the growth 4,096 → 8,192 tokens (the
+        # nodes line up, the allocations need not)
+        kind, ffn, args = working_spec(runs[0])
+        short, long = (working(kind, ffn, False, n, *args) for n in (4096, 8192))
+        for op, most in long.nodes.items():
+            if op in short.nodes:
+                grown = most - short.nodes[op] - long.kept + short.kept
+                print(f"{op:45s} {grown / 4096 / 512:7.2f}")
     elif what == "working-none":
-        # kind,MLP,dtype,final norm (1|0),LoRA rank (0: a full fine-tune)[,kv heads (2)]
         for spec in runs or [f"llama,{f},bf16,{n},0" for f in (1792, 2816) for n in (1, 0)]:
-            kind, ffn, d, final_norm, lora, *kv = spec.split(",")
-            kv = int(kv[0]) if kv else 2
-            dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[d]
-            k1, p1 = working(kind, int(ffn), False, 8192, final_norm == "1", dtype, int(lora), kv)
-            op1 = live_bytes.peak_op
-            k2, p2 = working(kind, int(ffn), False, 16384, final_norm == "1", dtype, int(lora), kv)
-            print(f"working-none {kind} MLP {ffn} {d} final norm {final_norm} LoRA {lora} kv {kv}: "
-                  f"kept {(k2 - k1) / 8192 / 512:7.2f} peak {(p2 - p1) / 8192 / 512:7.2f}"
-                  f" peak - kept {(p2 - p1 - k2 + k1) / 8192 / 512:6.2f}"
-                  f" (peak at {op1} and {live_bytes.peak_op})", flush=True)
+            kind, ffn, args = working_spec(spec)
+            short, long = (working(kind, ffn, False, n, *args) for n in (8192, 16384))
+            kept, peak = (long.kept - short.kept) / 8192 / 512, (long.peak - short.peak) / 8192 / 512
+            print(f"working-none {spec}: kept {kept:7.2f} peak {peak:7.2f} peak - kept {peak - kept:6.2f}"
+                  f" (peak at {short.peak_op} and {long.peak_op})", flush=True)
