@@ -2149,10 +2149,7 @@ impl<'a> Ctx<'a> {
     /// norm inputs and outputs.
     fn norm_affine_bytes(&self) -> f64 {
         let fp32_affine = self.defaults().rmsnorm_affine_fp32 || self.m.norm_fp32_affine;
-        if self.m.norm != Norm::RmsNorm
-            || self.fused_norms()
-            || self.plan.training.fused_kernels
-            || self.plan.training.compile
+        if !self.rmsnorm_as_tensor_ops()
             || !(self.plan.training.fp32_upcasts || fp32_affine)
             || !self.norms_train()
         {
@@ -2163,6 +2160,14 @@ impl<'a> Ctx<'a> {
         } else {
             self.residual_bytes()
         }
+    }
+
+    /// An RMSNorm that runs as separate tensor ops (transformers', LitGPT's,
+    /// torchtune's), not one kernel: no fused norm of Megatron's, Liger's or
+    /// Inductor's.
+    fn rmsnorm_as_tensor_ops(&self) -> bool {
+        let t = &self.plan.training;
+        self.m.norm == Norm::RmsNorm && !self.fused_norms() && !t.fused_kernels && !t.compile
     }
 
     /// What a norm written as tensor ops ([`ModelSpec::python_norm`]) keeps
@@ -3203,7 +3208,7 @@ impl<'a> Ctx<'a> {
         } else {
             self.kept_block_backward(scores)
         };
-        let per_checkpointed = match self.plan.training.checkpointing {
+        let per_checkpointed = match policy {
             Checkpointing::None => full,
             Checkpointing::Selective => (full - scores).max(0.0),
             Checkpointing::OpSelective => self.per_block(|c| c.op_selective_layer()).min(full),
@@ -3365,13 +3370,7 @@ impl<'a> Ctx<'a> {
     /// outweighs the loss's moments for a fused norm (Liger's, Megatron's,
     /// Inductor's) or a LayerNorm (one kernel, its input's gradient).
     fn final_norm_backward(&self, tokens: f64) -> f64 {
-        let t = &self.plan.training;
-        let tensor_ops = self.m.norm == Norm::RmsNorm
-            && !self.fused_norms()
-            && !t.fused_kernels
-            && !t.compile
-            && self.norm_saved_bytes() == FP32;
-        if !tensor_ops {
+        if !self.rmsnorm_as_tensor_ops() || self.norm_saved_bytes() != FP32 {
             return 0.0;
         }
         (FP32 + FINAL_NORM_BACKWARD_FP32_TENSORS * FP32) * tokens * self.m.hidden as f64 / self.rep

@@ -1905,6 +1905,26 @@ fn bert_blocks_and_masked_lm_loss_keep_what_the_cpu_allocator_counted() {
     }
 }
 
+/// The 4-block probe of `calibration/cpu_allocator.py working`: hidden 512,
+/// 8 heads of 64, vocabulary 256, batch 1 × 8,192.
+fn working_probe_plan(model: &str, precision: Precision, ffn: u32, kv_heads: u32) -> Plan {
+    let mut p = plan(model, precision, 1, 8192);
+    let m = &mut p.model;
+    (m.hidden, m.ffn, m.heads, m.head_dim, m.layers, m.vocab) = (512, ffn, 8, 64, 4, 256);
+    m.kv_heads = kv_heads;
+    m.max_positions = 16384;
+    p
+}
+
+/// Peak allocated bytes per token per hidden unit, from the growth 8,192 →
+/// 16,384 tokens of a [`working_probe_plan`].
+fn working_probe_slope(p: &Plan) -> f64 {
+    let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
+    let mut long = p.clone();
+    long.training.seq_len = 16384;
+    (at(&long) - at(p)) / 8192.0 / 512.0
+}
+
 #[test]
 fn a_recomputed_blocks_mlp_backward_adds_its_gradients_to_the_block() {
     // calibration/cpu_allocator.py working (transformers 5.24, torch 2.15):
@@ -1915,18 +1935,15 @@ fn a_recomputed_blocks_mlp_backward_adds_its_gradients_to_the_block() {
     // both SwiGLU factors (one GELU input gradient for BERT), and
     // hidden-sized gradients.
     let peak_per_token = |bert: bool, ffn: u32| {
-        let model = if bert { "bert-base" } else { "llama-3.2-1b" };
-        let mut p = plan(model, Precision::Bf16, 1, 8192);
-        let m = &mut p.model;
-        (m.hidden, m.ffn, m.heads, m.head_dim, m.layers, m.vocab) = (512, ffn, 8, 64, 4, 256);
-        m.kv_heads = if bert { 8 } else { 2 };
-        m.tied_embeddings = bert;
-        m.max_positions = 16384;
+        let (model, kv_heads) = if bert {
+            ("bert-base", 8)
+        } else {
+            ("llama-3.2-1b", 2)
+        };
+        let mut p = working_probe_plan(model, Precision::Bf16, ffn, kv_heads);
+        p.model.tied_embeddings = bert;
         p.training.checkpointing = Checkpointing::Full;
-        let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
-        let short = at(&p);
-        p.training.seq_len = 16384;
-        (at(&p) - short) / 8192.0 / 512.0
+        working_probe_slope(&p)
     };
     for (bert, ffn, counted) in [
         (false, 1408, 65.59),
@@ -1953,19 +1970,9 @@ fn a_kept_blocks_backward_holds_its_gradients_not_a_second_copy_of_the_block() {
     // copy of the block (the model had put a whole block there: 215.3, 245.3
     // and 325.3 where 197.8, 221.8 and 285.8 were counted).
     let probe = |ffn: u32, precision: Precision, kv_heads: u32| {
-        let mut p = plan("llama-3.2-1b", precision, 1, 8192);
-        let m = &mut p.model;
-        (m.hidden, m.ffn, m.heads, m.head_dim, m.layers, m.vocab) = (512, ffn, 8, 64, 4, 256);
-        m.kv_heads = kv_heads;
-        m.max_positions = 16384;
-        p
+        working_probe_plan("llama-3.2-1b", precision, ffn, kv_heads)
     };
-    let slope = |p: &Plan| {
-        let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
-        let mut long = p.clone();
-        long.training.seq_len = 16384;
-        (at(&long) - at(p)) / 8192.0 / 512.0
-    };
+    let slope = working_probe_slope;
     // In fp32 (8 kv heads, so that CUDA's SDPA would not fall back to the
     // math kernel) the MLP's fp32 gradients are the peak (`MulBackward0`).
     for (ffn, precision, kv, counted) in [
