@@ -21,6 +21,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/python calibration/saved_tensors.py --scratch
     v/bin/python calibration/saved_tensors.py --methods
     v/bin/python calibration/saved_tensors.py --compile      # and --compile-backward (7 min)
+    v/bin/python calibration/saved_tensors.py --t5           # T5 encoder / decoder blocks under SDPA
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
@@ -99,6 +100,29 @@ with checkpointing (calibration/h200-2026-11-30) is not reproduced on the CPU.
 `--scratch` (LLMs-from-scratch LayerNorm / GELU; bytes per element beyond the input, fp32
 and bf16 alike in elements): custom LayerNorm 2 tensors with its scale trained, 1 frozen;
 custom tanh GELU 3; F.layer_norm and the fused GELU none.
+
+`--t5` (transformers 5.24's T5ForConditionalGeneration, v1.1 shape: hidden 512, 8 heads of
+64, gated-GELU MLP 1024, no dropout; batch 2; 3 blocks of a stack less 2; SDPA replaced by
+`efficient_like`, which saves what CUDA's memory-efficient kernel saves with a float mask:
+q, k, v, the mask, the output in CUDA's layout, an fp32 log-sum-exp), bytes per block:
+
+    dtype  padded  source target  encoder block  decoder block
+    fp32   yes     64     16      6 558 720      2 501 248
+    fp32   yes     128    16      13 641 728     3 091 072
+    fp32   yes     64     32      6 558 720      4 495 104
+    fp32   no      64     16      6 427 648      2 435 712
+    bf16   yes     64     16      3 806 208      1 448 576
+    bf16   yes     128    16      7 874 560      1 743 488
+    bf16   yes     64     32      3 806 208      2 643 712
+    bf16   no      64     16      3 740 672      1 415 808
+
+T5 hands SDPA its relative position bias as a float mask built per call
+(`create_position_bias_mask`), which the kernel keeps: with a padding mask (B, heads, S, S)
+per encoder block and (B, heads, T, S) per cross-attention, (1, heads, T, T) per causal
+decoder self-attention; without padding one row each (the encoder's 131 072 B fewer at
+fp32, 64 tokens). In bf16 each T5LayerNorm keeps its 16-bit input beside the fp32 copy it
+squares (2 · 512 B per token per norm). Eager attention (`_attn_implementation = "eager"`)
+in fp32: 6 554 624 / 2 507 136 at 64/16.
 
 Only tensors still alive when the forward returns are counted (a graph built and dropped
 inside the forward, as DoRA's detached weight norm, saves tensors that are freed).
@@ -560,7 +584,78 @@ def scratch_main():
                 del y
 
 
+class EfficientLike(torch.autograd.Function):
+    """Saves what CUDA's memory-efficient SDPA kernel saves when it gets a float mask
+    (`_scaled_dot_product_efficient_attention`: q, k, v, `attn_bias`, the output in CUDA's
+    (B, T, H, D) layout and an fp32 log-sum-exp; `tools/autograd/derivatives.yaml`)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias):
+        with torch.no_grad():
+            out = _SDPA(q.float(), k.float(), v.float(),
+                        attn_mask=None if bias is None else bias.float()).to(q.dtype)
+            out = out.transpose(1, 2).contiguous().transpose(1, 2)
+        lse = torch.zeros(q.shape[:-1], dtype=torch.float32)
+        ctx.save_for_backward(q, k, v, bias, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, bias, _, _ = ctx.saved_tensors
+        return (torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v),
+                None if bias is None else torch.zeros_like(bias))
+
+
+def efficient_like(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, is_causal=False, enable_gqa=False, **kw):
+    return EfficientLike.apply(q, k, v, attn_mask)
+
+
+def t5_blocks(dtype, pad, S, T, B=2):
+    """Saved bytes of one T5 encoder block and one decoder block (3 against 2 of each
+    stack; transformers' T5ForConditionalGeneration, v1.1 shape: hidden 512, 8 heads of
+    64, gated-GELU MLP 1024, no dropout), source S and target T, SDPA as CUDA runs it."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    def total(enc, dec):
+        cfg = T5Config(d_model=512, d_kv=64, num_heads=8, d_ff=1024, num_layers=enc,
+                       num_decoder_layers=dec, vocab_size=1000, feed_forward_proj="gated-gelu",
+                       dropout_rate=0.0, tie_word_embeddings=False, decoder_start_token_id=0,
+                       pad_token_id=0)
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = T5ForConditionalGeneration(cfg).to(dtype)
+        model.train()
+        fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        ids = torch.randint(1, 1000, (B, S))
+        mask = torch.ones(B, S, dtype=torch.long)
+        if pad:
+            mask[0, S // 2:] = 0
+        with SavedBytes(fixed) as c:
+            out = model(input_ids=ids, attention_mask=mask, labels=torch.randint(1, 1000, (B, T)),
+                        use_cache=False)
+            kept = c.total()
+        del out
+        return kept
+
+    base = total(2, 2)
+    return total(3, 2) - base, total(2, 3) - base
+
+
+def t5_main():
+    F.scaled_dot_product_attention = efficient_like
+    import transformers
+
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}")
+    for dtype in (torch.float32, torch.bfloat16):
+        for pad in (True, False):
+            for S, T in [(64, 16), (128, 16), (64, 32)]:
+                enc, dec = t5_blocks(dtype, pad, S, T)
+                print(f"t5 {str(dtype):14s} padded {pad!s:5s} source {S:3d} target {T:2d}: "
+                      f"encoder block {enc:9d} B, decoder block {dec:9d} B", flush=True)
+
+
 MODES = {
+    "--t5": t5_main,
     "--transformers": transformers_main,
     "--peft": peft_main,
     "--scratch": scratch_main,

@@ -58,8 +58,11 @@ use serde::{Deserialize, Serialize};
 /// ([`Ctx::recomputed_mlp_grads`]). 14 gives a block that kept its
 /// activations its gradients alone at its backward, not a second copy of the
 /// block ([`Ctx::kept_block_backward`]), and adds the final RMSNorm's fp32
-/// backward as a moment of its own ([`Ctx::final_norm_backward`]).
-pub const MODEL_VERSION: u32 = 14;
+/// backward as a moment of its own ([`Ctx::final_norm_backward`]). 15 keeps
+/// T5's position-bias mask per SDPA call ([`Ctx::relative_bias`]) and, in
+/// 16-bit, each `T5LayerNorm`'s input beside its fp32 copy
+/// ([`Ctx::t5_norm_input_bytes`]).
+pub const MODEL_VERSION: u32 = 15;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -2350,6 +2353,68 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// What transformers' `T5LayerNorm` keeps beyond another RMSNorm over
+    /// 16-bit activations: it squares an fp32 copy of its input for the
+    /// variance but scales the input itself (`hidden_states *
+    /// torch.rsqrt(variance + eps)`, transformers 5.24 `modeling_t5.py`), so
+    /// the multiply keeps the 16-bit input beside the fp32 copy. In fp32 (or
+    /// under autocast, whose residual stream is fp32) the copy is the input.
+    /// Counted on the CPU (`calibration/saved_tensors.py --t5`: pure bf16,
+    /// 2 · hidden bytes per token per norm, two norms in an encoder block and
+    /// three in a decoder block). An encoder–decoder RMSNorm is T5's (BART's
+    /// norm is a LayerNorm).
+    fn t5_norm_input_bytes(&self) -> f64 {
+        let m = self.m;
+        if m.arch == Arch::EncoderDecoder
+            && self.rmsnorm_as_tensor_ops()
+            && self.plan.framework.runs_the_models_own_code()
+            && self.residual_bytes() < FP32
+        {
+            self.residual_bytes()
+        } else {
+            0.0
+        }
+    }
+
+    /// Bytes per element of the float mask that carries T5's relative
+    /// position bias into SDPA: transformers 5 runs T5 through SDPA
+    /// (`_supports_sdpa`; no flash-attn), adding the bias to the scores as
+    /// `attn_mask` built per attention call (`create_position_bias_mask` in
+    /// `integrations/sdpa_attention.py`: `torch.where(mask, position_bias,
+    /// min)`, or the bias itself without a mask). A float mask keeps SDPA off
+    /// its flash kernel; the memory-efficient one saves the mask for its
+    /// backward (`_scaled_dot_product_efficient_attention`'s `attn_bias` in
+    /// `tools/autograd/derivatives.yaml`), in the compute dtype (autocast
+    /// casts every floating argument of SDPA, a new 16-bit copy per call; a
+    /// 16-bit or fp32 run keeps the parameters' dtype). Eager attention adds
+    /// the bias to scores it counts anyway; LitGPT, Megatron, torchtitan and
+    /// torchtune bring no T5.
+    fn relative_bias_bytes(&self) -> f64 {
+        if self.m.positions == Positions::Relative
+            && self.attention() == Attention::Flash
+            && self.plan.framework.runs_the_models_own_code()
+        {
+            self.e
+        } else {
+            0.0
+        }
+    }
+
+    /// The position-bias mask one attention call keeps
+    /// ([`Self::relative_bias_bytes`]) for `batch` rows of this rank's heads,
+    /// its local queries against `keys` positions. Counted on the CPU
+    /// (`calibration/saved_tensors.py --t5`, with an SDPA that saves what
+    /// CUDA's memory-efficient kernel saves): with a padding mask the
+    /// encoder's self-attention and the cross-attention keep one per batch
+    /// row, `(B, heads, queries, keys)`; a causal decoder self-attention,
+    /// whose mask is the causal pattern alone, `(1, heads, queries, keys)`.
+    /// Fine-tuning batches are padded (the tokenizer's `attention_mask`
+    /// reaches the model), so the encoder counts the padded shape; without
+    /// padding it would keep one row.
+    fn relative_bias(&self, batch: f64, keys: f64) -> f64 {
+        self.relative_bias_bytes() * batch * self.m.heads as f64 * self.s * keys / self.t
+    }
+
     /// A float8 run through Transformer Engine's linears
     /// ([`Framework::fp8_saves_fp8_inputs`]).
     fn te_float8(&self) -> bool {
@@ -2447,9 +2512,15 @@ impl<'a> Ctx<'a> {
             return (share * moe + (1.0 - share) * d + fp8, moe.max(d) + fp8);
         }
         let (_, block) = self.block_activations();
+        let keys = self.s * self.plan.parallel.cp as f64;
         if m.arch != Arch::EncoderDecoder {
+            // A causal stack's mask is the causal pattern (one row); an
+            // encoder's carries the padding (every row).
+            let batch = if m.arch == Arch::Decoder { 1.0 } else { self.b };
+            let block = block + self.relative_bias(batch, keys);
             return (block + fp8, block + fp8);
         }
+        let block = block + self.relative_bias(self.b, keys);
         let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
         let decoder = self.decoder_block(self.decoder_s());
         let average = (enc * block + dec * decoder) / (enc + dec).max(1.0);
@@ -2508,6 +2579,13 @@ impl<'a> Ctx<'a> {
         let hkv = m.kv_width() as f64;
         let longer = self.s - sd; // source minus target tokens (either sign)
         let mut cross = attn + self.e * self.b * longer * 2.0 * hkv / self.t;
+        // The position-bias masks: the causal self-attention's, and the
+        // cross-attention's over the source with its padding
+        // ([`Self::relative_bias`]); the latter replaces the decoder-length
+        // keys `attn` counted no mask for.
+        let source = self.s * self.plan.parallel.cp as f64;
+        cross += dec.relative_bias(1.0, sd * self.plan.parallel.cp as f64)
+            + dec.relative_bias(self.b, source);
         if self.attention() == Attention::Eager {
             cross += dec.eager_score_bytes()
                 * self.b
@@ -2565,8 +2643,10 @@ impl<'a> Ctx<'a> {
             Finetune::Adapter { .. } => LoraTargets::default(),
         };
         let dropout = self.plan.training.dropout;
-        let norm =
-            self.norm_saved_bytes() + self.norm_affine_bytes() + self.python_norm_extra_bytes();
+        let norm = self.norm_saved_bytes()
+            + self.norm_affine_bytes()
+            + self.python_norm_extra_bytes()
+            + self.t5_norm_input_bytes();
         // How many copies of a norm's output the projections reading it keep:
         // one shared tensor, or one 16-bit cast each under autocast.
         let inputs_kept = |targets: &[bool]| -> f64 {

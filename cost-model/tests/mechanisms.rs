@@ -1453,6 +1453,78 @@ fn an_encoder_decoder_runs_its_decoder_at_the_target_length() {
     assert!(act(&t5(576, Some(128))) > act(&short));
 }
 
+/// One encoder block and one decoder block of a T5 v1.1-shaped model
+/// (hidden 512, 8 heads of 64, gated-GELU MLP 1024), batch 2, as the
+/// model keeps them at the end of the forward: bytes of 3 blocks of a stack
+/// less 2.
+fn t5_probe_blocks(
+    precision: Precision,
+    attention: Attention,
+    source: u32,
+    target: u32,
+) -> (i64, i64) {
+    let at = |encoder: u32, decoder: u32| {
+        let mut p = plan("flan-t5-small", precision, 2, source);
+        let m = &mut p.model;
+        (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab) = (512, 8, 8, 64, 1024, 1000);
+        (m.encoder_layers, m.layers) = (encoder, decoder);
+        p.set_framework(Framework::HfTrainer);
+        p.training.checkpointing = Checkpointing::None;
+        p.training.dropout = false;
+        p.training.attention = attention;
+        p.training.target_len = Some(target);
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as i64
+    };
+    let base = at(2, 2);
+    (at(3, 2) - base, at(2, 3) - base)
+}
+
+#[test]
+fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
+    // calibration/saved_tensors.py --t5 (transformers 5.24, torch 2.15), SDPA
+    // replaced by a function that saves what CUDA's memory-efficient kernel
+    // saves; padded batches; bytes per encoder / decoder block. Under SDPA
+    // every attention call keeps its float mask (the relative position bias):
+    // B·heads·S² for the encoder, heads·T² for the causal decoder, B·heads·T·S
+    // for the cross-attention; in bf16 each T5LayerNorm keeps its 16-bit input
+    // beside the fp32 copy. The model leaves out only the norms' per-row
+    // statistics (a few hundred bytes a block).
+    for (precision, source, target, encoder, decoder) in [
+        (Precision::Fp32, 64, 16, 6_558_720, 2_501_248),
+        (Precision::Fp32, 128, 16, 13_641_728, 3_091_072),
+        (Precision::Fp32, 64, 32, 6_558_720, 4_495_104),
+        (Precision::Bf16, 64, 16, 3_806_208, 1_448_576),
+        (Precision::Bf16, 128, 16, 7_874_560, 1_743_488),
+        (Precision::Bf16, 64, 32, 3_806_208, 2_643_712),
+    ] {
+        let (enc, dec) = t5_probe_blocks(precision, Attention::Flash, source, target);
+        for (what, got, counted) in [("encoder", enc, encoder), ("decoder", dec, decoder)] {
+            assert!(
+                (got - counted).abs() <= 2_048,
+                "{precision:?} {source}/{target} {what} block: {got} B, counted {counted} B"
+            );
+        }
+    }
+    // Eager attention (transformers 4's only T5 attention, which upcast the
+    // softmax as the model does): in fp32 the same count without a mask.
+    for (source, target, encoder, decoder) in [
+        (64, 16, 6_554_624, 2_507_136),
+        (128, 16, 13_633_536, 3_096_960),
+    ] {
+        let (enc, dec) = t5_probe_blocks(Precision::Fp32, Attention::Eager, source, target);
+        assert!(
+            (enc - encoder).abs() <= 2_048,
+            "eager {source}: encoder {enc}, counted {encoder}"
+        );
+        assert!(
+            (dec - decoder).abs() <= 2_048,
+            "eager {source}: decoder {dec}, counted {decoder}"
+        );
+    }
+}
+
 #[test]
 fn a_paged_optimizer_keeps_the_states_of_tensors_under_1e5_elements_on_the_device() {
     // bitsandbytes pages a state only from 10⁵ elements. Measured on the H200

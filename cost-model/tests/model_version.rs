@@ -57,6 +57,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (12, 0x13a7_38ff_7e7a_14c7),
     (13, 0x3377_36cc_0bc8_13d8),
     (14, 0x55bd_b95d_1423_fabd),
+    (15, 0x258f_23ab_8ff4_5e80),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
