@@ -280,6 +280,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Attention kernel", "注意力实现"),
     ("Loss", "损失计算"),
     ("Activation offload", "激活值卸载到 CPU"),
+    ("Padded batches", "批次含填充 (padding)"),
     ("torch.compile", "torch.compile 编译"),
     ("Method", "方法"),
     ("LoRA rank", "LoRA 秩 (rank)"),
@@ -450,6 +451,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept",
         "融合归一化、激活函数与损失：其 fp32 中间张量在反向时重算，不再保存",
+    ),
+    (
+        "Rows padded to a common length with an attention mask: transformers then hands SDPA the mask, which every block keeps, and expands grouped k/v to every head. Packed batches and flash-attn's varlen path have no mask",
+        "各行以 attention mask 填充到相同长度：transformers 随之把掩码交给 SDPA，每一层都保存它，并把分组的 k/v 扩展到每个头。打包 (packing) 的批次和 flash-attn 的变长路径没有掩码",
     ),
     (
         "Keeps only the block in flight on the GPU",

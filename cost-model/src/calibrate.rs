@@ -1319,6 +1319,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "eager" => Attention::Eager,
         _ => Attention::Flash,
     };
+    t.padded = stated_padding(&lower);
     t.loss = match r.word("loss").as_str() {
         "standard" => Loss::Standard,
         // Cut Cross-Entropy names itself; a fused loss the column could only
@@ -1763,6 +1764,37 @@ fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
         }
     }
     None
+}
+
+/// The notes (lower-cased) say the batches the peak ran carried padding
+/// ("padded per batch", "left-padded to max_length 64", "the last 25 % of
+/// every row padding"), so that transformers hands SDPA an attention mask
+/// ([`crate::plan::TrainingSpec::padded`]). A clause about the vocabulary
+/// ("vocab padded to 50304") is not about the rows; packed or padding-free
+/// batches, and flash-attn's varlen path, which drops the padding, pass no
+/// mask; length-bucketed batches (or `group_by_length`) put the longest rows —
+/// truncated at the stated length, the batch that sets the peak — together,
+/// with no padding among them.
+fn stated_padding(lower: &str) -> bool {
+    const NONE: [&str; 10] = [
+        "packed",
+        "packing",
+        "padding-free",
+        "padding_free",
+        "unpadded",
+        "no padding",
+        "without padding",
+        "bucket",
+        "group_by_length",
+        "flash_attention_2",
+    ];
+    if NONE.iter().any(|w| lower.contains(w)) {
+        return false;
+    }
+    lower
+        .split(';')
+        .filter(|clause| !clause.contains("vocab"))
+        .any(|clause| clause.contains("padded") || clause.contains("padding"))
 }
 
 /// The adapter dropout probability the notes state (`dropout 0.1`,

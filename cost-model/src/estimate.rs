@@ -61,7 +61,9 @@ use serde::{Deserialize, Serialize};
 /// backward as a moment of its own ([`Ctx::final_norm_backward`]). 15 keeps
 /// T5's position-bias mask per SDPA call ([`Ctx::relative_bias`]) and, in
 /// 16-bit, each `T5LayerNorm`'s input beside its fp32 copy
-/// ([`Ctx::t5_norm_input_bytes`]).
+/// ([`Ctx::t5_norm_input_bytes`]), and keeps the float mask SDPA converts a
+/// boolean one to in every block, with grouped k/v expanded, when the rows
+/// are padded or a sliding window spans the sequence ([`Ctx::sdpa_mask_bytes`]).
 pub const MODEL_VERSION: u32 = 15;
 
 // ---------------------------------------------------------------------------
@@ -2299,21 +2301,63 @@ impl<'a> Ctx<'a> {
     /// calibration/saved_tensors.py --compile). Measured on the H200: Mistral-7B v0.1 LoRA at 4096
     /// tokens, allocated −7.3 % without this term; counted for prefix tuning
     /// (calibration/saved_tensors.py --methods).
+    ///
+    /// Padded rows ([`crate::plan::TrainingSpec::padded`]: the
+    /// `attention_mask` has zeros, so `_ignore_causal_mask_sdpa` keeps the
+    /// mask) do the same. Measured on the H200: Qwen2.5-0.5B under the
+    /// Trainer, 8 × 1024 tokens with the last quarter of every row padding,
+    /// allocated −2.95 % without the expanded k/v and the mask
+    /// ([`Self::sdpa_mask_bytes`]), −0.16 % with them.
     fn sdpa_gets_a_mask(&self) -> bool {
+        self.attention() == Attention::Flash
+            && self.plan.training.fp32_upcasts
+            && self.m.kv_heads < self.m.heads
+            && (self.sdpa_mask_stated() || self.plan.training.compile)
+    }
+
+    /// What makes transformers keep the attention mask it hands SDPA, compiling
+    /// apart ([`Self::sdpa_gets_a_mask`]): a sliding window no longer than the
+    /// sequence, a prefix-tuning cache, or padded rows.
+    fn sdpa_mask_stated(&self) -> bool {
+        let t = &self.plan.training;
         let w = self.m.sliding_window;
         let prefix = matches!(
-            self.plan.training.finetune,
+            t.finetune,
             Finetune::Adapter {
                 method: AdapterMethod::PrefixTuning,
                 virtual_tokens: 1..,
                 ..
             }
         );
-        let window = w > 0 && self.plan.training.seq_len >= w;
-        self.attention() == Attention::Flash
+        (w > 0 && t.seq_len >= w) || prefix || t.padded
+    }
+
+    /// Bytes per element of the attention mask each block keeps when
+    /// transformers hands SDPA a boolean one ([`Self::sdpa_mask_stated`]):
+    /// SDPA converts it to a float mask in the query's dtype on every call
+    /// (`convert_boolean_attn_mask` in `aten/src/ATen/native/transformers/
+    /// attention.cpp`, an `at::where` that materialises the batch rows the
+    /// mask is broadcast over), and the memory-efficient kernel — flash takes
+    /// no mask — saves that mask for its backward (`attn_bias` of
+    /// `_scaled_dot_product_efficient_attention` in
+    /// `tools/autograd/derivatives.yaml`): `B × S × S` per block, shared by
+    /// the heads. Compiled, the conversion is an element-wise op Inductor's
+    /// partitioner recomputes (the H200's compiled runs fit without it); T5
+    /// builds a float mask of its own ([`Self::relative_bias_bytes`]).
+    /// Measured on the H200: Mistral-7B v0.1 LoRA at its 4096-token window,
+    /// 2 × 4096, allocated −2.66 % without it, +0.37 % with it; the padded
+    /// Qwen2.5-0.5B run above.
+    fn sdpa_mask_bytes(&self) -> f64 {
+        if self.attention() == Attention::Flash
             && self.plan.training.fp32_upcasts
-            && self.m.kv_heads < self.m.heads
-            && (window || prefix || self.plan.training.compile)
+            && self.m.positions != Positions::Relative
+            && !self.plan.training.compile
+            && self.sdpa_mask_stated()
+        {
+            self.e
+        } else {
+            0.0
+        }
     }
 
     /// Megatron/TransformerEngine (and DeepSpeed's) fused norm kernels keep only
@@ -2408,9 +2452,9 @@ impl<'a> Ctx<'a> {
     /// encoder's self-attention and the cross-attention keep one per batch
     /// row, `(B, heads, queries, keys)`; a causal decoder self-attention,
     /// whose mask is the causal pattern alone, `(1, heads, queries, keys)`.
-    /// Fine-tuning batches are padded (the tokenizer's `attention_mask`
-    /// reaches the model), so the encoder counts the padded shape; without
-    /// padding it would keep one row.
+    /// Without padding ([`crate::plan::TrainingSpec::padded`]) the encoder's
+    /// mask is one row (the bias made contiguous per call) and the
+    /// cross-attention's the shared zero bias, kept once.
     fn relative_bias(&self, batch: f64, keys: f64) -> f64 {
         self.relative_bias_bytes() * batch * self.m.heads as f64 * self.s * keys / self.t
     }
@@ -2513,14 +2557,16 @@ impl<'a> Ctx<'a> {
         }
         let (_, block) = self.block_activations();
         let keys = self.s * self.plan.parallel.cp as f64;
+        // The position-bias mask carries the padding in every row, else one.
+        let rows = if self.plan.training.padded {
+            self.b
+        } else {
+            1.0
+        };
+        let block = block + self.relative_bias(rows, keys);
         if m.arch != Arch::EncoderDecoder {
-            // A causal stack's mask is the causal pattern (one row); an
-            // encoder's carries the padding (every row).
-            let batch = if m.arch == Arch::Decoder { 1.0 } else { self.b };
-            let block = block + self.relative_bias(batch, keys);
             return (block + fp8, block + fp8);
         }
-        let block = block + self.relative_bias(self.b, keys);
         let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
         let decoder = self.decoder_block(self.decoder_s());
         let average = (enc * block + dec * decoder) / (enc + dec).max(1.0);
@@ -2579,13 +2625,16 @@ impl<'a> Ctx<'a> {
         let hkv = m.kv_width() as f64;
         let longer = self.s - sd; // source minus target tokens (either sign)
         let mut cross = attn + self.e * self.b * longer * 2.0 * hkv / self.t;
-        // The position-bias masks: the causal self-attention's, and the
-        // cross-attention's over the source with its padding
-        // ([`Self::relative_bias`]); the latter replaces the decoder-length
-        // keys `attn` counted no mask for.
-        let source = self.s * self.plan.parallel.cp as f64;
-        cross += dec.relative_bias(1.0, sd * self.plan.parallel.cp as f64)
-            + dec.relative_bias(self.b, source);
+        // The position-bias masks: the causal self-attention's (one row),
+        // and with padding the cross-attention's over the source
+        // ([`Self::relative_bias`]).
+        let cp = self.plan.parallel.cp as f64;
+        let padded_rows = if self.plan.training.padded {
+            self.b
+        } else {
+            0.0
+        };
+        cross += dec.relative_bias(1.0, sd * cp) + dec.relative_bias(padded_rows, self.s * cp);
         if self.attention() == Attention::Eager {
             cross += dec.eager_score_bytes()
                 * self.b
@@ -2713,7 +2762,10 @@ impl<'a> Ctx<'a> {
         }
         match attention {
             Attention::Flash => {
-                attn += e * sb * out / t; // output, kept by the kernel and o_proj
+                // The output, kept by the kernel and o_proj, and any mask SDPA
+                // converted: every local query against every key.
+                attn += e * sb * out / t;
+                attn += self.sdpa_mask_bytes() * sb * s * self.plan.parallel.cp as f64;
                 attn += FP32 * b * a * s / t; // per-row log-sum-exp
                 if li < e && self.keeps_input(tg.o) {
                     // o_proj's own float8 copy of that output.

@@ -586,6 +586,16 @@ pub struct TrainingSpec {
     /// Dropout in the blocks (keeps a 1-byte mask per dropped tensor).
     #[serde(default)]
     pub dropout: bool,
+    /// The batches carry padding: rows of different lengths padded to the
+    /// longest (or a fixed length) with an `attention_mask` of zeros, as
+    /// transformers' collators do without packing. transformers then hands
+    /// SDPA an explicit mask, which SDPA's memory-efficient kernel keeps per
+    /// block and for which grouped k/v are expanded to every head
+    /// (`Ctx::sdpa_mask_bytes`); a T5 keeps its position bias per batch row.
+    /// Packed batches, flash-attn's varlen path and uniform lengths pass no
+    /// mask. Off by default.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub padded: bool,
     /// Activations offloaded to CPU memory.
     #[serde(default)]
     pub activation_offload: bool,
@@ -861,6 +871,7 @@ impl Default for Plan {
                 objective: Objective::Sft,
                 fp32_upcasts: d.fp32_upcasts,
                 dropout: false,
+                padded: false,
                 activation_offload: false,
                 compile: false,
                 zero_grad_set_to_none: true,

@@ -306,10 +306,11 @@ const MODEL_FLAGS: [(&str, Flag); 6] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 11] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 12] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
+    ("pad", |t| &mut t.padded),
     ("act_off", |t| &mut t.activation_offload),
     ("compile", |t| &mut t.compile),
     ("fkern", |t| &mut t.fused_kernels),

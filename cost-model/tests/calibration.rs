@@ -366,6 +366,45 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
 }
 
 /// The public file's header and one row, with some columns set.
+#[test]
+fn notes_that_state_padded_rows_give_sdpa_its_mask() {
+    // The H200's padded Trainer run says so; vocabulary padding, packed,
+    // padding-free and length-bucketed batches (the longest rows, truncated
+    // alike, together) and flash-attn's varlen path do not.
+    let padded = |notes: &str| {
+        let id = "peft_metamathqa_benchmark-152";
+        cost_model::calibrate::case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .training
+            .padded
+    };
+    assert!(padded(
+        "last 25 % of every row padding (attention_mask 0; labels -100)"
+    ));
+    assert!(padded("short tweets padded per batch"));
+    assert!(padded("left-padded to max_length 64; causal LM"));
+    assert!(!padded("step 9 vocab padded to 50304; dropout 0.1"));
+    assert!(!padded(
+        "seq_len is the 768 cap (length-bucketed batches padded to longest)"
+    ));
+    assert!(!padded("packed to 4096; padded samples dropped"));
+    assert!(!padded("padding_free; DataCollatorWithFlattening"));
+    assert!(!padded(
+        "attn_implementation flash_attention_2; padded to longest"
+    ));
+    assert!(!padded("adapter weights fp32"));
+    let h200 = project_text("h200-2026-11-30.csv");
+    assert!(
+        cost_model::calibrate::case_plan(
+            &h200,
+            "h200-2026-11-30-trainer-q05-ampbf16-pad-b8-s1024-alloc"
+        )
+        .unwrap()
+        .training
+        .padded
+    );
+}
+
 fn with_fields(id: &str, set: &[(&str, &str)]) -> String {
     let text = cases();
     let mut lines = text.lines();

@@ -1008,13 +1008,15 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
         "HRA {constant}"
     );
     // Prefix tuning, 20 virtual tokens: the sequence does not grow, SDPA's
-    // grouped k/v are expanded (29.59 + 3), counted 32.57.
+    // grouped k/v are expanded (29.59 + 3), counted 32.57 (with an SDPA that
+    // keeps no mask; the model adds the converted mask SDPA's kernel keeps,
+    // bf16 over every query and key, taken out here).
     let prefix = |seq: u32| {
         let mut p = small_adapter(AdapterMethod::PrefixTuning, qv, 20 * 2 * 3 * 256, seq);
         if let Finetune::Adapter { virtual_tokens, .. } = &mut p.training.finetune {
             *virtual_tokens = 20;
         }
-        block_bytes(&p)
+        block_bytes(&p) - 2.0 * (seq as f64).powi(2)
     };
     let (per_token, constant) = per_token_and_constant(prefix, 1024.0);
     assert!(
@@ -1052,14 +1054,16 @@ fn grouped_experts_run_in_fp32_under_autocast() {
 fn a_sliding_window_reached_makes_sdpa_expand_grouped_kv() {
     // transformers keeps an explicit mask once the sequence reaches the window
     // (Mistral-7B v0.1: 4096), and SDPA is then given k/v repeated to every
-    // head: 2 × 2 bytes × (32 − 8) × 128 more per token per block in bf16.
+    // head: 2 × 2 bytes × (32 − 8) × 128 more per token per block in bf16,
+    // and keeps the mask it converts to bf16, 2 bytes per key per token.
     let per_block = |seq: u32| {
         let p = plan("mistral-7b", Precision::Bf16, 1, seq);
         assert_eq!(p.model.sliding_window, 4096);
         per_token_block(&p) * p.model.hidden as f64
     };
     let extra = per_block(4096) - per_block(4095);
-    assert!((extra - 2.0 * 2.0 * 24.0 * 128.0).abs() < 1.0, "{extra}");
+    let expected = 2.0 * 2.0 * 24.0 * 128.0 + 2.0 * 4096.0;
+    assert!((extra - expected).abs() < 1.0, "{extra}");
     // H200, Mistral-7B v0.1 LoRA q+v, 2 × 4096 tokens: 65.996 GiB allocated.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -1072,7 +1076,7 @@ fn a_sliding_window_reached_makes_sdpa_expand_grouped_kv() {
     let got = estimate(&p).unwrap().peak.allocated.get() as f64 / (1u64 << 30) as f64;
     assert!(
         (got / 65.996 - 1.0).abs() < 0.03,
-        "{got:.3} GiB (was −7.3 %)"
+        "{got:.3} GiB (was −7.3 %, then −2.7 % without the mask)"
     );
 }
 
@@ -1460,6 +1464,7 @@ fn an_encoder_decoder_runs_its_decoder_at_the_target_length() {
 fn t5_probe_blocks(
     precision: Precision,
     attention: Attention,
+    padded: bool,
     source: u32,
     target: u32,
 ) -> (i64, i64) {
@@ -1473,6 +1478,7 @@ fn t5_probe_blocks(
         p.training.dropout = false;
         p.training.attention = attention;
         p.training.target_len = Some(target);
+        p.training.padded = padded;
         phase(&estimate(&p).unwrap(), Phase::Forward)
             .activations
             .get() as i64
@@ -1485,25 +1491,31 @@ fn t5_probe_blocks(
 fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
     // calibration/saved_tensors.py --t5 (transformers 5.24, torch 2.15), SDPA
     // replaced by a function that saves what CUDA's memory-efficient kernel
-    // saves; padded batches; bytes per encoder / decoder block. Under SDPA
-    // every attention call keeps its float mask (the relative position bias):
+    // saves; bytes per encoder / decoder block. Under SDPA every attention
+    // call keeps its float mask (the relative position bias): with padding
     // B·heads·S² for the encoder, heads·T² for the causal decoder, B·heads·T·S
-    // for the cross-attention; in bf16 each T5LayerNorm keeps its 16-bit input
-    // beside the fp32 copy. The model leaves out only the norms' per-row
-    // statistics (a few hundred bytes a block).
-    for (precision, source, target, encoder, decoder) in [
-        (Precision::Fp32, 64, 16, 6_558_720, 2_501_248),
-        (Precision::Fp32, 128, 16, 13_641_728, 3_091_072),
-        (Precision::Fp32, 64, 32, 6_558_720, 4_495_104),
-        (Precision::Bf16, 64, 16, 3_806_208, 1_448_576),
-        (Precision::Bf16, 128, 16, 7_874_560, 1_743_488),
-        (Precision::Bf16, 64, 32, 3_806_208, 2_643_712),
+    // for the cross-attention; without, one row for the encoder and none per
+    // block for the cross-attention. In bf16 each T5LayerNorm keeps its
+    // 16-bit input beside the fp32 copy. The model leaves out only the norms'
+    // per-row statistics (a few hundred bytes a block).
+    for (precision, padded, source, target, encoder, decoder) in [
+        (Precision::Fp32, true, 64, 16, 6_558_720, 2_501_248),
+        (Precision::Fp32, true, 128, 16, 13_641_728, 3_091_072),
+        (Precision::Fp32, true, 64, 32, 6_558_720, 4_495_104),
+        (Precision::Fp32, false, 64, 16, 6_427_648, 2_435_712),
+        (Precision::Fp32, false, 128, 16, 13_117_440, 2_960_000),
+        (Precision::Fp32, false, 64, 32, 6_427_648, 4_364_032),
+        (Precision::Bf16, true, 64, 16, 3_806_208, 1_448_576),
+        (Precision::Bf16, true, 128, 16, 7_874_560, 1_743_488),
+        (Precision::Bf16, true, 64, 32, 3_806_208, 2_643_712),
+        (Precision::Bf16, false, 64, 16, 3_740_672, 1_415_808),
     ] {
-        let (enc, dec) = t5_probe_blocks(precision, Attention::Flash, source, target);
+        let (enc, dec) = t5_probe_blocks(precision, Attention::Flash, padded, source, target);
         for (what, got, counted) in [("encoder", enc, encoder), ("decoder", dec, decoder)] {
             assert!(
                 (got - counted).abs() <= 2_048,
-                "{precision:?} {source}/{target} {what} block: {got} B, counted {counted} B"
+                "{precision:?} padded {padded} {source}/{target} {what} block: {got} B, \
+                 counted {counted} B"
             );
         }
     }
@@ -1513,7 +1525,7 @@ fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
         (64, 16, 6_554_624, 2_507_136),
         (128, 16, 13_633_536, 3_096_960),
     ] {
-        let (enc, dec) = t5_probe_blocks(Precision::Fp32, Attention::Eager, source, target);
+        let (enc, dec) = t5_probe_blocks(Precision::Fp32, Attention::Eager, true, source, target);
         assert!(
             (enc - encoder).abs() <= 2_048,
             "eager {source}: encoder {enc}, counted {encoder}"
@@ -1523,6 +1535,37 @@ fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
             "eager {source}: decoder {dec}, counted {decoder}"
         );
     }
+}
+
+#[test]
+fn padded_rows_make_sdpa_keep_its_mask_and_expanded_kv_in_every_block() {
+    // Padding in the batch makes transformers hand SDPA a boolean mask: SDPA
+    // converts it per call to a float mask over every row (B × S × S in the
+    // query's dtype) that the memory-efficient kernel keeps, and grouped k/v
+    // are expanded to every head. Qwen2.5-0.5B (24 blocks, 14 heads, 2 kv
+    // heads of 64) at 8 × 1024 under autocast: per block 8·1024²·2 B of mask
+    // and 2·(14 − 2)·64·8·1024·2 B of k and v.
+    let run = |padded: bool, compile: bool, attention: Attention| {
+        let mut p = plan("qwen2.5-0.5b", Precision::AmpBf16, 8, 1024);
+        p.set_framework(Framework::HfTrainer);
+        p.training.checkpointing = Checkpointing::None;
+        p.training.padded = padded;
+        p.training.compile = compile;
+        p.training.attention = attention;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as i64
+    };
+    let per_block = 8 * 1024 * 1024 * 2 + 2 * (14 - 2) * 64 * 8 * 1024 * 2;
+    let sdpa = |padded| run(padded, false, Attention::Flash);
+    assert_eq!(sdpa(true) - sdpa(false), 24 * per_block);
+    // Compiled, k/v are expanded anyway (the mask is traced) and the
+    // conversion is recomputed: padding adds nothing.
+    let compiled = |padded| run(padded, true, Attention::Flash);
+    assert_eq!(compiled(true), compiled(false));
+    // Eager attention adds the mask to scores it keeps anyway.
+    let eager = |padded| run(padded, false, Attention::Eager);
+    assert_eq!(eager(true), eager(false));
 }
 
 #[test]

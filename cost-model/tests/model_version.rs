@@ -42,7 +42,11 @@ use cost_model::presets::presets;
 /// Version 12 was re-recorded in the twenty-second session for the profiles
 /// of LLaMA-Factory, ms-swift, axolotl and Unsloth (four more frameworks in
 /// the preset set): without them the set still gave 0xca37_7a08_8ae3_5ab0
-/// and the three calibration reports were byte-identical.
+/// and the three calibration reports were byte-identical. Version 15 was
+/// recorded twice in the twenty-fifth session before it landed:
+/// 0x258f_23ab_8ff4_5e80 for T5's position-bias mask and norm input, then
+/// this one once padded rows (and a sliding window as long as the sequence)
+/// kept SDPA's converted mask.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -57,7 +61,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (12, 0x13a7_38ff_7e7a_14c7),
     (13, 0x3377_36cc_0bc8_13d8),
     (14, 0x55bd_b95d_1423_fabd),
-    (15, 0x258f_23ab_8ff4_5e80),
+    (15, 0xfb12_fed2_0684_438e),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -238,6 +238,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[("flash", "flash / SDPA"), ("eager", "eager")]),
                 ),
                 (
+                    "pad",
+                    "Padded batches",
+                    "Rows padded to a common length with an attention mask: transformers then hands SDPA the mask, which every block keeps, and expands grouped k/v to every head. Packed batches and flash-attn's varlen path have no mask",
+                    Kind::Check,
+                ),
+                (
                     "loss",
                     "Loss",
                     "Full fp32 logits are often the single largest tensor",
