@@ -284,6 +284,20 @@ test("torch.compile: the checkbox and the URL key agree, and compiling keeps few
   await expect.poll(used).toBeLessThan(eagerUsed);
 });
 
+test("padded batches: the checkbox and the URL key agree, and SDPA's mask and expanded k/v add activations", async ({ page }, info) => {
+  // Qwen2.5-0.5B under the Trainer, 8 × 1024: padding makes SDPA keep a
+  // 16 MiB mask and 24 MiB of expanded k/v in each of its 24 blocks.
+  const plan = "/?model=qwen2.5-0.5b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=hf-trainer&prec=amp-bf16&mb=8&seq=1024";
+  await page.goto(plan);
+  const used = () => deviceUsedGiB(page);
+  const unpadded = await page.getByTestId("row-activations").textContent();
+  const unpaddedUsed = await used();
+  await expect(page.getByTestId("pad")).not.toBeChecked();
+  await setCheckbox(page, info, plan, "pad", true, "pad=1");
+  await expect(page.getByTestId("row-activations")).not.toHaveText(unpadded ?? "");
+  await expect.poll(used).toBeGreaterThan(unpaddedUsed + 0.5);
+});
+
 test("DDP bucket views: the checkbox and the URL key agree, and a step-bound peak loses one gradient copy", async ({ page }, info) => {
   // Llama-3.1-8B amp-bf16 under DDP with short sequences peaks at the step,
   // where the buckets sit beside the whole fp32 gradient.
