@@ -22,6 +22,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/python calibration/saved_tensors.py --methods
     v/bin/python calibration/saved_tensors.py --compile      # and --compile-backward (7 min)
     v/bin/python calibration/saved_tensors.py --t5           # T5 encoder / decoder blocks under SDPA
+    v/bin/python calibration/saved_tensors.py --padded       # padding under the CPU's own SDPA
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
@@ -123,6 +124,20 @@ decoder self-attention; without padding one row each (the encoder's 131 072 B fe
 fp32, 64 tokens). In bf16 each T5LayerNorm keeps its 16-bit input beside the fp32 copy it
 squares (2 · 512 B per token per norm). Eager attention (`_attn_implementation = "eager"`)
 in fp32: 6 554 624 / 2 507 136 at 64/16.
+
+`--padded` (the CPU's own SDPA, which saves the float mask it converts a boolean one to, as
+CUDA's memory-efficient kernel does; batch 2, the first row's second half padding), bytes
+per block:
+
+    llama bf16 (8 heads over 2 kv heads)   no padding 2 429 952   padded 2 642 944
+    bart fp32 encoder / decoder            no padding 3 151 872 / 1 575 680   padded 3 184 640 / 1 583 872
+    bart bf16 encoder / decoder            no padding 1 577 984 / 788 864     padded 1 594 368 / 792 960
+
+Padding makes transformers hand SDPA a `(B, 1, S, S)` boolean mask (an expanded view) and,
+with grouped k/v, repeat k and v to every head: the Llama block keeps B·S·S·2 B of mask and
+2·(512 − 128)·B·S·2 B of k and v more (16 384 + 196 608 = 212 992). BART's encoder keeps
+B·S·S of mask, its decoder B·T·S for the cross-attention and nothing for its causal
+self-attention.
 
 Only tensors still alive when the forward returns are counted (a graph built and dropped
 inside the forward, as DoRA's detached weight norm, saves tensors that are freed).
@@ -654,8 +669,65 @@ def t5_main():
                       f"encoder block {enc:9d} B, decoder block {dec:9d} B", flush=True)
 
 
+def padded_main():
+    """Bytes a block keeps with and without padding in the batch, under the CPU's own SDPA
+    (which, like CUDA's memory-efficient kernel, saves the mask it is given): a small
+    bf16 Llama (hidden 512, 8 heads over 2 kv heads, MLP 1024) and BART (hidden 512, 8
+    heads, MLP 1024, no dropout), batch 2, 64 tokens (BART: 64 source, 16 target), the
+    first row's second half padding."""
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM, BartConfig, BartForConditionalGeneration
+
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}")
+    B, S, T = 2, 64, 16
+
+    def mask(pad):
+        m = torch.ones(B, S, dtype=torch.long)
+        if pad:
+            m[0, S // 2:] = 0
+        return m
+
+    def kept(model, **inputs):
+        model.train()
+        fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        with SavedBytes(fixed) as c:
+            out = model(**inputs, use_cache=False)
+            total = c.total()
+        del out
+        return total
+
+    def llama(n, pad):
+        cfg = AutoConfig.for_model(model_type="llama", hidden_size=512, intermediate_size=1024,
+                                   num_attention_heads=8, num_key_value_heads=2, vocab_size=1000,
+                                   num_hidden_layers=n, pad_token_id=0)
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        return kept(model, input_ids=torch.randint(1, 1000, (B, S)), attention_mask=mask(pad))
+
+    def bart(enc, dec, pad, dtype):
+        cfg = BartConfig(d_model=512, encoder_attention_heads=8, decoder_attention_heads=8,
+                         encoder_ffn_dim=1024, decoder_ffn_dim=1024, encoder_layers=enc,
+                         decoder_layers=dec, vocab_size=1000, dropout=0.0, attention_dropout=0.0,
+                         activation_dropout=0.0, max_position_embeddings=128)
+        cfg._attn_implementation = "sdpa"
+        torch.manual_seed(0)
+        model = BartForConditionalGeneration(cfg).to(dtype)
+        return kept(model, input_ids=torch.randint(3, 1000, (B, S)), attention_mask=mask(pad),
+                    labels=torch.randint(3, 1000, (B, T)))
+
+    for pad in (False, True):
+        print(f"llama bf16 padded {pad!s:5s}: block {llama(3, pad) - llama(2, pad)} B", flush=True)
+    for dtype in (torch.float32, torch.bfloat16):
+        for pad in (False, True):
+            base = bart(2, 2, pad, dtype)
+            print(f"bart {str(dtype):14s} padded {pad!s:5s}: encoder block {bart(3, 2, pad, dtype) - base} B, "
+                  f"decoder block {bart(2, 3, pad, dtype) - base} B", flush=True)
+
+
 MODES = {
     "--t5": t5_main,
+    "--padded": padded_main,
     "--transformers": transformers_main,
     "--peft": peft_main,
     "--scratch": scratch_main,

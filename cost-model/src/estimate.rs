@@ -2635,6 +2635,11 @@ impl<'a> Ctx<'a> {
             0.0
         };
         cross += dec.relative_bias(1.0, sd * cp) + dec.relative_bias(padded_rows, self.s * cp);
+        // Other models' masks ([`Self::sdpa_mask_bytes`]): the decoder's self-
+        // attention is causal with no mask of its own (no decoder padding
+        // reaches it), while the cross-attention gets the source's padding
+        // mask over the source keys; `attn` counted one over the decoder's.
+        cross += dec.sdpa_mask_bytes() * self.b * sd * longer * cp;
         if self.attention() == Attention::Eager {
             cross += dec.eager_score_bytes()
                 * self.b

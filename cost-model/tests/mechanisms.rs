@@ -1538,6 +1538,49 @@ fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
 }
 
 #[test]
+fn bart_blocks_keep_the_padding_mask_of_their_encoder_and_cross_attention() {
+    // calibration/saved_tensors.py --padded (transformers 5.24, torch 2.15, the
+    // CPU's own SDPA): BART (hidden 512, 8 heads, MLP 1024, no dropout),
+    // batch 2, source 64 and target 16 tokens, bytes one encoder block and one
+    // decoder block keep. Padding adds the converted mask to the encoder's
+    // self-attention (B·S·S) and the decoder's cross-attention (B·T·S); the
+    // causal decoder self-attention gets none.
+    let blocks = |precision: Precision, padded: bool| {
+        let at = |encoder: u32, decoder: u32| {
+            let mut p = plan("bart-base", precision, 2, 64);
+            let m = &mut p.model;
+            (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab) =
+                (512, 8, 8, 64, 1024, 1000);
+            (m.encoder_layers, m.layers) = (encoder, decoder);
+            p.set_framework(Framework::HfTrainer);
+            p.training.checkpointing = Checkpointing::None;
+            p.training.dropout = false;
+            p.training.target_len = Some(16);
+            p.training.padded = padded;
+            phase(&estimate(&p).unwrap(), Phase::Forward)
+                .activations
+                .get() as i64
+        };
+        let base = at(2, 2);
+        (at(3, 2) - base, at(2, 3) - base)
+    };
+    for (precision, padded, encoder, decoder) in [
+        (Precision::Fp32, false, 3_151_872, 1_575_680),
+        (Precision::Fp32, true, 3_184_640, 1_583_872),
+        (Precision::Bf16, false, 1_577_984, 788_864),
+        (Precision::Bf16, true, 1_594_368, 792_960),
+    ] {
+        let (enc, dec) = blocks(precision, padded);
+        for (what, got, counted) in [("encoder", enc, encoder), ("decoder", dec, decoder)] {
+            assert!(
+                (got - counted).abs() <= 2_048,
+                "{precision:?} padded {padded} {what} block: {got} B, counted {counted} B"
+            );
+        }
+    }
+}
+
+#[test]
 fn padded_rows_make_sdpa_keep_its_mask_and_expanded_kv_in_every_block() {
     // Padding in the batch makes transformers hand SDPA a boolean mask: SDPA
     // converts it per call to a float mask over every row (B × S × S in the
@@ -1559,6 +1602,19 @@ fn padded_rows_make_sdpa_keep_its_mask_and_expanded_kv_in_every_block() {
     let per_block = 8 * 1024 * 1024 * 2 + 2 * (14 - 2) * 64 * 8 * 1024 * 2;
     let sdpa = |padded| run(padded, false, Attention::Flash);
     assert_eq!(sdpa(true) - sdpa(false), 24 * per_block);
+    // Counted on the CPU (calibration/saved_tensors.py --padded, the CPU's own
+    // SDPA): a bf16 Llama block of hidden 512, 8 heads over 2 kv heads, batch
+    // 2 × 64, keeps 212,992 B more with padding.
+    let small = |padded: bool| {
+        let mut p = plan("llama-3.2-1b", Precision::Bf16, 2, 64);
+        let m = &mut p.model;
+        (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab) = (512, 8, 2, 64, 1024, 1000);
+        p.set_framework(Framework::HfTrainer);
+        p.training.checkpointing = Checkpointing::None;
+        p.training.padded = padded;
+        block_bytes(&p)
+    };
+    assert_eq!(small(true) - small(false), 212_992.0);
     // Compiled, k/v are expanded anyway (the mask is traced) and the
     // conversion is recomputed: padding adds nothing.
     let compiled = |padded| run(padded, true, Attention::Flash);
