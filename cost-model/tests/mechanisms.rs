@@ -1457,11 +1457,13 @@ fn an_encoder_decoder_runs_its_decoder_at_the_target_length() {
     assert!(act(&t5(576, Some(128))) > act(&short));
 }
 
-/// One encoder block and one decoder block of a T5 v1.1-shaped model
-/// (hidden 512, 8 heads of 64, gated-GELU MLP 1024), batch 2, as the
-/// model keeps them at the end of the forward: bytes of 3 blocks of a stack
-/// less 2.
-fn t5_probe_blocks(
+/// One encoder block and one decoder block of an encoder–decoder preset
+/// reshaped to the CPU probes' size (hidden 512, 8 heads of 64, MLP 1024,
+/// vocabulary 1000; `calibration/saved_tensors.py --t5` and `--padded`),
+/// batch 2, as the model keeps them at the end of the forward: bytes of 3
+/// blocks of a stack less 2.
+fn seq2seq_probe_blocks(
+    model: &str,
     precision: Precision,
     attention: Attention,
     padded: bool,
@@ -1469,7 +1471,7 @@ fn t5_probe_blocks(
     target: u32,
 ) -> (i64, i64) {
     let at = |encoder: u32, decoder: u32| {
-        let mut p = plan("flan-t5-small", precision, 2, source);
+        let mut p = plan(model, precision, 2, source);
         let m = &mut p.model;
         (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab) = (512, 8, 8, 64, 1024, 1000);
         (m.encoder_layers, m.layers) = (encoder, decoder);
@@ -1510,7 +1512,14 @@ fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
         (Precision::Bf16, true, 64, 32, 3_806_208, 2_643_712),
         (Precision::Bf16, false, 64, 16, 3_740_672, 1_415_808),
     ] {
-        let (enc, dec) = t5_probe_blocks(precision, Attention::Flash, padded, source, target);
+        let (enc, dec) = seq2seq_probe_blocks(
+            "flan-t5-small",
+            precision,
+            Attention::Flash,
+            padded,
+            source,
+            target,
+        );
         for (what, got, counted) in [("encoder", enc, encoder), ("decoder", dec, decoder)] {
             assert!(
                 (got - counted).abs() <= 2_048,
@@ -1525,7 +1534,14 @@ fn t5_blocks_keep_sdpas_position_bias_mask_and_their_norms_16_bit_input() {
         (64, 16, 6_554_624, 2_507_136),
         (128, 16, 13_633_536, 3_096_960),
     ] {
-        let (enc, dec) = t5_probe_blocks(Precision::Fp32, Attention::Eager, true, source, target);
+        let (enc, dec) = seq2seq_probe_blocks(
+            "flan-t5-small",
+            Precision::Fp32,
+            Attention::Eager,
+            true,
+            source,
+            target,
+        );
         assert!(
             (enc - encoder).abs() <= 2_048,
             "eager {source}: encoder {enc}, counted {encoder}"
@@ -1545,24 +1561,8 @@ fn bart_blocks_keep_the_padding_mask_of_their_encoder_and_cross_attention() {
     // decoder block keep. Padding adds the converted mask to the encoder's
     // self-attention (B·S·S) and the decoder's cross-attention (B·T·S); the
     // causal decoder self-attention gets none.
-    let blocks = |precision: Precision, padded: bool| {
-        let at = |encoder: u32, decoder: u32| {
-            let mut p = plan("bart-base", precision, 2, 64);
-            let m = &mut p.model;
-            (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab) =
-                (512, 8, 8, 64, 1024, 1000);
-            (m.encoder_layers, m.layers) = (encoder, decoder);
-            p.set_framework(Framework::HfTrainer);
-            p.training.checkpointing = Checkpointing::None;
-            p.training.dropout = false;
-            p.training.target_len = Some(16);
-            p.training.padded = padded;
-            phase(&estimate(&p).unwrap(), Phase::Forward)
-                .activations
-                .get() as i64
-        };
-        let base = at(2, 2);
-        (at(3, 2) - base, at(2, 3) - base)
+    let blocks = |precision, padded| {
+        seq2seq_probe_blocks("bart-base", precision, Attention::Flash, padded, 64, 16)
     };
     for (precision, padded, encoder, decoder) in [
         (Precision::Fp32, false, 3_151_872, 1_575_680),
