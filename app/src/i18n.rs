@@ -315,6 +315,10 @@ pub const ZH: &[(&str, &str)] = &[
         "每个微批次都规约梯度 (sync_each_batch)",
     ),
     (
+        "Pack the batches (or flash-attn varlen): no padding mask",
+        "打包批次 (或 flash-attn 变长路径)：不再有填充掩码",
+    ),
+    (
         "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it",
         "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：不用 autocast 时，冻结的 4 位矩阵不保留其输入",
     ),

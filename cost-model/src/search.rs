@@ -173,6 +173,10 @@ fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Est
 ///   README; Hsu et al. 2024, arXiv:2410.10989 §4), taken conservatively as −15 % step time.
 /// - an adapter's frozen base loaded in 16 bits instead of fp32 (`torch_dtype=bfloat16`):
 ///   the same 16-bit matmuls autocast ran, without casting each weight first: 0 %.
+/// - padded batches packed instead (or run through flash-attn's varlen path): no compute on
+///   padding and no masked kernel, "up to 2x improvement in training throughput" (Hugging
+///   Face blog, "Improving Hugging Face Training Efficiency Through Packing with Flash
+///   Attention 2", 2024), taken conservatively as −10 % step time.
 pub const COST_MIXED_PRECISION: i32 = -50;
 pub const COST_BASE_16BIT: i32 = 0;
 pub const COST_COMPILE: i32 = -15;
@@ -180,6 +184,7 @@ pub const COST_KBIT_16BIT: i32 = 0;
 pub const COST_DOUBLE_QUANT: i32 = 0;
 pub const COST_BUCKET_VIEW: i32 = 0;
 pub const COST_FUSED_KERNELS: i32 = -15;
+pub const COST_UNPADDED: i32 = -10;
 pub const COST_CHECKPOINTING: i32 = 33;
 pub const COST_GRAD_ACCUM: i32 = 10;
 pub const COST_SYNC_EACH_BATCH: i32 = 5;
@@ -283,6 +288,13 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             p.training.nf4_double_quant = true
         })
     {
+        return Ok(l.out);
+    }
+    // 1a''. Padded batches packed (TRL's `padding_free`, transformers'
+    // `DataCollatorWithFlattening`) or run through flash-attn's varlen path:
+    // SDPA then gets no mask, so no block keeps one, nor grouped k/v
+    // expanded to every head. Faster too.
+    if l.cur.training.padded && l.edit("unpadded", COST_UNPADDED, |p| p.training.padded = false) {
         return Ok(l.out);
     }
     // 1b. torch.compile: faster and smaller, so before anything that costs speed.
@@ -782,6 +794,50 @@ mod tests {
             .unwrap()
             .iter()
             .all(|r| r.id != "fused-kernels"));
+    }
+
+    #[test]
+    fn padded_batches_are_offered_packing_before_checkpointing() {
+        // Llama-3.1-8B LoRA under the Trainer on one H100 at 4 × 8192, padded:
+        // SDPA's mask (4 · 8192² · 2 B a block, 16 GiB over 32 blocks) and the
+        // expanded k/v do not fit; packing drops both, first of the rungs
+        // that cost no speed (compiling would leave the mask to be
+        // recomputed, so it comes after).
+        let mut p = Plan::default();
+        p.set_framework(Framework::HfTrainer);
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.micro_batch = 4;
+        p.training.seq_len = 8192;
+        p.training.padded = true;
+        p.training.finetune = crate::plan::Finetune::Lora {
+            rank: 16,
+            targets: crate::plan::LoraTargets::QV,
+            base_bits: 16,
+            dropout: false,
+            variant: crate::plan::LoraVariant::Lora,
+        };
+        assert!(!estimate(&p).unwrap().fits);
+        let ladder = fix_ladder(&p).unwrap();
+        assert_eq!(
+            ladder[0].id,
+            "unpadded",
+            "{:?}",
+            ladder.iter().map(|r| &r.id).collect::<Vec<_>>()
+        );
+        assert!(!ladder[0].plan.training.padded);
+        assert_eq!(ladder[0].speed_cost_pct, COST_UNPADDED);
+        let mask = 32.0 * 4.0 * 8192.0 * 8192.0 * 2.0;
+        assert!(
+            ladder[0].saving.get() as f64 > mask,
+            "{}",
+            ladder[0].saving.get()
+        );
+        // Not offered when the batches are not padded.
+        assert!(fix_ladder(&ladder[0].plan)
+            .unwrap()
+            .iter()
+            .all(|r| r.id != "unpadded"));
     }
 
     #[test]
