@@ -2317,7 +2317,10 @@ impl<'a> Ctx<'a> {
 
     /// What makes transformers keep the attention mask it hands SDPA, compiling
     /// apart ([`Self::sdpa_gets_a_mask`]): a sliding window no longer than the
-    /// sequence, a prefix-tuning cache, or padded rows.
+    /// sequence, a prefix-tuning cache, or padded rows — under a framework
+    /// that runs transformers' model (torchtune's and torchtitan's own
+    /// attention take no padding mask: torchtune pads and masks the labels
+    /// only, `padded_collate_sft`; LitGPT and Megatron likewise).
     fn sdpa_mask_stated(&self) -> bool {
         let t = &self.plan.training;
         let w = self.m.sliding_window;
@@ -2329,7 +2332,8 @@ impl<'a> Ctx<'a> {
                 ..
             }
         );
-        (w > 0 && t.seq_len >= w) || prefix || t.padded
+        let padded = t.padded && self.plan.framework.runs_the_models_own_code();
+        (w > 0 && t.seq_len >= w) || prefix || padded
     }
 
     /// Bytes per element of the attention mask each block keeps when

@@ -593,7 +593,8 @@ pub struct TrainingSpec {
     /// block and for which grouped k/v are expanded to every head
     /// (`Ctx::sdpa_mask_bytes`); a T5 keeps its position bias per batch row.
     /// Packed batches, flash-attn's varlen path and uniform lengths pass no
-    /// mask. Off by default.
+    /// mask, nor do frameworks with attention of their own (torchtune pads
+    /// and masks only the labels). Off by default.
     #[serde(default, skip_serializing_if = "is_false")]
     pub padded: bool,
     /// Activations offloaded to CPU memory.

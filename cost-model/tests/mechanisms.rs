@@ -1622,6 +1622,14 @@ fn padded_rows_make_sdpa_keep_its_mask_and_expanded_kv_in_every_block() {
     // Eager attention adds the mask to scores it keeps anyway.
     let eager = |padded| run(padded, false, Attention::Eager);
     assert_eq!(eager(true), eager(false));
+    // torchtune pads without an attention mask (its collate masks the labels).
+    let torchtune = |padded: bool| {
+        let mut p = plan("qwen2.5-0.5b", Precision::Bf16, 8, 1024);
+        p.set_framework(Framework::Torchtune);
+        p.training.padded = padded;
+        estimate(&p).unwrap().peak.allocated
+    };
+    assert_eq!(torchtune(true), torchtune(false));
 }
 
 #[test]
