@@ -1776,7 +1776,8 @@ fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
 /// truncated at the stated length, the batch that sets the peak — together,
 /// with no padding among them.
 fn stated_padding(lower: &str) -> bool {
-    const NONE: [&str; 10] = [
+    // ("bucketed", not "bucket": DDP's `gradient_as_bucket_view` is no batching.)
+    const NONE: [&str; 11] = [
         "packed",
         "packing",
         "padding-free",
@@ -1784,7 +1785,8 @@ fn stated_padding(lower: &str) -> bool {
         "unpadded",
         "no padding",
         "without padding",
-        "bucket",
+        "bucketed",
+        "bucketing",
         "group_by_length",
         "flash_attention_2",
     ];

@@ -393,6 +393,9 @@ fn notes_that_state_padded_rows_give_sdpa_its_mask() {
         "attn_implementation flash_attention_2; padded to longest"
     ));
     assert!(!padded("adapter weights fp32"));
+    assert!(padded(
+        "padded to longest; DDP gradient_as_bucket_view=True"
+    ));
     let h200 = project_text("h200-2026-11-30.csv");
     assert!(
         cost_model::calibrate::case_plan(
