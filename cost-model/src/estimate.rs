@@ -2332,8 +2332,18 @@ impl<'a> Ctx<'a> {
                 ..
             }
         );
-        let padded = t.padded && self.plan.framework.runs_the_models_own_code();
-        (w > 0 && t.seq_len >= w) || prefix || padded
+        (w > 0 && t.seq_len >= w) || prefix || self.padding_rows() > 0.0
+    }
+
+    /// Batch rows of an attention mask that carries padding: every row when
+    /// the batches are padded ([`crate::plan::TrainingSpec::padded`]) and the
+    /// framework hands transformers' model its `attention_mask`, else none.
+    fn padding_rows(&self) -> f64 {
+        if self.plan.training.padded && self.plan.framework.runs_the_models_own_code() {
+            self.b
+        } else {
+            0.0
+        }
     }
 
     /// Bytes per element of the attention mask each block keeps when
@@ -2562,12 +2572,7 @@ impl<'a> Ctx<'a> {
         let (_, block) = self.block_activations();
         let keys = self.s * self.plan.parallel.cp as f64;
         // The position-bias mask carries the padding in every row, else one.
-        let rows = if self.plan.training.padded {
-            self.b
-        } else {
-            1.0
-        };
-        let block = block + self.relative_bias(rows, keys);
+        let block = block + self.relative_bias(self.padding_rows().max(1.0), keys);
         if m.arch != Arch::EncoderDecoder {
             return (block + fp8, block + fp8);
         }
@@ -2633,12 +2638,8 @@ impl<'a> Ctx<'a> {
         // and with padding the cross-attention's over the source
         // ([`Self::relative_bias`]).
         let cp = self.plan.parallel.cp as f64;
-        let padded_rows = if self.plan.training.padded {
-            self.b
-        } else {
-            0.0
-        };
-        cross += dec.relative_bias(1.0, sd * cp) + dec.relative_bias(padded_rows, self.s * cp);
+        cross +=
+            dec.relative_bias(1.0, sd * cp) + dec.relative_bias(self.padding_rows(), self.s * cp);
         // Other models' masks ([`Self::sdpa_mask_bytes`]): the decoder's self-
         // attention is causal with no mask of its own (no decoder padding
         // reaches it), while the cross-attention gets the source's padding
