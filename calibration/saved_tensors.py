@@ -625,6 +625,27 @@ def efficient_like(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, is_causal
     return EfficientLike.apply(q, k, v, attn_mask)
 
 
+def saved_by_forward(model, **inputs):
+    """Bytes autograd saves in one training-mode forward of `model` (`use_cache=False`),
+    its parameters left out."""
+    model.train()
+    fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    with SavedBytes(fixed) as c:
+        out = model(**inputs, use_cache=False)
+        kept = c.total()
+    del out
+    return kept
+
+
+def padding_mask(B, S, pad):
+    """An `attention_mask` of B rows of S tokens; with `pad`, the first row's second half
+    is padding."""
+    mask = torch.ones(B, S, dtype=torch.long)
+    if pad:
+        mask[0, S // 2:] = 0
+    return mask
+
+
 def t5_blocks(dtype, pad, S, T, B=2):
     """Saved bytes of one T5 encoder block and one decoder block (3 against 2 of each
     stack; transformers' T5ForConditionalGeneration, v1.1 shape: hidden 512, 8 heads of
@@ -639,18 +660,9 @@ def t5_blocks(dtype, pad, S, T, B=2):
         cfg._attn_implementation = "sdpa"
         torch.manual_seed(0)
         model = T5ForConditionalGeneration(cfg).to(dtype)
-        model.train()
-        fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
-        ids = torch.randint(1, 1000, (B, S))
-        mask = torch.ones(B, S, dtype=torch.long)
-        if pad:
-            mask[0, S // 2:] = 0
-        with SavedBytes(fixed) as c:
-            out = model(input_ids=ids, attention_mask=mask, labels=torch.randint(1, 1000, (B, T)),
-                        use_cache=False)
-            kept = c.total()
-        del out
-        return kept
+        return saved_by_forward(model, input_ids=torch.randint(1, 1000, (B, S)),
+                                attention_mask=padding_mask(B, S, pad),
+                                labels=torch.randint(1, 1000, (B, T)))
 
     base = total(2, 2)
     return total(3, 2) - base, total(2, 3) - base
@@ -681,21 +693,6 @@ def padded_main():
     print(f"torch {torch.__version__}, transformers {transformers.__version__}")
     B, S, T = 2, 64, 16
 
-    def mask(pad):
-        m = torch.ones(B, S, dtype=torch.long)
-        if pad:
-            m[0, S // 2:] = 0
-        return m
-
-    def kept(model, **inputs):
-        model.train()
-        fixed = {p.untyped_storage().data_ptr() for p in model.parameters()}
-        with SavedBytes(fixed) as c:
-            out = model(**inputs, use_cache=False)
-            total = c.total()
-        del out
-        return total
-
     def llama(n, pad):
         cfg = AutoConfig.for_model(model_type="llama", hidden_size=512, intermediate_size=1024,
                                    num_attention_heads=8, num_key_value_heads=2, vocab_size=1000,
@@ -703,7 +700,8 @@ def padded_main():
         cfg._attn_implementation = "sdpa"
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-        return kept(model, input_ids=torch.randint(1, 1000, (B, S)), attention_mask=mask(pad))
+        return saved_by_forward(model, input_ids=torch.randint(1, 1000, (B, S)),
+                                attention_mask=padding_mask(B, S, pad))
 
     def bart(enc, dec, pad, dtype):
         cfg = BartConfig(d_model=512, encoder_attention_heads=8, decoder_attention_heads=8,
@@ -713,8 +711,9 @@ def padded_main():
         cfg._attn_implementation = "sdpa"
         torch.manual_seed(0)
         model = BartForConditionalGeneration(cfg).to(dtype)
-        return kept(model, input_ids=torch.randint(3, 1000, (B, S)), attention_mask=mask(pad),
-                    labels=torch.randint(3, 1000, (B, T)))
+        return saved_by_forward(model, input_ids=torch.randint(3, 1000, (B, S)),
+                                attention_mask=padding_mask(B, S, pad),
+                                labels=torch.randint(3, 1000, (B, T)))
 
     for pad in (False, True):
         print(f"llama bf16 padded {pad!s:5s}: block {llama(3, pad) - llama(2, pad)} B", flush=True)
