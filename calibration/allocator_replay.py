@@ -1,0 +1,487 @@
+#!/usr/bin/env python3
+"""Replay a training step's allocations through PyTorch's CUDA caching allocator, without a GPU.
+
+The H200 runs (`calibration/h200-2026-11-30/set*.jsonl`) measured `max_memory_reserved` 0.5–16 % above
+`max_memory_allocated`, and which cached blocks a tensor lands in depends on the order of every allocation
+(docs/ACCURACY.md, nineteenth session: "what would settle it is a replay of the run's allocations through the
+caching allocator's rules"). This script makes that replay:
+
+1. It builds the case's model exactly as `calibration/measure.py` does (same configs, same transformers model
+   classes) but on PyTorch's `meta` device, where every op computes shapes and allocates nothing, and runs
+   measure.py's loop (forward with labels, backward, optimizer step, `zero_grad(set_to_none=True)`) STEPS times
+   under a `TorchDispatchMode` that logs each new storage (bytes) as it is made and, through a weak reference,
+   the moment it is freed: the sequence of `malloc`/`free` calls the CUDA run made, op for op. Full-size models
+   cost nothing: no number is ever computed.
+2. It replays that sequence through a re-implementation of `c10/cuda/CUDACachingAllocator.cpp`'s rules
+   (PyTorch 2.x defaults: `expandable_segments` off, no `max_split_size_mb`, one stream):
+   requests rounded up to 512 B; requests up to 1 MiB served from the small pool, whose segments are 2 MiB;
+   larger ones from the large pool, a new segment being 20 MiB for requests under 10 MiB and the request rounded
+   up to 2 MiB otherwise; a request takes the smallest cached block of its pool that fits (best fit), split when
+   what remains is at least 512 B (small pool) or more than 1 MiB (large pool); a freed block merges with free
+   neighbours of its segment; segments are never returned. `allocated` counts block sizes (as
+   `max_memory_allocated` does), `reserved` segment sizes.
+
+What the CUDA run does that the meta device cannot show, and how it is stood in for:
+- attention: SDPA on `meta` would take the math kernel; CUDA's flash kernel is replaced by `FlashLike`, which
+  allocates what `mha_fwd` / `mha_bwd` allocate (output and fp32 log-sum-exp; dq, dk, dv, fp32 `softmax_d`
+  and `dq_accum`, and dk/dv expanded to every head under grouped-query attention);
+- cuBLAS' workspace (`CUBLAS_WORKSPACE_CONFIG` default `:4096:8` on Hopper: 32 MiB), taken from the caching
+  allocator at the first matrix multiply of the forward and again of the backward (autograd's own thread);
+- tensors on the CPU (the optimizer's step counts) are not logged.
+Autocast (the `amp-*` cases) works only on CUDA tensors, so those cases are not replayed; nor are the
+bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases.
+
+    v/bin/python calibration/allocator_replay.py            # every replayable H200 case, a table
+    v/bin/python calibration/allocator_replay.py ID [ID...] # those cases, with their phase readings
+    v/bin/python calibration/allocator_replay.py --grid > /tmp/grid.csv   # replays beyond the measured runs
+    memplan calibrate /tmp/grid.csv                         # the model against them
+
+(`v` a virtual environment with torch, transformers and peft: `python3 -m venv v && v/bin/pip install torch
+transformers peft`.) With torch 2.15, transformers 5.24 and peft 0.21.2 it reproduces the H200 runs' (torch 2.11,
+transformers 5.17) `max_memory_allocated` to the MiB in 23 of the 24 replayable cases and `max_memory_reserved`
+within 0.6 % in 18 (docs/ACCURACY.md, "The caching allocator, replayed"). `--grid` writes 64 more cases (four Llama
+and Qwen models, bf16, checkpointing on and off, full and LoRA, 2,048–8,192 tokens), each on both counters, as rows of
+the calibration schema for `memplan calibrate` — replays, not measurements, so not a calibration set of their own.
+"""
+
+import bisect
+import gc
+import json
+import os
+import sys
+import types
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GIB = float(1 << 30)
+MIB = 1 << 20
+
+# CUDACachingAllocator.cpp constants (PyTorch 2.0–2.11).
+K_MIN_BLOCK = 512
+K_SMALL_SIZE = 1 << 20
+K_SMALL_BUFFER = 2 << 20
+K_MIN_LARGE_ALLOC = 10 << 20
+K_ROUND_LARGE = 2 << 20
+K_LARGE_BUFFER = 20 << 20
+# cuBLAS workspace on sm90 (`:4096:8`, CUDABlas.cpp `getChainedCublasWorkspaceSize`).
+CUBLAS_WORKSPACE = 8 * 4096 * 1024
+
+
+def round_size(n):
+    return K_MIN_BLOCK if n < K_MIN_BLOCK else K_MIN_BLOCK * ((n + K_MIN_BLOCK - 1) // K_MIN_BLOCK)
+
+
+def allocation_size(n):
+    if n <= K_SMALL_SIZE:
+        return K_SMALL_BUFFER
+    if n < K_MIN_LARGE_ALLOC:
+        return K_LARGE_BUFFER
+    return K_ROUND_LARGE * ((n + K_ROUND_LARGE - 1) // K_ROUND_LARGE)
+
+
+class Block:
+    __slots__ = ("ptr", "size", "small", "free", "prev", "next")
+
+    def __init__(self, ptr, size, small):
+        self.ptr, self.size, self.small, self.free = ptr, size, small, True
+        self.prev = self.next = None
+
+
+class CachingAllocator:
+    """The caching allocator's bookkeeping for one device and one stream."""
+
+    def __init__(self):
+        self.pools = {True: [], False: []}  # sorted (size, ptr, block) of free blocks
+        self.next_ptr = 0
+        self.allocated = self.reserved = 0
+        self.peak_allocated = self.peak_reserved = 0
+        self.segments = 0
+
+    def _insert(self, b):
+        bisect.insort(self.pools[b.small], (b.size, b.ptr, b))
+
+    def _remove(self, b):
+        pool = self.pools[b.small]
+        i = bisect.bisect_left(pool, (b.size, b.ptr))
+        assert pool[i][2] is b
+        del pool[i]
+
+    def malloc(self, n):
+        size = round_size(n)
+        small = size <= K_SMALL_SIZE
+        pool = self.pools[small]
+        i = bisect.bisect_left(pool, (size, -1))
+        if i < len(pool):
+            b = pool.pop(i)[2]
+        else:
+            seg = allocation_size(size)
+            b = Block(self.next_ptr, seg, small)
+            self.next_ptr += seg + K_ROUND_LARGE  # segments are not adjacent
+            self.reserved += seg
+            self.segments += 1
+            self.peak_reserved = max(self.peak_reserved, self.reserved)
+        remaining = b.size - size
+        if (remaining >= K_MIN_BLOCK) if small else (remaining > K_SMALL_SIZE):
+            rest = Block(b.ptr + size, remaining, small)
+            rest.prev, rest.next = b, b.next
+            if b.next is not None:
+                b.next.prev = rest
+            b.next = rest
+            b.size = size
+            self._insert(rest)
+        b.free = False
+        self.allocated += b.size
+        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        return b
+
+    def release(self, b):
+        b.free = True
+        self.allocated -= b.size
+        for nb in (b.prev, b.next):
+            if nb is not None and nb.free:
+                self._remove(nb)
+                if nb is b.prev:
+                    b.ptr, b.prev = nb.ptr, nb.prev
+                    if nb.prev is not None:
+                        nb.prev.next = b
+                else:
+                    b.next = nb.next
+                    if nb.next is not None:
+                        nb.next.prev = b
+                b.size += nb.size
+        self._insert(b)
+
+
+class AllocationLog(TorchDispatchMode):
+    """Logs every storage a meta-device op creates, and when the storage dies, as malloc/free events."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = WeakIdKeyDictionary()
+        self.events = []  # ("a", id, bytes) / ("f", id) / ("mark", name)
+        self.n = 0
+        self.workspaces = 0
+        self.backward = False
+
+    def _free(self, i):
+        self.events.append(("f", i))
+
+    def alloc_raw(self, nbytes):
+        i = self.n
+        self.n += 1
+        self.events.append(("a", i, nbytes))
+        return i
+
+    def track(self, t):
+        if not isinstance(t, torch.Tensor) or t.device.type != "meta":
+            return
+        st = t.untyped_storage()
+        if st in self.seen or st.nbytes() == 0:
+            return
+        i = self.alloc_raw(st.nbytes())
+        self.seen[st] = i
+        weakref.finalize(st, self._free, i)
+
+    def mark(self, name):
+        self.events.append(("mark", name))
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in MATMULS and self.workspaces < 1 + self.backward:
+            # cuBLAS' workspace is kept per (handle, stream) and handles per thread: the first GEMM of the
+            # forward takes one, the first of the backward (autograd's device thread) another; cuBLASLt
+            # shares it (CUDABlas.cpp, `getCurrentCUDABlasHandle`, `cublas_handle_stream_to_workspace`).
+            self.workspaces += 1
+            self.alloc_raw(CUBLAS_WORKSPACE)
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            self.track(t)
+        return out
+
+
+aten = torch.ops.aten
+SDPA = torch.nn.functional.scaled_dot_product_attention
+MATMULS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
+
+
+def _rounded(n, m):
+    return (n + m - 1) // m * m
+
+
+class FlashLike(torch.autograd.Function):
+    """What PyTorch's flash-attention kernels allocate (aten/src/ATen/native/transformers/cuda/flash_attn/
+    flash_api.cpp, `mha_fwd` / `mha_bwd`): forward, the output (B, S, H, D) and the fp32 log-sum-exp
+    (B, H, S); backward, dq, dk, dv, the fp32 `softmax_d` (B, H, S rounded to 128) and `dq_accum`
+    (B, S rounded to 128, H, D rounded to 32), and under grouped-query attention dk and dv for every head
+    before they are summed over each group."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        b, h, s, d = q.shape
+        out = torch.empty(b, s, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
+        lse = torch.empty(b, h, s, dtype=torch.float32, device=q.device)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        b, h, s, d = q.shape
+        hk = k.shape[1]
+        dev = q.device
+        dq = torch.empty(b, s, h, d, dtype=q.dtype, device=dev).transpose(1, 2)
+        dk = torch.empty(b, k.shape[2], hk, d, dtype=k.dtype, device=dev).transpose(1, 2)
+        dv = torch.empty(b, v.shape[2], hk, d, dtype=v.dtype, device=dev).transpose(1, 2)
+        softmax_d = torch.empty(b, h, _rounded(s, 128), dtype=torch.float32, device=dev)
+        dq_accum = torch.empty(b, _rounded(s, 128), h, _rounded(d, 32), dtype=torch.float32, device=dev)
+        if hk != h:
+            dk_expanded = torch.empty(b, k.shape[2], h, d, dtype=k.dtype, device=dev)
+            dv_expanded = torch.empty(b, v.shape[2], h, d, dtype=v.dtype, device=dev)
+            del dk_expanded, dv_expanded
+        del softmax_d, dq_accum
+        return dq, dk, dv
+
+
+class EfficientLike(torch.autograd.Function):
+    """What the memory-efficient kernel allocates when SDPA is handed a mask (flash takes none):
+    forward, the output and the fp32 log-sum-exp (B, H, S rounded to 32); backward, dq, dk, dv, the fp32
+    `delta` (B, H, S) and a workspace where dq accumulates in fp32 (attention_backward.cu,
+    `_efficient_attention_backward`; the workspace's size depends on the kernel chosen, taken here as one fp32 dq)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias):
+        b, h, s, d = q.shape
+        out = torch.empty(b, s, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
+        lse = torch.empty(b, h, _rounded(s, 32), dtype=torch.float32, device=q.device)
+        ctx.save_for_backward(q, k, v, bias, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, bias, out, lse = ctx.saved_tensors
+        b, h, s, d = q.shape
+        dev = q.device
+        dq = torch.empty(b, s, h, d, dtype=q.dtype, device=dev).transpose(1, 2)
+        dk = torch.empty(b, k.shape[2], k.shape[1], d, dtype=k.dtype, device=dev).transpose(1, 2)
+        dv = torch.empty(b, v.shape[2], v.shape[1], d, dtype=v.dtype, device=dev).transpose(1, 2)
+        delta = torch.empty(b, h, s, dtype=torch.float32, device=dev)
+        workspace = torch.empty(b, h, s, d, dtype=torch.float32, device=dev)
+        del delta, workspace
+        return dq, dk, dv, None
+
+
+def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **kw):
+    if q.dtype not in (torch.float16, torch.bfloat16) and enable_gqa and k.shape[1] != q.shape[1]:
+        # Flash takes 16-bit inputs only and the memory-efficient kernel no `enable_gqa`: CUDA runs SDPA's
+        # math composite (repeated k/v, the kept probabilities), which is what the meta device runs too.
+        return SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                    enable_gqa=enable_gqa)
+    if attn_mask is None:
+        if k.shape[1] != q.shape[1] and not enable_gqa:
+            raise AssertionError("grouped k/v without enable_gqa")
+        return FlashLike.apply(q, k, v)
+    # SDPA turns a boolean mask into a float one (`convert_boolean_attn_mask`) and the memory-efficient
+    # kernel keeps it; grouped k/v reach it already repeated (transformers' `repeat_kv`).
+    if attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device)
+    return EfficientLike.apply(q, k, v, attn_mask)
+
+
+def cuda_dropout(input, p=0.5, training=True, inplace=False):
+    """`F.dropout` as it runs on CUDA: the fused `native_dropout`, which keeps a boolean mask. Off CUDA
+    `aten::dropout` multiplies by a noise tensor of the input's dtype and keeps that instead
+    (`is_fused_kernel_acceptable` in aten/src/ATen/native/Dropout.cpp)."""
+    if not training or p == 0.0:
+        return input
+    return torch.native_dropout(input, p, True)[0]
+
+
+def load_measure():
+    """calibration/measure.py's model configs and case lists (it imports pynvml at the top: a stub)."""
+    sys.modules.setdefault("pynvml", types.ModuleType("pynvml"))
+    os.environ["DEVICE"] = "meta"
+    sys.path.insert(0, HERE)
+    import measure
+
+    return measure
+
+
+def measured_cases():
+    out = {}
+    d = os.path.join(HERE, "h200-2026-11-30")
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".jsonl"):
+            for line in open(os.path.join(d, f)):
+                r = json.loads(line)
+                out[r["id"]] = r  # a later set's rerun replaces the earlier reading
+    return out
+
+
+def replayable(c):
+    return (
+        c["precision"] in ("bf16", "fp32")
+        and not c.get("trainer")
+        and not c.get("compile")
+        and not c.get("quant")
+        and not c.get("liger")
+        and not c.get("fp8")
+        and not c.get("wrap")
+        and not c.get("offload")
+        and c["optimizer"] in ("adamw", "sgd-momentum")
+        and c["attn"] == "sdpa"
+    )
+
+
+def trace(measure, c, steps=3):
+    import transformers.integrations.sdpa_attention as sa
+    import transformers.masking_utils as mu
+
+    # Data-dependent checks cannot run on meta tensors; the replayed batches are unpacked and unpadded.
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    sa.torch.nn.functional.scaled_dot_product_attention = flash_sdpa
+    torch.nn.functional.scaled_dot_product_attention = flash_sdpa
+    torch.nn.functional.dropout = cuda_dropout
+    log = AllocationLog()
+    with log:
+        cfg, model = measure.build(c, {})
+        if c["lora"]:
+            from peft import LoraConfig, get_peft_model
+
+            r, targets = c["lora"]
+            model = get_peft_model(
+                model,
+                LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type="CAUSAL_LM"),
+            )
+            if c["ckpt"]:
+                model.enable_input_require_grads()
+        model.train()
+        if c["ckpt"]:
+            # The RNG state of the meta device cannot be saved; on CUDA it is a few bytes on the host.
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
+            )
+        params = [p for p in model.parameters() if p.requires_grad]
+        if c["optimizer"] == "adamw":
+            opt = torch.optim.AdamW(params, lr=1e-5, foreach=True)  # CUDA's default
+        else:
+            opt = torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
+        ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device="meta")
+        log.mark("load")
+        for _ in range(steps):
+            out = model(input_ids=ids, labels=ids)
+            loss = out.loss
+            log.mark("forward")
+            log.backward = True
+            loss.backward()
+            log.backward = False
+            log.mark("backward")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            del out, loss
+            log.mark("step")
+        del model, opt, params
+        gc.collect()
+    return log.events
+
+
+def replay(events):
+    a = CachingAllocator()
+    live = {}
+    marks = []
+    for e in events:
+        if e[0] == "a":
+            live[e[1]] = a.malloc(e[2])
+        elif e[0] == "f":
+            b = live.pop(e[1], None)
+            if b is not None:
+                a.release(b)
+        else:
+            marks.append((e[1], a.allocated, a.peak_allocated, a.reserved))
+    return a, marks
+
+
+GRID_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "qwen2.5-7b", "llama-3.1-8b")
+# The H200 rows whose columns the grid's rows copy (model, framework, GPU, notes).
+GRID_TEMPLATES = {
+    "llama-3.2-1b": "l1b-bf16-b4-s2048",
+    "llama-3.2-3b": "l3b-bf16-ckpt-b4-s4096",
+    "qwen2.5-7b": "q7b-bf16-ckpt-b2-s4096",
+    "llama-3.1-8b": "l8b-bf16-ckpt-b1-s2048",
+}
+
+
+def grid(measure):
+    """Replays beyond the measured runs, as rows of the calibration schema on stdout."""
+    import csv
+
+    path = os.path.join(HERE, "h200-2026-11-30.csv")
+    rows = {r["id"]: r for r in csv.DictReader(open(path))}
+    w = csv.DictWriter(sys.stdout, list(next(iter(rows.values())).keys()), lineterminator="\n")
+    w.writeheader()
+    for model in GRID_MODELS:
+        template = rows[f"h200-2026-11-30-{GRID_TEMPLATES[model]}-alloc"]
+        big = model in ("qwen2.5-7b", "llama-3.1-8b")
+        for ckpt in (False, True):
+            for mb, seq in ((1, 2048), (4, 2048), (2, 4096), (8, 1024), (1, 8192)):
+                if big and not ckpt and mb * seq > 4096:
+                    continue  # past the H200 without checkpointing
+                for lora in (None, (16, measure.ALL)):
+                    kind = "lora" if lora else "full"
+                    cid = f"replay-{model}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
+                    c = measure.case(cid, model, mb, seq, "bf16", ckpt=ckpt, lora=lora)
+                    a, _ = replay(trace(measure, c))
+                    for metric, value, suffix in (("max_allocated", a.peak_allocated, "alloc"),
+                                                  ("max_reserved", a.peak_reserved, "resv")):
+                        r = dict(template)
+                        r.update(id=f"{cid}-{suffix}", micro_batch=str(mb), seq_len=str(seq), metric=metric,
+                                 measured_gib=f"{value / GIB:.3f}", quality="A",
+                                 activation_checkpointing="full" if ckpt else "none",
+                                 source_url="calibration/allocator_replay.py --grid (a replay, not a measurement)")
+                        if lora:
+                            r.update(task="lora", lora_rank="16", lora_targets="q+k+v+o+gate+up+down",
+                                     trainable_params="",
+                                     notes=r["notes"] + " + peft 0.21.0; lora_alpha=2r; lora_dropout=0.05")
+                        w.writerow(r)
+                    sys.stdout.flush()
+
+
+def main():
+    measure = load_measure()
+    if sys.argv[1:] == ["--grid"]:
+        return grid(measure)
+    measured = measured_cases()
+    ids = sys.argv[1:]
+    cases = {}
+    for name in dir(measure):
+        v = getattr(measure, name)
+        if name.startswith("CASES") and isinstance(v, list):
+            for c in v:
+                cases.setdefault(c["id"], c)
+    print("| case | allocated measured | replayed | reserved measured | replayed | reserved − allocated measured | replayed |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for cid, c in cases.items():
+        if ids and cid not in ids:
+            continue
+        if not ids and not replayable(c):
+            continue
+        m = measured.get(cid)
+        if m is None:
+            continue
+        a, marks = replay(trace(measure, c))
+        if ids:
+            for name, alloc, peak, resv in marks[:4]:
+                print(f"  {name}: allocated {alloc / GIB:.3f} peak {peak / GIB:.3f} reserved {resv / GIB:.3f}")
+            for k in ("alloc_after_load", "alloc_after_forward", "peak_alloc_forward", "alloc_after_backward",
+                      "peak_alloc_backward", "alloc_after_step"):
+                print(f"  measured {k}: {m.get(k, 0) / GIB:.3f}")
+        ma, mr = m["max_allocated"] / GIB, m["max_reserved"] / GIB
+        ra, rr = a.peak_allocated / GIB, a.peak_reserved / GIB
+        print(f"| {cid} | {ma:.3f} | {ra:.3f} ({100 * (ra - ma) / ma:+.1f} %) | {mr:.3f} | {rr:.3f} ({100 * (rr - mr) / mr:+.1f} %) | {mr - ma:.3f} | {rr - ra:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
