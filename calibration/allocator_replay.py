@@ -27,9 +27,12 @@ What the CUDA run does that the meta device cannot show, and how it is stood in 
   and `dq_accum`, and dk/dv expanded to every head under grouped-query attention);
 - cuBLAS' workspace (`CUBLAS_WORKSPACE_CONFIG` default `:4096:8` on Hopper: 32 MiB), taken from the caching
   allocator at the first matrix multiply of the forward and again of the backward (autograd's own thread);
+- autocast, which acts on CUDA tensors only: `CudaAutocast`, a `TorchFunctionMode` (above autograd, as the real
+  one is, so autograd records the casts) with CUDA's op lists from aten/src/ATen/autocast_mode.cpp, the weight-cast
+  cache, the recompute of a checkpointed block under the autocast its forward ran in, and CUDA's fp16-to-fp32
+  softmax (`half_to_float`: no fp32 copy, an fp16 gradient); GradScaler's in-place scaling is left out;
 - tensors on the CPU (the optimizer's step counts) are not logged.
-Autocast (the `amp-*` cases) works only on CUDA tensors, so those cases are not replayed; nor are the
-bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases.
+The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are not replayed.
 
     v/bin/python calibration/allocator_replay.py            # every replayable H200 case, a table
     v/bin/python calibration/allocator_replay.py ID [ID...] # those cases, with their phase readings
@@ -38,13 +41,15 @@ bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases.
 
 (`v` a virtual environment with torch, transformers and peft: `python3 -m venv v && v/bin/pip install torch
 transformers peft`.) With torch 2.15, transformers 5.24 and peft 0.21.2 it reproduces the H200 runs' (torch 2.11,
-transformers 5.17) `max_memory_allocated` to the MiB in 23 of the 24 replayable cases and `max_memory_reserved`
-within 0.6 % in 18 (docs/ACCURACY.md, "The caching allocator, replayed"). `--grid` writes 64 more cases (four Llama
+transformers 5.17) `max_memory_allocated` to within 7 MiB in 32 of the 33 replayable cases that fitted and
+`max_memory_reserved` within 0.6 % in 24, and needs more than the card for the three that ran out of memory
+(docs/ACCURACY.md, "The caching allocator, replayed"). `--grid` writes 64 more cases (four Llama
 and Qwen models, bf16, checkpointing on and off, full and LoRA, 2,048–8,192 tokens), each on both counters, as rows of
 the calibration schema for `memplan calibrate` — replays, not measurements, so not a calibration set of their own.
 """
 
 import bisect
+import contextlib
 import gc
 import json
 import os
@@ -53,8 +58,9 @@ import types
 import weakref
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakIdKeyDictionary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -275,6 +281,9 @@ class EfficientLike(torch.autograd.Function):
 
 
 def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **kw):
+    if AUTOCAST and AUTOCAST[-1].dtype is not None:
+        # `scaled_dot_product_attention` is on autocast's lower-precision list.
+        q, k, v = (AUTOCAST[-1].low(t) for t in (q, k, v))
     if q.dtype not in (torch.float16, torch.bfloat16) and enable_gqa and k.shape[1] != q.shape[1]:
         # Flash takes 16-bit inputs only and the memory-efficient kernel no `enable_gqa`: CUDA runs SDPA's
         # math composite (repeated k/v, the kept probabilities), which is what the meta device runs too.
@@ -289,6 +298,138 @@ def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
     if attn_mask.dtype == torch.bool:
         attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device)
     return EfficientLike.apply(q, k, v, attn_mask)
+
+
+F = torch.nn.functional
+# CUDA autocast's op lists (aten/src/ATen/autocast_mode.cpp), at the torch functions transformers calls: those cast
+# to the lower precision, those run in fp32, those given `dtype=float32` when an input is lower precision, and those
+# that promote to the widest input.
+LOWER = {F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm, torch.bmm,
+         torch.Tensor.bmm, torch.addmm, torch.Tensor.addmm, torch.baddbmm, torch.Tensor.baddbmm, torch.einsum,
+         F.conv1d, F.conv2d}
+FP32 = {F.layer_norm, F.group_norm, torch.exp, torch.Tensor.exp, torch.rsqrt, torch.Tensor.rsqrt, torch.pow,
+        torch.Tensor.pow, torch.Tensor.__pow__, torch.log, torch.Tensor.log, torch.log1p, torch.reciprocal,
+        torch.Tensor.reciprocal, F.softplus, F.nll_loss, F.mse_loss, F.l1_loss, F.smooth_l1_loss,
+        F.binary_cross_entropy_with_logits, F.kl_div, torch.logsumexp, torch.Tensor.logsumexp, torch.cdist}
+FP32_OPT = {F.softmax, F.log_softmax, torch.softmax, torch.log_softmax, torch.Tensor.softmax,
+            torch.Tensor.log_softmax, torch.cumsum, torch.Tensor.cumsum, torch.prod, torch.Tensor.prod,
+            torch.sum, torch.Tensor.sum}
+SOFTMAXES = {F.softmax, F.log_softmax, torch.softmax, torch.log_softmax, torch.Tensor.softmax,
+             torch.Tensor.log_softmax}
+PROMOTE = {torch.cat, torch.stack, torch.addcmul, torch.Tensor.addcmul, torch.addcdiv, torch.Tensor.addcdiv,
+           torch.index_put, torch.Tensor.index_put, torch.Tensor.index_put_, torch.scatter_add,
+           torch.Tensor.scatter_add}
+LOW_FLOATS = (torch.float16, torch.bfloat16)
+
+
+class CudaAutocast(TorchFunctionMode):
+    """`torch.autocast("cuda", dtype)` for meta tensors (autocast acts on CUDA tensors only), above autograd as the
+    real one is, so autograd records the casts and saves what it saves on CUDA. Casts of fp32 leaves that require
+    grad (the weights) are cached until the region ends (`cached_cast`)."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+        self.cache = {}
+
+    def __exit__(self, *a):
+        self.cache.clear()
+        return super().__exit__(*a)
+
+    def low(self, t):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+            return t
+        if t.is_leaf and t.requires_grad:
+            c = self.cache.get(id(t))
+            if c is None or c[0] is not t:
+                c = self.cache[id(t)] = (t, t.to(self.dtype))
+            return c[1]
+        return t.to(self.dtype)
+
+    @staticmethod
+    def fp32(t):
+        return t.float() if isinstance(t, torch.Tensor) and t.dtype in LOW_FLOATS else t
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.cross_entropy and args[0].dtype in LOW_FLOATS:
+            # aten's cross_entropy_loss is log_softmax then nll_loss, and autocast runs the log-softmax with
+            # dtype=float32: its saved output is fp32, with no fp32 copy of the logits.
+            return cross_entropy_fp32_log_softmax(*args, **kwargs)
+        tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        if func in LOWER:
+            args, kwargs = tree_map(self.low, (args, kwargs))
+        elif func in FP32:
+            args, kwargs = tree_map(self.fp32, (args, kwargs))
+        elif func in FP32_OPT:
+            if kwargs.get("dtype") is None and any(t.dtype in LOW_FLOATS for t in tensors):
+                kwargs = dict(kwargs, dtype=torch.float32)
+                if func in SOFTMAXES:
+                    return softmax_fp32(func, *args, **kwargs)
+        elif func in PROMOTE:
+            floats = [t.dtype for t in tensors if t.is_floating_point()]
+            if torch.float32 in floats and any(d in LOW_FLOATS for d in floats):
+                args, kwargs = tree_map(self.fp32, (args, kwargs))
+        return func(*args, **kwargs)
+
+
+class HalfToFloat(torch.autograd.Function):
+    """CUDA's `_softmax` / `_log_softmax` with `half_to_float`: an fp16 input read as is into an fp32 output, and a
+    gradient made in fp16 (`softmax` in aten/src/ATen/native/SoftMax.cpp takes this path for a CUDA fp16 input given
+    dtype=float32; a bf16 input, or any input off CUDA, is converted to fp32 first)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, log):
+        out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return torch.empty(out.shape, dtype=torch.float16, device=out.device), None, None
+
+
+def softmax_fp32(func, x, dim=None, dtype=None, **kw):
+    if x.dtype == torch.float16 and dtype == torch.float32:
+        if dim is None:
+            dim = kw.get("dim")
+        return HalfToFloat.apply(x, dim, func in (F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax))
+    return func(x, dim, dtype=dtype, **kw) if dim is not None else func(x, dtype=dtype, **kw)
+
+
+def cross_entropy_fp32_log_softmax(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                                   reduction="mean", label_smoothing=0.0):
+    assert label_smoothing == 0.0 and size_average is None and reduce is None
+    logp = softmax_fp32(F.log_softmax, input, 1 if input.dim() > 1 else 0, dtype=torch.float32)
+    return F.nll_loss(logp, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
+
+
+AUTOCAST = []  # the active CudaAutocast, for the SDPA stand-in (a Python function, which modes do not see)
+
+
+class Autocasting:
+    """Enters a `CudaAutocast` for the region (and tells the SDPA stand-in)."""
+
+    def __init__(self, dtype):
+        self.mode = CudaAutocast(dtype) if dtype is not None else None
+
+    def __enter__(self):
+        if self.mode is not None:
+            AUTOCAST.append(self.mode)
+            self.mode.__enter__()
+
+    def __exit__(self, *a):
+        if self.mode is not None:
+            self.mode.__exit__(*a)
+            AUTOCAST.pop()
+
+
+def checkpoint_contexts():
+    """`context_fn` for torch.utils.checkpoint: the recompute runs under the autocast its forward ran under, as
+    checkpoint does for the real autocast (which it saves and restores itself)."""
+    dtype = AUTOCAST[-1].dtype if AUTOCAST else None
+    return contextlib.nullcontext(), Autocasting(dtype)
 
 
 def cuda_dropout(input, p=0.5, training=True, inplace=False):
@@ -323,7 +464,7 @@ def measured_cases():
 
 def replayable(c):
     return (
-        c["precision"] in ("bf16", "fp32")
+        c["precision"] in ("bf16", "fp32", "amp-bf16", "amp-fp16")
         and not c.get("trainer")
         and not c.get("compile")
         and not c.get("quant")
@@ -362,7 +503,11 @@ def trace(measure, c, steps=3):
         if c["ckpt"]:
             # The RNG state of the meta device cannot be saved; on CUDA it is a few bytes on the host.
             model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
+                gradient_checkpointing_kwargs={
+                    "use_reentrant": False,
+                    "preserve_rng_state": False,
+                    "context_fn": checkpoint_contexts,
+                }
             )
         params = [p for p in model.parameters() if p.requires_grad]
         if c["optimizer"] == "adamw":
@@ -371,8 +516,11 @@ def trace(measure, c, steps=3):
             opt = torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
         ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device="meta")
         log.mark("load")
+        amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
         for _ in range(steps):
-            out = model(input_ids=ids, labels=ids)
+            # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
+            with Autocasting(amp):
+                out = model(input_ids=ids, labels=ids)
             loss = out.loss
             log.mark("forward")
             log.backward = True
@@ -480,6 +628,10 @@ def main():
                 print(f"  measured {k}: {m.get(k, 0) / GIB:.3f}")
         ma, mr = m["max_allocated"] / GIB, m["max_reserved"] / GIB
         ra, rr = a.peak_allocated / GIB, a.peak_reserved / GIB
+        if m.get("oom"):
+            print(f"| {cid} (out of memory at {m['total'] / GIB if 'total' in m else 139.8:.1f} GiB) | {ma:.3f} | "
+                  f"{ra:.3f} | {mr:.3f} | {rr:.3f} | — | — |", flush=True)
+            continue
         print(f"| {cid} | {ma:.3f} | {ra:.3f} ({100 * (ra - ma) / ma:+.1f} %) | {mr:.3f} | {rr:.3f} ({100 * (rr - mr) / mr:+.1f} %) | {mr - ma:.3f} | {rr - ra:.3f} |", flush=True)
 
 
