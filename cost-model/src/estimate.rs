@@ -66,7 +66,9 @@ use serde::{Deserialize, Serialize};
 /// are padded or a sliding window spans the sequence ([`Ctx::sdpa_mask_bytes`]).
 /// 16 reserves again, at a checkpointed full fine-tune's loss, the loss
 /// segments the first step's optimizer states stranded
-/// ([`Ctx::stranded_loss_segments`]).
+/// ([`Ctx::stranded_loss_segments`]), and under fp16 autocast gives a loss
+/// that reads the 16-bit scores (an encoder's masked-LM head) CUDA's fp16
+/// gradient ([`Ctx::half_to_float_loss`]).
 pub const MODEL_VERSION: u32 = 16;
 
 // ---------------------------------------------------------------------------
@@ -3457,7 +3459,10 @@ impl<'a> Ctx<'a> {
             }
             // Final-logit soft-capping keeps the tanh output.
             Loss::Standard => {
-                let b = LOSS_STANDARD_TENSORS * self.upcast_bytes()
+                let up = self.upcast_bytes();
+                let grad = if self.half_to_float_loss() { HALF } else { up };
+                let b = (LOSS_STANDARD_TENSORS - 1.0) * up
+                    + grad
                     + held
                     + if self.m.softcap { self.e } else { 0.0 };
                 (b, b)
@@ -3507,6 +3512,20 @@ impl<'a> Ctx<'a> {
             head_backward: final_norm + head * logits + fused_chunk,
             norm_backward: self.final_norm_backward(tokens),
         }
+    }
+
+    /// A loss whose log-softmax reads fp16 logits straight into fp32 and
+    /// hands back an fp16 gradient: CUDA's `log_softmax` given `dtype=float32`
+    /// on an fp16 input takes `_log_softmax(input, dim, half_to_float=true)`
+    /// (`aten/src/ATen/native/SoftMax.cpp`; a bf16 input is converted to fp32
+    /// first), so under fp16 autocast a loss that does not upcast its logits
+    /// itself — transformers' masked-LM heads (`BertForMaskedLM` calls
+    /// `CrossEntropyLoss` on the 16-bit scores; its causal LMs call `.float()`
+    /// first) — keeps no fp32 gradient of them. Replayed
+    /// (calibration/allocator_replay.py) and measured: BERT-large, amp-fp16,
+    /// 32 × 512, 26.038 GiB allocated alike.
+    fn half_to_float_loss(&self) -> bool {
+        self.prec == Precision::AmpFp16 && self.m.arch == Arch::Encoder
     }
 
     /// The final norm's backward moment over `tokens` positions when it is an
@@ -3919,7 +3938,7 @@ impl<'a> Ctx<'a> {
     /// allocations replayed through the caching allocator's rules,
     /// `c10/cuda/CUDACachingAllocator.cpp`: best fit within a pool, blocks
     /// split, segments never returned; it reproduces the H200 runs'
-    /// `max_memory_reserved` within 0.6 % for 18 of 24): the fp32 loss
+    /// `max_memory_reserved` within 0.6 % for 24 of 33): the fp32 loss
     /// tensors are the step's largest allocations, so the first step gives
     /// each a segment of its own. Under full checkpointing, once they are
     /// freed those segments are the only large free blocks, so best fit puts
