@@ -3980,18 +3980,18 @@ impl<'a> Ctx<'a> {
     fn with_stranded_loss_segments(
         &self,
         s: u32,
-        mut backward: PhaseEstimate,
+        backward: &mut PhaseEstimate,
         forward: &PhaseEstimate,
         step: &PhaseEstimate,
         states: f64,
-    ) -> PhaseEstimate {
+    ) {
         let stranded = self.stranded_loss_segments(s, states);
         if stranded <= 0.0 {
-            return backward;
+            return;
         }
         let before_states = |p: &PhaseEstimate| p.counters.allocated.as_f64() - states;
         let first_step = before_states(forward)
-            .max(before_states(&backward))
+            .max(before_states(backward))
             .max(step.counters.allocated.as_f64());
         let needed = Bytes::from_f64(first_step + stranded);
         if needed > backward.counters.reserved {
@@ -4000,7 +4000,6 @@ impl<'a> Ctx<'a> {
             backward.counters.reserved = backward.breakdown.reserved();
             backward.counters.device_used = backward.breakdown.device_used();
         }
-        backward
     }
 
     fn stage(&self, s: u32) -> StageEstimate {
@@ -4206,7 +4205,7 @@ impl<'a> Ctx<'a> {
                 tmp: working + dq_block,
             },
         );
-        let backward = phase_peak(bwd_start, [bwd_head, bwd_norm, bwd_block, bwd_end]);
+        let mut backward = phase_peak(bwd_start, [bwd_head, bwd_norm, bwd_block, bwd_end]);
         let step = mk(
             Phase::Step,
             Parts {
@@ -4219,7 +4218,7 @@ impl<'a> Ctx<'a> {
                 tmp: self.optimizer_temporaries(s),
             },
         );
-        let backward = self.with_stranded_loss_segments(s, backward, &forward, &step, o);
+        self.with_stranded_loss_segments(s, &mut backward, &forward, &step, o);
         let phases = vec![load, init, forward, backward, step];
         let peak = phases
             .iter()
