@@ -2277,3 +2277,26 @@ fn the_first_steps_states_strand_a_checkpointed_full_finetunes_loss_segments() {
     }
     assert!(share(&expandable) < 0.021, "{}", share(&expandable));
 }
+
+/// A loop that keeps the model's output (`out = model(...)`, dropped when the
+/// next iteration rebinds it or, in calibration/measure.py, after the step)
+/// holds its 16-bit logits beside the optimizer's step: Qwen2.5-7B in bf16,
+/// 2 × 4096, checkpointed, peaked in its first step at weights, gradients,
+/// states, AdamW's temporaries and 2.3 GiB of logits — 73.5 GiB, measured on
+/// the H200 and replayed (calibration/allocator_replay.py) alike.
+#[test]
+fn a_loop_that_keeps_the_output_holds_its_logits_through_the_step() {
+    let mut p = plan("qwen2.5-7b", Precision::Bf16, 2, 4096);
+    p.training.checkpointing = Checkpointing::Full;
+    let e = estimate(&p).unwrap();
+    assert_eq!(
+        phase(&e, Phase::Step).logits.as_f64(),
+        (2.0f64 * 4096.0 * 152064.0 * 2.0).round()
+    );
+    let allocated = e.peak.allocated.as_f64() / GIB;
+    assert!((allocated - 73.497).abs() / 73.497 < 0.005, "{allocated}");
+    // The Trainer's `compute_loss` returns the loss alone.
+    p.set_framework(Framework::HfTrainer);
+    p.training.checkpointing = Checkpointing::Full;
+    assert_eq!(phase(&estimate(&p).unwrap(), Phase::Step).logits.get(), 0);
+}
