@@ -124,10 +124,12 @@ fn autocast_keeps_a_cast_per_projection_and_fp32_normalised_tensors() {
 fn measured_pure_bf16_llama_block_and_loss() {
     // Llama-3.2-1B, bf16, 4 × 2048 tokens: 19758 MiB held after forward
     // (blocks + final norm + 2 B logits held by the loop + 4 B log-softmax);
-    // the loss backward added two fp32 logits-sized gradients (8016 MiB).
+    // the loss's own forward moment held the fp32 upcast beside them (4008
+    // MiB, dropped as the loss returns); the loss backward added two fp32
+    // logits-sized gradients (8016 MiB) to what forward left.
     let e = estimate(&plan("llama-3.2-1b", Precision::Bf16, 4, 2048)).unwrap();
     let fwd = phase(&e, Phase::Forward);
-    let held_after_forward = mib(fwd.activations) + mib(fwd.logits) - 2.0 * 4008.0;
+    let held_after_forward = mib(fwd.activations) + mib(fwd.logits) - 4008.0;
     assert!(
         (held_after_forward - 19758.0).abs() / 19758.0 < 0.02,
         "{held_after_forward} MiB"
@@ -136,7 +138,7 @@ fn measured_pure_bf16_llama_block_and_loss() {
     let bwd = phase(&e, Phase::Backward);
     let p = plan("llama-3.2-1b", Precision::Bf16, 4, 2048);
     assert_eq!(bwd.temporaries.get(), common::cublas_workspaces(&p));
-    assert_eq!(bwd.logits, fwd.logits);
+    assert_eq!(mib(bwd.logits) - mib(fwd.logits), 4008.0);
 }
 
 #[test]
@@ -2224,11 +2226,14 @@ fn the_first_steps_states_strand_a_checkpointed_full_finetunes_loss_segments() {
             .unwrap()
             .counters
     };
+    // The first step's peak reserved: its forward or backward without the
+    // states, with the allocator's share, or its optimizer step.
     let reserved_over_first_step = |p: &Plan| {
         let states = phase(&estimate(p).unwrap(), Phase::Step).optimizer.as_f64();
         let alloc = |ph| counters(p, ph).allocated.as_f64();
-        let first_step = (alloc(Phase::Forward) - states)
-            .max(alloc(Phase::Backward) - states)
+        let share = 1.0 + ALLOCATOR_RESERVE_FRACTION;
+        let first_step = ((alloc(Phase::Forward) - states) * share)
+            .max((alloc(Phase::Backward) - states) * share)
             .max(alloc(Phase::Step));
         counters(p, Phase::Backward).reserved.as_f64() - first_step
     };
@@ -2239,7 +2244,7 @@ fn the_first_steps_states_strand_a_checkpointed_full_finetunes_loss_segments() {
     assert!((reserved_over_first_step(&p) - 3.0 * logits).abs() <= 1.0);
     let reserved = estimate(&p).unwrap().peak.reserved.as_f64() / GIB;
     assert!((reserved - 87.793).abs() / 87.793 < 0.04, "{reserved}");
-    // Llama-3.2-1B at 32,768 tokens: 4.6 GiB of states fill one 15.7 GiB
+    // Llama-3.2-1B at 32,768 tokens: 4.6 GiB of states fall in one 15.7 GiB
     // segment (replayed 77.1 GiB reserved, one segment over its first step).
     let mut p = plan("llama-3.2-1b", Precision::Bf16, 1, 32768);
     p.training.checkpointing = Checkpointing::Full;
