@@ -489,16 +489,7 @@ def trace(measure, c, steps=3):
     log = AllocationLog()
     with log:
         cfg, model = measure.build(c, {})
-        if c["lora"]:
-            from peft import LoraConfig, get_peft_model
-
-            r, targets = c["lora"]
-            model = get_peft_model(
-                model,
-                LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type="CAUSAL_LM"),
-            )
-            if c["ckpt"]:
-                model.enable_input_require_grads()
+        model = measure.with_lora(c, model)
         model.train()
         if c["ckpt"]:
             # The RNG state of the meta device cannot be saved; on CUDA it is a few bytes on the host.

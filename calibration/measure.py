@@ -561,6 +561,22 @@ def run_trainer(c, model, cfg, rec):
     rec["step_s"] = [(time.time() - t0) / STEPS] * STEPS
 
 
+def with_lora(c, model):
+    """The case's LoRA adapters (PEFT; alpha 2r, dropout 0.05), if it has any."""
+    if not c["lora"]:
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    r, targets = c["lora"]
+    model = get_peft_model(
+        model,
+        LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type="CAUSAL_LM"),
+    )
+    if c["ckpt"]:
+        model.enable_input_require_grads()
+    return model
+
+
 def run_case(c, sampler, rec):
     cfg, model = build(c, rec)
     if c.get("quant"):
@@ -572,16 +588,7 @@ def run_case(c, sampler, rec):
         torch.cuda.reset_peak_memory_stats()
         sampler.reset()
         rec["peaks_reset_after_quantizing"] = True
-    if c["lora"]:
-        from peft import LoraConfig, get_peft_model
-
-        r, targets = c["lora"]
-        model = get_peft_model(
-            model,
-            LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type="CAUSAL_LM"),
-        )
-        if c["ckpt"]:
-            model.enable_input_require_grads()
+    model = with_lora(c, model)
     model.train()
     rec["attn_impl"] = getattr(model.config, "_attn_implementation", None)
     if c.get("trainer"):
