@@ -3466,12 +3466,12 @@ impl<'a> Ctx<'a> {
             Loss::Standard if self.defaults().inplace_cross_entropy => {
                 (self.beside_fp32() + FP32, FP32)
             }
-            // Final-logit soft-capping keeps the tanh output.
             // At the loss's forward the upcast copy and the log-softmax output
             // are alive (the copy is dropped as the loss returns); backward
             // makes the NLL's gradient and the input's, beside the output.
             Loss::Standard => {
                 let up = self.upcast_bytes();
+                // Final-logit soft-capping keeps the tanh output.
                 let softcap = if self.m.softcap { self.e } else { 0.0 };
                 let (copy, grad) = if self.half_to_float_loss() {
                     (0.0, HALF)
@@ -3959,9 +3959,10 @@ impl<'a> Ctx<'a> {
     /// segments a run of that many bytes touches when it begins halfway into
     /// one, at least one segment and at most the loss's
     /// [`LOSS_STANDARD_TENSORS`]. The replays counted one segment for states
-    /// of 0.3 and 0.6 `L`, about two for 1.2 and 1.5 `L`, three for 6 `L`; a whole number
-    /// of segments, `⌈states / L⌉·L`, fits them too but falls as the sequence
-    /// grows past a multiple of the states, where this grows with it.
+    /// of 0.3 and 0.6 `L`, about two for 1.2 and 1.5 `L`, three for 6 `L`; a
+    /// whole number of segments, `⌈states / L⌉·L`, fits them too but falls as
+    /// the sequence grows past a multiple of the states, where this grows
+    /// with it.
     ///
     /// The mechanism, from `calibration/allocator_replay.py` (each H200 run's
     /// allocations replayed through the caching allocator's rules,
@@ -3978,12 +3979,12 @@ impl<'a> Ctx<'a> {
     /// 4.6 GiB fp32 logits tensors more than the first step's peak. Only a
     /// full fine-tune's states stray there (an adapter's, under 1 MiB a
     /// tensor, are in the small pool), only the eager standard loss makes
-    /// logits-sized tensors, and expandable segments map pages, not blocks.
-    /// Only where the gradients and states are made on the loss's stream
-    /// (one GPU, `nn.DataParallel`, DDP): ZeRO and FSDP make them from
-    /// communication buffers on streams of their own, whose blocks the
-    /// allocator keeps apart (the H200's FSDP2 Llama-3.2-3B reserved 12.5 GiB
-    /// over its allocated peak where this term would add 23.5).
+    /// logits-sized tensors, expandable segments map pages, not blocks, and
+    /// only one GPU, `nn.DataParallel` and DDP make the gradients and states
+    /// on the loss's stream: ZeRO and FSDP make them from communication
+    /// buffers on streams of their own, whose blocks the allocator keeps
+    /// apart (the H200's FSDP2 Llama-3.2-3B reserved 12.5 GiB over its
+    /// allocated peak where this term would add 23.5).
     fn stranded_loss_segments(&self, s: u32, states: f64) -> f64 {
         let t = &self.plan.training;
         if !matches!(
