@@ -24,7 +24,11 @@ caching allocator's rules"). This script makes that replay:
 What the CUDA run does that the meta device cannot show, and how it is stood in for:
 - attention: SDPA on `meta` would take the math kernel; CUDA's flash kernel is replaced by `FlashLike`, which
   allocates what `mha_fwd` / `mha_bwd` allocate (output and fp32 log-sum-exp; dq, dk, dv, fp32 `softmax_d`
-  and `dq_accum`, and dk/dv expanded to every head under grouped-query attention);
+  and `dq_accum`, and dk/dv expanded to every head under grouped-query attention); `EfficientLike` for the
+  memory-efficient kernel SDPA takes when handed a mask (which it converts to a float one first); SDPA's math
+  composite, as on the meta device, where flash cannot run (fp32) and the efficient kernel takes no `enable_gqa`;
+- dropout: CUDA's fused `native_dropout`, which keeps a boolean mask (off CUDA `aten::dropout` keeps a noise
+  tensor in the input's dtype);
 - cuBLAS' workspace (`CUBLAS_WORKSPACE_CONFIG` default `:4096:8` on Hopper: 32 MiB), taken from the caching
   allocator at the first matrix multiply of the forward and again of the backward (autograd's own thread);
 - autocast, which acts on CUDA tensors only: `CudaAutocast`, a `TorchFunctionMode` (above autograd, as the real
