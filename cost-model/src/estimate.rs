@@ -4020,7 +4020,7 @@ impl<'a> Ctx<'a> {
     /// its optimizer step, whose parameter-shaped tensors split the blocks
     /// backward freed (the replays reserved within 0.5 % of allocated there) —
     /// plus [`Self::stranded_loss_segments`].
-    fn with_stranded_loss_segments(
+    fn reserve_stranded_loss_segments(
         &self,
         s: u32,
         backward: &mut PhaseEstimate,
@@ -4262,7 +4262,7 @@ impl<'a> Ctx<'a> {
                 tmp: self.optimizer_temporaries(s),
             },
         );
-        self.with_stranded_loss_segments(s, &mut backward, &forward, &step, o);
+        self.reserve_stranded_loss_segments(s, &mut backward, &forward, &step, o);
         let phases = vec![load, init, forward, backward, step];
         let peak = phases
             .iter()
