@@ -3404,6 +3404,18 @@ impl<'a> Ctx<'a> {
         (enc * f(self) + dec * f(&self.at_length(sd))) / (enc + dec).max(1.0)
     }
 
+    /// Positions the LM head and the loss see on the last stage: an
+    /// encoder–decoder's head reads the decoder's positions, and
+    /// `nn.DataParallel` gathers every replica's output on GPU 0.
+    fn logit_positions(&self) -> f64 {
+        let tokens = self.b * self.decoder_s();
+        if self.plan.parallel.sharding == Sharding::DataParallel {
+            tokens * self.plan.parallel.num_gpus as f64
+        } else {
+            tokens
+        }
+    }
+
     /// Logits and loss on the last stage (vocab-parallel over TP): what is
     /// alive at the end of the loss forward, as backward starts (the loss's
     /// backward) and at the LM head's backward, once the loss's tensors are
@@ -3414,12 +3426,7 @@ impl<'a> Ctx<'a> {
             return LogitsBytes::default();
         }
         let m = self.m;
-        // An encoder–decoder's LM head reads the decoder's positions.
-        let mut tokens = self.b * self.decoder_s();
-        if self.plan.parallel.sharding == Sharding::DataParallel {
-            // nn.DataParallel gathers every replica's output on GPU 0.
-            tokens *= self.plan.parallel.num_gpus as f64;
-        }
+        let tokens = self.logit_positions();
         let v = m.vocab as f64 / self.t;
         let h = m.hidden as f64;
         // Final norm input (fp32 copy) and output (head input).
@@ -4007,7 +4014,7 @@ impl<'a> Ctx<'a> {
         {
             return 0.0;
         }
-        let l = self.b * self.decoder_s() * self.m.vocab as f64 / self.t * self.upcast_bytes();
+        let l = self.logit_positions() * self.m.vocab as f64 / self.t * self.upcast_bytes();
         if l <= 0.0 {
             return 0.0;
         }
