@@ -110,7 +110,6 @@ class CachingAllocator:
         self.next_ptr = 0
         self.allocated = self.reserved = 0
         self.peak_allocated = self.peak_reserved = 0
-        self.segments = 0
 
     def _insert(self, b):
         bisect.insort(self.pools[b.small], (b.size, b.ptr, b))
@@ -133,7 +132,6 @@ class CachingAllocator:
             b = Block(self.next_ptr, seg, small)
             self.next_ptr += seg + K_ROUND_LARGE  # segments are not adjacent
             self.reserved += seg
-            self.segments += 1
             self.peak_reserved = max(self.peak_reserved, self.reserved)
         remaining = b.size - size
         if (remaining >= K_MIN_BLOCK) if small else (remaining > K_SMALL_SIZE):
@@ -285,7 +283,7 @@ class EfficientLike(torch.autograd.Function):
 
 
 def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **kw):
-    if AUTOCAST and AUTOCAST[-1].dtype is not None:
+    if AUTOCAST:
         # `scaled_dot_product_attention` is on autocast's lower-precision list.
         q, k, v = (AUTOCAST[-1].low(t) for t in (q, k, v))
     if q.dtype not in (torch.float16, torch.bfloat16) and enable_gqa and k.shape[1] != q.shape[1]:
@@ -383,7 +381,7 @@ class HalfToFloat(torch.autograd.Function):
     dtype=float32; a bf16 input, or any input off CUDA, is converted to fp32 first)."""
 
     @staticmethod
-    def forward(ctx, x, dim, log):
+    def forward(ctx, x):
         out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
         ctx.save_for_backward(out)
         return out
@@ -391,14 +389,12 @@ class HalfToFloat(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return torch.empty(out.shape, dtype=torch.float16, device=out.device), None, None
+        return torch.empty(out.shape, dtype=torch.float16, device=out.device)
 
 
 def softmax_fp32(func, x, dim=None, dtype=None, **kw):
     if x.dtype == torch.float16 and dtype == torch.float32:
-        if dim is None:
-            dim = kw.get("dim")
-        return HalfToFloat.apply(x, dim, func in (F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax))
+        return HalfToFloat.apply(x)
     return func(x, dim, dtype=dtype, **kw) if dim is not None else func(x, dtype=dtype, **kw)
 
 
@@ -597,6 +593,8 @@ def main():
     if sys.argv[1:] == ["--grid"]:
         return grid(measure)
     measured = measured_cases()
+    # The card's capacity as the runs' CUDA reported it (`get_device_properties(0).total_memory`).
+    card = json.load(open(os.path.join(HERE, "h200-2026-11-30", "env.json")))["total"] / GIB
     ids = sys.argv[1:]
     cases = {}
     for name in dir(measure):
@@ -624,7 +622,7 @@ def main():
         ma, mr = m["max_allocated"] / GIB, m["max_reserved"] / GIB
         ra, rr = a.peak_allocated / GIB, a.peak_reserved / GIB
         if m.get("oom"):
-            print(f"| {cid} (out of memory at {m['total'] / GIB if 'total' in m else 139.8:.1f} GiB) | {ma:.3f} | "
+            print(f"| {cid} (out of memory at {card:.1f} GiB) | {ma:.3f} | "
                   f"{ra:.3f} | {mr:.3f} | {rr:.3f} | — | — |", flush=True)
             continue
         print(f"| {cid} | {ma:.3f} | {ra:.3f} ({100 * (ra - ma) / ma:+.1f} %) | {mr:.3f} | {rr:.3f} ({100 * (rr - mr) / mr:+.1f} %) | {mr - ma:.3f} | {rr - ra:.3f} |", flush=True)
