@@ -646,6 +646,18 @@ def padding_mask(B, S, pad):
     return mask
 
 
+def saved_by_seq2seq(cls, cfg, dtype, B, S, T, pad, first_id):
+    """What an encoder–decoder of class `cls` built from `cfg` (in `dtype`, under SDPA) keeps for a batch of B
+    sources of S tokens and targets of T, token ids from `first_id` up (below it the special ones), the first
+    source row's second half padding when `pad`."""
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = cls(cfg).to(dtype)
+    return saved_by_forward(model, input_ids=torch.randint(first_id, 1000, (B, S)),
+                            attention_mask=padding_mask(B, S, pad),
+                            labels=torch.randint(first_id, 1000, (B, T)))
+
+
 def t5_blocks(dtype, pad, S, T, B=2):
     """Saved bytes of one T5 encoder block and one decoder block (3 against 2 of each
     stack; transformers' T5ForConditionalGeneration, v1.1 shape: hidden 512, 8 heads of
@@ -657,12 +669,7 @@ def t5_blocks(dtype, pad, S, T, B=2):
                        num_decoder_layers=dec, vocab_size=1000, feed_forward_proj="gated-gelu",
                        dropout_rate=0.0, tie_word_embeddings=False, decoder_start_token_id=0,
                        pad_token_id=0)
-        cfg._attn_implementation = "sdpa"
-        torch.manual_seed(0)
-        model = T5ForConditionalGeneration(cfg).to(dtype)
-        return saved_by_forward(model, input_ids=torch.randint(1, 1000, (B, S)),
-                                attention_mask=padding_mask(B, S, pad),
-                                labels=torch.randint(1, 1000, (B, T)))
+        return saved_by_seq2seq(T5ForConditionalGeneration, cfg, dtype, B, S, T, pad, first_id=1)
 
     base = total(2, 2)
     return total(3, 2) - base, total(2, 3) - base
@@ -708,12 +715,7 @@ def padded_main():
                          encoder_ffn_dim=1024, decoder_ffn_dim=1024, encoder_layers=enc,
                          decoder_layers=dec, vocab_size=1000, dropout=0.0, attention_dropout=0.0,
                          activation_dropout=0.0, max_position_embeddings=128)
-        cfg._attn_implementation = "sdpa"
-        torch.manual_seed(0)
-        model = BartForConditionalGeneration(cfg).to(dtype)
-        return saved_by_forward(model, input_ids=torch.randint(3, 1000, (B, S)),
-                                attention_mask=padding_mask(B, S, pad),
-                                labels=torch.randint(3, 1000, (B, T)))
+        return saved_by_seq2seq(BartForConditionalGeneration, cfg, dtype, B, S, T, pad, first_id=3)
 
     for pad in (False, True):
         print(f"llama bf16 padded {pad!s:5s}: block {llama(3, pad) - llama(2, pad)} B", flush=True)
