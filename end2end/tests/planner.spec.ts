@@ -249,15 +249,15 @@ test("hydrated: searching the presets picks a model", async ({ page }, info) => 
   await expect(page).toHaveURL(/model=mistral-7b/);
 });
 
-/**
- * Sets a checkbox of the plan at `plan`: hydrated by clicking it (the URL must
- * then carry `param`), without JavaScript by loading the plan with `param`.
- */
 /** The verdict's device_used figure, in GiB (NaN until it renders). */
 async function deviceUsedGiB(page: Page): Promise<number> {
   return parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
 }
 
+/**
+ * Sets a checkbox of the plan at `plan`: hydrated by clicking it (the URL must
+ * then carry `param`), without JavaScript by loading the plan with `param`.
+ */
 async function setCheckbox(page: Page, info: { project: { name: string } }, plan: string, testId: string, on: boolean, param: string) {
   const box = page.getByTestId(testId);
   if (hydrated(info)) {
@@ -272,30 +272,35 @@ async function setCheckbox(page: Page, info: { project: { name: string } }, plan
   }
 }
 
-test("torch.compile: the checkbox and the URL key agree, and compiling keeps fewer activations", async ({ page }, info) => {
-  const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
+/**
+ * Loads `plan`, checks that checkbox `testId` starts the other way, sets it to
+ * `on` ({@link setCheckbox}) and checks that the breakdown row `row` changed.
+ * Returns device_used before the change and a reader of it after.
+ */
+async function flipChangesRow(page: Page, info: { project: { name: string } }, plan: string, testId: string, on: boolean, param: string, row: string) {
   await page.goto(plan);
   const used = () => deviceUsedGiB(page);
-  const eager = await page.getByTestId("row-activations").textContent();
-  const eagerUsed = await used();
-  await expect(page.getByTestId("compile")).not.toBeChecked();
-  await setCheckbox(page, info, plan, "compile", true, "compile=1");
-  await expect(page.getByTestId("row-activations")).not.toHaveText(eager ?? "");
-  await expect.poll(used).toBeLessThan(eagerUsed);
+  const rowBefore = await page.getByTestId(row).textContent();
+  const usedBefore = await used();
+  if (on) await expect(page.getByTestId(testId)).not.toBeChecked();
+  else await expect(page.getByTestId(testId)).toBeChecked();
+  await setCheckbox(page, info, plan, testId, on, param);
+  await expect(page.getByTestId(row)).not.toHaveText(rowBefore ?? "");
+  return { usedBefore, used };
+}
+
+test("torch.compile: the checkbox and the URL key agree, and compiling keeps fewer activations", async ({ page }, info) => {
+  const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "compile", true, "compile=1", "row-activations");
+  await expect.poll(used).toBeLessThan(usedBefore);
 });
 
 test("padded batches: the checkbox and the URL key agree, and SDPA's mask and expanded k/v add activations", async ({ page }, info) => {
   // Qwen2.5-0.5B under the Trainer, 8 × 1024: padding makes SDPA keep a
   // 16 MiB mask and 24 MiB of expanded k/v in each of its 24 blocks.
   const plan = "/?model=qwen2.5-0.5b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=hf-trainer&prec=amp-bf16&mb=8&seq=1024";
-  await page.goto(plan);
-  const used = () => deviceUsedGiB(page);
-  const unpadded = await page.getByTestId("row-activations").textContent();
-  const unpaddedUsed = await used();
-  await expect(page.getByTestId("pad")).not.toBeChecked();
-  await setCheckbox(page, info, plan, "pad", true, "pad=1");
-  await expect(page.getByTestId("row-activations")).not.toHaveText(unpadded ?? "");
-  await expect.poll(used).toBeGreaterThan(unpaddedUsed + 0.5);
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "pad", true, "pad=1", "row-activations");
+  await expect.poll(used).toBeGreaterThan(usedBefore + 0.5);
 });
 
 test("DDP bucket views: the checkbox and the URL key agree, and a step-bound peak loses one gradient copy", async ({ page }, info) => {
@@ -319,16 +324,10 @@ test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, 
   await expect(page.getByTestId("ckpt")).toHaveValue("full");
   // Checkpointing kept on both ways, so that only the fp32 casts differ.
   const plan = `${base}&ckpt=full`;
-  await page.goto(plan);
-  const used = () => deviceUsedGiB(page);
-  const weights = await page.getByTestId("row-weights").textContent();
-  const preparedUsed = await used();
-  await expect(page.getByTestId("kbit32")).toBeChecked();
-  // Off is not the framework's default, so the link must say so.
-  await setCheckbox(page, info, plan, "kbit32", false, "kbit32=0");
-  // The embeddings, head and norms back in 16 bits.
-  await expect(page.getByTestId("row-weights")).not.toHaveText(weights ?? "");
-  await expect.poll(used).toBeLessThan(preparedUsed);
+  // On by default; off is not the framework's default, so the link must say
+  // so; the embeddings, head and norms back in 16 bits change the weights.
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "kbit32", false, "kbit32=0", "row-weights");
+  await expect.poll(used).toBeLessThan(usedBefore);
 });
 
 test("LoRA variant and output head: the controls and the URL keys agree, and the breakdown follows", async ({ page }, info) => {
@@ -470,13 +469,7 @@ test("reducing every micro-batch: the checkbox and the URL key agree, and FSDP u
   // under no_sync each rank keeps the full bf16 gradients (15 GiB; 7 GiB more
   // at the peak than reducing every micro-batch).
   const plan = "/?shard=fsdp-full&ga=4&ckpt=full&seq=2048";
-  await page.goto(plan);
-  const used = () => deviceUsedGiB(page);
-  const before = await page.getByTestId("row-gradients").textContent();
-  const usedBefore = await used();
-  await expect(page.getByTestId("sync-each")).not.toBeChecked();
-  await setCheckbox(page, info, plan, "sync-each", true, "sync_each=1");
-  await expect(page.getByTestId("row-gradients")).not.toHaveText(before ?? "");
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "sync-each", true, "sync_each=1", "row-gradients");
   await expect.poll(used).toBeLessThan(usedBefore - 5);
 });
 
@@ -485,13 +478,7 @@ test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf
   // 4-bit matmul's input for backward, 0.43.2 and later do not.
   const plan =
     "/?model=llama-2-7b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=litgpt&prec=bf16&mb=4&seq=2048&ft=qlora&rank=8&bits=4";
-  await page.goto(plan);
-  const used = () => deviceUsedGiB(page);
-  const before = await page.getByTestId("row-activations").textContent();
-  const usedBefore = await used();
-  await expect(page.getByTestId("bnb432")).not.toBeChecked();
-  await setCheckbox(page, info, plan, "bnb432", true, "bnb432=1");
-  await expect(page.getByTestId("row-activations")).not.toHaveText(before ?? "");
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "bnb432", true, "bnb432=1", "row-activations");
   await expect.poll(used).toBeLessThan(usedBefore);
 });
 
