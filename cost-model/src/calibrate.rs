@@ -860,7 +860,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // write it: "TinyLlama-1.1B (litgpt config)", "Llama 2 7B"): it fills
     // architecture columns a row leaves empty, and says what the columns
     // cannot (below).
-    let named = crate::presets::by_name(r.get("model")).map(|p| p.spec());
+    let preset = crate::presets::by_name(r.get("model"));
+    let named = preset.map(|p| p.spec());
     let from_preset = |col: &str, v: Option<u32>, pick: fn(&ModelSpec) -> u32| {
         v.or(named.as_ref().map(pick)).ok_or_else(|| {
             format!(
@@ -969,6 +970,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         mla: None,
         fused_projections: false,
         gelu_new: false,
+        relu: false,
+        qk_norm: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -986,8 +989,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // ("GPT-2 124M (from scratch)") may be any code.
     let transformers_code =
         !r.get("model").trim().contains(char::is_whitespace) || framework.trains_through_trainer();
+    // Whether the named checkpoint's config trains with dropout in its blocks.
+    let mut config_dropout = None;
     if let Some(s) = &named {
         if s.layers == model.layers && s.hidden == model.hidden && s.arch == model.arch {
+            config_dropout = preset.map(|p| p.config_dropout());
+            // The activation is the model's, whatever code runs it.
+            model.relu = s.relu && model.mlp == Mlp::Plain;
             model.norm = s.norm;
             model.norms_per_layer = s.norms_per_layer;
             model.positions = s.positions;
@@ -996,6 +1004,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             model.qkv_bias = s.qkv_bias;
             model.parallel_residual = s.parallel_residual;
             model.norm_fp32_affine = s.norm_fp32_affine;
+            model.qk_norm = s.qk_norm;
             model.softcap = s.softcap;
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
@@ -1304,11 +1313,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     }
     t.compile = r.bool("compile")?;
-    // Plain-MLP families (GPT-2, BERT, T5, OPT) ship configs with dropout 0.1,
-    // the Llama lineage (gated MLP) with 0.0 (so does BLOOM, which this rule
-    // does not tell apart) — unless the framework runs its own model code
-    // without dropout layers (LitGPT, torchtitan, torchtune).
-    t.dropout = mlp == Mlp::Plain && framework.model_code_has_dropout();
+    // The named checkpoint's config says whether its blocks drop out (GPT-2,
+    // BERT, T5, OPT, BART: 0.1; GPT-NeoX, GPT-J, BLOOM, Falcon, Phi and the
+    // Llama lineage: 0.0); a model no preset describes is read by its family's
+    // habit: plain-MLP configs with 0.1, gated ones with 0.0 — unless the
+    // framework runs its own model code without dropout layers (LitGPT,
+    // torchtitan, torchtune).
+    t.dropout = config_dropout.unwrap_or(mlp == Mlp::Plain) && framework.model_code_has_dropout();
     // A plain PyTorch or Accelerate loop runs whatever model implementation it
     // is given: a model named by its Hugging Face hub id (`org/name`) is the
     // transformers implementation, which upcasts softmax and logits to fp32.

@@ -71,8 +71,17 @@ use serde::{Deserialize, Serialize};
 /// gradient ([`Ctx::half_to_float_loss`]), keeps the logits a loop holds
 /// through the optimizer's step (`LogitsBytes::step`), and counts the
 /// standard loss's forward moment (its upcast copy and log-softmax output)
-/// apart from its backward's (the output and two gradients).
-pub const MODEL_VERSION: u32 = 16;
+/// apart from its backward's (the output and two gradients). 17 keeps a
+/// ReLU MLP's output alone, which is fc2's input ([`ModelSpec::relu`]: OPT,
+/// T5 v1.0), counts the norms Qwen3, Gemma-3 and OLMo-2 put on q and k
+/// ([`ModelSpec::qk_norm`]; OLMo-2's norms scale in fp32), and gives a
+/// fused projection one adapter (`block_matrices_of`: PEFT over GPT-2's
+/// `c_attn`, GPT-NeoX's, Falcon's and BLOOM's `query_key_value`, Phi-3's
+/// `qkv_proj`/`gate_up_proj`) — found by replaying twelve model families
+/// through the caching allocator (`calibration/allocator_replay.py
+/// --families`); calibration rows take their block dropout from the named
+/// checkpoint's config.
+pub const MODEL_VERSION: u32 = 17;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -590,8 +599,16 @@ struct BlockMatrix {
 /// q is `q_a_proj` (or `q_proj`) and k `kv_a_proj_with_mqa`, which v
 /// shares (its slot is empty); `q_b_proj` goes with q, `kv_b_proj` with k
 /// and v, as PEFT's `all-linear` and a `q_proj`/`kv_*` target list adapt
-/// them. Without it the last two are empty.
-fn block_matrices_of(m: &ModelSpec, tg: LoraTargets) -> [BlockMatrix; 9] {
+/// them. Without it the last two are empty. With `fused` (fused projections,
+/// [`ModelSpec::fused_projections`], not adapted per part as LitGPT's
+/// `LoRAQKVLinear` does) they are one matrix each, in q's and up's
+/// slots: PEFT adapts GPT-2's `c_attn`, GPT-NeoX's and Falcon's
+/// `query_key_value`, Phi-3's `qkv_proj` and `gate_up_proj` as one module, so
+/// targeting any of q, k, v (gate, up) adapts all of them through one
+/// adapter reading the input once (replayed: Pythia-1.4B LoRA on every linear
+/// without checkpointing, 4 × 2048 tokens, kept 2.3 GiB less than three
+/// adapters would).
+fn block_matrices_of(m: &ModelSpec, tg: LoraTargets, fused: bool) -> [BlockMatrix; 9] {
     let h = m.hidden as f64;
     let hq = m.q_width() as f64;
     let hkv = m.kv_width() as f64;
@@ -631,6 +648,24 @@ fn block_matrices_of(m: &ModelSpec, tg: LoraTargets) -> [BlockMatrix; 9] {
                 mlp[2],
                 q_b,
                 mat(kv, kvr, kv_b, false),
+            ]
+        }
+        None if fused => {
+            let up = if gated {
+                mat(tg.gate || tg.up, h, 2.0 * f, true)
+            } else {
+                mlp[1]
+            };
+            [
+                mat(tg.q || tg.k || tg.v, h, hq + 2.0 * hkv, false),
+                none,
+                none,
+                o,
+                none,
+                up,
+                mlp[2],
+                none,
+                none,
             ]
         }
         None => [
@@ -878,7 +913,7 @@ impl<'a> Ctx<'a> {
     fn per_targeted_matrix(&self, tg: LoraTargets, f: impl Fn(&BlockMatrix) -> f64) -> f64 {
         self.block_kinds()
             .map(|(m, share)| {
-                let per: f64 = block_matrices_of(m, tg)
+                let per: f64 = block_matrices_of(m, tg, self.fused_adapters())
                     .iter()
                     .filter(|x| x.targeted)
                     .map(|x| mlp_copies_of(m, x) * f(x))
@@ -1179,7 +1214,10 @@ impl<'a> Ctx<'a> {
         let r = rank as f64;
         let (mut a, mut b, mut outs) = (0.0, 0.0, 0.0);
         for (m, share) in self.block_kinds() {
-            for mat in block_matrices_of(m, tg).iter().filter(|x| x.targeted) {
+            for mat in block_matrices_of(m, tg, self.fused_adapters())
+                .iter()
+                .filter(|x| x.targeted)
+            {
                 let n = share * mlp_copies_of(m, mat);
                 a += n * r * mat.din;
                 b += n * r * mat.dout;
@@ -1189,9 +1227,16 @@ impl<'a> Ctx<'a> {
         (a, b, outs)
     }
 
-    /// [`block_matrices_of`] this model.
+    /// [`block_matrices_of`] this model, as its adapters see them.
     fn block_matrices(&self, tg: LoraTargets) -> [BlockMatrix; 9] {
-        block_matrices_of(self.m, tg)
+        block_matrices_of(self.m, tg, self.fused_adapters())
+    }
+
+    /// Whether one adapter covers each fused projection: transformers' fused
+    /// modules under PEFT, not LitGPT's per-part `LoRAQKVLinear`
+    /// ([`crate::framework::FrameworkDefaults::lora_qkv_grouped`]).
+    fn fused_adapters(&self) -> bool {
+        self.m.fused_projections && !self.defaults().lora_qkv_grouped
     }
 
     /// Frozen blocks of stage `s`: the bottom [`TrainingSpec::frozen_layers`]
@@ -1363,7 +1408,9 @@ impl<'a> Ctx<'a> {
                 // A dense block's MLP may be the largest (DeepSeek-MoE's 10944 wide).
                 let largest = self
                     .block_kinds()
-                    .flat_map(|(m, _)| block_matrices_of(m, LoraTargets::ALL_LINEAR))
+                    .flat_map(|(m, _)| {
+                        block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections)
+                    })
                     .map(|x| x.din * x.dout)
                     .fold(0.0, f64::max);
                 (
@@ -1493,7 +1540,7 @@ impl<'a> Ctx<'a> {
     /// kind's share of the blocks.
     fn local_block_matrices(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
         self.block_kinds().flat_map(move |(m, share)| {
-            block_matrices_of(m, LoraTargets::ALL_LINEAR)
+            block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections)
                 .into_iter()
                 .enumerate()
                 .filter(|(_, mat)| mat.targeted)
@@ -2426,6 +2473,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Bytes per q and k element their own norms keep ([`ModelSpec::qk_norm`]):
+    /// what a block norm keeps of its input ([`Self::norm_saved_bytes`]) and,
+    /// when the scale trains, the normalised tensor it multiplies — in fp32
+    /// for an fp32 scale ([`ModelSpec::norm_fp32_affine`]), else cast back to
+    /// q's dtype (`self.weight * hidden_states.to(input_dtype)`, transformers
+    /// `Qwen3RMSNorm`), which under autocast is the 16-bit matmul output's,
+    /// not the fp32 residual stream's.
+    fn qk_norm_bytes(&self) -> f64 {
+        let affine = if self.norm_affine_bytes() == 0.0 {
+            0.0
+        } else if self.m.norm_fp32_affine {
+            FP32
+        } else {
+            self.e
+        };
+        self.norm_saved_bytes() + affine
+    }
+
     /// What transformers' `T5LayerNorm` keeps beyond another RMSNorm over
     /// 16-bit activations: it squares an fp32 copy of its input for the
     /// variance but scales the input itself (`hidden_states *
@@ -2768,6 +2833,9 @@ impl<'a> Ctx<'a> {
             }
             None => attn += e * sb * (hq + 2.0 * kv) / t,
         }
+        if m.qk_norm {
+            attn += self.qk_norm_bytes() * sb * (hq + hkv) / t;
+        }
         // One fused qkv output: v is a view of it, so the whole tensor stays
         // alive beside the rotated q and k copies (transformers Phi-3,
         // GPT-NeoX, Falcon; measured on the H200: Phi-3-mini bf16 kept more than
@@ -2858,6 +2926,19 @@ impl<'a> Ctx<'a> {
             };
             kept * e * f / t
                 + if self.keeps_input(tg.down) {
+                    down_in * f / t
+                } else {
+                    0.0
+                }
+        } else if m.relu {
+            // ReLU keeps its output ([`ModelSpec::relu`]), which is fc2's
+            // input unless a float8 fc2 casts it or T5's `DenseReluDense`
+            // drops it out first (transformers `T5DenseActDense`: `wi`, act,
+            // dropout, `wo`): then the mask and the dropped-out copy too.
+            let inner_dropout = dropout && m.arch == Arch::EncoderDecoder;
+            e * f / t
+                + if inner_dropout { MASK * f / t } else { 0.0 }
+                + if self.keeps_input(tg.down) && (inner_dropout || down_in < e) {
                     down_in * f / t
                 } else {
                     0.0

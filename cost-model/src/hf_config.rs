@@ -405,6 +405,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         mla: None,
         fused_projections: false,
         gelu_new: false,
+        relu: false,
+        qk_norm: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -455,8 +457,20 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 m.softcap =
                     c.is_set("attn_logit_softcapping") || c.is_set("final_logit_softcapping");
             }
-            // GemmaRMSNorm: `output * (1.0 + self.weight.float())`.
-            m.norm_fp32_affine = matches!(model_type.as_str(), "gemma" | "gemma2" | "gemma3_text");
+            // GemmaRMSNorm: `output * (1.0 + self.weight.float())`; OLMo-2/3's
+            // `(self.weight * hidden_states).to(input_dtype)` scales in fp32 too.
+            m.norm_fp32_affine = matches!(
+                model_type.as_str(),
+                "gemma" | "gemma2" | "gemma3_text" | "olmo2" | "olmo3"
+            );
+            // Norms on q and k: always in these classes; by a config switch in
+            // others (GLM-4-MoE, Cohere, HunYuan `use_qk_norm`; StableLM
+            // `qk_layernorm`). Llama-4's is a weightless L2 norm, left out.
+            m.qk_norm = matches!(
+                model_type.as_str(),
+                "qwen3" | "qwen3_moe" | "gemma3_text" | "olmo2" | "olmo3" | "olmoe" | "exaone4"
+            ) || (c.bool("use_qk_norm", false) && model_type != "llama4_text")
+                || c.bool("qk_layernorm", false);
             // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
             m.fused_projections = model_type == "phi3";
             // LayerNorm blocks: Cohere (one norm feeding attention and MLP in
@@ -596,6 +610,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             // `OPTLearnedPositionalEmbedding` keeps 2 rows beyond the maximum.
             m.max_positions = c.u32("max_position_embeddings")?.saturating_add(2);
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
+            // `OPTConfig.activation_function` defaults to "relu".
+            m.relu = c.str("activation_function").unwrap_or("relu") == "relu";
         }
         "gptj" => {
             gpt2_dims(&c, &mut m)?;
@@ -664,6 +680,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             // `BartLearnedPositionalEmbedding`: 2 rows beyond the maximum.
             m.max_positions = c.u32("max_position_embeddings")?.saturating_add(2);
             m.tied_embeddings = true;
+            m.relu = c.str("activation_function") == Some("relu");
         }
         "bert" | "roberta" | "xlm-roberta" | "camembert" => {
             m.arch = Arch::Encoder;
@@ -672,6 +689,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.positions = Positions::Learned;
             m.max_positions = c.u32("max_position_embeddings")?;
             m.tied_embeddings = true;
+            m.relu = c.str("hidden_act") == Some("relu");
         }
         "t5" | "mt5" => {
             m.arch = Arch::EncoderDecoder;
@@ -693,6 +711,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             };
             // T5 v1.1 / mT5 "gated-gelu" runs `gelu_new` (T5Config.dense_act_fn).
             m.gelu_new = c.str("feed_forward_proj") == Some("gated-gelu");
+            // T5 v1.0's `DenseReluDense` (`feed_forward_proj` defaults to "relu").
+            m.relu = c.str("feed_forward_proj").unwrap_or("relu") == "relu";
             m.positions = Positions::Relative;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
         }
@@ -753,6 +773,45 @@ mod tests {
       "intermediate_size":14336,"model_type":"llama","num_attention_heads":32,
       "num_hidden_layers":32,"num_key_value_heads":8,"rms_norm_eps":1e-05,
       "tie_word_embeddings":false,"vocab_size":128256}"#;
+
+    /// q/k norms and a ReLU MLP are read from the config as the presets of
+    /// the same checkpoints have them.
+    #[test]
+    fn qk_norms_and_a_relu_mlp_come_from_the_config() {
+        let as_type = |t: &str| LLAMA3_8B.replace("\"llama\"", &format!("\"{t}\""));
+        assert!(!from_config_json(LLAMA3_8B, "l").unwrap().qk_norm);
+        for t in ["qwen3", "gemma3_text", "olmo2"] {
+            assert!(from_config_json(&as_type(t), t).unwrap().qk_norm, "{t}");
+        }
+        let olmo2 = from_config_json(&as_type("olmo2"), "o").unwrap();
+        assert!(olmo2.norm_fp32_affine);
+        assert_eq!((olmo2.qk_norm, olmo2.norm_fp32_affine), {
+            let p = preset("olmo-2-1124-7b").unwrap().spec();
+            (p.qk_norm, p.norm_fp32_affine)
+        });
+        assert!(preset("qwen3-8b").unwrap().spec().qk_norm);
+        assert!(preset("gemma-3-1b").unwrap().spec().qk_norm);
+        let switched = LLAMA3_8B.replacen('{', "{\"use_qk_norm\":true,", 1);
+        assert!(from_config_json(&switched, "s").unwrap().qk_norm);
+
+        let opt = r#"{"model_type":"opt","hidden_size":2048,"num_hidden_layers":24,
+          "num_attention_heads":32,"ffn_dim":8192,"vocab_size":50272,
+          "max_position_embeddings":2048}"#;
+        let m = from_config_json(opt, "opt").unwrap();
+        assert!(m.relu);
+        assert_eq!(m, {
+            let mut p = preset("opt-1.3b").unwrap().spec();
+            p.name = m.name.clone();
+            p
+        });
+        let gelu = opt.replacen('{', "{\"activation_function\":\"gelu\",", 1);
+        assert!(!from_config_json(&gelu, "g").unwrap().relu);
+        let t5 = r#"{"model_type":"t5","d_model":768,"num_layers":12,"num_heads":12,"d_kv":64,
+          "d_ff":3072,"vocab_size":32128}"#;
+        assert!(from_config_json(t5, "t5").unwrap().relu);
+        let v11 = t5.replacen('{', "{\"feed_forward_proj\":\"gated-gelu\",", 1);
+        assert!(!from_config_json(&v11, "t5").unwrap().relu);
+    }
 
     #[test]
     fn llama_config_matches_the_preset() {

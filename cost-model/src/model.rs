@@ -147,6 +147,24 @@ pub struct ModelSpec {
     /// tensor.
     #[serde(default)]
     pub gelu_new: bool,
+    /// The plain MLP's activation is ReLU (OPT's `activation_function: relu`,
+    /// the original T5's `DenseReluDense`): `relu` saves its output, not its
+    /// input (PyTorch `tools/autograd/derivatives.yaml`: `threshold_backward(grad,
+    /// result, 0)`), and that output is the down projection's input, so the
+    /// MLP keeps one ffn-wide tensor where GELU keeps two. Replayed
+    /// (`calibration/allocator_replay.py --families`): OPT-1.3B bf16 at 4 ×
+    /// 2048 kept 2.9 GiB less than the GELU count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub relu: bool,
+    /// q and k pass through an RMSNorm of their own before the rotary
+    /// embedding — per head in Qwen3 and Gemma-3 (`q_norm`/`k_norm` over
+    /// `head_dim`), over the whole projection in OLMo-2 — each keeping what a
+    /// block norm keeps of its input (transformers `Qwen3Attention`,
+    /// `Olmo2Attention`, `Gemma3Attention`). Replayed
+    /// (`calibration/allocator_replay.py --families`): Qwen3-0.6B bf16 at 4 ×
+    /// 2048 kept 3.97 GiB more than the same blocks without them.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm: bool,
     /// Attention and final-logit soft-capping, `cap · tanh(x / cap)` (Gemma-2:
     /// `attn_logit_softcapping`, `final_logit_softcapping`): the tanh output of
     /// every score (eager attention) and of every logit is kept for backward.
@@ -449,4 +467,8 @@ impl ModelSpec {
             Arch::Encoder => self.layers as u64 * per,
         }
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -41,6 +41,16 @@ struct Dims {
     mla: Option<Mla>,
     fused_projections: bool,
     gelu_new: bool,
+    /// The MLP activation is ReLU ([`ModelSpec::relu`]).
+    relu: bool,
+    /// q/k norms ([`ModelSpec::qk_norm`]).
+    qk_norm: bool,
+    /// The checkpoint's config.json trains with dropout in its blocks
+    /// (`hidden_dropout_prob`, `resid_pdrop`, `dropout`, `dropout_rate`
+    /// above 0): GPT-2, BERT, RoBERTa, OPT, T5, BART; the decoders after
+    /// them ship 0.0 (GPT-NeoX/Pythia, GPT-J, BLOOM, Falcon, Phi, the Llama
+    /// lineage) — transformers 5.25 config classes and the hub configs.
+    dropout: bool,
     softcap: bool,
     parallel_residual: bool,
     norm_fp32_affine: bool,
@@ -85,6 +95,9 @@ const fn llama(
         mla: None,
         fused_projections: false,
         gelu_new: false,
+        relu: false,
+        qk_norm: false,
+        dropout: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -120,6 +133,9 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         mla: None,
         fused_projections: false,
         gelu_new: false,
+        relu: false,
+        qk_norm: false,
+        dropout: true,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -155,6 +171,9 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         mla: None,
         fused_projections: false,
         gelu_new: false,
+        relu: true,
+        qk_norm: false,
+        dropout: true,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -259,6 +278,24 @@ const fn gemma2(d: Dims) -> Dims {
 const fn gemma3(d: Dims) -> Dims {
     let mut d = sandwich(d);
     d.norm_fp32_affine = true;
+    d.qk_norm = true;
+    d
+}
+
+/// Qwen3 (dense and MoE): Llama blocks with a per-head RMSNorm on q and k
+/// (transformers `Qwen3Attention.q_norm`/`k_norm`).
+const fn qk_norm(mut d: Dims) -> Dims {
+    d.qk_norm = true;
+    d
+}
+
+/// OLMo-2: norms after attention and MLP instead of before (as many, so the
+/// count is a Llama block's), RMSNorms on the whole q and k projections, and
+/// every RMSNorm scaling in fp32 (`(self.weight * hidden_states)` before the
+/// cast back: transformers `Olmo2RMSNorm`).
+const fn olmo2(mut d: Dims) -> Dims {
+    d.qk_norm = true;
+    d.norm_fp32_affine = true;
     d
 }
 
@@ -269,6 +306,7 @@ const fn phi(layers: u32, hidden: u32, heads: u32) -> Dims {
     d.norms_per_layer = 1;
     d.tied = false;
     d.gelu_new = true;
+    d.dropout = false;
     d
 }
 
@@ -279,6 +317,7 @@ const fn falcon7b() -> Dims {
     d.positions = Positions::Rotary;
     d.norms_per_layer = 1;
     d.linear_bias = false;
+    d.dropout = false;
     d
 }
 
@@ -293,6 +332,7 @@ const fn falcon_new(layers: u32, hidden: u32, heads: u32, kv_heads: u32) -> Dims
     d.positions = Positions::Rotary;
     d.parallel_residual = true;
     d.linear_bias = false;
+    d.dropout = false;
     d
 }
 
@@ -313,6 +353,7 @@ const fn neox(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
     d.positions = Positions::Rotary;
     d.parallel_residual = true;
     d.tied = false;
+    d.dropout = false;
     d
 }
 
@@ -320,7 +361,9 @@ const fn neox(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
 /// 2 (a 2050-row table for 2048 positions), a tied head (transformers
 /// `OPTLearnedPositionalEmbedding`).
 const fn opt(layers: u32, hidden: u32, heads: u32) -> Dims {
-    gpt(Arch::Decoder, layers, hidden, heads, 50272, 2050)
+    let mut d = gpt(Arch::Decoder, layers, hidden, heads, 50272, 2050);
+    d.relu = true;
+    d
 }
 
 /// BLOOM: fused `query_key_value`, ALiBi (no position table), a LayerNorm
@@ -329,6 +372,7 @@ const fn opt(layers: u32, hidden: u32, heads: u32) -> Dims {
 const fn bloom(layers: u32, hidden: u32, heads: u32) -> Dims {
     let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, 250880, 0));
     d.positions = Positions::Alibi;
+    d.dropout = false;
     d
 }
 
@@ -340,6 +384,7 @@ const fn gptj(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
     d.norms_per_layer = 1;
     d.tied = false;
     d.gelu_new = true;
+    d.dropout = false;
     d
 }
 
@@ -492,43 +537,43 @@ const PRESETS: &[Preset] = &[
         "qwen3-0.6b",
         "Qwen3-0.6B",
         596_049_920,
-        llama(28, 1024, 16, 8, 128, 3072, 151936, true)
+        qk_norm(llama(28, 1024, 16, 8, 128, 3072, 151936, true))
     ),
     p!(
         "qwen3-1.7b",
         "Qwen3-1.7B",
         1_720_567_808,
-        llama(28, 2048, 16, 8, 128, 6144, 151936, true)
+        qk_norm(llama(28, 2048, 16, 8, 128, 6144, 151936, true))
     ),
     p!(
         "qwen3-4b",
         "Qwen3-4B",
         4_022_468_096,
-        llama(36, 2560, 32, 8, 128, 9728, 151936, true)
+        qk_norm(llama(36, 2560, 32, 8, 128, 9728, 151936, true))
     ),
     p!(
         "qwen3-8b",
         "Qwen3-8B",
         8_190_735_360,
-        llama(36, 4096, 32, 8, 128, 12288, 151936, false)
+        qk_norm(llama(36, 4096, 32, 8, 128, 12288, 151936, false))
     ),
     p!(
         "qwen3-14b",
         "Qwen3-14B",
         14_768_307_200,
-        llama(40, 5120, 40, 8, 128, 17408, 151936, false)
+        qk_norm(llama(40, 5120, 40, 8, 128, 17408, 151936, false))
     ),
     p!(
         "qwen3-32b",
         "Qwen3-32B",
         32_762_123_264,
-        llama(64, 5120, 64, 8, 128, 25600, 151936, false)
+        qk_norm(llama(64, 5120, 64, 8, 128, 25600, 151936, false))
     ),
     p!(
         "qwen3-30b-a3b",
         "Qwen3-30B-A3B (MoE)",
         30_532_122_624,
-        moe(llama(48, 2048, 32, 4, 128, 768, 151936, false), 128, 8)
+        qk_norm(moe(llama(48, 2048, 32, 4, 128, 768, 151936, false), 128, 8))
     ),
     // 94 × (attention 71,303,168 + q/k norms + two norms + router 4096·128 +
     // 128 experts × 3 · 4096 · 1536) + two 151936 × 4096 embeddings + the
@@ -537,7 +582,11 @@ const PRESETS: &[Preset] = &[
         "qwen3-235b-a22b",
         "Qwen3-235B-A22B (MoE)",
         235_093_634_560,
-        moe(llama(94, 4096, 64, 4, 128, 1536, 151936, false), 128, 8)
+        qk_norm(moe(
+            llama(94, 4096, 64, 4, 128, 1536, 151936, false),
+            128,
+            8
+        ))
     ),
     // Qwen1.5-MoE-A2.7B: 24 blocks of 60 routed experts (top-4, 1408 wide)
     // beside one shared expert 5632 wide (`shared_expert_intermediate_size`:
@@ -645,13 +694,13 @@ const PRESETS: &[Preset] = &[
         "olmo-2-1124-7b",
         "OLMo-2-7B (1124)",
         7_298_617_344,
-        llama(32, 4096, 32, 32, 128, 11008, 100352, false)
+        olmo2(llama(32, 4096, 32, 32, 128, 11008, 100352, false))
     ),
     p!(
         "olmo-2-1124-13b",
         "OLMo-2-13B (1124)",
         13_716_198_400,
-        llama(40, 5120, 40, 40, 128, 13824, 100352, false)
+        olmo2(llama(40, 5120, 40, 40, 128, 13824, 100352, false))
     ),
     // SmolLM2 (HuggingFaceTB): Llama blocks, 49152 tokens, tied embeddings;
     // the counts are the sums of their config.json's tensors (135M, 360M,
@@ -1070,6 +1119,12 @@ pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
 }
 
 impl Preset {
+    /// Whether the checkpoint's config trains with dropout in its blocks
+    /// (GPT-2, BERT, RoBERTa, OPT, T5, BART: 0.1; the others 0.0).
+    pub fn config_dropout(&self) -> bool {
+        self.dims.dropout
+    }
+
     pub fn spec(&self) -> ModelSpec {
         let d = self.dims;
         ModelSpec {
@@ -1103,6 +1158,8 @@ impl Preset {
             mla: d.mla,
             fused_projections: d.fused_projections,
             gelu_new: d.gelu_new,
+            relu: d.relu,
+            qk_norm: d.qk_norm,
             softcap: d.softcap,
             parallel_residual: d.parallel_residual || d.norms_per_layer == 1,
             norm_fp32_affine: d.norm_fp32_affine,

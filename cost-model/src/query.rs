@@ -295,9 +295,11 @@ fn is_model_key(k: &str) -> bool {
 
 /// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 6] = [
+const MODEL_FLAGS: [(&str, Flag); 8] = [
     ("fproj", |m| &mut m.fused_projections),
     ("gelu_new", |m| &mut m.gelu_new),
+    ("relu", |m| &mut m.relu),
+    ("qknorm", |m| &mut m.qk_norm),
     ("softcap", |m| &mut m.softcap),
     ("parallel", |m| &mut m.parallel_residual),
     ("norm32", |m| &mut m.norm_fp32_affine),

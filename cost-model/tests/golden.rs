@@ -26,6 +26,8 @@ fn gpt(layers: u32, hidden: u32, heads: u32, vocab: u32) -> ModelSpec {
         // Megatron's GPT runs a fused bias-GELU kernel, which keeps only its
         // input (the paper's count), not transformers' Python tanh GELU.
         gelu_new: false,
+        relu: false,
+        qk_norm: false,
         ..preset("gpt2").unwrap().spec()
     }
 }
@@ -538,6 +540,56 @@ fn adapter_counts_follow_the_frameworks_parameter_definitions() {
         assert_eq!(count(m, "llama-2-7b", 20), None, "{m:?}");
     }
     assert_eq!(count(LlamaAdapter, "flan-t5-base", 0), None);
+}
+
+/// PEFT adapts a fused projection as one module: GPT-2's `c_attn` at rank 8
+/// is 294,912 trainable parameters (PEFT's README and quicktour,
+/// `print_trainable_parameters()`: 12 × (8 · 768 + 2304 · 8)), Pythia-1.4B
+/// at rank 16 on every linear 12,582,912 (PEFT 0.21.2's
+/// `print_trainable_parameters()` on `GPTNeoXConfig`: 24 × 16 × 32,768, the
+/// in and out widths of `query_key_value`, `dense`, `dense_h_to_4h` and
+/// `dense_4h_to_h` summed) — one adapter over
+/// `query_key_value`, not one each for q, k and v. LitGPT's `LoRAQKVLinear`
+/// keeps a rank-r slice of A per enabled part: its count stays per part.
+#[test]
+fn a_fused_projection_is_adapted_as_one_module() {
+    use cost_model::plan::{Finetune, LoraTargets, LoraVariant};
+    let lora = |rank, targets| Finetune::Lora {
+        rank,
+        targets,
+        base_bits: 16,
+        dropout: true,
+        variant: LoraVariant::Lora,
+    };
+    let trainable = |id: &str, fw: Framework, finetune: Finetune| {
+        let mut p = Plan::default();
+        p.model = preset(id).unwrap().spec();
+        p.set_framework(fw);
+        p.training.finetune = finetune;
+        estimate(&p).unwrap().trainable_params
+    };
+    let c_attn = LoraTargets {
+        q: true,
+        k: true,
+        v: true,
+        ..LoraTargets::default()
+    };
+    let pt = Framework::PlainPytorch;
+    assert_eq!(trainable("gpt2", pt, lora(8, c_attn)), 294_912);
+    // q and v named: the same one module.
+    let qv = LoraTargets {
+        q: true,
+        v: true,
+        ..LoraTargets::default()
+    };
+    assert_eq!(trainable("gpt2", pt, lora(8, qv)), 294_912);
+    let all = lora(16, LoraTargets::ALL_LINEAR);
+    assert_eq!(trainable("pythia-1.4b", pt, all), 12_582_912);
+    // LitGPT: A has a slice per enabled part (q and v: 2 · 16 rows), B the
+    // enabled parts' outputs.
+    let h = 4096; // StableLM-Alpha-3B: 16 blocks
+    let litgpt = trainable("stablelm-base-alpha-3b", Framework::Litgpt, lora(16, qv));
+    assert_eq!(litgpt, 16 * 2 * 16 * (h + h));
 }
 
 /// Unsloth's README (unsloth 2025.2.4 to 2025.6.1 on PyPI, "Context length

@@ -78,6 +78,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (14, 0x55bd_b95d_1423_fabd),
     (15, 0xfb12_fed2_0684_438e),
     (16, 0xa519_574c_bbc7_d9d7),
+    (17, 0xa71a_31a3_8039_19e8),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
