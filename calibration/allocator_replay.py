@@ -51,11 +51,12 @@ transformers 5.17) `max_memory_allocated` to within 7 MiB in 32 of the 33 replay
 (docs/ACCURACY.md, "The caching allocator, replayed"). `--grid` writes 64 more cases (four Llama
 and Qwen models, bf16, checkpointing on and off, full and LoRA, 2,048–8,192 tokens), each on both counters, as rows of
 the calibration schema for `memplan calibrate` — replays, not measurements, so not a calibration set of their own.
-`--families` does the same for twelve model families the H200 runs did not cover (GPT-NeoX/Pythia, OPT, BLOOM,
-Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE, GPT-2 large), each built from its published
-config.json and run six ways (pure bf16, with and without checkpointing, AMP, fp32, LoRA on every linear with and
-without checkpointing); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15, transformers
-5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds the model to.
+`--families` does the same for sixteen model families the H200 runs did not cover (GPT-NeoX/Pythia, OPT, BLOOM,
+Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE, GPT-2 large; RoBERTa-large as a masked LM;
+T5-base, FLAN-T5-base and BART-large), each built from its published config.json and run six ways (pure bf16, with
+and without checkpointing, AMP, fp32, LoRA on every linear with and without checkpointing; the encoders and
+encoder–decoders at 512 tokens); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15,
+transformers 5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds the model to.
 """
 
 import bisect
@@ -489,6 +490,7 @@ def trace(measure, c, steps=3, params=None):
 
     # Data-dependent checks cannot run on meta tensors; the replayed batches are unpacked and unpadded.
     mu.find_packed_sequence_indices = lambda position_ids: None
+    mu.fast_all = lambda mask: True  # a padding mask's "no padding" test (BART's decoder); nothing is padded
     sa.torch.nn.functional.scaled_dot_product_attention = flash_sdpa
     torch.nn.functional.scaled_dot_product_attention = flash_sdpa
     torch.nn.functional.dropout = cuda_dropout
@@ -600,11 +602,12 @@ def grid(measure):
 # Model families beyond the measured runs' (`--families`): each the Hugging Face config of a published checkpoint
 # (its config.json), and the calibration-schema columns that describe it.
 def family_configs():
-    from transformers import (BloomConfig, FalconConfig, GemmaConfig, GPT2Config, GPTJConfig, GPTNeoXConfig,
-                              Olmo2Config, OPTConfig, PhiConfig, Qwen2MoeConfig, Qwen3Config, LlamaConfig)
+    from transformers import (BartConfig, BloomConfig, FalconConfig, GemmaConfig, GPT2Config, GPTJConfig,
+                              GPTNeoXConfig, LlamaConfig, Olmo2Config, OPTConfig, PhiConfig, Qwen2MoeConfig,
+                              Qwen3Config, RobertaConfig, T5Config)
 
-    def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0):
-        return dict(model=model, arch="decoder", n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
+    def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
+        return dict(model=model, arch=arch, n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
                     ffn_hidden=ffn, mlp=mlp, vocab=vocab, tied_embeddings=str(tied).lower(), n_experts=experts,
                     experts_per_token=top_k)
 
@@ -662,6 +665,29 @@ def family_configs():
                         row("Qwen/Qwen1.5-MoE-A2.7B", 24, 2048, 16, 16, 1408, "gated", 151936, False, 60, 4)),
         "gpt2-large": (lambda: GPT2Config(n_embd=1280, n_layer=36, n_head=20, use_cache=False),
                        row("openai-community/gpt2-large", 36, 1280, 20, 20, 5120, "plain", 50257, True)),
+        # Encoders and encoder–decoders, at 512 tokens (their usual length; four times the batch).
+        "roberta-large": (lambda: RobertaConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                                                intermediate_size=4096, vocab_size=50265,
+                                                max_position_embeddings=514, type_vocab_size=1),
+                          row("FacebookAI/roberta-large", 24, 1024, 16, 16, 4096, "plain", 50265, True,
+                              arch="encoder")),
+        "t5-base": (lambda: T5Config(d_model=768, d_ff=3072, num_layers=12, num_heads=12, d_kv=64,
+                                     vocab_size=32128, feed_forward_proj="relu", dropout_rate=0.1,
+                                     tie_word_embeddings=True, decoder_start_token_id=0, pad_token_id=0,
+                                     use_cache=False),
+                    row("google-t5/t5-base", 12, 768, 12, 12, 3072, "plain", 32128, True, arch="encoder-decoder")),
+        "flan-t5-base": (lambda: T5Config(d_model=768, d_ff=2048, num_layers=12, num_heads=12, d_kv=64,
+                                          vocab_size=32128, feed_forward_proj="gated-gelu", dropout_rate=0.1,
+                                          tie_word_embeddings=False, decoder_start_token_id=0, pad_token_id=0,
+                                          use_cache=False),
+                         row("google/flan-t5-base", 12, 768, 12, 12, 2048, "gated", 32128, False,
+                             arch="encoder-decoder")),
+        "bart-large": (lambda: BartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
+                                          encoder_attention_heads=16, decoder_attention_heads=16,
+                                          encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265,
+                                          max_position_embeddings=1024, use_cache=False),
+                       row("facebook/bart-large", 12, 1024, 16, 16, 4096, "plain", 50265, True,
+                           arch="encoder-decoder")),
     }
 
 
@@ -693,6 +719,8 @@ def families(measure):
         for precision, ckpt, mb, seq, lora in FAMILY_RUNS:
             if name == "gpt2-large":
                 seq = min(seq, 1024)
+            if cols["arch"] != "decoder":
+                mb, seq = mb * seq // 512, 512
             if lora and cols["n_experts"]:
                 # transformers 5 keeps an MoE's experts as 3-D parameters (`Qwen2MoeExperts`), which PEFT's
                 # `all-linear` does not adapt; transformers 4's per-expert `nn.Linear`s, which the model counts

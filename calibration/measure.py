@@ -413,6 +413,10 @@ def build(c, rec):
     with torch.device(DEVICE):
         if c["model"].startswith("bert"):
             model = BertForMaskedLM._from_config(cfg, **kw)
+        elif cfg.is_encoder_decoder:
+            model = transformers.AutoModelForSeq2SeqLM.from_config(cfg, **kw)
+        elif cfg.model_type == "roberta":
+            model = transformers.AutoModelForMaskedLM.from_config(cfg, **kw)
         else:
             model = AutoModelForCausalLM.from_config(cfg, **kw)
     model = model.to(DEVICE)
@@ -568,9 +572,13 @@ def with_lora(c, model):
     from peft import LoraConfig, get_peft_model
 
     r, targets = c["lora"]
+    # An encoder–decoder's task is sequence-to-sequence; a masked LM has none of PEFT's (the plain PeftModel).
+    task = "SEQ_2_SEQ_LM" if model.config.is_encoder_decoder else "CAUSAL_LM"
+    if model.config.model_type in ("bert", "roberta"):
+        task = None
     model = get_peft_model(
         model,
-        LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type="CAUSAL_LM"),
+        LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type=task),
     )
     if c["ckpt"]:
         model.enable_input_require_grads()
