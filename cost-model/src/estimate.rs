@@ -77,10 +77,13 @@ use serde::{Deserialize, Serialize};
 /// ([`ModelSpec::qk_norm`]; OLMo-2's norms scale in fp32), and gives a
 /// fused projection one adapter (`block_matrices_of`: PEFT over GPT-2's
 /// `c_attn`, GPT-NeoX's, Falcon's and BLOOM's `query_key_value`, Phi-3's
-/// `qkv_proj`/`gate_up_proj`) — found by replaying twelve model families
-/// through the caching allocator (`calibration/allocator_replay.py
-/// --families`); calibration rows take their block dropout from the named
-/// checkpoint's config.
+/// `qkv_proj`/`gate_up_proj`), lets the loss of an encoder's masked-LM
+/// head and of an encoder–decoder run on its 16-bit scores in pure 16-bit
+/// ([`Ctx::loss_bytes`]), and counts the adapters of a decoder block's
+/// cross-attention ([`Ctx::decoder_block`]) — found by replaying sixteen
+/// model families through the caching allocator
+/// (`calibration/allocator_replay.py --families`); calibration rows take
+/// their block dropout from the named checkpoint's config.
 pub const MODEL_VERSION: u32 = 17;
 
 // ---------------------------------------------------------------------------
@@ -2973,7 +2976,10 @@ impl<'a> Ctx<'a> {
 
         // LoRA adapters: the dropped-out input copy (+ mask) and the rank-r
         // intermediate kept for lora_B's gradient, per targeted matrix (PEFT `Linear.forward`).
+        // Those on q, k, v and o are the attention's: an encoder–decoder's
+        // cross-attention has its own ([`Self::decoder_block`]).
         let mut lora = 0.0;
+        let mut lora_attn = 0.0;
         if let Some((rank, tg, _, lora_dropout)) = self.lora() {
             let r = rank as f64;
             // The adapter's dropout copy and A-output are in its input dtype
@@ -3020,9 +3026,9 @@ impl<'a> Ctx<'a> {
                 let on = out.iter().filter(|(on, _)| *on);
                 let ranks = on.clone().count() as f64;
                 let outs = on.clone().map(|(_, d)| d).sum::<f64>();
-                lora += adapter(ranks > 0.0, h, outs, 1.0, ranks);
+                lora_attn += adapter(ranks > 0.0, h, outs, 1.0, ranks);
                 if ranks > 0.0 && ranks < 3.0 {
-                    lora += outs * sb * self.e / t;
+                    lora_attn += outs * sb * self.e / t;
                 }
             }
             // q, k, v separately unless grouped above; o and the MLP (routed
@@ -3032,10 +3038,14 @@ impl<'a> Ctx<'a> {
                 if grouped && i < 3 {
                     continue;
                 }
-                let n = if mat.mlp { k } else { 1.0 };
-                lora += adapter(mat.targeted, mat.din, mat.dout, n, 1.0);
+                if mat.mlp {
+                    lora += adapter(mat.targeted, mat.din, mat.dout, k, 1.0);
+                } else {
+                    lora_attn += adapter(mat.targeted, mat.din, mat.dout, 1.0, 1.0);
+                }
             }
         }
+        lora += lora_attn;
 
         // LLaMA-Adapter v2 scales every linear's output by a trained vector
         // (`adapter_scale * (linear(x) + adapter_bias)`, LitGPT `AdapterV2Linear`),
@@ -3138,7 +3148,7 @@ impl<'a> Ctx<'a> {
         // add, which keeps nothing.
         let extra_norms = (m.norms_per_layer as f64 - 2.0).max(0.0) * norm * sb * h / rep;
 
-        (attn, attn + mlp + lora + extra_norms)
+        (attn + lora_attn, attn + mlp + lora + extra_norms)
     }
 
     /// Float8 copies of one block's linear weights that a Transformer Engine
@@ -3302,6 +3312,25 @@ impl<'a> Ctx<'a> {
             FP32
         } else {
             self.e
+        }
+    }
+
+    /// Bytes per logit the standard loss computes in ([`Self::upcast_bytes`]),
+    /// except that the masked-LM heads of encoders and the LM heads of
+    /// encoder–decoders hand `CrossEntropyLoss` their 16-bit scores as they
+    /// are — transformers `BertForMaskedLM`, `RobertaForMaskedLM`,
+    /// `T5ForConditionalGeneration`, `BartForConditionalGeneration` call
+    /// `loss_fct(scores.view(-1, vocab), labels.view(-1))` with no `.float()`,
+    /// where its causal LMs' `ForCausalLMLoss` upcasts — so in pure 16-bit the
+    /// log-softmax and its gradients stay 16-bit (under autocast log_softmax is
+    /// on the fp32 list). Replayed (`calibration/allocator_replay.py
+    /// --families`): RoBERTa-large bf16 MLM at 32 × 512 with checkpointing,
+    /// 9.11 GiB allocated against 13.60 counted with fp32 loss tensors.
+    fn loss_bytes(&self) -> f64 {
+        if self.m.arch != Arch::Decoder && !self.prec.fp32_weights() {
+            self.e
+        } else {
+            self.upcast_bytes()
         }
     }
 
@@ -3558,11 +3587,14 @@ impl<'a> Ctx<'a> {
             // are alive (the copy is dropped as the loss returns); backward
             // makes the NLL's gradient and the input's, beside the output.
             Loss::Standard => {
-                let up = self.upcast_bytes();
+                let up = self.loss_bytes();
                 // Final-logit soft-capping keeps the tanh output.
                 let softcap = if self.m.softcap { self.e } else { 0.0 };
                 let (copy, grad) = if self.half_to_float_loss() {
                     (0.0, HALF)
+                } else if up < FP32 {
+                    // The loss runs on the 16-bit scores themselves: no copy.
+                    (0.0, up)
                 } else {
                     (up, up)
                 };
@@ -4095,7 +4127,7 @@ impl<'a> Ctx<'a> {
         {
             return 0.0;
         }
-        let l = self.logit_positions() * self.m.vocab as f64 / self.t * self.upcast_bytes();
+        let l = self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes();
         if l <= 0.0 {
             return 0.0;
         }

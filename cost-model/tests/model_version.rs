@@ -61,7 +61,11 @@ use cost_model::presets::presets;
 /// from its backward's, the first step's peak reserved with the allocator's
 /// share, the stranded bytes as `states + L/2` between one and three
 /// segments, and the band re-derived (`BAND_BELOW` 0.046 → 0.045,
-/// `BAND_ABOVE` 0.071 → 0.059).
+/// `BAND_ABOVE` 0.071 → 0.059). Version 17 was recorded twice in the
+/// twenty-seventh session before it landed: 0xa71a_31a3_8039_19e8 (ReLU
+/// MLPs, q/k norms, one adapter per fused projection), then this one once
+/// encoder and encoder–decoder losses ran on their 16-bit scores and a
+/// decoder's cross-attention adapters counted.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -78,7 +82,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (14, 0x55bd_b95d_1423_fabd),
     (15, 0xfb12_fed2_0684_438e),
     (16, 0xa519_574c_bbc7_d9d7),
-    (17, 0xa71a_31a3_8039_19e8),
+    (17, 0x9436_1627_b809_f051),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
