@@ -51,8 +51,8 @@ transformers 5.17) `max_memory_allocated` to within 7 MiB in 32 of the 33 replay
 (docs/ACCURACY.md, "The caching allocator, replayed"). `--grid` writes 64 more cases (four Llama
 and Qwen models, bf16, checkpointing on and off, full and LoRA, 2,048–8,192 tokens), each on both counters, as rows of
 the calibration schema for `memplan calibrate` — replays, not measurements, so not a calibration set of their own.
-`--families` does the same for sixteen model families the H200 runs did not cover (GPT-NeoX/Pythia, OPT, BLOOM,
-Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE, GPT-2 large; RoBERTa-large as a masked LM;
+`--families` does the same for eighteen model families the H200 runs did not cover (GPT-NeoX/Pythia, OPT, BLOOM,
+Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE, GPT-2 large, Gemma-3, StarCoder2; RoBERTa-large as a masked LM;
 T5-base, FLAN-T5-base and BART-large), each built from its published config.json and run six ways (pure bf16, with
 and without checkpointing, AMP, fp32, LoRA on every linear with and without checkpointing; the encoders and
 encoder–decoders at 512 tokens); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15,
@@ -602,9 +602,9 @@ def grid(measure):
 # Model families beyond the measured runs' (`--families`): each the Hugging Face config of a published checkpoint
 # (its config.json), and the calibration-schema columns that describe it.
 def family_configs():
-    from transformers import (BartConfig, BloomConfig, FalconConfig, GemmaConfig, GPT2Config, GPTJConfig,
-                              GPTNeoXConfig, LlamaConfig, Olmo2Config, OPTConfig, PhiConfig, Qwen2MoeConfig,
-                              Qwen3Config, RobertaConfig, T5Config)
+    from transformers import (BartConfig, BloomConfig, FalconConfig, Gemma3TextConfig, GemmaConfig, GPT2Config,
+                              GPTJConfig, GPTNeoXConfig, LlamaConfig, Olmo2Config, OPTConfig, PhiConfig,
+                              Qwen2MoeConfig, Qwen3Config, RobertaConfig, Starcoder2Config, T5Config)
 
     def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
         return dict(model=model, arch=arch, n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
@@ -665,6 +665,17 @@ def family_configs():
                         row("Qwen/Qwen1.5-MoE-A2.7B", 24, 2048, 16, 16, 1408, "gated", 151936, False, 60, 4)),
         "gpt2-large": (lambda: GPT2Config(n_embd=1280, n_layer=36, n_head=20, use_cache=False),
                        row("openai-community/gpt2-large", 36, 1280, 20, 20, 5120, "plain", 50257, True)),
+        "gemma-3-1b": (lambda: Gemma3TextConfig(hidden_size=1152, intermediate_size=6912, num_hidden_layers=26,
+                                                num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+                                                vocab_size=262144, sliding_window=512, max_position_embeddings=32768,
+                                                use_cache=False),
+                       row("google/gemma-3-1b-pt", 26, 1152, 4, 1, 6912, "gated", 262144, True)),
+        # No preset: what a row naming an unknown plain-MLP decoder gets.
+        "starcoder2-3b": (lambda: Starcoder2Config(hidden_size=3072, intermediate_size=12288, num_hidden_layers=30,
+                                                   num_attention_heads=24, num_key_value_heads=2, vocab_size=49152,
+                                                   max_position_embeddings=16384, sliding_window=4096,
+                                                   use_cache=False),
+                          row("bigcode/starcoder2-3b", 30, 3072, 24, 2, 12288, "plain", 49152, True)),
         # Encoders and encoder–decoders, at 512 tokens (their usual length; four times the batch).
         "roberta-large": (lambda: RobertaConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                                                 intermediate_size=4096, vocab_size=50265,

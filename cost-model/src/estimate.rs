@@ -83,7 +83,8 @@ use serde::{Deserialize, Serialize};
 /// cross-attention ([`Ctx::decoder_block`]) — found by replaying sixteen
 /// model families through the caching allocator
 /// (`calibration/allocator_replay.py --families`); calibration rows take
-/// their block dropout from the named checkpoint's config.
+/// their block dropout from the named checkpoint's config (a model no preset
+/// names, by its positions' era).
 pub const MODEL_VERSION: u32 = 17;
 
 // ---------------------------------------------------------------------------
