@@ -80,7 +80,7 @@ use serde::{Deserialize, Serialize};
 /// `qkv_proj`/`gate_up_proj`), lets the loss of an encoder's masked-LM
 /// head and of an encoder–decoder run on its 16-bit scores in pure 16-bit
 /// ([`Ctx::loss_bytes`]), and counts the adapters of a decoder block's
-/// cross-attention ([`Ctx::decoder_block`]) — found by replaying sixteen
+/// cross-attention ([`Ctx::decoder_block`]) — found by replaying eighteen
 /// model families through the caching allocator
 /// (`calibration/allocator_replay.py --families`); calibration rows take
 /// their block dropout from the named checkpoint's config (a model no preset
