@@ -3591,14 +3591,11 @@ impl<'a> Ctx<'a> {
                 let up = self.loss_bytes();
                 // Final-logit soft-capping keeps the tanh output.
                 let softcap = if self.m.softcap { self.e } else { 0.0 };
-                let (copy, grad) = if self.half_to_float_loss() {
-                    (0.0, HALF)
-                } else if up < FP32 {
-                    // The loss runs on the 16-bit scores themselves: no copy.
-                    (0.0, up)
-                } else {
-                    (up, up)
-                };
+                // No fp32 copy when the loss reads the 16-bit scores as they
+                // are (CUDA's `half_to_float`, or a loss in 16 bits).
+                let half_to_float = self.half_to_float_loss();
+                let copy = if half_to_float || up < FP32 { 0.0 } else { up };
+                let grad = if half_to_float { HALF } else { up };
                 let fwd = copy + up + held + softcap;
                 let bwd = (LOSS_STANDARD_TENSORS - 1.0) * up + grad + held + softcap;
                 (fwd, bwd)

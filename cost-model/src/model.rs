@@ -154,7 +154,7 @@ pub struct ModelSpec {
     /// MLP keeps one ffn-wide tensor where GELU keeps two. Replayed
     /// (`calibration/allocator_replay.py --families`): OPT-1.3B bf16 at 4 ×
     /// 2048 kept 2.9 GiB less than the GELU count.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub relu: bool,
     /// q and k pass through an RMSNorm of their own before the rotary
     /// embedding — per head in Qwen3 and Gemma-3 (`q_norm`/`k_norm` over
@@ -163,7 +163,7 @@ pub struct ModelSpec {
     /// `Olmo2Attention`, `Gemma3Attention`). Replayed
     /// (`calibration/allocator_replay.py --families`): Qwen3-0.6B bf16 at 4 ×
     /// 2048 kept 3.97 GiB more than the same blocks without them.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub qk_norm: bool,
     /// Attention and final-logit soft-capping, `cap · tanh(x / cap)` (Gemma-2:
     /// `attn_logit_softcapping`, `final_logit_softcapping`): the tanh output of
@@ -467,8 +467,4 @@ impl ModelSpec {
             Arch::Encoder => self.layers as u64 * per,
         }
     }
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }

@@ -518,7 +518,7 @@ impl Finetune {
     }
 }
 
-fn is_false(b: &bool) -> bool {
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 

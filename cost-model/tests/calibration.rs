@@ -22,6 +22,15 @@ fn project_text(file: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// A summary's median and 90th-percentile |error| and worst under-prediction, %.
+fn errors(s: &cost_model::calibrate::Summary) -> (f64, f64, f64) {
+    (
+        s.median_abs_error_pct.unwrap(),
+        s.p90_abs_error_pct.unwrap(),
+        s.worst_under_prediction_pct.unwrap(),
+    )
+}
+
 /// One of the project's own case files, predicted.
 fn project_set(file: &str) -> cost_model::calibrate::Report {
     calibrate(&project_text(file)).unwrap()
@@ -39,8 +48,7 @@ fn public_cases_hold_the_recorded_accuracy() {
         }
     }
     assert!(s.skipped <= 5, "skipped {}", s.skipped);
-    let median = s.median_abs_error_pct.unwrap();
-    let p90 = s.p90_abs_error_pct.unwrap();
+    let (median, p90, worst) = errors(s);
     // 2026-11-30, after LitGPT's blocks were counted tensor by tensor
     // (calibration/saved_tensors.py): 3.82 % / 13.82 % (was 8.86 % / 24.65 %).
     // Then DoRA, LoRA-FA, LN tuning, BOFT, Python LayerNorm/GELU (each pinned
@@ -78,7 +86,6 @@ fn public_cases_hold_the_recorded_accuracy() {
     // parameter offload) from −19.9 % to −28.0 %; −26.9 % once FSDP's
     // accumulation under `no_sync` keeps its unsharded LoRA gradients
     // (MODEL_VERSION 12; worst thunder-091 next, −26.1 %).
-    let worst = s.worst_under_prediction_pct.unwrap();
     assert!(worst >= -27.0, "worst under-prediction {worst} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
@@ -117,9 +124,7 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     assert_eq!(s.n, 210);
     assert_eq!(s.skipped, 0);
     assert_eq!((s.oom_detected, s.oom_total), (3, 3));
-    let median = s.median_abs_error_pct.unwrap();
-    let p90 = s.p90_abs_error_pct.unwrap();
-    let worst = s.worst_under_prediction_pct.unwrap();
+    let (median, p90, worst) = errors(s);
     // 2026-11-30: 2.43 % / 7.01 % / −19.8 % (torch.compile with checkpointing
     // keeps more than modelled); then 1.99 % / 6.42 % once transformers 5's
     // grouped experts run in fp32 under autocast; 1.86 % / 6.20 % once a
@@ -183,9 +188,7 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     allocated.sort_by(f64::total_cmp);
     let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
     assert!(p90 <= 2.0, "allocated p90 |error| {p90} %");
-    let median = s.median_abs_error_pct.unwrap();
-    let p90 = s.p90_abs_error_pct.unwrap();
-    let worst = s.worst_under_prediction_pct.unwrap();
+    let (median, p90, worst) = errors(s);
     assert!(median <= 1.2, "median |error| {median} %");
     assert!(p90 <= 7.2, "p90 |error| {p90} %");
     assert!(worst >= -12.0, "worst under-prediction {worst} %");
@@ -200,9 +203,7 @@ fn torchtune_readme_rows_hold_the_recorded_accuracy() {
     let r = project_set("torchtune-readme-0.6.1.csv");
     let s = &r.summary;
     assert_eq!((s.n, s.skipped), (15, 0));
-    let median = s.median_abs_error_pct.unwrap();
-    let p90 = s.p90_abs_error_pct.unwrap();
-    let worst = s.worst_under_prediction_pct.unwrap();
+    let (median, p90, worst) = errors(s);
     // 2026-11-30, before torchtune's own mechanisms (fused AdamW, its eager
     // standard loss under compile, chunked CE kept as 16-bit chunks when
     // compiled, FSDP2's head unit, gradients offloaded with the parameters,
