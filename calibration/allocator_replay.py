@@ -484,7 +484,8 @@ def replayable(c):
     )
 
 
-def trace(measure, c, steps=3, params=None):
+def trace(measure, c, steps=3):
+    """The case's allocation log over `steps` training steps, and the model's parameter count."""
     import transformers.integrations.sdpa_attention as sa
     import transformers.masking_utils as mu
 
@@ -498,8 +499,6 @@ def trace(measure, c, steps=3, params=None):
     with log:
         rec = {}
         cfg, model = measure.build(c, rec)
-        if params is not None:
-            params.append(rec["params_total"])
         model = measure.with_lora(c, model)
         model.train()
         if c["ckpt"]:
@@ -535,7 +534,7 @@ def trace(measure, c, steps=3, params=None):
             log.mark("step")
         del model, opt, params
         gc.collect()
-    return log.events
+    return log.events, rec["params_total"]
 
 
 def replay(events):
@@ -564,6 +563,13 @@ GRID_TEMPLATES = {
 }
 
 
+def counter_rows(base, cid, a):
+    """Two calibration rows from `base` for a replayed case: its allocated and its reserved peak."""
+    for metric, value, suffix in (("max_allocated", a.peak_allocated, "alloc"),
+                                  ("max_reserved", a.peak_reserved, "resv")):
+        yield dict(base, id=f"{cid}-{suffix}", metric=metric, measured_gib=f"{value / GIB:.3f}")
+
+
 def grid(measure):
     """Replays beyond the measured runs, as rows of the calibration schema on stdout."""
     import csv
@@ -583,12 +589,9 @@ def grid(measure):
                     kind = "lora" if lora else "full"
                     cid = f"replay-{model}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
                     c = measure.case(cid, model, mb, seq, "bf16", ckpt=ckpt, lora=lora)
-                    a, _ = replay(trace(measure, c))
-                    for metric, value, suffix in (("max_allocated", a.peak_allocated, "alloc"),
-                                                  ("max_reserved", a.peak_reserved, "resv")):
-                        r = dict(template)
-                        r.update(id=f"{cid}-{suffix}", micro_batch=str(mb), seq_len=str(seq), metric=metric,
-                                 measured_gib=f"{value / GIB:.3f}", quality="A",
+                    a, _ = replay(trace(measure, c)[0])
+                    for r in counter_rows(template, cid, a):
+                        r.update(micro_batch=str(mb), seq_len=str(seq), quality="A",
                                  activation_checkpointing="full" if ckpt else "none",
                                  source_url="calibration/allocator_replay.py --grid (a replay, not a measurement)")
                         if lora:
@@ -717,6 +720,8 @@ def families(measure):
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout."""
     import csv
 
+    import transformers
+
     path = os.path.join(HERE, "h200-2026-11-30.csv")
     columns = next(csv.reader(open(path)))
     w = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
@@ -726,7 +731,7 @@ def families(measure):
         if only and name not in only:
             continue
         measure.MODELS[name] = config
-        attn = "eager" if name.startswith("bloom") else "sdpa"
+        attn = "eager" if name.startswith("bloom") else "sdpa"  # transformers' BLOOM has no SDPA path
         for precision, ckpt, mb, seq, lora in FAMILY_RUNS:
             if name == "gpt2-large":
                 seq = min(seq, 1024)
@@ -740,23 +745,18 @@ def families(measure):
             kind = "lora" if lora else "full"
             cid = f"replay-{name}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn)
-            params = []
-            events = trace(measure, c, params=params)
+            events, params = trace(measure, c)
             a, _ = replay(events)
-            for metric, value, suffix in (("max_allocated", a.peak_allocated, "alloc"),
-                                          ("max_reserved", a.peak_reserved, "resv")):
-                r = {k: "" for k in columns}
-                r.update(cols)
-                r.update(id=f"{cid}-{suffix}", source_url="calibration/allocator_replay.py --families (a replay, not a measurement)",
-                         framework="plain-pytorch", params_total=f"{params[0] / 1e9:.4f}", task=kind,
+            for r in counter_rows({**{k: "" for k in columns}, **cols}, cid, a):
+                r.update(source_url="calibration/allocator_replay.py --families (a replay, not a measurement)",
+                         framework="plain-pytorch", params_total=f"{params / 1e9:.4f}", task=kind,
                          micro_batch=str(mb), seq_len=str(seq), grad_accum="1", precision=precision,
                          base_weight_bits="16" if precision == "bf16" else "32", optimizer="adamw",
                          optimizer_in_backward="false", activation_checkpointing="full" if ckpt else "none",
                          activation_offload="false", attention="eager" if attn == "eager" else "flash",
                          loss="standard", compile="false", num_gpus="1", sharding="none", tp="1", pp="1", cp="1",
-                         offload="none", gpu="H200", gpu_mem_gib="140.40", metric=metric,
-                         measured_gib=f"{value / GIB:.3f}", oom="false", quality="A",
-                         notes=f"torch {torch.__version__.split('+')[0]} + transformers {transformers_version()}; "
+                         offload="none", gpu="H200", gpu_mem_gib="140.40", oom="false", quality="A",
+                         notes=f"torch {torch.__version__.split('+')[0]} + transformers {transformers.__version__}; "
                                "random weights built from the model config (no checkpoint load); 3 steps; "
                                f"zero_grad(set_to_none=True); attention {attn}; torch.optim.AdamW (foreach)")
                 if lora:
@@ -764,12 +764,6 @@ def families(measure):
                              notes=r["notes"] + "; peft 0.21.2; lora_alpha=2r; lora_dropout=0.05")
                 w.writerow(r)
             sys.stdout.flush()
-
-
-def transformers_version():
-    import transformers
-
-    return transformers.__version__
 
 
 def main():
@@ -798,7 +792,7 @@ def main():
         m = measured.get(cid)
         if m is None:
             continue
-        a, marks = replay(trace(measure, c))
+        a, marks = replay(trace(measure, c)[0])
         if ids:
             for name, alloc, peak, resv in marks[:4]:
                 print(f"  {name}: allocated {alloc / GIB:.3f} peak {peak / GIB:.3f} reserved {resv / GIB:.3f}")

@@ -61,7 +61,6 @@ import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     AutoModelForCausalLM,
     BertConfig,
-    BertForMaskedLM,
     GPT2Config,
     Gemma2Config,
     LlamaConfig,
@@ -404,6 +403,10 @@ CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4
 )
 
 
+# Encoders trained as masked LMs (their `labels` are the masked tokens' ids).
+MASKED_LMS = ("bert", "roberta")
+
+
 def build(c, rec):
     cfg = MODELS[c["model"]]()
     # A quantized base is loaded in 16 bits (torch_dtype=torch.bfloat16, as the
@@ -411,12 +414,10 @@ def build(c, rec):
     dtype = torch.bfloat16 if c["precision"] == "bf16" or c.get("quant") else torch.float32
     kw = dict(dtype=dtype, attn_implementation=c["attn"])
     with torch.device(DEVICE):
-        if c["model"].startswith("bert"):
-            model = BertForMaskedLM._from_config(cfg, **kw)
+        if cfg.model_type in MASKED_LMS:
+            model = transformers.AutoModelForMaskedLM.from_config(cfg, **kw)
         elif cfg.is_encoder_decoder:
             model = transformers.AutoModelForSeq2SeqLM.from_config(cfg, **kw)
-        elif cfg.model_type == "roberta":
-            model = transformers.AutoModelForMaskedLM.from_config(cfg, **kw)
         else:
             model = AutoModelForCausalLM.from_config(cfg, **kw)
     model = model.to(DEVICE)
@@ -574,7 +575,7 @@ def with_lora(c, model):
     r, targets = c["lora"]
     # An encoder–decoder's task is sequence-to-sequence; a masked LM has none of PEFT's (the plain PeftModel).
     task = "SEQ_2_SEQ_LM" if model.config.is_encoder_decoder else "CAUSAL_LM"
-    if model.config.model_type in ("bert", "roberta"):
+    if model.config.model_type in MASKED_LMS:
         task = None
     model = get_peft_model(
         model,
