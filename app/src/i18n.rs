@@ -281,6 +281,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Loss", "损失计算"),
     ("Activation offload", "激活值卸载到 CPU"),
     ("Padded batches", "批次含填充 (padding)"),
+    ("Dropout in blocks", "层内 dropout"),
     ("torch.compile", "torch.compile 编译"),
     ("Method", "方法"),
     ("LoRA rank", "LoRA 秩 (rank)"),
@@ -459,6 +460,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "Rows padded to a common length with an attention mask: transformers then hands SDPA the mask, which every block keeps, and expands grouped k/v to every head. Packed batches and flash-attn's varlen path have no mask",
         "各行以 attention mask 填充到相同长度：transformers 随之把掩码交给 SDPA，每一层都保存它，并把分组的 k/v 扩展到每个头。打包 (packing) 的批次和 flash-attn 的变长路径没有掩码",
+    ),
+    (
+        "Each dropout keeps a 1-byte mask per element, and eager attention's also its dropped-out scores. Set by the model's config.json (GPT-2, BERT, OPT, T5, BART train with 0.1; Llama-style models with none) and off under LitGPT's, torchtune's and torchtitan's own model code",
+        "每个 dropout 为每个元素保存 1 字节的掩码，eager 注意力还保存 dropout 后的分数。由模型的 config.json 决定（GPT-2、BERT、OPT、T5、BART 训练时为 0.1；Llama 类模型为 0），在 LitGPT、torchtune、torchtitan 自带的模型代码下关闭",
     ),
     (
         "Keeps only the block in flight on the GPU",

@@ -1035,7 +1035,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     }
     // A model no preset describes drops out by its positions' era (below).
-    let era_dropout = matches!(model.positions, Positions::Learned | Positions::Relative);
+    let era_dropout = model.era_dropout();
     // What the notes state about the implementation.
     let notes = r.get("notes");
     // "n_layers is per stack (24 enc + 24 dec)", "12 encoder + 6 decoder".

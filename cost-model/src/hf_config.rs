@@ -195,6 +195,33 @@ impl Cfg<'_> {
     }
 }
 
+/// The keys a config.json states its blocks' dropout probability under, as
+/// transformers' config classes spell them: GPT-2, GPT-J, Phi (`resid_pdrop`),
+/// BERT, RoBERTa (`hidden_dropout_prob`), GPT-NeoX, Falcon, BLOOM
+/// (`hidden_dropout`), T5 (`dropout_rate`), OPT, BART, DistilBERT (`dropout`).
+const DROPOUT_KEYS: &[&str] = &[
+    "resid_pdrop",
+    "hidden_dropout_prob",
+    "hidden_dropout",
+    "dropout_rate",
+    "dropout",
+];
+
+/// Whether a `config.json` trains with dropout in its blocks: the first of
+/// [`DROPOUT_KEYS`] it states, above 0 (read inside `text_config` for a
+/// multimodal wrapper). `None` when it states none (Llama-lineage configs name
+/// only `attention_dropout`, 0.0, which SDPA applies inside its kernel) or is
+/// not a JSON object: the model's era decides then
+/// ([`crate::model::ModelSpec::era_dropout`]).
+pub fn config_dropout(text: &str) -> Option<bool> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let v = v.get("text_config").filter(|t| t.is_object()).unwrap_or(&v);
+    DROPOUT_KEYS
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_f64))
+        .map(|p| p > 0.0)
+}
+
 /// Reads the dimensions most `model_type`s name with the standard keys
 /// (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
 /// `num_key_value_heads`, `head_dim`, the FFN width under `ffn_keys`, `vocab_size`).
@@ -811,6 +838,36 @@ mod tests {
         assert!(from_config_json(t5, "t5").unwrap().relu);
         let v11 = t5.replacen('{', "{\"feed_forward_proj\":\"gated-gelu\",", 1);
         assert!(!from_config_json(&v11, "t5").unwrap().relu);
+    }
+
+    #[test]
+    fn block_dropout_is_read_where_the_config_states_it() {
+        // Spelled as each family's config.json ships it.
+        for (cfg, want) in [
+            (r#"{"model_type":"gpt2","resid_pdrop":0.1}"#, Some(true)),
+            (r#"{"model_type":"gptj","resid_pdrop":0.0}"#, Some(false)),
+            (
+                r#"{"model_type":"bert","hidden_dropout_prob":0.1}"#,
+                Some(true),
+            ),
+            (
+                r#"{"model_type":"gpt_neox","hidden_dropout":0.0}"#,
+                Some(false),
+            ),
+            (r#"{"model_type":"t5","dropout_rate":0.1}"#, Some(true)),
+            (r#"{"model_type":"opt","dropout":0.1}"#, Some(true)),
+            (
+                r#"{"model_type":"llava","text_config":{"dropout":0.1}}"#,
+                Some(true),
+            ),
+            // The first stated key decides (BART states `dropout` only).
+            (r#"{"resid_pdrop":0.0,"dropout":0.1}"#, Some(false)),
+        ] {
+            assert_eq!(config_dropout(cfg), want, "{cfg}");
+        }
+        // Llama's only dropout key is attention's; the era decides.
+        assert_eq!(config_dropout(LLAMA3_8B), None);
+        assert_eq!(config_dropout("not json"), None);
     }
 
     #[test]

@@ -228,6 +228,18 @@ fn two() -> u32 {
 }
 
 impl ModelSpec {
+    /// Whether a model no preset or config describes trains with dropout in
+    /// its blocks, by its era's habit, which its positions tell: the learned-
+    /// and relative-position families (GPT-2, BERT, RoBERTa, OPT, BART,
+    /// StarCoder 1, T5: `resid_pdrop`/`hidden_dropout_prob`/`dropout_rate`
+    /// 0.1 in their config.json) drop out; the rotary and ALiBi ones (GPT-NeoX
+    /// on, BLOOM, MPT, StarCoder2, the Llama lineage: 0.0) do not. Replayed
+    /// (calibration/replay-families-2026-12-03.csv): StarCoder2-3B, which no
+    /// preset names, within 0.5 % read this way, +5 % with dropout masks.
+    pub fn era_dropout(&self) -> bool {
+        matches!(self.positions, Positions::Learned | Positions::Relative)
+    }
+
     pub fn is_moe(&self) -> bool {
         self.experts > 0
     }

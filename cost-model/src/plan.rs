@@ -4,6 +4,7 @@
 use crate::framework::Framework;
 use crate::gpu::GpuSpec;
 use crate::model::ModelSpec;
+use crate::presets;
 use serde::{Deserialize, Serialize};
 
 /// Version of the plan schema written by this build.
@@ -982,6 +983,28 @@ impl Plan {
         if let Finetune::Lora { dropout, .. } = &mut self.training.finetune {
             *dropout = d.lora_dropout;
         }
+        self.training.dropout = self.default_dropout();
+    }
+
+    /// Whether the plan's blocks drop out unless it says otherwise: when the
+    /// model's checkpoint trains with dropout ([`presets::trains_with_dropout`]:
+    /// GPT-2, BERT, OPT, T5, BART) and the framework runs model code that has
+    /// dropout layers ([`Framework::model_code_has_dropout`]: not LitGPT's,
+    /// torchtune's or torchtitan's). The planner's switch starts here, as the
+    /// calibration rows' reading does (`calibrate`).
+    pub fn default_dropout(&self) -> bool {
+        self.framework.model_code_has_dropout() && presets::trains_with_dropout(&self.model)
+    }
+
+    /// Replaces the model and re-seeds what it decides: block dropout, from
+    /// `config_dropout` when the model came with a config that states it
+    /// ([`crate::hf_config::config_dropout`]), else [`Plan::default_dropout`].
+    pub fn set_model(&mut self, model: ModelSpec, config_dropout: Option<bool>) {
+        self.model = model;
+        self.training.dropout = match config_dropout {
+            Some(d) => d && self.framework.model_code_has_dropout(),
+            None => self.default_dropout(),
+        };
     }
 
     /// Parses a plan from JSON of any known schema version (older ones are

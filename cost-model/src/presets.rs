@@ -1118,6 +1118,21 @@ pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
         .max_by_key(|p| p.id.len())
 }
 
+/// Whether a model trains with dropout in its blocks as its checkpoint's
+/// config says: the preset it is (a model head aside) decides
+/// ([`Preset::config_dropout`]), else its era ([`ModelSpec::era_dropout`]).
+/// Seeds the planner's block-dropout switch ([`crate::Plan::default_dropout`]).
+pub fn trains_with_dropout(model: &ModelSpec) -> bool {
+    let headless = ModelSpec {
+        head: ModelHead::Lm,
+        ..model.clone()
+    };
+    presets()
+        .iter()
+        .find(|p| p.spec() == headless)
+        .map_or_else(|| model.era_dropout(), Preset::config_dropout)
+}
+
 impl Preset {
     /// Whether the checkpoint's config trains with dropout in its blocks
     /// (GPT-2, BERT, RoBERTa, OPT, T5, BART: 0.1; the others 0.0).

@@ -196,12 +196,13 @@ pub fn value_of(plan: &Plan, key: &str) -> Option<String> {
 
 /// The keys whose values a framework's profile decides: a change of framework
 /// re-seeds them (in the planner's form, hydrated or not).
-const SEEDED_BY_FRAMEWORK: [&str; 8] = [
+const SEEDED_BY_FRAMEWORK: [&str; 9] = [
     "loss",
     "ckpt",
     "opt_impl",
     "upcast",
     "lora_dropout",
+    "dropout",
     "act_off",
     "fkern",
     "dq",
@@ -215,8 +216,9 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     if key == "model" && value != "custom" {
-        // A new preset replaces the custom dimensions.
-        pairs.retain(|(k, _)| !is_model_key(k));
+        // A new preset replaces the custom dimensions and re-seeds the
+        // block dropout its checkpoint trains with.
+        pairs.retain(|(k, _)| !is_model_key(k) && k != "dropout");
     }
     if key == "fw" {
         // A new framework re-seeds the settings it decides.
@@ -436,6 +438,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         dt.checkpoint_every.to_string(),
     );
     let (mut tc, mut dc) = (t.clone(), dt.clone()); // the accessors take `&mut`
+    dc.dropout = plan.default_dropout(); // what decoding seeds for this model
     for (k, flag) in TRAINING_FLAGS {
         let (a, b) = (*flag(&mut tc), *flag(&mut dc));
         put(k, (a as u8).to_string(), (b as u8).to_string());
@@ -671,6 +674,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
     }
     let lora_dropout_default = plan.framework.defaults().lora_dropout;
+    let dropout_default = plan.default_dropout();
     let arch = plan.model.arch;
     let model = &plan.model;
     let t = &mut plan.training;
@@ -728,7 +732,13 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("ckpt_every") {
         t.checkpoint_every = num("ckpt_every", s)?;
     }
+    // Block dropout is the model's and framework's unless stated; a form
+    // whose model select changed still holds the old model's.
+    t.dropout = dropout_default;
     for (k, flag) in TRAINING_FLAGS {
+        if k == "dropout" && switched {
+            continue;
+        }
         if let Some(s) = get(k) {
             *flag(t) = boolean(k, s)?;
         }
@@ -1261,6 +1271,86 @@ mod apply_tests {
         let r = apply(&q, "model", "gpt2").unwrap();
         assert_eq!(r.model.layers, 12);
         assert_eq!(r.training.loss, crate::plan::Loss::ChunkedFree);
+    }
+
+    /// Block dropout is seeded by the model's checkpoint and the framework's
+    /// model code, travels only when it differs from that, and is re-seeded
+    /// by a new preset or framework, hydrated or through the plain form.
+    #[test]
+    fn block_dropout_follows_the_model_and_the_framework() {
+        let dropout = |q: &str| decode_str(q).unwrap().training.dropout;
+        assert!(dropout("model=gpt2"));
+        assert!(dropout("model=bert-base"));
+        assert!(!dropout("model=llama-3.1-8b"));
+        assert!(!dropout(""));
+        // LitGPT's and torchtune's own model code has no dropout layers.
+        assert!(!dropout("fw=litgpt&model=gpt2"));
+        assert!(!dropout("fw=torchtune&model=gpt2"));
+        assert!(!dropout("model=gpt2&dropout=0"));
+        assert!(dropout("model=llama-3.1-8b&dropout=1"));
+        // A custom model drops out by its positions' era.
+        assert!(dropout("model=gpt2&layers=24"));
+        for q in ["model=gpt2", "model=llama-3.1-8b", "fw=litgpt&model=gpt2"] {
+            let p = decode_str(q).unwrap();
+            assert!(!encode(&p).contains("dropout"), "{q}: {}", encode(&p));
+            let mut flipped = p.clone();
+            flipped.training.dropout = !p.training.dropout;
+            assert_eq!(decode_str(&encode(&flipped)).unwrap(), flipped, "{q}");
+        }
+
+        let llama = decode_str("model=llama-3.1-8b&dropout=1").unwrap();
+        let gpt2 = apply(&llama, "model", "gpt2").unwrap();
+        assert!(gpt2.training.dropout);
+        let gpt2_off = apply(&gpt2, "dropout", "0").unwrap();
+        assert!(!gpt2_off.training.dropout);
+        // Another dimension keeps the stated switch; another preset re-seeds.
+        assert!(!apply(&gpt2_off, "layers", "24").unwrap().training.dropout);
+        assert!(
+            apply(&gpt2_off, "model", "bert-base")
+                .unwrap()
+                .training
+                .dropout
+        );
+        assert!(
+            !apply(&gpt2, "model", "mistral-7b")
+                .unwrap()
+                .training
+                .dropout
+        );
+        let lit = apply(&gpt2_off, "fw", "litgpt").unwrap();
+        assert!(!lit.training.dropout);
+        assert!(apply(&lit, "fw", "hf-trainer").unwrap().training.dropout);
+
+        // The plain form sends the checkbox the page showed.
+        let form = |model: &str, prev: &str, fw: &str, fw_prev: &str, d: &str| {
+            let q = format!(
+                "model={model}&model_prev={prev}&fw={fw}&fw_prev={fw_prev}&dropout=0&dropout={d}"
+            );
+            dropout(&q)
+        };
+        assert!(!form("gpt2", "gpt2", "hf-trainer", "hf-trainer", "0"));
+        assert!(form(
+            "gpt2",
+            "llama-3.1-8b",
+            "hf-trainer",
+            "hf-trainer",
+            "0"
+        ));
+        assert!(!form(
+            "llama-3.1-8b",
+            "gpt2",
+            "hf-trainer",
+            "hf-trainer",
+            "1"
+        ));
+        assert!(form("gpt2", "gpt2", "hf-trainer", "litgpt", "0"));
+        assert!(form(
+            "llama-3.1-8b",
+            "llama-3.1-8b",
+            "hf-trainer",
+            "hf-trainer",
+            "1"
+        ));
     }
 
     /// Unsloth's profile turns on offloaded checkpointing, fused kernels and

@@ -175,6 +175,18 @@ test("hydrated: a pasted config.json replaces the model, and bad JSON names the 
   await expect(page.getByTestId("config-ok")).toContainText("0.494 B parameters");
   await expect(page.getByTestId("layers")).toHaveValue("24");
   await expect(page).toHaveURL(/hidden=896/);
+  await expect(page.getByTestId("dropout")).not.toBeChecked();
+  // The config's dropout sets the blocks' switch: GPT-2's shape with
+  // resid_pdrop 0.0 (its learned positions alone would say 0.1), then 0.1.
+  const gpt2 = (p: string) =>
+    `{"model_type":"gpt2","n_embd":768,"n_layer":12,"n_head":12,"n_positions":1024,"vocab_size":50257,"resid_pdrop":${p}}`;
+  await page.getByTestId("config-json").fill(gpt2("0.0"));
+  await expect(page.getByTestId("config-ok")).toContainText("0.124 B parameters");
+  await expect(page.getByTestId("dropout")).not.toBeChecked();
+  await expect(page).toHaveURL(/dropout=0/);
+  await page.getByTestId("config-json").fill(gpt2("0.1"));
+  await expect(page.getByTestId("dropout")).toBeChecked();
+  await expect(page).not.toHaveURL(/dropout=/);
 });
 
 test("hydrated: the counter switch and copy link", async ({ page, context }, info) => {
@@ -301,6 +313,22 @@ test("padded batches: the checkbox and the URL key agree, and SDPA's mask and ex
   const plan = "/?model=qwen2.5-0.5b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=hf-trainer&prec=amp-bf16&mb=8&seq=1024";
   const { usedBefore, used } = await flipChangesRow(page, info, plan, "pad", true, "pad=1", "row-activations");
   await expect.poll(used).toBeGreaterThan(usedBefore + 0.5);
+});
+
+test("block dropout: a GPT-2 plan starts with it on, turning it off keeps fewer activations, and a new preset re-seeds it", async ({ page }, info) => {
+  // GPT-2's config.json trains with resid_pdrop 0.1: three 1-byte masks a
+  // block (and eager attention's dropped-out scores) that Llama-style
+  // models, which ship 0.0, do not keep.
+  const plan = "/?model=gpt2&gpu=a100-sxm4-80gb&gpus=1&shard=none&fw=hf-trainer&prec=amp-bf16&mb=8&seq=1024";
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "dropout", false, "dropout=0", "row-activations");
+  await expect.poll(used).toBeLessThan(usedBefore);
+  for (const [model, on] of [["bert-base", true], ["llama-3.2-1b", false]] as const) {
+    await page.getByTestId("model").selectOption(model);
+    if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page.getByTestId("model")).toHaveValue(model);
+    if (on) await expect(page.getByTestId("dropout")).toBeChecked();
+    else await expect(page.getByTestId("dropout")).not.toBeChecked();
+  }
 });
 
 test("DDP bucket views: the checkbox and the URL key agree, and a step-bound peak loses one gradient copy", async ({ page }, info) => {

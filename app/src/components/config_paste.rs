@@ -1,8 +1,9 @@
 //! Paste a Hugging Face `config.json`: the model's dimensions replace the
-//! current ones (parsed by `cost_model::hf_config`; errors name the key).
+//! current ones, and its dropout probability sets the block-dropout switch
+//! (parsed by `cost_model::hf_config`; errors name the key).
 
 use crate::i18n::use_lang;
-use cost_model::hf_config::from_config_json;
+use cost_model::hf_config::{config_dropout, from_config_json};
 use cost_model::Plan;
 use leptos::prelude::*;
 
@@ -19,7 +20,7 @@ pub fn ConfigPaste(plan: RwSignal<Plan>) -> impl IntoView {
         match from_config_json(&text, "custom") {
             Ok(spec) => {
                 let params = spec.params();
-                plan.update(|p| p.model = spec);
+                plan.update(|p| p.set_model(spec, config_dropout(&text)));
                 message.set(Some(Ok(format!("{:.3} B parameters", params as f64 / 1e9))));
             }
             Err(e) => message.set(Some(Err(e.to_string()))),
@@ -59,7 +60,7 @@ pub fn ModelSearch(plan: RwSignal<Plan>) -> impl IntoView {
             .iter()
             .find(|p| p.id.eq_ignore_ascii_case(q) || p.name.eq_ignore_ascii_case(q))
         {
-            plan.update(|pl| pl.model = p.spec());
+            plan.update(|pl| pl.set_model(p.spec(), None));
         }
     };
     view! {

@@ -244,6 +244,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     Kind::Check,
                 ),
                 (
+                    "dropout",
+                    "Dropout in blocks",
+                    "Each dropout keeps a 1-byte mask per element, and eager attention's also its dropped-out scores. Set by the model's config.json (GPT-2, BERT, OPT, T5, BART train with 0.1; Llama-style models with none) and off under LitGPT's, torchtune's and torchtitan's own model code",
+                    Kind::Check,
+                ),
+                (
                     "loss",
                     "Loss",
                     "Full fp32 logits are often the single largest tensor",
