@@ -55,7 +55,7 @@ the calibration schema for `memplan calibrate` — replays, not measurements, so
 Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE, GPT-2 large, Gemma-3, StarCoder2; RoBERTa-large as a masked LM;
 T5-base, FLAN-T5-base and BART-large), each built from its published config.json and run six ways (pure bf16, with
 and without checkpointing, AMP, fp32, LoRA on every linear with and without checkpointing; the encoders and
-encoder–decoders at 512 tokens); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15,
+encoder–decoders at 512 tokens, and also under fp16 autocast with and without checkpointing); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15,
 transformers 5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds the model to.
 """
 
@@ -714,6 +714,14 @@ FAMILY_RUNS = (
     ("bf16", False, 4, 2048, (16, "all-linear")),
     ("bf16", True, 8, 2048, (16, "all-linear")),
 )
+# fp16 autocast allocates what bf16 autocast does (both 2 bytes) except where a loss reads 16-bit scores: CUDA's
+# `half_to_float` log-softmax then keeps no fp32 copy and hands back an fp16 gradient. A causal LM's loss upcasts
+# first, so a decoder's fp16 replay equals its bf16 one byte for byte (checked: SmolLM2-360M, Qwen3-0.6B); the
+# masked-LM and encoder–decoder heads do not, so those families run these too.
+NON_DECODER_RUNS = (
+    ("amp-fp16", False, 2, 2048, None),
+    ("amp-fp16", True, 4, 2048, None),
+)
 
 
 def families(measure):
@@ -732,7 +740,8 @@ def families(measure):
             continue
         measure.MODELS[name] = config
         attn = "eager" if name.startswith("bloom") else "sdpa"  # transformers' BLOOM has no SDPA path
-        for precision, ckpt, mb, seq, lora in FAMILY_RUNS:
+        runs = FAMILY_RUNS + (NON_DECODER_RUNS if cols["arch"] != "decoder" else ())
+        for precision, ckpt, mb, seq, lora in runs:
             if name == "gpt2-large":
                 seq = min(seq, 1024)
             if cols["arch"] != "decoder":

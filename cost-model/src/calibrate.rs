@@ -972,6 +972,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         gelu_new: false,
         relu: false,
         qk_norm: false,
+        logits_bias: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -996,6 +997,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             config_dropout = preset.map(|p| p.config_dropout());
             // The activation is the model's, whatever code runs it.
             model.relu = s.relu && model.mlp == Mlp::Plain;
+            model.logits_bias = s.logits_bias;
             model.norm = s.norm;
             model.norms_per_layer = s.norms_per_layer;
             model.positions = s.positions;

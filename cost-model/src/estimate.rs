@@ -84,8 +84,12 @@ use serde::{Deserialize, Serialize};
 /// model families through the caching allocator
 /// (`calibration/allocator_replay.py --families`); calibration rows take
 /// their block dropout from the named checkpoint's config (a model no preset
-/// names, by its positions' era).
-pub const MODEL_VERSION: u32 = 17;
+/// names, by its positions' era). 18 lets T5's loss read its fp16 scores
+/// under fp16 autocast as an encoder's does (CUDA's `half_to_float`), holds
+/// the scores BART's fp32 `final_logits_bias` promotes as fp32
+/// ([`ModelSpec::logits_bias`]), and counts T5 v1.1's inner dropout mask —
+/// found by replaying the non-decoder families under fp16 autocast.
+pub const MODEL_VERSION: u32 = 18;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -2913,6 +2917,11 @@ impl<'a> Ctx<'a> {
         let e = if experts_fp32 { FP32 } else { e };
         // fc2's input: in float8 under TE, else in the MLP's dtype.
         let down_in = if li < self.e { li } else { e };
+        // T5's MLPs drop out the down projection's input (transformers
+        // `T5DenseActDense` and v1.1's `T5DenseGatedActDense`: act, dropout,
+        // `wo`), keeping the dropout's 1-byte mask per inner element.
+        let inner_dropout = dropout && m.arch == Arch::EncoderDecoder;
+        let inner_mask = if inner_dropout { MASK * f / t } else { 0.0 };
         let mut per_token = if gated {
             // gate out (SiLU input), SiLU out and up out (the product's
             // inputs); a fused SwiGLU kernel recomputes the SiLU out, and so
@@ -2928,7 +2937,10 @@ impl<'a> Ctx<'a> {
             } else {
                 3.0
             };
+            // With T5 v1.1's dropout, `wo` keeps the dropped-out product
+            // instead of the product, which nothing else saves: the mask more.
             kept * e * f / t
+                + inner_mask
                 + if self.keeps_input(tg.down) {
                     down_in * f / t
                 } else {
@@ -2939,9 +2951,8 @@ impl<'a> Ctx<'a> {
             // input unless a float8 fc2 casts it or T5's `DenseReluDense`
             // drops it out first (transformers `T5DenseActDense`: `wi`, act,
             // dropout, `wo`): then the mask and the dropped-out copy too.
-            let inner_dropout = dropout && m.arch == Arch::EncoderDecoder;
             e * f / t
-                + if inner_dropout { MASK * f / t } else { 0.0 }
+                + inner_mask
                 + if self.keeps_input(tg.down) && (inner_dropout || down_in < e) {
                     down_in * f / t
                 } else {
@@ -3594,7 +3605,13 @@ impl<'a> Ctx<'a> {
                 // No fp32 copy when the loss reads the 16-bit scores as they
                 // are (CUDA's `half_to_float`, or a loss in 16 bits).
                 let half_to_float = self.half_to_float_loss();
-                let copy = if half_to_float || up < FP32 { 0.0 } else { up };
+                // A held output of promoted scores is the loss's fp32 input.
+                let promoted_held = held > 0.0 && self.promoted_logits();
+                let copy = if half_to_float || up < FP32 || promoted_held {
+                    0.0
+                } else {
+                    up
+                };
                 let grad = if half_to_float { HALF } else { up };
                 let fwd = copy + up + held + softcap;
                 let bwd = (LOSS_STANDARD_TENSORS - 1.0) * up + grad + held + softcap;
@@ -3666,11 +3683,16 @@ impl<'a> Ctx<'a> {
     /// first), so under fp16 autocast a loss that does not upcast its logits
     /// itself — transformers' masked-LM heads (`BertForMaskedLM` calls
     /// `CrossEntropyLoss` on the 16-bit scores; its causal LMs call `.float()`
-    /// first) — keeps no fp32 gradient of them. Replayed
+    /// first), and T5's, whose head has no bias — keeps no fp32 copy or
+    /// gradient of them; the same mechanism as [`Ctx::loss_bytes`] in pure
+    /// 16-bit. Not the BART lineage, whose fp32 `final_logits_bias` promotes
+    /// the scores first ([`ModelSpec::logits_bias`]). Replayed
     /// (calibration/allocator_replay.py) and measured: BERT-large, amp-fp16,
-    /// 32 × 512, 26.038 GiB allocated alike.
+    /// 32 × 512, 26.038 GiB allocated alike; replayed: T5-base and FLAN-T5-base
+    /// keep 0.243 GiB (the fp16 scores of 8 × 512 × 32,128) less under fp16
+    /// than under bf16 autocast, BART-large the same.
     fn half_to_float_loss(&self) -> bool {
-        self.prec == Precision::AmpFp16 && self.m.arch == Arch::Encoder
+        self.prec == Precision::AmpFp16 && self.m.arch != Arch::Decoder && !self.m.logits_bias
     }
 
     /// The final norm's backward moment over `tokens` positions when it is an
@@ -3727,15 +3749,29 @@ impl<'a> Ctx<'a> {
     /// for `DistributedType.DEEPSPEED`). Measured on the H200 (set 5):
     /// Llama-3.2-1B, batch 4 × 2048, peaked 1.96 GiB (2 B per logit) above
     /// the same loop under plain autocast.
+    /// Scores a head's bias buffer promotes from 16 bits to fp32 are held as
+    /// fp32 too ([`Self::promoted_logits`]).
     fn held_logit_bytes(&self) -> f64 {
-        if self.plan.framework == Framework::HfAccelerate
+        let accelerate_fp32 = self.plan.framework == Framework::HfAccelerate
             && self.prec.is_autocast()
-            && !self.zero_sharding()
-        {
+            && !self.zero_sharding();
+        if accelerate_fp32 || self.promoted_logits() {
             FP32
         } else {
             self.e
         }
+    }
+
+    /// The head's fp32 bias buffer promotes autocast's 16-bit scores to fp32
+    /// ([`ModelSpec::logits_bias`]: `lm_logits = lm_head(x) +
+    /// final_logits_bias` in transformers' BART lineage): the output holds
+    /// the fp32 sum, which is also the loss's input, so no `.float()` copy is
+    /// made beside it. Replayed (`calibration/allocator_replay.py`):
+    /// BART-large under bf16 or fp16 autocast, 16 × 512 with checkpointing,
+    /// backward starts with four fp32 score-sized tensors (the sum, the
+    /// log-softmax output and the two gradients), 11.711 GiB allocated.
+    fn promoted_logits(&self) -> bool {
+        self.m.logits_bias && self.prec.is_autocast()
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,

@@ -434,6 +434,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         gelu_new: false,
         relu: false,
         qk_norm: false,
+        logits_bias: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -708,6 +709,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.max_positions = c.u32("max_position_embeddings")?.saturating_add(2);
             m.tied_embeddings = true;
             m.relu = c.str("activation_function") == Some("relu");
+            m.logits_bias = true; // `final_logits_bias`
         }
         "bert" | "roberta" | "xlm-roberta" | "camembert" => {
             m.arch = Arch::Encoder;
@@ -838,6 +840,18 @@ mod tests {
         assert!(from_config_json(t5, "t5").unwrap().relu);
         let v11 = t5.replacen('{', "{\"feed_forward_proj\":\"gated-gelu\",", 1);
         assert!(!from_config_json(&v11, "t5").unwrap().relu);
+        // BART's head adds `final_logits_bias`; T5's has no bias.
+        assert!(!from_config_json(t5, "t5").unwrap().logits_bias);
+        let bart = r#"{"model_type":"bart","d_model":768,"encoder_layers":6,"decoder_layers":6,
+          "encoder_attention_heads":12,"encoder_ffn_dim":3072,"vocab_size":50265,
+          "max_position_embeddings":1024}"#;
+        let m = from_config_json(bart, "bart").unwrap();
+        assert!(m.logits_bias);
+        assert_eq!(m, {
+            let mut p = preset("bart-base").unwrap().spec();
+            p.name = m.name.clone();
+            p
+        });
     }
 
     #[test]

@@ -165,6 +165,19 @@ pub struct ModelSpec {
     /// 2048 kept 3.97 GiB more than the same blocks without them.
     #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub qk_norm: bool,
+    /// The LM head adds a bias buffer to its scores (transformers' BART
+    /// lineage — BART, mBART, Marian, Pegasus, PLBart, LED, Blenderbot —
+    /// registers `final_logits_bias`, 1 × vocab, and computes `lm_logits =
+    /// lm_head(x) + final_logits_bias`). Under autocast the buffer stays fp32,
+    /// so the 16-bit scores promote to fp32 before the loss: the loss then
+    /// runs as over upcast logits, and an fp16 run takes no `half_to_float`
+    /// path (`Ctx::half_to_float_loss`); in pure 16-bit the buffer is cast
+    /// with the model and nothing changes. Replayed
+    /// (`calibration/allocator_replay.py`): BART-large under fp16 and bf16
+    /// autocast keeps the same 13.327 GiB, where T5-base, whose head has no
+    /// bias, keeps 0.243 GiB (its fp16 scores' size) less under fp16.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub logits_bias: bool,
     /// Attention and final-logit soft-capping, `cap · tanh(x / cap)` (Gemma-2:
     /// `attn_logit_softcapping`, `final_logit_softcapping`): the tanh output of
     /// every score (eager attention) and of every logit is kept for backward.

@@ -45,6 +45,8 @@ struct Dims {
     relu: bool,
     /// q/k norms ([`ModelSpec::qk_norm`]).
     qk_norm: bool,
+    /// The LM head adds `final_logits_bias` ([`ModelSpec::logits_bias`]).
+    logits_bias: bool,
     /// The checkpoint's config.json trains with dropout in its blocks
     /// (`hidden_dropout_prob`, `resid_pdrop`, `dropout`, `dropout_rate`
     /// above 0): GPT-2, BERT, RoBERTa, OPT, T5, BART; the decoders after
@@ -97,6 +99,7 @@ const fn llama(
         gelu_new: false,
         relu: false,
         qk_norm: false,
+        logits_bias: false,
         dropout: false,
         softcap: false,
         parallel_residual: false,
@@ -135,6 +138,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         gelu_new: false,
         relu: false,
         qk_norm: false,
+        logits_bias: false,
         dropout: true,
         softcap: false,
         parallel_residual: false,
@@ -173,6 +177,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         gelu_new: false,
         relu: true,
         qk_norm: false,
+        logits_bias: false,
         dropout: true,
         softcap: false,
         parallel_residual: false,
@@ -198,6 +203,7 @@ const fn t5_v11(layers: u32, hidden: u32, heads: u32, ffn: u32, vocab: u32) -> D
 const fn bart(layers: u32, hidden: u32, heads: u32) -> Dims {
     let mut d = gpt(Arch::EncoderDecoder, layers, hidden, heads, 50265, 1026);
     d.encoder_layers = layers;
+    d.logits_bias = true; // `final_logits_bias`
     d
 }
 
@@ -1175,6 +1181,7 @@ impl Preset {
             gelu_new: d.gelu_new,
             relu: d.relu,
             qk_norm: d.qk_norm,
+            logits_bias: d.logits_bias,
             softcap: d.softcap,
             parallel_residual: d.parallel_residual || d.norms_per_layer == 1,
             norm_fp32_affine: d.norm_fp32_affine,

@@ -160,7 +160,8 @@ fn h200_measurements_hold_the_recorded_accuracy() {
 /// Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE,
 /// GPT-2 large, Gemma-3, StarCoder2 — no preset; the encoder RoBERTa-large and the encoder–decoders T5-base,
 /// FLAN-T5-base and BART-large), each from its published config.json, trained six ways in a
-/// plain loop and replayed through the CUDA caching allocator's rules
+/// plain loop (the four non-decoders also under fp16 autocast, with and
+/// without checkpointing: 228 rows) and replayed through the CUDA caching allocator's rules
 /// (`calibration/allocator_replay.py --families`: torch 2.15, transformers
 /// 5.24, peft 0.21.2) — the instrument that reproduced the H200 runs'
 /// `max_memory_allocated` within 7 MiB in 32 of 33. Replays, not
@@ -172,25 +173,30 @@ fn h200_measurements_hold_the_recorded_accuracy() {
 /// 16-bit loss of masked-LM and encoder–decoder heads and the
 /// cross-attention's adapters were modelled; 0.21 %, 1.79 %, −5.27 % /
 /// +2.47 % after (the worst: T5 with checkpointing, FLAN-T5 under autocast).
-/// The reserved counter stays the allocator's flat share (replayed 0.5–20 %
-/// over the allocated peak).
+/// Twenty-eighth session, with the fp16 rows (114 allocated): 0.23 %, 2.01 %,
+/// −7.23 % / +9.77 % before T5's `half_to_float` loss under fp16 autocast,
+/// BART's fp32-promoted scores (`final_logits_bias`) and T5 v1.1's inner
+/// dropout mask; 0.22 %, 1.98 %, −4.42 % / +2.47 % after. The whole set's
+/// median moved 1.22 → 1.31 % as the reserved rows, which stay the
+/// allocator's flat share (replayed 0.5–20 % over the allocated peak), moved
+/// with their allocated peaks.
 #[test]
 fn replayed_model_families_hold_the_recorded_accuracy() {
     let r = project_set("replay-families-2026-12-03.csv");
     let s = &r.summary;
-    assert_eq!((s.n, s.skipped), (212, 0));
+    assert_eq!((s.n, s.skipped), (228, 0));
     let mut allocated: Vec<f64> = Vec::new();
     for c in r.cases.iter().filter(|c| c.metric == "max_allocated") {
         let e = c.error_pct.unwrap();
-        assert!(e.abs() <= 6.0, "{}: {e:+.2} %", c.id);
+        assert!(e.abs() <= 5.0, "{}: {e:+.2} %", c.id);
         allocated.push(e.abs());
     }
     allocated.sort_by(f64::total_cmp);
     let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
     assert!(p90 <= 2.0, "allocated p90 |error| {p90} %");
     let (median, p90, worst) = errors(s);
-    assert!(median <= 1.2, "median |error| {median} %");
-    assert!(p90 <= 7.2, "p90 |error| {p90} %");
+    assert!(median <= 1.35, "median |error| {median} %");
+    assert!(p90 <= 7.0, "p90 |error| {p90} %");
     assert!(worst >= -12.0, "worst under-prediction {worst} %");
 }
 

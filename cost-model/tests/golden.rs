@@ -28,6 +28,7 @@ fn gpt(layers: u32, hidden: u32, heads: u32, vocab: u32) -> ModelSpec {
         gelu_new: false,
         relu: false,
         qk_norm: false,
+        logits_bias: false,
         ..preset("gpt2").unwrap().spec()
     }
 }
@@ -644,4 +645,63 @@ fn qlora_longest_sequences_match_the_unsloth_readmes_hugging_face_column() {
             "{gb} GB: {ours} tokens against {published}"
         );
     }
+}
+
+/// Under fp16 autocast a head that hands `CrossEntropyLoss` its 16-bit scores
+/// takes CUDA's `half_to_float` log-softmax — no fp32 copy, an fp16 gradient —
+/// which T5's head does; BART's adds its fp32 `final_logits_bias` first, so
+/// its scores are fp32 before the loss, held by the output a plain loop keeps
+/// (four fp32 score-sized tensors as backward starts). Replayed
+/// (`calibration/allocator_replay.py --families`): T5-base at 8 × 512 keeps
+/// 0.243 GiB (its fp16 scores) less under fp16 than under bf16 autocast,
+/// BART-large the same under both; BART-large at 16 × 512 with
+/// checkpointing starts backward with 4 × 1.534 GiB of fp32 scores.
+#[test]
+fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
+    let logits_at = |id: &str, prec: Precision, mb: u32, ph: Phase| {
+        let mut p = Plan::default();
+        p.model = preset(id).unwrap().spec();
+        p.set_framework(Framework::PlainPytorch);
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.fp32_upcasts = true; // transformers' T5/BART code
+        p.training.precision = prec;
+        p.training.micro_batch = mb;
+        p.training.seq_len = 512;
+        phase(&estimate(&p).unwrap(), ph).logits.get() as f64
+    };
+    let (fp16, bf16) = (Precision::AmpFp16, Precision::AmpBf16);
+    let t5_scores = 8.0 * 512.0 * 32_128.0;
+    let saved = logits_at("t5-base", bf16, 8, Phase::Backward)
+        - logits_at("t5-base", fp16, 8, Phase::Backward);
+    assert_eq!(saved, 2.0 * t5_scores);
+    assert!(preset("bart-large").unwrap().spec().logits_bias);
+    assert!(!preset("t5-base").unwrap().spec().logits_bias);
+    assert_eq!(
+        logits_at("bart-large", fp16, 16, Phase::Backward),
+        logits_at("bart-large", bf16, 16, Phase::Backward)
+    );
+    // BART's held fp32 scores: 4 B each more than T5-like 16-bit ones would
+    // be held at, 2 B of it in place of the `.float()` copy's.
+    let bart_scores = 16.0 * 512.0 * 50_265.0;
+    let mut unbiased = preset("bart-large").unwrap().spec();
+    unbiased.logits_bias = false;
+    let mut p = Plan::default();
+    p.set_framework(Framework::PlainPytorch);
+    p.parallel.num_gpus = 1;
+    p.parallel.sharding = Sharding::None;
+    p.training.fp32_upcasts = true;
+    p.training.precision = bf16;
+    p.training.micro_batch = 16;
+    p.training.seq_len = 512;
+    let at = |m: ModelSpec, ph| {
+        let mut q = p.clone();
+        q.model = m;
+        phase(&estimate(&q).unwrap(), ph).logits.get() as f64
+    };
+    let biased = preset("bart-large").unwrap().spec();
+    let grew = at(biased.clone(), Phase::Backward) - at(unbiased.clone(), Phase::Backward);
+    assert_eq!(grew, 2.0 * bart_scores);
+    let fwd = at(unbiased, Phase::Forward) - at(biased, Phase::Forward);
+    assert_eq!(fwd, 2.0 * bart_scores);
 }

@@ -88,6 +88,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (15, 0xfb12_fed2_0684_438e),
     (16, 0xa519_574c_bbc7_d9d7),
     (17, 0x9f10_5c50_69ef_7bd9),
+    (18, 0x510a_75ee_5cc8_0f00),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
