@@ -3749,6 +3749,7 @@ impl<'a> Ctx<'a> {
     /// for `DistributedType.DEEPSPEED`). Measured on the H200 (set 5):
     /// Llama-3.2-1B, batch 4 × 2048, peaked 1.96 GiB (2 B per logit) above
     /// the same loop under plain autocast.
+    ///
     /// Scores a head's bias buffer promotes from 16 bits to fp32 are held as
     /// fp32 too ([`Self::promoted_logits`]).
     fn held_logit_bytes(&self) -> f64 {
@@ -3770,8 +3771,16 @@ impl<'a> Ctx<'a> {
     /// BART-large under bf16 or fp16 autocast, 16 × 512 with checkpointing,
     /// backward starts with four fp32 score-sized tensors (the sum, the
     /// log-softmax output and the two gradients), 11.711 GiB allocated.
+    /// The buffer has the model's stored dtype: fp32 when the weights are
+    /// (AMP's full training, an fp32 frozen base), 16-bit when the model was
+    /// loaded or cast to 16 bits (a bf16 base under LoRA, DeepSpeed's
+    /// `.half()`/`.bfloat16()` module), which adds in 16 bits.
     fn promoted_logits(&self) -> bool {
-        self.m.logits_bias && self.prec.is_autocast()
+        let buffer_fp32 = match self.base_bits() {
+            None => self.trainable_weight_bytes() >= FP32,
+            Some(bits) => bits >= 32,
+        };
+        self.m.logits_bias && self.prec.is_autocast() && buffer_fp32
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,

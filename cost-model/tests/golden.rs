@@ -694,14 +694,27 @@ fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
     p.training.precision = bf16;
     p.training.micro_batch = 16;
     p.training.seq_len = 512;
-    let at = |m: ModelSpec, ph| {
+    let at = |p: &Plan, m: ModelSpec, ph| {
         let mut q = p.clone();
         q.model = m;
         phase(&estimate(&q).unwrap(), ph).logits.get() as f64
     };
     let biased = preset("bart-large").unwrap().spec();
-    let grew = at(biased.clone(), Phase::Backward) - at(unbiased.clone(), Phase::Backward);
+    let grew = at(&p, biased.clone(), Phase::Backward) - at(&p, unbiased.clone(), Phase::Backward);
     assert_eq!(grew, 2.0 * bart_scores);
-    let fwd = at(unbiased, Phase::Forward) - at(biased, Phase::Forward);
+    let fwd = at(&p, unbiased.clone(), Phase::Forward) - at(&p, biased.clone(), Phase::Forward);
     assert_eq!(fwd, 2.0 * bart_scores);
+    // A 16-bit base (LoRA over a bf16 checkpoint) has a 16-bit buffer: the
+    // scores stay 16-bit.
+    p.training.finetune = cost_model::plan::Finetune::Lora {
+        rank: 16,
+        targets: cost_model::plan::LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: false,
+        variant: cost_model::plan::LoraVariant::Lora,
+    };
+    assert_eq!(
+        at(&p, biased, Phase::Backward),
+        at(&p, unbiased, Phase::Backward)
+    );
 }
