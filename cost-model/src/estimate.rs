@@ -3776,11 +3776,13 @@ impl<'a> Ctx<'a> {
     /// loaded or cast to 16 bits (a bf16 base under LoRA, DeepSpeed's
     /// `.half()`/`.bfloat16()` module), which adds in 16 bits.
     fn promoted_logits(&self) -> bool {
-        let buffer_fp32 = match self.base_bits() {
+        if !self.m.logits_bias || !self.prec.is_autocast() {
+            return false;
+        }
+        match self.base_bits() {
             None => self.trainable_weight_bytes() >= FP32,
             Some(bits) => bits >= 32,
-        };
-        self.m.logits_bias && self.prec.is_autocast() && buffer_fp32
+        }
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,

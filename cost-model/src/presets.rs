@@ -1129,14 +1129,16 @@ pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
 /// ([`Preset::config_dropout`]), else its era ([`ModelSpec::era_dropout`]).
 /// Seeds the planner's block-dropout switch ([`crate::Plan::default_dropout`]).
 pub fn trains_with_dropout(model: &ModelSpec) -> bool {
+    // A preset's spec carries its id as its name: looked up by it, not by
+    // building every preset's spec (the fix ladder encodes each rung's plan).
     let headless = ModelSpec {
         head: ModelHead::Lm,
         ..model.clone()
     };
-    presets()
-        .iter()
-        .find(|p| p.spec() == headless)
-        .map_or_else(|| model.era_dropout(), Preset::config_dropout)
+    match preset(&model.name) {
+        Some(p) if p.spec() == headless => p.config_dropout(),
+        _ => model.era_dropout(),
+    }
 }
 
 impl Preset {
