@@ -826,13 +826,14 @@ mod tests {
         let opt = r#"{"model_type":"opt","hidden_size":2048,"num_hidden_layers":24,
           "num_attention_heads":32,"ffn_dim":8192,"vocab_size":50272,
           "max_position_embeddings":2048}"#;
+        // The preset's spec under the imported model's name.
+        let named = |id: &str, m: &ModelSpec| ModelSpec {
+            name: m.name.clone(),
+            ..preset(id).unwrap().spec()
+        };
         let m = from_config_json(opt, "opt").unwrap();
         assert!(m.relu);
-        assert_eq!(m, {
-            let mut p = preset("opt-1.3b").unwrap().spec();
-            p.name = m.name.clone();
-            p
-        });
+        assert_eq!(m, named("opt-1.3b", &m));
         let gelu = opt.replacen('{', "{\"activation_function\":\"gelu\",", 1);
         assert!(!from_config_json(&gelu, "g").unwrap().relu);
         let t5 = r#"{"model_type":"t5","d_model":768,"num_layers":12,"num_heads":12,"d_kv":64,
@@ -847,11 +848,7 @@ mod tests {
           "max_position_embeddings":1024}"#;
         let m = from_config_json(bart, "bart").unwrap();
         assert!(m.logits_bias);
-        assert_eq!(m, {
-            let mut p = preset("bart-base").unwrap().spec();
-            p.name = m.name.clone();
-            p
-        });
+        assert_eq!(m, named("bart-base", &m));
     }
 
     #[test]
