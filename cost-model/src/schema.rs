@@ -140,7 +140,7 @@ pub fn load_plan(s: &str) -> Result<Plan, PlanLoadError> {
     if version_of(&value)? == PLAN_VERSION {
         // Current version: read the text itself, so errors keep line and column.
         let de = &mut serde_json::Deserializer::from_str(s);
-        return serde_path_to_error::deserialize(de).map_err(|e| {
+        let plan = serde_path_to_error::deserialize(de).map_err(|e| {
             let (line, column) = (e.inner().line() as u64, e.inner().column() as u64);
             PlanLoadError {
                 line: Some(line),
@@ -149,22 +149,35 @@ pub fn load_plan(s: &str) -> Result<Plan, PlanLoadError> {
                 message: strip_position(e.inner()),
                 syntax: false,
             }
-        });
+        })?;
+        return Ok(seed_unstated(plan, &value));
     }
     load_plan_value(value)
+}
+
+/// Settings a plan file may leave out whose default depends on the rest of
+/// the plan, seeded as the planner seeds them: block dropout, from the model
+/// and the framework (`Plan::default_dropout`; a hand-written GPT-2 plan
+/// drops out as the planner's does). A stated value stays.
+fn seed_unstated(mut plan: Plan, v: &Value) -> Plan {
+    if v.get("training").and_then(|t| t.get("dropout")).is_none() {
+        plan.training.dropout = plan.default_dropout();
+    }
+    plan
 }
 
 /// Reads a plan from an already parsed JSON value of any known schema version
 /// (the API's request bodies and the stored plans).
 pub fn load_plan_value(v: Value) -> Result<Plan, PlanLoadError> {
     let v = migrate(v)?;
-    serde_path_to_error::deserialize(v).map_err(|e| PlanLoadError {
+    let plan = serde_path_to_error::deserialize(&v).map_err(|e| PlanLoadError {
         line: None,
         column: None,
         field: field_of(e.path()),
         message: e.inner().to_string(),
         syntax: false,
-    })
+    })?;
+    Ok(seed_unstated(plan, &v))
 }
 
 fn field_of(p: &serde_path_to_error::Path) -> Option<String> {
@@ -191,6 +204,26 @@ mod tests {
         let p = Plan::default();
         let s = serde_json::to_string(&p).unwrap();
         assert_eq!(load_plan(&s).unwrap(), p);
+    }
+
+    /// A plan file that leaves block dropout out gets the planner's seed for
+    /// its model and framework; a stated value stays, and a saved plan states it.
+    #[test]
+    fn unstated_block_dropout_is_seeded_like_the_planners() {
+        let mut gpt2 = Plan::default();
+        gpt2.set_model(crate::presets::preset("gpt2").unwrap().spec(), None);
+        assert!(gpt2.training.dropout);
+        let mut v = serde_json::to_value(&gpt2).unwrap();
+        assert_eq!(load_plan(&v.to_string()).unwrap(), gpt2);
+        v["training"].as_object_mut().unwrap().remove("dropout");
+        assert!(load_plan(&v.to_string()).unwrap().training.dropout);
+        assert!(load_plan_value(v.clone()).unwrap().training.dropout);
+        v["training"]["dropout"] = Value::Bool(false);
+        assert!(!load_plan(&v.to_string()).unwrap().training.dropout);
+        // Llama's config ships no dropout.
+        let mut v = serde_json::to_value(Plan::default()).unwrap();
+        v["training"].as_object_mut().unwrap().remove("dropout");
+        assert!(!load_plan(&v.to_string()).unwrap().training.dropout);
     }
 
     #[test]
