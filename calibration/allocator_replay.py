@@ -740,11 +740,11 @@ def families(measure):
             continue
         measure.MODELS[name] = config
         attn = "eager" if name.startswith("bloom") else "sdpa"  # transformers' BLOOM has no SDPA path
-        runs = FAMILY_RUNS + (NON_DECODER_RUNS if cols["arch"] != "decoder" else ())
-        for precision, ckpt, mb, seq, lora in runs:
+        non_decoder = cols["arch"] != "decoder"
+        for precision, ckpt, mb, seq, lora in FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ()):
             if name == "gpt2-large":
                 seq = min(seq, 1024)
-            if cols["arch"] != "decoder":
+            if non_decoder:
                 mb, seq = mb * seq // 512, 512
             if lora and cols["n_experts"]:
                 # transformers 5 keeps an MoE's experts as 3-D parameters (`Qwen2MoeExperts`), which PEFT's

@@ -1036,8 +1036,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             }
         }
     }
-    // A model no preset describes drops out by its positions' era (below).
-    let era_dropout = model.era_dropout();
     // What the notes state about the implementation.
     let notes = r.get("notes");
     // "n_layers is per stack (24 enc + 24 dec)", "12 encoder + 6 decoder".
@@ -1097,6 +1095,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // (`Framework::default_checkpointing`).
     plan.parallel.num_gpus = num_gpus;
     plan.set_framework(framework);
+    // Block dropout (below), from the named checkpoint's config.
+    let dropout = plan.dropout_for(config_dropout);
     let t = &mut plan.training;
     let oom = r.bool("oom").unwrap_or(false);
     t.micro_batch = match r.u32("micro_batch")? {
@@ -1326,7 +1326,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // lineage) 0.0 — unless the framework runs its own model code without
     // dropout layers (LitGPT, torchtitan, torchtune). Replayed: StarCoder2-3B,
     // no preset, kept 3 % less than with dropout masks.
-    t.dropout = config_dropout.unwrap_or(era_dropout) && framework.model_code_has_dropout();
+    t.dropout = dropout;
     // A plain PyTorch or Accelerate loop runs whatever model implementation it
     // is given: a model named by its Hugging Face hub id (`org/name`) is the
     // transformers implementation, which upcasts softmax and logits to fp32.

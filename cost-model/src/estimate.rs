@@ -3339,7 +3339,7 @@ impl<'a> Ctx<'a> {
     /// --families`): RoBERTa-large bf16 MLM at 32 × 512 with checkpointing,
     /// 9.11 GiB allocated against 13.60 counted with fp32 loss tensors.
     fn loss_bytes(&self) -> f64 {
-        if self.m.arch != Arch::Decoder && !self.prec.fp32_weights() {
+        if self.loss_reads_head_scores() && !self.prec.fp32_weights() {
             self.e
         } else {
             self.upcast_bytes()
@@ -3692,7 +3692,16 @@ impl<'a> Ctx<'a> {
     /// keep 0.243 GiB (the fp16 scores of 8 × 512 × 32,128) less under fp16
     /// than under bf16 autocast, BART-large the same.
     fn half_to_float_loss(&self) -> bool {
-        self.prec == Precision::AmpFp16 && self.m.arch != Arch::Decoder && !self.m.logits_bias
+        self.prec == Precision::AmpFp16 && self.loss_reads_head_scores()
+    }
+
+    /// The loss reads the head's scores in the dtype the head made them:
+    /// transformers' masked-LM and encoder–decoder heads call
+    /// `CrossEntropyLoss` without `.float()` ([`Self::loss_bytes`]), unless
+    /// an fp32 bias buffer has promoted them ([`Self::promoted_logits`]).
+    /// Its causal LMs' loss upcasts first.
+    fn loss_reads_head_scores(&self) -> bool {
+        self.m.arch != Arch::Decoder && !self.promoted_logits()
     }
 
     /// The final norm's backward moment over `tokens` positions when it is an

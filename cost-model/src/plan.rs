@@ -993,7 +993,15 @@ impl Plan {
     /// torchtune's or torchtitan's). The planner's switch starts here, as the
     /// calibration rows' reading does (`calibrate`).
     pub fn default_dropout(&self) -> bool {
-        self.framework.model_code_has_dropout() && presets::trains_with_dropout(&self.model)
+        self.dropout_for(None)
+    }
+
+    /// Whether the plan's blocks drop out when the model's config states
+    /// `config` (`None`: not stated, as [`Plan::default_dropout`]): only under
+    /// model code with dropout layers.
+    pub fn dropout_for(&self, config: Option<bool>) -> bool {
+        self.framework.model_code_has_dropout()
+            && config.unwrap_or_else(|| presets::trains_with_dropout(&self.model))
     }
 
     /// Replaces the model and re-seeds what it decides: block dropout, from
@@ -1001,10 +1009,7 @@ impl Plan {
     /// ([`crate::hf_config::config_dropout`]), else [`Plan::default_dropout`].
     pub fn set_model(&mut self, model: ModelSpec, config_dropout: Option<bool>) {
         self.model = model;
-        self.training.dropout = match config_dropout {
-            Some(d) => d && self.framework.model_code_has_dropout(),
-            None => self.default_dropout(),
-        };
+        self.training.dropout = self.dropout_for(config_dropout);
     }
 
     /// Parses a plan from JSON of any known schema version (older ones are
