@@ -291,8 +291,11 @@ class EfficientLike(torch.autograd.Function):
 
 def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **kw):
     if AUTOCAST:
-        # `scaled_dot_product_attention` is on autocast's lower-precision list.
+        # `scaled_dot_product_attention` is on autocast's lower-precision list, which casts every floating
+        # argument (`cached_cast` over all of them, autocast_mode.h): a float mask too — T5's position bias,
+        # a new 16-bit copy per call, which the memory-efficient kernel keeps.
         q, k, v = (AUTOCAST[-1].low(t) for t in (q, k, v))
+        attn_mask = AUTOCAST[-1].low(attn_mask)
     if q.dtype not in (torch.float16, torch.bfloat16) and enable_gqa and k.shape[1] != q.shape[1]:
         # Flash takes 16-bit inputs only and the memory-efficient kernel no `enable_gqa`: CUDA runs SDPA's
         # math composite (repeated k/v, the kept probabilities), which is what the meta device runs too.
@@ -694,7 +697,11 @@ def family_configs():
                                           vocab_size=32128, feed_forward_proj="gated-gelu", dropout_rate=0.1,
                                           tie_word_embeddings=False, decoder_start_token_id=0, pad_token_id=0,
                                           use_cache=False),
-                         row("google/flan-t5-base", 12, 768, 12, 12, 2048, "gated", 32128, False,
+                         # transformers 5 ties every T5's head to its embedding (`T5Config` sets
+                         # `tie_word_embeddings = True` and reads a stated False only as "do not scale the
+                         # decoder's output"): the replayed FLAN-T5 has 222.9 M parameters, not the
+                         # checkpoint's 247.6 M, so its rows say tied.
+                         row("google/flan-t5-base", 12, 768, 12, 12, 2048, "gated", 32128, True,
                              arch="encoder-decoder")),
         "bart-large": (lambda: BartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
                                           encoder_attention_heads=16, decoder_attention_heads=16,
