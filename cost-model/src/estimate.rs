@@ -88,8 +88,17 @@ use serde::{Deserialize, Serialize};
 /// under fp16 autocast as an encoder's does (CUDA's `half_to_float`), holds
 /// the scores BART's fp32 `final_logits_bias` promotes as fp32
 /// ([`ModelSpec::logits_bias`]), and counts T5 v1.1's inner dropout mask —
-/// found by replaying the non-decoder families under fp16 autocast.
-pub const MODEL_VERSION: u32 = 18;
+/// found by replaying the non-decoder families under fp16 autocast. 19
+/// counts what the stacks keep outside their blocks ([`Ctx::stack_ends`]:
+/// embedding dropout masks, BERT's and BART's embedding LayerNorm input, an
+/// encoder–decoder's encoder output and T5's encoder end), a final norm as
+/// a block norm is counted ([`Ctx::final_norm_kept_bytes`]: its scale's
+/// normalised tensor, T5's input and final dropout mask, a masked-LM head's
+/// transform) and T5 v1.1's fp32 GELU output under autocast — found by
+/// listing the tensors alive at the replayed peaks — and lets a recomputed
+/// block reuse the kept input its first op saves as it is
+/// ([`Ctx::recompute_reuses_input`]).
+pub const MODEL_VERSION: u32 = 19;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -2522,6 +2531,109 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Bytes per element a norm keeps for backward, whichever norm it is —
+    /// a block's or a stack's final one: its saved input
+    /// ([`Self::norm_saved_bytes`]), the normalised tensor its trained scale
+    /// multiplies ([`Self::norm_affine_bytes`]), what Python-written norms
+    /// keep beyond ([`Self::python_norm_extra_bytes`]) and T5's 16-bit input
+    /// beside its fp32 copy ([`Self::t5_norm_input_bytes`]).
+    fn norm_kept_bytes(&self) -> f64 {
+        self.norm_saved_bytes()
+            + self.norm_affine_bytes()
+            + self.python_norm_extra_bytes()
+            + self.t5_norm_input_bytes()
+    }
+
+    /// T5's stacks as transformers writes them (`T5Stack`: dropout on the
+    /// embeddings, the blocks, `final_layer_norm`, dropout again): an
+    /// encoder–decoder with an RMSNorm ([`Self::t5_norm_input_bytes`]) run by
+    /// its own model code.
+    fn t5_stacks(&self) -> bool {
+        self.m.arch == Arch::EncoderDecoder
+            && self.m.norm == Norm::RmsNorm
+            && self.plan.framework.runs_the_models_own_code()
+    }
+
+    /// Bytes per element a stack's final norm keeps on the head's side beside
+    /// the head's input ([`Ctx::logits`]): the norm's own
+    /// ([`Self::norm_kept_bytes`]); T5's final dropout mask (its output, or
+    /// tied T5's `sequence_output * model_dim**-0.5`, is the head's input);
+    /// and an encoder's masked-LM head transform before its LayerNorm
+    /// (transformers `BertPredictionHeadTransform`, RoBERTa's `lm_head`:
+    /// `dense` keeps the last block's output, or its 16-bit cast, and GELU
+    /// its input, the dense output; the final "norm" of a post-LN encoder is
+    /// that transform's LayerNorm). Replayed (`calibration/allocator_replay.py`):
+    /// SmolLM2-360M keeps the final norm's 16-bit normalised tensor for its
+    /// scale (2 bytes a hidden element, as a block norm does); T5-base keeps
+    /// 4 + 2 + 2 + 1 bytes at its decoder's end (fp32 copy, input, normalised
+    /// tensor, mask); RoBERTa-large the transform's two 16-bit tensors.
+    fn final_norm_kept_bytes(&self) -> f64 {
+        let mut bytes = self.norm_kept_bytes();
+        if self.t5_stacks() && self.plan.training.dropout {
+            bytes += MASK;
+        }
+        if self.m.arch == Arch::Encoder
+            && self.m.head != ModelHead::Classifier
+            && self.plan.framework.runs_the_models_own_code()
+        {
+            bytes += self.linear_input_bytes() + self.e;
+        }
+        bytes
+    }
+
+    /// What one micro-batch keeps outside the blocks at the bottom of the
+    /// model, on the first stage, until backward ends (the stack's top, the
+    /// final norm and the head's input, is [`Ctx::logits`]'s): for each stack
+    /// whose embedding trains, the embedding dropout's boolean mask (GPT-2's
+    /// `drop`, BERT's and BART's embedding dropout, OPT's, T5's
+    /// `T5Stack.dropout`, Megatron's `embedding_dropout`: `sbh/t` bytes with
+    /// sequence parallelism, Korthikanti et al. 2022 §4.3; CUDA's
+    /// `native_dropout` saves its mask only when its input needs a gradient)
+    /// and the embedding LayerNorm's input
+    /// (BERT's `embeddings.LayerNorm`, BART's `layernorm_embedding`); for an
+    /// encoder–decoder, the encoder's output, which every decoder block's
+    /// cross-attention projects (one tensor, saved once; checkpointed
+    /// decoder blocks take it as an input beside their own), and T5's
+    /// encoder end, its final norm and its dropout's mask. Replayed
+    /// (`calibration/allocator_replay.py`): T5-base bf16 checkpointed at
+    /// 32 × 512 kept 0.229 GiB outside its blocks that the previous count
+    /// missed — both embedding masks, the encoder's final norm (fp32 copy,
+    /// input, normalised tensor), mask and output, the decoder's end.
+    fn stack_ends(&self, s: u32) -> f64 {
+        if !self.is_first(s) {
+            return 0.0;
+        }
+        let m = self.m;
+        let h = m.hidden as f64;
+        let enc_dec = m.arch == Arch::EncoderDecoder;
+        // Positions each stack's embedding produces.
+        let tokens = self.b * (self.s + if enc_dec { self.decoder_s() } else { 0.0 });
+        let mut per_token = 0.0;
+        if self.full_finetune() && !self.embedding_frozen() {
+            if self.plan.training.dropout {
+                per_token += MASK;
+            }
+            let embedding_norm = m.norm == Norm::LayerNorm
+                && matches!(m.arch, Arch::Encoder | Arch::EncoderDecoder)
+                && self.plan.framework.runs_the_models_own_code();
+            if embedding_norm {
+                per_token += self.norm_saved_bytes();
+            }
+        }
+        let mut bytes = per_token * tokens * h;
+        if enc_dec {
+            let mut end = self.residual_bytes();
+            if self.t5_stacks() {
+                end += self.norm_kept_bytes();
+                if self.plan.training.dropout {
+                    end += MASK;
+                }
+            }
+            bytes += end * self.b * self.s * h;
+        }
+        bytes / self.rep
+    }
+
     /// Bytes per element of the float mask that carries T5's relative
     /// position bias into SDPA: transformers 5 runs T5 through SDPA
     /// (`_supports_sdpa`; no flash-attn), adding the bias to the scores as
@@ -2644,30 +2756,48 @@ impl<'a> Ctx<'a> {
     /// encoder–decoder's blocks are averaged over its two stacks, the decoder's
     /// with its cross-attention ([`Self::decoder_s`]).
     ///
-    /// Returns that average block and the largest one: an encoder–decoder's
-    /// decoder blocks, with their cross-attention, outgrow the average (or its
-    /// encoder blocks do, on a longer source).
-    fn layer_activations(&self) -> (f64, f64) {
+    /// Returns that average block, the largest one (an encoder–decoder's
+    /// decoder blocks, with their cross-attention, outgrow the average, or its
+    /// encoder blocks do on a longer source) and the largest a recomputed
+    /// block makes again, less the kept input it reuses
+    /// ([`Self::recompute_reuses_input`]).
+    fn layer_activations(&self) -> (f64, f64, f64) {
         let m = self.m;
         let fp8 = self.fp8_weight_copies_saved();
+        let reused = |c: &Ctx<'_>| {
+            if self.recompute_reuses_input() {
+                c.layer_input_bytes()
+            } else {
+                0.0
+            }
+        };
         if let Some(dense) = self.dense {
             // An MoE model's expert and dense blocks: their average, and the larger.
             let moe = self.block_ctx(m).block_activations().1;
             let d = self.block_ctx(dense).block_activations().1;
             let share = self.expert_block_share();
-            return (share * moe + (1.0 - share) * d + fp8, moe.max(d) + fp8);
+            let largest = moe.max(d) + fp8;
+            return (
+                share * moe + (1.0 - share) * d + fp8,
+                largest,
+                largest - reused(self),
+            );
         }
         let (_, block) = self.block_activations();
         let keys = self.s * self.plan.parallel.cp as f64;
         // The position-bias mask carries the padding in every row, else one.
         let block = block + self.relative_bias(self.padding_rows().max(1.0), keys);
         if m.arch != Arch::EncoderDecoder {
-            return (block + fp8, block + fp8);
+            return (block + fp8, block + fp8, block + fp8 - reused(self));
         }
         let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
-        let decoder = self.decoder_block(self.decoder_s());
+        let sd = self.decoder_s();
+        let decoder = self.decoder_block(sd);
         let average = (enc * block + dec * decoder) / (enc + dec).max(1.0);
-        (average + fp8, block.max(decoder) + fp8)
+        // Each stack's block less its own input: the larger of two quantities
+        // that never fall as either length grows.
+        let recomputed = (block - reused(self)).max(decoder - reused(&self.at_length(sd)));
+        (average + fp8, block.max(decoder) + fp8, recomputed + fp8)
     }
 
     /// Uncached Transformer Engine weight copies, saved per layer.
@@ -2790,10 +2920,7 @@ impl<'a> Ctx<'a> {
             Finetune::Adapter { .. } => LoraTargets::default(),
         };
         let dropout = self.plan.training.dropout;
-        let norm = self.norm_saved_bytes()
-            + self.norm_affine_bytes()
-            + self.python_norm_extra_bytes()
-            + self.t5_norm_input_bytes();
+        let norm = self.norm_kept_bytes();
         // How many copies of a norm's output the projections reading it keep:
         // one shared tensor, or one 16-bit cast each under autocast.
         let inputs_kept = |targets: &[bool]| -> f64 {
@@ -2937,9 +3064,21 @@ impl<'a> Ctx<'a> {
             } else {
                 3.0
             };
+            // Under autocast the Python tanh GELU's output is fp32 (its tanh
+            // branch runs in fp32 from `pow`, and `0.5·x · (1 + tanh)`
+            // promotes), and the gate × up product keeps it as it is
+            // (transformers `T5DenseGatedActDense`: `act(wi_0(x)) *
+            // wi_1(x)`). Replayed (`calibration/allocator_replay.py`):
+            // FLAN-T5-base under bf16 autocast kept an fp32 GELU output per
+            // inner element.
+            let act_promoted = if kept == 3.0 && self.python_gelu() && self.prec.is_autocast() {
+                FP32 - e
+            } else {
+                0.0
+            };
             // With T5 v1.1's dropout, `wo` keeps the dropped-out product
             // instead of the product, which nothing else saves: the mask more.
-            kept * e * f / t
+            (kept * e + act_promoted) * f / t
                 + inner_mask
                 + if self.keeps_input(tg.down) {
                     down_in * f / t
@@ -3466,7 +3605,7 @@ impl<'a> Ctx<'a> {
     /// working set of one block during backward (recompute included).
     fn activations(&self, s: u32) -> (f64, f64) {
         let layers = self.stage_layers(s) - self.untrained_prefix_layers(s);
-        let (full, largest) = self.layer_activations();
+        let (full, largest, largest_recomputed) = self.layer_activations();
         let flight = self.in_flight(s);
         let scores = self.per_block(|c| c.self_attention_scores());
         // Backward working set over what is kept. A recomputed block holds
@@ -3481,7 +3620,12 @@ impl<'a> Ctx<'a> {
         let recomputed = matches!(policy, Checkpointing::Full | Checkpointing::OpSelective)
             && checkpointed >= 1.0;
         let working = if recomputed || self.plan.training.activation_offload {
-            BACKWARD_WORKING_BLOCKS * largest
+            let block = if recomputed && !self.plan.training.activation_offload {
+                largest_recomputed
+            } else {
+                largest
+            };
+            BACKWARD_WORKING_BLOCKS * block
                 + self.recomputed_mlp_grads()
                 + self.score_grads_in_backward()
         } else {
@@ -3501,7 +3645,23 @@ impl<'a> Ctx<'a> {
         } else {
             kept
         };
-        (kept * flight, working)
+        ((kept + self.stack_ends(s)) * flight, working)
+    }
+
+    /// Whether a recomputed block makes again all it keeps but its input: its
+    /// first op saves the block's input itself, the tensor checkpointing
+    /// kept — a LayerNorm's input (GPT-2, OPT, BLOOM, Falcon, Phi; a post-LN
+    /// block's q/k/v linears, BERT, BART, where the norm's input is the
+    /// residual sum), T5's RMSNorm multiplying its input, an RMSNorm over an
+    /// fp32 residual, whose `.to(float32)` copies nothing. Over a 16-bit
+    /// residual a tensor-op RMSNorm saves an fp32 copy instead, a new tensor
+    /// (Llama). Counted on the CPU allocator (`calibration/cpu_allocator.py
+    /// working`, BERT 4 × 512 with MLP 2048, bf16, checkpointed): the backward
+    /// peak grows 49.09 bytes per token per hidden unit; the kept inputs (8),
+    /// the embedding LayerNorm's input (2) and a recomputed block with its
+    /// own copy of its input counted 2 more than that.
+    fn recompute_reuses_input(&self) -> bool {
+        self.norm_saved_bytes() == self.residual_bytes() || self.t5_norm_input_bytes() > 0.0
     }
 
     /// Eager self-attention scores one block keeps (nothing with flash
@@ -3552,9 +3712,7 @@ impl<'a> Ctx<'a> {
         let v = m.vocab as f64 / self.t;
         let h = m.hidden as f64;
         // Final norm input (fp32 copy) and output (head input).
-        let final_norm =
-            (self.norm_saved_bytes() + self.python_norm_extra_bytes() + self.e) * tokens * h
-                / self.rep;
+        let final_norm = (self.final_norm_kept_bytes() + self.e) * tokens * h / self.rep;
         if m.head == ModelHead::Classifier {
             // A classification head's logits are a few numbers per token (or
             // per sequence, pooled): nothing vocab-sized.

@@ -154,6 +154,19 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     assert!(median <= 1.65, "median |error| {median} %");
     assert!(p90 <= 6.4, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
+    // The allocated counter alone (69 rows), the one the caching allocator's
+    // rounding leaves exact: median 0.21 % until a final norm kept what a
+    // block norm keeps and the stacks' ends counted (0.08 %).
+    let mut allocated: Vec<f64> = r
+        .cases
+        .iter()
+        .filter(|c| c.metric == "max_allocated" && !c.oom)
+        .filter_map(|c| c.error_pct.map(f64::abs))
+        .collect();
+    allocated.sort_by(f64::total_cmp);
+    assert_eq!(allocated.len(), 69);
+    let median = allocated[34];
+    assert!(median <= 0.15, "allocated median |error| {median} %");
 }
 
 /// Eighteen model families no measured run covers (GPT-NeoX/Pythia, OPT, BLOOM,
@@ -188,14 +201,17 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     let mut allocated: Vec<f64> = Vec::new();
     for c in r.cases.iter().filter(|c| c.metric == "max_allocated") {
         let e = c.error_pct.unwrap();
-        assert!(e.abs() <= 5.0, "{}: {e:+.2} %", c.id);
+        // 5 % before the stacks' ends were counted (T5 checkpointed −4.4 %,
+        // FLAN-T5 under autocast −5.0 % once its replay cast the position
+        // bias as CUDA's autocast does).
+        assert!(e.abs() <= 3.0, "{}: {e:+.2} %", c.id);
         allocated.push(e.abs());
     }
     allocated.sort_by(f64::total_cmp);
     let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
-    assert!(p90 <= 2.0, "allocated p90 |error| {p90} %");
+    assert!(p90 <= 1.5, "allocated p90 |error| {p90} %");
     let (median, p90, worst) = errors(s);
-    assert!(median <= 1.35, "median |error| {median} %");
+    assert!(median <= 1.1, "median |error| {median} %");
     assert!(p90 <= 7.0, "p90 |error| {p90} %");
     assert!(worst >= -12.0, "worst under-prediction {worst} %");
 }

@@ -158,14 +158,14 @@ fn chunked_cross_entropy_keeps_fp32_log_probs_eagerly_and_16_bit_chunks_compiled
 
 #[test]
 fn optimizer_in_backward_keeps_a_tied_heads_gradient_through_backward() {
-    // A fused loss keeps no logits, and at batch 8 a block's backward working
-    // set outweighs the loss's chunk: the reported backward moment is a
-    // block's. A tied head's gradient (3B) is still there; an untied one's
-    // (8B) has stepped and gone.
+    // A fused loss keeps no logits, and at batch 16 a block's backward working
+    // set outweighs the loss's chunk and the final norm: the reported
+    // backward moment is a block's. A tied head's gradient (3B) is still
+    // there; an untied one's (8B) has stepped and gone.
     let grads_in_blocks = |model: &str| {
         let mut p = torchtune_3b();
         p.model = preset(model).unwrap().spec();
-        p.training.micro_batch = 8;
+        p.training.micro_batch = 16;
         p.training.optimizer_in_backward = true;
         p.training.loss = Loss::Fused;
         phase(&estimate(&p).unwrap(), Phase::Backward)

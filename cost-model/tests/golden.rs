@@ -273,6 +273,9 @@ fn korthikanti_activation_formula_for_their_gpt_configs() {
         plan.parallel.sequence_parallel = true;
         plan.parallel.sharding = Sharding::None;
         let hf = h as f64;
+        // Outside the layers (the paper's §4.3): the input embeddings'
+        // dropout mask, sbh/t bytes under sequence parallelism.
+        let embedding_dropout = s * b * hf / t as f64;
         let per_layer = |plan: &Plan| {
             let e = estimate(plan).unwrap();
             let fwd = e.stages[0]
@@ -280,7 +283,7 @@ fn korthikanti_activation_formula_for_their_gpt_configs() {
                 .iter()
                 .find(|p| p.phase == Phase::Forward)
                 .unwrap();
-            fwd.breakdown.activations.get() as f64 / layers as f64
+            (fwd.breakdown.activations.get() as f64 - embedding_dropout) / layers as f64
         };
         let tf = t as f64;
         let cases = [
@@ -717,4 +720,70 @@ fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
         at(&p, biased, Phase::Backward),
         at(&p, unbiased, Phase::Backward)
     );
+}
+
+/// What the stacks keep outside their blocks, pinned to the allocation
+/// replay (`calibration/allocator_replay.py`, T5-base bf16 checkpointed at
+/// 32 × 512: 24 block inputs, both embedding dropouts' masks, the encoder's
+/// final norm — fp32 copy, 16-bit input, normalised tensor —, its dropout's
+/// mask and output; at the decoder's end the same norm, the mask and the
+/// head's input), and the scale-side tensor every RMSNorm written as tensor
+/// ops keeps at the top of a decoder (SmolLM2/Llama: `hidden_states.to(
+/// input_dtype)`, which `weight *` saves).
+#[test]
+fn the_stacks_keep_their_ends_outside_the_blocks() {
+    let plan = |id: &str, ckpt: bool, dropout: bool| {
+        let mut p = Plan::default();
+        p.model = preset(id).unwrap().spec();
+        p.set_framework(Framework::PlainPytorch);
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.fp32_upcasts = true;
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 32;
+        p.training.seq_len = 512;
+        p.training.dropout = dropout;
+        p.training.checkpointing = if ckpt {
+            Checkpointing::Full
+        } else {
+            Checkpointing::None
+        };
+        p
+    };
+    let at = |p: &Plan, ph| phase(&estimate(p).unwrap(), ph);
+    let th = 32.0 * 512.0 * 768.0; // elements of one hidden-wide tensor
+    let blocks = 24.0 * 2.0 * th; // the checkpointed blocks' 16-bit inputs
+    let t5 = plan("t5-base", true, true);
+    let acts = at(&t5, Phase::Forward).activations.get() as f64;
+    // Two embedding masks; the encoder's end: 4 + 2 + 2 (norm), 1 (mask), 2
+    // (output).
+    assert_eq!(acts, blocks + (2.0 + 11.0) * th);
+    let acts = at(&plan("t5-base", true, false), Phase::Forward)
+        .activations
+        .get() as f64;
+    assert_eq!(acts, blocks + 10.0 * th, "no dropout, no masks");
+    // A frozen embedding (LoRA) passes no gradient to its dropout: no masks
+    // there; a frozen norm weight keeps no normalised tensor for its scale.
+    let mut lora = t5.clone();
+    lora.training.finetune = lora16_all();
+    let acts = at(&lora, Phase::Forward).activations.get() as f64;
+    assert_eq!(acts, blocks + 9.0 * th);
+    // The decoder's end, at the head's side of the loss: its final dropout's
+    // mask is the difference dropout makes there.
+    let logits = |p: &Plan| at(p, Phase::Forward).logits.get() as f64;
+    assert_eq!(logits(&t5) - logits(&plan("t5-base", true, false)), th);
+
+    // A decoder-only model: the final RMSNorm keeps 4 + 2 bytes an element
+    // and the head's input 2 more, 8 in all; its norm weight frozen (LoRA),
+    // the normalised tensor is not kept.
+    let mut llama = plan("llama-3.2-1b", true, false);
+    llama.training.micro_batch = 4;
+    llama.training.seq_len = 2048;
+    let th = 4.0 * 2048.0 * 2048.0;
+    let norm_moment = |p: &Plan| at(p, Phase::Backward).logits.get() as f64;
+    let mut frozen = llama.clone();
+    frozen.training.finetune = lora16_all();
+    let full = norm_moment(&llama);
+    let lora = norm_moment(&frozen);
+    assert_eq!(full - lora, 2.0 * th);
 }
