@@ -95,9 +95,10 @@ use serde::{Deserialize, Serialize};
 /// a block norm is counted ([`Ctx::final_norm_kept_bytes`]: its scale's
 /// normalised tensor, T5's input and final dropout mask, a masked-LM head's
 /// transform) and T5 v1.1's fp32 GELU output under autocast — found by
-/// listing the tensors alive at the replayed peaks — and lets a recomputed
+/// listing the tensors alive at the replayed peaks —, lets a recomputed
 /// block reuse the kept input its first op saves as it is
-/// ([`Ctx::recompute_reuses_input`]).
+/// ([`Ctx::recompute_reuses_input`]) and casts a plain MLP's input once
+/// under autocast (it had been counted for a gate it does not have).
 pub const MODEL_VERSION: u32 = 19;
 
 // ---------------------------------------------------------------------------
@@ -3027,7 +3028,13 @@ impl<'a> Ctx<'a> {
             norm * sb * h / rep // norm input
         };
         let gated = m.mlp == Mlp::Gated;
-        let mlp_inputs = inputs_kept(&[tg.up, gated && tg.gate]);
+        // The matmuls reading the MLP's input: up and, gated, gate (a plain
+        // MLP has no gate to cast the input for).
+        let mlp_inputs = if gated {
+            inputs_kept(&[tg.up, tg.gate])
+        } else {
+            inputs_kept(&[tg.up])
+        };
         let mlp_inputs = if shared_norm && attn_inputs > 0.0 && !self.casts_inputs_per_matmul() {
             0.0
         } else {

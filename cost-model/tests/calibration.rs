@@ -156,7 +156,8 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
     // The allocated counter alone (69 rows), the one the caching allocator's
     // rounding leaves exact: median 0.21 % until a final norm kept what a
-    // block norm keeps and the stacks' ends counted (0.08 %).
+    // block norm keeps, the stacks' ends counted and a plain MLP's input took
+    // one autocast cast (0.08 %).
     let mut allocated: Vec<f64> = r
         .cases
         .iter()
@@ -166,7 +167,7 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     allocated.sort_by(f64::total_cmp);
     assert_eq!(allocated.len(), 69);
     let median = allocated[34];
-    assert!(median <= 0.15, "allocated median |error| {median} %");
+    assert!(median <= 0.1, "allocated median |error| {median} %");
 }
 
 /// Eighteen model families no measured run covers (GPT-NeoX/Pythia, OPT, BLOOM,
@@ -209,10 +210,12 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     }
     allocated.sort_by(f64::total_cmp);
     let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
-    assert!(p90 <= 1.5, "allocated p90 |error| {p90} %");
+    // 1.60 % and a 1.15 % median of all rows before the stacks' ends and a
+    // plain MLP's one autocast cast (1.22 % and 0.89 % after).
+    assert!(p90 <= 1.3, "allocated p90 |error| {p90} %");
     let (median, p90, worst) = errors(s);
-    assert!(median <= 1.1, "median |error| {median} %");
-    assert!(p90 <= 7.0, "p90 |error| {p90} %");
+    assert!(median <= 0.95, "median |error| {median} %");
+    assert!(p90 <= 6.5, "p90 |error| {p90} %");
     assert!(worst >= -12.0, "worst under-prediction {worst} %");
 }
 
