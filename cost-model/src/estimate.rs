@@ -2765,13 +2765,13 @@ impl<'a> Ctx<'a> {
     fn layer_activations(&self) -> (f64, f64, f64) {
         let m = self.m;
         let fp8 = self.fp8_weight_copies_saved();
-        let reused = |c: &Ctx<'_>| {
-            if self.recompute_reuses_input() {
-                c.layer_input_bytes()
-            } else {
-                0.0
-            }
-        };
+        // Asked only where a block is recomputed (Self::activations reads
+        // the third value only then).
+        let reuses = matches!(
+            self.plan.training.checkpointing,
+            Checkpointing::Full | Checkpointing::OpSelective
+        ) && self.recompute_reuses_input();
+        let reused = |c: &Ctx<'_>| if reuses { c.layer_input_bytes() } else { 0.0 };
         if let Some(dense) = self.dense {
             // An MoE model's expert and dense blocks: their average, and the larger.
             let moe = self.block_ctx(m).block_activations().1;
