@@ -722,6 +722,21 @@ fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
     );
 }
 
+/// A preset trained by a plain loop over its transformers model (the
+/// replays' and the H200 runs' set-up) on one GPU.
+fn transformers_loop(id: &str, precision: Precision, micro_batch: u32, seq_len: u32) -> Plan {
+    let mut p = Plan::default();
+    p.model = preset(id).unwrap().spec();
+    p.set_framework(Framework::PlainPytorch);
+    p.parallel.num_gpus = 1;
+    p.parallel.sharding = Sharding::None;
+    p.training.fp32_upcasts = true; // transformers' model code
+    p.training.precision = precision;
+    p.training.micro_batch = micro_batch;
+    p.training.seq_len = seq_len;
+    p
+}
+
 /// What the stacks keep outside their blocks, pinned to the allocation
 /// replay (`calibration/allocator_replay.py`, T5-base bf16 checkpointed at
 /// 32 × 512: 24 block inputs, both embedding dropouts' masks, the encoder's
@@ -733,15 +748,7 @@ fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
 #[test]
 fn the_stacks_keep_their_ends_outside_the_blocks() {
     let plan = |id: &str, ckpt: bool, dropout: bool| {
-        let mut p = Plan::default();
-        p.model = preset(id).unwrap().spec();
-        p.set_framework(Framework::PlainPytorch);
-        p.parallel.num_gpus = 1;
-        p.parallel.sharding = Sharding::None;
-        p.training.fp32_upcasts = true;
-        p.training.precision = Precision::Bf16;
-        p.training.micro_batch = 32;
-        p.training.seq_len = 512;
+        let mut p = transformers_loop(id, Precision::Bf16, 32, 512);
         p.training.dropout = dropout;
         p.training.checkpointing = if ckpt {
             Checkpointing::Full
@@ -799,15 +806,7 @@ fn the_stacks_keep_their_ends_outside_the_blocks() {
 /// counted a second cast for a gate the MLP does not have (44).
 #[test]
 fn a_plain_mlp_casts_its_input_once_under_autocast() {
-    let mut p = Plan::default();
-    p.model = preset("bert-large").unwrap().spec();
-    p.set_framework(Framework::PlainPytorch);
-    p.parallel.num_gpus = 1;
-    p.parallel.sharding = Sharding::None;
-    p.training.fp32_upcasts = true;
-    p.training.precision = Precision::AmpFp16;
-    p.training.micro_batch = 32;
-    p.training.seq_len = 512;
+    let mut p = transformers_loop("bert-large", Precision::AmpFp16, 32, 512);
     p.training.dropout = true;
     let acts = |p: &Plan| {
         phase(&estimate(p).unwrap(), Phase::Forward)
