@@ -973,6 +973,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         relu: false,
         qk_norm: false,
         logits_bias: false,
+        sdpa_mask: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -998,6 +999,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             // The activation is the model's, whatever code runs it.
             model.relu = s.relu && model.mlp == Mlp::Plain;
             model.logits_bias = s.logits_bias;
+            model.sdpa_mask = s.sdpa_mask;
             model.norm = s.norm;
             model.norms_per_layer = s.norms_per_layer;
             model.positions = s.positions;

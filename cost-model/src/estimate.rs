@@ -97,8 +97,10 @@ use serde::{Deserialize, Serialize};
 /// transform) and T5 v1.1's fp32 GELU output under autocast — found by
 /// listing the tensors alive at the replayed peaks —, lets a recomputed
 /// block reuse the kept input its first op saves as it is
-/// ([`Ctx::recompute_reuses_input`]) and casts a plain MLP's input once
-/// under autocast (it had been counted for a gate it does not have).
+/// ([`Ctx::recompute_reuses_input`]), casts a plain MLP's input once
+/// under autocast (it had been counted for a gate it does not have) and
+/// keeps the mask a model's code always hands SDPA ([`ModelSpec::sdpa_mask`]:
+/// Falcon).
 pub const MODEL_VERSION: u32 = 19;
 
 // ---------------------------------------------------------------------------
@@ -2427,7 +2429,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// Bytes per element of the attention mask each block keeps when
-    /// transformers hands SDPA a boolean one ([`Self::sdpa_mask_stated`]):
+    /// transformers hands SDPA a boolean one ([`Self::sdpa_mask_stated`], or
+    /// a model whose code always does, [`ModelSpec::sdpa_mask`]):
     /// SDPA converts it to a float mask in the query's dtype on every call
     /// (`convert_boolean_attn_mask` in `aten/src/ATen/native/transformers/
     /// attention.cpp`, an `at::where` that materialises the batch rows the
@@ -2446,7 +2449,8 @@ impl<'a> Ctx<'a> {
             && self.plan.training.fp32_upcasts
             && self.m.positions != Positions::Relative
             && !self.plan.training.compile
-            && self.sdpa_mask_stated()
+            && (self.sdpa_mask_stated()
+                || (self.m.sdpa_mask && self.plan.framework.runs_the_models_own_code()))
         {
             self.e
         } else {

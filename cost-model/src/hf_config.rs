@@ -435,6 +435,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         relu: false,
         qk_norm: false,
         logits_bias: false,
+        sdpa_mask: false,
         softcap: false,
         parallel_residual: false,
         norm_fp32_affine: false,
@@ -612,6 +613,9 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.linear_bias = c.bool("bias", false);
             m.fused_projections = true; // `query_key_value`
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
+            // transformers 5 always materialises Falcon's causal mask for SDPA
+            // (ALiBi variants run their own attention).
+            m.sdpa_mask = !c.bool("alibi", false);
         }
         "bloom" => {
             m.hidden = c.any_u32(&["hidden_size", "n_embed"])?;
@@ -849,6 +853,18 @@ mod tests {
         let m = from_config_json(bart, "bart").unwrap();
         assert!(m.logits_bias);
         assert_eq!(m, named("bart-base", &m));
+        // transformers 5 always materialises Falcon's causal mask for SDPA;
+        // an ALiBi Falcon (RW) runs its own attention.
+        let falcon = r#"{"model_type":"falcon","hidden_size":4544,"num_hidden_layers":32,
+          "num_attention_heads":71,"vocab_size":65024,"multi_query":true,"parallel_attn":true,
+          "bias":false,"alibi":false}"#;
+        let m = from_config_json(falcon, "falcon").unwrap();
+        assert!(m.sdpa_mask);
+        assert!(preset("falcon-7b").unwrap().spec().sdpa_mask);
+        assert!(preset("falcon-40b").unwrap().spec().sdpa_mask);
+        let rw = falcon.replace("\"alibi\":false", "\"alibi\":true");
+        assert!(!from_config_json(&rw, "rw").unwrap().sdpa_mask);
+        assert!(!from_config_json(opt, "opt").unwrap().sdpa_mask);
     }
 
     #[test]

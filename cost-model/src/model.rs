@@ -178,6 +178,16 @@ pub struct ModelSpec {
     /// bias, keeps 0.243 GiB (its fp16 scores' size) less under fp16.
     #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub logits_bias: bool,
+    /// The model's code always hands SDPA a materialised causal mask
+    /// (transformers 5 Falcon: `create_causal_mask(...,
+    /// allow_is_causal_skip=False)`, "always materialize the mask"), where
+    /// other models pass none and let SDPA apply `is_causal`: SDPA converts
+    /// the boolean `B × 1 × S × S` mask in every block and its
+    /// memory-efficient kernel keeps it. Replayed
+    /// (`calibration/allocator_replay.py`): Falcon-7B bf16 at 4 × 2048 kept
+    /// 32 MiB a block beside the rest of its count.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub sdpa_mask: bool,
     /// Attention and final-logit soft-capping, `cap · tanh(x / cap)` (Gemma-2:
     /// `attn_logit_softcapping`, `final_logit_softcapping`): the tanh output of
     /// every score (eager attention) and of every logit is kept for backward.

@@ -47,6 +47,8 @@ struct Dims {
     qk_norm: bool,
     /// The LM head adds `final_logits_bias` ([`ModelSpec::logits_bias`]).
     logits_bias: bool,
+    /// SDPA always gets a materialised mask ([`ModelSpec::sdpa_mask`]).
+    sdpa_mask: bool,
     /// The checkpoint's config.json trains with dropout in its blocks
     /// (`hidden_dropout_prob`, `resid_pdrop`, `dropout`, `dropout_rate`
     /// above 0): GPT-2, BERT, RoBERTa, OPT, T5, BART; the decoders after
@@ -100,6 +102,7 @@ const fn llama(
         relu: false,
         qk_norm: false,
         logits_bias: false,
+        sdpa_mask: false,
         dropout: false,
         softcap: false,
         parallel_residual: false,
@@ -139,6 +142,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         relu: false,
         qk_norm: false,
         logits_bias: false,
+        sdpa_mask: false,
         dropout: true,
         softcap: false,
         parallel_residual: false,
@@ -178,6 +182,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         relu: true,
         qk_norm: false,
         logits_bias: false,
+        sdpa_mask: false,
         dropout: true,
         softcap: false,
         parallel_residual: false,
@@ -324,6 +329,7 @@ const fn falcon7b() -> Dims {
     d.norms_per_layer = 1;
     d.linear_bias = false;
     d.dropout = false;
+    d.sdpa_mask = true; // `create_causal_mask(..., allow_is_causal_skip=False)`
     d
 }
 
@@ -339,6 +345,7 @@ const fn falcon_new(layers: u32, hidden: u32, heads: u32, kv_heads: u32) -> Dims
     d.parallel_residual = true;
     d.linear_bias = false;
     d.dropout = false;
+    d.sdpa_mask = true; // `create_causal_mask(..., allow_is_causal_skip=False)`
     d
 }
 
@@ -1184,6 +1191,7 @@ impl Preset {
             relu: d.relu,
             qk_norm: d.qk_norm,
             logits_bias: d.logits_bias,
+            sdpa_mask: d.sdpa_mask,
             softcap: d.softcap,
             parallel_residual: d.parallel_residual || d.norms_per_layer == 1,
             norm_fp32_affine: d.norm_fp32_affine,

@@ -297,12 +297,13 @@ fn is_model_key(k: &str) -> bool {
 
 /// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 9] = [
+const MODEL_FLAGS: [(&str, Flag); 10] = [
     ("fproj", |m| &mut m.fused_projections),
     ("gelu_new", |m| &mut m.gelu_new),
     ("relu", |m| &mut m.relu),
     ("qknorm", |m| &mut m.qk_norm),
     ("lbias", |m| &mut m.logits_bias),
+    ("smask", |m| &mut m.sdpa_mask),
     ("softcap", |m| &mut m.softcap),
     ("parallel", |m| &mut m.parallel_residual),
     ("norm32", |m| &mut m.norm_fp32_affine),

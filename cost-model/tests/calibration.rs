@@ -210,11 +210,12 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     }
     allocated.sort_by(f64::total_cmp);
     let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
-    // 1.60 % and a 1.15 % median of all rows before the stacks' ends and a
-    // plain MLP's one autocast cast (1.22 % and 0.89 % after).
+    // 1.60 % and a 1.15 % median of all rows before the stacks' ends, a
+    // plain MLP's one autocast cast and Falcon's mask (1.16 % and 0.78 %
+    // after).
     assert!(p90 <= 1.3, "allocated p90 |error| {p90} %");
     let (median, p90, worst) = errors(s);
-    assert!(median <= 0.95, "median |error| {median} %");
+    assert!(median <= 0.85, "median |error| {median} %");
     assert!(p90 <= 6.5, "p90 |error| {p90} %");
     assert!(worst >= -12.0, "worst under-prediction {worst} %");
 }

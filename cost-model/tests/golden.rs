@@ -823,3 +823,34 @@ fn a_plain_mlp_casts_its_input_once_under_autocast() {
         "{per_block}"
     );
 }
+
+/// A model whose code always hands SDPA a materialised causal mask keeps it
+/// in every block: transformers 5 Falcon (`create_causal_mask(...,
+/// allow_is_causal_skip=False)`), replayed (`calibration/allocator_replay.py`)
+/// at 4 × 2048 in bf16 with a `B × 1 × S × S` bf16 mask per block (32 MiB), the
+/// whole of the block's shortfall. Under a framework that runs its own
+/// attention, or compiled (Inductor recomputes the conversion), none.
+#[test]
+fn falcons_sdpa_mask_is_kept_in_every_block() {
+    let p = transformers_loop("falcon-7b", Precision::Bf16, 4, 2048);
+    assert!(p.model.sdpa_mask);
+    let acts = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let mut without = p.clone();
+    without.model.sdpa_mask = false;
+    let mask = 4.0 * 2048.0 * 2048.0 * 2.0;
+    assert_eq!(acts(&p) - acts(&without), 32.0 * mask);
+    let mut compiled = p.clone();
+    compiled.training.compile = true;
+    let mut compiled_without = compiled.clone();
+    compiled_without.model.sdpa_mask = false;
+    assert_eq!(acts(&compiled), acts(&compiled_without));
+    let mut lit = p.clone();
+    lit.set_framework(Framework::Litgpt);
+    let mut lit_without = lit.clone();
+    lit_without.model.sdpa_mask = false;
+    assert_eq!(acts(&lit), acts(&lit_without));
+}

@@ -78,8 +78,9 @@ use cost_model::presets::presets;
 /// twenty-ninth session before it landed: 0x330e_0eed_b1da_71db, then
 /// 0xa10d_e090_49fa_3b26 once a recomputed block stopped counting a second
 /// copy of an input its first op saves as it is
-/// (`Ctx::recompute_reuses_input`), then this one once a plain MLP's input
-/// took one autocast cast, not two (no gate).
+/// (`Ctx::recompute_reuses_input`), then 0x5ed7_1635_f060_2fea once a plain
+/// MLP's input took one autocast cast, not two (no gate), then this one once
+/// Falcon's always-materialised SDPA mask counted (`ModelSpec::sdpa_mask`).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -98,7 +99,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (16, 0xa519_574c_bbc7_d9d7),
     (17, 0x9f10_5c50_69ef_7bd9),
     (18, 0xde01_93a1_7570_0773),
-    (19, 0x5ed7_1635_f060_2fea),
+    (19, 0x3883_4ba4_98fb_9247),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
