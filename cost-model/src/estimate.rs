@@ -2627,12 +2627,10 @@ impl<'a> Ctx<'a> {
         }
         let mut bytes = per_token * tokens * h;
         if enc_dec {
+            // T5's encoder ends as its decoder does: a final norm and dropout.
             let mut end = self.residual_bytes();
             if self.t5_stacks() {
-                end += self.norm_kept_bytes();
-                if self.plan.training.dropout {
-                    end += MASK;
-                }
+                end += self.final_norm_kept_bytes();
             }
             bytes += end * self.b * self.s * h;
         }
@@ -2761,31 +2759,26 @@ impl<'a> Ctx<'a> {
     /// encoder–decoder's blocks are averaged over its two stacks, the decoder's
     /// with its cross-attention ([`Self::decoder_s`]).
     ///
-    /// Returns that average block, the largest one (an encoder–decoder's
+    /// Returns that average block and the largest one (an encoder–decoder's
     /// decoder blocks, with their cross-attention, outgrow the average, or its
-    /// encoder blocks do on a longer source) and the largest a recomputed
-    /// block makes again, less the kept input it reuses
-    /// ([`Self::recompute_reuses_input`]).
-    fn layer_activations(&self) -> (f64, f64, f64) {
+    /// encoder blocks do on a longer source) — with `recomputed`, the largest
+    /// a recomputed block makes again: less the kept input it reuses
+    /// ([`Self::recompute_reuses_input`]), taken per stack.
+    fn layer_activations(&self, recomputed: bool) -> (f64, f64) {
         let m = self.m;
         let fp8 = self.fp8_weight_copies_saved();
-        // Asked only where a block is recomputed (Self::activations reads
-        // the third value only then).
-        let reuses = matches!(
-            self.plan.training.checkpointing,
-            Checkpointing::Full | Checkpointing::OpSelective
-        ) && self.recompute_reuses_input();
+        // Asked only of a recomputed block: the question is not free, and
+        // every estimate would pay for it.
+        let reuses = recomputed && self.recompute_reuses_input();
         let reused = |c: &Ctx<'_>| if reuses { c.layer_input_bytes() } else { 0.0 };
         if let Some(dense) = self.dense {
             // An MoE model's expert and dense blocks: their average, and the larger.
             let moe = self.block_ctx(m).block_activations().1;
             let d = self.block_ctx(dense).block_activations().1;
             let share = self.expert_block_share();
-            let largest = moe.max(d) + fp8;
             return (
                 share * moe + (1.0 - share) * d + fp8,
-                largest,
-                largest - reused(self),
+                moe.max(d) + fp8 - reused(self),
             );
         }
         let (_, block) = self.block_activations();
@@ -2793,7 +2786,7 @@ impl<'a> Ctx<'a> {
         // The position-bias mask carries the padding in every row, else one.
         let block = block + self.relative_bias(self.padding_rows().max(1.0), keys);
         if m.arch != Arch::EncoderDecoder {
-            return (block + fp8, block + fp8, block + fp8 - reused(self));
+            return (block + fp8, block + fp8 - reused(self));
         }
         let (enc, dec) = (m.encoder_layers as f64, m.layers as f64);
         let sd = self.decoder_s();
@@ -2801,8 +2794,8 @@ impl<'a> Ctx<'a> {
         let average = (enc * block + dec * decoder) / (enc + dec).max(1.0);
         // Each stack's block less its own input: the larger of two quantities
         // that never fall as either length grows.
-        let recomputed = (block - reused(self)).max(decoder - reused(&self.at_length(sd)));
-        (average + fp8, block.max(decoder) + fp8, recomputed + fp8)
+        let largest = (block - reused(self)).max(decoder - reused(&self.at_length(sd)));
+        (average + fp8, largest + fp8)
     }
 
     /// Uncached Transformer Engine weight copies, saved per layer.
@@ -3616,27 +3609,24 @@ impl<'a> Ctx<'a> {
     /// working set of one block during backward (recompute included).
     fn activations(&self, s: u32) -> (f64, f64) {
         let layers = self.stage_layers(s) - self.untrained_prefix_layers(s);
-        let (full, largest, largest_recomputed) = self.layer_activations();
         let flight = self.in_flight(s);
         let scores = self.per_block(|c| c.self_attention_scores());
         // Backward working set over what is kept. A recomputed block holds
         // its activations again (BACKWARD_WORKING_BLOCKS: the largest block's,
-        // where an encoder–decoder's blocks differ) and, on top, its MLP's and
-        // eager attention's gradients; so does a block whose activations
-        // come back from the CPU. A block that kept its activations holds
-        // only its gradients (Ctx::kept_block_backward).
+        // where an encoder–decoder's blocks differ, less the kept input it
+        // reuses) and, on top, its MLP's and eager attention's gradients; so
+        // does a block whose activations come back from the CPU (all of
+        // them). A block that kept its activations holds only its gradients
+        // (Ctx::kept_block_backward).
         let policy = self.plan.training.checkpointing;
         let k = self.plan.training.checkpoint_every.max(1) as f64;
         let checkpointed = (layers / k).floor();
         let recomputed = matches!(policy, Checkpointing::Full | Checkpointing::OpSelective)
             && checkpointed >= 1.0;
-        let working = if recomputed || self.plan.training.activation_offload {
-            let block = if recomputed && !self.plan.training.activation_offload {
-                largest_recomputed
-            } else {
-                largest
-            };
-            BACKWARD_WORKING_BLOCKS * block
+        let offload = self.plan.training.activation_offload;
+        let (full, largest) = self.layer_activations(recomputed && !offload);
+        let working = if recomputed || offload {
+            BACKWARD_WORKING_BLOCKS * largest
                 + self.recomputed_mlp_grads()
                 + self.score_grads_in_backward()
         } else {
@@ -3650,7 +3640,7 @@ impl<'a> Ctx<'a> {
         };
         // Every k-th block follows the policy; the others keep everything.
         let kept = checkpointed * per_checkpointed + (layers - checkpointed) * full;
-        let kept = if self.plan.training.activation_offload {
+        let kept = if offload {
             // Offloading keeps only the block in flight (and the one prefetched).
             ACTIVATION_OFFLOAD_BLOCKS_ON_GPU * self.layer_input_bytes().min(kept)
         } else {
