@@ -662,15 +662,7 @@ fn qlora_longest_sequences_match_the_unsloth_readmes_hugging_face_column() {
 #[test]
 fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
     let logits_at = |id: &str, prec: Precision, mb: u32, ph: Phase| {
-        let mut p = Plan::default();
-        p.model = preset(id).unwrap().spec();
-        p.set_framework(Framework::PlainPytorch);
-        p.parallel.num_gpus = 1;
-        p.parallel.sharding = Sharding::None;
-        p.training.fp32_upcasts = true; // transformers' T5/BART code
-        p.training.precision = prec;
-        p.training.micro_batch = mb;
-        p.training.seq_len = 512;
+        let p = transformers_loop(id, prec, mb, 512);
         phase(&estimate(&p).unwrap(), ph).logits.get() as f64
     };
     let (fp16, bf16) = (Precision::AmpFp16, Precision::AmpBf16);
@@ -689,14 +681,10 @@ fn t5s_loss_reads_fp16_scores_and_barts_bias_promotes_them() {
     let bart_scores = 16.0 * 512.0 * 50_265.0;
     let mut unbiased = preset("bart-large").unwrap().spec();
     unbiased.logits_bias = false;
-    let mut p = Plan::default();
-    p.set_framework(Framework::PlainPytorch);
-    p.parallel.num_gpus = 1;
-    p.parallel.sharding = Sharding::None;
-    p.training.fp32_upcasts = true;
-    p.training.precision = bf16;
-    p.training.micro_batch = 16;
-    p.training.seq_len = 512;
+    // The model is set per call below; block dropout stays as the default
+    // model seeded it (off), as before.
+    let mut p = transformers_loop("bart-large", bf16, 16, 512);
+    p.training.dropout = false;
     let at = |p: &Plan, m: ModelSpec, ph| {
         let mut q = p.clone();
         q.model = m;
