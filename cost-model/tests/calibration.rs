@@ -77,7 +77,11 @@ fn public_cases_hold_the_recorded_accuracy() {
     // Then 4.05 % again: a frozen fp32 LM head is cast once per chunk under
     // autocast (LitGPT's LoRA tutorial row, −11.2 → +1.1 %); then 3.87 % once
     // a checkpointed block's autocast casts no longer outlive its forward.
-    assert!(median <= 4.1, "median |error| {median} %");
+    // Then 3.76 % at model version 19, and 3.04 % once an adapter trained
+    // without recomputation reserves 2 % over its allocated peak (model
+    // version 20: PEFT's MetaMathQA benchmark, nine adapters on an L40S,
+    // `max_reserved` +2.0 … +7.6 % → −2.8 … +2.5 %, LoRA-FA −4.4 → −8.9 %).
+    assert!(median <= 3.2, "median |error| {median} %");
     assert!(p90 <= 9.0, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
@@ -150,8 +154,11 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // allocated peaks −0.15 %). Then 1.65 % / 6.34 % once the stated
     // bitsandbytes 0.50.2 saves no 4-bit matmul input without autocast
     // (QLoRA Mistral-7B pure bf16: +17.4 → −0.4 % allocated; with
-    // checkpointing −1.3 → −4.9 %).
-    assert!(median <= 1.65, "median |error| {median} %");
+    // checkpointing −1.3 → −4.9 %). Then 1.26 % at model version 19, and
+    // 1.10 % once an adapter trained without recomputation reserves 2 % over
+    // its allocated peak rather than 7 % (model version 20: the five such runs'
+    // reserved and nvidia-smi counters +1.9 … +5.9 → −4.7 … +0.9 %).
+    assert!(median <= 1.15, "median |error| {median} %");
     assert!(p90 <= 6.4, "p90 |error| {p90} %");
     assert!(worst >= -20.0, "worst under-prediction {worst} %");
     // The allocated counter alone (69 rows), the one the caching allocator's
@@ -217,7 +224,11 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     let (median, p90, worst) = errors(s);
     assert!(median <= 0.85, "median |error| {median} %");
     assert!(p90 <= 6.5, "p90 |error| {p90} %");
-    assert!(worst >= -12.0, "worst under-prediction {worst} %");
+    // −11.71 % until adapters without recomputation reserved 2 % over their
+    // allocated peak rather than 7 % (model version 20): the replays of the
+    // 256k-vocabulary families reserve 10–15 % there (Gemma-3-1B LoRA at
+    // 4 × 2048 −7.8 → −12.1 %), the other fourteen 0.6–7.7 %.
+    assert!(worst >= -12.5, "worst under-prediction {worst} %");
 }
 
 /// torchtune's published peak memory (its 0.6.1 README, read from the PyPI

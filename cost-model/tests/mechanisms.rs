@@ -6,7 +6,10 @@
 mod common;
 use common::{lora16_all, phase};
 
-use cost_model::estimate::{estimate, Breakdown, Phase, ALLOCATOR_RESERVE_FRACTION};
+use cost_model::estimate::{
+    estimate, Breakdown, Phase, ALLOCATOR_RESERVE_FRACTION,
+    ALLOCATOR_RESERVE_FRACTION_FROZEN_NO_RECOMPUTE,
+};
 use cost_model::framework::Framework;
 use cost_model::model::{Mlp, Norm};
 use cost_model::plan::{
@@ -2236,6 +2239,64 @@ fn a_kept_blocks_backward_holds_its_gradients_not_a_second_copy_of_the_block() {
         over, grads,
         "the block's backward over its kept activations"
     );
+}
+
+/// An adapter trained without recomputation frees the forward's kept tensors
+/// in the reverse of the order it made them and makes nothing
+/// parameter-shaped, so the allocator reserves 2 % over its allocated peak,
+/// not the 7 % of a full fine-tune or a checkpointed adapter. Measured on the
+/// H200: Llama-3.1-8B LoRA on every linear at 4 × 2048 allocated 110.74 GiB
+/// and reserved 112.19 (1.3 %); four more adapter runs 1.6–4.3 %.
+#[test]
+fn an_adapter_without_recomputation_reserves_the_allocators_smaller_share() {
+    let share = |p: &Plan| {
+        let c = estimate(p).unwrap().stages[0]
+            .phases
+            .iter()
+            .find(|x| x.phase == Phase::Backward)
+            .unwrap()
+            .counters;
+        c.reserved.as_f64() / c.allocated.as_f64() - 1.0
+    };
+    let base = || {
+        let mut p = plan("llama-3.1-8b", Precision::Bf16, 4, 2048);
+        p.training.finetune = lora16_all();
+        p
+    };
+    let frozen = ALLOCATOR_RESERVE_FRACTION_FROZEN_NO_RECOMPUTE;
+    assert!((share(&base()) - frozen).abs() < 1e-6, "{}", share(&base()));
+    let mut ddp = base();
+    ddp.parallel.num_gpus = 2;
+    ddp.parallel.sharding = Sharding::Ddp;
+    assert!((share(&ddp) - frozen).abs() < 1e-6, "DDP: {}", share(&ddp));
+    let mut ckpt = base();
+    ckpt.training.checkpointing = Checkpointing::Full;
+    let mut full = base();
+    full.training.finetune = Finetune::Full;
+    let mut offload = base();
+    offload.training.activation_offload = true;
+    let mut zero3 = base();
+    zero3.parallel.num_gpus = 2;
+    zero3.parallel.sharding = Sharding::Zero3;
+    let mut fsdp = zero3.clone();
+    fsdp.parallel.sharding = Sharding::FsdpFull;
+    let mut stages = base();
+    stages.parallel.num_gpus = 2;
+    stages.parallel.pp = 2;
+    for (what, p) in [
+        ("checkpointing", ckpt),
+        ("a full fine-tune", full),
+        ("activation offload", offload),
+        ("ZeRO-3", zero3),
+        ("FSDP", fsdp),
+        ("two pipeline stages", stages),
+    ] {
+        assert!(
+            share(&p) >= ALLOCATOR_RESERVE_FRACTION - 1e-6,
+            "{what}: {}",
+            share(&p)
+        );
+    }
 }
 
 /// The first step's optimizer states strand the loss's segments of a

@@ -100,6 +100,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (17, 0x9f10_5c50_69ef_7bd9),
     (18, 0xde01_93a1_7570_0773),
     (19, 0x3883_4ba4_98fb_9247),
+    (20, 0x472c_dd3f_00c8_fee7),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
