@@ -239,6 +239,18 @@ impl Framework {
         self == Framework::Litgpt
     }
 
+    /// Whether a 4-bit base is quantized from an fp16 copy of its weights
+    /// whatever the run's dtype, so bitsandbytes dequantizes it to fp16.
+    /// Fabric's `BitsandbytesPrecision`, through which LitGPT quantizes, does
+    /// (`_Linear4bit.quantize`: `weight.contiguous().to(device=device,
+    /// dtype=torch.half)`, Lightning 2.1.0, 2.2.0 and 2.5.0 alike); the
+    /// bitsandbytes releases before 0.43.0 did too (`Params4bit.cuda`:
+    /// `self.data.contiguous().half()`, 0.41.1 to 0.42.0) — not modelled, as
+    /// no plan field names a release that old.
+    pub fn quantizes_4bit_from_fp16(self) -> bool {
+        self == Framework::Litgpt
+    }
+
     /// Whether the framework's own model code has dropout layers at all.
     /// LitGPT's blocks have none (its `Config` has no dropout; attention calls
     /// SDPA with `dropout_p=0.0`, lit-gpt 2023-10 to litgpt 0.5), nor do

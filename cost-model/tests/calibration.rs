@@ -81,8 +81,11 @@ fn public_cases_hold_the_recorded_accuracy() {
     // without recomputation reserves 2 % over its allocated peak (model
     // version 20: PEFT's MetaMathQA benchmark, nine adapters on an L40S,
     // `max_reserved` +2.0 … +7.6 % → −2.8 … +2.5 %, LoRA-FA −4.4 → −8.9 %).
-    assert!(median <= 3.2, "median |error| {median} %");
-    assert!(p90 <= 9.0, "p90 |error| {p90} %");
+    // Then 2.22 % / 8.04 % once LitGPT's 4-bit matmuls hold the fp16
+    // dequantized matrix beside its bf16 cast (Fabric quantizes from fp16):
+    // its sixteen 4-bit rows −3.6 … −8.8 → −3.1 … +0.4 %.
+    assert!(median <= 2.3, "median |error| {median} %");
+    assert!(p90 <= 8.1, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
     // modelled; thunder-091 (−26.18 %) was the worst row since, until the

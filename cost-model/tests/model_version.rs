@@ -81,6 +81,10 @@ use cost_model::presets::presets;
 /// (`Ctx::recompute_reuses_input`), then 0x5ed7_1635_f060_2fea once a plain
 /// MLP's input took one autocast cast, not two (no gate), then this one once
 /// Falcon's always-materialised SDPA mask counted (`ModelSpec::sdpa_mask`).
+/// Version 20 was recorded twice in the thirtieth session before it landed:
+/// 0x472c_dd3f_00c8_fee7 for the smaller reserve of an adapter without
+/// recomputation, then this one once LitGPT's 4-bit matmuls held the fp16
+/// dequantized matrix beside its cast.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -100,7 +104,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (17, 0x9f10_5c50_69ef_7bd9),
     (18, 0xde01_93a1_7570_0773),
     (19, 0x3883_4ba4_98fb_9247),
-    (20, 0x472c_dd3f_00c8_fee7),
+    (20, 0x4846_0458_fe4a_63d1),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
