@@ -105,7 +105,10 @@ use serde::{Deserialize, Serialize};
 /// ([`ALLOCATOR_RESERVE_FRACTION_FROZEN_NO_RECOMPUTE`]), and re-derives the
 /// band ([`BAND_BELOW`], [`BAND_ABOVE`]); a 4-bit base quantized from fp16
 /// (LitGPT through Fabric's `BitsandbytesPrecision`) holds the fp16
-/// dequantized matrix beside its cast ([`Ctx::dequantized_bytes_per_weight`]).
+/// dequantized matrix beside its cast ([`Ctx::dequantized_bytes_per_weight`]),
+/// and an 8-bit base under a release before 0.45.0 keeps LLM.int8's int8
+/// copy of every matmul input ([`Ctx::int8_input_copies`]; no plan of the
+/// fingerprint has an 8-bit base).
 pub const MODEL_VERSION: u32 = 20;
 
 // ---------------------------------------------------------------------------
@@ -199,6 +202,9 @@ const NF4_DOUBLE_QUANT_BYTES_PER_PARAM: f64 = 0.5 + 1.0 / 64.0 + 4.0 / (64.0 * 2
 const PAGED_MIN_ELEMENTS: f64 = 1e5;
 /// bitsandbytes LLM.int8(): one byte per weight plus row-wise fp32 scales (negligible).
 const INT8_BYTES_PER_PARAM: f64 = 1.0;
+/// LLM.int8's int8 copy of a matmul's input, kept for the weight gradient
+/// ([`Ctx::int8_input_copies`]): one byte per input element.
+const INT8_INPUT_COPY_BYTES: f64 = 1.0;
 /// The packed 4-bit codes alone, two weights a byte (QLoRA §2): what FSDP or
 /// ZeRO-3 shards and gathers of a bitsandbytes 4-bit weight, whose block
 /// scales (`quant_state`) are no part of the parameter's storage.
@@ -1470,6 +1476,46 @@ impl<'a> Ctx<'a> {
             }
             _ => (0.0, 0.0),
         }
+    }
+
+    /// LLM.int8's matmul keeps, beside its input, the int8 copy of it a
+    /// weight gradient would need, whenever the input needs a gradient —
+    /// though a frozen base never computes that gradient
+    /// (`MatMul8bitLt.forward`: `CA, CAt, SCA, SCAt, coo_tensorA =
+    /// F.double_quant(A.to(torch.float16), ...)`, then `ctx.tensors = (CAt,
+    /// subA, A)` if `any(ctx.needs_input_grad[:2])`; bitsandbytes 0.41.1 and
+    /// 0.43.0 alike): [`INT8_INPUT_COPY_BYTES`] per input element of every
+    /// 8-bit block matrix, each quantizing its input for itself (q, k and v
+    /// three copies of the norm output; one where LitGPT fuses them). Bytes
+    /// per token of one block (attention, one run of the MLP); the
+    /// row-parallel inputs (o, down) shard under TP. From 0.45.0 the copy is
+    /// made only for a weight that trains (`if ctx.needs_input_grad[1]`, else
+    /// `CAt = None`): a plan that states a recent release
+    /// ([`crate::plan::TrainingSpec::bnb_0_43_2`]) counts none; unstated, the
+    /// older release's count, the safe side, as for the 4-bit input.
+    fn int8_input_copies(&self) -> (f64, f64) {
+        if self.base_bits() != Some(8) || self.plan.training.bnb_0_43_2 {
+            return (0.0, 0.0);
+        }
+        let m = self.m;
+        let one_qkv = self.defaults().fused_qkv && !m.fused_projections && m.mla.is_none();
+        let (mut attn, mut mlp) = (0.0, 0.0);
+        let matrices = block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections);
+        for (i, x) in matrices.iter().enumerate() {
+            if one_qkv && (i == 1 || i == 2) {
+                continue; // k and v read q's fused matmul input
+            }
+            // o (3) and down (6) read TP-sharded inputs; the rest the whole
+            // (sequence-parallel: gathered) hidden state.
+            let split = if i == 3 || i == 6 { self.t } else { self.rep };
+            let bytes = INT8_INPUT_COPY_BYTES * x.din / split;
+            if x.mlp {
+                mlp += bytes;
+            } else {
+                attn += bytes;
+            }
+        }
+        (attn, mlp)
     }
 
     /// Bytes per weight of a dequantized matrix in flight: the compute-dtype
@@ -3180,6 +3226,9 @@ impl<'a> Ctx<'a> {
         if dropout {
             mlp += MASK * sb * h / rep;
         }
+        let (int8_attn, int8_mlp) = self.int8_input_copies();
+        attn += sb * int8_attn;
+        mlp += k * sb * int8_mlp;
 
         // LoRA adapters: the dropped-out input copy (+ mask) and the rank-r
         // intermediate kept for lora_B's gradient, per targeted matrix (PEFT `Linear.forward`).
@@ -4811,6 +4860,38 @@ mod tests {
         p.parallel.pp_schedule = PipelineSchedule::Interleaved;
         p.parallel.virtual_stages = 11;
         assert!(estimate(&p).is_err());
+    }
+
+    #[test]
+    fn llm_int8_keeps_an_int8_copy_of_every_matmul_input() {
+        // Llama-2-7B over an 8-bit base: q, k, v, o read 4096 wide; gate and
+        // up 4096, down 11008.
+        let mut p = qlora("llama-2-7b", Framework::PlainPytorch);
+        p.training.finetune.set_base_bits(8);
+        p.training.precision = Precision::Bf16;
+        let c = Ctx::new(&p, None);
+        assert_eq!(
+            c.int8_input_copies(),
+            (4.0 * 4096.0, 2.0 * 4096.0 + 11008.0)
+        );
+        // Each copy is kept in the block: one byte per element per token.
+        let (_, with) = c.block_activations();
+        let tokens = c.b * c.s;
+        let mut p4 = p.clone();
+        p4.training.finetune.set_base_bits(4);
+        let c4 = Ctx::new(&p4, None);
+        assert_eq!(c4.int8_input_copies(), (0.0, 0.0));
+        let (_, without) = c4.block_activations();
+        assert!((with - without - tokens * (6.0 * 4096.0 + 11008.0)).abs() < 1.0);
+        // LitGPT fuses q, k and v into one matmul: one copy of their input.
+        let mut p = qlora("llama-2-7b", Framework::Litgpt);
+        p.training.finetune.set_base_bits(8);
+        let c = Ctx::new(&p, None);
+        assert_eq!(c.int8_input_copies().0, 2.0 * 4096.0);
+        // A stated recent bitsandbytes (0.45.0 on) quantizes no input of a
+        // frozen matrix.
+        p.training.bnb_0_43_2 = true;
+        assert_eq!(Ctx::new(&p, None).int8_input_copies(), (0.0, 0.0));
     }
 
     #[test]

@@ -646,7 +646,10 @@ pub struct TrainingSpec {
     /// from 0.43.2 on; `(A, B)` up to 0.43.1, read in 0.41.3, 0.42.0, 0.43.0
     /// and 0.43.1), so without autocast a frozen 4-bit matrix keeps nothing of
     /// its input ([`Plan::four_bit_matmul_keeps_input`]). Off by default: the
-    /// older release keeps more, the safe side. Only with a 4-bit base.
+    /// older release keeps more, the safe side. With an 8-bit base it is read
+    /// as a release that keeps no int8 copy of a frozen matrix's input (0.45.0
+    /// on; before, `MatMul8bitLt` kept one, the estimate's
+    /// `int8_input_copies`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub bnb_0_43_2: bool,
     /// Gradients are reduced after every micro-batch of an accumulation, not

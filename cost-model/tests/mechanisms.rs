@@ -1384,7 +1384,10 @@ fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix_without_autocast()
         peak_alloc(&with(Precision::AmpBf16, true)),
         peak_alloc(&with(Precision::AmpBf16, false))
     );
-    // An 8-bit base keeps its input in every release (`MatMul8bitLt` saves A).
+    // An 8-bit base keeps its input in every release (`MatMul8bitLt` saves
+    // A); before 0.45.0 also an int8 copy of it per matmul (`CAt`): q, k, v
+    // and o read 4096 wide, gate and up 4096, down 14336 — one byte each, per
+    // token (2 × 2048) and block (32), all kept at the backward's start.
     let eight = |new_bnb: bool| {
         let mut p = with(Precision::Bf16, new_bnb);
         if let Finetune::Lora { base_bits, .. } = &mut p.training.finetune {
@@ -1392,7 +1395,12 @@ fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix_without_autocast()
         }
         peak_alloc(&p)
     };
-    assert_eq!(eight(true), eight(false));
+    let copies = (6.0 * 4096.0 + 14336.0) * 4096.0 * 32.0;
+    assert!(
+        (eight(false) - eight(true) - copies).abs() < 1.0,
+        "{} over the recent release",
+        eight(false) - eight(true)
+    );
     // torchao's NF4 (torchtune) saves only the weight, whatever is stated.
     let torchtune = |new_bnb: bool| {
         let mut p = with(Precision::Bf16, new_bnb);
