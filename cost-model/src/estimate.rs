@@ -163,9 +163,10 @@ pub const ALLOCATOR_RESERVE_FRACTION_EXPANDABLE: f64 = 0.02;
 /// `max_memory_allocated`): LoRA and QLoRA without checkpointing 1.3, 1.6,
 /// 2.5, 2.6 and 4.3 % (the same loop with checkpointing 5.2–19.8 %, full
 /// fine-tunes without it 0.5–13.4 %); replayed through the allocator's rules
-/// (calibration/allocator_replay.py, 17 families) median 2.0 %; the public
-/// PEFT MetaMathQA benchmark's nine adapters without checkpointing sat 2–8 %
-/// over the flat [`ALLOCATOR_RESERVE_FRACTION`].
+/// (calibration/allocator_replay.py, 17 families) median 2.0 %; under the
+/// flat [`ALLOCATOR_RESERVE_FRACTION`], ten of the public PEFT MetaMathQA
+/// benchmark's eleven adapters without checkpointing sat +2.0 … +7.6 % over
+/// their measured `max_reserved`.
 pub const ALLOCATOR_RESERVE_FRACTION_FROZEN_NO_RECOMPUTE: f64 = 0.02;
 
 /// Bytes per element of an fp32 tensor.
@@ -1522,8 +1523,9 @@ impl<'a> Ctx<'a> {
     /// copy, plus the fp16 one it is cast from where a 4-bit base was
     /// quantized from fp16 ([`Framework::quantizes_4bit_from_fp16`]: the
     /// quantization state records fp16, `dequantize_4bit` returns fp16 and
-    /// `MatMul4Bit` casts it to the input's dtype, bitsandbytes 0.41.1 to
-    /// 0.50.2) and the compute dtype is not fp16. The 2023 LitGPT QLoRA rows
+    /// `MatMul4Bit` casts it to the input's dtype: `.to(A.dtype)`, read in
+    /// bitsandbytes 0.41.1, 0.42.0, 0.43.0 and 0.45.0) and the compute dtype
+    /// is not fp16. The 2023 LitGPT QLoRA rows
     /// (bf16-true) fall short by about one such fp16 LM head without it:
     /// StableLM-3B 0.41 GiB for its 0.39, phi-1.5 0.24 for 0.20.
     fn dequantized_bytes_per_weight(&self) -> f64 {
