@@ -7,7 +7,7 @@
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
 mod common;
-use common::phase;
+use common::{forward_activations, phase};
 
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
@@ -516,12 +516,7 @@ fn torchtitan_per_op_sac_keeps_every_other_matmul_and_steps_fused() {
     // w2's outputs (mm 1, 3, 5, 7 of wq wk wv wo w1 w3 w2) and SDPA's output.
     let mut q = p.clone();
     q.model.layers += 1;
-    let acts = |p: &Plan| {
-        phase(&estimate(p).unwrap(), Phase::Forward)
-            .activations
-            .get() as f64
-    };
-    let per_block = acts(&q) - acts(&p);
+    let per_block = forward_activations(&q) - forward_activations(&p);
     let (h, hq, hkv, f) = (4096.0, 4096.0, 1024.0, 14336.0);
     let tokens = 2.0 * 4096.0;
     let kept = 2.0 * tokens * (h + hq + hkv + f + h + hq);
@@ -710,14 +705,9 @@ fn megatron_block_keeps_korthikanti_tensors_with_the_fused_swiglu() {
         Sharding::Zero1,
     );
     p.training.dropout = false;
-    let acts = |p: &Plan| {
-        phase(&estimate(p).unwrap(), Phase::Forward)
-            .activations
-            .get() as f64
-    };
     let mut q = p.clone();
     q.model.layers += 1;
-    let per_token = (acts(&q) - acts(&p)) / (2.0 * 4096.0);
+    let per_token = (forward_activations(&q) - forward_activations(&p)) / (2.0 * 4096.0);
     let want = 4.0 * h + 4.0 * h + 2.0 * (h + 2.0 * 1024.0) + 2.0 * h + 4.0 * heads + 6.0 * f;
     assert!((per_token - want).abs() < 1e-3, "{per_token} vs {want}");
 }

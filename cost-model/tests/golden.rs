@@ -2,7 +2,7 @@
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
 mod common;
-use common::{lora16_all, phase};
+use common::{forward_activations, lora16_all, phase};
 
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
@@ -796,14 +796,10 @@ fn the_stacks_keep_their_ends_outside_the_blocks() {
 fn a_plain_mlp_casts_its_input_once_under_autocast() {
     let mut p = transformers_loop("bert-large", Precision::AmpFp16, 32, 512);
     p.training.dropout = true;
-    let acts = |p: &Plan| {
-        phase(&estimate(p).unwrap(), Phase::Forward)
-            .activations
-            .get() as f64
-    };
     let mut fewer = p.clone();
     fewer.model.layers -= 1;
-    let per_block = (acts(&p) - acts(&fewer)) / (32.0 * 512.0 * 1024.0);
+    let per_block =
+        (forward_activations(&p) - forward_activations(&fewer)) / (32.0 * 512.0 * 1024.0);
     // And the per-row log-sum-exp of flash attention: 16 heads × 4 bytes a
     // token, over 1024 hidden units.
     assert!(
@@ -822,23 +818,24 @@ fn a_plain_mlp_casts_its_input_once_under_autocast() {
 fn falcons_sdpa_mask_is_kept_in_every_block() {
     let p = transformers_loop("falcon-7b", Precision::Bf16, 4, 2048);
     assert!(p.model.sdpa_mask);
-    let acts = |p: &Plan| {
-        phase(&estimate(p).unwrap(), Phase::Forward)
-            .activations
-            .get() as f64
-    };
     let mut without = p.clone();
     without.model.sdpa_mask = false;
     let mask = 4.0 * 2048.0 * 2048.0 * 2.0;
-    assert_eq!(acts(&p) - acts(&without), 32.0 * mask);
+    assert_eq!(
+        forward_activations(&p) - forward_activations(&without),
+        32.0 * mask
+    );
     let mut compiled = p.clone();
     compiled.training.compile = true;
     let mut compiled_without = compiled.clone();
     compiled_without.model.sdpa_mask = false;
-    assert_eq!(acts(&compiled), acts(&compiled_without));
+    assert_eq!(
+        forward_activations(&compiled),
+        forward_activations(&compiled_without)
+    );
     let mut lit = p.clone();
     lit.set_framework(Framework::Litgpt);
     let mut lit_without = lit.clone();
     lit_without.model.sdpa_mask = false;
-    assert_eq!(acts(&lit), acts(&lit_without));
+    assert_eq!(forward_activations(&lit), forward_activations(&lit_without));
 }

@@ -13,6 +13,15 @@ pub fn phase(e: &Estimate, ph: Phase) -> Breakdown {
         .unwrap()
 }
 
+/// The activations the forward's largest point holds on the first stage
+/// (bytes).
+#[allow(dead_code)] // not every test binary uses it
+pub fn forward_activations(plan: &cost_model::Plan) -> f64 {
+    phase(&cost_model::estimate(plan).unwrap(), Phase::Forward)
+        .activations
+        .get() as f64
+}
+
 /// The cuBLAS workspaces every phase after the first matmul holds among its
 /// temporaries (bytes), on the plan's GPU.
 #[allow(dead_code)] // not every test binary uses it
