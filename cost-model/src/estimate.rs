@@ -642,6 +642,9 @@ struct BlockMatrix {
     dout: f64,
     /// Part of the MLP (one copy per expert in an MoE block).
     mlp: bool,
+    /// Row-parallel under tensor parallelism (o and down: their input is
+    /// split across the TP ranks, Megatron's `RowParallelLinear`).
+    row_parallel: bool,
 }
 
 /// The matrices of a block (q, k, v, o, gate, up, down, then latent
@@ -672,13 +675,20 @@ fn block_matrices_of(m: &ModelSpec, tg: LoraTargets, fused: bool) -> [BlockMatri
         din,
         dout,
         mlp,
+        row_parallel: false,
     };
     let none = mat(false, 0.0, 0.0, false);
-    let o = mat(tg.o, m.attn_out_width() as f64, h, false);
+    let o = BlockMatrix {
+        row_parallel: true,
+        ..mat(tg.o, m.attn_out_width() as f64, h, false)
+    };
     let mlp = [
         mat(tg.gate && gated, h, f, true),
         mat(tg.up, h, f, true),
-        mat(tg.down, f, h, true),
+        BlockMatrix {
+            row_parallel: true,
+            ..mat(tg.down, f, h, true)
+        },
     ];
     match m.mla {
         Some(a) => {
@@ -1459,9 +1469,9 @@ impl<'a> Ctx<'a> {
     /// and its `.to(A.dtype)` cast alive together
     /// ([`Self::dequantized_bytes_per_weight`]). (block matrix, LM head).
     fn dequantized_weights(&self, s: u32) -> (f64, f64) {
-        let per_weight = self.dequantized_bytes_per_weight();
         match self.base_bits() {
             Some(bits) if bits <= 8 => {
+                let per_weight = self.dequantized_bytes_per_weight();
                 // A dense block's MLP may be the largest (DeepSeek-MoE's 10944 wide).
                 let largest = self
                     .block_kinds()
@@ -1503,12 +1513,14 @@ impl<'a> Ctx<'a> {
         let (mut attn, mut mlp) = (0.0, 0.0);
         let matrices = block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections);
         for (i, x) in matrices.iter().enumerate() {
+            // k and v (block_matrices_of's second and third) are q's fused
+            // matmul there.
             if one_qkv && (i == 1 || i == 2) {
-                continue; // k and v read q's fused matmul input
+                continue;
             }
-            // o (3) and down (6) read TP-sharded inputs; the rest the whole
-            // (sequence-parallel: gathered) hidden state.
-            let split = if i == 3 || i == 6 { self.t } else { self.rep };
+            // A row-parallel input is split across the TP ranks; the rest
+            // read the whole (under sequence parallelism, gathered) state.
+            let split = if x.row_parallel { self.t } else { self.rep };
             let bytes = INT8_INPUT_COPY_BYTES * x.din / split;
             if x.mlp {
                 mlp += bytes;
