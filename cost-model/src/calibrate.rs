@@ -288,6 +288,33 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     }
 }
 
+/// Whether a row's `compile = true` is Inductor's fusion, which
+/// [`crate::plan::TrainingSpec::compile`] models (its partitioner recomputes
+/// element-wise chains in backward instead of saving them). `torch.compile`
+/// is; so is Lightning Thunder's `torchcompile` executor, which hands every
+/// torch operation to `torch.compile` (lightning-thunder 0.2.0.dev20240505,
+/// `thunder/executors/torch_compile.py`: `torch_compile_ex._implmap` covers
+/// all of `pytorch_ex.implmap`, "meant to be used without the
+/// nvfuser_executor"). Thunder's default executors are not: nvFuser fuses the
+/// element-wise regions between matmuls (`thunder/__init__.py` adds
+/// `nvfuser_executor` and `sdpa_executor` as the defaults) and
+/// `torchcompile_cat` takes only cat, pad and slice regions (RoPE). What
+/// Thunder's rematerialization of those fusions saves is not counted, so such a
+/// run is read as eager — the upper bound, as for any compiler the model does
+/// not know. The notes name Thunder and, where stated, its executors
+/// ("executors: sdpa+torchcompile_cat+nvfuser+torch"); `torchcompile_cat` is
+/// a word of its own, not `torchcompile`.
+fn compiled_by_inductor(notes: &str) -> bool {
+    let lower = notes.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    if !words.contains(&"thunder") {
+        return true;
+    }
+    words.contains(&"torchcompile")
+}
+
 /// PEFT methods a task column may name instead of `other-peft` that keep
 /// no more than a frozen base ([`AdapterMethod::Generic`]); the others are
 /// whatever [`named_adapter_method`] reads.
@@ -1318,7 +1345,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             t.optimizer_impl = k;
         }
     }
-    t.compile = r.bool("compile")?;
+    t.compile = r.bool("compile")? && compiled_by_inductor(notes);
     // The named checkpoint's config says whether its blocks drop out (GPT-2,
     // BERT, T5, OPT, BART: 0.1; GPT-NeoX, GPT-J, BLOOM, Falcon, Phi and the
     // Llama lineage: 0.0); a model no preset describes is read by its era's

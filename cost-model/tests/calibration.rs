@@ -84,16 +84,19 @@ fn public_cases_hold_the_recorded_accuracy() {
     // Then 2.22 % / 8.04 % once LitGPT's 4-bit matmuls hold the fp16
     // dequantized matrix beside its bf16 cast (Fabric quantizes from fp16):
     // its sixteen 4-bit rows −3.6 … −8.8 → −3.1 … +0.4 %.
+    // Then p90 7.67 % once Thunder's nvFuser rows are read as eager.
     assert!(median <= 2.3, "median |error| {median} %");
-    assert!(p90 <= 8.1, "p90 |error| {p90} %");
+    assert!(p90 <= 7.8, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
     // modelled; thunder-091 (−26.18 %) was the worst row since, until the
     // packed gather above took peft_docs_fsdp_70b-149 (QLoRA, FSDP with CPU
     // parameter offload) from −19.9 % to −28.0 %; −26.9 % once FSDP's
     // accumulation under `no_sync` keeps its unsharded LoRA gradients
-    // (MODEL_VERSION 12; worst thunder-091 next, −26.1 %).
-    assert!(worst >= -27.0, "worst under-prediction {worst} %");
+    // (MODEL_VERSION 12; worst thunder-091 next, −26.1 %). −23.6 %
+    // (peft_docs_fsdp_70b-149) once a Thunder row compiled by nvFuser is read
+    // as eager, not as torch.compile (thunder-091 +4.6 %).
+    assert!(worst >= -24.0, "worst under-prediction {worst} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",
@@ -1176,6 +1179,44 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
     let t = plan("").training;
     assert!(t.zero_grad_set_to_none);
     assert_eq!(t.optimizer_impl, OptimizerImpl::Fused);
+}
+
+/// `compile = true` is `torch.compile` (Inductor), and Lightning Thunder's
+/// `torchcompile` executor, which hands it every op; Thunder's default
+/// executors (nvFuser for the element-wise regions, `torchcompile_cat` for
+/// RoPE's cat) are a compiler the model has no count for, read as eager.
+#[test]
+fn only_inductor_compiles_a_row_thunder_with_nvfuser_is_read_as_eager() {
+    use cost_model::calibrate::{calibrate, case_plan};
+    let id = "litgpt_thunder_pretrain-091";
+    let plan = |notes: &str| case_plan(&with_fields(id, &[("notes", notes)]), id).unwrap();
+    let compiled = |notes: &str| plan(notes).training.compile;
+    assert!(compiled("pretraining from scratch; torch.compile"));
+    assert!(compiled(""));
+    assert!(compiled(
+        "compile = Lightning Thunder jit (executors: sdpa+torchcompile) not torch.compile"
+    ));
+    assert!(!compiled(
+        "compile = Lightning Thunder jit (executors: sdpa+torchcompile_cat+nvfuser+torch)"
+    ));
+    // Thunder's defaults, unstated: nvFuser.
+    assert!(!compiled("thunder.jit; FSDP"));
+    // The column still decides first.
+    let eager = case_plan(&with_fields(id, &[("compile", "false")]), id).unwrap();
+    assert!(!eager.training.compile);
+    // The published row: Thunder's FSDP with nvFuser kept 0.7 GiB less than
+    // eager LitGPT's FSDP (088), where torch.compile's count keeps 6 GiB less
+    // (−26.1 % before this reading).
+    let r = calibrate(&cases()).unwrap();
+    let err = |id: &str| {
+        r.cases
+            .iter()
+            .find(|c| c.id == id)
+            .and_then(|c| c.error_pct)
+            .unwrap()
+    };
+    assert!((0.0..6.0).contains(&err(id)), "{id}: {} %", err(id));
+    assert!(err("litgpt_thunder_pretrain-092").abs() < 5.0);
 }
 
 #[test]
