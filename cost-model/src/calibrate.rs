@@ -35,7 +35,9 @@ impl Counter {
     /// The name is read in any case, with spaces or `-` for `_`, and as the
     /// call that printed it (`torch.cuda.max_memory_allocated()`).
     pub fn from_metric(m: &str) -> Option<Counter> {
-        let m = m.trim().to_ascii_lowercase();
+        // A unit or remark in brackets ("Peak memory (GB)", "max_reserved
+        // [MiB]") is not part of the name.
+        let m = strip_brackets(m).trim().to_ascii_lowercase();
         let m = m.strip_prefix("torch.cuda.").unwrap_or(&m);
         let m = m.trim_end_matches("()").replace([' ', '-'], "_");
         match m.as_str() {
@@ -61,7 +63,31 @@ impl Counter {
                 Some(Counter::DeviceUsed)
             }
             "used" | "memory_used" | "gpu_memory_used" | "smi" => Some(Counter::DeviceUsed),
-            _ => None,
+            m => Counter::from_words(m),
+        }
+    }
+
+    /// A metric named in words no exact name matches ("Peak Memory Active",
+    /// "peak memory per GPU", "GPU memory used"): the counter its words name,
+    /// and a peak of GPU memory naming none is an unstated one (the reserved
+    /// counter, as the schema says). Host memory (CPU, RSS, RAM) is no
+    /// counter of the GPU's; neither is anything that names no memory.
+    fn from_words(m: &str) -> Option<Counter> {
+        let words: Vec<&str> = m.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        let has = |w: &[&str]| words.iter().any(|x| w.contains(x));
+        if has(&["cpu", "host", "rss", "ram", "swap"]) {
+            return None;
+        }
+        if m.contains("alloc") || has(&["active"]) {
+            Some(Counter::Allocated)
+        } else if m.contains("reserv") || has(&["cached"]) {
+            Some(Counter::Reserved)
+        } else if m.contains("nvidia") || has(&["smi", "nvml", "used", "usage"]) {
+            Some(Counter::DeviceUsed)
+        } else if has(&["peak", "max", "memory", "mem", "vram"]) {
+            Some(Counter::Reserved)
+        } else {
+            None
         }
     }
 
@@ -72,6 +98,24 @@ impl Counter {
             Counter::DeviceUsed => c.device_used.get(),
         }
     }
+}
+
+/// `s` without its bracketed parts (`(GB)`, `[MiB]`).
+fn strip_brackets(s: &str) -> String {
+    let mut depth = 0u32;
+    s.chars()
+        .filter(|&c| match c {
+            '(' | '[' => {
+                depth += 1;
+                false
+            }
+            ')' | ']' => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            _ => depth == 0,
+        })
+        .collect()
 }
 
 /// "Unknown" written out where the schema leaves a cell empty: `unknown` (as
@@ -286,6 +330,62 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
     } else {
         None
     }
+}
+
+/// The schema's `loss` value another name of it stands for (`w` as
+/// [`Row::word`] gives it): a fused linear + cross-entropy by its tools'
+/// names (Liger's `LigerFusedLinearCrossEntropyLoss`, Cut Cross-Entropy,
+/// "FLCE"), a chunked one by its chunk count or torchtune's class
+/// (`CEWithChunkedOutputLoss`), the full upcast cross-entropy by the
+/// function's name.
+fn loss_name(w: &str) -> Option<&'static str> {
+    let fused = [
+        "fused",
+        "liger",
+        "liger-flce",
+        "flce",
+        "cce",
+        "cut-cross-entropy",
+        "cut-ce",
+        "fused-linear-cross-entropy",
+        "fused-linear-ce",
+        "fused-ce",
+        "fused-cross-entropy",
+        "ligerfusedlinearcrossentropyloss",
+    ];
+    if fused.contains(&w) {
+        return Some("fused");
+    }
+    if w.starts_with("chunked") || w == "cewithchunkedoutputloss" || w == "chunked-cross-entropy" {
+        return Some("chunked");
+    }
+    [
+        "cross-entropy",
+        "ce",
+        "full-ce",
+        "unchunked",
+        "full",
+        "plain",
+        "crossentropyloss",
+    ]
+    .contains(&w)
+    .then_some("standard")
+}
+
+/// The k of a checkpointing column that recomputes every k-th block in full
+/// ("every-2-layers", "every-2nd-block", "every-other-layer", "full-every-4"),
+/// written as [`Row::word`] gives it; `None` for every other value.
+fn checkpoint_every_k(c: &str) -> Option<u32> {
+    let rest = c.split_once("every-")?.1;
+    let first = rest.split('-').next()?;
+    if first == "other" {
+        return Some(2);
+    }
+    let digits: String = first.chars().take_while(char::is_ascii_digit).collect();
+    let k: u32 = digits.parse().ok()?;
+    // "every-2nd", "every-3rd", "every-4th": an ordinal's suffix only.
+    let suffix = &first[digits.len()..];
+    (k > 0 && ["", "st", "nd", "rd", "th"].contains(&suffix)).then_some(k)
 }
 
 /// Whether a row's `compile = true` is Inductor's fusion, which
@@ -1158,7 +1258,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // Beside the schema's names, Lightning Fabric's precision strings
         // (`bf16-mixed`, `bf16-true`, `32-true`), which LitGPT rows quote.
         "fp32" | "32" | "32-true" => Precision::Fp32,
-        "amp-fp16" | "16-mixed" | "fp16-mixed" => Precision::AmpFp16,
+        // Lightning 1.x's `precision=16` is its native AMP in fp16.
+        "amp-fp16" | "16-mixed" | "fp16-mixed" | "16" => Precision::AmpFp16,
         "amp-bf16" | "bf16-mixed" => Precision::AmpBf16,
         "bf16" | "bf16-true" => Precision::Bf16,
         "fp16" | "16-true" | "fp16-true" => Precision::Fp16,
@@ -1237,7 +1338,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "full-recompute" => Checkpointing::Full,
         // Unsloth's offloading checkpointing, named in the column (below).
         "unsloth" => Checkpointing::Full,
-        "selective-op" | "op-selective" | "per-op" => Checkpointing::OpSelective,
+        "selective-op" | "op-selective" | "per-op" | "op" | "per-op-selective"
+        | "selective-per-op" => Checkpointing::OpSelective,
+        // Full recomputation of every k-th block ("every 2 layers", "every
+        // other block"; torchtitan's `selective_ac_option = "2"`, Megatron's
+        // `--recompute-num-layers`): `checkpoint_every` below.
+        c if checkpoint_every_k(c).is_some() => Checkpointing::Full,
         // torchtitan's "selective" is its per-op policy (`SelectiveAC`, the
         // default in 0.3.0; `selective_ac_option = "op"` in its Llama configs);
         // elsewhere it is Megatron's attention-core recomputation.
@@ -1256,6 +1362,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
     };
+    if let Some(k) = checkpoint_every_k(&ckpt_column) {
+        t.checkpoint_every = k;
+    }
     t.activation_offload = r.bool("activation_offload")?;
     let lower = notes.to_ascii_lowercase();
     // Unsloth's own checkpointing (`use_gradient_checkpointing="unsloth"`)
@@ -1367,11 +1476,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         _ => Attention::Flash,
     };
     t.padded = stated_padding(&lower);
-    t.loss = match r.word("loss").as_str() {
+    let loss_column = r.word("loss");
+    t.loss = match loss_name(&loss_column).unwrap_or(loss_column.as_str()) {
         "standard" => Loss::Standard,
         // Cut Cross-Entropy names itself; a fused loss the column could only
         // call "chunked" or leave unknown.
         "chunked" | "unknown" | "" if fused_linear_ce(&lower) => Loss::Fused,
+        "fused" => Loss::Fused,
         "chunked" => match framework {
             // Liger's / Unsloth's loss is a fused linear + cross-entropy.
             _ if t.fused_kernels => Loss::Fused,
@@ -1402,7 +1513,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "orpo"
         | "simpo"
         | "kto" => "full",
-        "dora" | "lora-fa" | "rslora" => "lora",
+        // LoRA+ trains the same matrices at two learning rates.
+        "dora" | "lora-fa" | "rslora" | "lora+" | "loraplus" | "lora-plus" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
         t if GENERIC_ADAPTER_TASKS.contains(&t)
             || t == "adapter"
@@ -1573,9 +1685,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "params" | "param" | "parameters" | "offload-params" | "cpu-offload-params" => {
             Offload::ALL_CPU
         }
-        "optimizer-cpu" | "cpu-optimizer" | "offload-optimizer" | "optimizer-states" => {
-            Offload::OPTIMIZER_CPU
-        }
+        "optimizer-cpu" | "cpu-optimizer" | "offload-optimizer" | "optimizer-states"
+        | "optimizer:cpu" | "optimizer-to-cpu" => Offload::OPTIMIZER_CPU,
         o => {
             return Err(format!(
                 "offload `{o}` is not in the schema (none, optimizer or params+optimizer)"

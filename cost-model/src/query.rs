@@ -83,7 +83,14 @@ pub fn targets_id(t: &LoraTargets) -> String {
 
 pub fn parse_targets(param: &str, s: &str) -> Result<LoraTargets, QueryError> {
     let mut t = LoraTargets::default();
-    for part in s.split(['+', ',', ' ', ';', '|']).filter(|p| !p.is_empty()) {
+    // A list as configs write it (`["q_proj", "v_proj"]`) and module paths
+    // (`model.layers.*.self_attn.q_proj`: the last name is the module's).
+    let parts = s
+        .split(['+', ',', ' ', ';', '|'])
+        .map(|p| p.trim_matches(['[', ']', '(', ')', '{', '}', '"', '\'']))
+        .map(|p| p.rsplit('.').next().unwrap_or(p))
+        .filter(|p| !p.is_empty());
+    for part in parts {
         // Module names as the model code spells them (transformers' Llama,
         // BERT, GPT-2, BLOOM/Falcon, Phi; Meta's and torchtitan's wq/w1…).
         match part.to_ascii_lowercase().replace('-', "_").as_str() {

@@ -771,6 +771,8 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("bf16 (mixed)", Precision::AmpBf16),
         ("(fp32)", Precision::Fp32),
         ("transformer-engine", Precision::Fp8),
+        // Lightning 1.x's `precision=16`: native AMP in fp16.
+        ("16", Precision::AmpFp16),
     ] {
         assert_eq!(
             plan("precision", name).unwrap().training.precision,
@@ -798,10 +800,13 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         plan("offload", "params").unwrap().parallel.offload,
         Offload::ALL_CPU
     );
-    assert_eq!(
-        plan("offload", "optimizer_cpu").unwrap().parallel.offload,
-        Offload::OPTIMIZER_CPU
-    );
+    for written in ["optimizer_cpu", "optimizer:cpu"] {
+        assert_eq!(
+            plan("offload", written).unwrap().parallel.offload,
+            Offload::OPTIMIZER_CPU,
+            "{written}"
+        );
+    }
     assert!(plan("offload", "cpu")
         .unwrap_err()
         .contains("offload `cpu`"));
@@ -845,6 +850,59 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
             "{name}"
         );
     }
+    // Every k-th block recomputed in full, however the column counts it.
+    for (name, k) in [
+        ("every 2 layers", 2),
+        ("every other block", 2),
+        ("full (every 4 layers)", 4),
+        ("every 3rd layer", 3),
+    ] {
+        let t = plan("activation_checkpointing", name).unwrap().training;
+        assert_eq!(
+            (t.checkpointing, t.checkpoint_every),
+            (Checkpointing::Full, k),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        plan("activation_checkpointing", "op")
+            .unwrap()
+            .training
+            .checkpointing,
+        Checkpointing::OpSelective
+    );
+    for bad in ["every 0 layers", "every few layers"] {
+        assert!(plan("activation_checkpointing", bad).is_err(), "{bad}");
+    }
+    // The loss by its tools' and classes' names (a LitGPT row: its chunked
+    // loss keeps the chunks).
+    use cost_model::plan::Loss;
+    for (name, loss) in [
+        ("liger", Loss::Fused),
+        ("cut_cross_entropy", Loss::Fused),
+        ("FLCE", Loss::Fused),
+        ("chunked (8 chunks)", Loss::ChunkedKeep),
+        ("CEWithChunkedOutputLoss", Loss::ChunkedKeep),
+        ("cross_entropy", Loss::Standard),
+    ] {
+        assert_eq!(plan("loss", name).unwrap().training.loss, loss, "{name}");
+    }
+    // LoRA targets as a config lists them, or as module paths.
+    use cost_model::plan::LoraTargets;
+    for written in [
+        // (CSV-quoted: the list has a comma.)
+        r#""[""q_proj"", ""v_proj""]""#,
+        "['q_proj' 'v_proj']",
+        "model.layers.*.self_attn.q_proj+model.layers.*.self_attn.v_proj",
+    ] {
+        match plan("lora_targets", written).unwrap().training.finetune {
+            cost_model::plan::Finetune::Lora { targets, .. } => {
+                assert_eq!(targets, LoraTargets::QV, "{written}")
+            }
+            f => panic!("{written}: {f:?}"),
+        }
+    }
+    assert!(plan("lora_targets", "[]").is_err());
     // Unsloth's checkpointing named in the column offloads what it keeps.
     let unsloth = plan("activation_checkpointing", "unsloth")
         .unwrap()
@@ -884,6 +942,7 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     };
     assert_eq!(lora("DoRA").0, LoraVariant::Dora);
     assert_eq!(lora("lora-fa").0, LoraVariant::LoraFa);
+    assert_eq!(lora("LoRA+").0, LoraVariant::Lora);
     assert_eq!(lora("qlora_4bit"), (LoraVariant::Lora, 4));
     let adapter = |task: &str| {
         let p = case_plan(
@@ -921,10 +980,19 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         // Unknown written out, as the schema's `attention` and `loss` spell it.
         ("unknown", Counter::Reserved),
         ("N/A", Counter::Reserved),
+        // A unit in brackets; a table's column header in words.
+        ("max_reserved [MiB]", Counter::Reserved),
+        ("Peak memory (GB)", Counter::Reserved),
+        ("Peak Memory Active (GiB)", Counter::Allocated),
+        ("Peak Memory per GPU", Counter::Reserved),
+        ("GPU memory used", Counter::DeviceUsed),
+        ("peak VRAM usage", Counter::DeviceUsed),
     ] {
         assert_eq!(Counter::from_metric(name), Some(counter), "{name}");
     }
-    assert_eq!(Counter::from_metric("throughput"), None);
+    for none in ["throughput", "max CPU RSS", "peak host memory", "tokens/s"] {
+        assert_eq!(Counter::from_metric(none), None, "{none}");
+    }
 }
 
 /// The Llama-2-7b LitGPT row (32 blocks, 2 GPUs) with its task and notes
