@@ -288,6 +288,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Base weight bits", "基座权重位数"),
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
+    ("PyTorch ≤ 1.10 softmax", "PyTorch ≤ 1.10 的 softmax"),
     (
         "Load the frozen base in 16-bit (torch_dtype=bfloat16)",
         "以 16 位加载冻结的基座（torch_dtype=bfloat16）",
@@ -362,6 +363,10 @@ pub const ZH: &[(&str, &str)] = &[
     (
         "zero_grad(set_to_none=True), the default since PyTorch 2.0; off, zeroed gradients stay allocated through the next step",
         "zero_grad(set_to_none=True)，PyTorch 2.0 起的默认行为；关闭时清零的梯度会一直占用显存到下一步",
+    ),
+    (
+        "Up to PyTorch 1.10 softmax and log-softmax kept their input for backward beside their output: eager attention keeps one more score-sized tensor per block, the loss its upcast logits",
+        "PyTorch 1.10 及以前，softmax 与 log-softmax 除输出外还为反向保存输入：eager 注意力每个块多保留一个注意力分数大小的张量，损失多保留其升精度后的 logits",
     ),
     (
         "RMSNorm keeps its 16-bit input, SwiGLU recomputes its activation in backward; pair with the fused loss",

@@ -1420,6 +1420,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if torch_1 {
         t.optimizer_impl = OptimizerImpl::ForLoop;
     }
+    // A PyTorch 1.x run keeps softmax's input unless the notes place it on
+    // 1.11 or later; its minor unknown (an eagerly loaded context, a bare
+    // "PyTorch 1.x"), the older releases' count, the safe side.
+    let torch_minor = stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]);
+    t.softmax_saves_input = match torch_minor {
+        Some((1, minor)) => minor <= 10,
+        Some(_) => false,
+        None => torch_1,
+    };
     if notes.contains("prepare_model_for_kbit_training") {
         t.kbit_fp32_prep = true;
     }

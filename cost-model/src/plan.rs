@@ -652,6 +652,16 @@ pub struct TrainingSpec {
     /// `int8_input_copies`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub bnb_0_43_2: bool,
+    /// PyTorch 1.10 or earlier runs the step: its softmax and log-softmax
+    /// keep their input for backward beside their output
+    /// (`SoftmaxBackward0` and `LogSoftmaxBackward0` hold `self_` and
+    /// `result_` in the generated `torch/csrc/autograd/generated/Functions.h`
+    /// of the torch 1.10.2 wheel; from 1.11.0 they hold the input's scalar
+    /// type only). Eager attention then keeps one more score-sized tensor per
+    /// block and the standard loss its upcast logits into backward. Off by
+    /// default (PyTorch ≥ 1.11).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub softmax_saves_input: bool,
     /// Gradients are reduced after every micro-batch of an accumulation, not
     /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
     /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
@@ -884,6 +894,7 @@ impl Default for Plan {
                 kbit_fp32_prep: d.kbit_fp32_prep,
                 nf4_double_quant: false,
                 bnb_0_43_2: false,
+                softmax_saves_input: false,
                 sync_each_batch: false,
                 finetune: Finetune::Full,
             },

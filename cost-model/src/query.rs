@@ -319,7 +319,7 @@ const MODEL_FLAGS: [(&str, Flag); 10] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 12] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 13] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -331,6 +331,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 12] = [
     ("kbit32", |t| &mut t.kbit_fp32_prep),
     ("dq", |t| &mut t.nf4_double_quant),
     ("bnb432", |t| &mut t.bnb_0_43_2),
+    ("sm_in", |t| &mut t.softmax_saves_input),
     ("sync_each", |t| &mut t.sync_each_batch),
 ];
 

@@ -84,9 +84,11 @@ fn public_cases_hold_the_recorded_accuracy() {
     // Then 2.22 % / 8.04 % once LitGPT's 4-bit matmuls hold the fp16
     // dequantized matrix beside its bf16 cast (Fabric quantizes from fp16):
     // its sixteen 4-bit rows −3.6 … −8.8 → −3.1 … +0.4 %.
-    // Then p90 7.67 % once Thunder's nvFuser rows are read as eager.
+    // Then p90 7.67 % once Thunder's nvFuser rows are read as eager, and
+    // 2.25 % / 5.71 % once PyTorch 1.10's softmax kept its input (the V100
+    // BERT rows, −5.8 … −9.5 % without checkpointing → +2.8 … +6.2 %).
     assert!(median <= 2.3, "median |error| {median} %");
-    assert!(p90 <= 7.8, "p90 |error| {p90} %");
+    assert!(p90 <= 5.9, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
     // modelled; thunder-091 (−26.18 %) was the worst row since, until the
@@ -1247,6 +1249,24 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
     let t = plan("").training;
     assert!(t.zero_grad_set_to_none);
     assert_eq!(t.optimizer_impl, OptimizerImpl::Fused);
+    // Softmax kept its input up to PyTorch 1.10; a 1.x run of unknown minor
+    // (a bare "PyTorch 1.x", an eagerly loaded context) takes that count.
+    for (notes, kept) in [
+        ("torch 1.10.2", true),
+        ("PyTorch 1.9.0+cu111", true),
+        ("torch 1.11.0", false),
+        ("torch 1.13.1", false),
+        ("torch 2.11.0+cu130", false),
+        ("PyTorch 1.x", true),
+        (
+            "NVML used after trainer.train(): incl. ~1343 MiB CUDA context",
+            true,
+        ),
+        ("incl. ~620 MiB CUDA context", false),
+        ("", false),
+    ] {
+        assert_eq!(plan(notes).training.softmax_saves_input, kept, "{notes}");
+    }
 }
 
 /// `compile = true` is `torch.compile` (Inductor), and Lightning Thunder's

@@ -2403,3 +2403,65 @@ fn a_loop_that_keeps_the_output_holds_its_logits_through_the_step() {
     p.training.checkpointing = Checkpointing::Full;
     assert_eq!(phase(&estimate(&p).unwrap(), Phase::Step).logits.get(), 0);
 }
+
+/// PyTorch 1.10 and earlier kept softmax's and log-softmax's input beside
+/// their output (`SoftmaxBackward0::self_`, `LogSoftmaxBackward0::self_` in
+/// the torch 1.10.2 wheel's generated `Functions.h`; gone in 1.11.0). An
+/// eager block keeps one more score-sized tensor in the softmax's dtype —
+/// the 0.375 GiB per sample the Trainer guide's V100 BERT-large runs held
+/// over a replay on a newer PyTorch — and the standard loss keeps its upcast
+/// logits into backward; with checkpointing only the recomputed block has it.
+#[test]
+fn pytorch_1_10_softmax_keeps_its_input() {
+    let gib = |p: &Plan, f: fn(&cost_model::estimate::Breakdown) -> u64, ph: Phase| {
+        f(&common::phase(&estimate(p).unwrap(), ph)) as f64 / GIB
+    };
+    let acts = |b: &cost_model::estimate::Breakdown| b.activations.get();
+    let logits = |b: &cost_model::estimate::Breakdown| b.logits.get();
+    for (precision, bytes) in [(Precision::Fp32, 4.0), (Precision::AmpFp16, 4.0)] {
+        let mut p = plan("bert-large", precision, 4, 512);
+        p.training.attention = Attention::Eager;
+        p.training.dropout = true;
+        let before = gib(&p, acts, Phase::Forward);
+        p.training.softmax_saves_input = true;
+        let after = gib(&p, acts, Phase::Forward);
+        // 24 blocks × 4 × 16 × 512² scores.
+        let want = 24.0 * 4.0 * 16.0 * 512.0 * 512.0 * bytes / GIB;
+        assert!(
+            ((after - before) - want).abs() < 1e-6,
+            "{precision:?}: {:.4} GiB more, want {want:.4}",
+            after - before
+        );
+        // Flash attention keeps no scores, so nothing more.
+        let mut flash = p.clone();
+        flash.training.attention = Attention::Flash;
+        let mut flash_new = flash.clone();
+        flash_new.training.softmax_saves_input = false;
+        assert_eq!(
+            gib(&flash, acts, Phase::Forward),
+            gib(&flash_new, acts, Phase::Forward)
+        );
+        // Checkpointed: the boundaries are all that is kept.
+        let mut ck = p.clone();
+        ck.training.checkpointing = Checkpointing::Full;
+        let mut ck_new = ck.clone();
+        ck_new.training.softmax_saves_input = false;
+        assert_eq!(
+            gib(&ck, acts, Phase::Forward),
+            gib(&ck_new, acts, Phase::Forward)
+        );
+    }
+    // A causal LM's loss: the fp32 copy of its 16-bit logits stays into
+    // backward (4 bytes a logit), where PyTorch ≥ 1.11 drops it as the loss
+    // returns.
+    let mut p = plan("gpt2", Precision::Bf16, 4, 1024);
+    let before = gib(&p, logits, Phase::Backward);
+    p.training.softmax_saves_input = true;
+    let after = gib(&p, logits, Phase::Backward);
+    let want = 4.0 * 1024.0 * 50257.0 * 4.0 / GIB;
+    assert!(
+        ((after - before) - want).abs() < 0.01,
+        "loss: {:.3} GiB more, want {want:.3}",
+        after - before
+    );
+}

@@ -84,7 +84,10 @@ use cost_model::presets::presets;
 /// Version 20 was recorded twice in the thirtieth session before it landed:
 /// 0x472c_dd3f_00c8_fee7 for the smaller reserve of an adapter without
 /// recomputation, then this one once LitGPT's 4-bit matmuls held the fp16
-/// dequantized matrix beside its cast.
+/// dequantized matrix beside its cast. Version 21 (thirty-first session):
+/// PyTorch 1.10's softmax input (`TrainingSpec::softmax_saves_input`, off in
+/// every plan of the set, whose estimates did not move: the set still gave
+/// version 20's fingerprint with the new setting) and the band re-derived.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -105,6 +108,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (18, 0xde01_93a1_7570_0773),
     (19, 0x3883_4ba4_98fb_9247),
     (20, 0x4846_0458_fe4a_63d1),
+    (21, 0x0053_4543_c43a_9876),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

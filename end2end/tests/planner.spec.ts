@@ -510,6 +510,14 @@ test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf
   await expect.poll(used).toBeLessThan(usedBefore);
 });
 
+test("PyTorch ≤ 1.10 softmax: the checkbox and the URL key agree, and eager attention keeps the softmax's input too", async ({ page }, info) => {
+  // BERT-large in fp32 with eager attention, 4 × 512: one more fp32 tensor
+  // of 16 · 512² scores in each of its 24 blocks, 1.5 GiB.
+  const plan = "/?model=bert-large&gpu=v100-sxm2-32gb&gpus=1&shard=none&fw=hf-trainer&prec=fp32&mb=4&seq=512&attn=eager";
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "sm-in", true, "sm_in=1", "row-activations");
+  await expect.poll(used).toBeGreaterThan(usedBefore + 1.4);
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);

@@ -164,6 +164,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "zero_grad(set_to_none=True), the default since PyTorch 2.0; off, zeroed gradients stay allocated through the next step",
                     Kind::Check,
                 ),
+                (
+                    "sm_in",
+                    "PyTorch ≤ 1.10 softmax",
+                    "Up to PyTorch 1.10 softmax and log-softmax kept their input for backward beside their output: eager attention keeps one more score-sized tensor per block, the loss its upcast logits",
+                    Kind::Check,
+                ),
             ],
         ),
         (
