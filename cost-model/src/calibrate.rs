@@ -75,7 +75,8 @@ impl Counter {
     fn from_words(m: &str) -> Option<Counter> {
         let words: Vec<&str> = m.split(|c: char| !c.is_ascii_alphanumeric()).collect();
         let has = |w: &[&str]| words.iter().any(|x| w.contains(x));
-        if has(&["cpu", "host", "rss", "ram", "swap"]) {
+        // "RAM" alone is the host's; "GPU RAM" is the device's.
+        if has(&["cpu", "host", "rss", "swap"]) || (has(&["ram"]) && !has(&["gpu"])) {
             return None;
         }
         if m.contains("alloc") || has(&["active"]) {

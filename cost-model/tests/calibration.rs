@@ -989,10 +989,19 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("Peak Memory per GPU", Counter::Reserved),
         ("GPU memory used", Counter::DeviceUsed),
         ("peak VRAM usage", Counter::DeviceUsed),
+        ("peak GPU RAM", Counter::Reserved),
+        // PyTorch's name for the reserved counter before 1.4.
+        ("torch.cuda.max_memory_cached()", Counter::Reserved),
     ] {
         assert_eq!(Counter::from_metric(name), Some(counter), "{name}");
     }
-    for none in ["throughput", "max CPU RSS", "peak host memory", "tokens/s"] {
+    for none in [
+        "throughput",
+        "max CPU RSS",
+        "peak host memory",
+        "peak RAM",
+        "tokens/s",
+    ] {
         assert_eq!(Counter::from_metric(none), None, "{none}");
     }
 }
