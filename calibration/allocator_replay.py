@@ -43,6 +43,7 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     v/bin/python calibration/allocator_replay.py --grid > /tmp/grid.csv   # replays beyond the measured runs
     memplan calibrate /tmp/grid.csv                         # the model against them
     v/bin/python calibration/allocator_replay.py --families [NAME...] > calibration/replay-families-2026-12-03.csv
+    v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
 
 (`v` a virtual environment with torch, transformers and peft: `python3 -m venv v && v/bin/pip install torch
 transformers peft`.) With torch 2.15, transformers 5.24 and peft 0.21.2 it reproduces the H200 runs' (torch 2.11,
@@ -782,7 +783,75 @@ def families(measure):
             sys.stdout.flush()
 
 
+# The public rows of the Trainer's performance guide (hf_transformers_perf_train_gpu_one-128 … 136: BERT-large
+# sequence classification, eager attention, 512 tokens, AdamW's per-parameter loop, zero_grad keeping the
+# gradients, on a V100) as (batch, precision, checkpointing) and the NVML reading after `trainer.train()`, GiB.
+BERT_GUIDE = [
+    (4, "fp32", False, 14.599),
+    (1, "fp32", False, 8.478),
+    (4, "amp-fp16", False, 13.612),
+    (1, "fp32", True, 6.616),
+    (1, "amp-fp16", True, 7.104),
+]
+# The CUDA context the guide measured before training (`torch.ones((1, 1)).to("cuda")`: 1343 MB).
+BERT_GUIDE_CONTEXT_GIB = 1343 / 1024
+
+
+def bert_guide():
+    """Replays the guide's BERT-large steps (transformers 4.x's eager `BertSelfAttention`, `attn_implementation=
+    "eager"`; a `transformers<5` install) and prints them beside its readings less the stated context: what the
+    replay's allocator reserves against what the run held. The replay runs the installed PyTorch's autograd,
+    whose softmax keeps no input (1.11 on); the difference per sample is what an older release kept."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.nn.functional.dropout = cuda_dropout
+    print("| batch | precision | checkpointing | replayed allocated | replayed reserved | read − context | "
+          "read − replayed |")
+    print("|---:|---|---|---:|---:|---:|---:|")
+    for mb, precision, ckpt, read in BERT_GUIDE:
+        log = AllocationLog()
+        with log:
+            cfg = BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                             intermediate_size=4096, vocab_size=30522, max_position_embeddings=512,
+                             type_vocab_size=2, num_labels=2, attn_implementation="eager")
+            with torch.device("meta"):
+                model = BertForSequenceClassification(cfg)
+            model.train()
+            # Its padding check reads a value, which a meta tensor has not (the guide's inputs are unpadded).
+            model.bert.warn_if_padding_and_no_attention_mask = lambda *a, **k: None
+            if ckpt:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+            params = [p for p in model.parameters() if p.requires_grad]
+            # transformers' own AdamW (`adamw_hf`, the Trainer's default then) loops over the parameters.
+            opt = torch.optim.AdamW(params, lr=1e-5, foreach=False)
+            ids = torch.randint(100, 30000, (mb, 512), device="meta")
+            labels = torch.zeros((mb,), dtype=torch.long, device="meta")
+            log.mark("load")
+            amp = {"amp-fp16": torch.float16}.get(precision)
+            for _ in range(3):
+                with Autocasting(amp):
+                    out = model(input_ids=ids, labels=labels)
+                loss = out.loss
+                log.mark("forward")
+                log.backward = True
+                loss.backward()
+                log.backward = False
+                log.mark("backward")
+                opt.step()
+                opt.zero_grad(set_to_none=False)  # PyTorch 1.x's default
+                del out, loss
+                log.mark("step")
+            del model, opt, params
+            gc.collect()
+        a, _ = replay(log.events)
+        held = read - BERT_GUIDE_CONTEXT_GIB
+        print(f"| {mb} | {precision} | {'full' if ckpt else 'none'} | {a.peak_allocated / GIB:.3f} | "
+              f"{a.peak_reserved / GIB:.3f} | {held:.3f} | {held - a.peak_reserved / GIB:+.3f} |", flush=True)
+
+
 def main():
+    if sys.argv[1:] == ["--bert-guide"]:
+        return bert_guide()
     measure = load_measure()
     if sys.argv[1:] == ["--grid"]:
         return grid(measure)

@@ -3005,12 +3005,13 @@ impl<'a> Ctx<'a> {
     /// reached the softmax in fp32 under autocast, promoted by the fp32
     /// attention mask added to them, or upcast by the model's own `.float()`)
     /// ([`crate::plan::TrainingSpec::softmax_saves_input`]). Replayed through
-    /// the caching allocator's rules (calibration/allocator_replay.py's
-    /// machinery; transformers 4.57's eager BERT, whose softmax keeps no
-    /// input): the Trainer guide's BERT-large runs on a V100 without
-    /// checkpointing used 0.368 GiB per sample more than the replay (batch 1
-    /// and 4, fp32) — one fp32 tensor of 16 · 512² scores in each of the 24
-    /// blocks is 0.375 GiB — and with checkpointing none more.
+    /// the caching allocator's rules (`calibration/allocator_replay.py
+    /// --bert-guide`: torch 2.15, whose softmax keeps no input, and
+    /// transformers 4.57's eager BERT): the Trainer guide's BERT-large runs
+    /// on a V100 without checkpointing held 0.371 GiB per sample more than
+    /// the replay reserved (batch 1 and 4, fp32) — one fp32 tensor of
+    /// 16 · 512² scores in each of the 24 blocks is 0.375 GiB — and with
+    /// checkpointing none more.
     fn softmax_input_bytes(&self) -> f64 {
         if self.plan.training.softmax_saves_input {
             self.upcast_bytes()
