@@ -522,23 +522,29 @@ def trace(measure, c, steps=3):
         ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device="meta")
         log.mark("load")
         amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
-        for _ in range(steps):
-            # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
-            with Autocasting(amp):
-                out = model(input_ids=ids, labels=ids)
-            loss = out.loss
-            log.mark("forward")
-            log.backward = True
-            loss.backward()
-            log.backward = False
-            log.mark("backward")
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            del out, loss
-            log.mark("step")
+        train_steps(log, model, opt, dict(input_ids=ids, labels=ids), amp, steps, set_to_none=True)
         del model, opt, params
         gc.collect()
     return log.events, rec["params_total"]
+
+
+def train_steps(log, model, opt, batch, amp, steps, set_to_none):
+    """measure.py's loop, marking each phase in the log: forward with labels (under `amp` autocast, if any),
+    backward, the optimizer's step, `zero_grad`."""
+    for _ in range(steps):
+        # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
+        with Autocasting(amp):
+            out = model(**batch)
+        loss = out.loss
+        log.mark("forward")
+        log.backward = True
+        loss.backward()
+        log.backward = False
+        log.mark("backward")
+        opt.step()
+        opt.zero_grad(set_to_none=set_to_none)
+        del out, loss
+        log.mark("step")
 
 
 def replay(events):
@@ -828,19 +834,8 @@ def bert_guide():
             labels = torch.zeros((mb,), dtype=torch.long, device="meta")
             log.mark("load")
             amp = {"amp-fp16": torch.float16}.get(precision)
-            for _ in range(3):
-                with Autocasting(amp):
-                    out = model(input_ids=ids, labels=labels)
-                loss = out.loss
-                log.mark("forward")
-                log.backward = True
-                loss.backward()
-                log.backward = False
-                log.mark("backward")
-                opt.step()
-                opt.zero_grad(set_to_none=False)  # PyTorch 1.x's default
-                del out, loss
-                log.mark("step")
+            # PyTorch 1.x's `zero_grad` kept the gradients.
+            train_steps(log, model, opt, dict(input_ids=ids, labels=labels), amp, 3, set_to_none=False)
             del model, opt, params
             gc.collect()
         a, _ = replay(log.events)
