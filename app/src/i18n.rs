@@ -288,7 +288,11 @@ pub const ZH: &[(&str, &str)] = &[
     ("Base weight bits", "基座权重位数"),
     ("LoRA variant", "LoRA 变体"),
     ("Free gradients after each step", "每步之后释放梯度"),
-    ("PyTorch ≤ 1.10 softmax", "PyTorch ≤ 1.10 的 softmax"),
+    ("PyTorch release", "PyTorch 版本"),
+    ("2.2 or later", "2.2 及以后"),
+    ("1.10 or older", "1.10 及以前"),
+    ("1.13 – 2.1", "1.13 – 2.1"),
+    ("1.11 – 1.12", "1.11 – 1.12"),
     (
         "Load the frozen base in 16-bit (torch_dtype=bfloat16)",
         "以 16 位加载冻结的基座（torch_dtype=bfloat16）",
@@ -365,8 +369,8 @@ pub const ZH: &[(&str, &str)] = &[
         "zero_grad(set_to_none=True)，PyTorch 2.0 起的默认行为；关闭时清零的梯度会一直占用显存到下一步",
     ),
     (
-        "Up to PyTorch 1.10 softmax and log-softmax kept their input for backward beside their output: eager attention keeps one more score-sized tensor per block, the loss its upcast logits",
-        "PyTorch 1.10 及以前，softmax 与 log-softmax 除输出外还为反向保存输入：eager 注意力每个块多保留一个注意力分数大小的张量，损失多保留其升精度后的 logits",
+        "Releases differ in what autograd keeps: 1.13–2.1 keep mean's input, so an RMSNorm written as tensor ops keeps the fp32 square of its input too; up to 1.10 softmax and log-softmax keep their input, so eager attention keeps one more score-sized tensor per block and the loss its upcast logits",
+        "各版本的 autograd 为反向保留的张量不同：1.13–2.1 中 mean 保存其输入，以张量运算实现的 RMSNorm 因而还会保留输入的 fp32 平方；1.10 及以前 softmax 与 log-softmax 保存输入，eager 注意力每个块多保留一个注意力分数大小的张量，损失多保留其升精度后的 logits",
     ),
     (
         "RMSNorm keeps its 16-bit input, SwiGLU recomputes its activation in backward; pair with the fused loss",

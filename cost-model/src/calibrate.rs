@@ -9,7 +9,7 @@ use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
-    Offload, Optimizer, OptimizerImpl, Plan, Precision, Sharding,
+    Offload, Optimizer, OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -1421,14 +1421,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if torch_1 {
         t.optimizer_impl = OptimizerImpl::ForLoop;
     }
-    // A PyTorch 1.x run keeps softmax's input unless the notes place it on
-    // 1.11 or later; its minor unknown (an eagerly loaded context, a bare
-    // "PyTorch 1.x"), the older releases' count, the safe side.
-    let torch_minor = stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]);
-    t.softmax_saves_input = match torch_minor {
-        Some((1, minor)) => minor <= 10,
-        Some(_) => false,
-        None => torch_1,
+    // The release the notes state; a PyTorch 1.x run of unknown minor (an
+    // eagerly loaded context, a bare "PyTorch 1.x") as 1.10 or older, whose
+    // softmax keeps more — the safe side, as for bitsandbytes' releases.
+    t.pytorch = match stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]) {
+        Some((major, minor)) => PytorchRelease::of(major, minor),
+        None if torch_1 => PytorchRelease::V1_10OrOlder,
+        None => PytorchRelease::Current,
     };
     if notes.contains("prepare_model_for_kbit_training") {
         t.kbit_fp32_prep = true;

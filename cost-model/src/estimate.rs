@@ -108,10 +108,10 @@ use serde::{Deserialize, Serialize};
 /// dequantized matrix beside its cast ([`Ctx::dequantized_bytes_per_weight`]),
 /// and an 8-bit base under a release before 0.45.0 keeps LLM.int8's int8
 /// copy of every matmul input ([`Ctx::int8_input_copies`]; no plan of the
-/// fingerprint has an 8-bit base). 21 keeps softmax's and log-softmax's input
-/// for a step PyTorch 1.10 or earlier runs
-/// ([`crate::plan::TrainingSpec::softmax_saves_input`]; no plan of the
-/// fingerprint sets it) and re-derives the band ([`BAND_BELOW`],
+/// fingerprint has an 8-bit base). 21 counts what older PyTorch releases
+/// keep ([`crate::plan::PytorchRelease`]: softmax's and log-softmax's input
+/// up to 1.10, an RMSNorm's fp32 square from 1.13 to 2.1; no plan of the
+/// fingerprint names a release) and re-derives the band ([`BAND_BELOW`],
 /// [`BAND_ABOVE`]).
 pub const MODEL_VERSION: u32 = 21;
 
@@ -634,7 +634,7 @@ struct LogitsBytes {
 /// matmuls their fp16 dequantized copy
 /// ([`Framework::quantizes_4bit_from_fp16`]), then +4.29 % (× 0.959) and
 /// −3.72 % (× 1.039) since model version 21 kept PyTorch 1.10's softmax
-/// input ([`crate::plan::TrainingSpec::softmax_saves_input`]: the V100 BERT
+/// input ([`crate::plan::PytorchRelease::V1_10OrOlder`]: the V100 BERT
 /// rows, −5.8 … −9.5 % without checkpointing, went to +2.8 … +6.2 %).
 /// `tests/calibration.rs` derives both again from the three files and fails
 /// when they drift.
@@ -2666,6 +2666,24 @@ impl<'a> Ctx<'a> {
             + self.norm_affine_bytes()
             + self.python_norm_extra_bytes()
             + self.t5_norm_input_bytes()
+            + self.rmsnorm_square_bytes()
+    }
+
+    /// The fp32 square of its input an RMSNorm written as tensor ops keeps
+    /// under PyTorch 1.13 to 2.1, whose `mean` over a dimension saves its
+    /// input (`x.pow(2).mean(-1, keepdim=True)` after the norms' upcast:
+    /// transformers, LitGPT, torchtune; [`crate::plan::PytorchRelease`]).
+    /// Counted with saved-tensor hooks on torch 2.1.2 (CPU): transformers'
+    /// `LlamaRMSNorm` over a bf16 1024 × 4096 input keeps 8 bytes an
+    /// element, on torch 2.15 4 (the fp32 copy alone). A q/k norm
+    /// ([`Self::qk_norm_bytes`]) is left as it is: the models that have one
+    /// came after 2.2.
+    fn rmsnorm_square_bytes(&self) -> f64 {
+        if self.plan.training.pytorch.mean_saves_input() && self.rmsnorm_as_tensor_ops() {
+            FP32
+        } else {
+            0.0
+        }
     }
 
     /// T5's stacks as transformers writes them (`T5Stack`: dropout on the
@@ -3004,7 +3022,7 @@ impl<'a> Ctx<'a> {
     /// ([`Self::upcast_bytes`]: the scores of that era's eager attention
     /// reached the softmax in fp32 under autocast, promoted by the fp32
     /// attention mask added to them, or upcast by the model's own `.float()`)
-    /// ([`crate::plan::TrainingSpec::softmax_saves_input`]). Replayed through
+    /// ([`crate::plan::PytorchRelease::V1_10OrOlder`]). Replayed through
     /// the caching allocator's rules (`calibration/allocator_replay.py
     /// --bert-guide`: torch 2.15, whose softmax keeps no input, and
     /// transformers 4.57's eager BERT): the Trainer guide's BERT-large runs
@@ -3013,7 +3031,7 @@ impl<'a> Ctx<'a> {
     /// 16 · 512² scores in each of the 24 blocks is 0.375 GiB — and with
     /// checkpointing none more.
     fn softmax_input_bytes(&self) -> f64 {
-        if self.plan.training.softmax_saves_input {
+        if self.plan.training.pytorch.softmax_saves_input() {
             self.upcast_bytes()
         } else {
             0.0
@@ -3918,7 +3936,7 @@ impl<'a> Ctx<'a> {
                 let fwd = copy + up + held + softcap;
                 // PyTorch ≤ 1.10's log-softmax keeps its input, the upcast
                 // copy, until its backward ([`Self::softmax_input_bytes`]).
-                let kept_input = if self.plan.training.softmax_saves_input {
+                let kept_input = if self.plan.training.pytorch.softmax_saves_input() {
                     copy
                 } else {
                     0.0

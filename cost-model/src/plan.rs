@@ -128,6 +128,64 @@ pub enum OptimizerImpl {
     ForLoop,
 }
 
+/// PyTorch releases whose autograd keeps different tensors for backward, read
+/// in the generated `torch/include/torch/csrc/autograd/generated/Functions.h`
+/// of each release's wheel on PyPI (the saved variables of every backward
+/// node, diffed between 1.10.2, 1.11.0, 1.12.1, 1.13.1, 2.0.1, 2.1.2 and 2.2.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PytorchRelease {
+    /// 2.2 or later: softmax keeps its output, `mean` over a dimension the
+    /// element count only.
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    /// 1.13 to 2.1: `mean` over a dimension keeps its input (`MeanBackward1`
+    /// holds `self_` in 1.13.1, 2.0.1 and 2.1.2; `self_sym_numel` from
+    /// 2.2.2), so an RMSNorm written as tensor ops (`x.pow(2).mean(-1)`:
+    /// transformers' Llama family and T5, LitGPT, torchtune) keeps the fp32
+    /// square of its input beside the input. Run on torch 2.1.2 with saved-
+    /// tensor hooks: transformers' `LlamaRMSNorm` over a bf16 input keeps 8
+    /// bytes an element, on torch 2.15 4.
+    #[serde(rename = "1.13-2.1")]
+    V1_13To2_1,
+    /// 1.11 and 1.12: neither difference.
+    #[serde(rename = "1.11-1.12")]
+    V1_11To1_12,
+    /// 1.10 or earlier: softmax and log-softmax keep their input beside their
+    /// output (`SoftmaxBackward0`, `LogSoftmaxBackward0` hold `self_` in
+    /// 1.10.2; 1.11.0 the input's scalar type only), so eager attention keeps
+    /// one more score-sized tensor per block and the standard loss its upcast
+    /// logits into backward.
+    #[serde(rename = "1.10-older")]
+    V1_10OrOlder,
+}
+
+impl PytorchRelease {
+    pub fn is_current(&self) -> bool {
+        *self == PytorchRelease::Current
+    }
+
+    /// The release a stated `major.minor` falls in.
+    pub fn of(major: u32, minor: u32) -> PytorchRelease {
+        match (major, minor) {
+            (0, _) | (1, 0..=10) => PytorchRelease::V1_10OrOlder,
+            (1, 11 | 12) => PytorchRelease::V1_11To1_12,
+            (1, _) | (2, 0 | 1) => PytorchRelease::V1_13To2_1,
+            _ => PytorchRelease::Current,
+        }
+    }
+
+    /// Softmax and log-softmax keep their input for backward.
+    pub fn softmax_saves_input(self) -> bool {
+        self == PytorchRelease::V1_10OrOlder
+    }
+
+    /// `mean` over a dimension keeps its input for backward.
+    pub fn mean_saves_input(self) -> bool {
+        self == PytorchRelease::V1_13To2_1
+    }
+}
+
 /// Activation checkpointing policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -652,16 +710,10 @@ pub struct TrainingSpec {
     /// `int8_input_copies`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub bnb_0_43_2: bool,
-    /// PyTorch 1.10 or earlier runs the step: its softmax and log-softmax
-    /// keep their input for backward beside their output
-    /// (`SoftmaxBackward0` and `LogSoftmaxBackward0` hold `self_` and
-    /// `result_` in the generated `torch/csrc/autograd/generated/Functions.h`
-    /// of the torch 1.10.2 wheel; from 1.11.0 they hold the input's scalar
-    /// type only). Eager attention then keeps one more score-sized tensor per
-    /// block and the standard loss its upcast logits into backward. Off by
-    /// default (PyTorch ≥ 1.11).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub softmax_saves_input: bool,
+    /// The PyTorch release that runs the step, where releases differ in what
+    /// autograd keeps ([`PytorchRelease`]). Default: 2.2 or later.
+    #[serde(default, skip_serializing_if = "PytorchRelease::is_current")]
+    pub pytorch: PytorchRelease,
     /// Gradients are reduced after every micro-batch of an accumulation, not
     /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
     /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
@@ -894,7 +946,7 @@ impl Default for Plan {
                 kbit_fp32_prep: d.kbit_fp32_prep,
                 nf4_double_quant: false,
                 bnb_0_43_2: false,
-                softmax_saves_input: false,
+                pytorch: PytorchRelease::Current,
                 sync_each_batch: false,
                 finetune: Finetune::Full,
             },

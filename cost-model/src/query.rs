@@ -319,7 +319,7 @@ const MODEL_FLAGS: [(&str, Flag); 10] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 13] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 12] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -331,7 +331,6 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 13] = [
     ("kbit32", |t| &mut t.kbit_fp32_prep),
     ("dq", |t| &mut t.nf4_double_quant),
     ("bnb432", |t| &mut t.bnb_0_43_2),
-    ("sm_in", |t| &mut t.softmax_saves_input),
     ("sync_each", |t| &mut t.sync_each_batch),
 ];
 
@@ -431,6 +430,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         enum_id(&t.optimizer_impl),
         enum_id(&dt.optimizer_impl),
     );
+    put("torch", enum_id(&t.pytorch), enum_id(&dt.pytorch));
     // The default policy depends on the GPU count and a k-bit base's
     // preparation, which `decode` reads after the framework: it re-seeds an
     // absent `ckpt` once the plan is read.
@@ -723,6 +723,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("galore_rank") {
         t.galore_rank = Some(num("galore_rank", s)?);
+    }
+    if let Some(s) = get("torch") {
+        t.pytorch = parse_enum("torch", s)?;
     }
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;

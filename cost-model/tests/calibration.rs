@@ -1258,23 +1258,26 @@ fn the_optimizer_implementation_and_pytorch_version_in_the_notes_reach_the_plan(
     let t = plan("").training;
     assert!(t.zero_grad_set_to_none);
     assert_eq!(t.optimizer_impl, OptimizerImpl::Fused);
-    // Softmax kept its input up to PyTorch 1.10; a 1.x run of unknown minor
-    // (a bare "PyTorch 1.x", an eagerly loaded context) takes that count.
-    for (notes, kept) in [
-        ("torch 1.10.2", true),
-        ("PyTorch 1.9.0+cu111", true),
-        ("torch 1.11.0", false),
-        ("torch 1.13.1", false),
-        ("torch 2.11.0+cu130", false),
-        ("PyTorch 1.x", true),
+    // The PyTorch release the notes state; a 1.x run of unknown minor (a
+    // bare "PyTorch 1.x", an eagerly loaded context) as 1.10 or older.
+    use cost_model::plan::PytorchRelease;
+    for (notes, release) in [
+        ("torch 1.10.2", PytorchRelease::V1_10OrOlder),
+        ("PyTorch 1.9.0+cu111", PytorchRelease::V1_10OrOlder),
+        ("torch 1.11.0", PytorchRelease::V1_11To1_12),
+        ("torch 1.13.1", PytorchRelease::V1_13To2_1),
+        ("torch==2.1.2", PytorchRelease::V1_13To2_1),
+        ("torch 2.2.0", PytorchRelease::Current),
+        ("torch 2.11.0+cu130", PytorchRelease::Current),
+        ("PyTorch 1.x", PytorchRelease::V1_10OrOlder),
         (
             "NVML used after trainer.train(): incl. ~1343 MiB CUDA context",
-            true,
+            PytorchRelease::V1_10OrOlder,
         ),
-        ("incl. ~620 MiB CUDA context", false),
-        ("", false),
+        ("incl. ~620 MiB CUDA context", PytorchRelease::Current),
+        ("", PytorchRelease::Current),
     ] {
-        assert_eq!(plan(notes).training.softmax_saves_input, kept, "{notes}");
+        assert_eq!(plan(notes).training.pytorch, release, "{notes}");
     }
 }
 

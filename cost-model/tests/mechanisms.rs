@@ -14,7 +14,7 @@ use cost_model::framework::Framework;
 use cost_model::model::{Mlp, Norm};
 use cost_model::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Optimizer,
-    OptimizerImpl, Plan, Precision, Sharding,
+    OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
 };
 use cost_model::presets::{by_hub_id, preset};
 
@@ -2423,7 +2423,7 @@ fn pytorch_1_10_softmax_keeps_its_input() {
         p.training.attention = Attention::Eager;
         p.training.dropout = true;
         let before = gib(&p, acts, Phase::Forward);
-        p.training.softmax_saves_input = true;
+        p.training.pytorch = PytorchRelease::V1_10OrOlder;
         let after = gib(&p, acts, Phase::Forward);
         // 24 blocks × 4 × 16 × 512² scores.
         let want = 24.0 * 4.0 * 16.0 * 512.0 * 512.0 * bytes / GIB;
@@ -2438,7 +2438,7 @@ fn pytorch_1_10_softmax_keeps_its_input() {
             let mut old = p.clone();
             change(&mut old);
             let mut new = old.clone();
-            new.training.softmax_saves_input = false;
+            new.training.pytorch = PytorchRelease::Current;
             assert_eq!(
                 gib(&old, acts, Phase::Forward),
                 gib(&new, acts, Phase::Forward)
@@ -2452,7 +2452,7 @@ fn pytorch_1_10_softmax_keeps_its_input() {
     // returns.
     let mut p = plan("gpt2", Precision::Bf16, 4, 1024);
     let before = gib(&p, logits, Phase::Backward);
-    p.training.softmax_saves_input = true;
+    p.training.pytorch = PytorchRelease::V1_10OrOlder;
     let after = gib(&p, logits, Phase::Backward);
     let want = 4.0 * 1024.0 * 50257.0 * 4.0 / GIB;
     assert!(
@@ -2460,4 +2460,45 @@ fn pytorch_1_10_softmax_keeps_its_input() {
         "loss: {:.3} GiB more, want {want:.3}",
         after - before
     );
+}
+
+/// PyTorch 1.13 to 2.1 kept `mean`'s input (`MeanBackward1::self_` in the
+/// 1.13.1, 2.0.1 and 2.1.2 wheels; `self_sym_numel` from 2.2.2): an RMSNorm
+/// written as tensor ops keeps the fp32 square of its input, 4 bytes a hidden
+/// element per norm (saved-tensor hooks on torch 2.1.2: `LlamaRMSNorm` over
+/// bf16 keeps 8 bytes an element, on 2.15 4). Fused norms, LayerNorms and a
+/// compiled model keep nothing more; neither do other releases.
+#[test]
+fn pytorch_2_1_mean_keeps_the_rmsnorms_square() {
+    let acts = |p: &Plan| common::forward_activations(p) / GIB;
+    let mut p = plan("llama-3.2-1b", Precision::Bf16, 4, 2048);
+    let current = acts(&p);
+    p.training.pytorch = PytorchRelease::V1_13To2_1;
+    // Two norms in each of 16 blocks, 4 × 2048 tokens of 2048 elements.
+    let want = 2.0 * 16.0 * 4.0 * 2048.0 * 2048.0 * 4.0 / GIB;
+    assert!(
+        ((acts(&p) - current) - want).abs() < 1e-6,
+        "{:.4} GiB more, want {want:.4}",
+        acts(&p) - current
+    );
+    for release in [PytorchRelease::V1_11To1_12, PytorchRelease::V1_10OrOlder] {
+        let mut other = p.clone();
+        other.training.pytorch = release;
+        assert_eq!(acts(&other), current, "{release:?}");
+    }
+    let unmoved = |change: fn(&mut Plan)| {
+        let mut old = p.clone();
+        change(&mut old);
+        let mut new = old.clone();
+        new.training.pytorch = PytorchRelease::Current;
+        assert_eq!(acts(&old), acts(&new));
+    };
+    unmoved(|q| q.training.compile = true);
+    unmoved(|q| q.training.fused_kernels = true);
+    unmoved(|q| q.model.norm = Norm::LayerNorm);
+    assert_eq!(PytorchRelease::of(2, 1), PytorchRelease::V1_13To2_1);
+    assert_eq!(PytorchRelease::of(1, 13), PytorchRelease::V1_13To2_1);
+    assert_eq!(PytorchRelease::of(2, 2), PytorchRelease::Current);
+    assert_eq!(PytorchRelease::of(1, 12), PytorchRelease::V1_11To1_12);
+    assert_eq!(PytorchRelease::of(1, 10), PytorchRelease::V1_10OrOlder);
 }

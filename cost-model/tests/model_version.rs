@@ -85,9 +85,10 @@ use cost_model::presets::presets;
 /// 0x472c_dd3f_00c8_fee7 for the smaller reserve of an adapter without
 /// recomputation, then this one once LitGPT's 4-bit matmuls held the fp16
 /// dequantized matrix beside its cast. Version 21 (thirty-first session):
-/// PyTorch 1.10's softmax input (`TrainingSpec::softmax_saves_input`, off in
-/// every plan of the set, whose estimates did not move: the set still gave
-/// version 20's fingerprint with the new setting) and the band re-derived.
+/// what older PyTorch releases keep (`TrainingSpec::pytorch`, the current
+/// release in every plan of the set, whose estimates did not move: the set
+/// still gave version 20's fingerprint with the new setting) and the band
+/// re-derived.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),

@@ -510,12 +510,30 @@ test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf
   await expect.poll(used).toBeLessThan(usedBefore);
 });
 
-test("PyTorch ≤ 1.10 softmax: the checkbox and the URL key agree, and eager attention keeps the softmax's input too", async ({ page }, info) => {
-  // BERT-large in fp32 with eager attention, 4 × 512: one more fp32 tensor
-  // of 16 · 512² scores in each of its 24 blocks, 1.5 GiB.
-  const plan = "/?model=bert-large&gpu=v100-sxm2-32gb&gpus=1&shard=none&fw=hf-trainer&prec=fp32&mb=4&seq=512&attn=eager";
-  const { usedBefore, used } = await flipChangesRow(page, info, plan, "sm-in", true, "sm_in=1", "row-activations");
-  await expect.poll(used).toBeGreaterThan(usedBefore + 1.4);
+test("PyTorch release: the select and the URL key agree, and the releases that kept more keep more", async ({ page }, info) => {
+  // BERT-large in fp32 with eager attention, 4 × 512: up to 1.10 softmax kept
+  // its input, one more fp32 tensor of 16 · 512² scores in each of 24 blocks
+  // (1.5 GiB).
+  const bert = "/?model=bert-large&gpu=v100-sxm2-32gb&gpus=1&shard=none&fw=hf-trainer&prec=fp32&mb=4&seq=512&attn=eager";
+  // Llama-3.2-1B in bf16, 4 × 2048: 1.13–2.1 kept mean's input, the fp32
+  // square in each of 32 RMSNorms (1 GiB).
+  const llama = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
+  for (const [plan, release, more] of [[bert, "1.10-older", 1.4], [llama, "1.13-2.1", 0.9]] as const) {
+    await page.goto(plan);
+    await expect(page.getByTestId("torch")).toHaveValue("current");
+    const acts = await page.getByTestId("row-activations").textContent();
+    const before = await deviceUsedGiB(page);
+    if (hydrated(info)) {
+      await waitForHydration(page);
+      await page.getByTestId("torch").selectOption(release);
+      await expect(page).toHaveURL(new RegExp(`torch=${release}`));
+    } else {
+      await page.goto(`${plan}&torch=${release}`);
+      await expect(page.getByTestId("torch")).toHaveValue(release);
+    }
+    await expect(page.getByTestId("row-activations")).not.toHaveText(acts ?? "");
+    await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(before + more);
+  }
 });
 
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
