@@ -369,8 +369,8 @@ pub const ZH: &[(&str, &str)] = &[
         "zero_grad(set_to_none=True)，PyTorch 2.0 起的默认行为；关闭时清零的梯度会一直占用显存到下一步",
     ),
     (
-        "Releases differ in what autograd keeps: 1.13–2.1 keep mean's input, so an RMSNorm written as tensor ops keeps the fp32 square of its input too; up to 1.10 softmax and log-softmax keep their input, so eager attention keeps one more score-sized tensor per block and the loss its upcast logits",
-        "各版本的 autograd 为反向保留的张量不同：1.13–2.1 中 mean 保存其输入，以张量运算实现的 RMSNorm 因而还会保留输入的 fp32 平方；1.10 及以前 softmax 与 log-softmax 保存输入，eager 注意力每个块多保留一个注意力分数大小的张量，损失多保留其升精度后的 logits",
+        "Releases differ in what autograd keeps: 1.13–2.1 keep mean's input, so an RMSNorm written as tensor ops keeps the fp32 square of its input too; up to 1.10 softmax and log-softmax keep their input, so eager attention keeps one more score-sized tensor per block and the loss its upcast logits. Before 2.0 zero_grad also kept the gradients and AdamW looped per parameter: set those two controls to match",
+        "各版本的 autograd 为反向保留的张量不同：1.13–2.1 中 mean 保存其输入，以张量运算实现的 RMSNorm 因而还会保留输入的 fp32 平方；1.10 及以前 softmax 与 log-softmax 保存输入，eager 注意力每个块多保留一个注意力分数大小的张量，损失多保留其升精度后的 logits。2.0 之前 zero_grad 还会保留梯度、AdamW 逐参数循环：请同时相应设置这两项",
     ),
     (
         "RMSNorm keeps its 16-bit input, SwiGLU recomputes its activation in backward; pair with the fused loss",

@@ -167,7 +167,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "torch",
                     "PyTorch release",
-                    "Releases differ in what autograd keeps: 1.13–2.1 keep mean's input, so an RMSNorm written as tensor ops keeps the fp32 square of its input too; up to 1.10 softmax and log-softmax keep their input, so eager attention keeps one more score-sized tensor per block and the loss its upcast logits",
+                    "Releases differ in what autograd keeps: 1.13–2.1 keep mean's input, so an RMSNorm written as tensor ops keeps the fp32 square of its input too; up to 1.10 softmax and log-softmax keep their input, so eager attention keeps one more score-sized tensor per block and the loss its upcast logits. Before 2.0 zero_grad also kept the gradients and AdamW looped per parameter: set those two controls to match",
                     opts(&[
                         ("current", "2.2 or later"),
                         ("1.13-2.1", "1.13 – 2.1"),
