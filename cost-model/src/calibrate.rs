@@ -70,7 +70,8 @@ impl Counter {
     /// A metric named in words no exact name matches ("Peak Memory Active",
     /// "peak memory per GPU", "GPU memory used"): the counter its words name,
     /// and a peak of GPU memory naming none is an unstated one (the reserved
-    /// counter, as the schema says). Host memory (CPU, RSS, RAM) is no
+    /// counter, as the schema says) — "memory usage" too, which names no
+    /// counter, where "used" is nvidia-smi's `memory.used`. Host memory (CPU, RSS, RAM) is no
     /// counter of the GPU's; neither is anything that names no memory.
     fn from_words(m: &str) -> Option<Counter> {
         let words: Vec<&str> = m.split(|c: char| !c.is_ascii_alphanumeric()).collect();
@@ -83,7 +84,7 @@ impl Counter {
             Some(Counter::Allocated)
         } else if m.contains("reserv") || has(&["cached"]) {
             Some(Counter::Reserved)
-        } else if m.contains("nvidia") || has(&["smi", "nvml", "used", "usage"]) {
+        } else if m.contains("nvidia") || has(&["smi", "nvml", "used"]) {
             Some(Counter::DeviceUsed)
         } else if has(&["peak", "max", "memory", "mem", "vram"]) {
             Some(Counter::Reserved)

@@ -988,7 +988,8 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("Peak Memory Active (GiB)", Counter::Allocated),
         ("Peak Memory per GPU", Counter::Reserved),
         ("GPU memory used", Counter::DeviceUsed),
-        ("peak VRAM usage", Counter::DeviceUsed),
+        ("peak VRAM usage", Counter::Reserved),
+        ("Peak memory usage (GB)", Counter::Reserved),
         ("peak GPU RAM", Counter::Reserved),
         // PyTorch's name for the reserved counter before 1.4.
         ("torch.cuda.max_memory_cached()", Counter::Reserved),
