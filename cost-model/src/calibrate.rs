@@ -1323,6 +1323,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
     }
     let ckpt_column = r.word("activation_checkpointing");
+    let every_k = checkpoint_every_k(&ckpt_column);
     t.checkpointing = match ckpt_column.as_str() {
         "none" | "false" | "no" | "off" | "0" => Checkpointing::None,
         "full"
@@ -1345,7 +1346,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // Full recomputation of every k-th block ("every 2 layers", "every
         // other block"; torchtitan's `selective_ac_option = "2"`, Megatron's
         // `--recompute-num-layers`): `checkpoint_every` below.
-        c if checkpoint_every_k(c).is_some() => Checkpointing::Full,
+        _ if every_k.is_some() => Checkpointing::Full,
         // torchtitan's "selective" is its per-op policy (`SelectiveAC`, the
         // default in 0.3.0; `selective_ac_option = "op"` in its Llama configs);
         // elsewhere it is Megatron's attention-core recomputation.
@@ -1364,7 +1365,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
     };
-    if let Some(k) = checkpoint_every_k(&ckpt_column) {
+    if let Some(k) = every_k {
         t.checkpoint_every = k;
     }
     t.activation_offload = r.bool("activation_offload")?;
@@ -1425,7 +1426,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // The release the notes state; a PyTorch 1.x run of unknown minor (an
     // eagerly loaded context, a bare "PyTorch 1.x") as 1.10 or older, whose
     // softmax keeps more — the safe side, as for bitsandbytes' releases.
-    t.pytorch = match stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]) {
+    let torch_release = stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]);
+    t.pytorch = match torch_release {
         Some((major, minor)) => PytorchRelease::of(major, minor),
         None if torch_1 => PytorchRelease::V1_10OrOlder,
         None => PytorchRelease::Current,
@@ -1459,8 +1461,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // No kernel named: the Trainer's default for the releases the notes
         // state ("transformers 4.44.2", "torch 2.4.0"), else the profile's.
         let transformers = stated_release(notes, &["transformers ", "transformers=="]);
-        let torch = stated_release(notes, &["torch ", "torch==", "PyTorch ", "pytorch "]);
-        if let Some(k) = Framework::trainer_default_optimizer_impl(transformers, torch) {
+        if let Some(k) = Framework::trainer_default_optimizer_impl(transformers, torch_release) {
             t.optimizer_impl = k;
         }
     }
