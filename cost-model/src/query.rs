@@ -227,6 +227,20 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
         // block dropout its checkpoint trains with.
         pairs.retain(|(k, _)| !is_model_key(k) && k != "dropout");
     }
+    if key == "gpu" {
+        // Another GPU from the list brings its own figures; one of the
+        // user's own (an id the list lacks) starts from the current one's.
+        pairs.retain(|(k, _)| !GPU_KEYS.contains(&k.as_str()));
+        if gpu::gpu(value).is_none() {
+            let own = gpu::GpuSpec {
+                id: value.to_string(),
+                ..plan.gpu.clone()
+            };
+            for (k, v, _) in gpu_figures(&own) {
+                pairs.push((k.to_string(), v));
+            }
+        }
+    }
     if key == "fw" {
         // A new framework re-seeds the settings it decides.
         pairs.retain(|(k, _)| !SEEDED_BY_FRAMEWORK.contains(&k.as_str()));
@@ -274,6 +288,7 @@ pub fn auto_trainable(plan: &Plan) -> Option<u64> {
 /// The keys that describe a custom model's dimensions (with the
 /// implementation switches of [`MODEL_FLAGS`]).
 const MODEL_KEYS: &[&str] = &[
+    "model_name",
     "arch",
     "layers",
     "enc_layers",
@@ -296,7 +311,115 @@ const MODEL_KEYS: &[&str] = &[
     "mlp",
     "norm",
     "tied",
+    "norms",
+    "pos",
+    "max_pos",
 ];
+
+/// The URL keys of a GPU's own figures ([`gpu_differences`]).
+const GPU_KEYS: [&str; 6] = [
+    "gpu_name", "gpu_mib", "gpu_bw", "gpu_bf16", "gpu_fp16", "gpu_fp8",
+];
+
+/// The GPU a plan's `gpu` id starts from: its catalogue entry, or for an id
+/// the catalogue lacks, a card with no figures yet.
+fn gpu_base(id: &str) -> gpu::GpuSpec {
+    gpu::gpu(id).unwrap_or_else(|| gpu::GpuSpec {
+        id: id.to_string(),
+        name: String::new(),
+        capacity_mib: 0,
+        bandwidth_gbps: 0.0,
+        bf16_tflops: 0.0,
+        fp16_tflops: 0.0,
+        fp8_tflops: 0.0,
+    })
+}
+
+/// The figures of `g` beside its id's catalogue entry's: URL key, its
+/// value, the entry's (the URL keeps those that differ). Floats print in
+/// Rust's shortest round-trip form, so they read back exact.
+fn gpu_figures(g: &gpu::GpuSpec) -> Vec<(&'static str, String, String)> {
+    let base = gpu_base(&g.id);
+    let mut out = vec![
+        ("gpu_name", g.name.clone(), base.name.clone()),
+        (
+            "gpu_mib",
+            g.capacity_mib.to_string(),
+            base.capacity_mib.to_string(),
+        ),
+    ];
+    for (k, a, b) in [
+        ("gpu_bw", g.bandwidth_gbps, base.bandwidth_gbps),
+        ("gpu_bf16", g.bf16_tflops, base.bf16_tflops),
+        ("gpu_fp16", g.fp16_tflops, base.fp16_tflops),
+        ("gpu_fp8", g.fp8_tflops, base.fp8_tflops),
+    ] {
+        out.push((k, a.to_string(), b.to_string()));
+    }
+    out
+}
+
+/// Reads the GPU: `gpu` names a catalogue entry or, with `gpu_mib`, a card
+/// of the user's own; the `gpu_*` keys override its figures.
+fn decode_gpu(
+    get: &dyn Fn(&str) -> Option<String>,
+    current: &gpu::GpuSpec,
+) -> Result<gpu::GpuSpec, QueryError> {
+    // Without JavaScript the form sends the figures it showed beside a GPU
+    // select that may have changed (`gpu_prev` names the GPU it showed): a
+    // new GPU from the list brings its own figures.
+    let switched = matches!(
+        (get("gpu"), get("gpu_prev")),
+        (Some(now), Some(before)) if now != before
+    );
+    let get = |k: &str| {
+        if switched && k != "gpu" {
+            None
+        } else {
+            get(k)
+        }
+    };
+    let mut g = match get("gpu") {
+        Some(id) => match gpu::gpu(&id) {
+            Some(g) => g,
+            None if get("gpu_mib").is_some() => gpu_base(&id),
+            None => {
+                return Err(err(
+                    "gpu",
+                    format!(
+                        "unknown GPU `{id}` (give its memory as gpu_mib for a GPU not in the list)"
+                    ),
+                ))
+            }
+        },
+        None => current.clone(),
+    };
+    if let Some(name) = get("gpu_name") {
+        g.name = name;
+    }
+    if let Some(s) = get("gpu_mib") {
+        g.capacity_mib = s
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| err("gpu_mib", format!("`{s}` is not a whole number of MiB")))?;
+    }
+    for (k, slot) in [
+        ("gpu_bw", &mut g.bandwidth_gbps),
+        ("gpu_bf16", &mut g.bf16_tflops),
+        ("gpu_fp16", &mut g.fp16_tflops),
+        ("gpu_fp8", &mut g.fp8_tflops),
+    ] {
+        if let Some(s) = get(k) {
+            *slot = s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| err(k, format!("`{s}` is not a number of zero or more")))?;
+        }
+    }
+    Ok(g)
+}
 
 fn is_model_key(k: &str) -> bool {
     MODEL_KEYS.contains(&k) || MODEL_FLAGS.iter().any(|(f, _)| *f == k)
@@ -304,7 +427,9 @@ fn is_model_key(k: &str) -> bool {
 
 /// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 10] = [
+const MODEL_FLAGS: [(&str, Flag); 12] = [
+    ("bias", |m| &mut m.linear_bias),
+    ("qkv_bias", |m| &mut m.qkv_bias),
     ("fproj", |m| &mut m.fused_projections),
     ("gelu_new", |m| &mut m.gelu_new),
     ("relu", |m| &mut m.relu),
@@ -360,6 +485,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             let id = found.map(|p| p.id).unwrap_or("custom");
             let m = &plan.model;
             v.push(("model", id.into()));
+            // A model of one's own keeps the name it was given (a plan
+            // file's Hugging Face id, an imported config's).
+            if found.is_none() && m.name != "custom" {
+                v.push(("model_name", m.name.clone()));
+            }
             v.push(("arch", enum_id(&m.arch)));
             for (k, x) in [
                 ("layers", m.layers),
@@ -376,6 +506,8 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
                 ("dense", m.dense_layers),
                 ("dense_ffn", m.dense_ffn),
                 ("window", m.sliding_window),
+                ("norms", m.norms_per_layer),
+                ("max_pos", m.max_positions),
                 // Latent attention's widths; kv_rank 0: none.
                 ("q_rank", m.mla.map_or(0, |a| a.q_rank)),
                 ("kv_rank", m.mla.map_or(0, |a| a.kv_rank)),
@@ -386,6 +518,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             }
             v.push(("mlp", enum_id(&m.mlp)));
             v.push(("norm", enum_id(&m.norm)));
+            v.push(("pos", enum_id(&m.positions)));
             v.push(("tied", (m.tied_embeddings as u8).to_string()));
             let mut flags = m.clone(); // the table's accessors take `&mut`
             for (k, flag) in MODEL_FLAGS {
@@ -407,7 +540,17 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         }
     };
     put("gpu", plan.gpu.id.clone(), d.gpu.id.clone());
+    // A GPU that is not its catalogue entry (a custom card, a MIG slice, a
+    // plan file's own figures) keeps every figure that differs from it.
+    for (k, a, b) in gpu_figures(&plan.gpu) {
+        put(k, a, b);
+    }
     put("gpus", p.num_gpus.to_string(), dp.num_gpus.to_string());
+    put(
+        "per_node",
+        p.gpus_per_node.to_string(),
+        dp.gpus_per_node.to_string(),
+    );
     put("fw", plan.framework.id().into(), d0.framework.id().into());
     put("mb", t.micro_batch.to_string(), dt.micro_batch.to_string());
     put("seq", t.seq_len.to_string(), dt.seq_len.to_string());
@@ -605,7 +748,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(id) = get("model") {
         if id == "custom" {
             let m = &mut plan.model;
-            m.name = "custom".into();
+            m.name = get("model_name").unwrap_or("custom").into();
             if let Some(a) = get("arch") {
                 m.arch = parse_enum("arch", a)?;
             }
@@ -639,6 +782,8 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             ("dense", &mut m.dense_layers),
             ("dense_ffn", &mut m.dense_ffn),
             ("window", &mut m.sliding_window),
+            ("norms", &mut m.norms_per_layer),
+            ("max_pos", &mut m.max_positions),
         ] {
             if let Some(s) = get(k) {
                 *slot = num(k, s)?;
@@ -668,6 +813,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         if let Some(s) = get("norm") {
             m.norm = parse_enum("norm", s)?;
         }
+        if let Some(s) = get("pos") {
+            m.positions = parse_enum("pos", s)?;
+        }
         if let Some(s) = get("tied") {
             m.tied_embeddings = boolean("tied", s)?;
         }
@@ -680,9 +828,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("head") {
         plan.model.head = parse_enum("head", s)?;
     }
-    if let Some(id) = get("gpu") {
-        plan.gpu = gpu::gpu(id).ok_or_else(|| err("gpu", format!("unknown GPU `{id}`")))?;
-    }
+    plan.gpu = decode_gpu(&|k: &str| get(k).map(str::to_string), &plan.gpu)?;
     let lora_dropout_default = plan.framework.defaults().lora_dropout;
     let dropout_default = plan.default_dropout();
     let arch = plan.model.arch;
@@ -844,6 +990,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     let p = &mut plan.parallel;
     for (k, slot) in [
         ("gpus", &mut p.num_gpus),
+        ("per_node", &mut p.gpus_per_node),
         ("tp", &mut p.tp),
         ("pp", &mut p.pp),
         ("pp_mb", &mut p.pp_microbatches),
@@ -1632,6 +1779,56 @@ mod apply_tests {
         assert!(dropout("fw=torchtune&ft=lora&lora_dropout=1"));
         let p = decode_str("fw=torchtune&ft=qlora").unwrap();
         assert_eq!(decode_str(&encode(&p)).unwrap(), p);
+    }
+
+    #[test]
+    fn a_gpu_of_ones_own_and_a_changed_capacity_travel_in_the_url() {
+        // A listed GPU with its memory changed (a MIG slice): the id and
+        // the one figure that differs.
+        let mig = apply(&Plan::default(), "gpu_mib", "40192").unwrap();
+        assert_eq!(mig.gpu.id, Plan::default().gpu.id);
+        assert_eq!(mig.gpu.capacity_mib, 40192);
+        assert!(encode(&mig).contains("gpu_mib=40192"), "{}", encode(&mig));
+        assert_eq!(decode_str(&encode(&mig)).unwrap(), mig);
+        // Another GPU from the list brings its own capacity back.
+        let a100 = apply(&mig, "gpu", "a100-sxm4-80gb").unwrap();
+        assert_eq!(a100.gpu, gpu::gpu("a100-sxm4-80gb").unwrap());
+        // A GPU the list lacks starts from the current one's figures.
+        let own = apply(&mig, "gpu", "custom").unwrap();
+        assert_eq!(own.gpu.id, "custom");
+        assert_eq!(own.gpu.capacity_mib, 40192);
+        assert_eq!(own.gpu.bandwidth_gbps, mig.gpu.bandwidth_gbps);
+        let own = apply(&own, "gpu_mib", "24576").unwrap();
+        assert_eq!(decode_str(&encode(&own)).unwrap(), own);
+        // Without its memory an unknown id is refused by name.
+        let e = decode_str("gpu=my-card").unwrap_err();
+        assert_eq!(e.param, "gpu");
+        let e = decode_str("gpu=custom&gpu_mib=lots").unwrap_err();
+        assert_eq!(e.param, "gpu_mib");
+        let e = decode_str("gpu_bw=-1").unwrap_err();
+        assert_eq!(e.param, "gpu_bw");
+        // The no-JavaScript form sends the capacity it showed beside a GPU
+        // select that changed: the new GPU's own figures stand.
+        let form = decode_str("gpu=a100-sxm4-80gb&gpu_prev=h100-sxm-80gb&gpu_mib=40192").unwrap();
+        assert_eq!(form.gpu, gpu::gpu("a100-sxm4-80gb").unwrap());
+        let kept = decode_str("gpu=h100-sxm-80gb&gpu_prev=h100-sxm-80gb&gpu_mib=40192").unwrap();
+        assert_eq!(kept.gpu.capacity_mib, 40192);
+    }
+
+    #[test]
+    fn a_custom_models_name_biases_norms_and_positions_travel_in_the_url() {
+        let mut p = decode_str("model=custom").unwrap();
+        p.model.name = "gpt2-like/my-model".into();
+        p.model.linear_bias = true;
+        p.model.qkv_bias = true;
+        p.model.norms_per_layer = 3;
+        p.model.positions = crate::model::Positions::Learned;
+        p.model.max_positions = 2048;
+        let q = encode(&p);
+        assert_eq!(decode_str(&q).unwrap(), p, "{q}");
+        // A preset chosen afterwards drops them all.
+        let llama = apply(&p, "model", "llama-3.1-8b").unwrap();
+        assert_eq!(llama.model, presets::preset("llama-3.1-8b").unwrap().spec());
     }
 
     #[test]

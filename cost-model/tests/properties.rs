@@ -294,6 +294,35 @@ proptest! {
         }
     }
 
+    /// The URL is the first home of plan state, and a saved plan travels to
+    /// the browser as its query: every plan the model accepts comes back
+    /// from `query::encode` unchanged.
+    #[test]
+    fn every_valid_plan_round_trips_through_the_url(
+        plan in any_plan(),
+        preset in 0usize..presets().len(),
+        sane in any::<bool>(),
+    ) {
+        let mut plan = plan;
+        if sane {
+            // Any settings on a real model and a layout that divides it, so
+            // that most draws are plans the model accepts.
+            plan.model = presets()[preset].spec();
+            plan.training.micro_batch = plan.training.micro_batch % 64 + 1;
+            plan.training.seq_len = plan.training.seq_len % 32768 + 1;
+            plan.training.target_len = plan.training.target_len.map(|t| t % 4096 + 1);
+            plan.training.frozen_layers %= plan.model.layers.max(1);
+            plan.parallel.tp = 1;
+            plan.parallel.pp = 1;
+            plan.parallel.cp = 1;
+            plan.parallel.num_gpus = plan.parallel.num_gpus % 64 + 1;
+        }
+        if cost_model::validate::validate(&plan).is_ok() {
+            let back = cost_model::query::decode_str(&cost_model::query::encode(&plan));
+            prop_assert_eq!(back.as_ref(), Ok(&plan));
+        }
+    }
+
     #[test]
     fn memory_grows_with_micro_batch_and_sequence(
         preset in 0usize..presets().len(),
@@ -455,4 +484,155 @@ proptest! {
             last = states;
         }
     }
+}
+
+/// Every setting a plan holds reaches the URL: each leaf of a plan's JSON is
+/// changed in turn — a flag flipped, a number moved, an enum set to each of
+/// its variants (read from serde's "expected one of" message, so a variant
+/// added later is tried too), an empty option given a value — on several
+/// starting plans, and every variation the model accepts must come back from
+/// `query::encode` unchanged. A field the query forgets fails here.
+#[test]
+fn every_setting_of_a_plan_reaches_the_url() {
+    use cost_model::query::{decode_str, encode};
+    use serde_json::Value;
+
+    /// Every leaf of `v` under `path`, and (as `Null`) every field a plan
+    /// object may hold that its JSON leaves out at its default — the names
+    /// serde lists when it refuses an unknown field.
+    fn leaves(
+        root: &Value,
+        v: &Value,
+        path: &mut Vec<String>,
+        out: &mut Vec<(Vec<String>, Value)>,
+    ) {
+        match v {
+            Value::Object(m) => {
+                for (k, c) in m {
+                    path.push(k.clone());
+                    leaves(root, c, path, out);
+                    path.pop();
+                }
+                for k in expected(root, path, "fields") {
+                    if !m.contains_key(&k) {
+                        let mut p = path.clone();
+                        p.push(k);
+                        out.push((p, Value::Null));
+                    }
+                }
+            }
+            other => out.push((path.clone(), other.clone())),
+        }
+    }
+    /// The names serde lists when it refuses an unknown `what` (a variant,
+    /// or a field of the object at `path`).
+    fn expected(base: &Value, path: &[String], what: &str) -> Vec<String> {
+        let mut v = base.clone();
+        let sentinel = "\u{1}no such name";
+        if what == "fields" {
+            let mut p = path.to_vec();
+            p.push(sentinel.to_string());
+            set(&mut v, &p, Value::from(1));
+        } else {
+            set(&mut v, path, Value::from(sentinel));
+        }
+        let msg = match serde_json::from_value::<Plan>(v) {
+            Err(e) => e.to_string(),
+            Ok(_) => return Vec::new(),
+        };
+        let Some(list) = msg.split("expected one of ").nth(1) else {
+            return Vec::new();
+        };
+        list.split(", ")
+            .filter_map(|s| s.split('`').nth(1).map(str::to_string))
+            .collect()
+    }
+    fn set(v: &mut Value, path: &[String], to: Value) {
+        let mut at = v;
+        for k in path {
+            at = &mut at[k.as_str()];
+        }
+        *at = to;
+    }
+    let starts: Vec<Plan> = [
+        "",
+        "ft=lora&bits=4&shard=fsdp-full&gpus=8",
+        "fw=deepspeed&shard=zero3&gpus=16&off_opt=cpu&off_par=cpu",
+        "model=t5-base&ft=lora",
+        "model=mixtral-8x7b&gpus=8&tp=2&ep=2",
+    ]
+    .iter()
+    .map(|q| decode_str(q).unwrap())
+    .chain(std::iter::once({
+        // A card of one's own (a plan file's, a calibration row's).
+        let mut p = Plan::default();
+        p.gpu = cost_model::gpu::GpuSpec {
+            id: "custom".into(),
+            name: "24GB GPU (model not stated)".into(),
+            capacity_mib: 24576,
+            bandwidth_gbps: 0.0,
+            bf16_tflops: 0.0,
+            fp16_tflops: 0.0,
+            fp8_tflops: 0.0,
+        };
+        p
+    }))
+    .collect();
+    let (mut tried, mut accepted) = (0, 0);
+    for start in &starts {
+        let base = serde_json::to_value(start).unwrap();
+        let mut all = Vec::new();
+        leaves(&base, &base, &mut Vec::new(), &mut all);
+        for (path, leaf) in all {
+            if path == ["version"] {
+                continue; // the URL is always the current format
+            }
+            let candidates: Vec<Value> = match &leaf {
+                Value::Bool(b) => vec![Value::from(!b)],
+                Value::Number(n) => match n.as_u64() {
+                    Some(x) => vec![
+                        Value::from(x + 1),
+                        Value::from(x.max(1) * 2),
+                        Value::from(1),
+                    ],
+                    None => vec![Value::from(n.as_f64().unwrap_or(0.0) * 2.0 + 1.0)],
+                },
+                Value::String(_) => expected(&base, &path, "variants")
+                    .into_iter()
+                    .map(Value::from)
+                    .collect(),
+                // A field left out: any of its variants, or a flag, a count.
+                Value::Null => expected(&base, &path, "variants")
+                    .into_iter()
+                    .map(Value::from)
+                    .chain([Value::from(true), Value::from(8)])
+                    .collect(),
+                _ => vec![],
+            };
+            for c in candidates {
+                let mut v = base.clone();
+                set(&mut v, &path, c.clone());
+                let Ok(plan) = serde_json::from_value::<Plan>(v) else {
+                    continue;
+                };
+                tried += 1;
+                if cost_model::validate::validate(&plan).is_err() || &plan == start {
+                    continue;
+                }
+                accepted += 1;
+                let q = encode(&plan);
+                assert_eq!(
+                    decode_str(&q).as_ref(),
+                    Ok(&plan),
+                    "{} = {c} does not survive the URL ({q})",
+                    path.join(".")
+                );
+            }
+        }
+    }
+    // The walk really varies the plans (a broken walk would pass vacuously).
+    assert!(
+        tried > 500 && accepted > 300,
+        "tried {tried}, accepted {accepted}"
+    );
 }
