@@ -242,6 +242,12 @@ pub const ZH: &[(&str, &str)] = &[
     ("Model", "模型"),
     ("GPU", "GPU 型号"),
     ("GPUs", "GPU 数量"),
+    ("GPU memory (MiB)", "GPU 显存 (MiB)"),
+    (
+        "memory.total as nvidia-smi prints it: change it for a MIG slice or a card not in the list",
+        "nvidia-smi 显示的 memory.total：MIG 切片或列表里没有的卡可在此修改",
+    ),
+    ("Another GPU (enter its memory)", "其他 GPU（填写其显存）"),
     ("Framework", "训练框架"),
     ("Micro-batch", "微批次大小 (micro-batch)"),
     ("Sequence length", "序列长度"),

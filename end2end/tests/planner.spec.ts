@@ -561,3 +561,44 @@ test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fuse
   await expect(page.getByTestId("loss")).toHaveValue("standard");
   await expect.poll(used).toBeCloseTo(trainerUsed, 1);
 });
+
+test("a GPU's memory can be changed (a MIG slice) or entered for a GPU not in the list, and it travels in the URL, with or without JavaScript", async ({ page }, info) => {
+  await page.goto("/?gpus=1&shard=none");
+  await expect(page.getByTestId("gpu")).toHaveValue("h100-sxm-80gb");
+  await expect(page.getByTestId("gpu-mib")).toHaveValue("81559");
+  await expect(page.getByTestId("capacity")).toHaveText("79.65 GiB");
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    // An H100 cut in half: the same card, 40 GiB.
+    await page.getByTestId("gpu-mib").fill("40960");
+    await expect(page).toHaveURL(/gpu_mib=40960/);
+    await expect(page.getByTestId("capacity")).toHaveText("40.00 GiB");
+    // Another GPU from the list brings its own memory back.
+    await page.getByTestId("gpu").selectOption("a100-sxm4-80gb");
+    await expect(page.getByTestId("gpu-mib")).toHaveValue("81920");
+    await expect(page).not.toHaveURL(/gpu_mib/);
+    // A card of one's own starts from the current figures.
+    await page.getByTestId("gpu").selectOption("custom");
+    await page.getByTestId("gpu-mib").fill("24576");
+    await expect(page).toHaveURL(/gpu=custom.*gpu_mib=24576|gpu_mib=24576.*gpu=custom/);
+    await expect(page.getByTestId("capacity")).toHaveText("24.00 GiB");
+  } else {
+    // The form sends the memory beside the GPU select.
+    await page.getByTestId("gpu-mib").fill("40960");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page).toHaveURL(/gpu_mib=40960/);
+    await expect(page.getByTestId("capacity")).toHaveText("40.00 GiB");
+    // A changed GPU select brings its own memory, not the one the form showed.
+    await page.getByTestId("gpu").selectOption("a100-sxm4-80gb");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page.getByTestId("gpu-mib")).toHaveValue("81920");
+    // A card of one's own, and its name, survive another submission.
+    await page.goto("/?gpus=1&shard=none&gpu=custom&gpu_mib=24576&gpu_name=My%20card");
+    await expect(page.getByTestId("gpu")).toHaveValue("custom");
+    await page.getByTestId("mb").fill("2");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page).toHaveURL(/mb=2/);
+    await expect(page).toHaveURL(/gpu_name=My(%20|\+)card/);
+    await expect(page.getByTestId("capacity")).toHaveText("24.00 GiB");
+  }
+});

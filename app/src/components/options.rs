@@ -45,6 +45,10 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
     let gpus = Kind::Select(
         gpu::ids()
             .map(|(id, name)| (id.to_string(), name.to_string()))
+            .chain([(
+                "custom".to_string(),
+                "Another GPU (enter its memory)".to_string(),
+            )])
             .collect(),
     );
     let fws = Kind::Select(
@@ -65,6 +69,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[("lm", "language-model head (vocab logits)"), ("classifier", "classification head")]),
                 ),
                 ("gpu", "GPU", "Capacity as nvidia-smi reports it", gpus),
+                ("gpu_mib", "GPU memory (MiB)", "memory.total as nvidia-smi prints it: change it for a MIG slice or a card not in the list", Kind::Number { min: 1, max: 100_000_000 }),
                 ("gpus", "GPUs", "All GPUs in the run", Kind::Number { min: 1, max: 100_000 }),
                 ("fw", "Framework", "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation, NF4 double quantization and sequence-parallel settings", fws),
             ],

@@ -78,6 +78,23 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                 name="trainable_auto"
                 value=move || plan.with(|p| cost_model::query::auto_trainable(p).map(|n| n.to_string()).unwrap_or_default())
             />
+            // … the GPU it showed: a changed GPU select then brings its own figures.
+            <input type="hidden" name="gpu_prev" value=move || plan.with(|p| p.gpu.id.clone()) />
+            // … and every setting without a control of its own (a custom
+            // model's name, biases and positions, a GPU's other figures), so
+            // that the submitted form loses nothing the URL holds.
+            {move || {
+                let shown: Vec<&'static str> = sections()
+                    .into_iter()
+                    .flat_map(|(_, fields)| fields.into_iter().map(|f| f.0))
+                    .collect();
+                values
+                    .get()
+                    .into_iter()
+                    .filter(|(k, _)| !shown.contains(k))
+                    .map(|(k, v)| view! { <input type="hidden" name=k value=v /> })
+                    .collect_view()
+            }}
             <button type="submit" class="apply">{move || lang.get().t("Apply")}</button>
         </form>
     }
