@@ -367,10 +367,11 @@ fn decode_gpu(
 ) -> Result<gpu::GpuSpec, QueryError> {
     // Without JavaScript the form sends the figures it showed beside a GPU
     // select that may have changed (`gpu_prev` names the GPU it showed): a
-    // new GPU from the list brings its own figures.
+    // new GPU from the list brings its own figures, one of the user's own
+    // starts from those shown (as [`apply`] does).
     let switched = matches!(
         (get("gpu"), get("gpu_prev")),
-        (Some(now), Some(before)) if now != before
+        (Some(now), Some(before)) if now != before && gpu::gpu(&now).is_some()
     );
     let get = |k: &str| {
         if switched && k != "gpu" {
@@ -1813,6 +1814,12 @@ mod apply_tests {
         assert_eq!(form.gpu, gpu::gpu("a100-sxm4-80gb").unwrap());
         let kept = decode_str("gpu=h100-sxm-80gb&gpu_prev=h100-sxm-80gb&gpu_mib=40192").unwrap();
         assert_eq!(kept.gpu.capacity_mib, 40192);
+        let own =
+            decode_str("gpu=custom&gpu_prev=h100-sxm-80gb&gpu_mib=81559&gpu_bw=3350").unwrap();
+        assert_eq!(
+            (own.gpu.id.as_str(), own.gpu.capacity_mib),
+            ("custom", 81559)
+        );
     }
 
     #[test]
