@@ -316,7 +316,7 @@ const MODEL_KEYS: &[&str] = &[
     "max_pos",
 ];
 
-/// The URL keys of a GPU's own figures ([`gpu_differences`]).
+/// The URL keys of a GPU's own figures ([`gpu_figures`]).
 const GPU_KEYS: [&str; 6] = [
     "gpu_name", "gpu_mib", "gpu_bw", "gpu_bf16", "gpu_fp16", "gpu_fp8",
 ];
