@@ -13,6 +13,11 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
     let error = RwSignal::new(None::<(String, String)>);
     let values = Memo::new(move |_| plan.with(cost_model::query::all_pairs));
     let lang = use_lang();
+    // The keys the sections show a control for (the rest travel hidden).
+    let shown: Vec<&'static str> = sections()
+        .into_iter()
+        .flat_map(|(_, fields)| fields.into_iter().map(|f| f.0))
+        .collect();
     view! {
         <form class="plan-form" method="get" action="/" data-testid="plan-form">
             {sections()
@@ -84,10 +89,6 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
             // model's name, biases and positions, a GPU's other figures), so
             // that the submitted form loses nothing the URL holds.
             {move || {
-                let shown: Vec<&'static str> = sections()
-                    .into_iter()
-                    .flat_map(|(_, fields)| fields.into_iter().map(|f| f.0))
-                    .collect();
                 values
                     .get()
                     .into_iter()
