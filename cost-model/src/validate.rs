@@ -5,6 +5,10 @@ use crate::error::PlanError;
 use crate::model::Arch;
 use crate::plan::{Finetune, Plan, Precision, PLAN_VERSION};
 
+/// The most memory a GPU may have: 1 PiB in MiB, thousands of times the
+/// largest accelerator made (AMD MI355X, 288 GB).
+pub const MAX_GPU_MIB: u64 = 1 << 30;
+
 /// Upper bounds that keep every product far inside f64's exact range and
 /// reject obvious typos ("micro_batch: 1e9") with a clear message.
 pub const MAX_MICRO_BATCH: u64 = 1 << 20;
@@ -226,6 +230,22 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         }
     }
 
+    // A GPU's memory: entered in the planner (a MIG slice, a card not in
+    // the catalogue) or in a plan file, it must be there and be a GPU's.
+    let cap = plan.gpu.capacity_mib;
+    if cap == 0 {
+        return Err(PlanError::Zero {
+            field: "gpu.capacity_mib",
+        });
+    }
+    if cap > MAX_GPU_MIB {
+        return Err(PlanError::TooLarge {
+            field: "gpu.capacity_mib",
+            value: cap,
+            max: MAX_GPU_MIB,
+        });
+    }
+
     let p = &plan.parallel;
     positive("parallel.num_gpus", p.num_gpus, MAX_GPUS)?;
     positive("parallel.tp", p.tp, MAX_GPUS)?;
@@ -307,6 +327,19 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
 mod tests {
     use super::*;
     use crate::gpu::gpu;
+
+    #[test]
+    fn a_gpu_without_memory_or_with_absurd_memory_is_refused_by_name() {
+        let mut p = Plan::default();
+        p.gpu.capacity_mib = 0;
+        assert_eq!(validate(&p).unwrap_err().field(), "gpu.capacity_mib");
+        p.gpu.capacity_mib = MAX_GPU_MIB + 1;
+        let e = validate(&p).unwrap_err();
+        assert_eq!(e.field(), "gpu.capacity_mib");
+        assert!(e.to_string().contains("1073741824"), "{e}");
+        p.gpu.capacity_mib = 20 * 1024; // an H100 cut in four (MIG 1g.20gb)
+        assert_eq!(validate(&p), Ok(()));
+    }
 
     #[test]
     fn fp8_needs_float8_tensor_cores() {
