@@ -88,14 +88,23 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
             // … and every setting without a control of its own (a custom
             // model's name, biases and positions, a GPU's other figures), so
             // that the submitted form loses nothing the URL holds.
-            {move || {
-                values
-                    .get()
-                    .into_iter()
-                    .filter(|(k, _)| !shown.contains(k))
-                    .map(|(k, v)| view! { <input type="hidden" name=k value=v /> })
-                    .collect_view()
-            }}
+            // Keyed: a change of plan updates the values in place rather than
+            // rebuilding the fields (the slider's DOM budget).
+            <For
+                each=move || {
+                    values.with(|v| v.iter().map(|(k, _)| *k).filter(|k| !shown.contains(k)).collect::<Vec<_>>())
+                }
+                key=|k| *k
+                let:k
+            >
+                <input
+                    type="hidden"
+                    name=k
+                    value=move || {
+                        values.with(|v| v.iter().find(|(x, _)| *x == k).map(|(_, x)| x.clone()).unwrap_or_default())
+                    }
+                />
+            </For>
             <button type="submit" class="apply">{move || lang.get().t("Apply")}</button>
         </form>
     }
