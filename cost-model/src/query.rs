@@ -230,7 +230,8 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     if key == "gpu" {
         // Another GPU from the list brings its own figures; one of the
         // user's own (an id the list lacks) starts from the current one's.
-        pairs.retain(|(k, _)| !GPU_KEYS.contains(&k.as_str()));
+        let figures = gpu_figures(&plan.gpu);
+        pairs.retain(|(k, _)| !figures.iter().any(|f| f.0 == k));
         if gpu::gpu(value).is_none() {
             let own = gpu::GpuSpec {
                 id: value.to_string(),
@@ -316,11 +317,6 @@ const MODEL_KEYS: &[&str] = &[
     "max_pos",
 ];
 
-/// The URL keys of a GPU's own figures ([`gpu_figures`]).
-const GPU_KEYS: [&str; 6] = [
-    "gpu_name", "gpu_mib", "gpu_bw", "gpu_bf16", "gpu_fp16", "gpu_fp8",
-];
-
 /// The GPU a plan's `gpu` id starts from: its catalogue entry, or for an id
 /// the catalogue lacks, a card with no figures yet.
 fn gpu_base(id: &str) -> gpu::GpuSpec {
@@ -361,8 +357,8 @@ fn gpu_figures(g: &gpu::GpuSpec) -> Vec<(&'static str, String, String)> {
 
 /// Reads the GPU: `gpu` names a catalogue entry or, with `gpu_mib`, a card
 /// of the user's own; the `gpu_*` keys override its figures.
-fn decode_gpu(
-    get: &dyn Fn(&str) -> Option<String>,
+fn decode_gpu<'q>(
+    get: impl Fn(&str) -> Option<&'q str>,
     current: &gpu::GpuSpec,
 ) -> Result<gpu::GpuSpec, QueryError> {
     // Without JavaScript the form sends the figures it showed beside a GPU
@@ -371,7 +367,7 @@ fn decode_gpu(
     // starts from those shown (as [`apply`] does).
     let switched = matches!(
         (get("gpu"), get("gpu_prev")),
-        (Some(now), Some(before)) if now != before && gpu::gpu(&now).is_some()
+        (Some(now), Some(before)) if now != before && gpu::gpu(now).is_some()
     );
     let get = |k: &str| {
         if switched && k != "gpu" {
@@ -381,9 +377,9 @@ fn decode_gpu(
         }
     };
     let mut g = match get("gpu") {
-        Some(id) => match gpu::gpu(&id) {
+        Some(id) => match gpu::gpu(id) {
             Some(g) => g,
-            None if get("gpu_mib").is_some() => gpu_base(&id),
+            None if get("gpu_mib").is_some() => gpu_base(id),
             None => {
                 return Err(err(
                     "gpu",
@@ -396,7 +392,7 @@ fn decode_gpu(
         None => current.clone(),
     };
     if let Some(name) = get("gpu_name") {
-        g.name = name;
+        g.name = name.to_string();
     }
     if let Some(s) = get("gpu_mib") {
         g.capacity_mib = s
@@ -829,7 +825,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("head") {
         plan.model.head = parse_enum("head", s)?;
     }
-    plan.gpu = decode_gpu(&|k: &str| get(k).map(str::to_string), &plan.gpu)?;
+    plan.gpu = decode_gpu(get, &plan.gpu)?;
     let lora_dropout_default = plan.framework.defaults().lora_dropout;
     let dropout_default = plan.default_dropout();
     let arch = plan.model.arch;
