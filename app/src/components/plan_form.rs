@@ -13,14 +13,15 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
     let error = RwSignal::new(None::<(String, String)>);
     let values = Memo::new(move |_| plan.with(cost_model::query::all_pairs));
     let lang = use_lang();
+    let sections = sections();
     // The keys the sections show a control for (the rest travel hidden).
-    let shown: Vec<&'static str> = sections()
-        .into_iter()
-        .flat_map(|(_, fields)| fields.into_iter().map(|f| f.0))
+    let shown: Vec<&'static str> = sections
+        .iter()
+        .flat_map(|(_, fields)| fields.iter().map(|f| f.0))
         .collect();
     view! {
         <form class="plan-form" method="get" action="/" data-testid="plan-form">
-            {sections()
+            {sections
                 .into_iter()
                 .map(|(title, fields)| {
                     view! {
