@@ -513,7 +513,7 @@ fn every_setting_of_a_plan_reaches_the_url() {
                     leaves(root, c, path, out);
                     path.pop();
                 }
-                for k in expected(root, path, "fields") {
+                for k in fields(root, path) {
                     if !m.contains_key(&k) {
                         let mut p = path.clone();
                         p.push(k);
@@ -524,22 +524,27 @@ fn every_setting_of_a_plan_reaches_the_url() {
             other => out.push((path.clone(), other.clone())),
         }
     }
-    /// The names serde lists when it refuses an unknown `what` (a variant,
-    /// or a field of the object at `path`).
-    fn expected(base: &Value, path: &[String], what: &str) -> Vec<String> {
+    /// The fields the plan object at `path` may hold: the names serde lists
+    /// when it refuses an unknown one.
+    fn fields(base: &Value, path: &[String]) -> Vec<String> {
         let mut v = base.clone();
-        let sentinel = "\u{1}no such name";
-        if what == "fields" {
-            let mut p = path.to_vec();
-            p.push(sentinel.to_string());
-            set(&mut v, &p, Value::from(1));
-        } else {
-            set(&mut v, path, Value::from(sentinel));
-        }
-        let msg = match serde_json::from_value::<Plan>(v) {
-            Err(e) => e.to_string(),
-            Ok(_) => return Vec::new(),
+        let mut p = path.to_vec();
+        p.push(SENTINEL.to_string());
+        set(&mut v, &p, Value::from(1));
+        expected_names(v)
+    }
+    /// The variants of the enum at `path`, listed the same way.
+    fn variants(base: &Value, path: &[String]) -> Vec<String> {
+        let mut v = base.clone();
+        set(&mut v, path, Value::from(SENTINEL));
+        expected_names(v)
+    }
+    /// The names in serde's "expected one of" when it refuses `v` as a plan.
+    fn expected_names(v: Value) -> Vec<String> {
+        let Err(e) = serde_json::from_value::<Plan>(v) else {
+            return Vec::new();
         };
+        let msg = e.to_string();
         let Some(list) = msg.split("expected one of ").nth(1) else {
             return Vec::new();
         };
@@ -547,6 +552,7 @@ fn every_setting_of_a_plan_reaches_the_url() {
             .filter_map(|s| s.split('`').nth(1).map(str::to_string))
             .collect()
     }
+    const SENTINEL: &str = "\u{1}no such name";
     fn set(v: &mut Value, path: &[String], to: Value) {
         let mut at = v;
         for k in path {
@@ -597,12 +603,12 @@ fn every_setting_of_a_plan_reaches_the_url() {
                     ],
                     None => vec![Value::from(n.as_f64().unwrap_or(0.0) * 2.0 + 1.0)],
                 },
-                Value::String(_) => expected(&base, &path, "variants")
+                Value::String(_) => variants(&base, &path)
                     .into_iter()
                     .map(Value::from)
                     .collect(),
                 // A field left out: any of its variants, or a flag, a count.
-                Value::Null => expected(&base, &path, "variants")
+                Value::Null => variants(&base, &path)
                     .into_iter()
                     .map(Value::from)
                     .chain([Value::from(true), Value::from(8)])
