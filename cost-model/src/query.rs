@@ -355,6 +355,15 @@ fn gpu_figures(g: &gpu::GpuSpec) -> Vec<(&'static str, String, String)> {
     out
 }
 
+/// The new value of a select the no-JavaScript form submitted changed: the
+/// form sends the value it showed as `{key}_prev` beside the select's own.
+fn changed_select<'q>(get: &impl Fn(&str) -> Option<&'q str>, key: &str) -> Option<&'q str> {
+    match (get(key), get(&format!("{key}_prev"))) {
+        (Some(now), Some(before)) if now != before => Some(now),
+        _ => None,
+    }
+}
+
 /// Reads the GPU: `gpu` names a catalogue entry or, with `gpu_mib`, a card
 /// of the user's own; the `gpu_*` keys override its figures.
 fn decode_gpu<'q>(
@@ -365,10 +374,7 @@ fn decode_gpu<'q>(
     // select that may have changed (`gpu_prev` names the GPU it showed): a
     // new GPU from the list brings its own figures, one of the user's own
     // starts from those shown (as [`apply`] does).
-    let switched = matches!(
-        (get("gpu"), get("gpu_prev")),
-        (Some(now), Some(before)) if now != before && gpu::gpu(now).is_some()
-    );
+    let switched = changed_select(&get, "gpu").is_some_and(|now| gpu::gpu(now).is_some());
     let get = |k: &str| {
         if switched && k != "gpu" {
             None
@@ -724,10 +730,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     // showed), the fields the old framework seeded still hold its defaults:
     // the new framework's stand, as they do when the hydrated form applies
     // the change ([`apply`]).
-    let fw_switched = matches!(
-        (raw("fw"), raw("fw_prev")),
-        (Some(now), Some(before)) if now != before
-    );
+    let fw_switched = changed_select(&raw, "fw").is_some();
     let get = |k: &str| {
         if fw_switched && SEEDED_BY_FRAMEWORK.contains(&k) {
             None
@@ -758,10 +761,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     // A form submitted without JavaScript sends every field. When its model
     // select was changed (`model_prev` names the model the page showed), the
     // dimension fields still hold the old model's: the new preset's stand.
-    let switched = matches!(
-        (get("model"), get("model_prev")),
-        (Some(now), Some(before)) if now != before && now != "custom"
-    );
+    let switched = changed_select(&get, "model").is_some_and(|now| now != "custom");
     if !switched {
         let m = &mut plan.model;
         for (k, slot) in [
