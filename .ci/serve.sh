@@ -4,4 +4,6 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/.ci/setup.sh"
 cd "$ROOT"
-exec cargo leptos serve --release "$@"
+# `--split`: functions marked `#[lazy]` go to WASM chunks of their own, fetched
+# when first called (docs/BENCHMARKS.md, "WASM bundle").
+exec cargo leptos serve --release --split "$@"

@@ -27,8 +27,9 @@ step "wasm32 builds: cost-model, app/hydrate"
 cargo build -p cost-model --target wasm32-unknown-unknown
 cargo build -p app --lib --features hydrate --target wasm32-unknown-unknown
 
-step "cargo leptos build --release"
-cargo leptos build --release
+step "cargo leptos build --release --split"
+# `--split`: the `#[lazy]` functions become WASM chunks fetched on first use.
+cargo leptos build --release --split
 
 step "end-to-end (Playwright in Debian chromium)"
 PORT="${MEMPLAN_TEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"

@@ -82,11 +82,19 @@ test("upload a gzip-compressed log: the server reads the text inside", async ({ 
 
 test("paste an OOM message: the diagnosis and the plan change that fits", async ({ page }, info) => {
   const id = await savePlan(page, `oom-${info.project.name}-${Date.now()}`);
+  // The preview's parsers are a WASM chunk of their own, fetched with the first preview, not with the page.
+  const chunks: string[] = [];
+  page.on("request", (r) => {
+    if (/\/pkg\/split_.*\.wasm$/.test(new URL(r.url()).pathname)) chunks.push(r.url());
+  });
   await page.goto(`/p/${id}`);
   await waitForHydration(page, info);
+  expect(chunks).toEqual([]);
   await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "oom_11.txt"), "utf8"));
   if (hydrated(info)) {
     await expect(page.getByTestId("verify-preview").locator('[data-kind="oom"]')).toContainText("tried to allocate");
+    expect(chunks.length).toBe(1);
+    expect(chunks[0]).toContain("split_preview_report");
   }
   const v = await submitVerification(page, id);
   await expect(v.getByTestId("trace-oom")).toContainText("OOM");

@@ -10,6 +10,7 @@ use cost_model::trace::findings::{report, Status, VerifyReport};
 use cost_model::trace::{self, Format};
 use cost_model::Plan;
 use leptos::html;
+use leptos::lazy;
 use leptos::prelude::*;
 
 /// Files larger than this are not read in the browser for the preview (the
@@ -299,6 +300,32 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
     }
 }
 
+/// The upload preview: `body` parsed and compared with `plan`, or why it
+/// could not be; `None` for an empty body. A function of its own WASM chunk
+/// (`#[lazy]`, built by `cargo leptos build --split`): the trace parsers and
+/// the findings are fetched with the first preview, not with every page
+/// (docs/BENCHMARKS.md, "WASM bundle"). On the server it is a plain call.
+#[lazy]
+fn preview_report(
+    body: String,
+    format: String,
+    columns: String,
+    plan: Plan,
+) -> Option<Result<VerifyReport, String>> {
+    if body.trim().is_empty() {
+        return None;
+    }
+    let opts = match crate::api::trace_options(&format, &columns) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    Some(
+        trace::parse(&body, &opts)
+            .map(|t| report(&t, Some(&plan)))
+            .map_err(|e| e.to_string()),
+    )
+}
+
 /// The upload panel and the list of stored verifications of a saved plan.
 #[component]
 pub fn VerifyPanel(
@@ -316,20 +343,28 @@ pub fn VerifyPanel(
     let columns = RwSignal::new(String::new());
     let capacity = plan.gpu.capacity_mib as f64;
     let preview_plan = plan.clone();
-    let preview = Memo::new(move |_| {
+    // Effects run in the browser only (the server renders the panel before
+    // anything is pasted); the parsers load with the first preview. A result
+    // lands only if no later input has started a newer parse meanwhile.
+    let preview = RwSignal::new(None::<Result<VerifyReport, String>>);
+    let generation = StoredValue::new(0u64);
+    Effect::new(move |_| {
         let body = file_text.get().unwrap_or_else(|| text.get());
+        let (format, columns, plan) = (format.get(), columns.get(), preview_plan.clone());
+        generation.update_value(|g| *g += 1);
+        let this = generation.get_value();
+        // Nothing to parse: no chunk to fetch.
         if body.trim().is_empty() {
-            return None;
+            preview.set(None);
+            return;
         }
-        let opts = match crate::api::trace_options(&format.get(), &columns.get()) {
-            Ok(o) => o,
-            Err(e) => return Some(Err(e.to_string())),
-        };
-        Some(
-            trace::parse(&body, &opts)
-                .map(|t| report(&t, Some(&preview_plan)))
-                .map_err(|e| e.to_string()),
-        )
+        leptos::task::spawn_local(async move {
+            let r = preview_report(body, format, columns, plan).await;
+            // The page may have gone meanwhile: then nothing is set.
+            if generation.try_get_value() == Some(this) {
+                preview.try_set(r);
+            }
+        });
     });
     let file_input = NodeRef::<html::Input>::new();
     let action = format!("/p/{plan_id}/traces");
