@@ -17,7 +17,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    ParamSegment, SsrMode, StaticSegment,
+    Lazy, ParamSegment, SsrMode, StaticSegment,
 };
 
 /// This request's CSP nonce (set by the server's middleware as a request extension).
@@ -139,10 +139,14 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=routes::planner::PlannerPage />
                 <Route
                     path=(StaticSegment("p"), ParamSegment("id"))
-                    view=routes::saved::SavedPlanPage
+                    view={Lazy::<routes::saved::SavedPlanRoute>::new()}
                     ssr=SsrMode::Async
                 />
-                <Route path=StaticSegment("plans") view=routes::plans::PlansPage ssr=SsrMode::Async />
+                <Route
+                    path=StaticSegment("plans")
+                    view={Lazy::<routes::plans::PlansRoute>::new()}
+                    ssr=SsrMode::Async
+                />
             </Routes>
         </Router>
     }
@@ -153,14 +157,22 @@ pub fn App() -> impl IntoView {
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(App);
-    // A marker end-to-end tests wait on: the page is live, not just rendered.
-    if let Some(body) = web_sys::window()
+    let Some(body) = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.body())
-    {
+    else {
+        return;
+    };
+    // `leptos::mount::hydrate_lazy`, keeping the body: the saved-plan and
+    // team pages are lazy routes (WASM chunks of their own), so hydration
+    // awaits the chunk of the page being shown before it walks the DOM.
+    let _ = any_spawner::Executor::init_wasm_bindgen();
+    leptos::task::spawn_local(async move {
+        let owner = leptos::mount::hydrate_from_async(body.clone(), App).await;
+        owner.forget();
+        // A marker end-to-end tests wait on: the page is live, not just rendered.
         let _ = body.set_attribute("data-hydrated", "true");
-    }
+    });
 }
 
 /// Microseconds per call of `work` over `n` calls, timed with the page's clock.

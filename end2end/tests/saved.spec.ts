@@ -90,3 +90,24 @@ test("the team page searches and says when nothing matches", async ({ page }, in
   await expect(page).toHaveURL(/query=no-such-plan-anywhere-42/);
   await expect(page.getByTestId("plans-empty")).toBeVisible();
 });
+
+test("the planner does not load the saved-plan and team pages' code; a link to them does", async ({ page }, info) => {
+  const chunks: string[] = [];
+  page.on("request", (r) => {
+    const m = /\/pkg\/(split_[a-z_]+?)_\d+\.wasm$/.exec(new URL(r.url()).pathname);
+    if (m) chunks.push(m[1]);
+  });
+  await page.goto("/?mb=2");
+  await waitForHydration(page, info);
+  await expect(page.getByTestId("verdict")).toBeVisible();
+  expect(chunks).toEqual([]);
+  await page.getByTestId("nav-plans").click();
+  await expect(page).toHaveURL(/\/plans$/);
+  await expect(page.getByTestId("plans-query")).toBeVisible();
+  if (hydrated(info)) {
+    // A client-side navigation: the team page's chunk comes with it, and the page stays live.
+    expect(chunks).toEqual(["split___plans_route_view"]);
+    await page.getByTestId("nav-planner").click();
+    await expect(page.getByTestId("verdict")).toBeVisible();
+  }
+});

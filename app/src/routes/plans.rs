@@ -6,6 +6,7 @@ use crate::i18n::use_lang;
 use crate::server_fns::list_plans;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+use leptos_router::{lazy_route, LazyRoute};
 
 /// `/plans?query=…&page=…` (page 1 and an empty query are left out).
 pub fn plans_href(query: &str, page: u32) -> String {
@@ -20,6 +21,21 @@ pub fn plans_href(query: &str, page: u32) -> String {
         "/plans".into()
     } else {
         format!("/plans?{}", parts.join("&"))
+    }
+}
+
+/// The route, lazy: the team page's view is a WASM chunk of its own
+/// (`cargo leptos build --split`), fetched when it is first shown.
+pub struct PlansRoute;
+
+#[lazy_route]
+impl LazyRoute for PlansRoute {
+    fn data() -> Self {
+        PlansRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <PlansPage /> }.into_any()
     }
 }
 

@@ -14,6 +14,7 @@ use cost_model::plan::PLAN_VERSION;
 use cost_model::query;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::{lazy_route, LazyRoute};
 
 /// Sets the HTTP status of the server-rendered response.
 pub(crate) fn set_status(code: u16) {
@@ -28,6 +29,23 @@ pub(crate) fn set_status(code: u16) {
     }
     #[cfg(not(feature = "ssr"))]
     let _ = code;
+}
+
+/// The route, lazy: its view (the saved plan, its stored verifications and the
+/// upload panel) is a WASM chunk of its own (`cargo leptos build --split`),
+/// fetched when a saved plan is first shown, so the planner does not carry it
+/// (docs/BENCHMARKS.md, "WASM bundle").
+pub struct SavedPlanRoute;
+
+#[lazy_route]
+impl LazyRoute for SavedPlanRoute {
+    fn data() -> Self {
+        SavedPlanRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <SavedPlanPage /> }.into_any()
+    }
 }
 
 #[component]
