@@ -111,3 +111,23 @@ test("the planner does not load the saved-plan and team pages' code; a link to t
     await expect(page.getByTestId("verdict")).toBeVisible();
   }
 });
+
+test("a save the server refuses comes back to the planner with the reason, the plan kept", async ({ page }, info) => {
+  await page.goto("/?mb=2&gpus=4");
+  await waitForHydration(page, info);
+  await page.getByTestId("save-open").click();
+  // `required` lets spaces through; the server does not.
+  await page.getByTestId("save-title").fill("   ");
+  await page.getByTestId("save-submit").click();
+  await expect(page.getByTestId("save-error")).toContainText("title: must not be empty");
+  const url = new URL(page.url());
+  expect(url.pathname).toBe("/");
+  expect(url.searchParams.get("mb")).toBe("2");
+  expect(url.searchParams.get("gpus")).toBe("4");
+  await waitForHydration(page, info);
+  await expect(page.getByTestId("save-panel")).toHaveAttribute("open", "");
+  // The reason does not block the next try.
+  await page.getByTestId("save-title").fill(`retry-${info.project.name}-${Date.now()}`);
+  await page.getByTestId("save-submit").click();
+  await expect(page).toHaveURL(/\/p\/[A-Za-z0-9_-]{12}$/);
+});
