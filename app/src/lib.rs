@@ -116,6 +116,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
+                <link rel="icon" type="image/svg+xml" href="/favicon.svg" />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
                 <MetaTags />

@@ -1,4 +1,6 @@
 import { test, expect, Page } from "@playwright/test";
+import * as fs from "fs";
+import * as path from "path";
 
 const hydrated = (info: { project: { name: string } }) => info.project.name === "hydrated";
 
@@ -18,6 +20,38 @@ test("server renders the planner with a verdict", async ({ page }) => {
   await expect(page.getByTestId("seq")).toBeVisible();
   await expect(page.getByTestId("verdict")).toHaveText(/fit/i);
   await expect(page.getByTestId("device-used")).toHaveText(/GiB$/);
+});
+
+test("the planner, a saved plan and the team page load without a console error or a failed request", async ({ page }, info) => {
+  const problems: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page: ${e.message}`));
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+  });
+  page.on("requestfailed", (r) => {
+    // With JavaScript off the browser drops the pages' script and WASM preloads
+    // (or the next navigation aborts them): nothing uses them.
+    if (!hydrated(info) && new URL(r.url()).pathname.startsWith("/pkg/")) return;
+    problems.push(`failed ${r.url()}: ${r.failure()?.errorText}`);
+  });
+  const plan = JSON.parse(fs.readFileSync(path.resolve(__dirname, "../../cost-model/tests/fixtures/plan-v1.json"), "utf8"));
+  const res = await page.request.post("/api/v1/plans", {
+    headers: { "content-type": "application/json" },
+    data: JSON.stringify({ title: `clean-${info.project.name}-${Date.now()}`, plan }),
+  });
+  expect(res.status()).toBe(201);
+  for (const url of ["/?mb=2", "/plans", `/p/${(await res.json()).id}`]) {
+    await page.goto(url);
+    if (hydrated(info)) await waitForHydration(page);
+    await expect(page.locator("h1")).toHaveText("memplan");
+  }
+  // The browser asks for the icon the page names.
+  await expect(page.locator('link[rel="icon"]')).toHaveAttribute("href", "/favicon.svg");
+  expect((await page.request.get("/favicon.svg")).status()).toBe(200);
+  expect(problems).toEqual([]);
 });
 
 test("a URL with plan parameters renders that plan", async ({ page }) => {
@@ -44,7 +78,10 @@ test("hydrated: changing an input recomputes in the browser without a network re
   await page.goto("/");
   await waitForHydration(page);
   const requests: string[] = [];
-  page.on("request", (r) => requests.push(r.url()));
+  page.on("request", (r) => {
+    // The tab's icon is fetched when the browser gets to it, not by the page.
+    if (new URL(r.url()).pathname !== "/favicon.svg") requests.push(r.url());
+  });
   const before = await page.getByTestId("device-used").textContent();
   const table = await page.getByTestId("breakdown").textContent();
   const chart = await page.getByTestId("chart-breakdown").innerHTML();

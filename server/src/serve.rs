@@ -139,7 +139,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .site_addr(args.addr)
         .build();
     if !root.join("pkg").is_dir() {
-        tracing::warn!(site_root = %root.display(), "no pkg/ under the site root: pages render but will not hydrate (build with `cargo leptos build --release`)");
+        tracing::warn!(site_root = %root.display(), "no pkg/ under the site root: pages render but will not hydrate (build with `cargo leptos build --release --split`)");
     }
     let db = args
         .database
