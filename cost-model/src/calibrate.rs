@@ -649,6 +649,58 @@ fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
     })
 }
 
+/// The length a row ran at when its `seq_len` column is empty and its notes
+/// state it as the length run: padded or packed to it ("left-padded to
+/// max_length 64", "padded to 512", "packed to 4096"), transformers'
+/// `run_clm.py` blocks ("block_size 1024": the text is grouped into blocks of
+/// that many tokens), or named ("seq_len 2048", "sequence length 2048"). A
+/// cap is not the length run — `max_length`, `max_seq_length`, "max
+/// sequence length", "truncated to": a batch padded to its longest sample is
+/// shorter — so it is not read; nor a label's length ("labels padded to 32",
+/// [`stated_target_len`]) or a vocabulary's ("vocab padded to 50304").
+fn stated_seq_len(notes: &str) -> Option<u32> {
+    let lower = notes.to_ascii_lowercase();
+    const NAMES: &[&str] = &[
+        "padded to max_length",
+        "padded to",
+        "packed to",
+        "block_size",
+        "block size",
+        "sequence length",
+        "seq_len",
+        "seq len",
+        "seq_length",
+    ];
+    NAMES.iter().find_map(|name| {
+        lower.match_indices(name).find_map(|(at, _)| {
+            // A whole word (not the end of `max_seq_length`), not a cap's or
+            // a label's ("max sequence length", "labels padded to").
+            let glued = lower[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            let before = lower[..at].trim_end();
+            let qualified = [
+                "max",
+                "maximum",
+                "labels",
+                "label",
+                "target",
+                "vocab",
+                "vocabulary",
+            ]
+            .iter()
+            .any(|w| before.ends_with(w));
+            if glued || qualified {
+                return None;
+            }
+            let rest = lower[at + name.len()..].trim_start_matches([' ', '=', ':']);
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u32>().ok().filter(|&n| n > 0)
+        })
+    })
+}
+
 /// The decoder (target) length an encoder–decoder row's notes state:
 /// transformers' seq2seq scripts' `max_target_length` (`run_summarization.py`,
 /// `run_translation.py`), PEFT's examples' `target_max_length`, or in words
@@ -1236,7 +1288,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         None if oom => 1,
         None => return Err("micro_batch is empty (the batch run is unknown)".into()),
     };
-    t.seq_len = match r.tokens("seq_len")? {
+    t.seq_len = match r.tokens("seq_len")?.or_else(|| stated_seq_len(notes)) {
         Some(s) => s,
         // An OOM row only needs a lower bound: memory never falls as the
         // sequence grows (tests/properties.rs), so a run that does not fit

@@ -1179,6 +1179,48 @@ fn encoder_decoder_stacks_stated_in_the_notes_reach_the_plan() {
     assert_eq!(stacks("lr 1e-3 + warmup"), (24, 24));
 }
 
+/// A row whose `seq_len` column is empty runs the length its notes state as
+/// the one run — padded or packed to it, `run_clm.py`'s blocks, or named —
+/// and is skipped, as before, when they state only a cap or another length.
+#[test]
+fn a_length_run_stated_in_the_notes_stands_for_an_empty_seq_len() {
+    use cost_model::calibrate::{calibrate, case_plan};
+    let id = "peft_readme_raft-144"; // bloomz-7b1 LoRA, seq_len 64 in its column
+    let seq = |notes: &str| {
+        case_plan(&with_fields(id, &[("seq_len", ""), ("notes", notes)]), id)
+            .map(|p| p.training.seq_len)
+    };
+    assert_eq!(seq("causal LM; left-padded to max_length 64"), Ok(64));
+    assert_eq!(seq("padded to 512 tokens"), Ok(512));
+    assert_eq!(seq("SFT; packed to 4096"), Ok(4096));
+    assert_eq!(seq("run_clm.py --block_size 1024"), Ok(1024));
+    assert_eq!(seq("Sequence length: 2048; bf16"), Ok(2048));
+    assert_eq!(seq("seq_len=256"), Ok(256));
+    // Caps, other lengths and nothing at all: still unknown, and said so.
+    for notes in [
+        "max_length 128; padded per batch",
+        "max_seq_length 2048",
+        "max sequence length 2048",
+        "truncated to 512",
+        "labels padded to 32",
+        "vocab padded to 50304",
+        "padded per batch (length unknown)",
+        "padded to 0",
+    ] {
+        let e = seq(notes).unwrap_err();
+        assert!(e.contains("seq_len is empty"), "{notes}: {e}");
+    }
+    // The column wins over the notes.
+    let p = case_plan(&with_fields(id, &[("notes", "packed to 4096")]), id).unwrap();
+    assert_eq!(p.training.seq_len, 64);
+    // And the report predicts the row instead of skipping it, as the column would.
+    let report = |set: &[(&str, &str)]| calibrate(&with_fields(id, set)).unwrap().cases[0].clone();
+    let from_notes = report(&[("seq_len", ""), ("notes", "left-padded to max_length 64")]);
+    let from_column = report(&[("notes", "left-padded to max_length 64")]);
+    assert_eq!(from_notes.skipped, None);
+    assert_eq!(from_notes.predicted_gib, from_column.predicted_gib);
+}
+
 #[test]
 fn an_encoder_decoder_target_length_stated_in_the_notes_reaches_the_plan() {
     use cost_model::calibrate::case_plan;
