@@ -659,39 +659,72 @@ fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
 /// shorter — so it is not read; nor a label's length ("labels padded to 32",
 /// [`stated_target_len`]) or a vocabulary's ("vocab padded to 50304").
 fn stated_seq_len(notes: &str) -> Option<u32> {
+    stated_named(
+        notes,
+        &[
+            "padded to max_length",
+            "padded to",
+            "packed to",
+            "block_size",
+            "block size",
+            "sequence length",
+            "seq_len",
+            "seq len",
+            "seq_length",
+        ],
+        &[
+            "max",
+            "maximum",
+            "labels",
+            "label",
+            "target",
+            "vocab",
+            "vocabulary",
+        ],
+    )
+}
+
+/// The per-GPU micro-batch a row ran, when its `micro_batch` column is empty
+/// and its notes name it as such: the Trainer's
+/// `per_device_train_batch_size`, DeepSpeed's `train_micro_batch_size_per_gpu`,
+/// Megatron's `micro_batch_size`, or in words ("micro-batch 4", "batch size
+/// per GPU 8"). A plain "batch size" is not read: papers and logs give the
+/// global batch under that name (DeepSpeed's `train_batch_size` is global).
+fn stated_micro_batch(notes: &str) -> Option<u32> {
+    stated_named(
+        notes,
+        &[
+            "per_device_train_batch_size",
+            "train_micro_batch_size_per_gpu",
+            "micro_batch_size",
+            "micro-batch size",
+            "micro batch size",
+            "micro-batch",
+            "micro batch",
+            "batch size per gpu",
+            "per-gpu batch size",
+            "per gpu batch size",
+            "per-device batch size",
+        ],
+        &["global", "eval", "total", "effective"],
+    )
+}
+
+/// The first positive whole number the notes give right after one of `names`
+/// (tried in their order; `=` and `:` may stand between, case ignored), where
+/// the name is a whole word — not glued to a letter, digit or `_` before it
+/// (`seq_len` is not the end of `max_seq_len`) — and the word before it is
+/// none of `not_after` (a cap's or another quantity's: "max sequence length").
+fn stated_named(notes: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
     let lower = notes.to_ascii_lowercase();
-    const NAMES: &[&str] = &[
-        "padded to max_length",
-        "padded to",
-        "packed to",
-        "block_size",
-        "block size",
-        "sequence length",
-        "seq_len",
-        "seq len",
-        "seq_length",
-    ];
-    NAMES.iter().find_map(|name| {
+    names.iter().find_map(|name| {
         lower.match_indices(name).find_map(|(at, _)| {
-            // A whole word (not the end of `max_seq_length`), not a cap's or
-            // a label's ("max sequence length", "labels padded to").
             let glued = lower[..at]
                 .chars()
                 .next_back()
                 .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
             let before = lower[..at].trim_end();
-            let qualified = [
-                "max",
-                "maximum",
-                "labels",
-                "label",
-                "target",
-                "vocab",
-                "vocabulary",
-            ]
-            .iter()
-            .any(|w| before.ends_with(w));
-            if glued || qualified {
+            if glued || not_after.iter().any(|w| before.ends_with(w)) {
                 return None;
             }
             let rest = lower[at + name.len()..].trim_start_matches([' ', '=', ':']);
@@ -1282,7 +1315,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     let dropout = plan.dropout_for(config_dropout);
     let t = &mut plan.training;
     let oom = r.bool("oom").unwrap_or(false);
-    t.micro_batch = match r.u32("micro_batch")? {
+    t.micro_batch = match r.u32("micro_batch")?.or_else(|| stated_micro_batch(notes)) {
         Some(b) => b,
         // An OOM row's lower bound, as for the sequence below.
         None if oom => 1,

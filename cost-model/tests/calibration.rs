@@ -1221,6 +1221,52 @@ fn a_length_run_stated_in_the_notes_stands_for_an_empty_seq_len() {
     assert_eq!(from_notes.predicted_gib, from_column.predicted_gib);
 }
 
+/// Likewise an empty `micro_batch` column: the per-GPU batch the notes name
+/// as such stands for it; a plain, global or effective "batch size" does not.
+#[test]
+fn a_per_gpu_batch_stated_in_the_notes_stands_for_an_empty_micro_batch() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_readme_raft-144"; // micro_batch 8 in its column
+    let mb = |notes: &str| {
+        case_plan(
+            &with_fields(id, &[("micro_batch", ""), ("notes", notes)]),
+            id,
+        )
+        .map(|p| p.training.micro_batch)
+    };
+    assert_eq!(
+        mb("--per_device_train_batch_size 4 --gradient_accumulation_steps 8"),
+        Ok(4)
+    );
+    assert_eq!(
+        mb("ds_config: train_micro_batch_size_per_gpu=2; train_batch_size=64"),
+        Ok(2)
+    );
+    assert_eq!(
+        mb("Megatron --micro-batch-size 1 --global-batch-size 512; micro_batch_size: 1"),
+        Ok(1)
+    );
+    assert_eq!(mb("micro-batch 16, 8 micro-batches per step"), Ok(16));
+    assert_eq!(mb("batch size per GPU: 8"), Ok(8));
+    for notes in [
+        "batch size 512",
+        "global batch size 1024",
+        "train_batch_size=64",
+        "effective batch size 128",
+        "eval batch size 32",
+        "8 micro-batches per step",
+    ] {
+        let e = mb(notes).unwrap_err();
+        assert!(e.contains("micro_batch is empty"), "{notes}: {e}");
+    }
+    let p = case_plan(
+        &with_fields(id, &[("notes", "per_device_train_batch_size 2")]),
+        id,
+    )
+    .unwrap();
+    assert_eq!(p.training.micro_batch, 8, "the column wins");
+}
+
 #[test]
 fn an_encoder_decoder_target_length_stated_in_the_notes_reaches_the_plan() {
     use cost_model::calibrate::case_plan;
