@@ -23,7 +23,8 @@ pub const MAX_EXPERTS: u64 = 1 << 14;
 /// an exact f64 and the u64 sums cannot overflow.
 pub const MAX_PARAMS: f64 = 4_503_599_627_370_496.0;
 
-fn positive(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
+fn positive(field: &'static str, v: impl Into<u64>, max: u64) -> Result<(), PlanError> {
+    let v = v.into();
     if v == 0 {
         return Err(PlanError::Zero { field });
     }
@@ -31,11 +32,12 @@ fn positive(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
 }
 
 /// `v` (0 allowed) is no more than `max`.
-fn at_most(field: &'static str, v: u32, max: u64) -> Result<(), PlanError> {
-    if v as u64 > max {
+fn at_most(field: &'static str, v: impl Into<u64>, max: u64) -> Result<(), PlanError> {
+    let v = v.into();
+    if v > max {
         return Err(PlanError::TooLarge {
             field,
-            value: v as u64,
+            value: v,
             max,
         });
     }
@@ -232,19 +234,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
 
     // A GPU's memory: entered in the planner (a MIG slice, a card not in
     // the catalogue) or in a plan file, it must be there and be a GPU's.
-    let cap = plan.gpu.capacity_mib;
-    if cap == 0 {
-        return Err(PlanError::Zero {
-            field: "gpu.capacity_mib",
-        });
-    }
-    if cap > MAX_GPU_MIB {
-        return Err(PlanError::TooLarge {
-            field: "gpu.capacity_mib",
-            value: cap,
-            max: MAX_GPU_MIB,
-        });
-    }
+    positive("gpu.capacity_mib", plan.gpu.capacity_mib, MAX_GPU_MIB)?;
 
     let p = &plan.parallel;
     positive("parallel.num_gpus", p.num_gpus, MAX_GPUS)?;
