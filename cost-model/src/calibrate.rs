@@ -659,8 +659,8 @@ fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
 /// shorter — so it is not read; nor a label's length ("labels padded to 32",
 /// [`stated_target_len`]) or a vocabulary's ("vocab padded to 50304").
 fn stated_seq_len(notes: &str) -> Option<u32> {
-    stated_named(
-        notes,
+    stated_after_unless(
+        &notes.to_ascii_lowercase(),
         &[
             "padded to max_length",
             "padded to",
@@ -672,7 +672,9 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
             "seq len",
             "seq_length",
         ],
+        // `_`: not the end of `max_seq_len`.
         &[
+            "_",
             "max",
             "maximum",
             "labels",
@@ -682,6 +684,7 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
             "vocabulary",
         ],
     )
+    .filter(|&n| n > 0)
 }
 
 /// The per-GPU micro-batch a row ran, when its `micro_batch` column is empty
@@ -691,8 +694,8 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
 /// per GPU 8"). A plain "batch size" is not read: papers and logs give the
 /// global batch under that name (DeepSpeed's `train_batch_size` is global).
 fn stated_micro_batch(notes: &str) -> Option<u32> {
-    stated_named(
-        notes,
+    stated_after_unless(
+        &notes.to_ascii_lowercase(),
         &[
             "per_device_train_batch_size",
             "train_micro_batch_size_per_gpu",
@@ -706,32 +709,10 @@ fn stated_micro_batch(notes: &str) -> Option<u32> {
             "per gpu batch size",
             "per-device batch size",
         ],
-        &["global", "eval", "total", "effective"],
+        // `_`: not inside another key (`eval_micro_batch_size`).
+        &["_", "global", "eval", "total", "effective"],
     )
-}
-
-/// The first positive whole number the notes give right after one of `names`
-/// (tried in their order; `=` and `:` may stand between, case ignored), where
-/// the name is a whole word — not glued to a letter, digit or `_` before it
-/// (`seq_len` is not the end of `max_seq_len`) — and the word before it is
-/// none of `not_after` (a cap's or another quantity's: "max sequence length").
-fn stated_named(notes: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
-    let lower = notes.to_ascii_lowercase();
-    names.iter().find_map(|name| {
-        lower.match_indices(name).find_map(|(at, _)| {
-            let glued = lower[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-            let before = lower[..at].trim_end();
-            if glued || not_after.iter().any(|w| before.ends_with(w)) {
-                return None;
-            }
-            let rest = lower[at + name.len()..].trim_start_matches([' ', '=', ':']);
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse::<u32>().ok().filter(|&n| n > 0)
-        })
-    })
+    .filter(|&n| n > 0)
 }
 
 /// The decoder (target) length an encoder–decoder row's notes state:
@@ -1998,6 +1979,13 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
 /// The whole number the notes give after one of `names`, each a whole word
 /// ("EP 8", "n_shared_experts=2", "num_shared_experts: 2").
 fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
+    stated_after_unless(notes, names, &[])
+}
+
+/// [`stated_after`], passing over a name whose preceding text ends with one
+/// of `not_after` (a cap's or another quantity's: "max sequence length",
+/// `max_seq_len`).
+fn stated_after_unless(notes: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
     for name in names {
         let mut from = 0;
         while let Some(i) = notes[from..].find(name) {
@@ -2007,7 +1995,10 @@ fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
             let before_ok = notes[..at]
                 .chars()
                 .next_back()
-                .is_none_or(|c| !c.is_ascii_alphanumeric());
+                .is_none_or(|c| !c.is_ascii_alphanumeric())
+                && !not_after
+                    .iter()
+                    .any(|w| notes[..at].trim_end().ends_with(w));
             let rest = notes[from..].trim_start_matches([' ', '=', ':']);
             let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
             if before_ok && !digits.is_empty() {

@@ -301,29 +301,21 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
 }
 
 /// The upload preview: `body` parsed and compared with `plan`, or why it
-/// could not be; `None` for an empty body. A function of its own WASM chunk
-/// (`#[lazy]`, built by `cargo leptos build --split`): the trace parsers and
-/// the findings are fetched with the first preview, not with every page
-/// (docs/BENCHMARKS.md, "WASM bundle"). On the server it is a plain call.
+/// could not be. A function of its own WASM chunk (`#[lazy]`, built by
+/// `cargo leptos build --split`): the trace parsers and the findings are
+/// fetched with the first preview, not with every page (docs/BENCHMARKS.md,
+/// "WASM bundle"). On the server it is a plain call.
 #[lazy]
 fn preview_report(
     body: String,
     format: String,
     columns: String,
     plan: Plan,
-) -> Option<Result<VerifyReport, String>> {
-    if body.trim().is_empty() {
-        return None;
-    }
-    let opts = match crate::api::trace_options(&format, &columns) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e.to_string())),
-    };
-    Some(
-        trace::parse(&body, &opts)
-            .map(|t| report(&t, Some(&plan)))
-            .map_err(|e| e.to_string()),
-    )
+) -> Result<VerifyReport, String> {
+    let opts = crate::api::trace_options(&format, &columns).map_err(|e| e.to_string())?;
+    trace::parse(&body, &opts)
+        .map(|t| report(&t, Some(&plan)))
+        .map_err(|e| e.to_string())
 }
 
 /// The upload panel and the list of stored verifications of a saved plan.
@@ -362,7 +354,7 @@ pub fn VerifyPanel(
             let r = preview_report(body, format, columns, plan).await;
             // The page may have gone meanwhile: then nothing is set.
             if generation.try_get_value() == Some(this) {
-                preview.try_set(r);
+                preview.try_set(Some(r));
             }
         });
     });
