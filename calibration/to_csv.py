@@ -2,6 +2,7 @@
 """Turn measure.py's results.jsonl files into rows of the calibration schema.
 
     python3 calibration/to_csv.py calibration/h200-2026-11-30 > calibration/h200-2026-11-30.csv
+    python3 calibration/to_csv.py calibration/h200-2026-12-04 > calibration/h200-2026-12-04.csv
 
 One run gives three rows, one per counter: `max_allocated`, `max_reserved` and
 `device_used`. NVML's v1 `used` (what the sampler reads) counts the memory the
@@ -48,11 +49,19 @@ MODELS = {
     "qwen2.5-7b": ("Qwen/Qwen2.5-7B", "decoder", 28, 3584, 28, 4, 18944, "gated", 152064, False, 0, 0),
     "qwen2.5-14b": ("Qwen/Qwen2.5-14B", "decoder", 48, 5120, 40, 8, 13824, "gated", 152064, False, 0, 0),
     "qwen2.5-32b": ("Qwen/Qwen2.5-32B", "decoder", 64, 5120, 40, 8, 27648, "gated", 152064, False, 0, 0),
+    "llama-3.2-1b-untied": (
+        "transformers/LlamaForCausalLM-1B-untied", "decoder", 16, 2048, 32, 8, 8192, "gated", 128256, False, 0, 0
+    ),
     "mixtral-small": ("transformers/MixtralForCausalLM-small", "decoder", 8, 1024, 16, 8, 3584, "gated", 32000, False, 8, 2),
 }
 SHORT = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
 GIB = float(1 << 30)
-SOURCE = "calibration/measure.py (this repository; H200 run of 2026-11-30)"
+# The run's date, from its folder's name (h200-YYYY-MM-DD), names its rows and source.
+RUN = "h200-2026-11-30"
+
+
+def source():
+    return f"calibration/measure.py (this repository; H200 run of {RUN[len('h200-'):]})"
 
 
 # measure.py's optimizer names that are not the schema's own
@@ -110,19 +119,28 @@ def rows(rec, env):
         notes.append(
             f"DistributedDataParallel on one rank over NCCL (bucket_cap_mb 25; gradient_as_bucket_view {view})"
         )
-    if rec.get("wrap") == "fsdp2":
+    if rec.get("wrap") in ("fsdp2", "fsdp2-offload", "fsdp2-noreshard"):
         notes.append(
             "FSDP2 fully_shard per block and root on one rank over NCCL; MixedPrecisionPolicy(param_dtype bf16;"
             " reduce_dtype fp32); no autocast"
+        )
+    if rec.get("wrap") == "fsdp2-noreshard":
+        notes.append("reshard_after_forward=False")
+    if rec.get("wrap") == "fsdp2-offload":
+        notes.append(
+            "CPUOffloadPolicy(pin_memory=True): sharded parameters; gradients and the AdamW step on the host;"
+            " model built on the GPU; peak counters reset once its shards were on the host"
         )
     if rec.get("wrap") == "accelerate":
         notes.append("Accelerator(mixed_precision='bf16') prepare + backward")
     if rec["model"] == "mixtral-small":
         notes.append("MixtralConfig of this shape (not a published model)")
+    if rec["model"] == "llama-3.2-1b-untied":
+        notes.append("LlamaConfig of Llama-3.2-1B with tie_word_embeddings=False (not a published model)")
     if rec["model"] == "gemma-2-2b":
         notes.append("head_dim 256 (not hidden/heads)")
     base = {
-        "source_url": SOURCE,
+        "source_url": source(),
         "framework": "hf-trainer"
         if rec.get("trainer")
         else "hf-accelerate"
@@ -158,11 +176,17 @@ def rows(rec, env):
         "loss": "chunked" if rec.get("liger") else "standard",
         "compile": str(bool(rec.get("compile"))).lower(),
         "num_gpus": 1,
-        "sharding": {"ddp": "ddp", "ddp-view": "ddp", "fsdp2": "fsdp-full"}.get(rec.get("wrap"), "none"),
+        "sharding": {
+            "ddp": "ddp",
+            "ddp-view": "ddp",
+            "fsdp2": "fsdp-full",
+            "fsdp2-offload": "fsdp-full",
+            "fsdp2-noreshard": "fsdp-grad-op",
+        }.get(rec.get("wrap"), "none"),
         "tp": 1,
         "pp": 1,
         "cp": 1,
-        "offload": "none",
+        "offload": "params+optimizer" if rec.get("wrap") == "fsdp2-offload" else "none",
         "gpu": "H200",
         "gpu_mem_gib": f"{env['nvml_total'] / GIB:.2f}",
         "quality": "A",
@@ -173,7 +197,7 @@ def rows(rec, env):
         notes.append("CUDA OOM: " + rec["error"].split(". ")[1][:60])
         yield dict(
             base,
-            id=f"h200-2026-11-30-{rec['id']}",
+            id=f"{RUN}-{rec['id']}",
             metric="device_used",
             measured_gib=f"{(env['nvml_total'] - env['nvml_before_cuda']) / GIB:.3f}",
             oom="true",
@@ -187,7 +211,7 @@ def rows(rec, env):
     ):
         yield dict(
             base,
-            id=f"h200-2026-11-30-{rec['id']}-{suffix}",
+            id=f"{RUN}-{rec['id']}-{suffix}",
             metric=metric,
             measured_gib=f"{value / GIB:.3f}",
             oom="false",
@@ -221,9 +245,17 @@ def trainer_optimizer(rec):
 
 
 def main(folder):
+    global RUN
+    RUN = os.path.basename(os.path.normpath(folder))
     out = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
     out.writeheader()
-    for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
+    paths = sorted(glob.glob(os.path.join(folder, "*.jsonl")))
+    # a case measured again in a later set stands for its earlier measurement
+    later = {}
+    for path in paths:
+        for line in open(path):
+            later[json.loads(line)["id"]] = path
+    for path in paths:
         # a set run on another machine has its own env-<set>.json
         own = os.path.join(folder, "env-" + os.path.basename(path)[: -len(".jsonl")] + ".json")
         env = json.load(open(own if os.path.exists(own) else os.path.join(folder, "env.json")))
@@ -231,6 +263,10 @@ def main(folder):
             rec = json.loads(line)
             # a case run in a process of its own carries that process's env
             rec_env = rec.get("env") or env
+            if later[rec["id"]] != path:
+                print(f"to_csv: {rec['id']} in {os.path.basename(path)} left out: measured again in"
+                      f" {os.path.basename(later[rec['id']])}", file=sys.stderr)
+                continue
             why = inherited(rec, rec_env)
             if why:
                 print(f"to_csv: {rec['id']} in {os.path.basename(path)} left out: {why}", file=sys.stderr)
