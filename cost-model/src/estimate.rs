@@ -112,8 +112,13 @@ use serde::{Deserialize, Serialize};
 /// keep ([`crate::plan::PytorchRelease`]: softmax's and log-softmax's input
 /// up to 1.10, an RMSNorm's fp32 square from 1.13 to 2.1; no plan of the
 /// fingerprint names a release) and re-derives the band ([`BAND_BELOW`],
-/// [`BAND_ABOVE`]).
-pub const MODEL_VERSION: u32 = 21;
+/// [`BAND_ABOVE`]). 22 keeps, in a compiled model whose loss runs in the
+/// graph, the loss's logit-sized buffers through the head's backward, and
+/// through the blocks' when the head is tied to a trained embedding
+/// ([`Ctx::compiled_tied_head_keeps_logits`]), and lets FSDP2 gather its
+/// units on a single rank ([`Ctx::gathers_units`]) — both found on the H200
+/// (calibration/h200-2026-12-04).
+pub const MODEL_VERSION: u32 = 22;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -613,6 +618,9 @@ struct LogitsBytes {
     /// The final norm's backward, once the loss and the head are done: its
     /// saved input and its fp32 gradients ([`FINAL_NORM_BACKWARD_FP32_TENSORS`]).
     norm_backward: f64,
+    /// What stays alive through the blocks' backward, to the embedding's
+    /// ([`Ctx::compiled_tied_head_keeps_logits`]).
+    blocks: f64,
     /// What the loop still holds at the optimizer step: the output it keeps
     /// alive until the next iteration ([`Ctx::loop_holds_logits`]).
     step: f64,
@@ -3883,6 +3891,7 @@ impl<'a> Ctx<'a> {
                 loss_backward: final_norm,
                 head_backward: final_norm,
                 norm_backward: self.final_norm_backward(tokens),
+                blocks: 0.0,
                 step: 0.0,
             };
         }
@@ -3892,6 +3901,7 @@ impl<'a> Ctx<'a> {
             0.0
         };
         let compiled = self.plan.training.compile;
+        let compiled_loss = self.compiled_loss();
         // Bytes per logit at the end of the loss forward and as backward starts.
         let (fwd, bwd) = match self.plan.training.loss {
             // A transformers model computes its loss inside `forward`, so a
@@ -3901,13 +3911,7 @@ impl<'a> Ctx<'a> {
             // logits at the start of backward, compiled Llama-3.2-1B and GPT-2).
             // A loss computed outside the compiled code runs eagerly
             // ([`Framework::compile_covers_unchunked_loss`]).
-            Loss::Standard
-                if compiled
-                    && self.plan.training.fp32_upcasts
-                    && self.plan.framework.compile_covers_unchunked_loss() =>
-            {
-                (FP32 + held, FP32 + held)
-            }
+            Loss::Standard if compiled_loss => (FP32 + held, FP32 + held),
             // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit
             // logits inside the loss forward (`.float()` copies nothing in an
             // fp32 run), then only the saved softmax, which backward turns
@@ -3975,6 +3979,19 @@ impl<'a> Ctx<'a> {
         // fused loss has no separate moment (it makes the head's gradient in
         // forward), so its head moment is its loss moment.
         let head = match self.plan.training.loss {
+            // Compiled, the loss's fp32-sized gradient is still alive as the
+            // head's weight gradient is made: the allocator's history of the
+            // H200 runs (calibration/h200-2026-12-04, peak-*.txt) shows the
+            // three logit-sized 16-bit buffers (the held output and two of the
+            // loss's) beside the new head gradient, the untied Llama-3.2-1B's
+            // peak. (A tied head's compiled runs without recomputation peak
+            // at the loss's backward, as the eager count of this moment
+            // gives: [`Self::compiled_tied_head_keeps_logits`].)
+            Loss::Standard
+                if compiled_loss && !(self.m.tied_embeddings && self.full_finetune()) =>
+            {
+                FP32 + held
+            }
             // The fp32 gradient and its 16-bit cast for the head's matmul.
             Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.beside_fp32(),
             Loss::Standard => self.e + held,
@@ -3994,13 +4011,52 @@ impl<'a> Ctx<'a> {
             Loss::Standard | Loss::ChunkedKeep => held * logits,
             _ => 0.0,
         };
+        let blocks = if self.compiled_tied_head_keeps_logits() {
+            (FP32 + held) * logits
+        } else {
+            0.0
+        };
         LogitsBytes {
             forward: final_norm + fwd * logits + fused_chunk,
             loss_backward: final_norm + bwd * logits + fused_chunk,
             head_backward: final_norm + head * logits + fused_chunk,
-            norm_backward: self.final_norm_backward(tokens),
+            norm_backward: self.final_norm_backward(tokens) + blocks,
+            blocks,
             step,
         }
+    }
+
+    /// The unchunked loss runs inside the compiled graph: a compiled
+    /// transformers model whose loss upcasts its logits
+    /// ([`Framework::compile_covers_unchunked_loss`]).
+    fn compiled_loss(&self) -> bool {
+        self.plan.training.compile
+            && self.plan.training.loss == Loss::Standard
+            && self.plan.training.fp32_upcasts
+            && self.plan.framework.compile_covers_unchunked_loss()
+    }
+
+    /// A compiled model whose trained LM head is tied to its embedding keeps
+    /// the loss's logit-sized buffers (and the held output) through the
+    /// blocks' backward: the shared weight's gradient, the head's product
+    /// plus the embedding's, is made at the end of the compiled backward
+    /// graph, and the logits' gradient it reads lives until then. Measured on
+    /// the H200 (calibration/h200-2026-12-04, the allocator's history at each
+    /// peak): compiled and checkpointed, Llama-3.2-1B and -3B (tied) peak
+    /// inside a block's recomputed attention with the three 4008 MiB buffers
+    /// of 4 × 4096 × 128,256 logits still alive (23.28 and 37.87 GiB
+    /// allocated), while the same 1B shape with an untied head peaks at the
+    /// head's backward and is 1.4 GiB lower despite its 0.26 B more
+    /// parameters. Eager runs free them as the head's backward ends. Only
+    /// seen with recomputation: the compiled tied runs without checkpointing
+    /// (Llama-3.2-1B bf16 and amp-bf16, GPT-2 fp32; calibration/h200-2026-11-30)
+    /// peak at the loss's backward, 2.2–6.5 % under what keeping the logits
+    /// beside a block's backward with all its activations would give.
+    fn compiled_tied_head_keeps_logits(&self) -> bool {
+        self.compiled_loss()
+            && self.m.tied_embeddings
+            && self.full_finetune()
+            && self.plan.training.checkpointing != Checkpointing::None
     }
 
     /// A loss whose log-softmax reads fp16 logits straight into fp32 and
@@ -4209,9 +4265,7 @@ impl<'a> Ctx<'a> {
                 let forward = if forwards > warmup { accumulated } else { 0.0 };
                 (gathered + forward, gathered + accumulated)
             }
-            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp
-                if self.shard > 1.0 || p.offload.params_offloaded() =>
-            {
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp if self.gathers_units() => {
                 // Unsharded parameters of the current and prefetched unit
                 // (one transformer block per unit), and in backward their gradients.
                 // In bytes as gathered ([`Self::gathered_block_bytes`]); the
@@ -4266,14 +4320,19 @@ impl<'a> Ctx<'a> {
                     (0.0, 0.0)
                 };
                 let gathered = resident + edges;
-                let grads = if self.base_bits().is_some() {
+                let grads = if self.base_bits().is_some() || self.gathers_on_one_rank() {
                     0.0
                 } else {
                     unit * self.grad_bytes()
                 };
+                let edge_grads = if self.gathers_on_one_rank() {
+                    0.0
+                } else {
+                    edge_grads
+                };
                 (gathered, gathered + grads + edge_grads * self.grad_bytes())
             }
-            Sharding::FsdpGradOp if self.shard > 1.0 || p.offload.params_offloaded() => {
+            Sharding::FsdpGradOp if self.gathers_units() => {
                 // SHARD_GRAD_OP keeps every unit gathered from its forward to
                 // its backward ([`Self::shards_params`]): at the end of forward
                 // the whole stage is unsharded, in the compute dtype, in
@@ -4284,7 +4343,7 @@ impl<'a> Ctx<'a> {
                 // head) from the head's backward until the last, as under
                 // FULL_SHARD.
                 let gathered = self.gathered_stage_bytes(s);
-                let grads = if self.base_bits().is_some() {
+                let grads = if self.base_bits().is_some() || self.gathers_on_one_rank() {
                     0.0
                 } else {
                     (self.block_params() + self.edge_params(s)) * self.grad_bytes()
@@ -4293,6 +4352,38 @@ impl<'a> Ctx<'a> {
             }
             _ => (0.0, 0.0),
         }
+    }
+
+    /// Whether the parameter-sharding runtime gathers its units into buffers
+    /// of their own: across ranks, from the CPU when parameters are
+    /// offloaded, and on a single rank under FSDP2, which keeps sharding
+    /// there (`fully_shard` copies each unit out of its all-gather into new
+    /// unsharded parameters whatever the world size) where FSDP1 switches to
+    /// `NO_SHARD` (torch `fsdp/_init_utils.py`: "FSDP is switching to use
+    /// `NO_SHARD` … since the world size is 1"). Measured on the H200 on one
+    /// rank (calibration/h200-2026-11-30 set 5, h200-2026-12-04 set 7):
+    /// Llama-3.2-1B and -3B under FSDP2 peaked their embedding's bf16 copy
+    /// (0.49 and 0.73 GiB) above the same model unsharded, Llama-3.1-8B
+    /// with LoRA its embedding and head's (1.96 GiB), and without resharding
+    /// after forward every block's bf16 copy (+1.81 GiB, 1.24 B parameters).
+    fn gathers_units(&self) -> bool {
+        let p = &self.plan.parallel;
+        self.shard > 1.0
+            || p.offload.params_offloaded()
+            || (matches!(
+                p.sharding,
+                Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
+            ) && self.plan.framework.fsdp2_shards_one_rank())
+    }
+
+    /// FSDP2 gathering on a single rank with its parameters on the GPU
+    /// ([`Self::gathers_units`]): the measured peaks there hold the gathered
+    /// copies and no unit's unsharded gradient beside the (whole) sharded
+    /// ones — with them counted as across ranks, the four one-rank FSDP2 runs
+    /// on the H200 came out 2.6–3.5 % over their allocated peaks, without them
+    /// −0.0 … +2.6 %.
+    fn gathers_on_one_rank(&self) -> bool {
+        self.shard <= 1.0 && !self.plan.parallel.offload.params_offloaded()
     }
 
     /// DeepSpeed ZeRO-3 gathers a parameter whose partition lives on the CPU
@@ -4746,7 +4837,7 @@ impl<'a> Ctx<'a> {
             g: g_fwd + head_g + head_g_blocks,
             o,
             act: acts,
-            lg: z,
+            lg: lg.blocks,
             comm: comm_b,
             tmp: working + casts.block_backward + dq_block,
         };
@@ -4767,7 +4858,7 @@ impl<'a> Ctx<'a> {
                 g: g_bwd_end + head_g_blocks,
                 o,
                 act: self.layer_input_bytes(),
-                lg: z,
+                lg: lg.blocks,
                 comm: comm_b,
                 tmp: working + dq_block,
             },

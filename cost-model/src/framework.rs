@@ -322,6 +322,19 @@ impl Framework {
         self == Framework::Torchtitan
     }
 
+    /// Whether the framework's FSDP is FSDP2 (`fully_shard`), which shards
+    /// and gathers on a single rank too: torchtune and torchtitan, and a
+    /// plain PyTorch loop (`torch.distributed.fsdp.fully_shard`, the API
+    /// PyTorch's FSDP documentation points to since 2.6). The Trainer,
+    /// Accelerate (`fsdp_version` 1 by default) and Lightning's
+    /// `FSDPStrategy` wrap with FSDP1, which runs `NO_SHARD` on one rank.
+    pub fn fsdp2_shards_one_rank(self) -> bool {
+        matches!(
+            self,
+            Framework::PlainPytorch | Framework::Torchtune | Framework::Torchtitan
+        )
+    }
+
     /// Whether the framework pipelines FSDP2-sharded stages through
     /// `torch.distributed.pipelining`'s schedules (torchtitan), which keep a
     /// stage's parameters gathered and its gradients unsharded until every

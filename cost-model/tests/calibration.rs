@@ -4,7 +4,7 @@
 //! is predicted, and the accuracy may not slip below the recorded level (a
 //! ratchet; docs/ACCURACY.md holds the full report and the targets).
 
-use cost_model::calibrate::calibrate;
+use cost_model::calibrate::{calibrate, CaseResult};
 use cost_model::plan::{AdapterMethod, Finetune};
 
 fn cases() -> String {
@@ -124,6 +124,36 @@ fn an_oom_row_without_its_sequence_length_is_bounded_below() {
         .contains("seq_len is empty"));
 }
 
+/// The second H200 run (calibration/h200-2026-12-04, sets 7 and 8; 24 rows):
+/// FSDP2 on one rank with CPU offload (full fine-tunes and LoRA), without
+/// resharding after forward, over a LoRA model, and the compiled,
+/// checkpointed runs (Llama-3.2-1B tied and untied, -3B). Allocated within
+/// 3 % but for the CPU-offload runs (+4.9 … +7.1 %: over); their reserved
+/// and nvidia-smi counters are the worst rows (LoRA over an offloaded 8B
+/// base −16.6 / −18.0 %: FSDP2's host-to-device copies strand reserve the
+/// model does not count).
+#[test]
+fn the_second_h200_run_holds_the_recorded_accuracy() {
+    let r = project_set("h200-2026-12-04.csv");
+    let s = &r.summary;
+    assert_eq!((s.n, s.skipped), (24, 0));
+    let (median, p90, worst) = errors(s);
+    // Model version 21 (before the run's two terms): 6.47 % / 16.30 % / −18.0 %.
+    assert!(median <= 3.5, "median |error| {median} %");
+    assert!(p90 <= 9.6, "p90 |error| {p90} %");
+    assert!(worst >= -18.5, "worst under-prediction {worst} %");
+    let allocated: Vec<&CaseResult> = r
+        .cases
+        .iter()
+        .filter(|c| c.metric == "max_allocated" && !c.id.contains("fsdp2off"))
+        .collect();
+    assert_eq!(allocated.len(), 5);
+    for c in allocated {
+        let e = c.error_pct.unwrap();
+        assert!(e.abs() <= 3.0, "{}: {e} %", c.id);
+    }
+}
+
 /// Real training steps measured on an H200 with the exact configuration
 /// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 69
 /// runs (plain loops, the transformers Trainer, Accelerate, DDP and FSDP2 on one
@@ -165,10 +195,14 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // checkpointing −1.3 → −4.9 %). Then 1.26 % at model version 19, and
     // 1.10 % once an adapter trained without recomputation reserves 2 % over
     // its allocated peak rather than 7 % (model version 20: the five such runs'
-    // reserved and nvidia-smi counters +1.9 … +5.9 → −4.7 … +0.9 %).
+    // reserved and nvidia-smi counters +1.9 … +5.9 → −4.7 … +0.9 %). Then
+    // 1.05 % / 5.42 % / −10.2 % at model version 22: the compiled,
+    // checkpointed Llama-3.2-3B (tied head) keeps the loss's logits through
+    // the blocks' backward (allocated −10.5 → +0.2 %), and FSDP2 gathers on
+    // one rank (its two runs' allocated −1.2 / −1.1 → +0.5 / +0.6 %).
     assert!(median <= 1.15, "median |error| {median} %");
     assert!(p90 <= 6.4, "p90 |error| {p90} %");
-    assert!(worst >= -20.0, "worst under-prediction {worst} %");
+    assert!(worst >= -11.0, "worst under-prediction {worst} %");
     // The allocated counter alone (69 rows), the one the caching allocator's
     // rounding leaves exact: median 0.21 % until a final norm kept what a
     // block norm keeps, the stacks' ends counted and a plain MLP's input took

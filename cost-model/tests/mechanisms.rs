@@ -2500,3 +2500,94 @@ fn pytorch_2_1_mean_keeps_the_rmsnorms_square() {
     assert_eq!(PytorchRelease::of(1, 12), PytorchRelease::V1_11To1_12);
     assert_eq!(PytorchRelease::of(1, 10), PytorchRelease::V1_10OrOlder);
 }
+
+// ----- the 2026-12-04 H200 run (calibration/h200-2026-12-04, sets 7 and 8) -----
+
+/// A row of the 2026-12-04 H200 file, as the calibration reader plans it.
+fn row_0412(id: &str) -> Plan {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../calibration/h200-2026-12-04.csv"
+    );
+    let csv = std::fs::read_to_string(path).unwrap();
+    cost_model::calibrate::case_plan(&csv, &format!("h200-2026-12-04-{id}-alloc")).unwrap()
+}
+
+fn allocated_gib(p: &Plan) -> f64 {
+    estimate(p).unwrap().peak.allocated.get() as f64 / GIB
+}
+
+/// Compiled and checkpointed, a transformers model whose LM head is tied to
+/// its embedding peaks inside the blocks' backward with the loss's two
+/// logit-sized buffers and the held logits still alive (the allocator's
+/// history at the peak, peak-*.txt: three 4008 MiB buffers of 4 × 4096 ×
+/// 128,256); with an untied head it peaks at the head's backward, the three
+/// beside the new head gradient. Measured allocated: 23.284, 37.866 and
+/// 21.860 GiB (before the term: −14.8, −10.5 and −2.6 %).
+#[test]
+fn a_compiled_tied_head_keeps_the_loss_logits_through_the_blocks_backward() {
+    for (id, measured) in [
+        ("l1b-bf16-compile-ckpt-b4-s4096", 23.284),
+        ("l3b-bf16-compile-ckpt-b4-s4096", 37.866),
+        ("l1bu-bf16-compile-ckpt-b4-s4096", 21.860),
+    ] {
+        let got = allocated_gib(&row_0412(id));
+        assert!(
+            (got / measured - 1.0).abs() < 0.02,
+            "{id}: {got:.3} GiB, measured {measured}"
+        );
+    }
+    // Where each peaks: tied, at a block's backward (gradients made) with
+    // 6 bytes a logit still alive; untied, at the head's backward (its
+    // gradient alone made) with the same 6 bytes; eager, the blocks' moments
+    // hold no logits, so the tied run peaks at the loss's backward.
+    let logits = 4.0 * 4096.0 * 128_256.0;
+    let backward = |p: &Plan| phase(&estimate(p).unwrap(), Phase::Backward);
+    let tied = row_0412("l1b-bf16-compile-ckpt-b4-s4096");
+    let b = backward(&tied);
+    assert!(b.logits.get() as f64 >= 6.0 * logits, "{b:?}");
+    assert!(b.gradients.get() as f64 > 128_256.0 * 2048.0 * 2.0, "{b:?}");
+    let untied = row_0412("l1bu-bf16-compile-ckpt-b4-s4096");
+    let b = backward(&untied);
+    assert!(b.logits.get() as f64 >= 6.0 * logits, "{b:?}");
+    assert_eq!(b.gradients.get(), 128_256 * 2048 * 2, "{b:?}");
+    let mut eager = tied.clone();
+    eager.training.compile = false;
+    assert_eq!(backward(&eager).gradients.get(), 0);
+}
+
+/// FSDP2 shards and gathers on one rank too (`fully_shard` copies each unit
+/// out of its all-gather into new unsharded parameters), where FSDP1 runs
+/// `NO_SHARD`: on the H200 the one-rank FSDP2 runs held their root unit's
+/// bf16 copy (Llama-3.2-1B's embedding 0.49 GiB, -3B's 0.73, Llama-3.1-8B's
+/// embedding and head 1.96) and, without resharding after forward, every
+/// block's (1.24 B parameters: +1.81 GiB). Before the term −1.2, −1.1,
+/// −5.7 and −5.3 %.
+#[test]
+fn fsdp2_gathers_its_units_on_one_rank() {
+    for (id, measured) in [
+        ("fsdp2-l8b-lora16all-ckpt-b4-s2048", 33.271),
+        ("fsdp2nors-l1b-ampbf16-b4-s2048", 43.268),
+    ] {
+        let got = allocated_gib(&row_0412(id));
+        assert!(
+            (got / measured - 1.0).abs() < 0.03,
+            "{id}: {got:.3} GiB, measured {measured}"
+        );
+    }
+    // FSDP1 (the Trainer's, Accelerate's) runs NO_SHARD on one rank: nothing gathered.
+    let p = row_0412("fsdp2nors-l1b-ampbf16-b4-s2048");
+    let comm = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Forward)
+            .comm_buffers
+            .get()
+    };
+    assert!(
+        comm(&p) as f64 >= 1_235_814_400.0 * 2.0,
+        "the stage gathered in bf16"
+    );
+    let mut fsdp1 = p.clone();
+    fsdp1.set_framework(Framework::HfTrainer);
+    fsdp1.parallel.sharding = Sharding::FsdpGradOp;
+    assert_eq!(comm(&fsdp1), 0);
+}

@@ -88,7 +88,9 @@ use cost_model::presets::presets;
 /// what older PyTorch releases keep (`TrainingSpec::pytorch`, the current
 /// release in every plan of the set, whose estimates did not move: the set
 /// still gave version 20's fingerprint with the new setting) and the band
-/// re-derived.
+/// re-derived. Version 22 (thirty-fourth session): a compiled model's loss
+/// buffers through the head's backward (and, tied, the blocks'), FSDP2's
+/// gathers on one rank; its set adds the rows of calibration/h200-2026-12-04.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -110,6 +112,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (19, 0x3883_4ba4_98fb_9247),
     (20, 0x4846_0458_fe4a_63d1),
     (21, 0x0053_4543_c43a_9876),
+    (22, 0x58c9_47cd_cc3d_6c65),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -157,7 +160,11 @@ fn eat_estimate(h: &mut Fnv, plan: &Plan) {
 
 fn project_plans() -> Vec<Plan> {
     let mut plans = Vec::new();
-    for file in ["h200-2026-11-30.csv", "torchtune-readme-0.6.1.csv"] {
+    for file in [
+        "h200-2026-11-30.csv",
+        "h200-2026-12-04.csv",
+        "torchtune-readme-0.6.1.csv",
+    ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         for line in text.lines().skip(1) {
