@@ -2517,6 +2517,18 @@ fn allocated_gib(p: &Plan) -> f64 {
     estimate(p).unwrap().peak.allocated.get() as f64 / GIB
 }
 
+/// Each row's predicted allocated peak within `tol` (relative) of its
+/// measured GiB.
+fn rows_within(rows: &[(&str, f64)], tol: f64) {
+    for &(id, measured) in rows {
+        let got = allocated_gib(&row_0412(id));
+        assert!(
+            (got / measured - 1.0).abs() < tol,
+            "{id}: {got:.3} GiB, measured {measured}"
+        );
+    }
+}
+
 /// Compiled and checkpointed, a transformers model whose LM head is tied to
 /// its embedding peaks inside the blocks' backward with the loss's two
 /// logit-sized buffers and the held logits still alive (the allocator's
@@ -2526,17 +2538,14 @@ fn allocated_gib(p: &Plan) -> f64 {
 /// 21.860 GiB (before the term: −14.8, −10.5 and −2.6 %).
 #[test]
 fn a_compiled_tied_head_keeps_the_loss_logits_through_the_blocks_backward() {
-    for (id, measured) in [
-        ("l1b-bf16-compile-ckpt-b4-s4096", 23.284),
-        ("l3b-bf16-compile-ckpt-b4-s4096", 37.866),
-        ("l1bu-bf16-compile-ckpt-b4-s4096", 21.860),
-    ] {
-        let got = allocated_gib(&row_0412(id));
-        assert!(
-            (got / measured - 1.0).abs() < 0.02,
-            "{id}: {got:.3} GiB, measured {measured}"
-        );
-    }
+    rows_within(
+        &[
+            ("l1b-bf16-compile-ckpt-b4-s4096", 23.284),
+            ("l3b-bf16-compile-ckpt-b4-s4096", 37.866),
+            ("l1bu-bf16-compile-ckpt-b4-s4096", 21.860),
+        ],
+        0.02,
+    );
     // Where each peaks: tied, at a block's backward (gradients made) with
     // 6 bytes a logit still alive; untied, at the head's backward (its
     // gradient alone made) with the same 6 bytes; eager, the blocks' moments
@@ -2565,16 +2574,13 @@ fn a_compiled_tied_head_keeps_the_loss_logits_through_the_blocks_backward() {
 /// −5.7 and −5.3 %.
 #[test]
 fn fsdp2_gathers_its_units_on_one_rank() {
-    for (id, measured) in [
-        ("fsdp2-l8b-lora16all-ckpt-b4-s2048", 33.271),
-        ("fsdp2nors-l1b-ampbf16-b4-s2048", 43.268),
-    ] {
-        let got = allocated_gib(&row_0412(id));
-        assert!(
-            (got / measured - 1.0).abs() < 0.03,
-            "{id}: {got:.3} GiB, measured {measured}"
-        );
-    }
+    rows_within(
+        &[
+            ("fsdp2-l8b-lora16all-ckpt-b4-s2048", 33.271),
+            ("fsdp2nors-l1b-ampbf16-b4-s2048", 43.268),
+        ],
+        0.03,
+    );
     // FSDP1 (the Trainer's, Accelerate's) runs NO_SHARD on one rank: nothing gathered.
     let p = row_0412("fsdp2nors-l1b-ampbf16-b4-s2048");
     let comm = |p: &Plan| {
