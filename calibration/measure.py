@@ -839,7 +839,73 @@ def snapshot_at_peak(snap, rec):
     lines += ["", "the 30 events up to the peak:"]
     for e in trace[max(0, peak_i - 29) : peak_i + 1]:
         lines.append(f"{e['action']:15s} {e['size'] / MIB:10.1f}  " + " < ".join(frames_of(e, 4)))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + reserve_at_peak(snap)) + "\n"
+
+
+def reserve_at_peak(snap):
+    """Where the reserve sits at the highest reserved total of the history:
+    the segments then mapped (those made before the recording started are
+    the snapshot's segments no trace event made), grouped by the stream they
+    belong to, each with the allocation that made it, and how much of each
+    stream's segments was allocated at that moment."""
+    trace = snap["device_traces"][0]
+    segs, cur, peak, peak_i = {}, 0, -1, -1
+    for i, e in enumerate(trace):
+        a = e["action"]
+        if a in ("segment_alloc", "segment_map"):
+            segs[(e["addr"], a)] = e
+            cur += e["size"]
+            if cur > peak:
+                peak, peak_i = cur, i
+        elif a in ("segment_free", "segment_unmap"):
+            kind = "segment_alloc" if a == "segment_free" else "segment_map"
+            if segs.pop((e["addr"], kind), None) is not None:
+                cur -= e["size"]
+    traced = {e["addr"] for e in trace if e["action"] in ("segment_alloc", "segment_map")}
+    before = [seg for seg in snap["segments"] if seg["address"] not in traced]
+    alive, blocks = {}, {}
+    # through the allocation that made the peak's segment
+    end = peak_i + 2 if peak_i + 1 < len(trace) and trace[peak_i + 1]["action"] == "alloc" else peak_i + 1
+    for e in trace[:end]:
+        a = e["action"]
+        if a in ("segment_alloc", "segment_map"):
+            alive[e["addr"]] = e
+        elif a in ("segment_free", "segment_unmap"):
+            alive.pop(e["addr"], None)
+        elif a == "alloc":
+            blocks[e["addr"]] = e
+        elif a == "free_completed":
+            blocks.pop(e["addr"], None)
+    streams = {}
+    for seg in alive.values():
+        st = streams.setdefault(seg["stream"], [0, 0, 0, {}])
+        st[0] += 1
+        st[1] += seg["size"]
+        key = " < ".join(frames_of(seg, 3))
+        n, b = st[3].get(key, (0, 0))
+        st[3][key] = (n + 1, b + seg["size"])
+    # allocated bytes at the reserved peak, by the segment (stream) holding them
+    starts = sorted((seg["addr"], seg["addr"] + seg["size"], seg["stream"]) for seg in alive.values())
+    import bisect
+
+    keys = [a for a, _, _ in starts]
+    for blk in blocks.values():
+        j = bisect.bisect_right(keys, blk["addr"]) - 1
+        if j >= 0 and blk["addr"] < starts[j][1]:
+            streams[starts[j][2]][2] += blk["size"]
+    lines = [
+        "",
+        f"reserve: traced segments peak at {peak / MIB:.1f} MiB (event {peak_i}); {len(before)} segments made before"
+        f" recording ({sum(seg['total_size'] for seg in before) / MIB:.1f} MiB, streams"
+        f" {sorted({seg['stream'] for seg in before})}); max_memory_reserved"
+        f" {torch.cuda.max_memory_reserved() / MIB:.1f} MiB",
+        "traced segments alive at that peak, by stream (count, MiB, MiB of traced blocks allocated in them):",
+    ]
+    for stream, (n, b, used, groups) in sorted(streams.items(), key=lambda kv: -kv[1][1]):
+        lines.append(f"stream {stream}: {n} segments, {b / MIB:.1f} MiB, {used / MIB:.1f} MiB allocated")
+        for key, (k, kb) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:12]:
+            lines.append(f"    {kb / MIB:10.1f} {k:5d}  {key}")
+    return lines
 
 
 def finish(c, sampler, rec):
