@@ -26,6 +26,7 @@ case ends; `calibration/to_csv.py` turns them into rows of the calibration
 schema.
 """
 
+import bisect
 import gc
 import json
 import os
@@ -789,10 +790,11 @@ def snapshot_at_peak(snap, rec):
     states once built) are the snapshot's segments' blocks that no trace event
     allocated: counted as 'before recording'."""
     trace = snap["device_traces"][0]
-    live, cur, peak, peak_i = {}, 0, -1, -1
+    live, cur, peak, peak_i, traced = {}, 0, -1, -1, set()
     for i, e in enumerate(trace):
         a = e["action"]
         if a == "alloc":
+            traced.add(e["addr"])
             live[e["addr"]] = e["size"]
             cur += e["size"]
             if cur > peak:
@@ -805,10 +807,6 @@ def snapshot_at_peak(snap, rec):
             live[e["addr"]] = e
         elif e["action"] == "free_completed":
             live.pop(e["addr"], None)
-    traced = set()
-    for e in trace:
-        if e["action"] == "alloc":
-            traced.add(e["addr"])
     # blocks alive when the history ended that no event allocated: allocated
     # before the recording started, so alive at the peak too (unless freed
     # and reused, which the trace would show as an alloc of that address)
@@ -886,8 +884,6 @@ def reserve_at_peak(snap):
         st[3][key] = (n + 1, b + seg["size"])
     # allocated bytes at the reserved peak, by the segment (stream) holding them
     starts = sorted((seg["addr"], seg["addr"] + seg["size"], seg["stream"]) for seg in alive.values())
-    import bisect
-
     keys = [a for a, _, _ in starts]
     for blk in blocks.values():
         j = bisect.bisect_right(keys, blk["addr"]) - 1

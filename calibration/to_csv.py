@@ -249,18 +249,17 @@ def main(folder):
     RUN = os.path.basename(os.path.normpath(folder))
     out = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
     out.writeheader()
-    paths = sorted(glob.glob(os.path.join(folder, "*.jsonl")))
+    sets = [
+        (path, [json.loads(line) for line in open(path)])
+        for path in sorted(glob.glob(os.path.join(folder, "*.jsonl")))
+    ]
     # a case measured again in a later set stands for its earlier measurement
-    later = {}
-    for path in paths:
-        for line in open(path):
-            later[json.loads(line)["id"]] = path
-    for path in paths:
+    later = {rec["id"]: path for path, recs in sets for rec in recs}
+    for path, recs in sets:
         # a set run on another machine has its own env-<set>.json
         own = os.path.join(folder, "env-" + os.path.basename(path)[: -len(".jsonl")] + ".json")
         env = json.load(open(own if os.path.exists(own) else os.path.join(folder, "env.json")))
-        for line in open(path):
-            rec = json.loads(line)
+        for rec in recs:
             # a case run in a process of its own carries that process's env
             rec_env = rec.get("env") or env
             if later[rec["id"]] != path:

@@ -3987,11 +3987,7 @@ impl<'a> Ctx<'a> {
             // peak. (A tied head's compiled runs without recomputation peak
             // at the loss's backward, as the eager count of this moment
             // gives: [`Self::compiled_tied_head_keeps_logits`].)
-            Loss::Standard
-                if compiled_loss && !(self.m.tied_embeddings && self.full_finetune()) =>
-            {
-                FP32 + held
-            }
+            Loss::Standard if compiled_loss && !self.trains_tied_head() => FP32 + held,
             // The fp32 gradient and its 16-bit cast for the head's matmul.
             Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.beside_fp32(),
             Loss::Standard => self.e + held,
@@ -4054,9 +4050,13 @@ impl<'a> Ctx<'a> {
     /// beside a block's backward with all its activations would give.
     fn compiled_tied_head_keeps_logits(&self) -> bool {
         self.compiled_loss()
-            && self.m.tied_embeddings
-            && self.full_finetune()
+            && self.trains_tied_head()
             && self.plan.training.checkpointing != Checkpointing::None
+    }
+
+    /// The LM head is the embedding's weight, and it trains.
+    fn trains_tied_head(&self) -> bool {
+        self.m.tied_embeddings && self.full_finetune()
     }
 
     /// A loss whose log-softmax reads fp16 logits straight into fp32 and
@@ -4320,15 +4320,12 @@ impl<'a> Ctx<'a> {
                     (0.0, 0.0)
                 };
                 let gathered = resident + edges;
-                let grads = if self.base_bits().is_some() || self.gathers_on_one_rank() {
-                    0.0
+                let (grads, edge_grads) = if self.gathers_on_one_rank() {
+                    (0.0, 0.0)
+                } else if self.base_bits().is_some() {
+                    (0.0, edge_grads)
                 } else {
-                    unit * self.grad_bytes()
-                };
-                let edge_grads = if self.gathers_on_one_rank() {
-                    0.0
-                } else {
-                    edge_grads
+                    (unit * self.grad_bytes(), edge_grads)
                 };
                 (gathered, gathered + grads + edge_grads * self.grad_bytes())
             }

@@ -36,6 +36,18 @@ fn plan(model: &str, precision: Precision, mb: u32, seq: u32) -> Plan {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// The allocated-counter row `id` of the H200 run `run` (calibration/<run>.csv),
+/// as the calibration reader plans it.
+fn measured_row(run: &str, id: &str) -> Plan {
+    let path = format!("{}/../calibration/{run}.csv", env!("CARGO_MANIFEST_DIR"));
+    let csv = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    cost_model::calibrate::case_plan(&csv, &format!("{run}-{id}-alloc")).unwrap()
+}
+
+fn allocated_gib(p: &Plan) -> f64 {
+    estimate(p).unwrap().peak.allocated.get() as f64 / GIB
+}
+
 fn mib(b: cost_model::units::Bytes) -> f64 {
     b.get() as f64 / (1u64 << 20) as f64
 }
@@ -1046,14 +1058,7 @@ fn grouped_experts_run_in_fp32_under_autocast() {
     // weights, the experts' intermediates are fp32 and their weights are
     // never cast to bf16. H200, Mixtral-shaped (8 layers, hidden 1024, 8
     // experts of 3584, top 2), amp-bf16, 4 × 2048: 22.447 GiB allocated.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../calibration/h200-2026-11-30.csv"
-    );
-    let csv = std::fs::read_to_string(path).unwrap();
-    let p = cost_model::calibrate::case_plan(&csv, "h200-2026-11-30-moe-ampbf16-b4-s2048-alloc")
-        .unwrap();
-    let got = estimate(&p).unwrap().peak.allocated.get() as f64 / (1u64 << 30) as f64;
+    let got = allocated_gib(&measured_row("h200-2026-11-30", "moe-ampbf16-b4-s2048"));
     assert!((got / 22.447 - 1.0).abs() < 0.01, "{got:.3} GiB");
     // (Before the term: 19.91 GiB, −11.3 %. The pure-bf16 run of the same
     // model, which the term leaves alone, is −0.5 %: docs/ACCURACY.md.)
@@ -1074,15 +1079,10 @@ fn a_sliding_window_reached_makes_sdpa_expand_grouped_kv() {
     let expected = 2.0 * 2.0 * 24.0 * 128.0 + 2.0 * 4096.0;
     assert!((extra - expected).abs() < 1.0, "{extra}");
     // H200, Mistral-7B v0.1 LoRA q+v, 2 × 4096 tokens: 65.996 GiB allocated.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../calibration/h200-2026-11-30.csv"
-    );
-    let csv = std::fs::read_to_string(path).unwrap();
-    let p =
-        cost_model::calibrate::case_plan(&csv, "h200-2026-11-30-mistral7b-lora8qv-b2-s4096-alloc")
-            .unwrap();
-    let got = estimate(&p).unwrap().peak.allocated.get() as f64 / (1u64 << 30) as f64;
+    let got = allocated_gib(&measured_row(
+        "h200-2026-11-30",
+        "mistral7b-lora8qv-b2-s4096",
+    ));
     assert!(
         (got / 65.996 - 1.0).abs() < 0.03,
         "{got:.3} GiB (was −7.3 %, then −2.7 % without the mask)"
@@ -2503,25 +2503,11 @@ fn pytorch_2_1_mean_keeps_the_rmsnorms_square() {
 
 // ----- the 2026-12-04 H200 run (calibration/h200-2026-12-04, sets 7 and 8) -----
 
-/// A row of the 2026-12-04 H200 file, as the calibration reader plans it.
-fn row_0412(id: &str) -> Plan {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../calibration/h200-2026-12-04.csv"
-    );
-    let csv = std::fs::read_to_string(path).unwrap();
-    cost_model::calibrate::case_plan(&csv, &format!("h200-2026-12-04-{id}-alloc")).unwrap()
-}
-
-fn allocated_gib(p: &Plan) -> f64 {
-    estimate(p).unwrap().peak.allocated.get() as f64 / GIB
-}
-
 /// Each row's predicted allocated peak within `tol` (relative) of its
 /// measured GiB.
 fn rows_within(rows: &[(&str, f64)], tol: f64) {
     for &(id, measured) in rows {
-        let got = allocated_gib(&row_0412(id));
+        let got = allocated_gib(&measured_row("h200-2026-12-04", id));
         assert!(
             (got / measured - 1.0).abs() < tol,
             "{id}: {got:.3} GiB, measured {measured}"
@@ -2552,11 +2538,11 @@ fn a_compiled_tied_head_keeps_the_loss_logits_through_the_blocks_backward() {
     // hold no logits, so the tied run peaks at the loss's backward.
     let logits = 4.0 * 4096.0 * 128_256.0;
     let backward = |p: &Plan| phase(&estimate(p).unwrap(), Phase::Backward);
-    let tied = row_0412("l1b-bf16-compile-ckpt-b4-s4096");
+    let tied = measured_row("h200-2026-12-04", "l1b-bf16-compile-ckpt-b4-s4096");
     let b = backward(&tied);
     assert!(b.logits.get() as f64 >= 6.0 * logits, "{b:?}");
     assert!(b.gradients.get() as f64 > 128_256.0 * 2048.0 * 2.0, "{b:?}");
-    let untied = row_0412("l1bu-bf16-compile-ckpt-b4-s4096");
+    let untied = measured_row("h200-2026-12-04", "l1bu-bf16-compile-ckpt-b4-s4096");
     let b = backward(&untied);
     assert!(b.logits.get() as f64 >= 6.0 * logits, "{b:?}");
     assert_eq!(b.gradients.get(), 128_256 * 2048 * 2, "{b:?}");
@@ -2582,7 +2568,7 @@ fn fsdp2_gathers_its_units_on_one_rank() {
         0.03,
     );
     // FSDP1 (the Trainer's, Accelerate's) runs NO_SHARD on one rank: nothing gathered.
-    let p = row_0412("fsdp2nors-l1b-ampbf16-b4-s2048");
+    let p = measured_row("h200-2026-12-04", "fsdp2nors-l1b-ampbf16-b4-s2048");
     let comm = |p: &Plan| {
         phase(&estimate(p).unwrap(), Phase::Forward)
             .comm_buffers
