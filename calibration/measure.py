@@ -18,6 +18,11 @@ and records, for the whole case:
                    the first forward, after the first backward, after the first
                    step.
 
+Cases with `ds` run DeepSpeed's loop instead (`deepspeed.initialize` on one
+rank; the set-10 comment below says how each is configured); DeepSpeed is not
+in the GPU machine's image: its wheel (built from the sdist with
+DS_BUILD_OPS=0, no compiled ops) and hjson/pydantic travel with the call.
+
 Cases run one after another in one process; between cases every tensor is
 dropped, the caching allocator and cuBLAS workspaces are emptied and the peak
 counters reset, so the CUDA context is shared (it is measured once, on its own).
@@ -62,6 +67,7 @@ import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     AutoModelForCausalLM,
     BertConfig,
+    BloomConfig,
     GPT2Config,
     Gemma2Config,
     LlamaConfig,
@@ -180,6 +186,14 @@ MODELS = {
     "qwen2.5-32b": lambda: qwen2(64, 5120, 40, 8, 27648),
     # Llama-3.2-1B's shape with an untied LM head (not a published model)
     "llama-3.2-1b-untied": lambda: llama(16, 2048, 32, 8, 8192, 128256, False, 64),
+    # bigscience/bloomz-7b1 (BLOOM-7B1: ALiBi, fused query_key_value, tied 250880-token head)
+    "bloomz-7b1": lambda: BloomConfig(vocab_size=250880, hidden_size=4096, n_layer=30, n_head=32, use_cache=False),
+    # meta-llama/Llama-2-70b-hf's blocks, 40 of its 80 (not a published model):
+    # what one rank of a 70B LoRA run holds per block, on one card
+    "llama-2-70b-40l": lambda: causal(LlamaConfig, 40, 8192, 64, 8, 28672, 32000, False, 10000.0, 4096),
+    # tiny shapes for a dry run of the code paths on a machine without a GPU
+    "llama-tiny": lambda: llama(2, 128, 4, 2, 256, 1000, False, 32),
+    "bloom-tiny": lambda: BloomConfig(vocab_size=1000, hidden_size=128, n_layer=2, n_head=4, use_cache=False),
     # a small Mixtral-shaped MoE (8 experts, top-2)
     "mixtral-small": lambda: MixtralConfig(
         vocab_size=32000,
@@ -216,8 +230,12 @@ def case(
     fp8=False,
     wrap=None,
     trainer_optim=None,
+    ds=None,
+    steps=None,
 ):
     return dict(
+        ds=ds,
+        steps=steps,
         quant=quant,
         prep=prep,
         liger=liger,
@@ -433,17 +451,45 @@ CASES8 = [c for c in CASES7 if c["id"] in ("fsdp2off-l1b-ampbf16-b4-s2048", "fsd
     case("l1b-bf16-compile-ckpt-b4-s4096", "llama-3.2-1b", 4, 4096, "bf16", ckpt=True, compile=True),
     case("l1bu-bf16-compile-ckpt-b4-s4096", "llama-3.2-1b-untied", 4, 4096, "bf16", ckpt=True, compile=True),
 ]
-# The eighth set (2026-12-04, a second call): the two full fine-tunes under
-# FSDP2's CPU offload again, now without the pre-wrap parameter list that had
-# kept the GPU copy of the model alive as the counters were reset (set 7's
-# reserved and device figures for them are left out), and the compiled,
-# checkpointed run at a second size, with a tied and an untied head.
-CASES8 = [c for c in CASES7 if c["id"] in ("fsdp2off-l1b-ampbf16-b4-s2048", "fsdp2off-l3b-ampbf16-ckpt-b4-s4096")] + [
-    case("l1b-bf16-compile-ckpt-b4-s4096", "llama-3.2-1b", 4, 4096, "bf16", ckpt=True, compile=True),
-    case("l1bu-bf16-compile-ckpt-b4-s4096", "llama-3.2-1b-untied", 4, 4096, "bf16", ckpt=True, compile=True),
+# The tenth set (2026-12-04, a later session), each case in a process of its
+# own (ISOLATE=1): DeepSpeed's ZeRO on one rank, as the Trainer (its "auto"
+# buckets) and Accelerate's DeepSpeed plugin (no bucket keys: DeepSpeed's own
+# defaults) configure it, through `deepspeed.initialize` with a torch AdamW
+# (`zero_force_ds_cpu_optimizer: false` where the optimizer is offloaded: the
+# CPU optimizer's kind does not change what the GPU holds). ZeRO-3 models are
+# built under `zero.Init` (the Trainer's and Accelerate's `zero3_init`):
+# ZeRO-3 with LoRA and full fine-tuning, ZeRO-2, ZeRO-Offload (optimizer on the
+# host) and ZeRO-Infinity's CPU offload of parameters; the public
+# peft_readme_raft-145 configuration as stated (BLOOMZ-7B1 in fp32, LoRA on
+# query_key_value, 8 × 64 tokens, ZeRO-3 with parameters and optimizer on the
+# CPU, Accelerate), and peft_docs_deepspeed_70b-146's per-block shape (Llama-2-70B
+# blocks, LoRA all-linear r8, 8 × 2048 tokens, full checkpointing) at 40 blocks.
+TRAINER_DS = dict(style="trainer")
+ACCEL_DS = dict(style="accelerate")
+CASES10 = [
+    case("ds3off-bloomz7b1-fp32-lora8qkv-b8-s64", "bloomz-7b1", 8, 64, "fp32", attn="eager",
+         lora=(8, ["query_key_value"]), ds=dict(ACCEL_DS, stage=3, offload=True)),
+    case("ds3-l70b40-lora8all-ckpt-b8-s2048", "llama-2-70b-40l", 8, 2048, "bf16", ckpt=True, lora=(8, ALL),
+         ds=dict(ACCEL_DS, stage=3), steps=2),
+    case("ds3-l8b-lora16all-ckpt-b4-s2048", "llama-3.1-8b", 4, 2048, "bf16", ckpt=True, lora=(16, ALL),
+         ds=dict(TRAINER_DS, stage=3)),
+    case("ds3-l1b-bf16-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", ds=dict(TRAINER_DS, stage=3)),
+    case("ds2-l1b-bf16-b4-s2048", "llama-3.2-1b", 4, 2048, "bf16", ds=dict(TRAINER_DS, stage=2)),
+    case("ds2off-l3b-bf16-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", ckpt=True,
+         ds=dict(TRAINER_DS, stage=2, offload=True)),
+    case("ds3off-l3b-bf16-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", ckpt=True,
+         ds=dict(TRAINER_DS, stage=3, offload=True)),
+]
+# The same code paths on tiny shapes, for a dry run without a GPU (DEVICE=cpu).
+CASES10_TINY = [
+    case("tiny-ds3off-bloom-fp32-lora", "bloom-tiny", 2, 16, "fp32", attn="eager",
+         lora=(8, ["query_key_value"]), ds=dict(ACCEL_DS, stage=3, offload=True)),
+    case("tiny-ds3-llama-lora-ckpt", "llama-tiny", 2, 16, "bf16", ckpt=True, lora=(4, ALL), ds=dict(TRAINER_DS, stage=3)),
+    case("tiny-ds3-llama", "llama-tiny", 2, 16, "bf16", ds=dict(TRAINER_DS, stage=3)),
+    case("tiny-ds2off-llama-ckpt", "llama-tiny", 2, 16, "bf16", ckpt=True, ds=dict(TRAINER_DS, stage=2, offload=True)),
 ]
 # SET picks the list; the first set is the default.
-CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4_DIST, "5": CASES5, "7": CASES7, "8": CASES8}.get(
+CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4_DIST, "5": CASES5, "7": CASES7, "8": CASES8, "10": CASES10, "10t": CASES10_TINY}.get(
     os.environ.get("SET", "1"), CASES
 )
 
@@ -458,6 +504,19 @@ def build(c, rec):
     # QLoRA scripts do) before its linears are quantized.
     dtype = torch.bfloat16 if c["precision"] == "bf16" or c.get("quant") else torch.float32
     kw = dict(dtype=dtype, attn_implementation=c["attn"])
+    if c.get("ds") and c["ds"]["stage"] == 3:
+        # The Trainer's and Accelerate's `zero3_init`: with a ZeRO-3 config
+        # registered (HfDeepSpeedConfig, kept alive), transformers builds the
+        # model under `deepspeed.zero.Init`, each parameter partitioned (to the
+        # host where `offload_param` says so) as it is made.
+        from transformers.integrations import HfDeepSpeedConfig
+
+        init_deepspeed()
+        global DS_HF_CONFIG
+        DS_HF_CONFIG = HfDeepSpeedConfig(ds_config(c, cfg))
+        model = AutoModelForCausalLM.from_config(cfg, **kw)
+        rec["params_total"] = sum(getattr(p, "ds_numel", p.numel()) for p in model.parameters())
+        return cfg, finish_build(c, model)
     with torch.device(DEVICE):
         if cfg.model_type in MASKED_LMS:
             model = transformers.AutoModelForMaskedLM.from_config(cfg, **kw)
@@ -467,6 +526,11 @@ def build(c, rec):
             model = AutoModelForCausalLM.from_config(cfg, **kw)
     model = model.to(DEVICE)
     rec["params_total"] = sum(p.numel() for p in model.parameters())
+    return cfg, finish_build(c, model)
+
+
+def finish_build(c, model):
+    """Quantization, k-bit preparation, kernels and checkpointing, as the case asks."""
     if c.get("quant"):
         quantize_4bit(model)
     if c.get("prep"):
@@ -485,10 +549,179 @@ def build(c, rec):
 
         convert_to_float8_training(model, module_filter_fn=lambda mod, fqn: fqn != "lm_head")
     if c["ckpt"]:
+        # Reentrant under DeepSpeed (transformers 4.x's default, which the
+        # published DeepSpeed runs used): torch 2.11's non-reentrant
+        # recomputation stops inside ZeRO-3's own linear autograd function
+        # (`LinearFunctionForZeroStage3`) and fails ("returned NULL without
+        # setting an exception").
         model.gradient_checkpointing_enable(
-            gradient_checkpointing_kwargs={"use_reentrant": False}, offload=c.get("offload", False)
+            gradient_checkpointing_kwargs={"use_reentrant": bool(c.get("ds"))}, offload=c.get("offload", False)
         )
-    return cfg, model
+    return model
+
+
+DS_HF_CONFIG = None
+
+
+def init_deepspeed():
+    """One rank of a DeepSpeed job (the environment a launcher sets)."""
+    import deepspeed
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    for k, v in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT="29533").items():
+        os.environ.setdefault(k, v)
+    deepspeed.init_distributed(dist_backend="nccl" if DEVICE == "cuda" else "gloo")
+
+
+def ds_config(c, cfg):
+    """The DeepSpeed config of a case. `style` "trainer": the ZeRO-2/ZeRO-3
+    configs of transformers' DeepSpeed guide with the Trainer's "auto" values
+    filled in (`reduce_bucket_size` hidden², `stage3_prefetch_bucket_size`
+    0.9·hidden², `stage3_param_persistence_threshold` 10·hidden:
+    `integrations/deepspeed.py` `trainer_config_process`). `style` "accelerate":
+    what Accelerate's DeepSpeedPlugin writes without a config file (the stage,
+    the offload devices, the 16-bit save flag; `utils/dataclasses.py`), every
+    bucket at DeepSpeed's own default."""
+    d = c["ds"]
+    stage, offload = d["stage"], d.get("offload", False)
+    zo = {"stage": stage}
+    if offload:
+        zo["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        if stage == 3:
+            zo["offload_param"] = {"device": "cpu", "pin_memory": True}
+    h = cfg.hidden_size
+    if d["style"] == "trainer" and stage == 3:
+        zo.update(
+            overlap_comm=True,
+            contiguous_gradients=True,
+            sub_group_size=int(1e9),
+            reduce_bucket_size=h * h,
+            stage3_prefetch_bucket_size=int(0.9 * h * h),
+            stage3_param_persistence_threshold=10 * h,
+            stage3_max_live_parameters=int(1e9),
+            stage3_max_reuse_distance=int(1e9),
+            stage3_gather_16bit_weights_on_model_save=True,
+        )
+    elif d["style"] == "trainer":
+        zo.update(
+            allgather_partitions=True,
+            allgather_bucket_size=int(2e8),
+            overlap_comm=True,
+            reduce_scatter=True,
+            reduce_bucket_size=h * h,
+            contiguous_gradients=True,
+        )
+    elif stage == 3:
+        zo["stage3_gather_16bit_weights_on_model_save"] = True
+    conf = {
+        "train_micro_batch_size_per_gpu": c["mb"],
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": 1.0,
+        "zero_optimization": zo,
+        "zero_allow_untested_optimizer": True,
+        "zero_force_ds_cpu_optimizer": False,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+    }
+    if c["precision"] in ("bf16", "amp-bf16"):
+        conf["bf16"] = {"enabled": True}
+    elif c["precision"] == "amp-fp16":
+        conf["fp16"] = {"enabled": True}
+    return conf
+
+
+def run_deepspeed(c, model, cfg, sampler, rec):
+    """DeepSpeed's training loop (`engine(...)`, `engine.backward(loss)`,
+    `engine.step()`, which zeroes the gradients) around a torch AdamW: fused
+    where it steps on the GPU (the Trainer's `adamw_torch_fused`), foreach on
+    the host."""
+    import deepspeed
+
+    init_deepspeed()
+    conf = ds_config(c, cfg)
+    params = [p for p in model.parameters() if p.requires_grad]
+    rec["trainable_params"] = sum(getattr(p, "ds_numel", p.numel()) for p in params)
+    rec["ds_config"] = conf
+    rec["deepspeed"] = deepspeed.__version__
+    on_gpu = not c["ds"].get("offload") and DEVICE == "cuda"
+    opt = torch.optim.AdamW(params, lr=1e-5, fused=on_gpu or None)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=conf)
+    sync()
+    rec["alloc_after_load"] = memory_allocated()
+    ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device=DEVICE)
+    start_history()
+    step_times = []
+    for step in range(c.get("steps") or STEPS):
+        t0 = time.time()
+        loss = engine(input_ids=ids, labels=ids).loss
+        if step == 0:
+            sync()
+            rec["alloc_after_forward"] = memory_allocated()
+            rec["peak_alloc_forward"] = max_memory_allocated()
+        engine.backward(loss)
+        if step == 0:
+            sync()
+            rec["alloc_after_backward"] = memory_allocated()
+            rec["peak_alloc_backward"] = max_memory_allocated()
+        engine.step()
+        rec["loss"] = float(loss.detach())
+        del loss
+        sync()
+        step_times.append(time.time() - t0)
+        if step == 0:
+            rec["alloc_after_step"] = memory_allocated()
+    rec["step_s"] = step_times
+    end_history(c, rec)
+    finish(c, sampler, rec)
+
+
+def sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def memory_allocated():
+    return torch.cuda.memory_allocated() if DEVICE == "cuda" else 0
+
+
+def max_memory_allocated():
+    return torch.cuda.max_memory_allocated() if DEVICE == "cuda" else 0
+
+
+def start_history(at_build=False):
+    """With SNAPSHOT=1, the allocator's history from the first training step
+    (Python frames only: cheap enough to leave the run's allocations as they
+    are), summarised at the peak by end_history(); with SNAPSHOT=2 from
+    before the model is built (what loading leaves cached counts too), the
+    whole history also written as `snap-<case>.pickle.gz` for a replay."""
+    mode = os.environ.get("SNAPSHOT")
+    if DEVICE == "cuda" and mode == ("2" if at_build else "1"):
+        torch.cuda.memory._record_memory_history(max_entries=3_000_000, stacks="python")
+
+
+def end_history(c, rec):
+    mode = os.environ.get("SNAPSHOT")
+    if mode in ("1", "2") and DEVICE == "cuda":
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        with open(os.path.join(OUT, f"peak-{c['id']}.txt"), "w") as f:
+            f.write(snapshot_at_peak(snap, rec))
+        if mode == "2":
+            import gzip
+            import pickle
+
+            # the innermost frames only: the file stays small enough to bring back
+            for trace in snap["device_traces"]:
+                for e in trace:
+                    e["frames"] = (e.get("frames") or [])[:8]
+            for seg in snap["segments"]:
+                seg.pop("frames", None)
+                for blk in seg["blocks"]:
+                    blk["frames"] = (blk.get("frames") or [])[:8]
+            with gzip.open(os.path.join(OUT, f"snap-{c['id']}.pickle.gz"), "wb") as f:
+                pickle.dump(snap, f)
 
 
 def quantize_4bit(model):
@@ -632,6 +865,7 @@ def with_lora(c, model):
 
 
 def run_case(c, sampler, rec):
+    start_history(at_build=True)
     cfg, model = build(c, rec)
     if c.get("quant"):
         # The 16-bit model built here before quantizing is not how a checkpoint
@@ -645,6 +879,8 @@ def run_case(c, sampler, rec):
     model = with_lora(c, model)
     model.train()
     rec["attn_impl"] = getattr(model.config, "_attn_implementation", None)
+    if c.get("ds"):
+        return run_deepspeed(c, model, cfg, sampler, rec)
     if c.get("trainer"):
         rec["alloc_after_load"] = torch.cuda.memory_allocated()
         rec["trainable_params"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -720,11 +956,7 @@ def run_case(c, sampler, rec):
     else:
         labels = ids
     fwd = torch.compile(model) if c.get("compile") else model
-    if os.environ.get("SNAPSHOT") == "1":
-        # The allocator's history (Python frames only: cheap enough to leave
-        # the run's allocations as they are), summarised at the peak by
-        # snapshot_at_peak() after the steps.
-        torch.cuda.memory._record_memory_history(max_entries=3_000_000, stacks="python")
+    start_history()
     step_times = []
     for step in range(STEPS):
         t0 = time.time()
@@ -761,11 +993,7 @@ def run_case(c, sampler, rec):
         if step == 0:
             rec["alloc_after_step"] = torch.cuda.memory_allocated()
     rec["step_s"] = step_times
-    if os.environ.get("SNAPSHOT") == "1":
-        snap = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(enabled=None)
-        with open(os.path.join(OUT, f"peak-{c['id']}.txt"), "w") as f:
-            f.write(snapshot_at_peak(snap, rec))
+    end_history(c, rec)
     finish(c, sampler, rec)
 
 
@@ -980,7 +1208,7 @@ def main():
     )
     from importlib.metadata import version
 
-    for name in ("peft", "accelerate", "bitsandbytes", "torchao", "liger-kernel"):
+    for name in ("peft", "accelerate", "bitsandbytes", "torchao", "liger-kernel", "deepspeed"):
         try:
             env[name] = version(name)
         except Exception as e:  # noqa: BLE001

@@ -3,6 +3,7 @@
 
     python3 calibration/to_csv.py calibration/h200-2026-11-30 > calibration/h200-2026-11-30.csv
     python3 calibration/to_csv.py calibration/h200-2026-12-04 > calibration/h200-2026-12-04.csv
+    python3 calibration/to_csv.py calibration/h200-2026-12-04-deepspeed > calibration/h200-2026-12-04-deepspeed.csv
 
 One run gives three rows, one per counter: `max_allocated`, `max_reserved` and
 `device_used`. NVML's v1 `used` (what the sampler reads) counts the memory the
@@ -52,16 +53,21 @@ MODELS = {
     "llama-3.2-1b-untied": (
         "transformers/LlamaForCausalLM-1B-untied", "decoder", 16, 2048, 32, 8, 8192, "gated", 128256, False, 0, 0
     ),
+    "bloomz-7b1": ("bigscience/bloomz-7b1", "decoder", 30, 4096, 32, 32, 16384, "plain", 250880, True, 0, 0),
+    "llama-2-70b-40l": (
+        "transformers/LlamaForCausalLM-70B-40-blocks", "decoder", 40, 8192, 64, 8, 28672, "gated", 32000, False, 0, 0
+    ),
     "mixtral-small": ("transformers/MixtralForCausalLM-small", "decoder", 8, 1024, 16, 8, 3584, "gated", 32000, False, 8, 2),
 }
-SHORT = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
+SHORT = {"query_key_value": "q+k+v", "q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
 GIB = float(1 << 30)
 # The run's date, from its folder's name (h200-YYYY-MM-DD), names its rows and source.
 RUN = "h200-2026-11-30"
 
 
 def source():
-    return f"calibration/measure.py (this repository; H200 run of {RUN[len('h200-'):]})"
+    # the date alone (a folder may name what its runs were after it)
+    return f"calibration/measure.py (this repository; H200 run of {RUN[len('h200-'):][:10]})"
 
 
 # measure.py's optimizer names that are not the schema's own
@@ -80,16 +86,48 @@ def rows(rec, env):
         ("torchao", rec.get("fp8")),
         ("liger-kernel", rec.get("liger")),
         ("accelerate", rec.get("wrap") == "accelerate"),
+        ("deepspeed", rec.get("ds")),
     ):
         if used:
             versions.append(f"{pkg} {env.get(pkg)}")
     notes = [
         " + ".join(versions),
-        "random weights built on the GPU from the model config (no checkpoint load)",
+        "random weights from the model config (no checkpoint load)"
+        if rec.get("ds") and rec["ds"]["stage"] == 3
+        else "random weights built on the GPU from the model config (no checkpoint load)",
         f"{len(rec.get('step_s') or []) or 3} steps; zero_grad(set_to_none=True)",
         f"attention {rec.get('attn_impl') or rec['attn']}",
     ]
-    if rec.get("trainer"):
+    ds = rec.get("ds")
+    if ds:
+        zo = rec["ds_config"]["zero_optimization"]
+        keys = [k for k in zo if k not in ("stage", "offload_optimizer", "offload_param")]
+        notes.append(
+            f"DeepSpeed ZeRO-{ds['stage']} on one rank over NCCL (deepspeed.initialize; engine backward/step)"
+            + ("; optimizer and parameters offloaded to pinned host memory" if ds.get("offload") and ds["stage"] == 3 else "")
+            + ("; optimizer offloaded to pinned host memory" if ds.get("offload") and ds["stage"] == 2 else "")
+        )
+        if ds["style"] == "trainer":
+            notes.append(
+                "config as the Trainer fills transformers' guide's ZeRO config ("
+                + " ".join(f"{k}={zo[k]}" for k in keys)
+                + ")"
+            )
+        else:
+            notes.append("config as Accelerate's DeepSpeedPlugin writes it (no bucket keys: DeepSpeed's defaults)")
+        if ds["stage"] == 3:
+            notes.append("model built under deepspeed.zero.Init (zero3_init)")
+        notes.append(
+            "gradient_clipping 1.0; "
+            + ("bf16 enabled (16-bit weights; fp32 master in the optimizer); no autocast" if rec["precision"] != "fp32" else "fp32")
+        )
+        notes.append(
+            "torch.optim.AdamW "
+            + ("(foreach) on the host; zero_force_ds_cpu_optimizer false" if ds.get("offload") else "(fused=True)")
+        )
+        if rec["ckpt"]:
+            notes.append("reentrant checkpointing (torch 2.11's non-reentrant recomputation fails in ZeRO-3's linear)")
+    elif rec.get("trainer"):
         notes.append(f"transformers Trainer (optim {rec.get('optim', '').split('.')[-1].lower()}; max_grad_norm 1.0)")
         if rec.get("pad"):
             notes.append(f"last {int(rec['pad'] * 100)} % of every row padding (attention_mask 0; labels -100)")
@@ -133,6 +171,8 @@ def rows(rec, env):
         )
     if rec.get("wrap") == "accelerate":
         notes.append("Accelerator(mixed_precision='bf16') prepare + backward")
+    if rec["model"] == "llama-2-70b-40l":
+        notes.append("LlamaConfig of Llama-2-70B's blocks with 40 of its 80 (not a published model)")
     if rec["model"] == "mixtral-small":
         notes.append("MixtralConfig of this shape (not a published model)")
     if rec["model"] == "llama-3.2-1b-untied":
@@ -142,6 +182,10 @@ def rows(rec, env):
     base = {
         "source_url": source(),
         "framework": "hf-trainer"
+        if rec.get("trainer") or (ds and ds["style"] == "trainer")
+        else "hf-accelerate"
+        if ds
+        else "hf-trainer"
         if rec.get("trainer")
         else "hf-accelerate"
         if rec.get("wrap") == "accelerate"
@@ -166,7 +210,10 @@ def rows(rec, env):
         "micro_batch": rec["mb"],
         "seq_len": rec["seq"],
         "grad_accum": 1,
-        "precision": "fp8" if rec.get("fp8") else rec["precision"],
+        # DeepSpeed's bf16 is what a Trainer's `bf16=True` (Accelerate's
+        # mixed_precision bf16) asks of it: amp-bf16 as a user writes it, with
+        # the 16-bit weights DeepSpeed keeps
+        "precision": "fp8" if rec.get("fp8") else "amp-bf16" if ds and rec["precision"] == "bf16" else rec["precision"],
         "base_weight_bits": rec.get("quant") or (32 if rec["precision"] in ("fp32", "amp-fp16", "amp-bf16") else 16),
         "optimizer": trainer_optimizer(rec) or OPTIMIZER.get(rec["optimizer"], rec["optimizer"]),
         "optimizer_in_backward": "false",
@@ -176,7 +223,9 @@ def rows(rec, env):
         "loss": "chunked" if rec.get("liger") else "standard",
         "compile": str(bool(rec.get("compile"))).lower(),
         "num_gpus": 1,
-        "sharding": {
+        "sharding": f"zero{ds['stage']}"
+        if ds
+        else {
             "ddp": "ddp",
             "ddp-view": "ddp",
             "fsdp2": "fsdp-full",
@@ -186,7 +235,11 @@ def rows(rec, env):
         "tp": 1,
         "pp": 1,
         "cp": 1,
-        "offload": "params+optimizer" if rec.get("wrap") == "fsdp2-offload" else "none",
+        "offload": "params+optimizer"
+        if rec.get("wrap") == "fsdp2-offload" or (ds and ds.get("offload") and ds["stage"] == 3)
+        else "optimizer"
+        if ds and ds.get("offload")
+        else "none",
         "gpu": "H200",
         "gpu_mem_gib": f"{env['nvml_total'] / GIB:.2f}",
         "quality": "A",

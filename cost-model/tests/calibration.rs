@@ -154,6 +154,42 @@ fn the_second_h200_run_holds_the_recorded_accuracy() {
     }
 }
 
+/// DeepSpeed on the H200 (calibration/h200-2026-12-04-deepspeed, set 10; 21
+/// rows, 7 runs on one rank): ZeRO-2 and ZeRO-3, with LoRA and full
+/// fine-tuning, the optimizer (and under ZeRO-3 the parameters) offloaded to
+/// the host, the Trainer's "auto" buckets and Accelerate's plugin defaults,
+/// models built under `zero.Init`, and the public peft_readme_raft-145's
+/// configuration as stated. Measured at model version 22, with no term fitted
+/// to it: the allocated peaks within 6.2 %; what is left is the reserve of the
+/// offloaded runs (−18 … −29 % reserved and nvidia-smi), which the model does
+/// not yet reach (docs/ACCURACY.md).
+#[test]
+fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
+    let r = project_set("h200-2026-12-04-deepspeed.csv");
+    let s = &r.summary;
+    assert_eq!((s.n, s.skipped), (21, 0));
+    let (median, p90, worst) = errors(s);
+    assert!(median <= 4.6, "median |error| {median} %");
+    assert!(p90 <= 23.2, "p90 |error| {p90} %");
+    assert!(worst >= -28.8, "worst under-prediction {worst} %");
+    let allocated: Vec<&CaseResult> = r
+        .cases
+        .iter()
+        .filter(|c| c.metric == "max_allocated")
+        .collect();
+    assert_eq!(allocated.len(), 7);
+    for c in allocated {
+        let e = c.error_pct.unwrap();
+        assert!(e.abs() <= 6.2, "{}: {e} %", c.id);
+    }
+    // Without offload the reserve is the allocator's usual one: every counter
+    // of the four runs within 6 %.
+    for c in r.cases.iter().filter(|c| !c.id.contains("off")) {
+        let e = c.error_pct.unwrap();
+        assert!(e.abs() <= 6.0, "{} ({}): {e} %", c.id, c.metric);
+    }
+}
+
 /// Real training steps measured on an H200 with the exact configuration
 /// (calibration/measure.py): allocated, reserved and nvidia-smi counters of 69
 /// runs (plain loops, the transformers Trainer, Accelerate, DDP and FSDP2 on one

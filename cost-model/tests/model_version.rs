@@ -91,6 +91,9 @@ use cost_model::presets::presets;
 /// re-derived. Version 22 (thirty-fourth session): a compiled model's loss
 /// buffers through the head's backward (and, tied, the blocks'), FSDP2's
 /// gathers on one rank; its set adds the rows of calibration/h200-2026-12-04.
+/// Re-recorded in the thirty-fifth session when the set added the rows of
+/// calibration/h200-2026-12-04-deepspeed (no estimate moved: without them the
+/// set still gave 0x58c9_47cd_cc3d_6c65).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -112,7 +115,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (19, 0x3883_4ba4_98fb_9247),
     (20, 0x4846_0458_fe4a_63d1),
     (21, 0x0053_4543_c43a_9876),
-    (22, 0x58c9_47cd_cc3d_6c65),
+    (22, 0xf253_de5e_1b58_ae87),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -163,6 +166,7 @@ fn project_plans() -> Vec<Plan> {
     for file in [
         "h200-2026-11-30.csv",
         "h200-2026-12-04.csv",
+        "h200-2026-12-04-deepspeed.csv",
         "torchtune-readme-0.6.1.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));

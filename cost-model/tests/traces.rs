@@ -1370,33 +1370,54 @@ fn own_h200_captures_parse_to_their_figures() {
     );
 }
 
-/// The second H200 run's captures (calibration/h200-2026-12-04): nvidia-smi's
-/// table of the idle card before the first call, and each set's 200 ms CSV
-/// log (one header per process), whose peak is its largest sample.
+/// The H200 runs' captures of 2026-12-04 (calibration/h200-2026-12-04, sets 7
+/// and 8, and calibration/h200-2026-12-04-deepspeed, set 10 in two calls):
+/// nvidia-smi's table of the idle card before the first call, and each set's
+/// 200 ms CSV log (one header per process: its cases ran one per process),
+/// whose peak is its largest sample.
 #[test]
 fn second_h200_run_captures_parse_to_their_figures() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../calibration/h200-2026-12-04");
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
-    let get = |name: &str| {
-        trace::parse(&read(name), &ParseOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-    };
-    let t = get("nvidia-smi-start.txt");
-    assert_eq!(t.gpus.len(), 1);
-    assert!(close(t.gpus[0].peak_used_mib, 0.0));
-    assert!(close(t.gpus[0].total_mib, 143771.0));
-    assert!(t.processes.is_empty());
-    for name in ["smi-set7.csv", "smi-set8.csv"] {
-        let text = read(name);
-        assert!(text.matches("timestamp, index").count() >= 4, "{name}");
-        let want = largest_memory_used(&text);
-        assert!(want > 30_000.0, "{name}: {want}");
-        let t = get(name);
-        assert!(
-            close(t.gpus[0].peak_used_mib, want),
-            "{name}: {:?} vs {want}",
-            t.gpus[0].peak_used_mib
-        );
+    for (folder, logs) in [
+        (
+            "h200-2026-12-04",
+            &[("smi-set7.csv", 4), ("smi-set8.csv", 4)][..],
+        ),
+        (
+            "h200-2026-12-04-deepspeed",
+            &[("smi-set10.csv", 7), ("smi-set10b.csv", 3)][..],
+        ),
+    ] {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../calibration")
+            .join(folder);
+        let read = |name: &str| {
+            std::fs::read_to_string(dir.join(name))
+                .unwrap_or_else(|e| panic!("{folder}/{name}: {e}"))
+        };
+        let get = |name: &str| {
+            trace::parse(&read(name), &ParseOptions::default())
+                .unwrap_or_else(|e| panic!("{folder}/{name}: {e}"))
+        };
+        let t = get("nvidia-smi-start.txt");
+        assert_eq!(t.gpus.len(), 1);
+        assert!(close(t.gpus[0].peak_used_mib, 0.0));
+        assert!(close(t.gpus[0].total_mib, 143771.0));
+        assert!(t.processes.is_empty());
+        for &(name, processes) in logs {
+            let text = read(name);
+            assert!(
+                text.matches("timestamp, index").count() >= processes,
+                "{folder}/{name}"
+            );
+            let want = largest_memory_used(&text);
+            assert!(want > 30_000.0, "{folder}/{name}: {want}");
+            let t = get(name);
+            assert!(
+                close(t.gpus[0].peak_used_mib, want),
+                "{folder}/{name}: {:?} vs {want}",
+                t.gpus[0].peak_used_mib
+            );
+        }
     }
 }
 
