@@ -117,8 +117,13 @@ use serde::{Deserialize, Serialize};
 /// through the blocks' when the head is tied to a trained embedding
 /// ([`Ctx::compiled_tied_head_keeps_logits`]), and lets FSDP2 gather its
 /// units on a single rank ([`Ctx::gathers_units`]) — both found on the H200
-/// (calibration/h200-2026-12-04).
-pub const MODEL_VERSION: u32 = 22;
+/// (calibration/h200-2026-12-04). 23 runs DeepSpeed's 16-bit model without
+/// autocast ([`Ctx::runs_autocast`]), sizes ZeRO-3's IPG bucket in the
+/// engine's communication dtype ([`Ctx::deepspeed_comm_bytes`]) and keeps a
+/// frozen 16-bit base linear's input under ZeRO-3's own linear
+/// ([`Ctx::zero3_linear_keeps_input`]) — found on the H200
+/// (calibration/h200-2026-12-04-deepspeed).
+pub const MODEL_VERSION: u32 = 23;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -904,7 +909,7 @@ impl<'a> Ctx<'a> {
     /// batch 2 × 2048, 73.3 GiB allocated after the forward in pure bf16
     /// against 35.9 GiB under bf16 autocast.
     fn kbit_fp32_stream(&self) -> bool {
-        self.kbit_fp32() && !self.prec.is_autocast() && self.prec != Precision::Fp32
+        self.kbit_fp32() && !self.runs_autocast() && self.prec != Precision::Fp32
     }
 
     fn lora(&self) -> Option<(u32, LoraTargets, u32, bool)> {
@@ -1429,6 +1434,23 @@ impl<'a> Ctx<'a> {
     /// them (ZeRO paper §3: 2Ψ + 2Ψ + 12Ψ), Megatron's mixed-precision optimizer likewise.
     fn master_in_optimizer(&self) -> bool {
         self.defaults().fp32_master_in_optimizer || self.zero_sharding()
+    }
+
+    /// Whether `torch.autocast` runs the forward: an AMP precision, unless the
+    /// runtime keeps the fp32 master in its optimizer ([`Self::master_in_optimizer`])
+    /// and so runs a 16-bit model without autocast. DeepSpeed's engine casts
+    /// the module to 16 bits for its `bf16`/`fp16` modes and enters autocast
+    /// only when its config asks (`torch_autocast`, off by default:
+    /// deepspeed 0.19.8 `runtime/engine.py`); Accelerate leaves native AMP off
+    /// under DeepSpeed and Megatron (`Accelerator.__init__`: `native_amp` only
+    /// for the other distributed types), so the Trainer's `bf16=True` does not
+    /// autocast there; Megatron runs its `Float16Module` without autocast.
+    /// Measured on the H200 (calibration/h200-2026-12-04-deepspeed): LoRA'd
+    /// Llama-2-70B blocks under ZeRO-3 with `bf16=True` kept each adapter's
+    /// input as PEFT's fp32 cast (`_cast_input_dtype`, 4 bytes an element),
+    /// which autocast would have kept as a 16-bit cast.
+    fn runs_autocast(&self) -> bool {
+        self.prec.is_autocast() && !self.master_in_optimizer()
     }
 
     /// A ZeRO stage: DeepSpeed's optimizer wraps the model (and does its own
@@ -2223,8 +2245,7 @@ impl<'a> Ctx<'a> {
     /// forward's state). Returns the casts alive at the end of forward, after
     /// it (the start of backward) and during a block's backward.
     fn autocast_copies(&self, s: u32) -> CastCopies {
-        let prec = self.prec;
-        if !prec.is_autocast() || self.shards_params() {
+        if !self.runs_autocast() || self.shards_params() {
             return CastCopies::default();
         }
         // The LM head's matmul casts its weight whether or not it is tied to
@@ -2351,7 +2372,7 @@ impl<'a> Ctx<'a> {
     /// 6·hidden bytes per token per block more than pure bf16 for this
     /// (plus 4·hidden for the fp32 normalised tensors, [`Self::norm_affine_bytes`]).
     fn casts_inputs_per_matmul(&self) -> bool {
-        self.prec.is_autocast() && self.residual_bytes() >= FP32
+        self.runs_autocast() && self.residual_bytes() >= FP32
     }
 
     /// A Python RMSNorm whose weight trains also keeps its normalised input for
@@ -2461,7 +2482,7 @@ impl<'a> Ctx<'a> {
     fn gelu_new_extra_bytes(&self) -> f64 {
         debug_assert!(self.python_gelu());
         let prec = self.prec;
-        let up = if prec.is_autocast() || prec == Precision::Fp32 {
+        let up = if self.runs_autocast() || prec == Precision::Fp32 {
             FP32
         } else {
             self.e
@@ -2492,7 +2513,7 @@ impl<'a> Ctx<'a> {
     /// shaped, amp-bf16): allocated −11.3 % without this, +0.1 % with it.
     fn experts_in_fp32(&self) -> bool {
         self.m.is_moe()
-            && self.prec.is_autocast()
+            && self.runs_autocast()
             && self.residual_bytes() >= FP32
             && self.base_bits().is_none()
             && self.plan.framework.runs_the_models_own_code()
@@ -2861,9 +2882,32 @@ impl<'a> Ctx<'a> {
             } => {
                 (targeted && !dropout && !self.lora_casts_input() && variant != LoraVariant::LoraFa)
                     || self.quantized_matmul_keeps_input(base_bits)
+                    || self.zero3_linear_keeps_input(base_bits)
             }
-            Finetune::Adapter { base_bits, .. } => self.quantized_matmul_keeps_input(base_bits),
+            Finetune::Adapter { base_bits, .. } => {
+                self.quantized_matmul_keeps_input(base_bits)
+                    || self.zero3_linear_keeps_input(base_bits)
+            }
         }
+    }
+
+    /// Whether a frozen base linear of `base_bits` keeps its input because
+    /// DeepSpeed ZeRO-3 runs it: partitioning the model (`zero.Init`, which
+    /// the Trainer's and Accelerate's `zero3_init` use, or the engine's own
+    /// conversion of a model built without it) replaces
+    /// `torch.nn.functional.linear` with `zero3_linear_wrap` for the rest of the
+    /// process (`memory_efficient_linear`, on by default: "This will persist
+    /// unless manually reset"), and its `LinearFunctionForZeroStage3` saves its
+    /// input whatever trains (`ctx.save_for_backward(input, weight, bias)`;
+    /// deepspeed 0.19.8 `runtime/zero/partition_parameters.py`,
+    /// `runtime/zero/linear.py`). A quantized base multiplies in bitsandbytes,
+    /// not through `F.linear`. Measured on the H200
+    /// (calibration/h200-2026-12-04-deepspeed): the LoRA'd Llama-2-70B blocks
+    /// under ZeRO-3 kept both norms' 16-bit outputs and the MLP's product
+    /// (2 × 256 + 896 MiB a block at 8 × 2048 tokens), which PyTorch's own
+    /// linear does not save for a frozen weight.
+    fn zero3_linear_keeps_input(&self, base_bits: u32) -> bool {
+        self.plan.parallel.sharding == Sharding::Zero3 && base_bits >= 16
     }
 
     /// Whether a frozen base matrix of `base_bits` saves its input however
@@ -2883,7 +2927,7 @@ impl<'a> Ctx<'a> {
     /// `lora_A` matmul saves a 16-bit cast instead (measured on the H200:
     /// Llama-3.2-3B amp-bf16 LoRA kept 2 bytes per adapter input element).
     fn lora_input_bytes(&self) -> f64 {
-        if self.trainable_weight_bytes() >= FP32 && !self.prec.is_autocast() {
+        if self.trainable_weight_bytes() >= FP32 && !self.runs_autocast() {
             FP32
         } else {
             self.e
@@ -3241,7 +3285,7 @@ impl<'a> Ctx<'a> {
             // wi_1(x)`). Replayed (`calibration/allocator_replay.py`):
             // FLAN-T5-base under bf16 autocast kept an fp32 GELU output per
             // inner element.
-            let act_promoted = if kept == 3.0 && self.python_gelu() && self.prec.is_autocast() {
+            let act_promoted = if kept == 3.0 && self.python_gelu() && self.runs_autocast() {
                 FP32 - e
             } else {
                 0.0
@@ -4146,7 +4190,7 @@ impl<'a> Ctx<'a> {
     /// fp32 too ([`Self::promoted_logits`]).
     fn held_logit_bytes(&self) -> f64 {
         let accelerate_fp32 = self.plan.framework == Framework::HfAccelerate
-            && self.prec.is_autocast()
+            && self.runs_autocast()
             && !self.zero_sharding();
         if accelerate_fp32 || self.promoted_logits() {
             FP32
@@ -4168,7 +4212,7 @@ impl<'a> Ctx<'a> {
     /// loaded or cast to 16 bits (a bf16 base under LoRA, DeepSpeed's
     /// `.half()`/`.bfloat16()` module), which adds in 16 bits.
     fn promoted_logits(&self) -> bool {
-        if !self.m.logits_bias || !self.prec.is_autocast() {
+        if !self.m.logits_bias || !self.runs_autocast() {
             return false;
         }
         match self.base_bits() {
@@ -4451,12 +4495,32 @@ impl<'a> Ctx<'a> {
     /// Accelerate's ZeRO-3 CPU-offload config, fp32 LoRA on bloomz-560m):
     /// "Reduce bucket size 500,000,000", then allocated memory grows from
     /// 3.04 to 4.92 GiB while the optimizer is built — 5e8 fp32 values are
-    /// 1.86 GiB.
+    /// 1.86 GiB. Its elements are of the engine's communication dtype
+    /// ([`Self::deepspeed_comm_bytes`]), not the trainable parameters': fp32
+    /// adapters under `bf16` reduce through a bf16 bucket.
     fn zero3_ipg_bucket(&self, s: u32) -> f64 {
         if self.plan.parallel.sharding != Sharding::Zero3 || self.stage_trainable(s) <= 0.0 {
             return 0.0;
         }
-        self.deepspeed_bucket_elements() * self.trainable_weight_bytes()
+        self.deepspeed_bucket_elements() * self.deepspeed_comm_bytes()
+    }
+
+    /// Bytes of DeepSpeed's communication dtype, which its stage-3 IPG
+    /// buckets hold: fp16 or bf16 in those modes, else fp32 (deepspeed 0.19.8
+    /// `runtime/engine.py` `communication_data_type`; `runtime/zero/stage3.py`
+    /// makes one `IPGBucketZ3` per communication dtype, its buffer
+    /// `torch.empty(self.reduce_bucket_size, dtype=dtype)`). Measured on the
+    /// H200 (calibration/h200-2026-12-04-deepspeed, Llama-2-70B blocks ×40, LoRA
+    /// r8, `bf16`): 67,730 MiB allocated after `deepspeed.initialize` = the
+    /// bf16 base and fp32 adapters (66,478) + 5e8 bf16 values (954) + the
+    /// adapters' fp32 master (198) and bf16 gradient partition (99); BLOOMZ-7B1
+    /// in fp32: 1,907 MiB, 5e8 fp32 values.
+    fn deepspeed_comm_bytes(&self) -> f64 {
+        if self.prec == Precision::Fp32 {
+            FP32
+        } else {
+            HALF
+        }
     }
 
     /// NCCL communicators a rank joins (one per parallel dimension in use).

