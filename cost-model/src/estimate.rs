@@ -119,9 +119,11 @@ use serde::{Deserialize, Serialize};
 /// units on a single rank ([`Ctx::gathers_units`]) — both found on the H200
 /// (calibration/h200-2026-12-04). 23 runs DeepSpeed's 16-bit model without
 /// autocast ([`Ctx::runs_autocast`]), sizes ZeRO-3's IPG bucket in the
-/// engine's communication dtype ([`Ctx::deepspeed_comm_bytes`]) and keeps a
+/// engine's communication dtype ([`Ctx::deepspeed_comm_bytes`]), keeps a
 /// frozen 16-bit base linear's input under ZeRO-3's own linear
-/// ([`Ctx::zero3_linear_keeps_input`]) — found on the H200
+/// ([`Ctx::zero3_linear_keeps_input`]) and holds what ZeRO-3 fetched on its
+/// own stream reserved beside the default stream's
+/// ([`Ctx::zero3_fetch_stream_pool`]) — found on the H200
 /// (calibration/h200-2026-12-04-deepspeed).
 pub const MODEL_VERSION: u32 = 23;
 
@@ -2056,6 +2058,29 @@ impl<'a> Ctx<'a> {
             return 0.0;
         }
         self.gradients(s)
+    }
+
+    /// Bytes the caching allocator holds on ZeRO-3's fetch stream: the most
+    /// parameters it has fetched at once (`fetched`: the gathered ones and,
+    /// with parameters on the CPU, the head's partition copied in beside its
+    /// gather). DeepSpeed fetches on a stream of its own
+    /// (`PartitionedParameterCoordinator`: `all_gather_coalesced` under
+    /// `get_accelerator().stream(self.__allgather_stream)`, deepspeed 0.19.8
+    /// `runtime/zero/partitioned_param_coordinator.py`), and the allocator
+    /// serves a stream only from its own blocks
+    /// ([`Self::side_stream_grad_pool`]): what the forward's fetches reserved
+    /// stays reserved beside the backward's logits and gradients on the
+    /// default stream. Measured on the H200 (calibration/h200-2026-12-04-deepspeed,
+    /// `peak-*.txt`): BLOOMZ-7B1's run (fp32 LoRA, ZeRO-3 with its parameters on
+    /// the CPU) held 8,354 MiB of segments on the fetch stream and 7,864 on
+    /// the default stream at its reserved peak, 15.86 GiB reserved over 12.89
+    /// allocated.
+    fn zero3_fetch_stream_pool(&self, fetched: f64) -> f64 {
+        if self.plan.parallel.sharding == Sharding::Zero3 && self.gathers_units() {
+            fetched
+        } else {
+            0.0
+        }
     }
 
     /// ZeRO-3 allocates the gradient partitions of every trainable parameter
@@ -4728,8 +4753,8 @@ impl<'a> Ctx<'a> {
         let (acts, working) = self.activations(s);
         let lg = self.logits(s);
         let ipg = self.zero3_ipg_bucket(s);
-        let (comm_f, comm_b) = self.comm_buffers(s);
-        let (comm_f, comm_b) = (comm_f + ipg, comm_b + ipg);
+        let (gathered, comm_b) = self.comm_buffers(s);
+        let (comm_f, comm_b) = (gathered + ipg, comm_b + ipg);
         // Gradients exist through forward and backward while they accumulate,
         // in every step when `zero_grad` zeroes instead of freeing them, and
         // always in ZeRO-3's gradient partition buffer and Megatron's `main_grad`.
@@ -4751,6 +4776,10 @@ impl<'a> Ctx<'a> {
         let runtime = Bytes::from_f64(self.runtime() + self.paged_optimizer_resident(s));
         let frac = self.reserve_fraction();
         let side_pool = self.side_stream_grad_pool(s);
+        // The head's partition copied in as ZeRO-3 fetches it from the CPU
+        // ([`Self::offloaded_fetch_copy`]), and the fetch stream's pool.
+        let fetch = self.offloaded_fetch_copy(s);
+        let fetch_pool = self.zero3_fetch_stream_pool(gathered + fetch);
         let casts = self.autocast_copies(s);
         // The 16-bit copy of a quantized weight in flight: the LM head's as
         // backward starts, a block matrix's inside a block's backward.
@@ -4763,6 +4792,8 @@ impl<'a> Ctx<'a> {
             act: f64,
             lg: f64,
             comm: f64,
+            /// Of `comm`, the parameters ZeRO-3 has fetched on its own stream.
+            fetched: f64,
             tmp: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
@@ -4783,11 +4814,14 @@ impl<'a> Ctx<'a> {
                 allocator_reserve: Bytes::ZERO,
                 runtime,
             };
-            // The side stream's blocks not holding gradients in this phase,
-            // from the first backward on (loading and set-up come before it).
+            // The side streams' blocks not holding gradients or fetched
+            // parameters in this phase, from the first forward on (loading
+            // and set-up come before it).
             let side_cached = match phase {
                 Phase::Load | Phase::Init => Bytes::ZERO,
-                _ => Bytes::from_f64((side_pool - p.g).max(0.0)),
+                _ => {
+                    Bytes::from_f64((side_pool - p.g).max(0.0) + (fetch_pool - p.fetched).max(0.0))
+                }
             };
             // `bd.allocated()` once: the three counters are its running sums
             // (`Breakdown::reserved`, `Breakdown::device_used`).
@@ -4814,6 +4848,7 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: z,
                 comm: z,
+                fetched: z,
                 tmp: self.load_materialised(s) - self.load_kept(s),
             },
         );
@@ -4826,6 +4861,7 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: z,
                 comm: ipg,
+                fetched: z,
                 tmp: z,
             },
         );
@@ -4844,17 +4880,18 @@ impl<'a> Ctx<'a> {
             act: acts,
             lg: lg.forward,
             comm: comm_f,
+            fetched: gathered,
             tmp: casts.forward,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
-        let fetch = self.offloaded_fetch_copy(s);
         let head_fetch = (fetch > 0.0).then(|| {
             mk(
                 Phase::Forward,
                 Parts {
                     lg: z,
                     comm: comm_f + fetch,
+                    fetched: gathered + fetch,
                     ..forward_parts
                 },
             )
@@ -4878,6 +4915,7 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: lg.loss_backward,
                 comm: comm_b,
+                fetched: gathered,
                 tmp: casts.after_forward + dq_head,
             },
         );
@@ -4890,6 +4928,7 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: lg.head_backward,
                 comm: comm_b,
+                fetched: gathered,
                 tmp: casts.after_forward + dq_head,
             },
         );
@@ -4900,6 +4939,7 @@ impl<'a> Ctx<'a> {
             act: acts,
             lg: lg.blocks,
             comm: comm_b,
+            fetched: gathered,
             tmp: working + casts.block_backward + dq_block,
         };
         // The final norm's backward, after the head's and before any block's.
@@ -4921,6 +4961,7 @@ impl<'a> Ctx<'a> {
                 act: self.layer_input_bytes(),
                 lg: lg.blocks,
                 comm: comm_b,
+                fetched: gathered,
                 tmp: working + dq_block,
             },
         );
@@ -4934,6 +4975,7 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: lg.step,
                 comm: ipg,
+                fetched: z,
                 tmp: self.optimizer_temporaries(s),
             },
         );

@@ -87,8 +87,10 @@ fn public_cases_hold_the_recorded_accuracy() {
     // Then p90 7.67 % once Thunder's nvFuser rows are read as eager, and
     // 2.25 % / 5.71 % once PyTorch 1.10's softmax kept its input (the V100
     // BERT rows, −5.8 … −9.5 % without checkpointing → +2.8 … +6.2 %).
+    // Then p90 5.67 % at model version 23 (DeepSpeed measured on the H200:
+    // deepspeed_70b-146 −14.9 → −8.8 %, raft-145 −23.5 → −2.4 %).
     assert!(median <= 2.3, "median |error| {median} %");
-    assert!(p90 <= 5.9, "p90 |error| {p90} %");
+    assert!(p90 <= 5.7, "p90 |error| {p90} %");
     // 2026-12-01: −30.23 % (raft-145, ZeRO-3 with fp32 parameters offloaded)
     // until the head's fetch through a GPU copy of its partition was
     // modelled; thunder-091 (−26.18 %) was the worst row since, until the
@@ -162,18 +164,19 @@ fn the_second_h200_run_holds_the_recorded_accuracy() {
 /// configuration as stated. At model version 22, before the terms it led to:
 /// 4.55 % / 23.11 % / −28.7 %, allocated within 6.2 %. Version 23 (DeepSpeed
 /// without autocast, ZeRO-3's bucket in the communication dtype, ZeRO-3's
-/// linear keeping a frozen base's input): allocated within 6.6 % (BLOOMZ's,
-/// −6.2 → +6.6 %, its reserved −18.3 → −7.3 %); what is left is the reserve of
-/// the offloaded runs (−22 … −29 % reserved and nvidia-smi for the two Llama
-/// full fine-tunes), which the model does not yet reach (docs/ACCURACY.md).
+/// linear keeping a frozen base's input, ZeRO-3's fetch-stream pool):
+/// 3.81 % / 21.26 % / −28.7 %, allocated within 6.6 % (BLOOMZ's −6.2 → +6.6 %,
+/// its reserved −18.3 → +4.1 %); what is left is the reserve of the offloaded
+/// Llama full fine-tunes (−20 … −29 % reserved and nvidia-smi), which the
+/// model does not yet reach (docs/ACCURACY.md).
 #[test]
 fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
     let r = project_set("h200-2026-12-04-deepspeed.csv");
     let s = &r.summary;
     assert_eq!((s.n, s.skipped), (21, 0));
     let (median, p90, worst) = errors(s);
-    assert!(median <= 4.6, "median |error| {median} %");
-    assert!(p90 <= 23.2, "p90 |error| {p90} %");
+    assert!(median <= 3.9, "median |error| {median} %");
+    assert!(p90 <= 21.3, "p90 |error| {p90} %");
     assert!(worst >= -28.8, "worst under-prediction {worst} %");
     let allocated: Vec<&CaseResult> = r
         .cases
