@@ -36,6 +36,40 @@ fn project_set(file: &str) -> cost_model::calibrate::Report {
     calibrate(&project_text(file)).unwrap()
 }
 
+/// A project file's report holding its recorded accuracy: `rows` rows, none
+/// skipped, the median and p90 |error| at most and the worst under-prediction
+/// at least the bounds given, and every allocated row `picked` (`count` of
+/// them) within `allocated_within` %.
+fn holds_its_accuracy(
+    file: &str,
+    rows: u64,
+    (median_max, p90_max, worst_min): (f64, f64, f64),
+    picked: impl Fn(&CaseResult) -> bool,
+    (count, allocated_within): (usize, f64),
+) -> cost_model::calibrate::Report {
+    let r = project_set(file);
+    let s = &r.summary;
+    assert_eq!((s.n, s.skipped), (rows, 0), "{file}");
+    let (median, p90, worst) = errors(s);
+    assert!(median <= median_max, "{file}: median |error| {median} %");
+    assert!(p90 <= p90_max, "{file}: p90 |error| {p90} %");
+    assert!(
+        worst >= worst_min,
+        "{file}: worst under-prediction {worst} %"
+    );
+    let allocated: Vec<&CaseResult> = r
+        .cases
+        .iter()
+        .filter(|c| c.metric == "max_allocated" && picked(c))
+        .collect();
+    assert_eq!(allocated.len(), count, "{file}");
+    for c in allocated {
+        let e = c.error_pct.unwrap();
+        assert!(e.abs() <= allocated_within, "{}: {e} %", c.id);
+    }
+    r
+}
+
 #[test]
 fn public_cases_hold_the_recorded_accuracy() {
     let r = calibrate(&cases()).unwrap();
@@ -136,24 +170,14 @@ fn an_oom_row_without_its_sequence_length_is_bounded_below() {
 /// model does not count).
 #[test]
 fn the_second_h200_run_holds_the_recorded_accuracy() {
-    let r = project_set("h200-2026-12-04.csv");
-    let s = &r.summary;
-    assert_eq!((s.n, s.skipped), (24, 0));
-    let (median, p90, worst) = errors(s);
     // Model version 21 (before the run's two terms): 6.47 % / 16.30 % / −18.0 %.
-    assert!(median <= 3.5, "median |error| {median} %");
-    assert!(p90 <= 9.6, "p90 |error| {p90} %");
-    assert!(worst >= -18.5, "worst under-prediction {worst} %");
-    let allocated: Vec<&CaseResult> = r
-        .cases
-        .iter()
-        .filter(|c| c.metric == "max_allocated" && !c.id.contains("fsdp2off"))
-        .collect();
-    assert_eq!(allocated.len(), 5);
-    for c in allocated {
-        let e = c.error_pct.unwrap();
-        assert!(e.abs() <= 3.0, "{}: {e} %", c.id);
-    }
+    holds_its_accuracy(
+        "h200-2026-12-04.csv",
+        24,
+        (3.5, 9.6, -18.5),
+        |c| !c.id.contains("fsdp2off"),
+        (5, 3.0),
+    );
 }
 
 /// DeepSpeed on the H200 (calibration/h200-2026-12-04-deepspeed, set 10; 21
@@ -171,23 +195,13 @@ fn the_second_h200_run_holds_the_recorded_accuracy() {
 /// model does not yet reach (docs/ACCURACY.md).
 #[test]
 fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
-    let r = project_set("h200-2026-12-04-deepspeed.csv");
-    let s = &r.summary;
-    assert_eq!((s.n, s.skipped), (21, 0));
-    let (median, p90, worst) = errors(s);
-    assert!(median <= 3.9, "median |error| {median} %");
-    assert!(p90 <= 21.3, "p90 |error| {p90} %");
-    assert!(worst >= -28.8, "worst under-prediction {worst} %");
-    let allocated: Vec<&CaseResult> = r
-        .cases
-        .iter()
-        .filter(|c| c.metric == "max_allocated")
-        .collect();
-    assert_eq!(allocated.len(), 7);
-    for c in allocated {
-        let e = c.error_pct.unwrap();
-        assert!(e.abs() <= 6.6, "{}: {e} %", c.id);
-    }
+    let r = holds_its_accuracy(
+        "h200-2026-12-04-deepspeed.csv",
+        21,
+        (3.9, 21.3, -28.8),
+        |_| true,
+        (7, 6.6),
+    );
     // Without offload the reserve is the allocator's usual one: every counter
     // of the four runs within 6 %.
     for c in r.cases.iter().filter(|c| !c.id.contains("off")) {
