@@ -656,22 +656,15 @@ def run_deepspeed(c, model, cfg, sampler, rec):
     for step in range(c.get("steps") or STEPS):
         t0 = time.time()
         loss = engine(input_ids=ids, labels=ids).loss
-        if step == 0:
-            sync()
-            rec["alloc_after_forward"] = memory_allocated()
-            rec["peak_alloc_forward"] = max_memory_allocated()
+        first_step_reading(rec, step, "forward")
         engine.backward(loss)
-        if step == 0:
-            sync()
-            rec["alloc_after_backward"] = memory_allocated()
-            rec["peak_alloc_backward"] = max_memory_allocated()
+        first_step_reading(rec, step, "backward")
         engine.step()
         rec["loss"] = float(loss.detach())
         del loss
         sync()
         step_times.append(time.time() - t0)
-        if step == 0:
-            rec["alloc_after_step"] = memory_allocated()
+        first_step_reading(rec, step, "step", peak=False)
     rec["step_s"] = step_times
     end_history(c, rec)
     finish(c, sampler, rec)
@@ -680,6 +673,17 @@ def run_deepspeed(c, model, cfg, sampler, rec):
 def sync():
     if DEVICE == "cuda":
         torch.cuda.synchronize()
+
+
+def first_step_reading(rec, step, after, peak=True):
+    """In the first step, the bytes allocated after `after` (forward,
+    backward, step) and, with `peak`, the peak so far."""
+    if step != 0:
+        return
+    sync()
+    rec[f"alloc_after_{after}"] = memory_allocated()
+    if peak:
+        rec[f"peak_alloc_{after}"] = max_memory_allocated()
 
 
 def memory_allocated():
@@ -966,20 +970,14 @@ def run_case(c, sampler, rec):
         else:
             out = fwd(input_ids=ids, labels=labels)
         loss = out.loss
-        if step == 0:
-            torch.cuda.synchronize()
-            rec["alloc_after_forward"] = torch.cuda.memory_allocated()
-            rec["peak_alloc_forward"] = torch.cuda.max_memory_allocated()
+        first_step_reading(rec, step, "forward")
         if scaler is not None:
             scaler.scale(loss).backward()
         elif acc is not None:
             acc.backward(loss)
         else:
             loss.backward()
-        if step == 0:
-            torch.cuda.synchronize()
-            rec["alloc_after_backward"] = torch.cuda.memory_allocated()
-            rec["peak_alloc_backward"] = torch.cuda.max_memory_allocated()
+        first_step_reading(rec, step, "backward")
         if scaler is not None:
             scaler.step(opt)
             scaler.update()
@@ -990,8 +988,7 @@ def run_case(c, sampler, rec):
         del out, loss
         torch.cuda.synchronize()
         step_times.append(time.time() - t0)
-        if step == 0:
-            rec["alloc_after_step"] = torch.cuda.memory_allocated()
+        first_step_reading(rec, step, "step", peak=False)
     rec["step_s"] = step_times
     end_history(c, rec)
     finish(c, sampler, rec)

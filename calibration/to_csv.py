@@ -104,8 +104,8 @@ def rows(rec, env):
         keys = [k for k in zo if k not in ("stage", "offload_optimizer", "offload_param")]
         notes.append(
             f"DeepSpeed ZeRO-{ds['stage']} on one rank over NCCL (deepspeed.initialize; engine backward/step)"
-            + ("; optimizer and parameters offloaded to pinned host memory" if ds.get("offload") and ds["stage"] == 3 else "")
-            + ("; optimizer offloaded to pinned host memory" if ds.get("offload") and ds["stage"] == 2 else "")
+            + {"params+optimizer": "; optimizer and parameters offloaded to pinned host memory",
+               "optimizer": "; optimizer offloaded to pinned host memory"}.get(ds_offload(ds), "")
         )
         if ds["style"] == "trainer":
             notes.append(
@@ -184,11 +184,7 @@ def rows(rec, env):
         "framework": "hf-trainer"
         if rec.get("trainer") or (ds and ds["style"] == "trainer")
         else "hf-accelerate"
-        if ds
-        else "hf-trainer"
-        if rec.get("trainer")
-        else "hf-accelerate"
-        if rec.get("wrap") == "accelerate"
+        if ds or rec.get("wrap") == "accelerate"
         else "plain-pytorch",
         "model": name,
         "arch": arch,
@@ -235,11 +231,7 @@ def rows(rec, env):
         "tp": 1,
         "pp": 1,
         "cp": 1,
-        "offload": "params+optimizer"
-        if rec.get("wrap") == "fsdp2-offload" or (ds and ds.get("offload") and ds["stage"] == 3)
-        else "optimizer"
-        if ds and ds.get("offload")
-        else "none",
+        "offload": "params+optimizer" if rec.get("wrap") == "fsdp2-offload" else ds_offload(ds),
         "gpu": "H200",
         "gpu_mem_gib": f"{env['nvml_total'] / GIB:.2f}",
         "quality": "A",
@@ -290,6 +282,14 @@ def inherited(rec, env):
     if extra > INHERITED_DEVICE:
         return f"{extra / GIB:.2f} GiB of device memory already in use when it started"
     return None
+
+
+def ds_offload(ds):
+    """The schema's `offload` of a DeepSpeed case ("none" without one): ZeRO-3
+    offloads parameters with the optimizer, ZeRO-2 the optimizer alone."""
+    if not (ds and ds.get("offload")):
+        return "none"
+    return "params+optimizer" if ds["stage"] == 3 else "optimizer"
 
 
 def trainer_optimizer(rec):

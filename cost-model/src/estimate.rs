@@ -119,7 +119,7 @@ use serde::{Deserialize, Serialize};
 /// units on a single rank ([`Ctx::gathers_units`]) — both found on the H200
 /// (calibration/h200-2026-12-04). 23 runs DeepSpeed's 16-bit model without
 /// autocast ([`Ctx::runs_autocast`]), sizes ZeRO-3's IPG bucket in the
-/// engine's communication dtype ([`Ctx::deepspeed_comm_bytes`]), keeps a
+/// engine's communication dtype ([`Ctx::zero3_ipg_bucket`]), keeps a
 /// frozen 16-bit base linear's input under ZeRO-3's own linear
 /// ([`Ctx::zero3_linear_keeps_input`]) and holds what ZeRO-3 fetched on its
 /// own stream reserved beside the default stream's
@@ -4214,9 +4214,9 @@ impl<'a> Ctx<'a> {
     /// Scores a head's bias buffer promotes from 16 bits to fp32 are held as
     /// fp32 too ([`Self::promoted_logits`]).
     fn held_logit_bytes(&self) -> f64 {
-        let accelerate_fp32 = self.plan.framework == Framework::HfAccelerate
-            && self.runs_autocast()
-            && !self.zero_sharding();
+        // (Not under DeepSpeed, which runs no autocast: [`Self::runs_autocast`].)
+        let accelerate_fp32 =
+            self.plan.framework == Framework::HfAccelerate && self.runs_autocast();
         if accelerate_fp32 || self.promoted_logits() {
             FP32
         } else {
@@ -4493,7 +4493,17 @@ impl<'a> Ctx<'a> {
     /// Bytes of a parameter gathered by FSDP or ZeRO-3, in the compute dtype:
     /// FSDP `MixedPrecision(param_dtype=bf16)` / FSDP2 `MixedPrecisionPolicy`
     /// and DeepSpeed gather 16-bit parameters; only plain fp32 training
-    /// gathers fp32.
+    /// gathers fp32. DeepSpeed also communicates in that dtype, which its
+    /// stage-3 IPG buckets hold ([`Self::zero3_ipg_bucket`]): fp16 or bf16 in
+    /// those modes, else fp32 (deepspeed 0.19.8 `runtime/engine.py`
+    /// `communication_data_type`; `runtime/zero/stage3.py` makes one
+    /// `IPGBucketZ3` per communication dtype, its buffer
+    /// `torch.empty(self.reduce_bucket_size, dtype=dtype)`). Measured on the
+    /// H200 (calibration/h200-2026-12-04-deepspeed, Llama-2-70B blocks ×40, LoRA
+    /// r8, `bf16`): 67,730 MiB allocated after `deepspeed.initialize` = the
+    /// bf16 base and fp32 adapters (66,478) + 5e8 bf16 values (954) + the
+    /// adapters' fp32 master (198) and bf16 gradient partition (99); BLOOMZ-7B1
+    /// in fp32: 1,907 MiB, 5e8 fp32 values.
     fn gathered_param_bytes(&self) -> f64 {
         if self.prec == Precision::Fp32 {
             FP32
@@ -4520,32 +4530,14 @@ impl<'a> Ctx<'a> {
     /// Accelerate's ZeRO-3 CPU-offload config, fp32 LoRA on bloomz-560m):
     /// "Reduce bucket size 500,000,000", then allocated memory grows from
     /// 3.04 to 4.92 GiB while the optimizer is built — 5e8 fp32 values are
-    /// 1.86 GiB. Its elements are of the engine's communication dtype
-    /// ([`Self::deepspeed_comm_bytes`]), not the trainable parameters': fp32
-    /// adapters under `bf16` reduce through a bf16 bucket.
+    /// 1.86 GiB. Its elements are of the engine's communication dtype, the one
+    /// it gathers in ([`Self::gathered_param_bytes`]), not the trainable
+    /// parameters': fp32 adapters under `bf16` reduce through a bf16 bucket.
     fn zero3_ipg_bucket(&self, s: u32) -> f64 {
         if self.plan.parallel.sharding != Sharding::Zero3 || self.stage_trainable(s) <= 0.0 {
             return 0.0;
         }
-        self.deepspeed_bucket_elements() * self.deepspeed_comm_bytes()
-    }
-
-    /// Bytes of DeepSpeed's communication dtype, which its stage-3 IPG
-    /// buckets hold: fp16 or bf16 in those modes, else fp32 (deepspeed 0.19.8
-    /// `runtime/engine.py` `communication_data_type`; `runtime/zero/stage3.py`
-    /// makes one `IPGBucketZ3` per communication dtype, its buffer
-    /// `torch.empty(self.reduce_bucket_size, dtype=dtype)`). Measured on the
-    /// H200 (calibration/h200-2026-12-04-deepspeed, Llama-2-70B blocks ×40, LoRA
-    /// r8, `bf16`): 67,730 MiB allocated after `deepspeed.initialize` = the
-    /// bf16 base and fp32 adapters (66,478) + 5e8 bf16 values (954) + the
-    /// adapters' fp32 master (198) and bf16 gradient partition (99); BLOOMZ-7B1
-    /// in fp32: 1,907 MiB, 5e8 fp32 values.
-    fn deepspeed_comm_bytes(&self) -> f64 {
-        if self.prec == Precision::Fp32 {
-            FP32
-        } else {
-            HALF
-        }
+        self.deepspeed_bucket_elements() * self.gathered_param_bytes()
     }
 
     /// NCCL communicators a rank joins (one per parallel dimension in use).
@@ -4792,8 +4784,6 @@ impl<'a> Ctx<'a> {
             act: f64,
             lg: f64,
             comm: f64,
-            /// Of `comm`, the parameters ZeRO-3 has fetched on its own stream.
-            fetched: f64,
             tmp: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
@@ -4816,12 +4806,18 @@ impl<'a> Ctx<'a> {
             };
             // The side streams' blocks not holding gradients or fetched
             // parameters in this phase, from the first forward on (loading
-            // and set-up come before it).
+            // and set-up come before it). ZeRO-3 holds fetched the forward's
+            // gathered units (with, as it fetches the head from the CPU, the
+            // partition's copy: all the forward's `comm` but the bucket) and
+            // the backward's gathered units.
+            let fetched = match phase {
+                Phase::Forward => p.comm - ipg,
+                Phase::Backward => gathered,
+                _ => 0.0,
+            };
             let side_cached = match phase {
                 Phase::Load | Phase::Init => Bytes::ZERO,
-                _ => {
-                    Bytes::from_f64((side_pool - p.g).max(0.0) + (fetch_pool - p.fetched).max(0.0))
-                }
+                _ => Bytes::from_f64((side_pool - p.g).max(0.0) + (fetch_pool - fetched).max(0.0)),
             };
             // `bd.allocated()` once: the three counters are its running sums
             // (`Breakdown::reserved`, `Breakdown::device_used`).
@@ -4848,7 +4844,6 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: z,
                 comm: z,
-                fetched: z,
                 tmp: self.load_materialised(s) - self.load_kept(s),
             },
         );
@@ -4861,7 +4856,6 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: z,
                 comm: ipg,
-                fetched: z,
                 tmp: z,
             },
         );
@@ -4880,7 +4874,6 @@ impl<'a> Ctx<'a> {
             act: acts,
             lg: lg.forward,
             comm: comm_f,
-            fetched: gathered,
             tmp: casts.forward,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
@@ -4891,7 +4884,6 @@ impl<'a> Ctx<'a> {
                 Parts {
                     lg: z,
                     comm: comm_f + fetch,
-                    fetched: gathered + fetch,
                     ..forward_parts
                 },
             )
@@ -4915,7 +4907,6 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: lg.loss_backward,
                 comm: comm_b,
-                fetched: gathered,
                 tmp: casts.after_forward + dq_head,
             },
         );
@@ -4928,7 +4919,6 @@ impl<'a> Ctx<'a> {
                 act: acts,
                 lg: lg.head_backward,
                 comm: comm_b,
-                fetched: gathered,
                 tmp: casts.after_forward + dq_head,
             },
         );
@@ -4939,7 +4929,6 @@ impl<'a> Ctx<'a> {
             act: acts,
             lg: lg.blocks,
             comm: comm_b,
-            fetched: gathered,
             tmp: working + casts.block_backward + dq_block,
         };
         // The final norm's backward, after the head's and before any block's.
@@ -4961,7 +4950,6 @@ impl<'a> Ctx<'a> {
                 act: self.layer_input_bytes(),
                 lg: lg.blocks,
                 comm: comm_b,
-                fetched: gathered,
                 tmp: working + dq_block,
             },
         );
@@ -4975,7 +4963,6 @@ impl<'a> Ctx<'a> {
                 act: z,
                 lg: lg.step,
                 comm: ipg,
-                fetched: z,
                 tmp: self.optimizer_temporaries(s),
             },
         );
