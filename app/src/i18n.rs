@@ -453,8 +453,8 @@ pub const ZH: &[(&str, &str)] = &[
         "把优化器状态、主权重和 fp32 梯度移出显存；每步都会变慢",
     ),
     (
-        "Moves the parameter shard off the GPU (ZeRO-3 / FSDP full shard); fetched layer by layer",
-        "把参数分片移出显存（ZeRO-3 / FSDP 全切分）；逐层取回",
+        "Moves the parameter shard off the GPU (ZeRO-3 or FSDP only); fetched layer by layer. Under FSDP the gradients and the optimizer step go to the CPU with it",
+        "把参数分片移出显存（仅限 ZeRO-3 或 FSDP）；逐层取回。FSDP 下梯度和优化器更新也随之移到 CPU",
     ),
     (
         "Recompute instead of storing: full keeps only each block's input (+33 % compute)",

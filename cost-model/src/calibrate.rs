@@ -9,7 +9,7 @@ use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
-    Offload, Optimizer, OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
+    Offload, OffloadDevice, Optimizer, OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -647,6 +647,16 @@ fn stated_stacks(notes: &str) -> Option<(u32, u32)> {
             .starts_with("dec")
             .then_some((enc, dec))
     })
+}
+
+/// Whether the framework's multi-GPU runs shard with FSDP: litgpt's
+/// finetune/pretrain pick `FSDPStrategy` for devices > 1, torchtitan's and
+/// torchtune's distributed recipes shard with FSDP2, fsdp_qlora is FSDP.
+fn shards_with_fsdp(framework: Framework) -> bool {
+    matches!(
+        framework,
+        Framework::Litgpt | Framework::Torchtitan | Framework::Torchtune | Framework::FsdpQlora
+    )
 }
 
 /// The length a row ran at when its `seq_len` column is empty and its notes
@@ -1707,18 +1717,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "" if p.num_gpus / (p.tp * p.pp * p.cp).max(1) <= 1 => Sharding::None,
         // Data parallel across GPUs, not stated: what the framework's
         // multi-GPU launch does by default.
-        "" => match framework {
-            // litgpt finetune/pretrain pick FSDPStrategy for devices > 1;
-            // torchtitan and torchtune's distributed recipes shard with FSDP2;
-            // fsdp_qlora is FSDP.
-            Framework::Litgpt
-            | Framework::Torchtitan
-            | Framework::Torchtune
-            | Framework::FsdpQlora => Sharding::FsdpFull,
-            // DDP for Trainer/Accelerate/torchrun loops, DeepSpeed's default
-            // ZeRO stage 0 and Megatron without the distributed optimizer.
-            _ => Sharding::Ddp,
-        },
+        // DDP for Trainer/Accelerate/torchrun loops, DeepSpeed's default
+        // ZeRO stage 0 and Megatron without the distributed optimizer.
+        "" if shards_with_fsdp(framework) => Sharding::FsdpFull,
+        "" => Sharding::Ddp,
         "none" => Sharding::None,
         // Data parallelism by its short and long names.
         "ddp" | "dp" | "data-parallel" | "distributeddataparallel" => Sharding::Ddp,
@@ -1770,6 +1772,26 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
     };
+    // Parameters offloaded where the sharding column cannot hold them: under
+    // ZeRO-1/2 DeepSpeed ignores `offload_param` (it builds those stages
+    // without it, deepspeed 0.19.8 `runtime/zero/config.py`: "Valid only
+    // with stage 3"), so the optimizer alone went to the host; with no
+    // sharding or plain data parallelism, the only runtimes that offload
+    // parameters shard them too — the framework's FSDP, else DeepSpeed's
+    // ZeRO-3 — and the column named the layout the run saw, not its runtime.
+    if p.offload.params_offloaded() {
+        match p.sharding {
+            Sharding::Zero1 | Sharding::Zero2 => p.offload.params = OffloadDevice::None,
+            Sharding::None | Sharding::DataParallel | Sharding::Ddp => {
+                p.sharding = if shards_with_fsdp(framework) {
+                    Sharding::FsdpFull
+                } else {
+                    Sharding::Zero3
+                }
+            }
+            _ => {}
+        }
+    }
     // An unstated policy under PEFT's k-bit preparation: checkpointed, as
     // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`).
     if ckpt_column.is_empty() && plan.kbit_preparation_checkpoints() {

@@ -9,7 +9,7 @@ use crate::framework::Framework;
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
-    OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
+    Offload, OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
     GALORE_DEFAULT_RANK,
 };
 use crate::units::{Bytes, MIB};
@@ -124,8 +124,13 @@ use serde::{Deserialize, Serialize};
 /// ([`Ctx::zero3_linear_keeps_input`]) and holds what ZeRO-3 fetched on its
 /// own stream reserved beside the default stream's
 /// ([`Ctx::zero3_fetch_stream_pool`]) — found on the H200
-/// (calibration/h200-2026-12-04-deepspeed).
-pub const MODEL_VERSION: u32 = 23;
+/// (calibration/h200-2026-12-04-deepspeed). 24 counts the host's offloaded
+/// states in the dtypes the runtimes keep them in ([`Ctx::offloaded_stage`]:
+/// fp32 or packed 4-bit parameter shards, FSDP1's pinned gradient for every
+/// flat parameter, DeepSpeed's master copies and gradient partitions) and
+/// moves the optimizer off the GPU with FSDP's parameter offload
+/// ([`Ctx::offload_of`]); no calibration row's GPU figure moved.
+pub const MODEL_VERSION: u32 = 24;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -840,6 +845,9 @@ struct Ctx<'a> {
     prec: Precision,
     /// Degree over which sharded model states are split.
     shard: f64,
+    /// What lives off the GPU ([`Self::offload_of`]): the plan's offload,
+    /// with what FSDP's parameter offload carries along.
+    offload: Offload,
     /// The framework profile's defaults (read many times per block count).
     d: crate::framework::FrameworkDefaults,
     /// [`Self::layer_matrix_params`], the same for every stage: worked out
@@ -883,6 +891,7 @@ impl<'a> Ctx<'a> {
                 p => p,
             },
             shard,
+            offload: Self::offload_of(plan),
             d: plan.framework.defaults(),
             layer_matrix: 0.0,
             workspaces: Self::cublas_workspaces(plan),
@@ -898,6 +907,23 @@ impl<'a> Ctx<'a> {
             ctx.e = FP32;
         }
         ctx
+    }
+
+    /// The plan's offload as the runtime carries it out. FSDP's parameter
+    /// offload moves the gradients and the optimizer step with the
+    /// parameters: FSDP1 `CPUOffload(offload_params=True)` ("gradients are
+    /// offloaded to CPU as well … the optimizer step runs on CPU", torch
+    /// `distributed/fsdp/api.py`), FSDP2 `CPUOffloadPolicy` (sharded
+    /// parameters and gradients on the CPU, where the optimizer steps), so
+    /// the optimizer's states are made on the host whatever the plan says of
+    /// the optimizer.
+    fn offload_of(plan: &Plan) -> Offload {
+        let mut off = plan.parallel.offload;
+        if plan.parallel.sharding.is_fsdp() && off.params_offloaded() && !off.optimizer_offloaded()
+        {
+            off.optimizer = off.params;
+        }
+        off
     }
 
     /// Without autocast, the fp32 norm and embedding weights that PEFT's
@@ -1658,12 +1684,18 @@ impl<'a> Ctx<'a> {
     /// Optimizer state bytes per trainable parameter of stage `s`, master
     /// copy included.
     fn optimizer_bytes_per_param(&self, s: u32) -> f64 {
+        let master = self.master_in_optimizer() && self.trainable_weight_bytes() < FP32;
+        let master_bytes = if master { FP32 } else { 0.0 };
+        self.optimizer_state_bytes_per_param(s) + master_bytes
+    }
+
+    /// The optimizer's own states per trainable parameter of stage `s`
+    /// (moments, factored or projected statistics), without a master copy.
+    fn optimizer_state_bytes_per_param(&self, s: u32) -> f64 {
         // States in fp32 unless the weights are pure 16-bit without a master copy
         // (pure bf16 keeps states in the parameter dtype, DESIGN.md §3).
         let state = self.state_bytes();
-        let master = self.master_in_optimizer() && self.trainable_weight_bytes() < FP32;
-        let master_bytes = if master { FP32 } else { 0.0 };
-        let states = match self.plan.training.optimizer {
+        match self.plan.training.optimizer {
             Optimizer::Adamw | Optimizer::PagedAdamw => ADAM_STATES * state,
             Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit => ADAM_8BIT_BYTES,
             // Adafactor (Shazeer & Stern 2018) keeps factored second moments: one
@@ -1697,8 +1729,7 @@ impl<'a> Ctx<'a> {
                     rest
                 }
             }
-        };
-        states + master_bytes
+        }
     }
 
     /// The blocks' matrices as one rank holds them, `(inputs, outputs, copies)`:
@@ -1921,7 +1952,22 @@ impl<'a> Ctx<'a> {
 
     /// Weights on one rank of stage `s`.
     fn weights(&self, s: u32) -> f64 {
-        let offload_params = self.plan.parallel.offload.params_offloaded();
+        let (at_rest, quant_state, cached_fp8) = self.weight_parts(s);
+        if self.offload.params_offloaded() {
+            quant_state
+        } else {
+            at_rest + cached_fp8 + quant_state
+        }
+    }
+
+    /// One rank's weights of stage `s` in three parts: the parameters as the
+    /// sharding holds them between uses (the shard under parameter sharding),
+    /// which is what a parameter offload moves to the host; the quantized
+    /// matrices' scales beside them on every rank
+    /// ([`Self::replicated_quant_state_bytes`]), which stay on the GPU (they
+    /// are attributes of bitsandbytes' `Params4bit`, not parameters FSDP or
+    /// ZeRO-3 shard or offload); and the cached fp8 weight copies.
+    fn weight_parts(&self, s: u32) -> (f64, f64, f64) {
         // What the sharding holds, and the quantized matrices' scales beside
         // it on every rank ([`Self::replicated_quant_state_bytes`]).
         let (bytes, quant_state) = match self.base_bits() {
@@ -1955,13 +2001,12 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        if offload_params {
-            quant_state
-        } else if self.shards_params() {
-            bytes / self.shard + cached_fp8 + quant_state
+        let at_rest = if self.shards_params() {
+            bytes / self.shard
         } else {
-            bytes + cached_fp8 + quant_state
-        }
+            bytes
+        };
+        (at_rest, quant_state, cached_fp8)
     }
 
     /// Copies of the weights a full fine-tune keeps: DPO's and KTO's frozen
@@ -2018,7 +2063,7 @@ impl<'a> Ctx<'a> {
         if self.megatron_grad_buffer() {
             return false;
         }
-        let off = self.plan.parallel.offload;
+        let off = self.offload;
         match self.plan.parallel.sharding {
             Sharding::Zero2 | Sharding::Zero3 => off.optimizer_offloaded(),
             Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp => off.params_offloaded(),
@@ -2091,7 +2136,7 @@ impl<'a> Ctx<'a> {
     /// ZeRO-2 frees its partition after each step (`averaged_gradients[i] = None`).
     fn zero3_grad_buffer_on_gpu(&self) -> bool {
         self.plan.parallel.sharding == Sharding::Zero3
-            && !self.plan.parallel.offload.optimizer_offloaded()
+            && !self.offload.optimizer_offloaded()
             && !self.plan.training.optimizer_in_backward
     }
 
@@ -2149,7 +2194,7 @@ impl<'a> Ctx<'a> {
     /// Optimizer states (and master copy) one rank holds on the GPU, wherever
     /// they are allocated; zero when offloaded to the CPU.
     fn optimizer_on_gpu(&self, s: u32) -> f64 {
-        if self.plan.parallel.offload.optimizer_offloaded() {
+        if self.offload.optimizer_offloaded() {
             return 0.0;
         }
         let o = self.stage_trainable(s) * self.optimizer_bytes_per_param(s);
@@ -2201,9 +2246,7 @@ impl<'a> Ctx<'a> {
     /// kernels make none; per-tensor optimizers (the for-loop path, HF's
     /// Adafactor, Lion) one tensor at a time.
     fn optimizer_temporaries(&self, s: u32) -> f64 {
-        if self.plan.parallel.offload.optimizer_offloaded()
-            || self.plan.training.optimizer_in_backward
-        {
+        if self.offload.optimizer_offloaded() || self.plan.training.optimizer_in_backward {
             return 0.0;
         }
         let has_state = !matches!(self.plan.training.optimizer, Optimizer::Sgd);
@@ -4435,7 +4478,7 @@ impl<'a> Ctx<'a> {
     fn gathers_units(&self) -> bool {
         let p = &self.plan.parallel;
         self.shard > 1.0
-            || p.offload.params_offloaded()
+            || self.offload.params_offloaded()
             || (matches!(
                 p.sharding,
                 Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
@@ -4449,7 +4492,7 @@ impl<'a> Ctx<'a> {
     /// on the H200 came out 2.6–3.5 % over their allocated peaks, without them
     /// −0.0 … +2.6 %.
     fn gathers_on_one_rank(&self) -> bool {
-        self.shard <= 1.0 && !self.plan.parallel.offload.params_offloaded()
+        self.shard <= 1.0 && !self.offload.params_offloaded()
     }
 
     /// DeepSpeed ZeRO-3 gathers a parameter whose partition lives on the CPU
@@ -4461,9 +4504,7 @@ impl<'a> Ctx<'a> {
     /// LM head's at the end of forward (the embedding's, at the start, has
     /// none beside it): its partition, once more, on the last stage.
     fn offloaded_fetch_copy(&self, s: u32) -> f64 {
-        if self.plan.parallel.sharding != Sharding::Zero3
-            || !self.plan.parallel.offload.params_offloaded()
-        {
+        if self.plan.parallel.sharding != Sharding::Zero3 || !self.offload.params_offloaded() {
             return 0.0;
         }
         self.lm_head_params(s) * self.gathered_param_bytes() / self.shard
@@ -4606,10 +4647,49 @@ impl<'a> Ctx<'a> {
             )
     }
 
-    /// Host RAM and NVMe space one rank's offloaded states need.
+    /// Host RAM and NVMe space one rank's offloaded states need: the most
+    /// any of its pipeline stages needs ([`Self::offloaded_stage`]).
     fn offload_targets(&self) -> (Bytes, Bytes) {
-        let off = self.plan.parallel.offload;
-        let s = 0;
+        let (host, nvme) = (0..self.plan.parallel.pp.max(1))
+            .map(|s| self.offloaded_stage(s))
+            .fold((0.0f64, 0.0f64), |(h, n), (hs, ns)| (h.max(hs), n.max(ns)));
+        (Bytes::from_f64(host), Bytes::from_f64(nvme))
+    }
+
+    /// Host and NVMe bytes of stage `s`'s offloaded states on one rank, each
+    /// in the dtype the runtime keeps it in:
+    /// - the parameters as the sharding holds them ([`Self::weight_parts`]:
+    ///   the shard in the stored dtype — fp32 for fp32 training, the packed
+    ///   codes of a 4-bit base — not a fixed 16 bits); the quantized
+    ///   matrices' scales stay on the GPU;
+    /// - under FSDP, the gradients the runtime copies there and the torch
+    ///   optimizer's states over the CPU shard (no master copy: the shard is
+    ///   the master). FSDP1 pre-allocates a pinned gradient the size of
+    ///   every flat parameter's shard, frozen or not (torch 2.11
+    ///   `distributed/fsdp/_flat_param.py`: `flat_param._cpu_grad =
+    ///   torch.zeros_like(flat_param._local_shard, device=cpu_device)`);
+    ///   FSDP2 copies only the trainable parameters' sharded gradients
+    ///   (`CPUOffloadPolicy`: "Sharded gradients are copied device-to-host
+    ///   in backward");
+    /// - under DeepSpeed's optimizer offload, an fp32 master partition (a
+    ///   copy even of fp32 weights), the moments, and the gradient
+    ///   partition: ZeRO-1/2 keep it fp32 beside a 16-bit staging copy of the
+    ///   partition (deepspeed 0.19.8 `runtime/zero/stage_1_and_2.py`:
+    ///   `weights_partition = ….clone().to(dtype=master_weights_and_grads_dtype)`,
+    ///   `param_buffer_of_bit16_for_cpu_offload_groups`,
+    ///   `single_partition_of_fp32_groups[i].grad`), ZeRO-3 in the
+    ///   gradient-accumulation dtype, the model's by default
+    ///   (`stage3.py` `grad_partitions_flat_buffer`, `converted.clone()`;
+    ///   `engine.py` `get_data_types`);
+    /// - elsewhere (Megatron's hybrid CPU optimizer, a single-GPU offloading
+    ///   optimizer) an fp32 master, the moments and fp32 gradients.
+    ///
+    /// Checked against peft_docs_fsdp_70b-149 (FSDP1, CPU offload, NF4
+    /// Llama-2-70B, two ranks on one host): "~107 GB CPU RAM" in all, where
+    /// the two ranks' shards and gradients come to 71 GB (a 16-bit count of
+    /// the shard alone gave 139 GB, more than the host used).
+    fn offloaded_stage(&self, s: u32) -> (f64, f64) {
+        let off = self.offload;
         let (mut host, mut nvme) = (0.0, 0.0);
         let mut put = |dev: OffloadDevice, bytes: f64, nvme_buffers: f64| match dev {
             OffloadDevice::None => {}
@@ -4619,28 +4699,43 @@ impl<'a> Ctx<'a> {
                 host += nvme_buffers.min(bytes);
             }
         };
-        // Optimizer states, master copy and the fp32 gradient partition
-        // (ZeRO-Offload, FSDP CPUOffload).
-        let o = self.stage_trainable(s) * (self.optimizer_bytes_per_param(s) + FP32);
-        let o = if self.shards_optimizer() {
-            o / self.shard
+        let sharding = self.plan.parallel.sharding;
+        let w = self.trainable_weight_bytes();
+        let at_rest = self.weight_parts(s).0;
+        let trainable = self.stage_trainable(s)
+            / if self.shards_optimizer() {
+                self.shard
+            } else {
+                1.0
+            };
+        let states = self.optimizer_state_bytes_per_param(s);
+        let (optimizer, fsdp1_grads) = if sharding.is_fsdp() {
+            let fsdp1 = !self.plan.framework.fsdp2_shards_one_rank();
+            let grads = if fsdp1 { 0.0 } else { trainable * w };
+            (
+                trainable * self.optimizer_bytes_per_param(s) + grads,
+                if fsdp1 { at_rest } else { 0.0 },
+            )
         } else {
-            o
+            let grads = match sharding {
+                Sharding::Zero1 | Sharding::Zero2 if !self.megatron_grad_buffer() => FP32 + w,
+                Sharding::Zero3 => w,
+                _ => FP32,
+            };
+            (trainable * (states + FP32 + grads), 0.0)
         };
-        let sub_group =
-            (self.stage_trainable(s) / self.shard.max(1.0)).min(NVME_SUB_GROUP_ELEMENTS);
+        let sub_group = trainable.min(NVME_SUB_GROUP_ELEMENTS);
         put(
             off.optimizer,
-            o,
+            optimizer,
             NVME_OPTIMIZER_BUFFER_COUNT * sub_group * FP32,
         );
-        // The 16-bit parameter shard (ZeRO-Infinity offload_param, FSDP CPUOffload(params)).
         put(
             off.params,
-            self.stage_params(s) * HALF / self.shard.max(1.0),
+            at_rest + fsdp1_grads,
             NVME_PARAM_BUFFER_COUNT * NVME_PARAM_BUFFER_ELEMENTS * HALF,
         );
-        (Bytes::from_f64(host), Bytes::from_f64(nvme))
+        (host, nvme)
     }
 
     // ----- phases ---------------------------------------------------------------

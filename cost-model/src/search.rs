@@ -437,6 +437,11 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         if (params && have.params_offloaded()) || (!params && have.optimizer_offloaded()) {
             continue;
         }
+        // Megatron-LM has no parameter offload (its CPU offload is the
+        // optimizer's, `--optimizer-cpu-offload`).
+        if params && l.cur.framework == Framework::Megatron {
+            continue;
+        }
         if l.edit(id, cost, |p| {
             if !have.optimizer_offloaded() {
                 p.parallel.offload.optimizer = OffloadDevice::Cpu;
@@ -444,7 +449,10 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             if params {
                 p.parallel.offload.params = OffloadDevice::Cpu;
             }
-            if params && !matches!(p.parallel.sharding, Sharding::Zero3 | Sharding::FsdpFull) {
+            // Parameters are offloaded by the runtimes that fetch them layer
+            // by layer: FSDP in any of its strategies keeps its own, anything
+            // else moves to ZeRO-3 (crate::validate).
+            if params && p.parallel.sharding != Sharding::Zero3 && !p.parallel.sharding.is_fsdp() {
                 p.parallel.sharding = Sharding::Zero3;
             }
         }) {
@@ -525,6 +533,31 @@ mod tests {
         p.set_framework(Framework::Deepspeed);
         let ids: Vec<String> = fix_ladder(&p).unwrap().into_iter().map(|r| r.id).collect();
         assert!(ids.iter().any(|i| i.starts_with("zero-")), "{ids:?}");
+    }
+
+    #[test]
+    fn parameter_offload_stays_with_fsdp_and_is_not_offered_to_megatron() {
+        // Llama-3.1-405B trained in full over 16 GPUs with HSDP: the ladder
+        // ends offloading the parameters, with FSDP's own CPU offload, not by
+        // switching the run to DeepSpeed.
+        let mut p = oom_plan();
+        p.set_framework(Framework::HfTrainer);
+        p.model = crate::presets::preset("llama-3.1-405b").unwrap().spec();
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 1;
+        p.parallel.num_gpus = 16;
+        p.parallel.sharding = Sharding::Hsdp;
+        let ladder = fix_ladder(&p).unwrap();
+        let rung = ladder.iter().find(|r| r.id == "offload-params");
+        let rung = rung
+            .unwrap_or_else(|| panic!("{:?}", ladder.iter().map(|r| &r.id).collect::<Vec<_>>()));
+        assert_eq!(rung.plan.parallel.sharding, Sharding::Hsdp);
+        assert!(crate::validate::validate(&rung.plan).is_ok());
+        // Megatron-LM offloads its optimizer only.
+        p.set_framework(Framework::Megatron);
+        p.parallel.sharding = Sharding::Ddp;
+        let ids: Vec<String> = fix_ladder(&p).unwrap().into_iter().map(|r| r.id).collect();
+        assert!(!ids.iter().any(|i| i == "offload-params"), "{ids:?}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::error::PlanError;
 use crate::model::Arch;
-use crate::plan::{Finetune, Plan, Precision, PLAN_VERSION};
+use crate::plan::{Finetune, Plan, Precision, Sharding, PLAN_VERSION};
 
 /// The most memory a GPU may have: 1 PiB in MiB, thousands of times the
 /// largest accelerator made (AMD MI355X, 288 GB).
@@ -251,6 +251,27 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             reason: format!(
                 "kv_heads ({}) can be neither split over nor replicated across tp ({})",
                 m.kv_heads, p.tp
+            ),
+        });
+    }
+    // Only the runtimes that fetch each unit's parameters before use can keep
+    // them on the host: DeepSpeed reads `offload_param` at stage 3 alone
+    // ("Valid only with stage 3", deepspeed 0.19.8 `runtime/zero/config.py`;
+    // `engine.py` builds ZeRO-1/2 without it) and FSDP's `CPUOffload`
+    // comes with its sharding; DDP and a single GPU have no such mechanism.
+    if p.offload.params_offloaded()
+        && !matches!(
+            p.sharding,
+            Sharding::Zero3 | Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
+        )
+    {
+        return Err(PlanError::Invalid {
+            field: "parallel.offload.params",
+            reason: format!(
+                "parameter offload needs a runtime that fetches parameters layer by layer: \
+                 ZeRO-3 or FSDP (sharding {} keeps every parameter on the GPU); set sharding \
+                 to zero3 or fsdp-full, which also run on one GPU, or the parameter offload to none",
+                crate::query::enum_id(&p.sharding)
             ),
         });
     }

@@ -1907,6 +1907,38 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
     }
 }
 
+/// A row that offloads parameters where its sharding column cannot hold
+/// them is read as the run went: DeepSpeed ignores `offload_param` below
+/// stage 3 (the optimizer alone went to the host), and with no sharding named
+/// the parameters were offloaded by the framework's FSDP, else by ZeRO-3.
+#[test]
+fn parameter_offload_is_read_with_the_runtime_that_does_it() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::{Offload, Sharding};
+    let id = "peft_readme_raft-145";
+    let plan = |set: &[(&str, &str)]| case_plan(&with_fields(id, set), id).unwrap();
+    let predicted = |set: &[(&str, &str)]| {
+        let c = calibrate(&with_fields(id, set)).unwrap().cases[0].clone();
+        assert!(c.skipped.is_none(), "{c:?}");
+        c.predicted_gib
+    };
+    let zero2 = plan(&[("sharding", "zero2")]);
+    assert_eq!(zero2.parallel.sharding, Sharding::Zero2);
+    assert_eq!(zero2.parallel.offload, Offload::OPTIMIZER_CPU);
+    assert_eq!(
+        predicted(&[("sharding", "zero2")]),
+        predicted(&[("sharding", "zero2"), ("offload", "optimizer")])
+    );
+    for none in ["none", ""] {
+        let p = plan(&[("sharding", none)]);
+        assert_eq!(p.parallel.sharding, Sharding::Zero3, "{none:?}");
+        assert_eq!(p.parallel.offload, Offload::ALL_CPU);
+        assert_eq!(predicted(&[("sharding", none)]), predicted(&[]));
+    }
+    let fsdp = plan(&[("sharding", "ddp"), ("framework", "torchtune")]);
+    assert_eq!(fsdp.parallel.sharding, Sharding::FsdpFull);
+}
+
 /// The columns of a DeepSeek-MoE-shaped row (2048 wide, 16 heads, gated,
 /// 102400 tokens, top-6) with these layers, width, experts and count.
 fn moe_columns<'a>(

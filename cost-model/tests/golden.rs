@@ -333,7 +333,8 @@ fn checkpoint_every_k_interpolates_between_none_and_full() {
 }
 
 /// Offloading moves optimizer states to host RAM: the GPU holds none, the host
-/// holds the states, the master copy and an fp32 gradient partition.
+/// holds the states, the master copy, an fp32 gradient partition and ZeRO-1/2's
+/// 16-bit staging copy of the partition.
 #[test]
 fn optimizer_offload_moves_states_to_the_host() {
     let mut p = Plan::default();
@@ -351,13 +352,111 @@ fn optimizer_offload_moves_states_to_the_host() {
     };
     assert_eq!(step(&off).optimizer.get(), 0);
     assert!(off.peak.device_used < on_gpu.peak.device_used);
-    // ZeRO-2 over 8 GPUs: (12 + 4) bytes × Ψ / 8 per rank on the host.
-    let want = 16.0 * off.params as f64 / 8.0;
+    // ZeRO-2 over 8 GPUs: (4 master + 8 moments + 4 gradient + 2 staging)
+    // bytes × Ψ / 8 per rank on the host (deepspeed 0.19.8 stage_1_and_2.py).
+    let want = 18.0 * off.params as f64 / 8.0;
     assert!(
         (off.host_offload.get() as f64 - want).abs() / want < 0.01,
         "{} vs {want}",
         off.host_offload.get()
     );
+}
+
+/// The host holds each offloaded state in the dtype the runtime keeps it in,
+/// not a fixed 16 bits: ZeRO-3's parameter partitions in the model's dtype
+/// (fp32 when it trains in fp32), its gradient partition in the model's
+/// dtype beside an fp32 master and the moments; FSDP1's shard of packed NF4
+/// codes with a pinned gradient of the same size for every flat parameter
+/// (`_cpu_grad`), FSDP2's gradients for the trainable parameters only.
+#[test]
+fn host_offload_keeps_each_state_in_its_own_dtype() {
+    use cost_model::plan::{Finetune, LoraTargets, Offload};
+    let host = |p: &Plan| estimate(p).unwrap().host_offload.get() as f64;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    // Llama-2-7B, full fine-tune, ZeRO-3 over 8 ranks, all offloaded.
+    let mut p = llama2_7b(Framework::Deepspeed);
+    p.parallel.num_gpus = 8;
+    p.parallel.sharding = Sharding::Zero3;
+    p.parallel.offload = Offload::ALL_CPU;
+    let psi = estimate(&p).unwrap().params as f64;
+    p.training.precision = Precision::Bf16;
+    // 2 (bf16 partition) + 4 master + 8 moments + 2 gradient partition.
+    assert!(
+        close(host(&p), 16.0 * psi / 8.0),
+        "{} vs {}",
+        host(&p),
+        16.0 * psi / 8.0
+    );
+    p.training.precision = Precision::Fp32;
+    // 4 (fp32 partition) + 4 master (a copy) + 8 moments + 4 gradient partition.
+    assert!(
+        close(host(&p), 20.0 * psi / 8.0),
+        "{} vs {}",
+        host(&p),
+        20.0 * psi / 8.0
+    );
+
+    // QLoRA Llama-2-70B over two ranks with FSDP's CPU offload, pure bf16
+    // (peft_docs_fsdp_70b-149): the shard is the packed codes, about a
+    // quarter of the 16-bit weights; the host used "~107 GB" for both ranks.
+    let mut q = Plan::default();
+    q.model = preset("llama-2-70b").unwrap().spec();
+    q.framework = Framework::HfTrainer;
+    q.training.precision = Precision::Bf16;
+    q.training.finetune = Finetune::Lora {
+        rank: 8,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 4,
+        dropout: true,
+        variant: Default::default(),
+    };
+    q.parallel.num_gpus = 2;
+    q.parallel.sharding = Sharding::FsdpFull;
+    q.parallel.offload = Offload::ALL_CPU;
+    let fsdp1 = host(&q);
+    let packed = 69e9 * 0.5 / 2.0;
+    assert!(fsdp1 > 2.0 * packed && 2.0 * fsdp1 < 107e9, "{fsdp1}");
+    // FSDP2 copies gradients of the adapters alone: about one shard less.
+    q.framework = Framework::PlainPytorch;
+    let fsdp2 = host(&q);
+    assert!(fsdp2 > packed && fsdp2 < 0.55 * fsdp1, "{fsdp2} vs {fsdp1}");
+}
+
+/// FSDP's parameter offload takes the gradients and the optimizer step to the
+/// CPU with it (FSDP1 `CPUOffload(offload_params=True)`, FSDP2
+/// `CPUOffloadPolicy`), whatever the plan says of the optimizer: the states
+/// leave the GPU. A runtime that cannot offload parameters is refused by name.
+#[test]
+fn fsdp_parameter_offload_takes_the_optimizer_along() {
+    use cost_model::plan::{Offload, OffloadDevice};
+    let mut p = llama2_7b(Framework::HfTrainer);
+    p.parallel.num_gpus = 8;
+    p.parallel.sharding = Sharding::FsdpFull;
+    p.parallel.offload = Offload::ALL_CPU;
+    let both = estimate(&p).unwrap();
+    p.parallel.offload.optimizer = OffloadDevice::None;
+    let params_only = estimate(&p).unwrap();
+    assert_eq!(params_only.peak, both.peak);
+    assert_eq!(params_only.host_offload, both.host_offload);
+    assert_eq!(phase(&params_only, Phase::Step).optimizer.get(), 0);
+    // ZeRO-1/2, DDP and one GPU keep every parameter on the GPU.
+    for s in [
+        Sharding::None,
+        Sharding::Ddp,
+        Sharding::Zero1,
+        Sharding::Zero2,
+    ] {
+        p.parallel.sharding = s;
+        assert_eq!(
+            estimate(&p).unwrap_err().field(),
+            "parallel.offload.params",
+            "{s:?}"
+        );
+    }
+    // DeepSpeed offloads the parameters at stage 3 without the optimizer.
+    p.parallel.sharding = Sharding::Zero3;
+    let e = estimate(&p).unwrap();
+    assert!(phase(&e, Phase::Step).optimizer.get() > 0);
 }
 
 /// ZeRO-Infinity to NVMe: the same states leave the GPU, but land on the NVMe

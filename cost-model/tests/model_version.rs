@@ -98,6 +98,9 @@ use cost_model::presets::presets;
 /// communication dtype, a frozen base linear's input kept under ZeRO-3;
 /// recorded twice in that session before CI had run on it:
 /// 0xe3a3_244e_2dea_0fde, then this one with ZeRO-3's fetch-stream pool.
+/// Version 24 (thirty-sixth session): the host's offloaded states in their
+/// own dtypes, FSDP's parameter offload taking the optimizer along (the
+/// fingerprint's ZeRO-3 plans offload an fp32 model: their host bytes moved).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -121,6 +124,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (21, 0x0053_4543_c43a_9876),
     (22, 0xf253_de5e_1b58_ae87),
     (23, 0x4d2f_50da_4ca3_a673),
+    (24, 0xae37_0c0d_be6c_8957),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -228,7 +228,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "off_par",
                     "Parameter offload",
-                    "Moves the parameter shard off the GPU (ZeRO-3 / FSDP full shard); fetched layer by layer",
+                    "Moves the parameter shard off the GPU (ZeRO-3 or FSDP only); fetched layer by layer. Under FSDP the gradients and the optimizer step go to the CPU with it",
                     opts(&[("none", "none (on GPU)"), ("cpu", "CPU (host RAM)"), ("nvme", "NVMe")]),
                 ),
             ],
