@@ -1777,13 +1777,18 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // without it, deepspeed 0.19.8 `runtime/zero/config.py`: "Valid only
     // with stage 3"), so the optimizer alone went to the host; with no
     // sharding or plain data parallelism, the only runtimes that offload
-    // parameters shard them too — the framework's FSDP, else DeepSpeed's
-    // ZeRO-3 — and the column named the layout the run saw, not its runtime.
+    // parameters shard them too — FSDP where the framework shards with it,
+    // in a plain PyTorch loop (its own) or where the notes name it, else
+    // DeepSpeed's ZeRO-3 — and the column named the layout the run saw, not
+    // its runtime.
     if p.offload.params_offloaded() {
         match p.sharding {
             Sharding::Zero1 | Sharding::Zero2 => p.offload.params = OffloadDevice::None,
             Sharding::None | Sharding::DataParallel | Sharding::Ddp => {
-                p.sharding = if shards_with_fsdp(framework) {
+                let fsdp = shards_with_fsdp(framework)
+                    || framework == Framework::PlainPytorch
+                    || notes.to_ascii_lowercase().contains("fsdp");
+                p.sharding = if fsdp {
                     Sharding::FsdpFull
                 } else {
                     Sharding::Zero3

@@ -268,9 +268,8 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         return Err(PlanError::Invalid {
             field: "parallel.offload.params",
             reason: format!(
-                "parameter offload needs a runtime that fetches parameters layer by layer: \
-                 ZeRO-3 or FSDP (sharding {} keeps every parameter on the GPU); set sharding \
-                 to zero3 or fsdp-full, which also run on one GPU, or the parameter offload to none",
+                "parameter offload needs ZeRO-3 or FSDP, which fetch parameters layer by layer; \
+                 sharding {} keeps them all on the GPU (zero3 and fsdp-full also run on one GPU)",
                 crate::query::enum_id(&p.sharding)
             ),
         });

@@ -1935,8 +1935,13 @@ fn parameter_offload_is_read_with_the_runtime_that_does_it() {
         assert_eq!(p.parallel.offload, Offload::ALL_CPU);
         assert_eq!(predicted(&[("sharding", none)]), predicted(&[]));
     }
-    let fsdp = plan(&[("sharding", "ddp"), ("framework", "torchtune")]);
-    assert_eq!(fsdp.parallel.sharding, Sharding::FsdpFull);
+    for set in [
+        &[("sharding", "ddp"), ("framework", "torchtune")][..],
+        &[("sharding", "none"), ("framework", "plain-pytorch")],
+        &[("sharding", "none"), ("notes", "FSDP CPUOffload")],
+    ] {
+        assert_eq!(plan(set).parallel.sharding, Sharding::FsdpFull, "{set:?}");
+    }
 }
 
 /// The columns of a DeepSeek-MoE-shaped row (2048 wide, 16 heads, gated,
