@@ -4650,6 +4650,9 @@ impl<'a> Ctx<'a> {
     /// Host RAM and NVMe space one rank's offloaded states need: the most
     /// any of its pipeline stages needs ([`Self::offloaded_stage`]).
     fn offload_targets(&self) -> (Bytes, Bytes) {
+        if !self.offload.any() {
+            return (Bytes::ZERO, Bytes::ZERO);
+        }
         let (host, nvme) = (0..self.plan.parallel.pp.max(1))
             .map(|s| self.offloaded_stage(s))
             .fold((0.0f64, 0.0f64), |(h, n), (hs, ns)| (h.max(hs), n.max(ns)));

@@ -108,6 +108,10 @@ test("unknown pages are a real 404", async ({ page }) => {
 test("an invalid combination is explained, not clamped", async ({ page }) => {
   await page.goto("/?tp=3");
   await expect(page.getByTestId("plan-error")).toHaveText("model.heads (32) is not divisible by parallel.tp (3)");
+  // Parameters offloaded where nothing fetches them back: refused by field, not estimated without weights.
+  await page.goto("/?shard=zero2&off_par=cpu");
+  await expect(page.getByTestId("plan-error")).toContainText("parallel.offload.params: parameter offload needs ZeRO-3 or FSDP");
+  await expect(page.getByTestId("verdict")).toHaveCount(0);
 });
 
 test("hydrated: the fix ladder's first rung makes a non-fitting plan fit when the model says so", async ({ page }, info) => {
