@@ -372,29 +372,24 @@ fn optimizer_offload_moves_states_to_the_host() {
 fn host_offload_keeps_each_state_in_its_own_dtype() {
     use cost_model::plan::{Finetune, LoraTargets, Offload};
     let host = |p: &Plan| estimate(p).unwrap().host_offload.get() as f64;
-    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
-    // Llama-2-7B, full fine-tune, ZeRO-3 over 8 ranks, all offloaded.
+    // Llama-2-7B, full fine-tune, ZeRO-3 over 8 ranks, all offloaded: the
+    // host's bytes per parameter of the model.
     let mut p = llama2_7b(Framework::Deepspeed);
     p.parallel.num_gpus = 8;
     p.parallel.sharding = Sharding::Zero3;
     p.parallel.offload = Offload::ALL_CPU;
     let psi = estimate(&p).unwrap().params as f64;
-    p.training.precision = Precision::Bf16;
-    // 2 (bf16 partition) + 4 master + 8 moments + 2 gradient partition.
-    assert!(
-        close(host(&p), 16.0 * psi / 8.0),
-        "{} vs {}",
-        host(&p),
-        16.0 * psi / 8.0
-    );
-    p.training.precision = Precision::Fp32;
-    // 4 (fp32 partition) + 4 master (a copy) + 8 moments + 4 gradient partition.
-    assert!(
-        close(host(&p), 20.0 * psi / 8.0),
-        "{} vs {}",
-        host(&p),
-        20.0 * psi / 8.0
-    );
+    let per_param = |p: &Plan| host(p) * 8.0 / psi;
+    // bf16: 2 (partition) + 4 master + 8 moments + 2 gradient partition;
+    // fp32: 4 (partition) + 4 master (a copy) + 8 moments + 4 gradient partition.
+    for (precision, bytes) in [(Precision::Bf16, 16.0), (Precision::Fp32, 20.0)] {
+        p.training.precision = precision;
+        assert!(
+            (per_param(&p) - bytes).abs() < 1e-6,
+            "{precision:?}: {}",
+            per_param(&p)
+        );
+    }
 
     // QLoRA Llama-2-70B over two ranks with FSDP's CPU offload, pure bf16
     // (peft_docs_fsdp_70b-149): the shard is the packed codes, about a

@@ -204,6 +204,13 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
         for (c, b) in est.peak_breakdown.entries() {
             out!("  {:<18} {:>12}", c.id(), b.to_string());
         }
+        if est.host_offload.get() > 0 || est.nvme_offload.get() > 0 {
+            out!(
+                "offload needs per GPU: {} host RAM, {} NVMe",
+                est.host_offload,
+                est.nvme_offload
+            );
+        }
         if est.fits {
             out!("fits: {} headroom of {}", est.headroom, est.capacity);
         } else {

@@ -42,6 +42,18 @@ fn example_plan_round_trips_through_estimate() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(v["estimate"]["peak"]["device_used"].as_u64().unwrap() > 0);
     assert_eq!(v["estimate"]["fits"], true);
+    // The text form says what an offload needs of the host, and only then.
+    let (_, text, _) = memplan(&["estimate", path.to_str().unwrap()]);
+    assert!(!text.contains("offload needs"), "{text}");
+    let offloaded = example.replace("\"optimizer\": \"none\"", "\"optimizer\": \"cpu\"");
+    assert_ne!(offloaded, example);
+    std::fs::write(&path, &offloaded).unwrap();
+    let (_, text, _) = memplan(&["estimate", path.to_str().unwrap()]);
+    // Llama-3.1-8B under ZeRO-2 over 8 GPUs: 18 bytes a parameter over 8 ranks.
+    assert!(
+        text.contains("offload needs per GPU: 16.83 GiB host RAM, 0 B NVMe"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
