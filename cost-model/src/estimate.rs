@@ -4689,7 +4689,7 @@ impl<'a> Ctx<'a> {
     ///
     /// Checked against peft_docs_fsdp_70b-149 (FSDP1, CPU offload, NF4
     /// Llama-2-70B, two ranks on one host): "~107 GB CPU RAM" in all, where
-    /// the two ranks' shards and gradients come to 71 GB (a 16-bit count of
+    /// the two ranks' shards and gradients come to 72 GB (a 16-bit count of
     /// the shard alone gave 139 GB, more than the host used).
     fn offloaded_stage(&self, s: u32) -> (f64, f64) {
         let off = self.offload;
