@@ -1781,20 +1781,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // in a plain PyTorch loop (its own) or where the notes name it, else
     // DeepSpeed's ZeRO-3 — and the column named the layout the run saw, not
     // its runtime.
-    if p.offload.params_offloaded() {
-        match p.sharding {
-            Sharding::Zero1 | Sharding::Zero2 => p.offload.params = OffloadDevice::None,
-            Sharding::None | Sharding::DataParallel | Sharding::Ddp => {
-                let fsdp = shards_with_fsdp(framework)
-                    || framework == Framework::PlainPytorch
-                    || notes.to_ascii_lowercase().contains("fsdp");
-                p.sharding = if fsdp {
-                    Sharding::FsdpFull
-                } else {
-                    Sharding::Zero3
-                }
-            }
-            _ => {}
+    if p.offload.params_offloaded() && !p.sharding.shards_params() {
+        if matches!(p.sharding, Sharding::Zero1 | Sharding::Zero2) {
+            p.offload.params = OffloadDevice::None;
+        } else if shards_with_fsdp(framework)
+            || framework == Framework::PlainPytorch
+            || lower.contains("fsdp")
+        {
+            p.sharding = Sharding::FsdpFull;
+        } else {
+            p.sharding = Sharding::Zero3;
         }
     }
     // An unstated policy under PEFT's k-bit preparation: checkpointed, as

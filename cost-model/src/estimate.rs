@@ -1942,10 +1942,7 @@ impl<'a> Ctx<'a> {
     /// the step each rank holds its shard alone; what it keeps gathered from
     /// forward to backward is in [`Self::comm_buffers`].
     fn shards_params(&self) -> bool {
-        matches!(
-            self.plan.parallel.sharding,
-            Sharding::Zero3 | Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
-        )
+        self.plan.parallel.sharding.shards_params()
     }
 
     // ----- model states -------------------------------------------------------
@@ -4482,7 +4479,7 @@ impl<'a> Ctx<'a> {
             || (matches!(
                 p.sharding,
                 Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
-            ) && self.plan.framework.fsdp2_shards_one_rank())
+            ) && self.plan.framework.uses_fsdp2())
     }
 
     /// FSDP2 gathering on a single rank with its parameters on the GPU
@@ -4711,20 +4708,22 @@ impl<'a> Ctx<'a> {
             } else {
                 1.0
             };
-        let states = self.optimizer_state_bytes_per_param(s);
+        // The host's gradients: beside the optimizer's states (FSDP2,
+        // DeepSpeed, the rest), or one per parameter shard (FSDP1).
         let (optimizer, fsdp1_grads) = if sharding.is_fsdp() {
-            let fsdp1 = !self.plan.framework.fsdp2_shards_one_rank();
-            let grads = if fsdp1 { 0.0 } else { trainable * w };
-            (
-                trainable * self.optimizer_bytes_per_param(s) + grads,
-                if fsdp1 { at_rest } else { 0.0 },
-            )
+            let states = trainable * self.optimizer_bytes_per_param(s);
+            if self.plan.framework.uses_fsdp2() {
+                (states + trainable * w, 0.0)
+            } else {
+                (states, at_rest)
+            }
         } else {
             let grads = match sharding {
                 Sharding::Zero1 | Sharding::Zero2 if !self.megatron_grad_buffer() => FP32 + w,
                 Sharding::Zero3 => w,
                 _ => FP32,
             };
+            let states = self.optimizer_state_bytes_per_param(s);
             (trainable * (states + FP32 + grads), 0.0)
         };
         let sub_group = trainable.min(NVME_SUB_GROUP_ELEMENTS);

@@ -328,7 +328,7 @@ impl Framework {
     /// PyTorch's FSDP documentation points to since 2.6). The Trainer,
     /// Accelerate (`fsdp_version` 1 by default) and Lightning's
     /// `FSDPStrategy` wrap with FSDP1, which runs `NO_SHARD` on one rank.
-    pub fn fsdp2_shards_one_rank(self) -> bool {
+    pub fn uses_fsdp2(self) -> bool {
         matches!(
             self,
             Framework::PlainPytorch | Framework::Torchtune | Framework::Torchtitan

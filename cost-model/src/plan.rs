@@ -755,6 +755,13 @@ impl Sharding {
             Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
         )
     }
+
+    /// ZeRO-3 and FSDP in any strategy: the runtimes that shard the
+    /// parameters and fetch each unit's before use — and so the only ones
+    /// that can keep them on the host (`crate::validate`).
+    pub fn shards_params(self) -> bool {
+        self == Sharding::Zero3 || self.is_fsdp()
+    }
 }
 
 /// Pipeline schedule.

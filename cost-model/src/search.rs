@@ -452,7 +452,7 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             // Parameters are offloaded by the runtimes that fetch them layer
             // by layer: FSDP in any of its strategies keeps its own, anything
             // else moves to ZeRO-3 (crate::validate).
-            if params && p.parallel.sharding != Sharding::Zero3 && !p.parallel.sharding.is_fsdp() {
+            if params && !p.parallel.sharding.shards_params() {
                 p.parallel.sharding = Sharding::Zero3;
             }
         }) {

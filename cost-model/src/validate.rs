@@ -3,7 +3,7 @@
 
 use crate::error::PlanError;
 use crate::model::Arch;
-use crate::plan::{Finetune, Plan, Precision, Sharding, PLAN_VERSION};
+use crate::plan::{Finetune, Plan, Precision, PLAN_VERSION};
 
 /// The most memory a GPU may have: 1 PiB in MiB, thousands of times the
 /// largest accelerator made (AMD MI355X, 288 GB).
@@ -259,12 +259,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     // ("Valid only with stage 3", deepspeed 0.19.8 `runtime/zero/config.py`;
     // `engine.py` builds ZeRO-1/2 without it) and FSDP's `CPUOffload`
     // comes with its sharding; DDP and a single GPU have no such mechanism.
-    if p.offload.params_offloaded()
-        && !matches!(
-            p.sharding,
-            Sharding::Zero3 | Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
-        )
-    {
+    if p.offload.params_offloaded() && !p.sharding.shards_params() {
         return Err(PlanError::Invalid {
             field: "parallel.offload.params",
             reason: format!(
