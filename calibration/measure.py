@@ -480,6 +480,41 @@ CASES10 = [
     case("ds3off-l3b-bf16-ckpt-b4-s4096", "llama-3.2-3b", 4, 4096, "bf16", ckpt=True,
          ds=dict(TRAINER_DS, stage=3, offload=True)),
 ]
+# The eleventh set (2026-12-04, a later session), each case in a process of its
+# own (ISOLATE=1): FSDP1 (`FullyShardedDataParallel`, the wrapper Accelerate's
+# FSDP plugin builds) as peft's FSDP-QLoRA guide configures it — FULL_SHARD,
+# BACKWARD_PRE prefetch, no forward prefetch, `use_orig_params=False`,
+# `sync_module_states`, `limit_all_gathers` (Accelerate's default), no mixed
+# precision (pure bf16), peft's `fsdp_auto_wrap_policy` (every decoder block and
+# every trainable LoRA leaf its own unit), with and without
+# `CPUOffload(offload_params=True)` — on one rank of a world of two: the other
+# rank is a fake process group (`torch.testing`'s FakeStore, backend "fake"),
+# so every collective returns at once without moving data, while FSDP makes
+# every buffer a two-rank run makes. The quantized base keeps its NF4 codes in
+# bf16 storage (`bnb_4bit_quant_storage=bfloat16`, what FSDP needs to flatten
+# them with the bf16 norms and embeddings). The model is built on the GPU,
+# quantized, then moved to the host, the counters reset, and wrapped with
+# `device_id` (each unit moved to the GPU, flattened, sharded and, with
+# offload, sent to pinned host memory), as Accelerate wraps a model loaded on
+# the host. The public peft_docs_fsdp_70b-149/150 configuration (Llama-2-70B
+# blocks, QLoRA r8 on every linear, 2 × 2048 tokens, full checkpointing) at 40
+# blocks, and an 8B bf16 LoRA under FSDP1 offload (no quantization).
+CASES11 = [
+    case("fsdp1off-l70b40-qlora8all-ckpt-b2-s2048", "llama-2-70b-40l", 2, 2048, "bf16", ckpt=True, lora=(8, ALL),
+         quant=4, wrap="fsdp1-offload", steps=2),
+    case("fsdp1-l70b40-qlora8all-ckpt-b2-s2048", "llama-2-70b-40l", 2, 2048, "bf16", ckpt=True, lora=(8, ALL),
+         quant=4, wrap="fsdp1", steps=2),
+    case("fsdp1off-l8b-lora16all-ckpt-b4-s2048", "llama-3.1-8b", 4, 2048, "bf16", ckpt=True, lora=(16, ALL),
+         wrap="fsdp1-offload"),
+    case("fsdp1-l8b-lora16all-ckpt-b4-s2048", "llama-3.1-8b", 4, 2048, "bf16", ckpt=True, lora=(16, ALL),
+         wrap="fsdp1"),
+]
+CASES11_TINY = [
+    case("tiny-fsdp1off-llama-qlora-ckpt", "llama-tiny", 2, 16, "bf16", ckpt=True, lora=(4, ALL), quant=4,
+         wrap="fsdp1-offload"),
+    case("tiny-fsdp1-llama-lora-ckpt", "llama-tiny", 2, 16, "bf16", ckpt=True, lora=(4, ALL), wrap="fsdp1"),
+    case("tiny-fsdp1-llama-qlora-ckpt", "llama-tiny", 2, 16, "bf16", ckpt=True, lora=(4, ALL), quant=4, wrap="fsdp1"),
+]
 # The same code paths on tiny shapes, for a dry run without a GPU (DEVICE=cpu).
 CASES10_TINY = [
     case("tiny-ds3off-bloom-fp32-lora", "bloom-tiny", 2, 16, "fp32", attn="eager",
@@ -489,7 +524,7 @@ CASES10_TINY = [
     case("tiny-ds2off-llama-ckpt", "llama-tiny", 2, 16, "bf16", ckpt=True, ds=dict(TRAINER_DS, stage=2, offload=True)),
 ]
 # SET picks the list; the first set is the default.
-CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4_DIST, "5": CASES5, "7": CASES7, "8": CASES8, "10": CASES10, "10t": CASES10_TINY}.get(
+CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4_DIST, "5": CASES5, "7": CASES7, "8": CASES8, "10": CASES10, "10t": CASES10_TINY, "11": CASES11, "11t": CASES11_TINY}.get(
     os.environ.get("SET", "1"), CASES
 )
 
@@ -532,7 +567,10 @@ def build(c, rec):
 def finish_build(c, model):
     """Quantization, k-bit preparation, kernels and checkpointing, as the case asks."""
     if c.get("quant"):
-        quantize_4bit(model)
+        # FSDP flattens the codes with the bf16 norms and embeddings:
+        # bnb_4bit_quant_storage=bfloat16, as peft's FSDP-QLoRA guide sets
+        fsdp1 = (c.get("wrap") or "").startswith("fsdp1")
+        quantize_4bit(model, torch.bfloat16 if fsdp1 else torch.uint8)
     if c.get("prep"):
         from peft import prepare_model_for_kbit_training
 
@@ -555,12 +593,17 @@ def finish_build(c, model):
         # (`LinearFunctionForZeroStage3`) and fails ("returned NULL without
         # setting an exception").
         model.gradient_checkpointing_enable(
-            gradient_checkpointing_kwargs={"use_reentrant": bool(c.get("ds"))}, offload=c.get("offload", False)
+            gradient_checkpointing_kwargs={"use_reentrant": bool(c.get("ds")) or fsdp1_ckpt(c)}, offload=c.get("offload", False)
         )
     return model
 
 
 DS_HF_CONFIG = None
+
+
+def fsdp1_ckpt(c):
+    """peft's FSDP-QLoRA script checkpoints reentrantly (`--use_reentrant True`)."""
+    return (c.get("wrap") or "").startswith("fsdp1")
 
 
 def init_deepspeed():
@@ -670,6 +713,80 @@ def run_deepspeed(c, model, cfg, sampler, rec):
     finish(c, sampler, rec)
 
 
+def run_fsdp1(c, model, cfg, sampler, rec):
+    """FSDP1 as Accelerate's plugin builds it from peft's FSDP-QLoRA config
+    (the set-11 comment says which), on rank 0 of a fake world of FAKE_WS
+    ranks (2 by default), around the Trainer's default fused torch AdamW (on
+    the host where the parameters are offloaded), in a plain loop."""
+    import torch.distributed as dist
+    from peft.utils.other import fsdp_auto_wrap_policy
+    from torch.distributed.fsdp import BackwardPrefetch, CPUOffload, ShardingStrategy
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    ws = int(os.environ.get("FAKE_WS", "2"))
+    if not dist.is_initialized():
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=ws)
+    rec["world_size"] = ws
+    rec["fake_pg"] = True
+    offload = c["wrap"] == "fsdp1-offload"
+    # Accelerate wraps a model loaded on the host (rank 0 of a
+    # cpu_ram_efficient_loading run): the model goes there first, and the
+    # counters start again from an empty device.
+    model.to("cpu")
+    clean()
+    if DEVICE == "cuda":
+        rec["max_allocated_building"] = torch.cuda.max_memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        sampler.reset()
+    rec["peaks_reset_on_host"] = True
+    model = FSDP(
+        model,
+        auto_wrap_policy=fsdp_auto_wrap_policy(model),
+        sharding_strategy=ShardingStrategy.FULL_SHARD,
+        cpu_offload=CPUOffload(offload_params=offload),
+        backward_prefetch=BackwardPrefetch.BACKWARD_PRE,
+        forward_prefetch=False,
+        limit_all_gathers=True,
+        use_orig_params=False,
+        sync_module_states=DEVICE == "cuda",  # the dry run on a machine without a GPU has no GPU to sync on
+        device_id=torch.cuda.current_device() if DEVICE == "cuda" else torch.device("cpu"),
+    )
+    sync()
+    rec["alloc_after_load"] = memory_allocated()
+    rec["max_alloc_wrapping"] = max_memory_allocated()
+    rec["fsdp_units"] = sum(1 for m in model.modules() if isinstance(m, FSDP))
+    params = [p for p in model.parameters() if p.requires_grad]
+    rec["trainable_params"] = sum(p.numel() for p in params) * ws
+    try:
+        opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
+        rec["optimizer_impl"] = "fused"
+    except Exception as e:  # noqa: BLE001
+        opt = torch.optim.AdamW(params, lr=1e-5)
+        rec["optimizer_impl"] = f"foreach ({str(e)[:120]})"
+    ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device=DEVICE)
+    start_history()
+    step_times = []
+    for step in range(c.get("steps") or STEPS):
+        t0 = time.time()
+        loss = model(input_ids=ids, labels=ids).loss
+        first_step_reading(rec, step, "forward")
+        loss.backward()
+        first_step_reading(rec, step, "backward")
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        rec["loss"] = float(loss.detach())
+        del loss
+        sync()
+        step_times.append(time.time() - t0)
+        first_step_reading(rec, step, "step", peak=False)
+    rec["step_s"] = step_times
+    if DEVICE != "cuda":
+        return
+    end_history(c, rec)
+    finish(c, sampler, rec)
+
+
 def sync():
     if DEVICE == "cuda":
         torch.cuda.synchronize()
@@ -728,7 +845,7 @@ def end_history(c, rec):
                 pickle.dump(snap, f)
 
 
-def quantize_4bit(model):
+def quantize_4bit(model, storage=torch.uint8):
     """Replace every block linear (not the LM head) by bitsandbytes' NF4
     Linear4bit with double quantization and bf16 compute — the modules
     `BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
@@ -746,6 +863,7 @@ def quantize_4bit(model):
                     compute_dtype=torch.bfloat16,
                     compress_statistics=True,
                     quant_type="nf4",
+                    quant_storage=storage,
                     device="meta",
                 )
                 q.weight = bnb.nn.Params4bit(
@@ -753,7 +871,7 @@ def quantize_4bit(model):
                     requires_grad=False,
                     compress_statistics=True,
                     quant_type="nf4",
-                    quant_storage=torch.uint8,
+                    quant_storage=storage,
                     module=q,
                 ).to(child.weight.device)
                 if child.bias is not None:
@@ -792,6 +910,8 @@ def make_opt(c, params):
 
 def clean():
     gc.collect()
+    if DEVICE != "cuda":
+        return
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
@@ -875,16 +995,19 @@ def run_case(c, sampler, rec):
         # The 16-bit model built here before quantizing is not how a checkpoint
         # loads (from_pretrained quantizes tensor by tensor): the counters start
         # again from the quantized model.
-        torch.cuda.synchronize()
-        rec["max_allocated_building_16bit"] = torch.cuda.max_memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        sampler.reset()
+        sync()
+        rec["max_allocated_building_16bit"] = max_memory_allocated()
+        if DEVICE == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+            sampler.reset()
         rec["peaks_reset_after_quantizing"] = True
     model = with_lora(c, model)
     model.train()
     rec["attn_impl"] = getattr(model.config, "_attn_implementation", None)
     if c.get("ds"):
         return run_deepspeed(c, model, cfg, sampler, rec)
+    if (c.get("wrap") or "").startswith("fsdp1"):
+        return run_fsdp1(c, model, cfg, sampler, rec)
     if c.get("trainer"):
         rec["alloc_after_load"] = torch.cuda.memory_allocated()
         rec["trainable_params"] = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -4,6 +4,7 @@
     python3 calibration/to_csv.py calibration/h200-2026-11-30 > calibration/h200-2026-11-30.csv
     python3 calibration/to_csv.py calibration/h200-2026-12-04 > calibration/h200-2026-12-04.csv
     python3 calibration/to_csv.py calibration/h200-2026-12-04-deepspeed > calibration/h200-2026-12-04-deepspeed.csv
+    python3 calibration/to_csv.py calibration/h200-2026-12-04-fsdp1 > calibration/h200-2026-12-04-fsdp1.csv
 
 One run gives three rows, one per counter: `max_allocated`, `max_reserved` and
 `device_used`. NVML's v1 `used` (what the sampler reads) counts the memory the
@@ -131,7 +132,8 @@ def rows(rec, env):
         notes.append(f"transformers Trainer (optim {rec.get('optim', '').split('.')[-1].lower()}; max_grad_norm 1.0)")
         if rec.get("pad"):
             notes.append(f"last {int(rec['pad'] * 100)} % of every row padding (attention_mask 0; labels -100)")
-    elif rec["optimizer"] == "adamw-fused":
+    elif rec["optimizer"] == "adamw-fused" or rec.get("optimizer_impl") == "fused":
+        # set 11's FSDP1 runs: the Trainer's default `adamw_torch_fused`
         notes.append("torch.optim.AdamW(fused=True)")
     elif rec["optimizer"] == "adamw":
         notes.append("torch.optim.AdamW (foreach)")
@@ -171,6 +173,20 @@ def rows(rec, env):
         )
     if rec.get("wrap") == "accelerate":
         notes.append("Accelerator(mixed_precision='bf16') prepare + backward")
+    if rec.get("wrap") in ("fsdp1", "fsdp1-offload"):
+        notes.append(
+            "FSDP1 FullyShardedDataParallel as Accelerate's plugin builds it from peft's FSDP-QLoRA config"
+            " (FULL_SHARD; BACKWARD_PRE; limit_all_gathers; use_orig_params False; sync_module_states; no mixed"
+            " precision; peft fsdp_auto_wrap_policy) in a plain loop doing what the Trainer's training_step does (the"
+            " loss kept; the model's outputs dropped before backward); rank 0 of a world of"
+            f" {rec['world_size']} whose other rank is a fake process group (collectives move no data and NCCL"
+            " allocates nothing); model moved to the host and counters reset before wrapping; reentrant"
+            " checkpointing"
+        )
+    if rec.get("wrap") == "fsdp1-offload":
+        notes.append("CPUOffload(offload_params=True): shards; gradients and the AdamW step on the host")
+    if rec.get("quant") and (rec.get("wrap") or "").startswith("fsdp1"):
+        notes.append("bnb_4bit_quant_storage=bfloat16")
     if rec["model"] == "llama-2-70b-40l":
         notes.append("LlamaConfig of Llama-2-70B's blocks with 40 of its 80 (not a published model)")
     if rec["model"] == "mixtral-small":
@@ -182,7 +198,7 @@ def rows(rec, env):
     base = {
         "source_url": source(),
         "framework": "hf-trainer"
-        if rec.get("trainer") or (ds and ds["style"] == "trainer")
+        if rec.get("trainer") or (ds and ds["style"] == "trainer") or (rec.get("wrap") or "").startswith("fsdp1")
         else "hf-accelerate"
         if ds or rec.get("wrap") == "accelerate"
         else "plain-pytorch",
@@ -218,7 +234,7 @@ def rows(rec, env):
         "attention": "eager" if rec["attn"] == "eager" else "flash",
         "loss": "chunked" if rec.get("liger") else "standard",
         "compile": str(bool(rec.get("compile"))).lower(),
-        "num_gpus": 1,
+        "num_gpus": rec.get("world_size", 1),
         "sharding": f"zero{ds['stage']}"
         if ds
         else {
@@ -227,11 +243,13 @@ def rows(rec, env):
             "fsdp2": "fsdp-full",
             "fsdp2-offload": "fsdp-full",
             "fsdp2-noreshard": "fsdp-grad-op",
+            "fsdp1": "fsdp-full",
+            "fsdp1-offload": "fsdp-full",
         }.get(rec.get("wrap"), "none"),
         "tp": 1,
         "pp": 1,
         "cp": 1,
-        "offload": "params+optimizer" if rec.get("wrap") == "fsdp2-offload" else ds_offload(ds),
+        "offload": "params+optimizer" if rec.get("wrap") in ("fsdp2-offload", "fsdp1-offload") else ds_offload(ds),
         "gpu": "H200",
         "gpu_mem_gib": f"{env['nvml_total'] / GIB:.2f}",
         "quality": "A",
