@@ -129,8 +129,12 @@ use serde::{Deserialize, Serialize};
 /// fp32 or packed 4-bit parameter shards, FSDP1's pinned gradient for every
 /// flat parameter, DeepSpeed's master copies and gradient partitions) and
 /// moves the optimizer off the GPU with FSDP's parameter offload
-/// ([`Ctx::offload_of`]); no calibration row's GPU figure moved.
-pub const MODEL_VERSION: u32 = 24;
+/// ([`Ctx::offload_of`]); no calibration row's GPU figure moved. 25 reserves,
+/// under FSDP1's parameter offload, the pool of its pre-unshard stream
+/// ([`Ctx::fsdp1_offload_copy_pool`]) and the segments wrapping a host-loaded
+/// model left cached ([`Ctx::fsdp1_wrap_cache`]) — found on the H200
+/// (calibration/h200-2026-12-04-fsdp1).
+pub const MODEL_VERSION: u32 = 25;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -349,6 +353,16 @@ const ZERO_BUCKETS_IN_BACKWARD: f64 = 2.0;
 /// Units FSDP / ZeRO-3 hold unsharded at once: the current one and the
 /// prefetched next (FSDP `BackwardPrefetch.BACKWARD_PRE`, `forward_prefetch`).
 const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
+/// Copies of a transformer block FSDP1 makes on the GPU as it wraps a model
+/// loaded on the host, all freed once the unit is sharded and offloaded, all
+/// left cached: the block's tensors moved there (`_move_module_to_device`
+/// with `device_id`), the buffers `sync_module_states` broadcasts them in
+/// (`_sync_params_and_buffers`, 250 MB buckets) and the flat parameter
+/// (`flatten_tensors`), torch 2.11 `distributed/fsdp/_init_utils.py` and
+/// `_flat_param.py`. Measured (calibration/h200-2026-12-04-fsdp1, whole
+/// allocator history): Llama-3.1-8B's 416 MiB blocks left 1,256 MiB of
+/// default-stream segments after wrapping.
+const FSDP1_WRAP_BLOCK_COPIES: f64 = 3.0;
 /// DeepSpeed ZeRO-3 `stage3_max_live_parameters` and `stage3_max_reuse_distance`
 /// defaults (DeepSpeed config docs; transformers `integrations/deepspeed.py`
 /// leaves them at 1e9 in its "auto" config).
@@ -2123,6 +2137,99 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         }
+    }
+
+    /// Whether FSDP1 keeps the parameters on the host (`CPUOffload(offload_params=True)`
+    /// under a framework that wraps with FSDP1, [`Framework::uses_fsdp2`]).
+    fn fsdp1_offloads_params(&self) -> bool {
+        self.plan.parallel.sharding.is_fsdp()
+            && !self.plan.framework.uses_fsdp2()
+            && self.offload.params_offloaded()
+    }
+
+    /// Bytes a parameter has as the model was loaded, before any sharding:
+    /// the trainable weights' dtype ([`Self::trainable_weight_bytes`]), or for
+    /// a quantized base the dtype of what is not quantized (norms, embeddings).
+    fn loaded_param_bytes(&self) -> f64 {
+        match self.base_bits() {
+            None => self.trainable_weight_bytes(),
+            Some(bits) if bits >= 32 || self.kbit_fp32() => FP32,
+            Some(_) => HALF,
+        }
+    }
+
+    /// One block as loaded: its matrices (packed codes for a quantized base,
+    /// [`Self::sharded_matrix_bytes`]) and norms.
+    fn loaded_block_bytes(&self) -> f64 {
+        let matrix = match self.base_bits() {
+            Some(bits) if bits <= 8 => self.sharded_matrix_bytes(bits),
+            _ => self.loaded_param_bytes(),
+        };
+        self.layer_matrix_params() * matrix + self.layer_norm_params() * self.loaded_param_bytes()
+    }
+
+    /// The pool of FSDP1's pre-unshard stream under parameter offload: before
+    /// each all-gather FSDP1 copies the unit's shard from the host to the GPU
+    /// on a stream of its own (`pre_unshard` → `flat_param_to(device)` under
+    /// `_pre_unshard_stream`, torch 2.11 `fsdp/_runtime_utils.py` `_unshard`,
+    /// `_flat_param.py`), and the allocator serves that stream only from its
+    /// own blocks ([`Self::side_stream_grad_pool`]): the largest unit's shard,
+    /// the root's (embeddings, final norm, head), stays reserved there.
+    /// Measured on the H200 (calibration/h200-2026-12-04-fsdp1): 1,006 MiB of
+    /// segments on that stream for Llama-3.1-8B's root shard (1,002 MiB over
+    /// two ranks), 504 MiB for Llama-2-70B's (500 MiB).
+    fn fsdp1_offload_copy_pool(&self, s: u32) -> f64 {
+        if !self.fsdp1_offloads_params() {
+            return 0.0;
+        }
+        let root = self.edge_params(s) * self.loaded_param_bytes();
+        let block = if self.stage_layers(s) > 0.0 {
+            self.loaded_block_bytes()
+        } else {
+            0.0
+        };
+        root.max(block) / self.shard
+    }
+
+    /// What FSDP1 leaves cached on the default stream as it wraps a model
+    /// loaded on the host, when every unit then goes back to the host
+    /// (parameter offload; without it the shards stay in those segments):
+    /// `(bytes, largest segment)`. Each block leaves
+    /// [`FSDP1_WRAP_BLOCK_COPIES`] copies of itself (the later blocks reuse
+    /// the first one's segments); the root unit, wrapped last and larger,
+    /// segments of its own: each tensor moved to the GPU, the largest once
+    /// more as `sync_module_states` broadcasts it, and its flat parameter.
+    /// Accelerate's `accelerate config` answers yes to CPU-RAM-efficient
+    /// loading and so to `sync_module_states` by default (accelerate 1.16
+    /// `commands/config/cluster.py`; peft's FSDP configs set both), and
+    /// neither the Trainer nor Accelerate empties the cache after wrapping.
+    /// Tensors larger than the largest segment (the loss's fp32 logits) get
+    /// segments of their own beside the cache ([`Self::stage`]). Measured on
+    /// the H200 (calibration/h200-2026-12-04-fsdp1, whole allocator history):
+    /// Llama-3.1-8B with LoRA under FSDP1 offload over two ranks kept 6,274
+    /// MiB of wrap segments (two 1,002 MiB tensors, a 1,004 MiB broadcast
+    /// buffer, the 2,006 MiB flat root, 1,256 MiB of block segments) and then
+    /// mapped three 4,008 MiB segments for its loss: 18,302 MiB on the default
+    /// stream, 4,037 over what it held at its peak.
+    fn fsdp1_wrap_cache(&self, s: u32) -> (f64, f64) {
+        if !self.fsdp1_offloads_params() {
+            return (0.0, 0.0);
+        }
+        let bytes = self.loaded_param_bytes();
+        let (block, blocks) = if self.stage_layers(s) > 0.0 {
+            let b = self.loaded_block_bytes();
+            (b, FSDP1_WRAP_BLOCK_COPIES * b)
+        } else {
+            (0.0, 0.0)
+        };
+        let root = self.edge_params(s) * bytes;
+        let embedding = if self.is_first(s) {
+            self.m.embedding_params() as f64 / self.t
+        } else {
+            0.0
+        };
+        let largest_tensor = embedding.max(self.lm_head_params(s)) * bytes;
+        (blocks + 2.0 * root + largest_tensor, root.max(block))
     }
 
     /// ZeRO-3 allocates the gradient partitions of every trainable parameter
@@ -4869,6 +4976,15 @@ impl<'a> Ctx<'a> {
         // ([`Self::offloaded_fetch_copy`]), and the fetch stream's pool.
         let fetch = self.offloaded_fetch_copy(s);
         let fetch_pool = self.zero3_fetch_stream_pool(gathered + fetch);
+        let copy_pool = self.fsdp1_offload_copy_pool(s);
+        let (wrap_cache, wrap_segment) = self.fsdp1_wrap_cache(s);
+        // One of the loss's fp32 logits-sized tensors, which a segment smaller
+        // than it cannot hold.
+        let logits_tensor = if self.is_last(s) {
+            self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
+        } else {
+            0.0
+        };
         let casts = self.autocast_copies(s);
         // The 16-bit copy of a quantized weight in flight: the LM head's as
         // backward starts, a block matrix's inside a block's backward.
@@ -4913,13 +5029,28 @@ impl<'a> Ctx<'a> {
                 _ => 0.0,
             };
             let side_cached = match phase {
-                Phase::Load | Phase::Init => Bytes::ZERO,
-                _ => Bytes::from_f64((side_pool - p.g).max(0.0) + (fetch_pool - fetched).max(0.0)),
+                Phase::Load | Phase::Init => 0.0,
+                _ => (side_pool - p.g).max(0.0) + (fetch_pool - fetched).max(0.0) + copy_pool,
             };
             // `bd.allocated()` once: the three counters are its running sums
             // (`Breakdown::reserved`, `Breakdown::device_used`).
             let allocated = bd.allocated();
-            bd.allocator_reserve = allocated.scale(frac) + side_cached;
+            bd.allocator_reserve = allocated.scale(frac) + Bytes::from_f64(side_cached);
+            // FSDP1's wrap segments ([`Self::fsdp1_wrap_cache`]) take what
+            // fits in them on the default stream; the logits larger than them
+            // and what does not fit get segments of their own.
+            if wrap_cache > 0.0 && !matches!(phase, Phase::Load | Phase::Init) {
+                let big = if logits_tensor > wrap_segment {
+                    p.lg
+                } else {
+                    0.0
+                };
+                let rest = (allocated.as_f64() - p.comm - big).max(0.0);
+                let default_pool = big + wrap_cache.max(rest * (1.0 + frac));
+                let reserved = default_pool + p.comm + side_cached;
+                let floor = Bytes::from_f64(reserved).saturating_sub(allocated);
+                bd.allocator_reserve = bd.allocator_reserve.max(floor);
+            }
             let reserved = allocated + bd.allocator_reserve;
             PhaseEstimate {
                 phase,

@@ -134,7 +134,9 @@ fn public_cases_hold_the_recorded_accuracy() {
     // (MODEL_VERSION 12; worst thunder-091 next, −26.1 %). −23.6 %
     // (peft_docs_fsdp_70b-149) once a Thunder row compiled by nvFuser is read
     // as eager, not as torch.compile (thunder-091 +4.6 %).
-    assert!(worst >= -24.0, "worst under-prediction {worst} %");
+    // −20.9 % once FSDP1's offload reserve was measured and modelled (its
+    // pre-unshard stream's pool, MODEL_VERSION 25; calibration/h200-2026-12-04-fsdp1).
+    assert!(worst >= -21.0, "worst under-prediction {worst} %");
     assert_eq!(
         s.oom_detected, s.oom_total,
         "OOM detected {}/{}",
@@ -207,6 +209,29 @@ fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
     for c in r.cases.iter().filter(|c| !c.id.contains("off")) {
         let e = c.error_pct.unwrap();
         assert!(e.abs() <= 6.0, "{} ({}): {e} %", c.id, c.metric);
+    }
+}
+
+/// FSDP1 on the H200 (calibration/h200-2026-12-04-fsdp1, set 11; 12 rows, 4
+/// runs, one rank of two with a fake process group): peft's FSDP-QLoRA
+/// configuration with and without CPU parameter offload, on Llama-2-70B's
+/// blocks (40 of 80) in NF4 and on Llama-3.1-8B with LoRA. At model version
+/// 24: 3.18 % / 14.43 % / −17.40 % (the offloaded runs' reserved −9.4 and
+/// −17.4 %: the pre-unshard stream's pool and the wrap's cached segments,
+/// found in the runs' whole allocator histories, were not counted); version
+/// 25 counts both.
+#[test]
+fn the_fsdp1_h200_run_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "h200-2026-12-04-fsdp1.csv",
+        12,
+        (2.2, 3.9, -4.6),
+        |_| true,
+        (4, 3.0),
+    );
+    for c in r.cases.iter().filter(|c| c.id.contains("fsdp1off")) {
+        let e = c.error_pct.unwrap();
+        assert!(e.abs() <= 4.6, "{} ({}): {e} %", c.id, c.metric);
     }
 }
 

@@ -454,6 +454,55 @@ fn fsdp_parameter_offload_takes_the_optimizer_along() {
     assert!(phase(&e, Phase::Step).optimizer.get() > 0);
 }
 
+/// FSDP1 under parameter offload reserves what FSDP2 does not: the root
+/// unit's shard copied in on the pre-unshard stream, and the segments the
+/// wrap of a host-loaded model left cached, beside which the loss's fp32
+/// logits (larger than any of them) get segments of their own. Accelerate
+/// (FSDP1) and a plain loop (FSDP2) hold the same tensors here, so the
+/// reserve is all that differs; without offload nothing does. Measured on
+/// the H200 (calibration/h200-2026-12-04-fsdp1): this plan reserved 21.71
+/// GiB over a 16.29 GiB allocated peak.
+#[test]
+fn fsdp1_offload_reserves_its_copy_stream_and_wrap_segments() {
+    use cost_model::plan::Offload;
+    let mut p = Plan {
+        model: preset("llama-3.1-8b").unwrap().spec(),
+        ..Plan::default()
+    };
+    p.set_framework(Framework::HfAccelerate);
+    p.training.precision = Precision::Bf16;
+    p.training.finetune = lora16_all();
+    p.training.micro_batch = 4;
+    p.training.seq_len = 2048;
+    p.training.checkpointing = Checkpointing::Full;
+    p.parallel.num_gpus = 2;
+    p.parallel.sharding = Sharding::FsdpFull;
+    // The framework alone changes, not the settings its profile fills.
+    let peak = |p: &Plan, fw| {
+        let mut p = p.clone();
+        p.framework = fw;
+        let e = estimate(&p).unwrap();
+        (e.peak.allocated.get(), e.peak.reserved.get())
+    };
+    let (fsdp1, fsdp2) = (
+        peak(&p, Framework::HfAccelerate),
+        peak(&p, Framework::PlainPytorch),
+    );
+    assert_eq!(fsdp1, fsdp2, "without offload");
+    p.parallel.offload = Offload::ALL_CPU;
+    let (fsdp1, fsdp2) = (
+        peak(&p, Framework::HfAccelerate),
+        peak(&p, Framework::PlainPytorch),
+    );
+    assert_eq!(fsdp1.0, fsdp2.0, "allocated");
+    // The root unit (embedding, head and final norm in bf16) over two ranks.
+    let m = &p.model;
+    let root_shard = (2 * m.vocab as u64 * m.hidden as u64 + m.hidden as u64) * 2 / 2;
+    let more = fsdp1.1 - fsdp2.1;
+    assert!(more > root_shard + (2 << 30), "{more} B more reserved");
+    assert!(more < root_shard + (4 << 30), "{more} B more reserved");
+}
+
 /// ZeRO-Infinity to NVMe: the same states leave the GPU, but land on the NVMe
 /// device; the host keeps only the swap buffers (4 × sub-group × fp32).
 #[test]

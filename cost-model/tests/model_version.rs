@@ -101,6 +101,9 @@ use cost_model::presets::presets;
 /// Version 24 (thirty-sixth session): the host's offloaded states in their
 /// own dtypes, FSDP's parameter offload taking the optimizer along (the
 /// fingerprint's ZeRO-3 plans offload an fp32 model: their host bytes moved).
+/// Version 25 (thirty-seventh session): FSDP1's offload reserve (its
+/// pre-unshard stream's pool, the wrap's cached segments); the set gained
+/// calibration/h200-2026-12-04-fsdp1, whose runs found them.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -125,6 +128,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (22, 0xf253_de5e_1b58_ae87),
     (23, 0x4d2f_50da_4ca3_a673),
     (24, 0xae37_0c0d_be6c_8957),
+    (25, 0x1d38_6d9a_dbd7_a09d),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -176,6 +180,7 @@ fn project_plans() -> Vec<Plan> {
         "h200-2026-11-30.csv",
         "h200-2026-12-04.csv",
         "h200-2026-12-04-deepspeed.csv",
+        "h200-2026-12-04-fsdp1.csv",
         "torchtune-readme-0.6.1.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
