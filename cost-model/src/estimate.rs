@@ -4979,8 +4979,8 @@ impl<'a> Ctx<'a> {
         let copy_pool = self.fsdp1_offload_copy_pool(s);
         let (wrap_cache, wrap_segment) = self.fsdp1_wrap_cache(s);
         // One of the loss's fp32 logits-sized tensors, which a segment smaller
-        // than it cannot hold.
-        let logits_tensor = if self.is_last(s) {
+        // than it cannot hold (worked out only where there are such segments).
+        let logits_tensor = if wrap_cache > 0.0 && self.is_last(s) {
             self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
         } else {
             0.0
