@@ -2203,6 +2203,8 @@ impl<'a> Ctx<'a> {
     /// loading and so to `sync_module_states` by default (accelerate 1.16
     /// `commands/config/cluster.py`; peft's FSDP configs set both), and
     /// neither the Trainer nor Accelerate empties the cache after wrapping.
+    /// (Lightning's `FSDPStrategy` materializes meta-device units in place and
+    /// broadcasts nothing: one copy fewer there, counted alike.)
     /// Tensors larger than the largest segment (the loss's fp32 logits) get
     /// segments of their own beside the cache ([`Self::stage`]). Measured on
     /// the H200 (calibration/h200-2026-12-04-fsdp1, whole allocator history):
