@@ -694,21 +694,7 @@ def run_deepspeed(c, model, cfg, sampler, rec):
     sync()
     rec["alloc_after_load"] = memory_allocated()
     ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device=DEVICE)
-    start_history()
-    step_times = []
-    for step in range(c.get("steps") or STEPS):
-        t0 = time.time()
-        loss = engine(input_ids=ids, labels=ids).loss
-        first_step_reading(rec, step, "forward")
-        engine.backward(loss)
-        first_step_reading(rec, step, "backward")
-        engine.step()
-        rec["loss"] = float(loss.detach())
-        del loss
-        sync()
-        step_times.append(time.time() - t0)
-        first_step_reading(rec, step, "step", peak=False)
-    rec["step_s"] = step_times
+    run_steps(c, rec, lambda: engine(input_ids=ids, labels=ids).loss, engine.backward, engine.step)
     end_history(c, rec)
     finish(c, sampler, rec)
 
@@ -765,26 +751,38 @@ def run_fsdp1(c, model, cfg, sampler, rec):
         opt = torch.optim.AdamW(params, lr=1e-5)
         rec["optimizer_impl"] = f"foreach ({str(e)[:120]})"
     ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device=DEVICE)
-    start_history()
-    step_times = []
-    for step in range(c.get("steps") or STEPS):
-        t0 = time.time()
-        loss = model(input_ids=ids, labels=ids).loss
-        first_step_reading(rec, step, "forward")
-        loss.backward()
-        first_step_reading(rec, step, "backward")
+
+    def step():
         opt.step()
         opt.zero_grad(set_to_none=True)
-        rec["loss"] = float(loss.detach())
-        del loss
-        sync()
-        step_times.append(time.time() - t0)
-        first_step_reading(rec, step, "step", peak=False)
-    rec["step_s"] = step_times
+
+    run_steps(c, rec, lambda: model(input_ids=ids, labels=ids).loss, lambda loss: loss.backward(), step)
     if DEVICE != "cuda":
         return
     end_history(c, rec)
     finish(c, sampler, rec)
+
+
+def run_steps(c, rec, loss_of, backward, step):
+    """The case's training steps as a runtime's loop makes them (`loss_of()`,
+    `backward(loss)`, `step()`, which zeroes the gradients), with the first
+    step's readings, the history from the first step on (SNAPSHOT=1) and the
+    steps' times; the loss is dropped before the step ends."""
+    start_history()
+    step_times = []
+    for i in range(c.get("steps") or STEPS):
+        t0 = time.time()
+        loss = loss_of()
+        first_step_reading(rec, i, "forward")
+        backward(loss)
+        first_step_reading(rec, i, "backward")
+        step()
+        rec["loss"] = float(loss.detach())
+        del loss
+        sync()
+        step_times.append(time.time() - t0)
+        first_step_reading(rec, i, "step", peak=False)
+    rec["step_s"] = step_times
 
 
 def sync():

@@ -2158,14 +2158,15 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// One block as loaded: its matrices (packed codes for a quantized base,
-    /// [`Self::sharded_matrix_bytes`]) and norms.
-    fn loaded_block_bytes(&self) -> f64 {
+    /// One block with its unquantized parameters `bytes` each: its matrices
+    /// (packed codes for a quantized base, [`Self::sharded_matrix_bytes`])
+    /// and norms.
+    fn block_bytes_in(&self, bytes: f64) -> f64 {
         let matrix = match self.base_bits() {
             Some(bits) if bits <= 8 => self.sharded_matrix_bytes(bits),
-            _ => self.loaded_param_bytes(),
+            _ => bytes,
         };
-        self.layer_matrix_params() * matrix + self.layer_norm_params() * self.loaded_param_bytes()
+        self.layer_matrix_params() * matrix + self.layer_norm_params() * bytes
     }
 
     /// The pool of FSDP1's pre-unshard stream under parameter offload: before
@@ -2184,7 +2185,7 @@ impl<'a> Ctx<'a> {
         }
         let root = self.edge_params(s) * self.loaded_param_bytes();
         let block = if self.stage_layers(s) > 0.0 {
-            self.loaded_block_bytes()
+            self.block_bytes_in(self.loaded_param_bytes())
         } else {
             0.0
         };
@@ -2219,7 +2220,7 @@ impl<'a> Ctx<'a> {
         }
         let bytes = self.loaded_param_bytes();
         let (block, blocks) = if self.stage_layers(s) > 0.0 {
-            let b = self.loaded_block_bytes();
+            let b = self.block_bytes_in(self.loaded_param_bytes());
             (b, FSDP1_WRAP_BLOCK_COPIES * b)
         } else {
             (0.0, 0.0)
@@ -4623,11 +4624,7 @@ impl<'a> Ctx<'a> {
     /// times fewer bytes than 16-bit weights for NF4), which is what the
     /// all-gather moves and the unsharded buffer holds.
     fn gathered_block_bytes(&self) -> f64 {
-        let matrix = match self.base_bits() {
-            Some(bits) if bits <= 8 => self.sharded_matrix_bytes(bits),
-            _ => self.gathered_param_bytes(),
-        };
-        self.layer_matrix_params() * matrix + self.layer_norm_params() * self.gathered_param_bytes()
+        self.block_bytes_in(self.gathered_param_bytes())
     }
 
     /// Bytes of stage `s` gathered whole ([`Self::gathered_block_bytes`] for
