@@ -2220,7 +2220,7 @@ impl<'a> Ctx<'a> {
         }
         let bytes = self.loaded_param_bytes();
         let (block, blocks) = if self.stage_layers(s) > 0.0 {
-            let b = self.block_bytes_in(self.loaded_param_bytes());
+            let b = self.block_bytes_in(bytes);
             (b, FSDP1_WRAP_BLOCK_COPIES * b)
         } else {
             (0.0, 0.0)
