@@ -569,8 +569,7 @@ def finish_build(c, model):
     if c.get("quant"):
         # FSDP flattens the codes with the bf16 norms and embeddings:
         # bnb_4bit_quant_storage=bfloat16, as peft's FSDP-QLoRA guide sets
-        fsdp1 = (c.get("wrap") or "").startswith("fsdp1")
-        quantize_4bit(model, torch.bfloat16 if fsdp1 else torch.uint8)
+        quantize_4bit(model, torch.bfloat16 if is_fsdp1(c) else torch.uint8)
     if c.get("prep"):
         from peft import prepare_model_for_kbit_training
 
@@ -593,7 +592,7 @@ def finish_build(c, model):
         # (`LinearFunctionForZeroStage3`) and fails ("returned NULL without
         # setting an exception").
         model.gradient_checkpointing_enable(
-            gradient_checkpointing_kwargs={"use_reentrant": bool(c.get("ds")) or fsdp1_ckpt(c)}, offload=c.get("offload", False)
+            gradient_checkpointing_kwargs={"use_reentrant": bool(c.get("ds")) or is_fsdp1(c)}, offload=c.get("offload", False)
         )
     return model
 
@@ -601,9 +600,10 @@ def finish_build(c, model):
 DS_HF_CONFIG = None
 
 
-def fsdp1_ckpt(c):
-    """peft's FSDP-QLoRA script checkpoints reentrantly (`--use_reentrant True`)."""
-    return (c.get("wrap") or "").startswith("fsdp1")
+def is_fsdp1(c):
+    """A set-11 case: FSDP1 as peft's FSDP-QLoRA guide sets it up (its script
+    also checkpoints reentrantly, `--use_reentrant True`)."""
+    return c.get("wrap") in ("fsdp1", "fsdp1-offload")
 
 
 def init_deepspeed():
@@ -1004,7 +1004,7 @@ def run_case(c, sampler, rec):
     rec["attn_impl"] = getattr(model.config, "_attn_implementation", None)
     if c.get("ds"):
         return run_deepspeed(c, model, cfg, sampler, rec)
-    if (c.get("wrap") or "").startswith("fsdp1"):
+    if is_fsdp1(c):
         return run_fsdp1(c, model, cfg, sampler, rec)
     if c.get("trainer"):
         rec["alloc_after_load"] = torch.cuda.memory_allocated()

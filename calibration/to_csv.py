@@ -173,7 +173,8 @@ def rows(rec, env):
         )
     if rec.get("wrap") == "accelerate":
         notes.append("Accelerator(mixed_precision='bf16') prepare + backward")
-    if rec.get("wrap") in ("fsdp1", "fsdp1-offload"):
+    fsdp1 = rec.get("wrap") in ("fsdp1", "fsdp1-offload")
+    if fsdp1:
         notes.append(
             "FSDP1 FullyShardedDataParallel as Accelerate's plugin builds it from peft's FSDP-QLoRA config"
             " (FULL_SHARD; BACKWARD_PRE; limit_all_gathers; use_orig_params False; sync_module_states; no mixed"
@@ -185,7 +186,7 @@ def rows(rec, env):
         )
     if rec.get("wrap") == "fsdp1-offload":
         notes.append("CPUOffload(offload_params=True): shards; gradients and the AdamW step on the host")
-    if rec.get("quant") and (rec.get("wrap") or "").startswith("fsdp1"):
+    if rec.get("quant") and fsdp1:
         notes.append("bnb_4bit_quant_storage=bfloat16")
     if rec["model"] == "llama-2-70b-40l":
         notes.append("LlamaConfig of Llama-2-70B's blocks with 40 of its 80 (not a published model)")
@@ -198,7 +199,7 @@ def rows(rec, env):
     base = {
         "source_url": source(),
         "framework": "hf-trainer"
-        if rec.get("trainer") or (ds and ds["style"] == "trainer") or (rec.get("wrap") or "").startswith("fsdp1")
+        if rec.get("trainer") or (ds and ds["style"] == "trainer") or fsdp1
         else "hf-accelerate"
         if ds or rec.get("wrap") == "accelerate"
         else "plain-pytorch",

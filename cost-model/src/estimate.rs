@@ -2139,12 +2139,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Whether FSDP1 keeps the parameters on the host (`CPUOffload(offload_params=True)`
-    /// under a framework that wraps with FSDP1, [`Framework::uses_fsdp2`]).
-    fn fsdp1_offloads_params(&self) -> bool {
-        self.plan.parallel.sharding.is_fsdp()
-            && !self.plan.framework.uses_fsdp2()
-            && self.offload.params_offloaded()
+    /// FSDP1's root unit (embeddings, final norm, head) and block unit on
+    /// stage `s` as loaded, `(root, block)` bytes, when FSDP1 keeps the
+    /// parameters on the host (`CPUOffload(offload_params=True)` under a
+    /// framework that wraps with FSDP1, [`Framework::uses_fsdp2`]); `None`
+    /// otherwise.
+    fn fsdp1_offloaded_units(&self, s: u32) -> Option<(f64, f64)> {
+        if !self.plan.parallel.sharding.is_fsdp()
+            || self.plan.framework.uses_fsdp2()
+            || !self.offload.params_offloaded()
+        {
+            return None;
+        }
+        let bytes = self.loaded_param_bytes();
+        let block = if self.stage_layers(s) > 0.0 {
+            self.block_bytes_in(bytes)
+        } else {
+            0.0
+        };
+        Some((self.edge_params(s) * bytes, block))
     }
 
     /// Bytes a parameter has as the model was loaded, before any sharding:
@@ -2180,16 +2193,8 @@ impl<'a> Ctx<'a> {
     /// segments on that stream for Llama-3.1-8B's root shard (1,002 MiB over
     /// two ranks), 504 MiB for Llama-2-70B's (500 MiB).
     fn fsdp1_offload_copy_pool(&self, s: u32) -> f64 {
-        if !self.fsdp1_offloads_params() {
-            return 0.0;
-        }
-        let root = self.edge_params(s) * self.loaded_param_bytes();
-        let block = if self.stage_layers(s) > 0.0 {
-            self.block_bytes_in(self.loaded_param_bytes())
-        } else {
-            0.0
-        };
-        root.max(block) / self.shard
+        self.fsdp1_offloaded_units(s)
+            .map_or(0.0, |(root, block)| root.max(block) / self.shard)
     }
 
     /// What FSDP1 leaves cached on the default stream as it wraps a model
@@ -2215,24 +2220,19 @@ impl<'a> Ctx<'a> {
     /// mapped three 4,008 MiB segments for its loss: 18,302 MiB on the default
     /// stream, 4,037 over what it held at its peak.
     fn fsdp1_wrap_cache(&self, s: u32) -> (f64, f64) {
-        if !self.fsdp1_offloads_params() {
+        let Some((root, block)) = self.fsdp1_offloaded_units(s) else {
             return (0.0, 0.0);
-        }
-        let bytes = self.loaded_param_bytes();
-        let (block, blocks) = if self.stage_layers(s) > 0.0 {
-            let b = self.block_bytes_in(bytes);
-            (b, FSDP1_WRAP_BLOCK_COPIES * b)
-        } else {
-            (0.0, 0.0)
         };
-        let root = self.edge_params(s) * bytes;
         let embedding = if self.is_first(s) {
             self.m.embedding_params() as f64 / self.t
         } else {
             0.0
         };
-        let largest_tensor = embedding.max(self.lm_head_params(s)) * bytes;
-        (blocks + 2.0 * root + largest_tensor, root.max(block))
+        let largest_tensor = embedding.max(self.lm_head_params(s)) * self.loaded_param_bytes();
+        (
+            FSDP1_WRAP_BLOCK_COPIES * block + 2.0 * root + largest_tensor,
+            root.max(block),
+        )
     }
 
     /// ZeRO-3 allocates the gradient partitions of every trainable parameter
@@ -4977,13 +4977,12 @@ impl<'a> Ctx<'a> {
         let fetch_pool = self.zero3_fetch_stream_pool(gathered + fetch);
         let copy_pool = self.fsdp1_offload_copy_pool(s);
         let (wrap_cache, wrap_segment) = self.fsdp1_wrap_cache(s);
-        // One of the loss's fp32 logits-sized tensors, which a segment smaller
-        // than it cannot hold (worked out only where there are such segments).
-        let logits_tensor = if wrap_cache > 0.0 && self.is_last(s) {
-            self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
-        } else {
-            0.0
-        };
+        // Whether the loss's fp32 logits-sized tensors outgrow the wrap's
+        // largest segment (worked out only where there are such segments).
+        let logits_outgrow_wrap = wrap_cache > 0.0
+            && self.is_last(s)
+            && self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
+                > wrap_segment;
         let casts = self.autocast_copies(s);
         // The 16-bit copy of a quantized weight in flight: the LM head's as
         // backward starts, a block matrix's inside a block's backward.
@@ -5039,11 +5038,7 @@ impl<'a> Ctx<'a> {
             // fits in them on the default stream; the logits larger than them
             // and what does not fit get segments of their own.
             if wrap_cache > 0.0 && !matches!(phase, Phase::Load | Phase::Init) {
-                let big = if logits_tensor > wrap_segment {
-                    p.lg
-                } else {
-                    0.0
-                };
+                let big = if logits_outgrow_wrap { p.lg } else { 0.0 };
                 let rest = (allocated.as_f64() - p.comm - big).max(0.0);
                 let default_pool = big + wrap_cache.max(rest * (1.0 + frac));
                 let reserved = default_pool + p.comm + side_cached;
