@@ -2139,27 +2139,6 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// FSDP1's root unit (embeddings, final norm, head) and block unit on
-    /// stage `s` as loaded, `(root, block)` bytes, when FSDP1 keeps the
-    /// parameters on the host (`CPUOffload(offload_params=True)` under a
-    /// framework that wraps with FSDP1, [`Framework::uses_fsdp2`]); `None`
-    /// otherwise.
-    fn fsdp1_offloaded_units(&self, s: u32) -> Option<(f64, f64)> {
-        if !self.plan.parallel.sharding.is_fsdp()
-            || self.plan.framework.uses_fsdp2()
-            || !self.offload.params_offloaded()
-        {
-            return None;
-        }
-        let bytes = self.loaded_param_bytes();
-        let block = if self.stage_layers(s) > 0.0 {
-            self.block_bytes_in(bytes)
-        } else {
-            0.0
-        };
-        Some((self.edge_params(s) * bytes, block))
-    }
-
     /// Bytes a parameter has as the model was loaded, before any sharding:
     /// the trainable weights' dtype ([`Self::trainable_weight_bytes`]), or for
     /// a quantized base the dtype of what is not quantized (norms, embeddings).
@@ -2191,16 +2170,20 @@ impl<'a> Ctx<'a> {
     /// the root's (embeddings, final norm, head), stays reserved there.
     /// Measured on the H200 (calibration/h200-2026-12-04-fsdp1): 1,006 MiB of
     /// segments on that stream for Llama-3.1-8B's root shard (1,002 MiB over
-    /// two ranks), 504 MiB for Llama-2-70B's (500 MiB).
-    fn fsdp1_offload_copy_pool(&self, s: u32) -> f64 {
-        self.fsdp1_offloaded_units(s)
-            .map_or(0.0, |(root, block)| root.max(block) / self.shard)
+    /// two ranks), 504 MiB for Llama-2-70B's (500 MiB). `largest_unit` is the
+    /// largest unit as loaded ([`Self::fsdp1_wrap_cache`]'s largest segment,
+    /// zero without FSDP1's offload).
+    fn fsdp1_offload_copy_pool(&self, largest_unit: f64) -> f64 {
+        largest_unit / self.shard
     }
 
     /// What FSDP1 leaves cached on the default stream as it wraps a model
     /// loaded on the host, when every unit then goes back to the host
-    /// (parameter offload; without it the shards stay in those segments):
-    /// `(bytes, largest segment)`. Each block leaves
+    /// (`CPUOffload(offload_params=True)` under a framework that wraps with
+    /// FSDP1, [`Framework::uses_fsdp2`]; without offload the shards stay in
+    /// those segments): `(bytes, largest segment)`, the largest segment being
+    /// the largest unit as loaded, the root (embeddings, final norm, head) or
+    /// a block. Each block leaves
     /// [`FSDP1_WRAP_BLOCK_COPIES`] copies of itself (the later blocks reuse
     /// the first one's segments); the root unit, wrapped last and larger,
     /// segments of its own: each tensor moved to the GPU, the largest once
@@ -2220,15 +2203,25 @@ impl<'a> Ctx<'a> {
     /// mapped three 4,008 MiB segments for its loss: 18,302 MiB on the default
     /// stream, 4,037 over what it held at its peak.
     fn fsdp1_wrap_cache(&self, s: u32) -> (f64, f64) {
-        let Some((root, block)) = self.fsdp1_offloaded_units(s) else {
+        if !self.plan.parallel.sharding.is_fsdp()
+            || self.plan.framework.uses_fsdp2()
+            || !self.offload.params_offloaded()
+        {
             return (0.0, 0.0);
+        }
+        let bytes = self.loaded_param_bytes();
+        let block = if self.stage_layers(s) > 0.0 {
+            self.block_bytes_in(bytes)
+        } else {
+            0.0
         };
+        let root = self.edge_params(s) * bytes;
         let embedding = if self.is_first(s) {
             self.m.embedding_params() as f64 / self.t
         } else {
             0.0
         };
-        let largest_tensor = embedding.max(self.lm_head_params(s)) * self.loaded_param_bytes();
+        let largest_tensor = embedding.max(self.lm_head_params(s)) * bytes;
         (
             FSDP1_WRAP_BLOCK_COPIES * block + 2.0 * root + largest_tensor,
             root.max(block),
@@ -4975,8 +4968,8 @@ impl<'a> Ctx<'a> {
         // ([`Self::offloaded_fetch_copy`]), and the fetch stream's pool.
         let fetch = self.offloaded_fetch_copy(s);
         let fetch_pool = self.zero3_fetch_stream_pool(gathered + fetch);
-        let copy_pool = self.fsdp1_offload_copy_pool(s);
         let (wrap_cache, wrap_segment) = self.fsdp1_wrap_cache(s);
+        let copy_pool = self.fsdp1_offload_copy_pool(wrap_segment);
         // Whether the loss's fp32 logits-sized tensors outgrow the wrap's
         // largest segment (worked out only where there are such segments).
         let logits_outgrow_wrap = wrap_cache > 0.0
