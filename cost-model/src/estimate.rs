@@ -2197,7 +2197,7 @@ impl<'a> Ctx<'a> {
     /// Tensors larger than the largest segment (the loss's fp32 logits) get
     /// segments of their own beside the cache ([`Self::stage`]). Measured on
     /// the H200 (calibration/h200-2026-12-04-fsdp1, whole allocator history):
-    /// Llama-3.1-8B with LoRA under FSDP1 offload over two ranks kept 6,274
+    /// Llama-3.1-8B with LoRA under FSDP1 offload over two ranks kept 6,270
     /// MiB of wrap segments (two 1,002 MiB tensors, a 1,004 MiB broadcast
     /// buffer, the 2,006 MiB flat root, 1,256 MiB of block segments) and then
     /// mapped three 4,008 MiB segments for its loss: 18,302 MiB on the default
