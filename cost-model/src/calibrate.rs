@@ -296,20 +296,46 @@ impl Row<'_> {
 
 /// An `other` optimizer the notes name, as the built-in one with the same
 /// states per parameter: one full-size state for Adam-mini (its second moment
-/// is one value per block, Zhang et al. 2024), RMSprop (`square_avg`) and
-/// Adagrad (`sum`) — as SGD with momentum; two for Sophia (`exp_avg`,
-/// `hessian`, Liu et al. 2023), schedule-free AdamW (`z`, `exp_avg_sq`,
-/// Defazio et al. 2024) and Adam — as AdamW (torch.optim state dicts).
+/// is one value per block, Zhang et al. 2024), RMSprop (`square_avg`),
+/// Adagrad (`sum`) and CAME (`exp_avg` beside factored row and column
+/// statistics, Luo et al. 2023, `came-pytorch`) — as SGD with momentum; two
+/// for Sophia (`exp_avg`, `hessian`, Liu et al. 2023), schedule-free AdamW
+/// (`z`, `exp_avg_sq`, Defazio et al. 2024), LAMB (`exp_avg`, `exp_avg_sq`,
+/// You et al. 2020; apex `FusedLAMB`) and Adam — as AdamW (torch.optim state
+/// dicts); four for Prodigy (`exp_avg`, `exp_avg_sq`, `s`, `p0`, Mishchenko
+/// & Defazio 2024, `prodigyopt`) — as Adan — and for AdEMAMix's three
+/// (`exp_avg_fast`, `exp_avg_slow`, `exp_avg_sq`, Pagliardini et al. 2024),
+/// an upper bound. LOMO (Lv et al. 2023: the update fused into the backward,
+/// no state, no gradient kept) reads as SGD and AdaLomo (its factored second
+/// moment) as Adafactor, both stepped in backward ([`fused_update_optimizer`]).
 fn other_optimizer(notes: &str) -> Option<Optimizer> {
     let n = notes.to_ascii_lowercase();
     // Optimizers modelled by their own states: Muon's momentum on the hidden
     // matrices (AdamW on the rest), Adan's four.
-    let mut words = n.split(|c: char| !c.is_ascii_alphanumeric());
-    if words.clone().any(|w| w.starts_with("muon")) {
+    let words: Vec<&str> = n.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    if words.iter().any(|w| w.starts_with("muon")) {
         return Some(Optimizer::Muon);
     }
-    if words.any(|w| w == "adan") {
+    if words
+        .iter()
+        .any(|&w| w == "adan" || w.starts_with("prodigy") || w.starts_with("ademamix"))
+    {
         return Some(Optimizer::Adan);
+    }
+    match fused_update_optimizer(notes) {
+        Some(true) => return Some(Optimizer::Adafactor),
+        Some(false) => return Some(Optimizer::Sgd),
+        None => {}
+    }
+    // "CAME" in capitals: the word "came" is English too.
+    let came = notes
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w == "CAME" || w == "CAMEOptimizer");
+    if came {
+        return Some(Optimizer::SgdMomentum);
+    }
+    if words.iter().any(|w| w.ends_with("lamb")) {
+        return Some(Optimizer::Adamw);
     }
     if n.contains("galore") {
         return galore(&n);
@@ -329,6 +355,25 @@ fn other_optimizer(notes: &str) -> Option<Optimizer> {
         Some(Optimizer::SgdMomentum)
     } else if two.iter().any(|k| n.contains(k)) {
         Some(Optimizer::Adamw)
+    } else {
+        None
+    }
+}
+
+/// Whether the notes (or an optimizer column) name an optimizer that fuses
+/// its update into the backward pass, freeing each gradient as it is used:
+/// `Some(true)` for AdaLomo (a factored second moment), `Some(false)` for
+/// LOMO (none) — Lv et al. 2023, "Full Parameter Fine-tuning for Large
+/// Language Models with Limited Resources", and Lv et al. 2023b, "AdaLomo"
+/// (OpenLMLab `collie` and LMFlow ship both, transformers as `optim="lomo"`
+/// / `"adalomo"`).
+fn fused_update_optimizer(notes: &str) -> Option<bool> {
+    let n = notes.to_ascii_lowercase();
+    let mut words = n.split(|c: char| !c.is_ascii_alphanumeric());
+    if words.clone().any(|w| w == "adalomo") {
+        Some(true)
+    } else if words.any(|w| w == "lomo") {
+        Some(false)
     } else {
         None
     }
@@ -1378,7 +1423,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
         "other" => other_optimizer(notes).ok_or(
             "optimizer `other` cannot be modelled without its state size (modelled when the notes \
-             name Muon, Adan, GaLore, APOLLO, Adam-mini, RMSprop, Adagrad, Sophia, schedule-free AdamW or Adam)",
+             name Muon, Adan, GaLore, APOLLO, Adam-mini, RMSprop, Adagrad, CAME, Sophia, schedule-free AdamW, \
+             LAMB, Prodigy, AdEMAMix, LOMO, AdaLomo or Adam)",
         )?,
         // Another name for one the model knows: transformers' `optim` ids
         // (`adamw_torch_fused`, `adamw_bnb_8bit`, `paged_adamw_32bit`,
@@ -1386,6 +1432,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         o => named_optimizer(o).ok_or(format!("optimizer `{o}` is not in the schema"))?,
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
+    // LOMO and AdaLomo step each parameter as its gradient is made.
+    if matches!(t.optimizer, Optimizer::Sgd | Optimizer::Adafactor)
+        && fused_update_optimizer(&format!("{} {}", r.get("optimizer"), notes)).is_some()
+    {
+        t.optimizer_in_backward = true;
+    }
     if t.optimizer.projects_gradients() {
         let lower = format!("{} {}", notes, r.get("optimizer")).to_ascii_lowercase();
         // `optim_args="rank=64"`, "GaLore rank 512"; else transformers' 128.

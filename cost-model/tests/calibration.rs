@@ -766,12 +766,32 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(opt("torch.optim.Muon; lr 0.02"), Ok(Optimizer::Muon));
     assert_eq!(opt("MuonClip"), Ok(Optimizer::Muon));
     assert_eq!(opt("timm Adan"), Ok(Optimizer::Adan));
+    assert_eq!(opt("apex FusedLAMB"), Ok(Optimizer::Adamw));
+    assert_eq!(opt("LAMB; lr 1e-3"), Ok(Optimizer::Adamw));
+    assert_eq!(opt("prodigyopt Prodigy d0 1e-6"), Ok(Optimizer::Adan));
+    assert_eq!(opt("AdEMAMix (bitsandbytes)"), Ok(Optimizer::Adan));
+    assert_eq!(opt("CAME optimizer"), Ok(Optimizer::SgdMomentum));
+    // "came" as English is not the optimizer.
+    assert!(opt("the figure came from the logs").is_err());
+    // "lambda" is not LAMB.
+    assert!(opt("lambda scheduler").is_err());
+    // LOMO and AdaLomo fuse the update into the backward pass.
+    let in_bwd = |notes: &str| {
+        case_plan(&with_notes(notes), id)
+            .map(|p| (p.training.optimizer, p.training.optimizer_in_backward))
+    };
+    assert_eq!(in_bwd("LOMO (collie)"), Ok((Optimizer::Sgd, true)));
+    assert_eq!(in_bwd("AdaLomo"), Ok((Optimizer::Adafactor, true)));
+    assert_eq!(in_bwd("SophiaG"), Ok((Optimizer::Adamw, false)));
     // Named in the optimizer column itself.
     let col = |o: &str| {
         case_plan(&with_fields(id, &[("optimizer", o)]), id).map(|p| p.training.optimizer)
     };
     assert_eq!(col("muon"), Ok(Optimizer::Muon));
     assert_eq!(col("Adan"), Ok(Optimizer::Adan));
+    assert_eq!(col("lamb"), Ok(Optimizer::Adamw));
+    let lomo = case_plan(&with_fields(id, &[("optimizer", "lomo")]), id).unwrap();
+    assert!(lomo.training.optimizer == Optimizer::Sgd && lomo.training.optimizer_in_backward);
     assert_eq!(opt("GaLore AdamW rank 128"), Ok(Optimizer::Galore));
     for unmodelled in [
         "GaLore Adafactor",
@@ -870,7 +890,8 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         (Optimizer::Galore, None)
     );
     assert!(!p.training.optimizer_in_backward);
-    for unmodelled in ["galore_adafactor", "came", "lomo"] {
+    // CAME and LOMO are read by their states (the other-optimizer test).
+    for unmodelled in ["galore_adafactor", "sm3", "shampoo"] {
         let e = plan("optimizer", unmodelled).unwrap_err();
         assert!(e.contains("not in the schema"), "{unmodelled}: {e}");
     }
