@@ -133,8 +133,11 @@ use serde::{Deserialize, Serialize};
 /// under FSDP1's parameter offload, the pool of its pre-unshard stream
 /// ([`Ctx::fsdp1_offload_copy_pool`]) and the segments wrapping a host-loaded
 /// model left cached ([`Ctx::fsdp1_wrap_cache`]) — found on the H200
-/// (calibration/h200-2026-12-04-fsdp1).
-pub const MODEL_VERSION: u32 = 25;
+/// (calibration/h200-2026-12-04-fsdp1). 26 holds, beside the loss of a
+/// frozen base trained with recomputation, the segments its blocks' forward
+/// left idle ([`Ctx::idle_block_transients`]) — found in the allocator
+/// replays of sixteen families and the FSDP2-offload LoRA run's trace.
+pub const MODEL_VERSION: u32 = 26;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -3986,9 +3989,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Activations stage `s` holds at the end of forward, and the transient
-    /// working set of one block during backward (recompute included).
-    fn activations(&self, s: u32) -> (f64, f64) {
+    /// Activations stage `s` holds at the end of forward, the transient
+    /// working set of one block during backward (recompute included), and
+    /// what the largest recomputed block makes again (zero when no block is
+    /// recomputed on the GPU), the size of the segments its forward leaves
+    /// ([`Self::idle_block_transients`]).
+    fn activations(&self, s: u32) -> (f64, f64, f64) {
         let layers = self.stage_layers(s) - self.untrained_prefix_layers(s);
         let flight = self.in_flight(s);
         let scores = self.per_block(|c| c.self_attention_scores());
@@ -4027,7 +4033,12 @@ impl<'a> Ctx<'a> {
         } else {
             kept
         };
-        ((kept + self.stack_ends(s)) * flight, working)
+        let recomputed_block = if recomputed && !offload { largest } else { 0.0 };
+        (
+            (kept + self.stack_ends(s)) * flight,
+            working,
+            recomputed_block,
+        )
     }
 
     /// Whether a recomputed block makes again all it keeps but its input: its
@@ -4841,6 +4852,49 @@ impl<'a> Ctx<'a> {
 
     // ----- phases ---------------------------------------------------------------
 
+    /// The segments a checkpointed forward's blocks made for their
+    /// transients, idle beside the loss: the reserve's floor from the end of
+    /// the forward through the LM head's backward, for a frozen base trained
+    /// with recomputation. Under checkpointing each block's forward makes
+    /// every tensor it would save and frees them as it goes; the blocks after
+    /// it make theirs in the segments it left, while the checkpoints they keep
+    /// (each block's input) split those segments, so some are made again.
+    /// The loss's tensors, the step's largest (logits-sized, fp32), fit none
+    /// of them and get segments of their own, and a frozen base makes nothing
+    /// parameter-shaped in backward that could fill them (a full fine-tune's
+    /// gradients and optimizer states do, [`Self::stranded_loss_segments`]).
+    /// What stays idle is about what a recomputed block makes again
+    /// (`recomputed_block`, [`Self::activations`]): replayed through the
+    /// caching allocator's rules (`calibration/allocator_replay.py`, LoRA r16
+    /// on every linear, checkpointed, sixteen families), the free bytes at
+    /// the allocated peak (the loss's backward) were 0.4 to 2.2 times it,
+    /// median 0.9 (Pythia-1.4B 2,451 MiB for 1,765; OPT-1.3B 2,432 for 2,088;
+    /// Falcon-7B 4,644 for 3,413; Gemma-2B 4,005 for 4,184; FLAN-T5-base 629
+    /// for 1,614; BLOOM-1b7's eager scores 10,340 for 4,708), almost all in
+    /// segments of the blocks' widest transient; the H200's FSDP2 LoRA run
+    /// with CPU offload (calibration/h200-2026-12-04, `peak-fsdp2off-*.txt`)
+    /// held 5,366 MiB of segments made by its blocks' forward (PEFT's LoRA
+    /// layers, the base linears) beside 16,034 MiB made by the loss: 24,432
+    /// MiB reserved over an 18,273 MiB allocated peak. Where the allocator's
+    /// share of the phase is larger (a long vocabulary's logits), it stands.
+    /// Not with expandable segments (pages, not blocks), activation offload
+    /// (the blocks come back from the host), on a stage without the loss, or
+    /// with a loss that makes no logits-sized tensor (chunked, fused; a
+    /// classification head), whose pieces the idle segments can hold.
+    fn idle_block_transients(&self, s: u32, recomputed_block: f64) -> f64 {
+        let logits_sized =
+            self.plan.training.loss == Loss::Standard && self.m.head == ModelHead::Lm;
+        if !self.is_last(s)
+            || !logits_sized
+            || self.full_finetune()
+            || self.plan.runtime.expandable_segments
+        {
+            0.0
+        } else {
+            recomputed_block
+        }
+    }
+
     /// The loss's segments stranded by the first step, which every later
     /// step's loss reserves again: the segments of `L` bytes (one upcast
     /// logits tensor) the optimizer's states land in — `states + L/2`, the
@@ -4938,8 +4992,11 @@ impl<'a> Ctx<'a> {
         let w = self.weights(s) + self.load_kept(s);
         let g = self.gradients(s);
         let o = self.optimizer(s);
-        let (acts, working) = self.activations(s);
+        let (acts, working, recomputed_block) = self.activations(s);
         let lg = self.logits(s);
+        // The segments the checkpointed forward's blocks left, idle beside
+        // the loss's tensors.
+        let idle = self.idle_block_transients(s, recomputed_block);
         let ipg = self.zero3_ipg_bucket(s);
         let (gathered, comm_b) = self.comm_buffers(s);
         let (comm_f, comm_b) = (gathered + ipg, comm_b + ipg);
@@ -4989,6 +5046,9 @@ impl<'a> Ctx<'a> {
             lg: f64,
             comm: f64,
             tmp: f64,
+            /// Cached bytes no tensor of the phase can use, the floor of its
+            /// allocator reserve ([`Self::idle_block_transients`]).
+            idle: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
         let workspaces = self.workspaces;
@@ -5026,7 +5086,8 @@ impl<'a> Ctx<'a> {
             // `bd.allocated()` once: the three counters are its running sums
             // (`Breakdown::reserved`, `Breakdown::device_used`).
             let allocated = bd.allocated();
-            bd.allocator_reserve = allocated.scale(frac) + Bytes::from_f64(side_cached);
+            bd.allocator_reserve =
+                allocated.scale(frac).max(Bytes::from_f64(p.idle)) + Bytes::from_f64(side_cached);
             // FSDP1's wrap segments ([`Self::fsdp1_wrap_cache`]) take what
             // fits in them on the default stream; the logits larger than them
             // and what does not fit get segments of their own.
@@ -5060,6 +5121,7 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: z,
                 tmp: self.load_materialised(s) - self.load_kept(s),
+                idle: z,
             },
         );
         let init = mk(
@@ -5072,6 +5134,7 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: ipg,
                 tmp: z,
+                idle: z,
             },
         );
         // The head's weight gradient: made inside a fused loss's forward, else
@@ -5090,6 +5153,7 @@ impl<'a> Ctx<'a> {
             lg: lg.forward,
             comm: comm_f,
             tmp: casts.forward,
+            idle,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
@@ -5099,6 +5163,7 @@ impl<'a> Ctx<'a> {
                 Parts {
                     lg: z,
                     comm: comm_f + fetch,
+                    idle: z,
                     ..forward_parts
                 },
             )
@@ -5123,6 +5188,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.loss_backward,
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
+                idle,
             },
         );
         let bwd_head = mk(
@@ -5135,6 +5201,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.head_backward,
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
+                idle,
             },
         );
         let block_parts = Parts {
@@ -5145,6 +5212,7 @@ impl<'a> Ctx<'a> {
             lg: lg.blocks,
             comm: comm_b,
             tmp: working + casts.block_backward + dq_block,
+            idle: z,
         };
         // The final norm's backward, after the head's and before any block's.
         let bwd_norm = mk(
@@ -5166,6 +5234,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.blocks,
                 comm: comm_b,
                 tmp: working + dq_block,
+                idle: z,
             },
         );
         let mut backward = phase_peak(bwd_start, [bwd_head, bwd_norm, bwd_block, bwd_end]);
@@ -5179,6 +5248,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.step,
                 comm: ipg,
                 tmp: self.optimizer_temporaries(s),
+                idle: z,
             },
         );
         self.reserve_stranded_loss_segments(s, &mut backward, &forward, &step, o);

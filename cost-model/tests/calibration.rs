@@ -172,11 +172,15 @@ fn an_oom_row_without_its_sequence_length_is_bounded_below() {
 /// model does not count).
 #[test]
 fn the_second_h200_run_holds_the_recorded_accuracy() {
-    // Model version 21 (before the run's two terms): 6.47 % / 16.30 % / −18.0 %.
+    // Model version 21 (before the run's two terms): 6.47 % / 16.30 % / −18.0 %;
+    // version 25: 3.25 % / 9.47 % / −18.0 %. Version 26 (a checkpointed
+    // adapter's idle block segments): 3.51 % / 9.47 % / −13.1 % — the
+    // FSDP2-offload LoRA run's reserved and nvidia-smi −16.6 / −18.0 →
+    // −11.4 / −13.1 %, the FSDP2 LoRA run's +3.9 / +2.2 → +4.3 / +2.7 %.
     holds_its_accuracy(
         "h200-2026-12-04.csv",
         24,
-        (3.5, 9.6, -18.5),
+        (3.6, 9.6, -13.5),
         |c| !c.id.contains("fsdp2off"),
         (5, 3.0),
     );
@@ -219,13 +223,14 @@ fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
 /// 24: 3.18 % / 14.43 % / −17.40 % (the offloaded runs' reserved −9.4 and
 /// −17.4 %: the pre-unshard stream's pool and the wrap's cached segments,
 /// found in the runs' whole allocator histories, were not counted); version
-/// 25 counts both.
+/// 25 counts both: 2.16 % / 3.82 % / −4.51 %; version 26 (a checkpointed
+/// adapter's idle block segments): 1.69 % / 3.37 % / −3.84 %.
 #[test]
 fn the_fsdp1_h200_run_holds_the_recorded_accuracy() {
     let r = holds_its_accuracy(
         "h200-2026-12-04-fsdp1.csv",
         12,
-        (2.2, 3.9, -4.6),
+        (1.8, 3.4, -3.9),
         |_| true,
         (4, 3.0),
     );
@@ -281,9 +286,14 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // checkpointed Llama-3.2-3B (tied head) keeps the loss's logits through
     // the blocks' backward (allocated −10.5 → +0.2 %), and FSDP2 gathers on
     // one rank (its two runs' allocated −1.2 / −1.1 → +0.5 / +0.6 %).
+    // Then 1.10 % / 5.42 % / −8.0 % at model version 26, once a checkpointed
+    // adapter's reserve holds the segments its blocks' forward left, idle
+    // beside the loss (the Trainer's QLoRA run −10.2 → −8.0 % reserved, its
+    // LoRA run −7.7 → −6.3 %, the plain QLoRA run −3.4 → −1.8 %; the LoRA
+    // runs at 8 × 4096 and 1 × 16,384 −1.0 / −0.3 → +4.4 / +3.3 %).
     assert!(median <= 1.15, "median |error| {median} %");
     assert!(p90 <= 6.4, "p90 |error| {p90} %");
-    assert!(worst >= -11.0, "worst under-prediction {worst} %");
+    assert!(worst >= -8.5, "worst under-prediction {worst} %");
     // The allocated counter alone (69 rows), the one the caching allocator's
     // rounding leaves exact: median 0.21 % until a final norm kept what a
     // block norm keeps, the stacks' ends counted and a plain MLP's input took
@@ -352,6 +362,28 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     // 256k-vocabulary families reserve 10–15 % there (Gemma-3-1B LoRA at
     // 4 × 2048 −7.8 → −12.1 %), the other fourteen 0.6–7.7 %.
     assert!(worst >= -12.5, "worst under-prediction {worst} %");
+    // The reserved counter of the checkpointed LoRA runs (17 families): until
+    // model version 26 the allocator's flat share, −8.8 … +4.4 %, median
+    // |error| 6.12 %, twelve under by 4.7 % or more; since, with the segments
+    // the blocks' forward left idle beside the loss, −8.1 … +14.7 % (FLAN-T5),
+    // median 3.47 %.
+    let mut ckpt_lora: Vec<f64> = r
+        .cases
+        .iter()
+        .filter(|c| c.id.contains("-ckpt-") && c.id.ends_with("-lora-resv"))
+        .map(|c| c.error_pct.unwrap())
+        .collect();
+    assert_eq!(ckpt_lora.len(), 17);
+    for e in &ckpt_lora {
+        assert!((-9.0..=15.0).contains(e), "{e:+.2} %");
+    }
+    ckpt_lora.iter_mut().for_each(|e| *e = e.abs());
+    ckpt_lora.sort_by(f64::total_cmp);
+    let median = ckpt_lora[8];
+    assert!(
+        median <= 4.0,
+        "checkpointed LoRA reserved median |error| {median} %"
+    );
 }
 
 /// torchtune's published peak memory (its 0.6.1 README, read from the PyPI

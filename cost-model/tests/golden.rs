@@ -461,7 +461,10 @@ fn fsdp_parameter_offload_takes_the_optimizer_along() {
 /// (FSDP1) and a plain loop (FSDP2) hold the same tensors here, so the
 /// reserve is all that differs; without offload nothing does. Measured on
 /// the H200 (calibration/h200-2026-12-04-fsdp1): this plan reserved 21.71
-/// GiB over a 16.29 GiB allocated peak.
+/// GiB over a 16.29 GiB allocated peak. Both hold the segments the
+/// checkpointed blocks' forward left idle beside the loss (model version
+/// 26); FSDP1's wrap segments take them in, so the difference is 1–3 GiB over
+/// the root shard (2–4 before).
 #[test]
 fn fsdp1_offload_reserves_its_copy_stream_and_wrap_segments() {
     use cost_model::plan::Offload;
@@ -499,8 +502,8 @@ fn fsdp1_offload_reserves_its_copy_stream_and_wrap_segments() {
     let m = &p.model;
     let root_shard = (2 * m.vocab as u64 * m.hidden as u64 + m.hidden as u64) * 2 / 2;
     let more = fsdp1.1 - fsdp2.1;
-    assert!(more > root_shard + (2 << 30), "{more} B more reserved");
-    assert!(more < root_shard + (4 << 30), "{more} B more reserved");
+    assert!(more > root_shard + (1 << 30), "{more} B more reserved");
+    assert!(more < root_shard + (3 << 30), "{more} B more reserved");
 }
 
 /// ZeRO-Infinity to NVMe: the same states leave the GPU, but land on the NVMe
