@@ -5046,13 +5046,12 @@ impl<'a> Ctx<'a> {
             lg: f64,
             comm: f64,
             tmp: f64,
-            /// Cached bytes no tensor of the phase can use, the floor of its
-            /// allocator reserve ([`Self::idle_block_transients`]).
-            idle: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
         let workspaces = self.workspaces;
-        let mk = |phase, p: Parts| {
+        // `idle`: cached bytes no tensor of the phase can use, the floor of
+        // its allocator reserve ([`Self::idle_block_transients`]).
+        let mk = |phase, p: Parts, idle: f64| {
             let ws = match phase {
                 Phase::Load | Phase::Init => 0.0,
                 _ => workspaces,
@@ -5086,8 +5085,13 @@ impl<'a> Ctx<'a> {
             // `bd.allocated()` once: the three counters are its running sums
             // (`Breakdown::reserved`, `Breakdown::device_used`).
             let allocated = bd.allocated();
-            bd.allocator_reserve =
-                allocated.scale(frac).max(Bytes::from_f64(p.idle)) + Bytes::from_f64(side_cached);
+            let share = allocated.scale(frac);
+            let share = if idle > 0.0 {
+                share.max(Bytes::from_f64(idle))
+            } else {
+                share
+            };
+            bd.allocator_reserve = share + Bytes::from_f64(side_cached);
             // FSDP1's wrap segments ([`Self::fsdp1_wrap_cache`]) take what
             // fits in them on the default stream; the logits larger than them
             // and what does not fit get segments of their own.
@@ -5121,8 +5125,8 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: z,
                 tmp: self.load_materialised(s) - self.load_kept(s),
-                idle: z,
             },
+            z,
         );
         let init = mk(
             Phase::Init,
@@ -5134,8 +5138,8 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: ipg,
                 tmp: z,
-                idle: z,
             },
+            z,
         );
         // The head's weight gradient: made inside a fused loss's forward, else
         // at the head's backward; kept until the step either way.
@@ -5153,7 +5157,6 @@ impl<'a> Ctx<'a> {
             lg: lg.forward,
             comm: comm_f,
             tmp: casts.forward,
-            idle,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
@@ -5163,12 +5166,12 @@ impl<'a> Ctx<'a> {
                 Parts {
                     lg: z,
                     comm: comm_f + fetch,
-                    idle: z,
                     ..forward_parts
                 },
+                z,
             )
         });
-        let forward = mk(Phase::Forward, forward_parts);
+        let forward = mk(Phase::Forward, forward_parts, idle);
         let forward = phase_peak(forward, head_fetch);
         // Backward: its start (all activations, the loss backward, the 16-bit
         // weight copies autograd saved), the LM head's backward (the loss's
@@ -5188,8 +5191,8 @@ impl<'a> Ctx<'a> {
                 lg: lg.loss_backward,
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
-                idle,
             },
+            idle,
         );
         let bwd_head = mk(
             Phase::Backward,
@@ -5201,8 +5204,8 @@ impl<'a> Ctx<'a> {
                 lg: lg.head_backward,
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
-                idle,
             },
+            idle,
         );
         let block_parts = Parts {
             w,
@@ -5212,7 +5215,6 @@ impl<'a> Ctx<'a> {
             lg: lg.blocks,
             comm: comm_b,
             tmp: working + casts.block_backward + dq_block,
-            idle: z,
         };
         // The final norm's backward, after the head's and before any block's.
         let bwd_norm = mk(
@@ -5222,8 +5224,9 @@ impl<'a> Ctx<'a> {
                 tmp: casts.block_backward,
                 ..block_parts
             },
+            z,
         );
-        let bwd_block = mk(Phase::Backward, block_parts);
+        let bwd_block = mk(Phase::Backward, block_parts, z);
         let bwd_end = mk(
             Phase::Backward,
             Parts {
@@ -5234,8 +5237,8 @@ impl<'a> Ctx<'a> {
                 lg: lg.blocks,
                 comm: comm_b,
                 tmp: working + dq_block,
-                idle: z,
             },
+            z,
         );
         let mut backward = phase_peak(bwd_start, [bwd_head, bwd_norm, bwd_block, bwd_end]);
         let step = mk(
@@ -5248,8 +5251,8 @@ impl<'a> Ctx<'a> {
                 lg: lg.step,
                 comm: ipg,
                 tmp: self.optimizer_temporaries(s),
-                idle: z,
             },
+            z,
         );
         self.reserve_stranded_loss_segments(s, &mut backward, &forward, &step, o);
         let phases = vec![load, init, forward, backward, step];
