@@ -4,7 +4,7 @@
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 
 mod common;
-use common::{lora16_all, phase};
+use common::{backward_reserve_share as share, lora16_all, phase, phase_counters};
 
 use cost_model::estimate::{
     estimate, Breakdown, Phase, ALLOCATOR_RESERVE_FRACTION,
@@ -2257,15 +2257,6 @@ fn a_kept_blocks_backward_holds_its_gradients_not_a_second_copy_of_the_block() {
 /// and reserved 112.19 (1.3 %); four more adapter runs 1.6–4.3 %.
 #[test]
 fn an_adapter_without_recomputation_reserves_the_allocators_smaller_share() {
-    let share = |p: &Plan| {
-        let c = estimate(p).unwrap().stages[0]
-            .phases
-            .iter()
-            .find(|x| x.phase == Phase::Backward)
-            .unwrap()
-            .counters;
-        c.reserved.as_f64() / c.allocated.as_f64() - 1.0
-    };
     let base = || {
         let mut p = plan("llama-3.1-8b", Precision::Bf16, 4, 2048);
         p.training.finetune = lora16_all();
@@ -2315,15 +2306,7 @@ fn an_adapter_without_recomputation_reserves_the_allocators_smaller_share() {
 /// again for the second step's loss.
 #[test]
 fn the_first_steps_states_strand_a_checkpointed_full_finetunes_loss_segments() {
-    let counters = |p: &Plan, ph: Phase| {
-        let e = estimate(p).unwrap();
-        e.stages[0]
-            .phases
-            .iter()
-            .find(|x| x.phase == ph)
-            .unwrap()
-            .counters
-    };
+    let counters = phase_counters;
     // The first step's peak reserved: its forward or backward without the
     // states, with the allocator's share, or its optimizer step.
     let reserved_over_first_step = |p: &Plan| {
@@ -2350,10 +2333,6 @@ fn the_first_steps_states_strand_a_checkpointed_full_finetunes_loss_segments() {
     assert!((reserved_over_first_step(&p) - logits).abs() <= 1.0);
     // Nothing is stranded where the states stay out of the loss's segments or
     // no logits-sized tensor is made: the reserve is the allocator's share.
-    let share = |p: &Plan| {
-        let c = counters(p, Phase::Backward);
-        c.reserved.as_f64() / c.allocated.as_f64() - 1.0
-    };
     let base = || {
         let mut p = plan("qwen2.5-7b", Precision::Bf16, 2, 4096);
         p.training.checkpointing = Checkpointing::Full;
@@ -2406,11 +2385,7 @@ fn a_checkpointed_adapter_reserves_what_its_blocks_forward_left() {
         p.training.finetune = lora_all();
         p
     };
-    let forward_acts = |p: &Plan| {
-        phase(&estimate(p).unwrap(), Phase::Forward)
-            .activations
-            .as_f64()
-    };
+    let forward_acts = common::forward_activations;
     let kept_all = forward_acts(&base());
     let mut p = base();
     p.training.checkpointing = Checkpointing::Full;
@@ -2418,16 +2393,8 @@ fn a_checkpointed_adapter_reserves_what_its_blocks_forward_left() {
     // per block, and the input it does.
     let input = 4.0 * 2048.0 * 4096.0 * 2.0;
     let block = (kept_all - forward_acts(&p)) / 32.0 + input;
-    let e = estimate(&p).unwrap();
-    let bwd = e.stages[0]
-        .phases
-        .iter()
-        .find(|x| x.phase == Phase::Backward)
-        .unwrap();
-    let (allocated, reserved) = (
-        bwd.counters.allocated.as_f64(),
-        bwd.counters.reserved.as_f64(),
-    );
+    let bwd = phase_counters(&p, Phase::Backward);
+    let (allocated, reserved) = (bwd.allocated.as_f64(), bwd.reserved.as_f64());
     assert!(
         block > allocated * ALLOCATOR_RESERVE_FRACTION,
         "{block} B a block"
@@ -2441,16 +2408,6 @@ fn a_checkpointed_adapter_reserves_what_its_blocks_forward_left() {
     );
     // Without the term: the allocator's share. A chunked loss's pieces fit
     // the idle segments; expandable segments map pages.
-    let share = |p: &Plan| {
-        let e = estimate(p).unwrap();
-        let c = e.stages[0]
-            .phases
-            .iter()
-            .find(|x| x.phase == Phase::Backward)
-            .unwrap()
-            .counters;
-        c.reserved.as_f64() / c.allocated.as_f64() - 1.0
-    };
     let mut chunked = p.clone();
     chunked.training.loss = cost_model::plan::Loss::ChunkedFree;
     assert!(

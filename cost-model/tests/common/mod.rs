@@ -13,6 +13,25 @@ pub fn phase(e: &Estimate, ph: Phase) -> Breakdown {
         .unwrap()
 }
 
+/// The counters of a phase on the first stage.
+#[allow(dead_code)] // not every test binary uses it
+pub fn phase_counters(p: &cost_model::Plan, ph: Phase) -> cost_model::estimate::Counters {
+    cost_model::estimate(p).unwrap().stages[0]
+        .phases
+        .iter()
+        .find(|x| x.phase == ph)
+        .unwrap()
+        .counters
+}
+
+/// The backward's reserve over its allocated bytes on the first stage: the
+/// allocator's share, or more.
+#[allow(dead_code)] // not every test binary uses it
+pub fn backward_reserve_share(p: &cost_model::Plan) -> f64 {
+    let c = phase_counters(p, Phase::Backward);
+    c.reserved.as_f64() / c.allocated.as_f64() - 1.0
+}
+
 /// The activations the forward's largest point holds on the first stage
 /// (bytes).
 #[allow(dead_code)] // not every test binary uses it
