@@ -4091,6 +4091,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// One logits-sized tensor of the loss on this rank (vocab-parallel over
+    /// TP), in the loss's dtype: the step's largest allocation, which the
+    /// loss's reserve terms compare with the segments cached beside it.
+    fn loss_logits_tensor(&self) -> f64 {
+        self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
+    }
+
     /// Logits and loss on the last stage (vocab-parallel over TP): what is
     /// alive at the end of the loss forward, as backward starts (the loss's
     /// backward) and at the LM head's backward, once the loss's tensors are
@@ -4949,7 +4956,7 @@ impl<'a> Ctx<'a> {
         {
             return 0.0;
         }
-        let l = self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes();
+        let l = self.loss_logits_tensor();
         if l <= 0.0 {
             return 0.0;
         }
@@ -5029,10 +5036,8 @@ impl<'a> Ctx<'a> {
         let copy_pool = self.fsdp1_offload_copy_pool(wrap_segment);
         // Whether the loss's fp32 logits-sized tensors outgrow the wrap's
         // largest segment (worked out only where there are such segments).
-        let logits_outgrow_wrap = wrap_cache > 0.0
-            && self.is_last(s)
-            && self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
-                > wrap_segment;
+        let logits_outgrow_wrap =
+            wrap_cache > 0.0 && self.is_last(s) && self.loss_logits_tensor() > wrap_segment;
         let casts = self.autocast_copies(s);
         // The 16-bit copy of a quantized weight in flight: the LM head's as
         // backward starts, a block matrix's inside a block's backward.
