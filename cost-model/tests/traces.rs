@@ -2133,6 +2133,30 @@ fn memory_estimators_are_refused_as_predictions() {
     assert!(why.contains("accelerate estimate-memory"), "{why}");
 }
 
+/// torch.profiler's operator table holds memory figures, but per operator
+/// (allocated net of freed, summed over calls): refused with what it is,
+/// with the device's columns (`CUDA Mem`) or only the CPU's.
+#[test]
+fn profiler_operator_tables_are_refused_as_flows() {
+    let rule = "-------------------------------------------------------  ------------  ------------  \
+                ------------  ------------  ------------  ------------  ------------\n";
+    for device in ["      CUDA Mem  Self CUDA Mem  ", ""] {
+        let table = format!(
+            "{rule}                                                   Name    Self CPU %      \
+             Self CPU   CPU total %     CPU total  CPU time avg       CPU Mem  Self CPU Mem\
+             {device}  # of Calls  \n{rule}\
+             \x20                                           aten::empty         1.11%     \
+             226.000us         1.11%     226.000us       2.260us      94.79 Mb      94.79 Mb       \
+             1.23 Gb       1.23 Gb           100  \n{rule}Self CPU time total: 20.371ms\n"
+        );
+        let why = refusal(&table).to_string();
+        assert!(
+            why.contains("torch.profiler") && why.contains("not what the GPU held"),
+            "{why}"
+        );
+    }
+}
+
 #[test]
 fn binary_uploads_are_named() {
     let pickle = [0x80u8, 0x04, 0x95, 0x10, 0x00, b'}', b'q'];

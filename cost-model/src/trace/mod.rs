@@ -1052,7 +1052,8 @@ pub(crate) fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
 }
 
 /// What a text no reader recognised is, when its head says: a memory
-/// estimator's output (a prediction, not a measurement), or a bare column of
+/// estimator's output (a prediction, not a measurement), torch.profiler's
+/// operator table (allocations per operator, not a peak), or a bare column of
 /// figures (`--query-gpu=memory.used --format=csv,noheader`: which counter it
 /// is cannot be told).
 fn refusal_reason(head: &[String]) -> Option<TraceError> {
@@ -1064,6 +1065,24 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
     } else {
         None
     };
+    // torch.profiler's operator table (`key_averages().table()` with
+    // `profile_memory=True`): its "CPU Mem" and "<DEVICE> Mem" columns
+    // ("CUDA Mem", "Self CUDA Mem"; `_build_table` in
+    // torch/autograd/profiler_util.py, torch 2.15) hold what each operator
+    // allocated net of what it freed, summed over its calls — a table of
+    // flows, not what the GPU held at any moment.
+    let profiler = head
+        .iter()
+        .any(|l| l.contains("# of Calls") && l.contains(" Mem "));
+    if profiler {
+        return Some(TraceError::whole(
+            "this is torch.profiler's operator table (key_averages().table()): its Mem \
+             columns are what each operator allocated net of what it freed, summed over its \
+             calls, not what the GPU held at the peak — upload torch.cuda.max_memory_allocated() \
+             / max_memory_reserved(), torch.cuda.memory_summary() or nvidia-smi output"
+                .to_string(),
+        ));
+    }
     if let Some(tool) = estimator {
         return Some(TraceError::whole(format!(
             "this is the output of {tool}: a prediction from the parameter count, not a \
