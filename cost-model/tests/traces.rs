@@ -1681,6 +1681,72 @@ fn a_scripts_own_print_of_the_peak_counters_is_read() {
     assert_eq!(t.format, Format::PytorchPeakCounters);
 }
 
+/// Prints of `key: value` have the shape of pdsh's `host: ` prefix; three of
+/// them made a head whose "host names" were stripped, leaving bare figures.
+/// Host names are numbered and carry no underscore, and a head that reads as
+/// nothing without the prefix is read as it came.
+#[test]
+fn key_value_prints_are_not_a_hosts_prefix() {
+    let text = "torch.cuda.memory_allocated: 11.520GB\n\
+                torch.cuda.memory_reserved: 13.875GB\n\
+                torch.cuda.max_memory_reserved: 15.121GB\n";
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    assert!(close(
+        t.allocator.unwrap().peak_reserved_mib,
+        15.121 * 1024.0
+    ));
+    // Names of a host's shape (a hyphen): read as they came when the
+    // stripped lines say nothing.
+    let t = parse_text("peak-gpu-mem: 15.1 GiB\npeak-gpu-mem: 15.3 GiB\npeak-gpu-mem: 15.2 GiB\n");
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    assert!(close(t.allocator.unwrap().peak_reserved_mib, 15.3 * 1024.0));
+    // A real host prefix is still taken off.
+    let t = parse_text(
+        "node-07: Max memory allocated: 12.00 GiB\nnode-07: Max memory reserved: 14.00 GiB\n\
+         node-08: Max memory allocated: 12.50 GiB\n",
+    );
+    assert!(close(
+        t.allocator.unwrap().peak_allocated_mib,
+        12.5 * 1024.0
+    ));
+}
+
+/// A line that named memory once speaks of it in its later segments.
+#[test]
+fn a_peak_after_the_word_memory_is_read() {
+    let t = parse_text("step 10 | GPU memory | max allocated: 12.3 GiB | max reserved: 14.0 GiB\n");
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.unwrap();
+    assert_eq!(
+        (a.peak_allocated_mib, a.peak_reserved_mib),
+        (Some(12595.2), Some(14336.0))
+    );
+    // Not without it.
+    assert!(trace::parse(
+        "step 10 | max allocated: 12.3 GiB\n",
+        &ParseOptions::default()
+    )
+    .is_err());
+}
+
+/// Prints of the current counters on a GPU are refused with what they are.
+#[test]
+fn current_counter_prints_are_refused_as_such() {
+    for text in [
+        "Epoch 1 step 50: loss=1.234 | GPU mem allocated: 12.31 GB, reserved: 14.06 GB\n",
+        "torch.cuda.memory_allocated: 11.520GB\ntorch.cuda.memory_reserved: 13.875GB\n",
+    ] {
+        let why = refusal(text).to_string();
+        assert!(
+            why.starts_with("line 1")
+                && why.contains("current counters")
+                && why.contains("max_memory_allocated"),
+            "{why}"
+        );
+    }
+}
+
 #[test]
 fn a_bare_column_of_figures_asks_for_its_name_and_reads_with_it() {
     let text = "12345\n12400\n23000\n";
@@ -2138,7 +2204,8 @@ fn memory_estimators_are_refused_as_predictions() {
 /// with the device's columns (`CUDA Mem`) or only the CPU's.
 #[test]
 fn profiler_operator_tables_are_refused_as_flows() {
-    let rule = "-------------------------------------------------------  ------------  ------------  \
+    let rule =
+        "-------------------------------------------------------  ------------  ------------  \
                 ------------  ------------  ------------  ------------  ------------\n";
     for device in ["      CUDA Mem  Self CUDA Mem  ", ""] {
         let table = format!(

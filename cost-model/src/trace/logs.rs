@@ -329,10 +329,14 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
     {
         return out;
     }
+    // A segment after one that said memory speaks of it too (`GPU memory |
+    // max allocated: 12.3 GB | max reserved: 14.0 GB`).
+    let mut memory_said = false;
     for seg in l.split([',', ';', '|']) {
         let norm = seg.to_ascii_lowercase().replace('_', " ");
+        memory_said |= norm.contains("mem");
         // A change over a stage (the Trainer's `…_peaked_delta`) is not a peak.
-        if !norm.contains("mem") || norm.contains("delta") {
+        if !memory_said || norm.contains("delta") {
             continue;
         }
         // Every counter the segment names, in order: one print may give both
@@ -355,7 +359,7 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
         // (Colossal-AI): a peak whose counter is not named — `peak`, or `max`
         // with `usage`/`used`: a bare "Max memory = 14.7 GB" is the capacity
         // in the Unsloth notebooks.
-        if names.is_empty() {
+        if names.is_empty() && norm.contains("mem") {
             let peak = norm.contains("peak")
                 || (norm.contains("max") && (norm.contains("usage") || norm.contains("used")));
             if peak && ["gpu", "cuda", "vram"].iter().any(|w| norm.contains(w)) {
@@ -386,6 +390,24 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
         }
     }
     out
+}
+
+/// A print of PyTorch's current (not peak) counters on a GPU
+/// (`torch.cuda.memory_allocated: 11.5GB`, `GPU mem allocated: 12.3 GB`):
+/// not read as a peak — what the GPU held between two prints is not in it —
+/// but named when a log holds nothing else ([`super::refusal_reason`]).
+pub fn is_current_counter_print(l: &str) -> bool {
+    let norm = l.to_ascii_lowercase().replace('_', " ");
+    let gpu = ["gpu", "cuda", "vram"].iter().any(|w| norm.contains(w));
+    let counter = [
+        "memory allocated",
+        "memory reserved",
+        "mem allocated",
+        "mem reserved",
+    ]
+    .iter()
+    .any(|w| norm.contains(w));
+    gpu && counter && !norm.contains("max") && !norm.contains("peak") && figure_in(l).is_some()
 }
 
 /// The figure in the text after a counter's name (see [`peak_counters`]):

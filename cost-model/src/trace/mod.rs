@@ -897,9 +897,15 @@ impl LaunchPrefix {
                 ok.then_some(end + usize::from(line[end..].starts_with(' ')))
             }
             LaunchPrefix::Host => {
+                // A host name: letters with a node's number or a hyphen
+                // (`node7`, `gpu-node-07`, `ip-10-0-0-5`), no underscore
+                // (RFC 1123) — not a key such as `loss` or `max_memory_reserved`.
                 let n = run(0, &name);
-                let has_letter = b[..n].iter().any(|c| c.is_ascii_alphabetic());
-                ((1..=64).contains(&n) && has_letter && b[n..].starts_with(b": ")).then_some(n + 2)
+                let host = &b[..n];
+                let has_letter = host.iter().any(|c| c.is_ascii_alphabetic());
+                let numbered = host.iter().any(|&c| c.is_ascii_digit() || c == b'-');
+                let ok = (1..=64).contains(&n) && has_letter && numbered && !host.contains(&b'_');
+                (ok && b[n..].starts_with(b": ")).then_some(n + 2)
             }
             LaunchPrefix::Compose => {
                 let n = run(0, &name);
@@ -975,9 +981,14 @@ struct Unwrap {
 }
 
 impl Unwrap {
-    /// Learns from the head (cleaned lines) and unwraps it in place.
-    fn learn(head: &mut [String]) -> Unwrap {
-        let prefix = LaunchPrefix::detect(head);
+    /// Learns from the head (cleaned lines) and unwraps it in place; with
+    /// `prefixes` false no launcher's prefix is looked for.
+    fn learn(head: &mut [String], prefixes: bool) -> Unwrap {
+        let prefix = if prefixes {
+            LaunchPrefix::detect(head)
+        } else {
+            None
+        };
         let mut u = Unwrap {
             prefix,
             indent: String::new(),
@@ -1090,6 +1101,15 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
              during training"
         )));
     }
+    if let Some(i) = head.iter().position(|l| logs::is_current_counter_print(l)) {
+        return Some(TraceError::at(
+            i as u64 + 1,
+            "this prints PyTorch's current counters (torch.cuda.memory_allocated() / \
+             memory_reserved()), not their peaks: what the GPU held between two prints is not \
+             in them — print torch.cuda.max_memory_allocated() and max_memory_reserved(), or \
+             upload torch.cuda.memory_summary() or an nvidia-smi log",
+        ));
+    }
     let bare_column = head.iter().filter(|l| !l.trim().is_empty()).all(|l| {
         let n = l.trim().trim_end_matches("MiB").trim();
         !n.is_empty() && n.parse::<f64>().is_ok()
@@ -1183,14 +1203,28 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
     }
-    let unwrap = Unwrap::learn(&mut head);
+    let original = head.clone();
+    let mut unwrap = Unwrap::learn(&mut head, true);
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
     // Column names given for a headerless CSV say what it is.
-    let detected = opts
+    let mut detected = opts
         .format
         .or_else(|| opts.csv_columns.as_ref().map(|_| Format::NvidiaSmiCsv))
         .or_else(|| detect(&head));
+    // Lines of `key: value` share the shape of pdsh's `host: ` prefix
+    // (`torch.cuda.max_memory_reserved: 15.1GB`, three such prints): when
+    // what is left without the prefix reads as nothing, the lines as they
+    // came are read.
+    if detected.is_none() && unwrap.prefix.is_some() {
+        let mut plain = original;
+        let plain_unwrap = Unwrap::learn(&mut plain, false);
+        if let Some(f) = detect(&plain) {
+            head = plain;
+            unwrap = plain_unwrap;
+            detected = Some(f);
+        }
+    }
     // Why an unrecognised text is refused, read off its head while it is held.
     let refusal = if detected.is_none() {
         refusal_reason(&head)
