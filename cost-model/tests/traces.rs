@@ -1730,6 +1730,26 @@ fn a_peak_after_the_word_memory_is_read() {
     .is_err());
 }
 
+/// Outputs without a counter to compare: TensorBoard's scalar download and
+/// TensorFlow's OOM are refused with what they are.
+#[test]
+fn tensorboard_downloads_and_tensorflow_ooms_are_named() {
+    let tb = "Wall time,Step,Value\n1700000000.123,10,23456.7\n1700000010.456,20,23460.1\n";
+    let why = refusal(tb).to_string();
+    assert!(
+        why.starts_with("line 1") && why.contains("TensorBoard"),
+        "{why}"
+    );
+    let tf = "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating \
+              tensor with shape[32,1024,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 \
+              by allocator GPU_0_bfc\n";
+    let why = refusal(tf).to_string();
+    assert!(
+        why.starts_with("line 1") && why.contains("TensorFlow"),
+        "{why}"
+    );
+}
+
 /// Prints of the current counters on a GPU are refused with what they are.
 #[test]
 fn current_counter_prints_are_refused_as_such() {

@@ -1101,6 +1101,20 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
              during training"
         )));
     }
+    // TensorFlow's OOM (`ResourceExhaustedError: OOM when allocating tensor
+    // with shape[…]`) names a shape, no figures; JAX's names its bytes and is
+    // read with PyTorch's.
+    if let Some(i) = head
+        .iter()
+        .position(|l| l.contains("OOM when allocating tensor"))
+    {
+        return Some(TraceError::at(
+            i as u64 + 1,
+            "a TensorFlow out-of-memory error: it names the tensor's shape but no memory \
+             figures, and TensorFlow's allocator (which reserves most of the GPU up front) is not \
+             the PyTorch one memplan models",
+        ));
+    }
     if let Some(i) = head.iter().position(|l| logs::is_current_counter_print(l)) {
         return Some(TraceError::at(
             i as u64 + 1,

@@ -244,6 +244,17 @@ impl LineParser for CsvParser {
                 self.header_line = Some(t.to_string());
                 return Ok(());
             }
+            // TensorBoard's scalar download (`Wall time,Step,Value`): the
+            // scalar's tag is in the file's name only.
+            let lower: Vec<String> = fields.iter().map(|f| f.to_ascii_lowercase()).collect();
+            if lower == ["wall time", "step", "value"] {
+                return Err(TraceError::at(
+                    no,
+                    "a TensorBoard scalar download (Wall time, Step, Value): the scalar's name is not in \
+                     the file, so which memory figure it holds (and in which unit) cannot be told — \
+                     upload the training log that printed it, W&B's system metrics, or an nvidia-smi log",
+                ));
+            }
             if !documented_query(&fields) {
                 return Err(TraceError::at(
                     no,
