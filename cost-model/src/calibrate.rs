@@ -254,6 +254,12 @@ impl Row<'_> {
                 Ok(f) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => {
                     Ok(Some(f as u32))
                 }
+                Ok(f) if f.fract() == 0.0 && f < 0.0 => {
+                    Err(format!("{col}: `{v}` is negative (a count is 0 or more)"))
+                }
+                Ok(f) if f.fract() == 0.0 && f.is_finite() => {
+                    Err(format!("{col}: `{v}` is too large (at most {})", u32::MAX))
+                }
                 _ => Err(format!("{col}: `{v}` is not a whole number")),
             })
     }
@@ -1323,6 +1329,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // 2080 Ti 11GB"), else, on an OOM row, its measurement (the schema's
     // lower bound: the capacity the run hit).
     let mem_gib = match r.f64("gpu_mem_gib")? {
+        Some(g) if !(g.is_finite() && g > 0.0) => {
+            return Err(format!(
+                "gpu_mem_gib: `{}` is not a capacity (a number of GiB above 0)",
+                r.get("gpu_mem_gib")
+            ))
+        }
         Some(g) => Some(g),
         None => stated_board_gib(r.get("gpu")).or(if r.bool("oom").unwrap_or(false) {
             r.f64("measured_gib").ok().flatten()
@@ -1336,8 +1348,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     let num_gpus = r
         .u32("num_gpus")?
         .or_else(|| stated_gpu_count(r.get("gpu")))
-        .unwrap_or(1)
-        .max(1);
+        .unwrap_or(1);
+    if num_gpus == 0 {
+        return Err("num_gpus is 0: a run has at least one GPU".into());
+    }
     let mut plan = Plan {
         model,
         gpu,
@@ -2260,8 +2274,12 @@ fn measured_gib(v: &str) -> Result<Option<f64>, String> {
         .parse()
         .ok()
         .or_else(|| decimal_comma(num))
-        .filter(|x: &f64| x.is_finite() && *x >= 0.0)
         .ok_or_else(|| format!("measured_gib: `{v}` is not a number"))?;
+    if !x.is_finite() || x < 0.0 {
+        return Err(format!(
+            "measured_gib: `{v}` is not a memory size (a finite number, 0 or more)"
+        ));
+    }
     let bytes_per = match unit.to_ascii_lowercase().as_str() {
         "" | "gib" => return Ok(Some(x)),
         "tib" => 1024.0 * GIB as f64,

@@ -474,6 +474,25 @@ fn malformed_case_files_are_rejected_with_the_line() {
     );
 }
 
+/// Counts and capacities out of range say which and why, not "not a number"
+/// for a number, and no column is quietly replaced (0 GPUs was read as 1).
+#[test]
+fn out_of_range_values_are_named_for_what_is_wrong() {
+    let id = "litgpt_resource_tables_2023-10-001";
+    let why = |field: &str, v: &str| {
+        calibrate(&with_fields(id, &[(field, v)])).unwrap().cases[0]
+            .skipped
+            .clone()
+            .unwrap_or_default()
+    };
+    assert!(why("micro_batch", "-1").contains("`-1` is negative"));
+    assert!(why("seq_len", "4294967296").contains("too large"));
+    assert!(why("micro_batch", "1.5").contains("not a whole number"));
+    assert!(why("num_gpus", "0").contains("num_gpus is 0"));
+    assert!(why("gpu_mem_gib", "0").contains("gpu_mem_gib: `0` is not a capacity"));
+    assert!(why("gpu_mem_gib", "-24").contains("is not a capacity"));
+}
+
 fn v100_head(csv: &str) -> cost_model::model::ModelHead {
     cost_model::calibrate::case_plan(csv, "hf_transformers_perf_train_gpu_one-128")
         .unwrap()
@@ -2306,6 +2325,8 @@ fn a_measurement_written_with_its_unit_reads_in_gib_and_an_empty_one_is_named() 
     assert!(why.unwrap().contains("unit `bananas`"));
     let (_, why) = graded("lots");
     assert!(why.unwrap().contains("`lots` is not a number"));
+    let (_, why) = graded("-1");
+    assert!(why.unwrap().contains("`-1` is not a memory size"));
     // An OOM row needs no measurement: the capacity it hit is the bound.
     let oom = calibrate(&with_fields(id, &[("measured_gib", ""), ("oom", "true")])).unwrap();
     assert_eq!(oom.cases[0].skipped, None);
