@@ -803,11 +803,12 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
     // length: Go trims trailing zeros). Every fixture reads to the same report
     // (or the same refusal) behind each.
     type Prefix = fn(usize) -> String;
-    let prefixes: [(&str, Prefix); 6] = [
+    let prefixes: [(&str, Prefix); 7] = [
         ("srun --label", |_| "0: ".into()),
         ("srun --label, 8 tasks", |i| format!("{}: ", i % 8)),
         ("mpirun --tag-output", |i| format!("[1,{}]<stdout>:", i % 4)),
         ("pdsh", |_| "gpu-node-07: ".into()),
+        ("pdsh -w localhost", |_| "localhost: ".into()),
         ("docker compose", |_| "trainer-1  | ".into()),
         ("kubectl --timestamps", |i| {
             format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)

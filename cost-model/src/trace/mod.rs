@@ -898,12 +898,14 @@ impl LaunchPrefix {
             }
             LaunchPrefix::Host => {
                 // A host name: letters with a node's number or a hyphen
-                // (`node7`, `gpu-node-07`, `ip-10-0-0-5`), no underscore
-                // (RFC 1123) — not a key such as `loss` or `max_memory_reserved`.
+                // (`node7`, `gpu-node-07`, `ip-10-0-0-5`) or `localhost`, no
+                // underscore (RFC 1123) — not a key such as `loss` or
+                // `max_memory_reserved`.
                 let n = run(0, &name);
                 let host = &b[..n];
                 let has_letter = host.iter().any(|c| c.is_ascii_alphabetic());
-                let numbered = host.iter().any(|&c| c.is_ascii_digit() || c == b'-');
+                let numbered =
+                    host.iter().any(|&c| c.is_ascii_digit() || c == b'-') || host == b"localhost";
                 let ok = (1..=64).contains(&n) && has_letter && numbered && !host.contains(&b'_');
                 (ok && b[n..].starts_with(b": ")).then_some(n + 2)
             }
