@@ -1736,19 +1736,13 @@ fn a_peak_after_the_word_memory_is_read() {
 #[test]
 fn tensorboard_downloads_and_tensorflow_ooms_are_named() {
     let tb = "Wall time,Step,Value\n1700000000.123,10,23456.7\n1700000010.456,20,23460.1\n";
-    let why = refusal(tb).to_string();
-    assert!(
-        why.starts_with("line 1") && why.contains("TensorBoard"),
-        "{why}"
-    );
     let tf = "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating \
               tensor with shape[32,1024,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 \
               by allocator GPU_0_bfc\n";
-    let why = refusal(tf).to_string();
-    assert!(
-        why.starts_with("line 1") && why.contains("TensorFlow"),
-        "{why}"
-    );
+    for (text, what) in [(tb, "TensorBoard"), (tf, "TensorFlow")] {
+        let why = refusal(text).to_string();
+        assert!(why.starts_with("line 1") && why.contains(what), "{why}");
+    }
 }
 
 /// Prints of the current counters on a GPU are refused with what they are.
