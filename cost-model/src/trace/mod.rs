@@ -1066,9 +1066,10 @@ pub(crate) fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
 
 /// What a text no reader recognised is, when its head says: a memory
 /// estimator's output (a prediction, not a measurement), torch.profiler's
-/// operator table (allocations per operator, not a peak), or a bare column of
-/// figures (`--query-gpu=memory.used --format=csv,noheader`: which counter it
-/// is cannot be told).
+/// operator table (allocations per operator, not a peak), TensorFlow's OOM (a
+/// shape, no figures), prints of PyTorch's current counters (not their
+/// peaks), or a bare column of figures (`--query-gpu=memory.used
+/// --format=csv,noheader`: which counter it is cannot be told).
 fn refusal_reason(head: &[String]) -> Option<TraceError> {
     let has = |needle: &str| head.iter().any(|l| l.contains(needle));
     let estimator = if has("Estimated memory needed for params, optim states and gradients") {
