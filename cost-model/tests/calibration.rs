@@ -291,9 +291,13 @@ fn h200_measurements_hold_the_recorded_accuracy() {
     // beside the loss (the Trainer's QLoRA run −10.2 → −8.0 % reserved, its
     // LoRA run −7.7 → −6.3 %, the plain QLoRA run −3.4 → −1.8 %; the LoRA
     // runs at 8 × 4096 and 1 × 16,384 −1.0 / −0.3 → +4.4 / +3.3 %).
-    assert!(median <= 1.15, "median |error| {median} %");
-    assert!(p90 <= 6.4, "p90 |error| {p90} %");
-    assert!(worst >= -8.5, "worst under-prediction {worst} %");
+    // Then 1.06 % / 4.86 % / −6.8 % at model version 27, once the logits the
+    // Trainer drops before backward keep their segment (its LoRA run −6.3 →
+    // −0.5 %, its QLoRA run −8.0 → −1.3 % reserved; the worst is now the
+    // compiled fp32 GPT-2).
+    assert!(median <= 1.1, "median |error| {median} %");
+    assert!(p90 <= 5.0, "p90 |error| {p90} %");
+    assert!(worst >= -7.2, "worst under-prediction {worst} %");
     // The allocated counter alone (69 rows), the one the caching allocator's
     // rounding leaves exact: median 0.21 % until a final norm kept what a
     // block norm keeps, the stacks' ends counted and a plain MLP's input took

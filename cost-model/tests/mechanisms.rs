@@ -2420,6 +2420,75 @@ fn a_checkpointed_adapter_reserves_what_its_blocks_forward_left() {
     assert!(share(&expandable) < 0.021, "{}", share(&expandable));
 }
 
+/// The Trainer drops the model's output before backward (`compute_loss`
+/// returns the loss alone), but the allocator keeps the 16-bit logits'
+/// segment, which the loss's fp32 gradients cannot use: the reserve at the
+/// loss's backward is the idle blocks' and the logits' own (replayed:
+/// Llama-3.1-8B LoRA 4 × 2048 checkpointed, +1.957 GiB; the H200's Trainer
+/// run reserved 34.11 GiB over 29.36). Not where the logits are fp32 (the
+/// gradients fit them) or under FSDP and ZeRO (start-up's freed segments
+/// hold them).
+#[test]
+fn a_dropped_output_leaves_its_logits_segment_reserved() {
+    let trainer = |precision: Precision| {
+        let mut p = plan("llama-3.1-8b", precision, 4, 2048);
+        p.set_framework(Framework::HfTrainer);
+        p.training.finetune = lora_all();
+        p
+    };
+    let mib = (1u64 << 20) as f64;
+    // What a checkpointed block leaves idle, as in the test above.
+    let reserve_over_block = |p: &Plan| {
+        let mut ck = p.clone();
+        ck.training.checkpointing = Checkpointing::Full;
+        let input = 4.0 * 2048.0 * 4096.0 * p.training.precision.activation_bytes();
+        let block =
+            (common::forward_activations(p) - common::forward_activations(&ck)) / 32.0 + input;
+        let bwd = phase_counters(&ck, Phase::Backward);
+        bwd.reserved.as_f64() - bwd.allocated.as_f64() - block
+    };
+    let logits = 4.0 * 2048.0 * 128256.0 * 2.0;
+    let bf16 = reserve_over_block(&trainer(Precision::Bf16));
+    assert!(
+        (bf16 - logits).abs() < 2.0 * mib,
+        "{} MiB over the block",
+        bf16 / mib
+    );
+    // fp32 logits: the loss's gradients fit their segment.
+    let fp32 = reserve_over_block(&trainer(Precision::Fp32));
+    assert!(
+        fp32.abs() < 0.1 * logits,
+        "{} MiB over the block",
+        fp32 / mib
+    );
+    // The plain loop holds them: allocated, not idle.
+    let mut held = trainer(Precision::Bf16);
+    held.set_framework(Framework::PlainPytorch);
+    held.training.finetune = lora_all();
+    let held = reserve_over_block(&held);
+    assert!(
+        held.abs() < 0.1 * logits,
+        "{} MiB over the block",
+        held / mib
+    );
+    // Under FSDP the logits are carved from start-up's segments.
+    let mut fsdp = trainer(Precision::Bf16);
+    fsdp.parallel.num_gpus = 2;
+    fsdp.parallel.sharding = cost_model::plan::Sharding::FsdpFull;
+    fsdp.training.checkpointing = Checkpointing::Full;
+    let with_fsdp = phase_counters(&fsdp, Phase::Backward);
+    let mut unsharded = fsdp.clone();
+    unsharded.parallel.sharding = cost_model::plan::Sharding::Ddp;
+    let with_ddp = phase_counters(&unsharded, Phase::Backward);
+    let over = |c: cost_model::estimate::Counters| c.reserved.as_f64() - c.allocated.as_f64();
+    assert!(
+        over(with_ddp) - over(with_fsdp) > logits * 0.9,
+        "{} {}",
+        over(with_ddp) / mib,
+        over(with_fsdp) / mib
+    );
+}
+
 /// A loop that keeps the model's output (`out = model(...)`, dropped when the
 /// next iteration rebinds it or, in calibration/measure.py, after the step)
 /// holds its 16-bit logits beside the optimizer's step: Qwen2.5-7B in bf16,
