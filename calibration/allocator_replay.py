@@ -44,6 +44,8 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     memplan calibrate /tmp/grid.csv                         # the model against them
     v/bin/python calibration/allocator_replay.py --families [NAME...] > calibration/replay-families-2026-12-03.csv
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
+    v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
+                                                 # each case holding its output through backward and dropping it
 
 (`v` a virtual environment with torch, transformers and peft: `python3 -m venv v && v/bin/pip install torch
 transformers peft`.) With torch 2.15, transformers 5.24 and peft 0.21.2 it reproduces the H200 runs' (torch 2.11,
@@ -844,12 +846,61 @@ def bert_guide():
               f"{a.peak_reserved / GIB:.3f} | {held:.3f} | {held - a.peak_reserved / GIB:+.3f} |", flush=True)
 
 
+def train_steps_dropping_output(log, model, opt, batch, amp, steps, set_to_none):
+    """`train_steps` in the order of transformers' Trainer, whose `compute_loss` returns the loss alone: the
+    model's output (its logits) is gone before `loss.backward()`."""
+    for _ in range(steps):
+        with Autocasting(amp):
+            out = model(**batch)
+        loss = out.loss
+        del out
+        log.mark("forward")
+        log.backward = True
+        loss.backward()
+        log.backward = False
+        log.mark("backward")
+        opt.step()
+        opt.zero_grad(set_to_none=set_to_none)
+        del loss
+        log.mark("step")
+
+
+def dropped_output(measure, specs):
+    """Each case (`MODEL:PRECISION:ckpt|nock:BATCH:SEQ:lora|full`, a `--families` model or one of measure.py's)
+    replayed with the loop holding the output through backward and with the Trainer's order, which drops it:
+    how the reserve over the allocated peak moves (model version 27, `Ctx::dropped_logits_segment`)."""
+    global train_steps
+    held = train_steps
+    fams = family_configs()
+    print("| case | holding: allocated | reserved | dropping: allocated | reserved | reserve − allocated, dropping − holding |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for spec in specs:
+        name, precision, ck, mb, seq, kind = spec.split(":")
+        if name in fams:
+            measure.MODELS[name] = fams[name][0]
+        attn = "eager" if name.startswith("bloom") else "sdpa"
+        lora = (16, "all-linear") if kind == "lora" else None
+        c = measure.case(f"dropped-{spec}", name, int(mb), int(seq), precision, ckpt=ck == "ckpt", lora=lora, attn=attn)
+        peaks = []
+        for loop in (held, train_steps_dropping_output):
+            train_steps = loop
+            try:
+                a, _ = replay(trace(measure, c)[0])
+            finally:
+                train_steps = held
+            peaks.append((a.peak_allocated / GIB, a.peak_reserved / GIB))
+        (ha, hr), (da, dr) = peaks
+        print(f"| {spec} | {ha:.3f} | {hr:.3f} | {da:.3f} | {dr:.3f} | {(dr - da) - (hr - ha):+.3f} |", flush=True)
+
+
 def main():
     if sys.argv[1:] == ["--bert-guide"]:
         return bert_guide()
     measure = load_measure()
     if sys.argv[1:] == ["--grid"]:
         return grid(measure)
+    if sys.argv[1:2] == ["--dropped-output"]:
+        return dropped_output(measure, sys.argv[2:])
     if sys.argv[1:2] == ["--families"]:
         return families(measure)
     measured = measured_cases()
