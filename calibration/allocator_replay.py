@@ -530,6 +530,11 @@ def trace(measure, c, steps=3):
     return log.events, rec["params_total"]
 
 
+# The order of transformers' Trainer, whose `compute_loss` returns the loss alone: the model's output (its logits)
+# is gone before `loss.backward()` (`--dropped-output`).
+DROP_OUTPUT = False
+
+
 def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     """measure.py's loop, marking each phase in the log: forward with labels (under `amp` autocast, if any),
     backward, the optimizer's step, `zero_grad`."""
@@ -538,6 +543,8 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
         with Autocasting(amp):
             out = model(**batch)
         loss = out.loss
+        if DROP_OUTPUT:
+            out = None
         log.mark("forward")
         log.backward = True
         loss.backward()
@@ -846,31 +853,11 @@ def bert_guide():
               f"{a.peak_reserved / GIB:.3f} | {held:.3f} | {held - a.peak_reserved / GIB:+.3f} |", flush=True)
 
 
-def train_steps_dropping_output(log, model, opt, batch, amp, steps, set_to_none):
-    """`train_steps` in the order of transformers' Trainer, whose `compute_loss` returns the loss alone: the
-    model's output (its logits) is gone before `loss.backward()`."""
-    for _ in range(steps):
-        with Autocasting(amp):
-            out = model(**batch)
-        loss = out.loss
-        del out
-        log.mark("forward")
-        log.backward = True
-        loss.backward()
-        log.backward = False
-        log.mark("backward")
-        opt.step()
-        opt.zero_grad(set_to_none=set_to_none)
-        del loss
-        log.mark("step")
-
-
 def dropped_output(measure, specs):
     """Each case (`MODEL:PRECISION:ckpt|nock:BATCH:SEQ:lora|full`, a `--families` model or one of measure.py's)
     replayed with the loop holding the output through backward and with the Trainer's order, which drops it:
     how the reserve over the allocated peak moves (model version 27, `Ctx::dropped_logits_segment`)."""
-    global train_steps
-    held = train_steps
+    global DROP_OUTPUT
     fams = family_configs()
     print("| case | holding: allocated | reserved | dropping: allocated | reserved | reserve − allocated, dropping − holding |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -882,12 +869,12 @@ def dropped_output(measure, specs):
         lora = (16, "all-linear") if kind == "lora" else None
         c = measure.case(f"dropped-{spec}", name, int(mb), int(seq), precision, ckpt=ck == "ckpt", lora=lora, attn=attn)
         peaks = []
-        for loop in (held, train_steps_dropping_output):
-            train_steps = loop
+        for drop in (False, True):
+            DROP_OUTPUT = drop
             try:
                 a, _ = replay(trace(measure, c)[0])
             finally:
-                train_steps = held
+                DROP_OUTPUT = False
             peaks.append((a.peak_allocated / GIB, a.peak_reserved / GIB))
         (ha, hr), (da, dr) = peaks
         print(f"| {spec} | {ha:.3f} | {hr:.3f} | {da:.3f} | {dr:.3f} | {(dr - da) - (hr - ha):+.3f} |", flush=True)
