@@ -2291,6 +2291,10 @@ fn rank_prefixed_peak_prints_are_kept_per_rank_and_judged_per_rank() {
     let est = cost_model::estimate::estimate(&cost_model::Plan::default()).unwrap();
     let v = cost_model::trace::findings::verdict(&t, &est).unwrap();
     assert_eq!(v.gpus.len(), 2, "{v:?}");
+    // torchrun's `--tee` prefix names the local rank.
+    let tee = text.replace("[rank", "[default");
+    let t = parse_text(&tee);
+    assert_eq!(t.allocator.unwrap().ranks.len(), 2, "{tee}");
     // Ranks that printed only the allocated peak: the log's reserved peak is judged.
     let t = parse_text("[rank0]: Max memory allocated: 30.00 GiB\nmax_memory_reserved: 34 GiB\n");
     let v = cost_model::trace::findings::verdict(&t, &est).unwrap();

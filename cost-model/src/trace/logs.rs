@@ -550,10 +550,15 @@ fn megatron_report(
     a
 }
 
-/// `[Rank 3]` / `[rank3]:` anywhere in the line.
+/// `[Rank 3]` / `[rank3]:` anywhere in the line, else torchrun's `--tee`
+/// prefix `[default3]:` (`log_line_prefix_template` "[{role_name}{local_rank}]:",
+/// torch.distributed.elastic: the rank on its node, the global one on one node).
 fn rank_of(line: &str) -> Option<u32> {
     let low = line.to_ascii_lowercase();
-    let i = low.find("[rank")? + 5;
+    let i = match low.find("[rank") {
+        Some(i) => i + 5,
+        None => low.strip_prefix("[default").map(|_| 8)?,
+    };
     let digits: String = low[i..]
         .trim_start()
         .chars()
