@@ -970,6 +970,46 @@ fn stated_gpu_count(gpu: &str) -> Option<u32> {
     count.parse().ok().filter(|n| *n > 0)
 }
 
+/// Why a device the `gpu` column names is not one the model describes: a
+/// TPU, Gaudi (HPU), Trainium/Inferentia, Graphcore IPU, Apple silicon (MPS)
+/// or the CPU. PyTorch reaches them through XLA, Habana's and Neuron's
+/// bridges, MPS or plain host memory, none through the caching allocator
+/// (CUDA's, or ROCm's port of it) whose segments and reserve the model
+/// counts; Ascend NPUs (torch_npu ports the CUDA allocator) and AMD GPUs are
+/// read as GPUs.
+fn not_a_gpu(name: &str) -> Option<String> {
+    let words = gpu_words(name);
+    let named = |prefixes: &[&str]| {
+        words.iter().any(|w| {
+            prefixes.iter().any(|p| {
+                w.starts_with(p) && w[p.len()..].chars().all(|c| c.is_ascii_alphanumeric())
+            })
+        })
+    };
+    let what = if named(&["tpu"]) {
+        "a TPU (XLA's memory)"
+    } else if named(&["gaudi", "hpu"]) {
+        "a Gaudi HPU (Habana's allocator)"
+    } else if named(&["trainium", "inferentia", "trn1", "trn2", "inf2"]) {
+        "an AWS Neuron device"
+    } else if words.iter().any(|w| w == "ipu") {
+        "a Graphcore IPU"
+    } else if words.iter().any(|w| matches!(w.as_str(), "apple" | "mps")) {
+        "Apple silicon (MPS: unified memory)"
+    } else if words.iter().any(|w| w == "cpu")
+        && !words.iter().any(|w| w != "cpu" && is_model_token(w))
+    {
+        "the CPU"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "gpu `{}` is {what}, not a GPU under PyTorch's CUDA (or ROCm) caching allocator, which the \
+         model describes",
+        name.trim()
+    ))
+}
+
 /// Finds the catalogue GPU a free-text name means; else one with the stated capacity.
 /// Every chip token of the name must be one of the GPU's (so "H20" is not a
 /// GH200); among those, the one sharing most tokens wins (catalogue order on
@@ -1342,6 +1382,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             None
         }),
     };
+    if let Some(why) = not_a_gpu(r.get("gpu")) {
+        return Err(why);
+    }
     let gpu = gpu_for(r.get("gpu"), mem_gib);
 
     // Not stated in its column: the count the GPU column may carry ("8x H100").

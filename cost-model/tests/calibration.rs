@@ -1109,6 +1109,35 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         let why = plan("framework", name).unwrap_err();
         assert!(why.contains("is not PyTorch"), "{name}: {why}");
     }
+    // Devices outside the CUDA/ROCm caching allocator are named as such;
+    // GPUs, AMD's and Ascend's included, are read.
+    for name in [
+        "TPU v4",
+        "tpuv5e",
+        "Gaudi2",
+        "HPU",
+        "AWS Trainium",
+        "trn1",
+        "Apple M2 Ultra",
+        "MPS",
+        "CPU",
+    ] {
+        let why = plan("gpu", name).unwrap_err();
+        assert!(
+            why.contains("not a GPU under PyTorch's CUDA"),
+            "{name}: {why}"
+        );
+    }
+    for name in [
+        "MI300X",
+        "A100 (MIG 3g.40gb)",
+        "H100 NVL",
+        "RTX 6000 Ada",
+        "Ascend 910B",
+        "A100 + CPU offload",
+    ] {
+        assert!(plan("gpu", name).is_ok(), "{name}");
+    }
     assert!(plan("framework", "acme-trainer")
         .unwrap_err()
         .contains("framework `acme-trainer` is not in the schema"));
