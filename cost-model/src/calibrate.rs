@@ -979,12 +979,11 @@ fn stated_gpu_count(gpu: &str) -> Option<u32> {
 /// read as GPUs.
 fn not_a_gpu(name: &str) -> Option<String> {
     let words = gpu_words(name);
+    // `gpu_words` splits at every other character: a prefix names the word.
     let named = |prefixes: &[&str]| {
-        words.iter().any(|w| {
-            prefixes.iter().any(|p| {
-                w.starts_with(p) && w[p.len()..].chars().all(|c| c.is_ascii_alphanumeric())
-            })
-        })
+        words
+            .iter()
+            .any(|w| prefixes.iter().any(|p| w.starts_with(p)))
     };
     let what = if named(&["tpu"]) {
         "a TPU (XLA's memory)"

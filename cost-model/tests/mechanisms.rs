@@ -2367,6 +2367,17 @@ fn the_first_steps_states_strand_a_checkpointed_full_finetunes_loss_segments() {
     );
 }
 
+/// `p` (Llama-3.1-8B at 4 × 2048, without recomputation) checkpointed, and
+/// one block's activations: what the checkpointed forward does not keep, per
+/// block, and the input it does.
+fn checkpointed_8b_and_its_block(p: &Plan) -> (Plan, f64) {
+    let mut ck = p.clone();
+    ck.training.checkpointing = Checkpointing::Full;
+    let input = 4.0 * 2048.0 * 4096.0 * p.training.precision.activation_bytes();
+    let block = (common::forward_activations(p) - common::forward_activations(&ck)) / 32.0 + input;
+    (ck, block)
+}
+
 /// A checkpointed forward makes each block's tensors and frees them as it
 /// goes; the segments they leave (split by the checkpoints kept in them) fit
 /// none of the loss's logits-sized tensors, which get segments of their own,
@@ -2385,14 +2396,7 @@ fn a_checkpointed_adapter_reserves_what_its_blocks_forward_left() {
         p.training.finetune = lora_all();
         p
     };
-    let forward_acts = common::forward_activations;
-    let kept_all = forward_acts(&base());
-    let mut p = base();
-    p.training.checkpointing = Checkpointing::Full;
-    // One block's activations: what the checkpointed forward does not keep,
-    // per block, and the input it does.
-    let input = 4.0 * 2048.0 * 4096.0 * 2.0;
-    let block = (kept_all - forward_acts(&p)) / 32.0 + input;
+    let (p, block) = checkpointed_8b_and_its_block(&base());
     let bwd = phase_counters(&p, Phase::Backward);
     let (allocated, reserved) = (bwd.allocated.as_f64(), bwd.reserved.as_f64());
     assert!(
@@ -2439,11 +2443,7 @@ fn a_dropped_output_leaves_its_logits_segment_reserved() {
     let mib = (1u64 << 20) as f64;
     // What a checkpointed block leaves idle, as in the test above.
     let reserve_over_block = |p: &Plan| {
-        let mut ck = p.clone();
-        ck.training.checkpointing = Checkpointing::Full;
-        let input = 4.0 * 2048.0 * 4096.0 * p.training.precision.activation_bytes();
-        let block =
-            (common::forward_activations(p) - common::forward_activations(&ck)) / 32.0 + input;
+        let (ck, block) = checkpointed_8b_and_its_block(p);
         let bwd = phase_counters(&ck, Phase::Backward);
         bwd.reserved.as_f64() - bwd.allocated.as_f64() - block
     };

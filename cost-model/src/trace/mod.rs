@@ -983,14 +983,9 @@ struct Unwrap {
 }
 
 impl Unwrap {
-    /// Learns from the head (cleaned lines) and unwraps it in place; with
-    /// `prefixes` false no launcher's prefix is looked for.
-    fn learn(head: &mut [String], prefixes: bool) -> Unwrap {
-        let prefix = if prefixes {
-            LaunchPrefix::detect(head)
-        } else {
-            None
-        };
+    /// Learns from the head (cleaned lines) and unwraps it in place, taking
+    /// `prefix` (what [`LaunchPrefix::detect`] found, or none) off each line.
+    fn learn(head: &mut [String], prefix: Option<LaunchPrefix>) -> Unwrap {
         let mut u = Unwrap {
             prefix,
             indent: String::new(),
@@ -1220,8 +1215,10 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
     }
-    let original = head.clone();
-    let mut unwrap = Unwrap::learn(&mut head, true);
+    // The lines as they came, kept only when a prefix is to be taken off.
+    let prefix = LaunchPrefix::detect(&head);
+    let original = prefix.map(|_| head.clone());
+    let mut unwrap = Unwrap::learn(&mut head, prefix);
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
     // Column names given for a headerless CSV say what it is.
@@ -1233,9 +1230,8 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     // (`torch.cuda.max_memory_reserved: 15.1GB`, three such prints): when
     // what is left without the prefix reads as nothing, the lines as they
     // came are read.
-    if detected.is_none() && unwrap.prefix.is_some() {
-        let mut plain = original;
-        let plain_unwrap = Unwrap::learn(&mut plain, false);
+    if let (None, Some(mut plain)) = (detected, original) {
+        let plain_unwrap = Unwrap::learn(&mut plain, None);
         if let Some(f) = detect(&plain) {
             head = plain;
             unwrap = plain_unwrap;
