@@ -4103,7 +4103,27 @@ impl<'a> Ctx<'a> {
     /// TP), in the loss's dtype: the step's largest allocation, which the
     /// loss's reserve terms compare with the segments cached beside it.
     fn loss_logits_tensor(&self) -> f64 {
-        self.logit_positions() * self.m.vocab as f64 / self.t * self.loss_bytes()
+        self.logits_tensor(self.loss_bytes())
+    }
+
+    /// One logits-sized tensor on this rank (vocab-parallel over TP) of
+    /// `bytes` per logit.
+    fn logits_tensor(&self, bytes: f64) -> f64 {
+        self.logit_positions() * self.m.vocab as f64 / self.t * bytes
+    }
+
+    /// The stage where the loss's logits-sized tensors meet cached segments
+    /// they cannot use and a frozen base makes nothing parameter-shaped to
+    /// fill: the last, under a standard loss over an LM head, without
+    /// expandable segments (pages, not blocks) — where
+    /// [`Self::idle_block_transients`] and [`Self::dropped_logits_segment`]
+    /// can hold.
+    fn loss_strands_segments(&self, s: u32) -> bool {
+        self.is_last(s)
+            && self.plan.training.loss == Loss::Standard
+            && self.m.head == ModelHead::Lm
+            && !self.full_finetune()
+            && !self.plan.runtime.expandable_segments
     }
 
     /// Logits and loss on the last stage (vocab-parallel over TP): what is
@@ -4897,16 +4917,10 @@ impl<'a> Ctx<'a> {
     /// with a loss that makes no logits-sized tensor (chunked, fused; a
     /// classification head), whose pieces the idle segments can hold.
     fn idle_block_transients(&self, s: u32, recomputed_block: f64) -> f64 {
-        let logits_sized =
-            self.plan.training.loss == Loss::Standard && self.m.head == ModelHead::Lm;
-        if !self.is_last(s)
-            || !logits_sized
-            || self.full_finetune()
-            || self.plan.runtime.expandable_segments
-        {
-            0.0
-        } else {
+        if self.loss_strands_segments(s) {
             recomputed_block
+        } else {
+            0.0
         }
     }
 
@@ -4943,25 +4957,20 @@ impl<'a> Ctx<'a> {
     /// with it). The allocator's share of the phase, where larger, stands (a
     /// run without checkpointing whose activations dwarf the logits).
     fn dropped_logits_segment(&self, s: u32) -> f64 {
-        let t = &self.plan.training;
         let unsharded = matches!(
             self.plan.parallel.sharding,
             Sharding::None | Sharding::DataParallel | Sharding::Ddp
         );
         let logits = if self.promoted_logits() { FP32 } else { self.e };
         let dropped = unsharded
-            && self.is_last(s)
-            && self.m.head == ModelHead::Lm
-            && t.loss == Loss::Standard
+            && self.loss_strands_segments(s)
             && !self.compiled_loss()
             && !self.defaults().inplace_cross_entropy
             && !self.half_to_float_loss()
-            && !self.full_finetune()
             && !self.loop_holds_logits()
-            && !self.plan.runtime.expandable_segments
             && self.loss_bytes() > logits;
         if dropped {
-            self.logit_positions() * self.m.vocab as f64 / self.t * logits
+            self.logits_tensor(logits)
         } else {
             0.0
         }
