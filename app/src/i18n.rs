@@ -299,6 +299,14 @@ pub const ZH: &[(&str, &str)] = &[
     ("1.10 or older", "1.10 及以前"),
     ("1.13 – 2.1", "1.13 – 2.1"),
     ("1.11 – 1.12", "1.11 – 1.12"),
+    ("DeepSpeed release", "DeepSpeed 版本"),
+    ("0.19 or later", "0.19 及以后"),
+    ("0.18.3 – 0.18.9", "0.18.3 – 0.18.9"),
+    ("0.18.2 or older", "0.18.2 及以前"),
+    (
+        "ZeRO-1/2: from 0.19 DeepSpeed flattens the parameters on the GPU, and the segments of their own tensors stay reserved beside the flat copy; before, it flattens through the host. From 0.18.3 it also clones the 16-bit partition on the GPU for an offloaded master",
+        "ZeRO-1/2：从 0.19 起 DeepSpeed 在 GPU 上展平参数，参数原张量所占的段在展平副本之外仍被保留（reserved）；此前经由主机内存展平。从 0.18.3 起，即使主权重卸载到 CPU，也会在 GPU 上克隆一份 16 位分区",
+    ),
     (
         "Load the frozen base in 16-bit (torch_dtype=bfloat16)",
         "以 16 位加载冻结的基座（torch_dtype=bfloat16）",

@@ -8,8 +8,9 @@ use crate::framework::Framework;
 use crate::gpu::{self, GpuSpec};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
-    AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
-    Offload, OffloadDevice, Optimizer, OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
+    AdapterMethod, Attention, Checkpointing, DeepspeedRelease, Finetune, LoraTargets, LoraVariant,
+    Loss, Objective, Offload, OffloadDevice, Optimizer, OptimizerImpl, Plan, Precision,
+    PytorchRelease, Sharding,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -814,6 +815,17 @@ fn stated_release(notes: &str, names: &[&str]) -> Option<(u32, u32)> {
             .match_indices(name)
             .find_map(|(i, _)| release_at(&notes[i + name.len()..]))
             .map(|(major, minor, _)| (major, minor))
+    })
+}
+
+/// A `major.minor[.patch]` release the notes state after any of `names`, at
+/// any of their occurrences ("DeepSpeed ZeRO-2 … deepspeed 0.19.8": the
+/// second).
+fn stated_full_release(notes: &str, names: &[&str]) -> Option<(u32, u32, Option<u32>)> {
+    names.iter().find_map(|name| {
+        notes
+            .match_indices(name)
+            .find_map(|(i, _)| release_at(&notes[i + name.len()..]))
     })
 }
 
@@ -1862,6 +1874,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     if p.sharding == Sharding::Ddp && stated_bucket_view(notes) {
         p.gradient_as_bucket_view = true;
+    }
+    // The DeepSpeed release the notes state ("deepspeed 0.19.8", "DeepSpeed
+    // v0.9.5"); else the current one, as for PyTorch's.
+    if let Some((major, minor, patch)) = stated_full_release(&lower, &["deepspeed ", "deepspeed=="])
+    {
+        p.deepspeed = DeepspeedRelease::of(major, minor, patch);
     }
     p.offload = match r.word("offload").as_str() {
         "none" | "" => Offload::NONE,

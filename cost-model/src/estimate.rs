@@ -140,8 +140,15 @@ use serde::{Deserialize, Serialize};
 /// keeps, at the loss's backward of a frozen base whose loop dropped the
 /// model's output (the Trainer's order), the 16-bit logits' segment
 /// ([`Ctx::dropped_logits_segment`]) — replayed in ten families, and the
-/// H200's single-GPU Trainer LoRA and QLoRA runs' reserve.
-pub const MODEL_VERSION: u32 = 27;
+/// H200's single-GPU Trainer LoRA and QLoRA runs' reserve. 28 keeps the
+/// segments DeepSpeed's ZeRO-1/2 optimizer leaves cached as it is built
+/// ([`Ctx::zero12_flatten_cache`], by release:
+/// [`crate::plan::DeepspeedRelease`]) and, with its optimizer on the host
+/// under `overlap_comm`, its reduction stream's fp32 gradient copies
+/// ([`Ctx::zero2_offload_norm_pool`]) — found in the H200's ZeRO-2 runs'
+/// start-up segments and peaks; free cached floors stop at the GPU's
+/// capacity.
+pub const MODEL_VERSION: u32 = 28;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -370,6 +377,13 @@ const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
 /// allocator history): Llama-3.1-8B's 416 MiB blocks left 1,256 MiB of
 /// default-stream segments after wrapping.
 const FSDP1_WRAP_BLOCK_COPIES: f64 = 3.0;
+/// fp32 copies of the largest gradient ZeRO-2 with its optimizer on the host
+/// holds at once on its reduction stream at the end of backward: the norm's
+/// and the host copy's (`Ctx::zero2_offload_norm_pool`). Measured
+/// (calibration/h200-2026-12-04-deepspeed, `peak-ds2off-*.txt`): 3,006 MiB
+/// allocated there at the reserved peak, two copies of Llama-3.2-3B's 1,503
+/// MiB embedding gradient.
+const ZERO2_OFFLOAD_FP32_GRAD_COPIES: f64 = 2.0;
 /// DeepSpeed ZeRO-3 `stage3_max_live_parameters` and `stage3_max_reuse_distance`
 /// defaults (DeepSpeed config docs; transformers `integrations/deepspeed.py`
 /// leaves them at 1e9 in its "auto" config).
@@ -2237,6 +2251,131 @@ impl<'a> Ctx<'a> {
             FSDP1_WRAP_BLOCK_COPIES * block + 2.0 * root + largest_tensor,
             root.max(block),
         )
+    }
+
+    /// What DeepSpeed's ZeRO-1/2 optimizer leaves cached on the default
+    /// stream as it is built: `(bytes, largest segment)`. Building it
+    /// (deepspeed 0.19.8 `runtime/zero/stage_1_and_2.py`, `__init__`) empties
+    /// the cache, then flattens the trainable parameters of the model the
+    /// engine has moved to the GPU into one new buffer on the GPU when the
+    /// free memory holds it (`flatten_on_accelerator`), and points each
+    /// parameter at its slice (`_update_model_bit16_weights`): the
+    /// parameters' own tensors are freed, their segments kept. It then
+    /// clones this rank's partition of the flat buffer and converts the clone
+    /// to the fp32 master (`.detach().clone().to(device=self.device,
+    /// dtype=...)`, on the host under optimizer offload), freeing the 16-bit
+    /// clone; and, with the optimizer on the GPU, makes an fp32 zero gradient
+    /// for the partition and drops it (`initialize_optimizer_states`:
+    /// `single_grad_partition = torch.zeros(...)`, then `group.grad = None`).
+    /// Nothing empties the cache after that. The flat buffer, the master and
+    /// the optimizer's states stay allocated in segments of their own.
+    /// Measured on the H200 (calibration/h200-2026-12-04-deepspeed,
+    /// `peak-ds2*.txt`, segments made before the first step): Llama-3.2-1B
+    /// full ZeRO-2 on one rank 16,508 MiB with 7,072 allocated (the flat
+    /// bf16 buffer 2,357 and the master 4,714; freed: the parameters'
+    /// 2,357, the clone's 2,357, the zero gradient's 4,714 — 9,428, 9,436
+    /// measured); Llama-3.2-3B with the optimizer on the CPU 18,430 with
+    /// 6,880 allocated (the parameters' 6,128 and the clone's 6,128 freed).
+    /// Those segments take what fits in them ([`Self::stage`]); the
+    /// checkpointed 3B run's fp32 logits-sized tensors (8,016 MiB each) did
+    /// not, and mapped segments of their own beside them. Releases before
+    /// 0.19 empty the cache of the parameters' own tensors, and before
+    /// 0.18.3 clone a host master's partition on the host
+    /// ([`crate::plan::DeepspeedRelease`]).
+    /// (`weights`: what the stage's weights hold on the GPU as loaded.)
+    fn zero12_flatten_cache(&self, s: u32, weights: f64) -> (f64, f64) {
+        if !self.zero12() {
+            return (0.0, 0.0);
+        }
+        let trainable = self.stage_trainable(s);
+        if trainable <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let release = self.plan.parallel.deepspeed;
+        let w = self.trainable_weight_bytes();
+        let partition = trainable / self.shard;
+        let offloaded = self.offload.optimizer_offloaded();
+        // The clone is the master itself when the weights are fp32 and the
+        // master stays on the GPU (`.to()` to its own dtype and device);
+        // before 0.18.3 a master for the host is cloned there.
+        let clone =
+            if (w >= FP32 && !offloaded) || (offloaded && !release.clones_partition_on_gpu()) {
+                0.0
+            } else {
+                partition * w
+            };
+        let zero_grad = if offloaded { 0.0 } else { partition * FP32 };
+        let loaded = trainable * w;
+        let free = self.plan.gpu.capacity().as_f64() - self.runtime() - weights;
+        // Flattened through the host otherwise (and before 0.19 always): the
+        // parameters go there and the cache is emptied before the flat
+        // buffer comes back.
+        let (per_param, largest_param) = if release.flattens_on_gpu() && free >= loaded {
+            (loaded, self.largest_trainable_tensor(s) * w)
+        } else {
+            (0.0, 0.0)
+        };
+        (
+            per_param + clone + zero_grad,
+            largest_param.max(clone).max(zero_grad),
+        )
+    }
+
+    /// DeepSpeed's ZeRO-1/2 optimizer (`stage_1_and_2.py`), not Megatron's
+    /// distributed optimizer, which the same stages also name.
+    fn zero12(&self) -> bool {
+        matches!(
+            self.plan.parallel.sharding,
+            Sharding::Zero1 | Sharding::Zero2
+        ) && !self.megatron_grad_buffer()
+    }
+
+    /// Elements of the largest trainable tensor on stage `s` under a full
+    /// fine-tune (the embedding, an untied head or a block's MLP matrix,
+    /// per TP rank); zero for adapters, whose tensors are small.
+    fn largest_trainable_tensor(&self, s: u32) -> f64 {
+        if !self.full_finetune() {
+            return 0.0;
+        }
+        let embedding = if self.is_first(s) {
+            self.m.embedding_params() as f64 / self.t
+        } else {
+            0.0
+        };
+        let matrix = if self.stage_layers(s) > 0.0 {
+            self.m.hidden as f64 * self.m.ffn as f64 / self.t
+        } else {
+            0.0
+        };
+        embedding.max(self.lm_head_params(s)).max(matrix)
+    }
+
+    /// The reduction stream's pool of ZeRO-2 with its optimizer on the
+    /// host: at the end of backward each gradient's slice in this rank's
+    /// partition is converted to fp32 on the GPU twice — for its norm
+    /// (`set_norm_for_param_grad_in_gpu`: `.to(get_norm_dtype()).norm(2)`)
+    /// and for the copy to the host's fp32 gradient
+    /// (`async_inplace_copy_grad_to_fp32_buffer_from_gpu`), deepspeed 0.19.8
+    /// `runtime/zero/stage_1_and_2.py` — under `overlap_comm` on the
+    /// reduction stream, whose blocks the default stream cannot use
+    /// ([`Self::side_stream_grad_pool`]). The largest gradient sizes it: the
+    /// H200's Llama-3.2-3B run (calibration/h200-2026-12-04-deepspeed,
+    /// `peak-ds2off-*.txt`) held 3,200 MiB of segments on that stream, 3,006
+    /// allocated at its reserved peak — [`ZERO2_OFFLOAD_FP32_GRAD_COPIES`]
+    /// fp32 copies of its 1,503 MiB embedding gradient. Without
+    /// `overlap_comm` (DeepSpeed's default below stage 3,
+    /// [`Framework::deepspeed_overlap_comm`]) they are made on the default
+    /// stream, in blocks the backward has freed.
+    fn zero2_offload_norm_pool(&self, s: u32) -> f64 {
+        if self.plan.parallel.sharding != Sharding::Zero2
+            || !self.offload.optimizer_offloaded()
+            || !self.zero12()
+            || !self.plan.framework.deepspeed_overlap_comm()
+        {
+            return 0.0;
+        }
+        let partition = self.stage_trainable(s) / self.shard;
+        ZERO2_OFFLOAD_FP32_GRAD_COPIES * self.largest_trainable_tensor(s).min(partition) * FP32
     }
 
     /// ZeRO-3 allocates the gradient partitions of every trainable parameter
@@ -4961,9 +5100,23 @@ impl<'a> Ctx<'a> {
             self.plan.parallel.sharding,
             Sharding::None | Sharding::DataParallel | Sharding::Ddp
         );
+        if unsharded && self.loss_strands_segments(s) {
+            self.dropped_output(s)
+        } else {
+            0.0
+        }
+    }
+
+    /// The 16-bit logits a loop drops before backward on the last stage,
+    /// when the loss works on wider logits-sized tensors that cannot reuse
+    /// their segment ([`Self::dropped_logits_segment`] says where that
+    /// segment stays idle); zero otherwise.
+    fn dropped_output(&self, s: u32) -> f64 {
         let logits = if self.promoted_logits() { FP32 } else { self.e };
-        let dropped = unsharded
-            && self.loss_strands_segments(s)
+        let dropped = self.is_last(s)
+            && self.plan.training.loss == Loss::Standard
+            && self.m.head == ModelHead::Lm
+            && !self.plan.runtime.expandable_segments
             && !self.compiled_loss()
             && !self.defaults().inplace_cross_entropy
             && !self.half_to_float_loss()
@@ -5115,6 +5268,27 @@ impl<'a> Ctx<'a> {
         // largest segment (worked out only where there are such segments).
         let logits_outgrow_wrap =
             wrap_cache > 0.0 && self.is_last(s) && self.loss_logits_tensor() > wrap_segment;
+        // ZeRO-1/2's start-up segments ([`Self::zero12_flatten_cache`]), and
+        // whether the loss's tensors outgrow them; a dropped output's segment
+        // then stays idle beside them through the loss's backward.
+        let (setup_cache, setup_segment) = self.zero12_flatten_cache(s, w);
+        let logits_outgrow_setup =
+            setup_cache > 0.0 && self.is_last(s) && self.loss_logits_tensor() > setup_segment;
+        let dropped_big = if logits_outgrow_setup {
+            self.dropped_output(s)
+        } else {
+            0.0
+        };
+        let norm_pool = self.zero2_offload_norm_pool(s);
+        // Those floors are free segments the allocator hands back when an
+        // allocation finds no room (`release_cached_blocks` before it
+        // retries `cudaMalloc`, c10/cuda/CUDACachingAllocator.cpp): they
+        // raise the reserve up to what the GPU has, never past it.
+        let room = if wrap_cache > 0.0 || setup_cache > 0.0 {
+            self.plan.gpu.capacity().as_f64() - self.runtime()
+        } else {
+            0.0
+        };
         let casts = self.autocast_copies(s);
         // The 16-bit copy of a quantized weight in flight: the LM head's as
         // backward starts, a block matrix's inside a block's backward.
@@ -5128,6 +5302,10 @@ impl<'a> Ctx<'a> {
             lg: f64,
             comm: f64,
             tmp: f64,
+            /// Logits-sized segments cached idle in the phase: the 16-bit
+            /// output a loop dropped, where it outgrew ZeRO-1/2's start-up
+            /// segments ([`Self::zero12_flatten_cache`]).
+            lg_idle: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
         let workspaces = self.workspaces;
@@ -5162,7 +5340,12 @@ impl<'a> Ctx<'a> {
             };
             let side_cached = match phase {
                 Phase::Load | Phase::Init => 0.0,
-                _ => (side_pool - p.g).max(0.0) + (fetch_pool - fetched).max(0.0) + copy_pool,
+                _ => {
+                    (side_pool - p.g).max(0.0)
+                        + (fetch_pool - fetched).max(0.0)
+                        + copy_pool
+                        + norm_pool
+                }
             };
             // `bd.allocated()` once: the three counters are its running sums
             // (`Breakdown::reserved`, `Breakdown::device_used`).
@@ -5182,8 +5365,27 @@ impl<'a> Ctx<'a> {
                 let rest = (allocated.as_f64() - p.comm - big).max(0.0);
                 let default_pool = big + wrap_cache.max(rest * (1.0 + frac));
                 let reserved = default_pool + p.comm + side_cached;
-                let floor = Bytes::from_f64(reserved).saturating_sub(allocated);
+                let floor = Bytes::from_f64(reserved.min(room)).saturating_sub(allocated);
                 bd.allocator_reserve = bd.allocator_reserve.max(floor);
+            }
+            // ZeRO-1/2's start-up segments likewise take what fits in them;
+            // the flat weights, the master and the optimizer's states have
+            // segments of their own, as do the loss's tensors that outgrow
+            // them (and a dropped output's beside those).
+            if setup_cache > 0.0 && !matches!(phase, Phase::Load | Phase::Init) {
+                let big = if logits_outgrow_setup {
+                    p.lg + p.lg_idle
+                } else {
+                    0.0
+                };
+                let own = p.w + p.o;
+                let held = allocated.as_f64();
+                let rest = (held - own - big).max(0.0);
+                let reserved = own + big + setup_cache.max(rest * (1.0 + frac)) + side_cached;
+                let floor = reserved.min(room) - held;
+                if floor > bd.allocator_reserve.as_f64() {
+                    bd.allocator_reserve = Bytes::from_f64(floor);
+                }
             }
             let reserved = allocated + bd.allocator_reserve;
             PhaseEstimate {
@@ -5207,6 +5409,7 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: z,
                 tmp: self.load_materialised(s) - self.load_kept(s),
+                lg_idle: z,
             },
             z,
         );
@@ -5220,6 +5423,7 @@ impl<'a> Ctx<'a> {
                 lg: z,
                 comm: ipg,
                 tmp: z,
+                lg_idle: z,
             },
             z,
         );
@@ -5239,6 +5443,7 @@ impl<'a> Ctx<'a> {
             lg: lg.forward,
             comm: comm_f,
             tmp: casts.forward,
+            lg_idle: z,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
@@ -5273,6 +5478,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.loss_backward,
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
+                lg_idle: dropped_big,
             },
             idle_loss_backward,
         );
@@ -5286,6 +5492,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.head_backward,
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
+                lg_idle: z,
             },
             idle,
         );
@@ -5297,6 +5504,7 @@ impl<'a> Ctx<'a> {
             lg: lg.blocks,
             comm: comm_b,
             tmp: working + casts.block_backward + dq_block,
+            lg_idle: z,
         };
         // The final norm's backward, after the head's and before any block's.
         let bwd_norm = mk(
@@ -5319,6 +5527,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.blocks,
                 comm: comm_b,
                 tmp: working + dq_block,
+                lg_idle: z,
             },
             z,
         );
@@ -5333,6 +5542,7 @@ impl<'a> Ctx<'a> {
                 lg: lg.step,
                 comm: ipg,
                 tmp: self.optimizer_temporaries(s),
+                lg_idle: z,
             },
             z,
         );

@@ -186,6 +186,58 @@ impl PytorchRelease {
     }
 }
 
+/// DeepSpeed releases whose ZeRO-1/2 optimizer leaves different segments
+/// cached on the GPU as it is built (`runtime/zero/stage_1_and_2.py`, read in
+/// each release's sdist on PyPI: 0.14.4, 0.16.9, 0.17.5, 0.18.0–0.18.5,
+/// 0.18.8, 0.19.0, 0.19.4, 0.19.8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeepspeedRelease {
+    /// 0.19 or later: the trainable parameters are flattened on the GPU when
+    /// the free memory holds the flat buffer (`flatten_on_accelerator`), so
+    /// their own tensors' segments stay cached; the partition's 16-bit clone
+    /// for the fp32 master is made on the GPU.
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    /// 0.18.3 to 0.18.9: the parameters go to the host and the cache is
+    /// emptied before flattening; the partition's clone is still made on the
+    /// GPU (`.detach().clone().to(device=self.device, ...)`).
+    #[serde(rename = "0.18.3-0.18")]
+    V0_18_3To0_18,
+    /// 0.18.2 or earlier: as 0.18.3, but the partition is moved to the
+    /// master's device before it is cloned (`.to(self.device).clone()`), so
+    /// with the optimizer on the host no clone is made on the GPU.
+    #[serde(rename = "0.18.2-older")]
+    V0_18_2OrOlder,
+}
+
+impl DeepspeedRelease {
+    pub fn is_current(&self) -> bool {
+        *self == DeepspeedRelease::Current
+    }
+
+    /// The release a stated `major.minor[.patch]` falls in (0.18 without a
+    /// patch: the later releases of 0.18).
+    pub fn of(major: u32, minor: u32, patch: Option<u32>) -> DeepspeedRelease {
+        match (major, minor, patch) {
+            (0, 0..=17, _) | (0, 18, Some(0..=2)) => DeepspeedRelease::V0_18_2OrOlder,
+            (0, 18, _) => DeepspeedRelease::V0_18_3To0_18,
+            _ => DeepspeedRelease::Current,
+        }
+    }
+
+    /// ZeRO-1/2 flattens the parameters on the GPU when they fit twice.
+    pub fn flattens_on_gpu(self) -> bool {
+        self == DeepspeedRelease::Current
+    }
+
+    /// ZeRO-1/2 clones the 16-bit partition on the GPU even when the
+    /// master goes to the host.
+    pub fn clones_partition_on_gpu(self) -> bool {
+        self != DeepspeedRelease::V0_18_2OrOlder
+    }
+}
+
 /// Activation checkpointing policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -863,6 +915,11 @@ pub struct Parallelism {
     /// DDP `gradient_as_bucket_view=True` (no second gradient copy in buckets).
     #[serde(default)]
     pub gradient_as_bucket_view: bool,
+    /// The DeepSpeed release under ZeRO, where releases differ in what
+    /// building the optimizer leaves cached ([`DeepspeedRelease`]).
+    /// Default: 0.19 or later.
+    #[serde(default, skip_serializing_if = "DeepspeedRelease::is_current")]
+    pub deepspeed: DeepspeedRelease,
 }
 
 fn yes() -> bool {
@@ -971,6 +1028,7 @@ impl Default for Plan {
                 ep: 1,
                 offload: Offload::NONE,
                 gradient_as_bucket_view: false,
+                deepspeed: DeepspeedRelease::Current,
             },
             runtime: RuntimeSpec::default(),
         }

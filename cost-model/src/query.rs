@@ -687,6 +687,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         (p.gradient_as_bucket_view as u8).to_string(),
         (dp.gradient_as_bucket_view as u8).to_string(),
     );
+    put("ds", enum_id(&p.deepspeed), enum_id(&dp.deepspeed));
     put(
         "ctx_mib",
         plan.runtime.cuda_context_mib.to_string(),
@@ -1030,6 +1031,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     }
     if let Some(s) = get("bucket_view") {
         p.gradient_as_bucket_view = boolean("bucket_view", s)?;
+    }
+    if let Some(s) = get("ds") {
+        p.deepspeed = parse_enum("ds", s)?;
     }
     let r = &mut plan.runtime;
     if let Some(s) = get("ctx_mib") {

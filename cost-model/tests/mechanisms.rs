@@ -2816,3 +2816,65 @@ fn zero3s_fetch_stream_keeps_its_reserve() {
         "{backward:?}"
     );
 }
+
+/// DeepSpeed's ZeRO-1/2 optimizer leaves segments cached as it is built: the
+/// parameters' own tensors once they are flattened on the GPU (0.19 on), the
+/// 16-bit clone of the partition made for the fp32 master (0.18.3 on, with
+/// the master on the host). Llama-3.2-3B fully fine-tuned under ZeRO-2 with
+/// its optimizer on the host, checkpointed, 4 × 4096 (the H200 run,
+/// calibration/h200-2026-12-04-deepspeed): the loss's 8,016 MiB fp32
+/// tensors outgrow every such segment and map their own beside them, so the
+/// backward reserves the start-up segments on top — the parameters' 6,128
+/// MiB more under 0.19 than under 0.18.3, where the clone's 6,128 MiB still
+/// is; under 0.18.2 nothing is cached and the allocator's usual share
+/// stands. The reduction stream's two fp32 copies of the largest gradient
+/// (the 1,503 MiB embedding) come with `overlap_comm`, which the Trainer's
+/// documented configs set and ms-swift's do not.
+#[test]
+fn zero2s_start_up_segments_stay_reserved_by_release() {
+    use cost_model::plan::DeepspeedRelease;
+    let base = measured_row("h200-2026-12-04-deepspeed", "ds2off-l3b-bf16-ckpt-b4-s4096");
+    let at = |release: DeepspeedRelease, fw: Option<Framework>| {
+        let mut p = base.clone();
+        p.parallel.deepspeed = release;
+        if let Some(fw) = fw {
+            let training = p.training.clone();
+            p.set_framework(fw);
+            p.training = training;
+        }
+        phase_counters(&p, Phase::Backward)
+    };
+    let mib = (1u64 << 20) as f64;
+    let params = preset("llama-3.2-3b").unwrap().spec().params() as f64 * 2.0;
+    let current = at(DeepspeedRelease::Current, None);
+    let v18_3 = at(DeepspeedRelease::V0_18_3To0_18, None);
+    let v18_2 = at(DeepspeedRelease::V0_18_2OrOlder, None);
+    let gap = current.reserved.as_f64() - v18_3.reserved.as_f64();
+    assert!(
+        (gap - params).abs() < 2.0 * mib,
+        "0.19 over 0.18.3: {} MiB, the parameters {} MiB",
+        gap / mib,
+        params / mib
+    );
+    assert_eq!(current.allocated, v18_2.allocated);
+    let clone = v18_3.reserved.as_f64() - v18_2.reserved.as_f64();
+    // The clone (as many bytes as the parameters on one rank) and the
+    // dropped 16-bit logits (4,008 MiB) beside the loss's tensors, over the
+    // allocator's share of the rest.
+    let logits = 4.0 * 4096.0 * 128256.0 * 2.0;
+    assert!(
+        clone > 0.75 * params && clone < params + logits,
+        "0.18.3 over 0.18.2: {} MiB",
+        clone / mib
+    );
+    // Without `overlap_comm` the copies are made in the default stream's
+    // freed blocks.
+    let swift = at(DeepspeedRelease::Current, Some(Framework::MsSwift));
+    let copies = 2.0 * 128256.0 * 3072.0 * 4.0;
+    let pool = current.reserved.as_f64() - swift.reserved.as_f64();
+    assert!(
+        (pool - copies).abs() < 2.0 * mib,
+        "the reduction stream's pool {} MiB",
+        pool / mib
+    );
+}

@@ -207,6 +207,16 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "gradient_as_bucket_view=True: the gradients live in DDP's allreduce buckets instead of beside a copy of them",
                     Kind::Check,
                 ),
+                (
+                    "ds",
+                    "DeepSpeed release",
+                    "ZeRO-1/2: from 0.19 DeepSpeed flattens the parameters on the GPU, and the segments of their own tensors stay reserved beside the flat copy; before, it flattens through the host. From 0.18.3 it also clones the 16-bit partition on the GPU for an offloaded master",
+                    opts(&[
+                        ("current", "0.19 or later"),
+                        ("0.18.3-0.18", "0.18.3 – 0.18.9"),
+                        ("0.18.2-older", "0.18.2 or older"),
+                    ]),
+                ),
                 ("tp", "Tensor parallel", "Splits every matmul; heads must divide evenly", Kind::Number { min: 1, max: 1024 }),
                 ("sp", "Sequence parallel", "With TP, also splits norms and dropout along the sequence", Kind::Check),
                 ("pp", "Pipeline parallel", "Splits layers into stages; the first stage holds the most activations", Kind::Number { min: 1, max: 1024 }),
