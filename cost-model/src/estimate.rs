@@ -5086,8 +5086,9 @@ impl<'a> Ctx<'a> {
     /// (T5's and BART's bf16 cross-entropy, +0.000). A full fine-tune is left
     /// to [`Self::stranded_loss_segments`] (the measured Trainer runs that
     /// train every weight sit 2–7 % above their reserved peak without it).
-    /// Only on one GPU, `nn.DataParallel` and DDP: ZeRO and FSDP free large
-    /// segments on the default stream as they flatten, shard and move the
+    /// Only on one GPU, `nn.DataParallel`, DDP and ZeRO-1/2 (which over a
+    /// frozen base flattens only the adapters): ZeRO-3 and FSDP free large
+    /// segments on the default stream as they shard and move the
     /// model at start-up, and the logits are carved from those — the H200's
     /// ZeRO-3 and FSDP1 LoRA runs (the Trainer's order too) list no segment
     /// of the logits' size at their reserved peak (`peak-ds3-*.txt`,
@@ -5100,7 +5101,14 @@ impl<'a> Ctx<'a> {
             self.plan.parallel.sharding,
             Sharding::None | Sharding::DataParallel | Sharding::Ddp
         );
-        if unsharded && self.loss_strands_segments(s) {
+        // ZeRO-1/2 flattens only what trains: over a frozen base its
+        // start-up segments ([`Self::zero12_flatten_cache`]) are the
+        // adapters', at most their partition in fp32, which the logits
+        // outgrow as they outgrow them.
+        let small_start_up = || {
+            self.zero12() && self.stage_trainable(s) / self.shard * FP32 < self.loss_logits_tensor()
+        };
+        if self.loss_strands_segments(s) && (unsharded || small_start_up()) {
             self.dropped_output(s)
         } else {
             0.0
