@@ -1128,6 +1128,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "accelerate" => Framework::HfAccelerate,
         "transformers"
         | "hf-transformers"
+        | "huggingface-trainer"
+        | "transformers-trainer"
+        | "hf-trainer-api"
         | "huggingface"
         | "hugging-face"
         | "hf"
@@ -1147,8 +1150,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // fairseq, Colossal-AI, XTuner (mmengine), verl.
         "pytorch" | "torch" | "torchrun" | "lightning" | "pytorch-lightning" | "fabric"
         | "lightning-fabric" | "pytorch-fsdp" | "fsdp" | "fsdp2" | "pytorch-ddp" | "ddp"
-        | "nanogpt" | "composer" | "llm-foundry" | "fairseq" | "colossalai" | "colossal-ai"
-        | "xtuner" | "mmengine" | "verl" => Framework::PlainPytorch,
+        | "nanogpt" | "composer" | "mosaic-composer" | "mosaicml-composer" | "llm-foundry"
+        | "fairseq" | "colossalai" | "colossal-ai" | "xtuner" | "mmengine" | "verl" => {
+            Framework::PlainPytorch
+        }
         // Not PyTorch: XLA's and MLX's memory is not a caching allocator's
         // (JAX preallocates 75 % of the GPU unless told otherwise).
         f @ ("jax" | "flax" | "maxtext" | "levanter" | "t5x" | "paxml" | "praxis" | "easylm"
@@ -1160,8 +1165,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
         // A tool written in the column instead of `other` + notes
-        // (`axolotl`, `NeMo`): read as the notes would be.
-        f => other_framework(f).ok_or(format!("framework `{f}` is not in the schema"))?,
+        // (`axolotl`, `NeMo`): read as the notes would be, and with its
+        // hyphens as spaces ("trl-sft", "axolotl-v0.6").
+        f => other_framework(f)
+            .or_else(|| other_framework(&f.replace('-', " ")))
+            .ok_or(format!("framework `{f}` is not in the schema"))?,
     };
     // The preset the model column names (its hub id, or the name as people
     // write it: "TinyLlama-1.1B (litgpt config)", "Llama 2 7B"): it fills
@@ -1535,8 +1543,12 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "activation-checkpointing"
         | "recompute"
         | "full-recompute" => Checkpointing::Full,
-        // Unsloth's offloading checkpointing, named in the column (below).
-        "unsloth" => Checkpointing::Full,
+        // Unsloth's offloading checkpointing, named in the column, and
+        // checkpointing with the kept inputs on the host by its own names
+        // (torchtune's `enable_activation_offloading`): below.
+        "unsloth" | "offload" | "offloaded" | "full-offload" | "cpu-offload" => {
+            Checkpointing::Full
+        }
         "selective-op" | "op-selective" | "per-op" | "op" | "per-op-selective"
         | "selective-per-op" => Checkpointing::OpSelective,
         // Full recomputation of every k-th block ("every 2 layers", "every
@@ -1590,7 +1602,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if unsloth_ckpt
         || unsloth_default
         || lower.contains("unsloth gradient checkpointing")
-        || ckpt_column == "unsloth"
+        || matches!(
+            ckpt_column.as_str(),
+            "unsloth" | "offload" | "offloaded" | "full-offload" | "cpu-offload"
+        )
     {
         t.activation_offload = true;
         if t.checkpointing == Checkpointing::None {
@@ -1843,7 +1858,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "" => Sharding::Ddp,
         "none" => Sharding::None,
         // Data parallelism by its short and long names.
-        "ddp" | "dp" | "data-parallel" | "distributeddataparallel" => Sharding::Ddp,
+        "ddp" | "dp" | "data-parallel" | "distributeddataparallel" | "megatron-dp" => Sharding::Ddp,
         // DeepSpeed's stage 0 is plain data parallelism.
         "zero0" | "zero-0" => Sharding::Ddp,
         "zero1" | "zero-1" => Sharding::Zero1,
@@ -1881,7 +1896,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     {
         p.deepspeed = DeepspeedRelease::of(major, minor, patch);
     }
+    // A sharding column that says "offload" ("ZeRO-2 offload", "zero3-offload")
+    // where the offload column is empty: DeepSpeed's ZeRO-Offload moves the
+    // optimizer to the host (stage 1/2); transformers' "ZeRO-3 Offload"
+    // config moves the parameters too.
+    let sharding_offload = r.word("sharding").contains("offload");
     p.offload = match r.word("offload").as_str() {
+        "" if sharding_offload && p.sharding == Sharding::Zero3 => Offload::ALL_CPU,
+        "" if sharding_offload && matches!(p.sharding, Sharding::Zero1 | Sharding::Zero2) => {
+            Offload::OPTIMIZER_CPU
+        }
         "none" | "" => Offload::NONE,
         "optimizer" => Offload::OPTIMIZER_CPU,
         "params+optimizer" | "optimizer+params" => Offload::ALL_CPU,

@@ -991,6 +991,7 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ("FSDP_HYBRID_SHARD", Sharding::Hsdp),
         ("fsdp-full-shard", Sharding::FsdpFull),
         ("fsdp_shard_grad_op", Sharding::FsdpGradOp),
+        ("megatron-dp", Sharding::Ddp),
     ] {
         assert_eq!(
             plan("sharding", name).unwrap().parallel.sharding,
@@ -999,6 +1000,49 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         );
     }
     assert!(plan("sharding", "zero++").is_err());
+    // A stage written with its offload, the offload column empty: ZeRO-Offload
+    // (the optimizer) under stage 1/2, transformers' "ZeRO-3 Offload" (both)
+    // under stage 3; an offload column that says otherwise stands.
+    let both = |sharding: &str, offload: &str| {
+        case_plan(
+            &with_fields(id, &[("sharding", sharding), ("offload", offload)]),
+            id,
+        )
+        .unwrap()
+        .parallel
+    };
+    let p = both("ZeRO-2 offload", "");
+    assert_eq!(
+        (p.sharding, p.offload),
+        (Sharding::Zero2, Offload::OPTIMIZER_CPU)
+    );
+    let p = both("zero3_offload", "");
+    assert_eq!((p.sharding, p.offload), (Sharding::Zero3, Offload::ALL_CPU));
+    assert_eq!(both("ZeRO-2 offload", "none").offload, Offload::NONE);
+    // Tools written in the framework column with more than their name.
+    for (name, fw) in [
+        ("trl-sft", cost_model::framework::Framework::Trl),
+        (
+            "huggingface-trainer",
+            cost_model::framework::Framework::HfTrainer,
+        ),
+        (
+            "mosaic-composer",
+            cost_model::framework::Framework::PlainPytorch,
+        ),
+        ("axolotl-v0.6", cost_model::framework::Framework::Axolotl),
+    ] {
+        assert_eq!(plan("framework", name).unwrap().framework, fw, "{name}");
+    }
+    assert!(plan("framework", "sft-trainer-x").is_err());
+    // Checkpointing with its kept inputs on the host, by that name.
+    let t = plan("activation_checkpointing", "offload")
+        .unwrap()
+        .training;
+    assert_eq!(
+        (t.checkpointing, t.activation_offload),
+        (cost_model::plan::Checkpointing::Full, true)
+    );
     assert_eq!(
         plan("offload", "params").unwrap().parallel.offload,
         Offload::ALL_CPU
