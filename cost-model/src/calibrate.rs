@@ -294,9 +294,31 @@ impl Row<'_> {
 
     fn bool(&self, col: &str) -> Result<bool, String> {
         match self.word(col).as_str() {
-            "true" | "yes" | "1" => Ok(true),
-            "false" | "no" | "0" | "" => Ok(false),
+            "true" | "yes" | "1" | "on" | "y" => Ok(true),
+            "false" | "no" | "0" | "" | "off" | "n" => Ok(false),
+            // `compile` as people write it: the compiler by name, or eager.
+            "torch.compile" | "torch-compile" | "inductor" | "compiled" if col == "compile" => {
+                Ok(true)
+            }
+            "eager" if col == "compile" => Ok(false),
             v => Err(format!("{col}: `{v}` is not true/false")),
+        }
+    }
+
+    /// A bit width written as a number ("4") or by its format's name ("nf4",
+    /// "int8", "8-bit", "bf16").
+    fn bits(&self, col: &str) -> Result<Option<u32>, String> {
+        let w = self.word(col);
+        let named = match w.as_str() {
+            "nf4" | "fp4" | "int4" | "4bit" | "4-bit" | "q4" | "bnb-4bit" | "bnb-nf4" => Some(4),
+            "int8" | "8bit" | "8-bit" | "q8" | "llm.int8" | "llm-int8" | "bnb-8bit" => Some(8),
+            "bf16" | "fp16" | "16bit" | "16-bit" | "half" | "bfloat16" | "float16" => Some(16),
+            "fp32" | "32bit" | "32-bit" | "float32" => Some(32),
+            _ => None,
+        };
+        match named {
+            Some(b) => Ok(Some(b)),
+            None => self.u32(col),
         }
     }
 }
@@ -1715,8 +1737,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     // A task left empty is LoRA when a rank or targets are stated.
     let task_word = r.word("task");
+    let lora_stated = !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty();
     let task = match task_word.as_str() {
-        "" if !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty() => "lora",
+        "" if lora_stated => "lora",
         "" => "full",
         // Other names of the schema's tasks: every weight trained, whatever
         // the data; a LoRA variant; a 4-bit base; a PEFT method by name.
@@ -1724,17 +1747,21 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "pretraining"
         | "pre-training"
         | "continued-pretraining"
-        | "sft"
         | "full-sft"
-        | "finetune"
-        | "fine-tune"
         | "full-finetune"
         | "full-fine-tune"
-        | "full-ft"
-        | "dpo"
-        | "orpo"
-        | "simpo"
-        | "kto" => "full",
+        | "full-ft" => "full",
+        // What the run trains on, not which weights: LoRA where the row
+        // gives a LoRA rank or targets, else every weight.
+        "sft" | "finetune" | "fine-tune" | "fine-tuning" | "finetuning" | "instruction-tuning"
+        | "instruction-tune" | "dpo" | "orpo" | "simpo" | "kto" | "grpo" | "ppo" | "rlhf"
+        | "peft"
+            if lora_stated =>
+        {
+            "lora"
+        }
+        "sft" | "finetune" | "fine-tune" | "fine-tuning" | "finetuning" | "instruction-tuning"
+        | "instruction-tune" | "dpo" | "orpo" | "simpo" | "kto" => "full",
         // LoRA+ trains the same matrices at two learning rates.
         "dora" | "lora-fa" | "rslora" | "lora+" | "loraplus" | "lora-plus" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
@@ -1748,7 +1775,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     // Not stated: QLoRA's 4-bit NF4 base (Dettmers et al. 2023), else 16-bit.
     let base_bits = r
-        .u32("base_weight_bits")?
+        .bits("base_weight_bits")?
         .unwrap_or(if task == "qlora" { 4 } else { 16 });
     // A task column that names a method or variant is read as the notes would
     // be; a bare `adapter` is LitGPT's (`finetune_adapter`: LLaMA-Adapter).
@@ -2349,6 +2376,14 @@ fn params_mismatch(row: &Row, plan: &Plan, line: u64) -> Option<String> {
 /// (powers of 10, as DESIGN's units say; nvidia-smi's `MiB`) — in any case.
 fn measured_gib(v: &str) -> Result<Option<f64>, String> {
     let v = v.trim();
+    // An approximate figure ("~19.6", "≈ 19.6", "about 19.6 GB") is the
+    // figure; so is one with a table's footnote mark ("18.2*", "18.2†").
+    let v = v
+        .trim_start_matches(['~', '≈'])
+        .trim_start_matches("about ")
+        .trim_start_matches("approx. ")
+        .trim_end_matches(['*', '†', '‡'])
+        .trim();
     if v.is_empty() {
         return Ok(None);
     }

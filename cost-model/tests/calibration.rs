@@ -1196,13 +1196,57 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         .unwrap_err()
         .contains("framework `acme-trainer` is not in the schema"));
     use cost_model::plan::{AdapterMethod, Finetune, LoraVariant};
-    for name in ["pretrain", "SFT", "full_finetune"] {
+    for name in ["pretrain", "full_finetune"] {
         assert_eq!(
             plan("task", name).unwrap().training.finetune,
             Finetune::Full,
             "{name}"
         );
     }
+    // A task that names what the run trains on, not which weights: LoRA where
+    // the row gives a rank or targets (this one does), else every weight.
+    for name in ["SFT", "instruction tuning", "DPO", "peft"] {
+        assert!(
+            matches!(
+                plan("task", name).unwrap().training.finetune,
+                Finetune::Lora { rank: 8, .. }
+            ),
+            "{name}"
+        );
+    }
+    for name in ["SFT", "instruction tuning", "DPO"] {
+        let p = case_plan(
+            &with_fields(
+                id,
+                &[("task", name), ("lora_rank", ""), ("lora_targets", "")],
+            ),
+            id,
+        )
+        .unwrap();
+        assert_eq!(p.training.finetune, Finetune::Full, "{name}");
+    }
+    // Bit widths and compilers by name; approximate and footnoted figures.
+    for (written, bits) in [
+        ("nf4", 4),
+        ("int8", 8),
+        ("8-bit", 8),
+        ("bf16", 16),
+        ("4", 4),
+    ] {
+        let p = case_plan(
+            &with_fields(id, &[("task", "lora"), ("base_weight_bits", written)]),
+            id,
+        )
+        .unwrap();
+        assert!(
+            matches!(p.training.finetune, Finetune::Lora { base_bits, .. } if base_bits == bits),
+            "{written}"
+        );
+    }
+    assert!(plan("compile", "torch.compile").unwrap().training.compile);
+    assert!(plan("compile", "inductor").unwrap().training.compile);
+    assert!(!plan("compile", "eager").unwrap().training.compile);
+    assert!(plan("base_weight_bits", "nf5").is_err());
     let lora = |task: &str| match case_plan(
         &with_fields(id, &[("task", task), ("base_weight_bits", "")]),
         id,
@@ -2422,6 +2466,10 @@ fn a_measurement_written_with_its_unit_reads_in_gib_and_an_empty_one_is_named() 
     assert_eq!(gib("4597 MiB"), 4.489); // nvidia-smi's unit
     assert_eq!(gib("4.82GB"), 4.489); // 10^9 bytes
     assert_eq!(gib("4820 mb"), 4.489);
+    // Approximate, or with a table's footnote mark: the figure.
+    assert_eq!(gib("~4.82 GB"), 4.489);
+    assert_eq!(gib("≈4.489"), 4.489);
+    assert_eq!(gib("4.489*"), 4.489);
     // Unreadable or missing: the row is skipped, saying why and where.
     let (_, why) = graded("");
     assert_eq!(why.as_deref(), Some("line 2: measured_gib is empty"));
