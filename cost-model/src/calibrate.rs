@@ -124,9 +124,22 @@ fn strip_brackets(s: &str) -> String {
 /// "Unknown" written out where the schema leaves a cell empty: `unknown` (as
 /// it spells it for `attention` and `loss`), `unstated`, `n/a`, `na`, `?`.
 fn written_unknown(v: &str) -> bool {
-    ["unknown", "unstated", "n/a", "na", "?"]
+    ["unknown", "unstated", "n/a", "na", "?", "-", "—", "–"]
         .iter()
         .any(|u| v.eq_ignore_ascii_case(u))
+}
+
+/// A whole number written with thousands separators ("2,048", "32 000"):
+/// the digits, where every group after the first has three.
+fn without_thousands(v: &str) -> Option<String> {
+    let groups: Vec<&str> = v.split([',', ' ', '\u{202f}', '_']).collect();
+    let ok = groups.len() > 1
+        && groups
+            .iter()
+            .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+        && groups[0].len() <= 3
+        && groups[1..].iter().all(|g| g.len() == 3);
+    ok.then(|| groups.concat())
 }
 
 /// One case's outcome (the JSON shape `memplan calibrate --json` prints).
@@ -249,6 +262,39 @@ impl Row<'_> {
         if v.is_empty() {
             return Ok(None);
         }
+        // "none" for a degree or a count of steps is one: no TP, no
+        // accumulation.
+        if v.eq_ignore_ascii_case("none") && matches!(col, "tp" | "pp" | "cp" | "grad_accum") {
+            return Ok(Some(1));
+        }
+        if let Some(digits) = without_thousands(v) {
+            return self.u32_of(col, &digits);
+        }
+        // A count with its noun ("4096 tokens", "8 GPUs"), a rank with its
+        // name ("r=8", "rank 8", "r8").
+        let noun = v
+            .split_once(' ')
+            .filter(|(n, w)| {
+                !n.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic() || c == '-')
+            })
+            .map(|(n, _)| n);
+        if let Some(n) = noun {
+            return self.u32_of(col, n);
+        }
+        if col == "lora_rank" {
+            let lower = v.to_ascii_lowercase();
+            let n = lower
+                .strip_prefix("rank")
+                .or_else(|| lower.strip_prefix('r'))
+                .map(|n| n.trim_start_matches([' ', '=', ':']));
+            if let Some(n) = n.filter(|n| !n.is_empty()) {
+                return self.u32_of(col, n);
+            }
+        }
+        self.u32_of(col, v)
+    }
+
+    fn u32_of(&self, col: &str, v: &str) -> Result<Option<u32>, String> {
         v.parse::<u32>()
             .map(Some)
             .or_else(|_| match v.parse::<f64>() {
@@ -1409,7 +1455,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // The capacity: the column, else the board size the name states ("RTX
     // 2080 Ti 11GB"), else, on an OOM row, its measurement (the schema's
     // lower bound: the capacity the run hit).
-    let mem_gib = match r.f64("gpu_mem_gib")? {
+    let mem_gib = match gpu_mem_gib(r.get("gpu_mem_gib"))? {
         Some(g) if !(g.is_finite() && g > 0.0) => {
             return Err(format!(
                 "gpu_mem_gib: `{}` is not a capacity (a number of GiB above 0)",
@@ -2374,6 +2420,29 @@ fn params_mismatch(row: &Row, plan: &Plan, line: u64) -> Option<String> {
 /// The `measured_gib` column: GiB, or a figure with its unit as a source
 /// printed it — `GiB`/`MiB`/`KiB`/`TiB` (powers of 2) or `GB`/`MB`/`TB`
 /// (powers of 10, as DESIGN's units say; nvidia-smi's `MiB`) — in any case.
+/// A board's capacity as written: GiB, or with its unit — where "80GB" is
+/// the A100 80GB's 80 GiB (boards are sold in binary sizes), and MiB is what
+/// nvidia-smi prints ("81920 MiB").
+fn gpu_mem_gib(v: &str) -> Result<Option<f64>, String> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (num, unit) = (v[..split].trim(), v[split..].trim());
+    let x: Option<f64> = num.parse().ok().or_else(|| decimal_comma(num));
+    let per_gib = match unit.to_ascii_lowercase().as_str() {
+        "" | "gib" | "gb" | "g" => Some(1.0),
+        "mib" | "mb" => Some(1.0 / 1024.0),
+        "tib" | "tb" => Some(1024.0),
+        _ => None,
+    };
+    match (x, per_gib) {
+        (Some(x), Some(k)) => Ok(Some(x * k)),
+        _ => Err(format!("gpu_mem_gib: `{v}` is not a number")),
+    }
+}
+
 fn measured_gib(v: &str) -> Result<Option<f64>, String> {
     let v = v.trim();
     // An approximate figure ("~19.6", "≈ 19.6", "about 19.6 GB") is the

@@ -1247,6 +1247,37 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
     assert!(plan("compile", "inductor").unwrap().training.compile);
     assert!(!plan("compile", "eager").unwrap().training.compile);
     assert!(plan("base_weight_bits", "nf5").is_err());
+    // Counts with separators, nouns or names; degrees written none or -;
+    // a board's capacity with its unit (its GB are GiB).
+    // (quoted: the comma is the CSV's too)
+    let p = plan("seq_len", "\"2,048\"").unwrap();
+    assert_eq!(p.training.seq_len, 2048);
+    assert_eq!(
+        plan("seq_len", "4096 tokens").unwrap().training.seq_len,
+        4096
+    );
+    assert_eq!(plan("vocab", "32 000").unwrap().model.vocab, 32000);
+    for rank in ["r=16", "rank 16", "r16", "16"] {
+        assert!(
+            matches!(
+                plan("lora_rank", rank).unwrap().training.finetune,
+                Finetune::Lora { rank: 16, .. }
+            ),
+            "{rank}"
+        );
+    }
+    assert_eq!(plan("tp", "none").unwrap().parallel.tp, 1);
+    assert_eq!(plan("cp", "-").unwrap().parallel.cp, 1);
+    assert_eq!(plan("grad_accum", "none").unwrap().training.grad_accum, 1);
+    for cap in ["40GB", "40 GiB", "40960 MiB", "40"] {
+        assert_eq!(
+            plan("gpu_mem_gib", cap).unwrap().gpu.capacity_mib,
+            40960,
+            "{cap}"
+        );
+    }
+    assert!(plan("gpu_mem_gib", "40 bananas").is_err());
+    assert!(plan("seq_len", "\"2,04\"").is_err());
     let lora = |task: &str| match case_plan(
         &with_fields(id, &[("task", task), ("base_weight_bits", "")]),
         id,
