@@ -1964,11 +1964,19 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         p.gradient_as_bucket_view = true;
     }
     // The DeepSpeed release the notes state ("deepspeed 0.19.8", "DeepSpeed
-    // v0.9.5"); else the current one, as for PyTorch's.
-    if let Some((major, minor, patch)) = stated_full_release(&lower, &["deepspeed ", "deepspeed=="])
-    {
-        p.deepspeed = DeepspeedRelease::of(major, minor, patch);
-    }
+    // v0.9.5"); else that of the PyTorch they state — DeepSpeed 0.18.3 came
+    // out in December 2025 and 0.19.0 in May 2026 (their sdists' dates on
+    // PyPI), beside PyTorch 2.10 and 2.11; else the current one, as for
+    // PyTorch's.
+    p.deepspeed = match stated_full_release(&lower, &["deepspeed ", "deepspeed=="]) {
+        Some((major, minor, patch)) => DeepspeedRelease::of(major, minor, patch),
+        None => match torch_release {
+            Some(v) if v < (2, 10) => DeepspeedRelease::V0_18_2OrOlder,
+            Some((2, 10)) => DeepspeedRelease::V0_18_3To0_18,
+            None if torch_1 => DeepspeedRelease::V0_18_2OrOlder,
+            _ => DeepspeedRelease::Current,
+        },
+    };
     // A sharding column that says "offload" ("ZeRO-2 offload", "zero3-offload")
     // where the offload column is empty: DeepSpeed's ZeRO-Offload moves the
     // optimizer to the host (stage 1/2); transformers' "ZeRO-3 Offload"

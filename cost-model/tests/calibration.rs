@@ -1731,6 +1731,13 @@ fn the_optimizer_kernel_and_the_pytorch_and_deepspeed_releases_in_notes_reach_th
         ),
         ("DeepSpeed ZeRO-2", DeepspeedRelease::Current),
         ("", DeepspeedRelease::Current),
+        // Not stated: that of the PyTorch stated (0.18.3 in December 2025,
+        // 0.19.0 in May 2026, beside PyTorch 2.10 and 2.11).
+        ("torch 2.1.2", DeepspeedRelease::V0_18_2OrOlder),
+        ("PyTorch 1.x", DeepspeedRelease::V0_18_2OrOlder),
+        ("torch 2.10.0", DeepspeedRelease::V0_18_3To0_18),
+        ("torch 2.11.0+cu130", DeepspeedRelease::Current),
+        ("torch 2.1.2 + deepspeed 0.19.1", DeepspeedRelease::Current),
     ] {
         assert_eq!(plan(notes).parallel.deepspeed, release, "{notes}");
     }
