@@ -144,10 +144,13 @@ use serde::{Deserialize, Serialize};
 /// segments DeepSpeed's ZeRO-1/2 optimizer leaves cached as it is built
 /// ([`Ctx::zero12_flatten_cache`], by release:
 /// [`crate::plan::DeepspeedRelease`]) and, with its optimizer on the host
-/// under `overlap_comm`, its reduction stream's fp32 gradient copies
-/// ([`Ctx::zero2_offload_norm_pool`]) — found in the H200's ZeRO-2 runs'
-/// start-up segments and peaks; free cached floors stop at the GPU's
-/// capacity.
+/// under `overlap_comm`, its reduction stream's fp64 gradient copies
+/// ([`Ctx::zero2_offload_norm_pool`]); under ZeRO-3 with its optimizer on
+/// the host, the reduce stream's norm chunks and gradient copies
+/// ([`Ctx::zero3_offload_reduce_pool`]) and, with everything on the host,
+/// the dropped logits' segment ([`Ctx::dropped_logits_segment`]) — found in
+/// the H200's DeepSpeed runs' start-up segments and peaks; free cached
+/// floors stop at the GPU's capacity.
 pub const MODEL_VERSION: u32 = 28;
 
 // ---------------------------------------------------------------------------
@@ -377,13 +380,15 @@ const FSDP_UNITS_IN_FLIGHT: f64 = 2.0;
 /// allocator history): Llama-3.1-8B's 416 MiB blocks left 1,256 MiB of
 /// default-stream segments after wrapping.
 const FSDP1_WRAP_BLOCK_COPIES: f64 = 3.0;
-/// fp32 copies of the largest gradient ZeRO-2 with its optimizer on the host
-/// holds at once on its reduction stream at the end of backward: the norm's
-/// and the host copy's (`Ctx::zero2_offload_norm_pool`). Measured
-/// (calibration/h200-2026-12-04-deepspeed, `peak-ds2off-*.txt`): 3,006 MiB
-/// allocated there at the reserved peak, two copies of Llama-3.2-3B's 1,503
-/// MiB embedding gradient.
-const ZERO2_OFFLOAD_FP32_GRAD_COPIES: f64 = 2.0;
+/// Bytes per element of the copy DeepSpeed makes of a gradient to take its
+/// norm: fp64 (`accumulated_grad.data.double().norm(2)` in ZeRO-1/2 from
+/// 0.14 to 0.19.0, `.to(get_norm_dtype())`, `torch.double` wherever the
+/// device has fp64, in 0.19.8; ZeRO-3's `_constant_buffered_norm2` alike,
+/// `runtime/zero/stage_1_and_2.py`, `stage3.py`).
+const NORM_COPY_BYTES: f64 = 8.0;
+/// Elements of one chunk ZeRO-3's `_constant_buffered_norm2` converts at a
+/// time (`buffer_size=250000000`, deepspeed 0.14.4 to 0.19.8 `stage3.py`).
+const ZERO3_NORM_CHUNK_ELEMENTS: f64 = 2.5e8;
 /// DeepSpeed ZeRO-3 `stage3_max_live_parameters` and `stage3_max_reuse_distance`
 /// defaults (DeepSpeed config docs; transformers `integrations/deepspeed.py`
 /// leaves them at 1e9 in its "auto" config).
@@ -2352,30 +2357,74 @@ impl<'a> Ctx<'a> {
 
     /// The reduction stream's pool of ZeRO-2 with its optimizer on the
     /// host: at the end of backward each gradient's slice in this rank's
-    /// partition is converted to fp32 on the GPU twice — for its norm
-    /// (`set_norm_for_param_grad_in_gpu`: `.to(get_norm_dtype()).norm(2)`)
-    /// and for the copy to the host's fp32 gradient
-    /// (`async_inplace_copy_grad_to_fp32_buffer_from_gpu`), deepspeed 0.19.8
-    /// `runtime/zero/stage_1_and_2.py` — under `overlap_comm` on the
-    /// reduction stream, whose blocks the default stream cannot use
-    /// ([`Self::side_stream_grad_pool`]). The largest gradient sizes it: the
-    /// H200's Llama-3.2-3B run (calibration/h200-2026-12-04-deepspeed,
-    /// `peak-ds2off-*.txt`) held 3,200 MiB of segments on that stream, 3,006
-    /// allocated at its reserved peak — [`ZERO2_OFFLOAD_FP32_GRAD_COPIES`]
-    /// fp32 copies of its 1,503 MiB embedding gradient. Without
+    /// partition is copied to fp64 on the GPU for its norm
+    /// (`set_norm_for_param_grad_in_gpu`, [`NORM_COPY_BYTES`]), then to fp32
+    /// for the copy to the host's gradient
+    /// (`async_inplace_copy_grad_to_fp32_buffer_from_gpu`), which fits where
+    /// the fp64 copy was (deepspeed 0.19.8 `runtime/zero/stage_1_and_2.py`) —
+    /// under `overlap_comm` on the reduction stream, whose blocks the
+    /// default stream cannot use ([`Self::side_stream_grad_pool`]). The
+    /// largest gradient sizes it: the H200's Llama-3.2-3B run
+    /// (calibration/h200-2026-12-04-deepspeed, `peak-ds2off-*.txt`) held
+    /// 3,200 MiB of segments on that stream, 3,006 allocated at its reserved
+    /// peak — the fp64 copy of its 394 M-element embedding gradient. Without
     /// `overlap_comm` (DeepSpeed's default below stage 3,
-    /// [`Framework::deepspeed_overlap_comm`]) they are made on the default
-    /// stream, in blocks the backward has freed.
+    /// [`Framework::deepspeed_overlap_comm`]) the copies are made on the
+    /// default stream, in blocks the backward has freed.
     fn zero2_offload_norm_pool(&self, s: u32) -> f64 {
         if self.plan.parallel.sharding != Sharding::Zero2
             || !self.offload.optimizer_offloaded()
             || !self.zero12()
-            || !self.plan.framework.deepspeed_overlap_comm()
+            || !self.plan.framework.deepspeed_overlap_comm(false)
         {
             return 0.0;
         }
         let partition = self.stage_trainable(s) / self.shard;
-        ZERO2_OFFLOAD_FP32_GRAD_COPIES * self.largest_trainable_tensor(s).min(partition) * FP32
+        self.largest_trainable_tensor(s).min(partition) * NORM_COPY_BYTES
+    }
+
+    /// The reduce stream's pool of ZeRO-3 with its optimizer on the host:
+    /// for each gradient partition `partition_grads` copies the host buffer
+    /// it reduced into back to the GPU (`grad_buffer.to(grad_partition.device)`,
+    /// kept for the bucket), and `_offload_grad_partition_at_boundary` takes
+    /// its norm in fp64 chunks of [`ZERO3_NORM_CHUNK_ELEMENTS`] and copies it
+    /// to the host in fp32, which fits where a chunk was (deepspeed 0.14.4 to
+    /// 0.19.8 `runtime/zero/stage3.py`), all under `reduce_and_partition_stream`,
+    /// a stream of its own with `overlap_comm` (on by default at stage 3).
+    /// Its segments grow with the gradients in backward order: a block's
+    /// largest matrix first, then — where a tied embedding's gradient is the
+    /// last to finish and outgrows them — the embedding's. Measured on the
+    /// H200 (calibration/h200-2026-12-04-deepspeed, `peak-ds3off-*.txt`):
+    /// Llama-3.2-3B full fine-tune held 2,902 MiB there, 2,100 in the norm's
+    /// two segments (192 MiB for a 25 M-element MLP matrix, 1,907 for the
+    /// embedding's first 250 M elements) and 802 in the copies' (48 + 752 + 2)
+    /// — 2,899 MiB by this count.
+    fn zero3_offload_reduce_pool(&self, s: u32) -> f64 {
+        if self.plan.parallel.sharding != Sharding::Zero3
+            || !self.offload.optimizer_offloaded()
+            || !self.plan.framework.deepspeed_overlap_comm(true)
+            || !self.full_finetune()
+        {
+            return 0.0;
+        }
+        let shard = |elements: f64| elements / self.shard;
+        let pair =
+            |p: f64| NORM_COPY_BYTES * p.min(ZERO3_NORM_CHUNK_ELEMENTS) + self.grad_bytes() * p;
+        let matrix = if self.stage_layers(s) > 0.0 {
+            shard(self.m.hidden as f64 * self.m.ffn as f64 / self.t)
+        } else {
+            0.0
+        };
+        let largest = shard(self.largest_trainable_tensor(s));
+        // An embedding tied to the head finishes its gradient last, after the
+        // blocks' segments were made; an untied head's comes first and makes
+        // the largest at once.
+        let tied_last = self.is_first(s) && self.m.tied_embeddings && largest > matrix;
+        if tied_last {
+            pair(matrix) + pair(largest)
+        } else {
+            pair(largest)
+        }
     }
 
     /// ZeRO-3 allocates the gradient partitions of every trainable parameter
@@ -5108,7 +5157,16 @@ impl<'a> Ctx<'a> {
         let small_start_up = || {
             self.zero12() && self.stage_trainable(s) / self.shard * FP32 < self.loss_logits_tensor()
         };
-        if self.loss_strands_segments(s) && (unsharded || small_start_up()) {
+        // ZeRO-3 with everything on the host builds the model under
+        // `zero.Init`, each parameter partitioned to the host as it is made:
+        // start-up leaves a module's worth of segments (2,258 MiB for the
+        // H200's Llama-3.2-3B, `peak-ds3off-l3b-*.txt`, beside its 4,008 MiB
+        // logits, which mapped their own), and the GPU makes nothing
+        // parameter-shaped to fill theirs, a full fine-tune included.
+        let zero3_on_host = self.plan.parallel.sharding == Sharding::Zero3
+            && self.offload.params_offloaded()
+            && self.offload.optimizer_offloaded();
+        if zero3_on_host || (self.loss_strands_segments(s) && (unsharded || small_start_up())) {
             self.dropped_output(s)
         } else {
             0.0
@@ -5287,7 +5345,7 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let norm_pool = self.zero2_offload_norm_pool(s);
+        let norm_pool = self.zero2_offload_norm_pool(s) + self.zero3_offload_reduce_pool(s);
         // Those floors are free segments the allocator hands back when an
         // allocation finds no room (`release_cached_blocks` before it
         // retries `cudaMalloc`, c10/cuda/CUDACachingAllocator.cpp): they

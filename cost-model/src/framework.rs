@@ -536,21 +536,22 @@ impl Framework {
         }
     }
 
-    /// Whether DeepSpeed's ZeRO-1/2 reduces on a stream of its own
-    /// (`overlap_comm`) in the configs the framework ships or documents.
+    /// Whether DeepSpeed reduces on a stream of its own (`overlap_comm`) in
+    /// the configs the framework ships or documents, at stage 3 or below.
     /// DeepSpeed turns it on by default for stage 3 only
     /// (`runtime/zero/config.py`, `overlap_comm_valid`), and Accelerate's
     /// DeepSpeed plugin writes no such key. transformers' DeepSpeed guide's
-    /// ZeRO-2 configs, which the Trainer's users copy, set it, as Axolotl's
-    /// do (axolotl 0.19.0 `deepspeed_configs/zero1.json`, `zero2.json`);
-    /// LLaMA-Factory's and ms-swift's turn it off (llamafactory 0.9.5
-    /// `webui/common.py`, ms-swift 4.6.0 `config/zero2.json`,
-    /// `zero2_offload.json`).
-    pub fn deepspeed_overlap_comm(self) -> bool {
-        matches!(
-            self,
-            Framework::HfTrainer | Framework::Trl | Framework::Axolotl | Framework::Unsloth
-        )
+    /// ZeRO-2 and ZeRO-3 configs, which the Trainer's users copy, set it, as
+    /// Axolotl's do (axolotl 0.19.0 `deepspeed_configs/zero1.json`,
+    /// `zero2.json`, `zero3*.json`); LLaMA-Factory's and ms-swift's turn it
+    /// off at every stage (llamafactory 0.9.5 `webui/common.py`, ms-swift
+    /// 4.6.0 `config/zero*.json`).
+    pub fn deepspeed_overlap_comm(self, stage3: bool) -> bool {
+        match self {
+            Framework::LlamaFactory | Framework::MsSwift => false,
+            Framework::HfTrainer | Framework::Trl | Framework::Axolotl | Framework::Unsloth => true,
+            _ => stage3,
+        }
     }
 
     /// Documented defaults.

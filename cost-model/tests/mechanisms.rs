@@ -2889,3 +2889,48 @@ fn zero2s_start_up_segments_stay_reserved_by_release() {
         pool / mib
     );
 }
+
+/// ZeRO-3 with everything on the host (the H200's Llama-3.2-3B full
+/// fine-tune, calibration/h200-2026-12-04-deepspeed): its reduce stream keeps,
+/// for the gradients in backward order, the fp64 norm chunk and the GPU copy
+/// of the host buffer — a 25 M-element MLP matrix's (192 + 48 MiB), then the
+/// tied embedding's, finished last (1,907 MiB for its first 250 M elements,
+/// 752 for the copy): 2,899 MiB, 2,902 measured; and the logits the Trainer's
+/// loop drops (4,008 MiB) keep their segment, `zero.Init` having left too
+/// little at start-up to carve them from — not with the parameters on the
+/// GPU; the pool not without `overlap_comm` (ms-swift's configs).
+#[test]
+fn zero3_on_the_host_reserves_its_reduce_stream_and_the_dropped_logits() {
+    let base = measured_row("h200-2026-12-04-deepspeed", "ds3off-l3b-bf16-ckpt-b4-s4096");
+    let over = |p: &Plan| {
+        let c = phase_counters(p, Phase::Backward);
+        c.reserved.as_f64() - c.allocated.as_f64()
+    };
+    let mib = (1u64 << 20) as f64;
+    let (h, ffn, vocab) = (3072.0, 8192.0, 128256.0);
+    let pool = (8.0 + 2.0) * h * ffn + 8.0 * 2.5e8 + 2.0 * vocab * h;
+    assert!((pool / mib - 2898.9).abs() < 0.1, "{}", pool / mib);
+    let logits = 4.0 * 4096.0 * vocab * 2.0;
+    let trainer = over(&base);
+    assert!(
+        trainer >= pool + logits - mib,
+        "{} MiB over the allocated",
+        trainer / mib
+    );
+    let mut swift = base.clone();
+    let training = swift.training.clone();
+    swift.set_framework(Framework::MsSwift);
+    swift.training = training;
+    let without_pool = over(&swift);
+    assert!(
+        (trainer - without_pool - pool).abs() < 2.0 * mib,
+        "{} MiB",
+        (trainer - without_pool) / mib
+    );
+    // The parameters on the GPU: start-up's segments hold the logits; the
+    // allocator's share of the rest over the pool.
+    let mut params_on_gpu = base.clone();
+    params_on_gpu.parallel.offload.params = cost_model::plan::OffloadDevice::None;
+    let share = over(&params_on_gpu) - pool;
+    assert!(share < 0.75 * logits, "{} MiB", share / mib);
+}

@@ -131,7 +131,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (25, 0x1d38_6d9a_dbd7_a09d),
     (26, 0x3c3e_708f_7cc0_f303),
     (27, 0xd3a1_d2d2_781d_ecb2),
-    (28, 0x3c6d_45b7_6e05_4876),
+    (28, 0xa38d_0cf6_d661_3596),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
