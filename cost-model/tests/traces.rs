@@ -1762,37 +1762,6 @@ fn current_counter_prints_are_refused_as_such() {
     }
 }
 
-/// A training log's memory figure under a bare name (a logger's own `mem`,
-/// a progress bar's `gpu_mem`) is refused naming the figure and its line:
-/// which counter it is cannot be told.
-#[test]
-fn a_memory_figure_of_no_named_counter_is_refused_naming_it() {
-    for (text, line, figure) in [
-        (
-            "[10:00:01] step 100 | loss 2.31 | lr 3e-4\n[10:00:11] step 110 | loss 2.29 | mem 61.2GB\n",
-            2,
-            "`mem 61.2GB`",
-        ),
-        (
-            "Epoch 1:  50%|#####     | 500/1000 [01:00<01:00, loss=2.1, gpu_mem=15.2G]\n",
-            1,
-            "`gpu_mem=15.2G`",
-        ),
-        ("it 20 | VRAM: 20.5 GiB | 1.2 s/it\n", 1, "`vram: 20.5 GiB`"),
-    ] {
-        let why = refusal(text).to_string();
-        assert!(
-            why.starts_with(&format!("line {line}"))
-                && why.to_ascii_lowercase().contains(&figure.to_ascii_lowercase())
-                && why.contains("which counter"),
-            "{why}"
-        );
-    }
-    // Not a memory name, or not a size: the usual refusal.
-    let why = refusal("memento 12 GB\nmem 12 apples\n").to_string();
-    assert!(why.contains("no GPU memory figures"), "{why}");
-}
-
 #[test]
 fn a_bare_column_of_figures_asks_for_its_name_and_reads_with_it() {
     let text = "12345\n12400\n23000\n";

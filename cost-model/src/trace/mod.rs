@@ -1122,21 +1122,6 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
              upload torch.cuda.memory_summary() or an nvidia-smi log",
         ));
     }
-    if let Some((i, figure)) = head
-        .iter()
-        .enumerate()
-        .find_map(|(i, l)| unnamed_memory_figure(l).map(|f| (i, f)))
-    {
-        return Some(TraceError::at(
-            i as u64 + 1,
-            format!(
-                "`{figure}` is a memory figure, but the log does not say which counter it is — \
-                 PyTorch's peak allocated or reserved, or nvidia-smi's used: print \
-                 torch.cuda.max_memory_allocated() and max_memory_reserved() by name, or upload \
-                 torch.cuda.memory_summary() or an nvidia-smi log"
-            ),
-        ));
-    }
     let bare_column = head.iter().filter(|l| !l.trim().is_empty()).all(|l| {
         let n = l.trim().trim_end_matches("MiB").trim();
         !n.is_empty() && n.parse::<f64>().is_ok()
@@ -1149,59 +1134,6 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
              (e.g. --columns memory.used)",
         )
     })
-}
-
-/// A figure a training log prints under a bare memory name ("mem 61.2GB",
-/// "gpu_mem=15.2G", "VRAM: 20 GiB"): the name and the figure as written.
-fn unnamed_memory_figure(line: &str) -> Option<String> {
-    let lower = line.to_ascii_lowercase();
-    let b = lower.as_bytes();
-    let mut from = 0;
-    while let Some(at) = lower[from..]
-        .find("mem")
-        .or_else(|| lower[from..].find("vram"))
-    {
-        let start = from + at;
-        // The whole name: letters and underscores around "mem".
-        let mut name_start = start;
-        while name_start > 0
-            && (b[name_start - 1].is_ascii_alphabetic() || b[name_start - 1] == b'_')
-        {
-            name_start -= 1;
-        }
-        let mut end = start;
-        while end < b.len() && (b[end].is_ascii_alphabetic() || b[end] == b'_') {
-            end += 1;
-        }
-        let name = &lower[name_start..end];
-        let plain = matches!(
-            name,
-            "mem" | "memory" | "gpu_mem" | "gpu_memory" | "vram" | "mem_gb" | "gpumem" | "cuda_mem"
-        );
-        let rest = &lower[end..];
-        let digits = rest.trim_start_matches([':', '=', ' ', '\t']);
-        let num_len = digits
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(digits.len());
-        let (num, after) = digits.split_at(num_len);
-        let unit_len = after
-            .trim_start()
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(after.trim_start().len());
-        let unit = &after.trim_start()[..unit_len];
-        let sized = !num.is_empty()
-            && num.parse::<f64>().is_ok()
-            && matches!(unit, "g" | "gb" | "gib" | "m" | "mb" | "mib");
-        if plain && sized {
-            let figure_end = end
-                + (rest.len() - after.len())
-                + (after.len() - after.trim_start().len())
-                + unit_len;
-            return Some(line.get(name_start..figure_end)?.trim().to_string());
-        }
-        from = end.max(start + 1);
-    }
-    None
 }
 
 /// Parses a whole text (see [`parse_reader`]).
