@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: format, lints, unit/integration tests, the wasm32 builds,
-# and the Playwright end-to-end tests (hydrated and JavaScript-off) against
-# the release build served on a free local port.
+# the page WASM against its size budget, and the Playwright end-to-end tests
+# (hydrated and JavaScript-off) against the release build served on a free
+# local port.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/.ci/setup.sh"
@@ -30,6 +31,12 @@ cargo build -p app --lib --features hydrate --target wasm32-unknown-unknown
 step "cargo leptos build --release --split"
 # `--split`: the `#[lazy]` functions become WASM chunks fetched on first use.
 cargo leptos build --release --split
+
+step "page WASM within its budget (DESIGN.md §4: bundle ≤ 400 KiB gzip)"
+# The main module the planner loads; the lazy chunks load on other routes.
+WASM_GZ=$(gzip -9 -c target/site/pkg/memplan.wasm | wc -c)
+echo "target/site/pkg/memplan.wasm: $WASM_GZ bytes gzip -9 (budget 409600)"
+[ "$WASM_GZ" -le 409600 ] || { echo "the page's WASM is over its 400 KiB budget"; exit 1; }
 
 step "end-to-end (Playwright in Debian chromium)"
 PORT="${MEMPLAN_TEST_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
