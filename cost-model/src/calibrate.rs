@@ -267,6 +267,19 @@ impl Row<'_> {
         if v.eq_ignore_ascii_case("none") && matches!(col, "tp" | "pp" | "cp" | "grad_accum") {
             return Ok(Some(1));
         }
+        // A note in parentheses after the count ("8 (1 node)"), a count of
+        // GPUs written as a multiplier ("8x").
+        if let Some((n, _)) = v.split_once('(').filter(|(n, _)| !n.trim().is_empty()) {
+            return self.u32_trimmed(col, n.trim());
+        }
+        if let Some(n) = v.strip_suffix(['x', '×']).filter(|n| !n.trim().is_empty()) {
+            return self.u32_trimmed(col, n.trim());
+        }
+        self.u32_trimmed(col, v)
+    }
+
+    /// [`Self::u32`] of a value already stripped of notes and multipliers.
+    fn u32_trimmed(&self, col: &str, v: &str) -> Result<Option<u32>, String> {
         if let Some(digits) = without_thousands(v) {
             return self.u32_of(col, &digits);
         }
@@ -341,7 +354,9 @@ impl Row<'_> {
     fn bool(&self, col: &str) -> Result<bool, String> {
         match self.word(col).as_str() {
             "true" | "yes" | "1" | "on" | "y" => Ok(true),
-            "false" | "no" | "0" | "" | "off" | "n" => Ok(false),
+            "false" | "no" | "0" | "" | "off" | "n" | "none" => Ok(false),
+            // Where the blocks' inputs went.
+            "cpu" | "host" if col == "activation_offload" => Ok(true),
             // `compile` as people write it: the compiler by name, or eager.
             "torch.compile" | "torch-compile" | "inductor" | "compiled" if col == "compile" => {
                 Ok(true)
@@ -884,6 +899,27 @@ fn stated_release(notes: &str, names: &[&str]) -> Option<(u32, u32)> {
             .find_map(|(i, _)| release_at(&notes[i + name.len()..]))
             .map(|(major, minor, _)| (major, minor))
     })
+}
+
+/// A precision written as words in any order: fp8 (float8, Transformer
+/// Engine), else one 16-bit dtype with autocast ("amp", "mixed", "autocast")
+/// or without; `None` when it names both 16-bit dtypes or neither.
+fn precision_in_words(p: &str) -> Option<Precision> {
+    let words: Vec<&str> = p.split('-').filter(|w| !w.is_empty()).collect();
+    let has = |names: &[&str]| words.iter().any(|w| names.contains(w));
+    if has(&["fp8", "float8", "transformer"]) {
+        return Some(Precision::Fp8);
+    }
+    let bf16 = has(&["bf16", "bfloat16"]);
+    let fp16 = has(&["fp16", "float16", "half"]);
+    let mixed = has(&["amp", "mixed", "autocast"]);
+    match (bf16, fp16, mixed) {
+        (true, false, true) => Some(Precision::AmpBf16),
+        (false, true, true) => Some(Precision::AmpFp16),
+        (true, false, false) => Some(Precision::Bf16),
+        (false, true, false) => Some(Precision::Fp16),
+        _ => None,
+    }
 }
 
 /// A `major.minor[.patch]` release the notes state after any of `names`, at
@@ -1547,7 +1583,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // Autocast named without its dtype: PyTorch's CUDA default is fp16
         // (`torch.autocast("cuda")`, `torch.cuda.amp.autocast()`).
         "amp" | "mixed" | "autocast" | "mixed-precision" => Precision::AmpFp16,
-        p => return Err(format!("precision `{p}` is not in the schema")),
+        // Other orders of the same words ("bfloat16 AMP", "mixed precision
+        // bf16", "fp8 (transformer engine)"): one dtype named, with or
+        // without autocast.
+        p => precision_in_words(p).ok_or(format!("precision `{p}` is not in the schema"))?,
     };
     t.optimizer = match r.word("optimizer").as_str() {
         // Adam keeps the same two moments as AdamW (torch.optim state dicts).

@@ -1278,6 +1278,39 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         );
     }
     assert!(plan("gpu_mem_gib", "40 bananas").is_err());
+    // A count with a note or as a multiplier; a precision's words in any
+    // order; where the blocks' inputs went.
+    for gpus in ["8x", "8 GPUs", "8 (1 node)"] {
+        assert_eq!(
+            plan("num_gpus", gpus).unwrap().parallel.num_gpus,
+            8,
+            "{gpus}"
+        );
+    }
+    for (written, prec) in [
+        ("bfloat16 AMP", Precision::AmpBf16),
+        ("mixed precision bf16", Precision::AmpBf16),
+        ("half (AMP)", Precision::AmpFp16),
+    ] {
+        assert_eq!(
+            plan("precision", written).unwrap().training.precision,
+            prec,
+            "{written}"
+        );
+    }
+    assert!(plan("precision", "bf16 fp16 mixed").is_err());
+    assert!(
+        plan("activation_offload", "cpu")
+            .unwrap()
+            .training
+            .activation_offload
+    );
+    assert!(
+        !plan("activation_offload", "none")
+            .unwrap()
+            .training
+            .activation_offload
+    );
     assert!(plan("seq_len", "\"2,04\"").is_err());
     let lora = |task: &str| match case_plan(
         &with_fields(id, &[("task", task), ("base_weight_bits", "")]),
