@@ -893,13 +893,24 @@ fn stated_version(notes: &str, name: &str) -> Option<(u32, u32)> {
 /// A `major.minor` release the notes state after any of `names`, at any of
 /// their occurrences ("torch.compile … torch 2.4.0": the second).
 fn stated_release(notes: &str, names: &[&str]) -> Option<(u32, u32)> {
-    names.iter().find_map(|name| {
-        notes
-            .match_indices(name)
-            .find_map(|(i, _)| release_at(&notes[i + name.len()..]))
-            .map(|(major, minor, _)| (major, minor))
-    })
+    stated_full_release(notes, names).map(|(major, minor, _)| (major, minor))
 }
+
+/// Task words that name what a run trains on, not which weights train
+/// (the row's LoRA columns say that).
+const TRAINING_DATA_TASKS: [&str; 11] = [
+    "sft",
+    "finetune",
+    "fine-tune",
+    "fine-tuning",
+    "finetuning",
+    "instruction-tuning",
+    "instruction-tune",
+    "dpo",
+    "orpo",
+    "simpo",
+    "kto",
+];
 
 /// A precision written as words in any order: fp8 (float8, Transformer
 /// Engine), else one 16-bit dtype with autocast ("amp", "mixed", "autocast")
@@ -1837,16 +1848,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "full-fine-tune"
         | "full-ft" => "full",
         // What the run trains on, not which weights: LoRA where the row
-        // gives a LoRA rank or targets, else every weight.
-        "sft" | "finetune" | "fine-tune" | "fine-tuning" | "finetuning" | "instruction-tuning"
-        | "instruction-tune" | "dpo" | "orpo" | "simpo" | "kto" | "grpo" | "ppo" | "rlhf"
-        | "peft"
-            if lora_stated =>
-        {
-            "lora"
+        // gives a LoRA rank or targets, else every weight (RL and `peft`
+        // only with LoRA columns).
+        t if TRAINING_DATA_TASKS.contains(&t) => {
+            if lora_stated {
+                "lora"
+            } else {
+                "full"
+            }
         }
-        "sft" | "finetune" | "fine-tune" | "fine-tuning" | "finetuning" | "instruction-tuning"
-        | "instruction-tune" | "dpo" | "orpo" | "simpo" | "kto" => "full",
+        "grpo" | "ppo" | "rlhf" | "peft" if lora_stated => "lora",
         // LoRA+ trains the same matrices at two learning rates.
         "dora" | "lora-fa" | "rslora" | "lora+" | "loraplus" | "lora-plus" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
@@ -2475,9 +2486,7 @@ fn gpu_mem_gib(v: &str) -> Result<Option<f64>, String> {
     if v.is_empty() {
         return Ok(None);
     }
-    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
-    let (num, unit) = (v[..split].trim(), v[split..].trim());
-    let x: Option<f64> = num.parse().ok().or_else(|| decimal_comma(num));
+    let (x, unit) = number_and_unit(v);
     let per_gib = match unit.to_ascii_lowercase().as_str() {
         "" | "gib" | "gb" | "g" => Some(1.0),
         "mib" | "mb" => Some(1.0 / 1024.0),
@@ -2488,6 +2497,14 @@ fn gpu_mem_gib(v: &str) -> Result<Option<f64>, String> {
         (Some(x), Some(k)) => Ok(Some(x * k)),
         _ => Err(format!("gpu_mem_gib: `{v}` is not a number")),
     }
+}
+
+/// A figure and the unit written after it ("81920 MiB", "4.82GB", "18,2"):
+/// the number (decimal comma read), and the unit as written (empty if none).
+fn number_and_unit(v: &str) -> (Option<f64>, &str) {
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (num, unit) = (v[..split].trim(), v[split..].trim());
+    (num.parse().ok().or_else(|| decimal_comma(num)), unit)
 }
 
 fn measured_gib(v: &str) -> Result<Option<f64>, String> {
@@ -2503,13 +2520,8 @@ fn measured_gib(v: &str) -> Result<Option<f64>, String> {
     if v.is_empty() {
         return Ok(None);
     }
-    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
-    let (num, unit) = (v[..split].trim(), v[split..].trim());
-    let x: f64 = num
-        .parse()
-        .ok()
-        .or_else(|| decimal_comma(num))
-        .ok_or_else(|| format!("measured_gib: `{v}` is not a number"))?;
+    let (x, unit) = number_and_unit(v);
+    let x = x.ok_or_else(|| format!("measured_gib: `{v}` is not a number"))?;
     if !x.is_finite() || x < 0.0 {
         return Err(format!(
             "measured_gib: `{v}` is not a memory size (a finite number, 0 or more)"
