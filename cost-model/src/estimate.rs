@@ -2311,7 +2311,7 @@ impl<'a> Ctx<'a> {
             };
         let zero_grad = if offloaded { 0.0 } else { partition * FP32 };
         let loaded = trainable * w;
-        let free = self.plan.gpu.capacity().as_f64() - self.runtime() - weights;
+        let free = self.gpu_room() - weights;
         // Flattened through the host otherwise (and before 0.19 always): the
         // parameters go there and the cache is emptied before the flat
         // buffer comes back.
@@ -2324,6 +2324,12 @@ impl<'a> Ctx<'a> {
             per_param + clone + zero_grad,
             largest_param.max(clone).max(zero_grad),
         )
+    }
+
+    /// The GPU's memory less what the runtime holds outside the allocator
+    /// (context, NCCL, other processes): what the allocator can reserve.
+    fn gpu_room(&self) -> f64 {
+        self.plan.gpu.capacity().as_f64() - self.runtime()
     }
 
     /// DeepSpeed's ZeRO-1/2 optimizer (`stage_1_and_2.py`), not Megatron's
@@ -5330,31 +5336,32 @@ impl<'a> Ctx<'a> {
         let fetch_pool = self.zero3_fetch_stream_pool(gathered + fetch);
         let (wrap_cache, wrap_segment) = self.fsdp1_wrap_cache(s);
         let copy_pool = self.fsdp1_offload_copy_pool(wrap_segment);
-        // Whether the loss's fp32 logits-sized tensors outgrow the wrap's
-        // largest segment (worked out only where there are such segments).
-        let logits_outgrow_wrap =
-            wrap_cache > 0.0 && self.is_last(s) && self.loss_logits_tensor() > wrap_segment;
-        // ZeRO-1/2's start-up segments ([`Self::zero12_flatten_cache`]), and
-        // whether the loss's tensors outgrow them; a dropped output's segment
-        // then stays idle beside them through the loss's backward.
-        let (setup_cache, setup_segment) = self.zero12_flatten_cache(s, w);
-        let logits_outgrow_setup =
-            setup_cache > 0.0 && self.is_last(s) && self.loss_logits_tensor() > setup_segment;
-        let dropped_big = if logits_outgrow_setup {
+        // The segments start-up left cached on the default stream: FSDP1's
+        // wrap's ([`Self::fsdp1_wrap_cache`]) or ZeRO-1/2's flattening's
+        // ([`Self::zero12_flatten_cache`]) — one runtime or the other.
+        let fsdp1_wrap = wrap_cache > 0.0;
+        let (start_up, start_up_segment) = if fsdp1_wrap {
+            (wrap_cache, wrap_segment)
+        } else {
+            self.zero12_flatten_cache(s, w)
+        };
+        // Whether the loss's fp32 logits-sized tensors outgrow the largest
+        // (worked out only where there are such segments); under ZeRO-1/2 a
+        // dropped output's segment then stays idle beside them through the
+        // loss's backward.
+        let logits_outgrow =
+            start_up > 0.0 && self.is_last(s) && self.loss_logits_tensor() > start_up_segment;
+        let dropped_big = if logits_outgrow && !fsdp1_wrap {
             self.dropped_output(s)
         } else {
             0.0
         };
         let norm_pool = self.zero2_offload_norm_pool(s) + self.zero3_offload_reduce_pool(s);
-        // Those floors are free segments the allocator hands back when an
+        // That floor is free segments the allocator hands back when an
         // allocation finds no room (`release_cached_blocks` before it
-        // retries `cudaMalloc`, c10/cuda/CUDACachingAllocator.cpp): they
-        // raise the reserve up to what the GPU has, never past it.
-        let room = if wrap_cache > 0.0 || setup_cache > 0.0 {
-            self.plan.gpu.capacity().as_f64() - self.runtime()
-        } else {
-            0.0
-        };
+        // retries `cudaMalloc`, c10/cuda/CUDACachingAllocator.cpp): it
+        // raises the reserve up to what the GPU has, never past it.
+        let room = if start_up > 0.0 { self.gpu_room() } else { 0.0 };
         let casts = self.autocast_copies(s);
         // The 16-bit copy of a quantized weight in flight: the LM head's as
         // backward starts, a block matrix's inside a block's backward.
@@ -5423,31 +5430,21 @@ impl<'a> Ctx<'a> {
                 share
             };
             bd.allocator_reserve = share + Bytes::from_f64(side_cached);
-            // FSDP1's wrap segments ([`Self::fsdp1_wrap_cache`]) take what
-            // fits in them on the default stream; the logits larger than them
-            // and what does not fit get segments of their own.
-            if wrap_cache > 0.0 && !matches!(phase, Phase::Load | Phase::Init) {
-                let big = if logits_outgrow_wrap { p.lg } else { 0.0 };
-                let rest = (allocated.as_f64() - p.comm - big).max(0.0);
-                let default_pool = big + wrap_cache.max(rest * (1.0 + frac));
-                let reserved = default_pool + p.comm + side_cached;
-                let floor = Bytes::from_f64(reserved.min(room)).saturating_sub(allocated);
-                bd.allocator_reserve = bd.allocator_reserve.max(floor);
-            }
-            // ZeRO-1/2's start-up segments likewise take what fits in them;
-            // the flat weights, the master and the optimizer's states have
-            // segments of their own, as do the loss's tensors that outgrow
-            // them (and a dropped output's beside those).
-            if setup_cache > 0.0 && !matches!(phase, Phase::Load | Phase::Init) {
-                let big = if logits_outgrow_setup {
+            // The start-up segments take what fits in them on the default
+            // stream; what has segments of its own stays beside them — the
+            // units FSDP1 gathers on its streams, or ZeRO-1/2's flat weights,
+            // master and optimizer states — as do the loss's tensors that
+            // outgrow them (and a dropped output's beside those).
+            if start_up > 0.0 && !matches!(phase, Phase::Load | Phase::Init) {
+                let apart = if fsdp1_wrap { p.comm } else { p.w + p.o };
+                let big = if logits_outgrow {
                     p.lg + p.lg_idle
                 } else {
                     0.0
                 };
-                let own = p.w + p.o;
                 let held = allocated.as_f64();
-                let rest = (held - own - big).max(0.0);
-                let reserved = own + big + setup_cache.max(rest * (1.0 + frac)) + side_cached;
+                let rest = (held - apart - big).max(0.0);
+                let reserved = apart + big + start_up.max(rest * (1.0 + frac)) + side_cached;
                 let floor = reserved.min(room) - held;
                 if floor > bd.allocator_reserve.as_f64() {
                     bd.allocator_reserve = Bytes::from_f64(floor);
