@@ -10,7 +10,7 @@ use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, DeepspeedRelease, Finetune, LoraTargets, LoraVariant,
     Loss, Objective, Offload, OffloadDevice, Optimizer, OptimizerImpl, Plan, Precision,
-    PytorchRelease, Sharding,
+    PytorchRelease, Sharding, TransformersRelease,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};
@@ -1761,6 +1761,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         None if torch_1 => PytorchRelease::V1_10OrOlder,
         None => PytorchRelease::Current,
     };
+    // The transformers release the notes state ("transformers 4.46.3",
+    // "transformers==4.47.1"); unstated, the current one's loss.
+    t.transformers = stated_release(
+        notes,
+        &["transformers ", "transformers==", "transformers v"],
+    )
+    .map_or(TransformersRelease::Current, |(major, minor)| {
+        TransformersRelease::of(major, minor)
+    });
     if notes.contains("prepare_model_for_kbit_training") {
         t.kbit_fp32_prep = true;
     }

@@ -282,6 +282,12 @@ const ADAN_STATES: f64 = 4.0;
 /// A100, an `nn.Linear` head + `CrossEntropyLoss` on bf16 logits, H 4096,
 /// V 128256) grows by 6.1 bytes per logit with the token count.
 const LOSS_STANDARD_TENSORS: f64 = 3.0;
+
+/// The shifted fp32 copy of the logits transformers 4.46–4.48's
+/// `ForCausalLMLoss` makes beside its upcast (`shift_logits =
+/// logits[..., :-1, :].contiguous()`, 4.46.3 and 4.48.3 `loss/loss_utils.py`;
+/// one position fewer per sequence, counted whole).
+const LOSS_SHIFTED_COPIES: f64 = 1.0;
 /// LitGPT `chunked_cross_entropy` with a chunked LM head keeps every 16-bit
 /// logits chunk and its 16-bit log-softmax (litgpt/utils.py).
 const LOSS_CHUNKED_KEEP_BYTES_PER_LOGIT: f64 = 2.0 * HALF;
@@ -4390,6 +4396,15 @@ impl<'a> Ctx<'a> {
                 };
                 let grad = if half_to_float { HALF } else { up };
                 let fwd = copy + up + held + softcap;
+                // transformers 4.46–4.48 also copy the shifted upcast logits
+                // inside the loss, while the model's output is still alive
+                // ([`Self::loss_copies_shifted_logits`]).
+                let fwd = if self.loss_copies_shifted_logits() {
+                    let output = if held > 0.0 { held } else { self.e };
+                    fwd.max(output + copy + LOSS_SHIFTED_COPIES * up + up + softcap)
+                } else {
+                    fwd
+                };
                 // PyTorch ≤ 1.10's log-softmax keeps its input, the upcast
                 // copy, until its backward ([`Self::softmax_input_bytes`]).
                 let kept_input = if self.plan.training.pytorch.softmax_saves_input() {
@@ -4627,6 +4642,31 @@ impl<'a> Ctx<'a> {
             None => self.trainable_weight_bytes() >= FP32,
             Some(bits) => bits >= 32,
         }
+    }
+
+    /// The loss is transformers' `ForCausalLMLoss` of 4.46 to 4.48
+    /// ([`crate::plan::TransformersRelease::V4_46To4_48`]): a causal LM run
+    /// in transformers' own model code (the frameworks that run the model's
+    /// code, not a hand-written model's Python norms), its standard loss not
+    /// compiled into the model, upcast to fp32. Inside that loss's forward
+    /// the model's output (its head's 16-bit scores, whether or not the
+    /// loop keeps them afterwards: the Trainer's `compute_loss` drops them
+    /// only once `forward` has returned), the upcast, the shifted copy
+    /// (`logits[..., :-1, :].contiguous()`) and the log-softmax's output are
+    /// alive at once; the copy and the upcast are freed as the loss returns
+    /// (nothing saves them: `contiguous`, slicing and `.float()` keep no
+    /// input for backward, log-softmax keeps its output), so only the
+    /// forward moment grows. With the Trainer's order that is 14 bytes per
+    /// logit of 16-bit scores against the 12 of its backward's start
+    /// (transformers 4.46.3 and 4.48.3 `loss/loss_utils.py`; 4.49.0 pads the
+    /// labels instead and copies nothing).
+    fn loss_copies_shifted_logits(&self) -> bool {
+        self.plan.training.transformers.loss_copies_shifted_logits()
+            && self.plan.training.fp32_upcasts
+            && self.m.arch == Arch::Decoder
+            && !self.m.python_norm
+            && self.plan.framework.runs_the_models_own_code()
+            && !self.compiled_loss()
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,

@@ -238,6 +238,47 @@ impl DeepspeedRelease {
     }
 }
 
+/// transformers releases whose causal-LM loss holds different tensors at
+/// its forward (`loss/loss_utils.py` `ForCausalLMLoss`, read in the wheels
+/// of 4.45.2, 4.46.3, 4.48.3 and 4.49.0 on PyPI).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TransformersRelease {
+    /// 4.49 or later, or 4.45 or earlier: from 4.49 the loss pads the labels
+    /// instead of shifting the logits (`nn.functional.pad(labels, (0, 1))`),
+    /// so it copies nothing beside its upcast; up to 4.45 each model's own
+    /// `forward` upcast its logits and dropped the 16-bit ones before the
+    /// shifted copy (the same count of fp32 tensors).
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    /// 4.46 to 4.48: `ForCausalLMLoss` upcasts the 16-bit logits
+    /// (`logits = logits.float()`) and then copies the shifted ones
+    /// (`shift_logits = logits[..., :-1, :].contiguous()`), so inside the
+    /// loss's forward the model's 16-bit output, the upcast, the shifted
+    /// copy and the log-softmax's output are alive at once.
+    #[serde(rename = "4.46-4.48")]
+    V4_46To4_48,
+}
+
+impl TransformersRelease {
+    pub fn is_current(&self) -> bool {
+        *self == TransformersRelease::Current
+    }
+
+    /// The release a stated `major.minor` falls in.
+    pub fn of(major: u32, minor: u32) -> TransformersRelease {
+        match (major, minor) {
+            (4, 46..=48) => TransformersRelease::V4_46To4_48,
+            _ => TransformersRelease::Current,
+        }
+    }
+
+    /// The causal-LM loss copies its shifted fp32 logits beside the upcast.
+    pub fn loss_copies_shifted_logits(self) -> bool {
+        self == TransformersRelease::V4_46To4_48
+    }
+}
+
 /// Activation checkpointing policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -766,6 +807,11 @@ pub struct TrainingSpec {
     /// autograd keeps ([`PytorchRelease`]). Default: 2.2 or later.
     #[serde(default, skip_serializing_if = "PytorchRelease::is_current")]
     pub pytorch: PytorchRelease,
+    /// The transformers release whose model code runs, where releases differ
+    /// in what the causal-LM loss holds ([`TransformersRelease`]). Default:
+    /// 4.49 or later (or 4.45 or earlier, which hold as much).
+    #[serde(default, skip_serializing_if = "TransformersRelease::is_current")]
+    pub transformers: TransformersRelease,
     /// Gradients are reduced after every micro-batch of an accumulation, not
     /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
     /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
@@ -1011,6 +1057,7 @@ impl Default for Plan {
                 nf4_double_quant: false,
                 bnb_0_43_2: false,
                 pytorch: PytorchRelease::Current,
+                transformers: TransformersRelease::Current,
                 sync_each_batch: false,
                 finetune: Finetune::Full,
             },

@@ -577,6 +577,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         enum_id(&dt.optimizer_impl),
     );
     put("torch", enum_id(&t.pytorch), enum_id(&dt.pytorch));
+    put("tf", enum_id(&t.transformers), enum_id(&dt.transformers));
     // The default policy depends on the GPU count and a k-bit base's
     // preparation, which `decode` reads after the framework: it re-seeds an
     // absent `ckpt` once the plan is read.
@@ -871,6 +872,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("torch") {
         t.pytorch = parse_enum("torch", s)?;
     }
+    if let Some(s) = get("tf") {
+        t.transformers = parse_enum("tf", s)?;
+    }
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;
     }
@@ -1090,8 +1094,11 @@ mod tests {
         };
         p.parallel.sharding = Sharding::FsdpFull;
         p.parallel.num_gpus = 4;
+        p.training.transformers = crate::plan::TransformersRelease::V4_46To4_48;
         let q = encode(&p);
         assert!(q.contains("lora_var=dora"), "{q}");
+        assert!(q.contains("tf=4.46-4.48"), "{q}");
+        assert_eq!(decode_str("tf=4.45").unwrap_err().param, "tf");
         assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
         // A classification head keeps the preset's id and survives a new preset.
         p.model.head = ModelHead::Classifier;

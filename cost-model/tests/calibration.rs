@@ -1695,7 +1695,8 @@ fn an_encoder_decoder_target_length_stated_in_the_notes_reaches_the_plan() {
 }
 
 #[test]
-fn the_optimizer_kernel_and_the_pytorch_and_deepspeed_releases_in_notes_reach_the_plan() {
+fn the_optimizer_kernel_and_the_pytorch_deepspeed_and_transformers_releases_in_notes_reach_the_plan(
+) {
     use cost_model::calibrate::case_plan;
     use cost_model::plan::OptimizerImpl;
     let id = "hf_transformers_perf_train_gpu_one-128"; // "Trainer default adamw_hf"
@@ -1774,6 +1775,29 @@ fn the_optimizer_kernel_and_the_pytorch_and_deepspeed_releases_in_notes_reach_th
         ("torch 2.1.2 + deepspeed 0.19.1", DeepspeedRelease::Current),
     ] {
         assert_eq!(plan(notes).parallel.deepspeed, release, "{notes}");
+    }
+    // The transformers release, at whichever mention states one.
+    use cost_model::plan::TransformersRelease;
+    for (notes, release) in [
+        ("transformers 4.46.3", TransformersRelease::V4_46To4_48),
+        (
+            "transformers==4.47.1; trl 0.13",
+            TransformersRelease::V4_46To4_48,
+        ),
+        ("transformers v4.48.0", TransformersRelease::V4_46To4_48),
+        ("transformers 4.45.2", TransformersRelease::Current),
+        ("transformers 4.49.0", TransformersRelease::Current),
+        (
+            "torch 2.11.0+cu130 + transformers 5.17.0",
+            TransformersRelease::Current,
+        ),
+        (
+            "the transformers' guide's config; transformers 4.46.1",
+            TransformersRelease::V4_46To4_48,
+        ),
+        ("", TransformersRelease::Current),
+    ] {
+        assert_eq!(plan(notes).training.transformers, release, "{notes}");
     }
 }
 

@@ -970,3 +970,89 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
     assert!(held(&unsloth) < held(&trainer_est) / 10);
     assert!(unsloth.peak.allocated < trainer_est.peak.allocated);
 }
+
+/// transformers 4.46–4.48's `ForCausalLMLoss` copies the shifted upcast
+/// logits (`logits[..., :-1, :].contiguous()`) beside the upcast inside the
+/// loss's forward, while the model's 16-bit output is alive: 14 bytes per
+/// logit there (2 + 4 + 4 + 4). Under the Trainer, which drops the output
+/// before backward (12 bytes at its start), that moment is the loss's peak:
+/// 2 bytes per logit more than 4.49's; a loop that keeps the output already
+/// holds 14 at backward's start, so its peak does not move. Compiled into the
+/// model, a hand-written model's loss, or a release outside 4.46–4.48: no copy.
+#[test]
+fn transformers_4_46_to_4_48_copy_the_shifted_logits_inside_the_loss() {
+    use cost_model::plan::TransformersRelease;
+    let trainer = || {
+        let mut p = Plan::default();
+        p.model = preset("llama-3.1-8b").unwrap().spec();
+        p.set_framework(Framework::HfTrainer);
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 2;
+        p.training.seq_len = 4096;
+        p.training.finetune = common::lora16_all();
+        p.training.checkpointing = Checkpointing::Full;
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p
+    };
+    let with = |mut p: Plan, r: TransformersRelease| {
+        p.training.transformers = r;
+        p
+    };
+    let peak = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
+    let current = trainer();
+    let old = with(trainer(), TransformersRelease::V4_46To4_48);
+    // The forward moment's logits: 14 bytes per logit against 4.49's 8 (the
+    // Trainer's count there: upcast and log-softmax), the final norm's alike.
+    let fwd = logits_bytes(&old, Phase::Forward) - logits_bytes(&current, Phase::Forward);
+    assert!(
+        (fwd - 6.0 * LOGITS).abs() < 1e-6 * LOGITS,
+        "forward moment grows by {} B per logit",
+        fwd / LOGITS
+    );
+    // The backward's start is unchanged, so the peak grows by 2 bytes a logit.
+    assert_eq!(
+        logits_bytes(&old, Phase::Backward),
+        logits_bytes(&current, Phase::Backward)
+    );
+    let grown = peak(&old) - peak(&current);
+    assert!(
+        (grown - 2.0 * LOGITS).abs() < 0.01 * LOGITS,
+        "peak grows by {} B per logit",
+        grown / LOGITS
+    );
+    // A loop that keeps the output: 14 bytes at both moments, peak unchanged.
+    let mut holding = trainer();
+    holding.set_framework(Framework::HfAccelerate);
+    holding.training.finetune = common::lora16_all();
+    holding.training.checkpointing = Checkpointing::Full;
+    assert_eq!(
+        peak(&with(holding.clone(), TransformersRelease::V4_46To4_48)),
+        peak(&holding)
+    );
+    // No copy outside the release, in a compiled model, or in LitGPT's code.
+    assert_eq!(TransformersRelease::of(4, 45), TransformersRelease::Current);
+    assert_eq!(
+        TransformersRelease::of(4, 46),
+        TransformersRelease::V4_46To4_48
+    );
+    assert_eq!(
+        TransformersRelease::of(4, 48),
+        TransformersRelease::V4_46To4_48
+    );
+    assert_eq!(TransformersRelease::of(4, 49), TransformersRelease::Current);
+    assert_eq!(TransformersRelease::of(5, 0), TransformersRelease::Current);
+    let mut compiled = trainer();
+    compiled.training.compile = true;
+    assert_eq!(
+        peak(&with(compiled.clone(), TransformersRelease::V4_46To4_48)),
+        peak(&compiled)
+    );
+    let mut litgpt = trainer();
+    litgpt.set_framework(Framework::Litgpt);
+    litgpt.training.finetune = common::lora16_all();
+    assert_eq!(
+        peak(&with(litgpt.clone(), TransformersRelease::V4_46To4_48)),
+        peak(&litgpt)
+    );
+}

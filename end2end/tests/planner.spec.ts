@@ -582,6 +582,26 @@ test("PyTorch release: the select and the URL key agree, and the releases that k
   }
 });
 
+test("transformers release: the select and the URL key agree, and 4.46–4.48's shifted copy raises the Trainer's peak", async ({ page }, info) => {
+  // Llama-3.1-8B LoRA under the Trainer, 2 × 4096, checkpointed: inside the
+  // loss 4.46–4.48 also copy the shifted fp32 logits, 14 bytes per logit
+  // against the 12 of backward's start, 2 × 8192 × 128,256 B = 1.96 GiB more.
+  const plan =
+    "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=hf-trainer&prec=bf16&mb=2&seq=4096&ckpt=full&ft=lora&targets=all-linear&rank=16";
+  await page.goto(plan);
+  await expect(page.getByTestId("tf")).toHaveValue("current");
+  const before = await deviceUsedGiB(page);
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("tf").selectOption("4.46-4.48");
+    await expect(page).toHaveURL(/tf=4\.46-4\.48/);
+  } else {
+    await page.goto(`${plan}&tf=4.46-4.48`);
+    await expect(page.getByTestId("tf")).toHaveValue("4.46-4.48");
+  }
+  await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(before + 1.5);
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);
