@@ -739,6 +739,46 @@ fn named_optimizer(o: &str) -> Option<Optimizer> {
     other_optimizer(o)
 }
 
+/// A sharding column's word (lower-cased, `_` and spaces as `-`) as a
+/// strategy: its own names, FSDP's and DeepSpeed's, and their other
+/// spellings; `None` for anything else.
+fn sharding_word(s: &str) -> Option<Sharding> {
+    Some(match s {
+        "none" => Sharding::None,
+        // Data parallelism by its short and long names.
+        "ddp" | "dp" | "data-parallel" | "distributeddataparallel" | "megatron-dp" => Sharding::Ddp,
+        // DeepSpeed's stage 0 is plain data parallelism.
+        "zero0" | "zero-0" => Sharding::Ddp,
+        "zero1" | "zero-1" => Sharding::Zero1,
+        "zero2" | "zero-2" => Sharding::Zero2,
+        "zero3" | "zero-3" => Sharding::Zero3,
+        // FSDP's own strategy names (`ShardingStrategy`), and FSDP2, which
+        // only fully shards.
+        "fsdp-full" | "fsdp" | "fsdp2" | "full-shard" => Sharding::FsdpFull,
+        "fsdp-grad-op" | "shard-grad-op" => Sharding::FsdpGradOp,
+        "hsdp" | "hybrid-shard" => Sharding::Hsdp,
+        // Other spellings: FSDP's strategies with a prefix, DeepSpeed's stages
+        // by name ("deepspeed-zero3", "ds-stage-2", "zero-stage-3"), one GPU.
+        "fsdp-hybrid" | "fsdp-hybrid-shard" | "hybrid" => Sharding::Hsdp,
+        "fsdp-full-shard" => Sharding::FsdpFull,
+        "fsdp-shard-grad-op" | "grad-op" => Sharding::FsdpGradOp,
+        "single" | "single-gpu" | "no" | "no-shard" => Sharding::None,
+        "dataparallel" | "nn-dataparallel" | "nn.dataparallel" => Sharding::DataParallel,
+        // FSDP2's API (`fully_shard`).
+        "fully-shard" | "fsdp2-fully-shard" => Sharding::FsdpFull,
+        s => return zero_stage(s),
+    })
+}
+
+/// What `read` makes of the text inside a value's parentheses, else of the
+/// text before them ("fsdp-(shard-grad-op)", "zero-3-(stage-3)").
+fn in_parentheses<T>(s: &str, read: fn(&str) -> Option<T>) -> Option<T> {
+    let (outside, rest) = s.split_once('(')?;
+    let inside = rest.split(')').next().unwrap_or("");
+    let trim = |t: &str| t.trim_matches(['-', ' ', ',', ';']).to_string();
+    read(&trim(inside)).or_else(|| read(&trim(outside)))
+}
+
 /// A DeepSpeed ZeRO stage named in a sharding column ("deepspeed-zero3",
 /// "ds-stage-2", "zero-stage-3"): stage 0 is plain data parallelism.
 fn zero_stage(s: &str) -> Option<Sharding> {
@@ -1224,7 +1264,22 @@ fn without_brackets(text: &str) -> String {
 /// Builds the plan a case row describes. Settings the schema does not carry
 /// come from the framework profile, as for any user.
 fn plan_for(r: &Row) -> Result<Plan, String> {
-    let framework = match r.word("framework").as_str() {
+    // A note in parentheses after the framework ("torchtune (recipe)"), or
+    // the tool inside them after `other` ("other (axolotl)").
+    let framework_word = r.word("framework");
+    let framework_word = match framework_word.split_once('(') {
+        Some((outside, inside)) => {
+            let outside = outside.trim_matches('-');
+            let inside = inside.split(')').next().unwrap_or("").trim_matches('-');
+            if outside.is_empty() || outside == "other" {
+                inside.to_string()
+            } else {
+                outside.to_string()
+            }
+        }
+        None => framework_word,
+    };
+    let framework = match framework_word.as_str() {
         "hf-trainer" => Framework::HfTrainer,
         "hf-accelerate" => Framework::HfAccelerate,
         "litgpt" => Framework::Litgpt,
@@ -1252,9 +1307,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         | "hugging-face-transformers"
         | "trainer" => Framework::HfTrainer,
         "lit-gpt" | "lit-llama" => Framework::Litgpt,
+        "torch-titan" => Framework::Torchtitan,
+        // Oumi trains through transformers' `Trainer` (or TRL's) by default.
+        "oumi" => Framework::HfTrainer,
         // Megatron-DeepSpeed runs Megatron-LM's model code (its ZeRO stage is
         // the sharding column's).
-        "megatron-lm" | "megatron-deepspeed" => Framework::Megatron,
+        // EleutherAI's GPT-NeoX library is built on Megatron-DeepSpeed.
+        "megatron-lm" | "megatron-deepspeed" | "gpt-neox" | "neox" => Framework::Megatron,
         "deepspeed-chat" | "openrlhf" => Framework::Deepspeed,
         // ms-swift by its command and project names (`swift sft`, ModelScope's
         // SWIFT); the notes need "ms-swift", "swift" being a word of its own.
@@ -1263,12 +1322,33 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // running its own (or the given) model code with the sharding the
         // columns state: nanoGPT, MosaicML's Composer and LLM Foundry,
         // fairseq, Colossal-AI, XTuner (mmengine), verl.
-        "pytorch" | "torch" | "torchrun" | "lightning" | "pytorch-lightning" | "fabric"
-        | "lightning-fabric" | "pytorch-fsdp" | "fsdp" | "fsdp2" | "pytorch-ddp" | "ddp"
-        | "nanogpt" | "composer" | "mosaic-composer" | "mosaicml-composer" | "llm-foundry"
-        | "fairseq" | "colossalai" | "colossal-ai" | "xtuner" | "mmengine" | "verl" => {
-            Framework::PlainPytorch
-        }
+        "pytorch"
+        | "torch"
+        | "torchrun"
+        | "lightning"
+        | "pytorch-lightning"
+        | "fabric"
+        | "lightning-fabric"
+        | "pytorch-fsdp"
+        | "fsdp"
+        | "fsdp2"
+        | "pytorch-ddp"
+        | "ddp"
+        | "nanogpt"
+        | "composer"
+        | "mosaic-composer"
+        | "mosaicml-composer"
+        | "llm-foundry"
+        | "mosaicml"
+        | "llmfoundry"
+        | "mosaicml-llm-foundry"
+        | "fairseq"
+        | "metaseq"
+        | "colossalai"
+        | "colossal-ai"
+        | "xtuner"
+        | "mmengine"
+        | "verl" => Framework::PlainPytorch,
         // Not PyTorch: XLA's and MLX's memory is not a caching allocator's
         // (JAX preallocates 75 % of the GPU unless told otherwise).
         f @ ("jax" | "flax" | "maxtext" | "levanter" | "t5x" | "paxml" | "praxis" | "easylm"
@@ -1822,6 +1902,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     t.attention = match r.word("attention").as_str() {
         "eager" => Attention::Eager,
+        // SDPA's math backend ("sdpa (math)") and attention written as
+        // matmuls and a softmax materialise the scores as eager does.
+        a if a.contains("math") || a.contains("eager") || matches!(a, "manual" | "naive") => {
+            Attention::Eager
+        }
         _ => Attention::Flash,
     };
     t.padded = stated_padding(&lower);
@@ -1988,27 +2073,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // ZeRO stage 0 and Megatron without the distributed optimizer.
         "" if shards_with_fsdp(framework) => Sharding::FsdpFull,
         "" => Sharding::Ddp,
-        "none" => Sharding::None,
-        // Data parallelism by its short and long names.
-        "ddp" | "dp" | "data-parallel" | "distributeddataparallel" | "megatron-dp" => Sharding::Ddp,
-        // DeepSpeed's stage 0 is plain data parallelism.
-        "zero0" | "zero-0" => Sharding::Ddp,
-        "zero1" | "zero-1" => Sharding::Zero1,
-        "zero2" | "zero-2" => Sharding::Zero2,
-        "zero3" | "zero-3" => Sharding::Zero3,
-        // FSDP's own strategy names (`ShardingStrategy`), and FSDP2, which
-        // only fully shards.
-        "fsdp-full" | "fsdp" | "fsdp2" | "full-shard" => Sharding::FsdpFull,
-        "fsdp-grad-op" | "shard-grad-op" => Sharding::FsdpGradOp,
-        "hsdp" | "hybrid-shard" => Sharding::Hsdp,
-        // Other spellings: FSDP's strategies with a prefix, DeepSpeed's stages
-        // by name ("deepspeed-zero3", "ds-stage-2", "zero-stage-3"), one GPU.
-        "fsdp-hybrid" | "fsdp-hybrid-shard" | "hybrid" => Sharding::Hsdp,
-        "fsdp-full-shard" => Sharding::FsdpFull,
-        "fsdp-shard-grad-op" | "grad-op" => Sharding::FsdpGradOp,
-        "single" | "single-gpu" | "no" | "no-shard" => Sharding::None,
-        "dataparallel" | "nn-dataparallel" | "nn.dataparallel" => Sharding::DataParallel,
-        s => zero_stage(s).ok_or(format!("sharding `{s}` is not in the schema"))?,
+        // A strategy with a note in parentheses: the one named inside ("FSDP
+        // (SHARD_GRAD_OP)"), else the one outside ("fsdp (8 GPUs)").
+        s => sharding_word(s)
+            .or_else(|| in_parentheses(s, sharding_word))
+            .ok_or(format!("sharding `{s}` is not in the schema"))?,
     };
     // Megatron's distributed optimizer (`--use-distributed-optimizer`) shards
     // the fp32 master weights and Adam states over the data-parallel ranks —

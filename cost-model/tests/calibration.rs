@@ -2168,6 +2168,13 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         ("sharding", "FSDP_Full"),
         ("sharding", "full_shard"),
         ("sharding", "fsdp"),
+        // FSDP2's API, and notes in parentheses: the strategy inside, else
+        // the one before.
+        ("sharding", "fully_shard"),
+        ("sharding", "FSDP (FULL_SHARD)"),
+        ("sharding", "fsdp (2 GPUs)"),
+        ("framework", "LitGPT (finetune/lora.py)"),
+        ("framework", "other (litgpt)"),
         ("precision", "bf16-true"),
         ("precision", "BF16"),
         ("optimizer", "Adam"),
@@ -2205,7 +2212,13 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
     // Different values really change the prediction (the spellings above are
     // not ignored): mixed precision keeps fp32 weights; SHARD_GRAD_OP keeps
     // them unsharded between forward and backward.
-    for (col, v) in [("precision", "bf16-mixed"), ("sharding", "SHARD_GRAD_OP")] {
+    for (col, v) in [
+        ("precision", "bf16-mixed"),
+        ("sharding", "SHARD_GRAD_OP"),
+        ("sharding", "FSDP (SHARD_GRAD_OP)"),
+        // SDPA's math backend keeps the scores as eager attention does.
+        ("attention", "sdpa (math)"),
+    ] {
         let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
         assert!(c.skipped.is_none(), "{c:?}");
         assert_ne!(c.predicted_gib, base.predicted_gib, "{col} = {v}");
@@ -2224,6 +2237,35 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         .clone();
     assert!(a.skipped.is_none(), "{a:?}");
     assert_eq!(a.predicted_gib, b.predicted_gib);
+    // The math backend is eager attention by another name.
+    let eager = calibrate(&with_fields(id, &[("attention", "eager")]))
+        .unwrap()
+        .cases[0]
+        .clone();
+    for v in ["math", "sdpa_math", "SDPA (math)"] {
+        let c = calibrate(&with_fields(id, &[("attention", v)])).unwrap().cases[0].clone();
+        assert_eq!(c.predicted_gib, eager.predicted_gib, "attention = {v}");
+    }
+    // Other tools by their project names.
+    for (v, same_as) in [
+        ("torch-titan", "torchtitan"),
+        ("mosaicml", "plain-pytorch"),
+        ("llmfoundry", "plain-pytorch"),
+        ("metaseq", "plain-pytorch"),
+        ("gpt-neox", "megatron"),
+        ("oumi", "hf-trainer"),
+        ("torchtune (recipe)", "torchtune"),
+    ] {
+        let got = |f: &str| {
+            calibrate(&with_fields(id, &[("framework", f)]))
+                .unwrap()
+                .cases[0]
+                .clone()
+        };
+        let (c, d) = (got(v), got(same_as));
+        assert!(c.skipped.is_none(), "{v}: {c:?}");
+        assert_eq!(c.predicted_gib, d.predicted_gib, "{v} as {same_as}");
+    }
     // Still not guessed: a value no spelling explains is named with its column.
     let bad = calibrate(&with_fields(id, &[("sharding", "zero4")]))
         .unwrap()
