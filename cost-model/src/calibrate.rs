@@ -129,6 +129,11 @@ fn written_unknown(v: &str) -> bool {
         .any(|u| v.eq_ignore_ascii_case(u))
 }
 
+/// A whole number as written: digits, or digits grouped in thousands.
+fn is_count(v: &str) -> bool {
+    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) || without_thousands(v).is_some()
+}
+
 /// A whole number written with thousands separators ("2,048", "32 000"):
 /// the digits, where every group after the first has three.
 fn without_thousands(v: &str) -> Option<String> {
@@ -272,8 +277,47 @@ impl Row<'_> {
         if let Some((n, _)) = v.split_once('(').filter(|(n, _)| !n.trim().is_empty()) {
             return self.u32_trimmed(col, n.trim());
         }
-        if let Some(n) = v.strip_suffix(['x', '×']).filter(|n| !n.trim().is_empty()) {
+        if let Some(n) = v.strip_suffix(['x', '×']).filter(|n| is_count(n.trim())) {
             return self.u32_trimmed(col, n.trim());
+        }
+        // A count of GPUs with their name ("2x A100", "8 × H100").
+        if let Some((n, _)) = v
+            .split_once(['x', '×'])
+            .filter(|(n, name)| is_count(n.trim()) && name.starts_with(' '))
+        {
+            return self.u32_trimmed(col, n.trim());
+        }
+        // A count per device ("2 per GPU", "2/gpu"), a batch by its flag
+        // ("bs=2", "per_device_train_batch_size=2").
+        if let Some((n, _)) = v
+            .split_once(" per ")
+            .or_else(|| {
+                v.split_once('/')
+                    .filter(|(_, per)| per.trim().chars().all(|c| c.is_ascii_alphabetic()))
+            })
+            .filter(|(n, _)| is_count(n.trim()))
+        {
+            return self.u32_trimmed(col, n.trim());
+        }
+        // (Not a cap, "max_length=2048": what ran may be shorter.)
+        if let Some((_, n)) = v.split_once('=').filter(|(name, n)| {
+            !name.trim().is_empty()
+                && !name.to_ascii_lowercase().contains("max")
+                && name
+                    .trim()
+                    .chars()
+                    .all(|c| c.is_ascii_alphabetic() || c == '_')
+                && is_count(n.trim())
+        }) {
+            return self.u32_trimmed(col, n.trim());
+        }
+        let lower = v.to_ascii_lowercase();
+        if (lower.contains("max") || lower.contains("up to"))
+            && lower.contains(|c: char| c.is_ascii_digit())
+        {
+            return Err(format!(
+                "{col}: `{v}` is a cap, not what the run used (a shorter batch or sequence may have run)"
+            ));
         }
         self.u32_trimmed(col, v)
     }
@@ -355,8 +399,11 @@ impl Row<'_> {
         match self.word(col).as_str() {
             "true" | "yes" | "1" | "on" | "y" => Ok(true),
             "false" | "no" | "0" | "" | "off" | "n" | "none" => Ok(false),
-            // Where the blocks' inputs went.
-            "cpu" | "host" if col == "activation_offload" => Ok(true),
+            // Where the blocks' inputs went, or the checkpointing that sends
+            // them there (Unsloth's `use_gradient_checkpointing="unsloth"`).
+            "cpu" | "host" | "offloaded" | "offload" | "unsloth" if col == "activation_offload" => {
+                Ok(true)
+            }
             // `compile` as people write it: the compiler by name, or eager.
             "torch.compile" | "torch-compile" | "inductor" | "compiled" if col == "compile" => {
                 Ok(true)
@@ -372,6 +419,8 @@ impl Row<'_> {
         let w = self.word(col);
         let named = match w.as_str() {
             "nf4" | "fp4" | "int4" | "4bit" | "4-bit" | "q4" | "bnb-4bit" | "bnb-nf4" => Some(4),
+            // NF4 with its scales quantized too (LitGPT's `nf4-dq`).
+            "nf4-dq" | "nf4+dq" | "nf4-double-quant" | "nf4-double-quantization" => Some(4),
             "int8" | "8bit" | "8-bit" | "q8" | "llm.int8" | "llm-int8" | "bnb-8bit" => Some(8),
             "bf16" | "fp16" | "16bit" | "16-bit" | "half" | "bfloat16" | "float16" => Some(16),
             "fp32" | "32bit" | "32-bit" | "float32" => Some(32),
@@ -1857,6 +1906,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         || fsdp2_reduced_each_micro_batch(&lower, r.get("sharding"));
     // Stated, else the profile's (the tools built on the Trainer set it).
     t.nf4_double_quant = stated_double_quant(notes).unwrap_or(t.nf4_double_quant);
+    // A bit-width column that names the double quantization ("nf4-dq").
+    let bits_word = r.word("base_weight_bits");
+    if bits_word.contains("-dq") || bits_word.contains("+dq") || bits_word.contains("double") {
+        t.nf4_double_quant = true;
+    }
     t.bnb_0_43_2 = stated_bnb_0_43_2(notes);
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
@@ -1926,7 +1980,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         _ => t.loss,
     };
     // A task left empty is LoRA when a rank or targets are stated.
+    // A note in parentheses after the task ("LoRA (4-bit)": the bit width
+    // is the base_weight_bits column's).
     let task_word = r.word("task");
+    let task_word = match task_word.split_once('(') {
+        Some((task, _)) if !task.trim_matches('-').is_empty() => task.trim_matches('-').to_string(),
+        _ => task_word,
+    };
     let lora_stated = !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty();
     let task = match task_word.as_str() {
         "" if lora_stated => "lora",
@@ -1955,6 +2015,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // LoRA+ trains the same matrices at two learning rates.
         "dora" | "lora-fa" | "rslora" | "lora+" | "loraplus" | "lora-plus" => "lora",
         "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
+        // QLoRA with what the run trained on or the library ("sft-qlora",
+        // "peft-qlora").
+        t if t.split('-').any(|w| w == "qlora") => "qlora",
         t if GENERIC_ADAPTER_TASKS.contains(&t)
             || t == "adapter"
             || named_adapter_method(t).is_some() =>
@@ -2110,7 +2173,16 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // optimizer to the host (stage 1/2); transformers' "ZeRO-3 Offload"
     // config moves the parameters too.
     let sharding_offload = r.word("sharding").contains("offload");
-    p.offload = match r.word("offload").as_str() {
+    // The device in parentheses after what went ("optimizer (nvme)"): the
+    // host unless it names NVMe.
+    let offload_word = r.word("offload");
+    let (offload_word, nvme) = match offload_word.split_once('(') {
+        Some((what, device)) if !what.trim_matches('-').is_empty() => {
+            (what.trim_matches('-').to_string(), device.contains("nvme"))
+        }
+        _ => (offload_word, false),
+    };
+    p.offload = match offload_word.as_str() {
         "" if sharding_offload && p.sharding == Sharding::Zero3 => Offload::ALL_CPU,
         "" if sharding_offload && matches!(p.sharding, Sharding::Zero1 | Sharding::Zero2) => {
             Offload::OPTIMIZER_CPU
@@ -2125,12 +2197,22 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         }
         "optimizer-cpu" | "cpu-optimizer" | "offload-optimizer" | "optimizer-states"
         | "optimizer:cpu" | "optimizer-to-cpu" => Offload::OPTIMIZER_CPU,
+        // ZeRO-Offload (Ren et al. 2021): the optimizer's states, gradients
+        // and update on the host, the parameters on the GPU.
+        "zero-offload" => Offload::OPTIMIZER_CPU,
         o => {
             return Err(format!(
                 "offload `{o}` is not in the schema (none, optimizer or params+optimizer)"
             ))
         }
     };
+    if nvme {
+        for d in [&mut p.offload.optimizer, &mut p.offload.params] {
+            if *d == OffloadDevice::Cpu {
+                *d = OffloadDevice::Nvme;
+            }
+        }
+    }
     // Parameters offloaded where the sharding column cannot hold them: under
     // ZeRO-1/2 DeepSpeed ignores `offload_param` (it builds those stages
     // without it, deepspeed 0.19.8 `runtime/zero/config.py`: "Valid only

@@ -2243,7 +2243,10 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         .cases[0]
         .clone();
     for v in ["math", "sdpa_math", "SDPA (math)"] {
-        let c = calibrate(&with_fields(id, &[("attention", v)])).unwrap().cases[0].clone();
+        let c = calibrate(&with_fields(id, &[("attention", v)]))
+            .unwrap()
+            .cases[0]
+            .clone();
         assert_eq!(c.predicted_gib, eager.predicted_gib, "attention = {v}");
     }
     // Other tools by their project names.
@@ -3159,4 +3162,75 @@ fn tool_rows_double_quantize_a_4_bit_base_unless_told_not_to() {
     assert!(!dq("hf-trainer", "bnb nf4"));
     assert!(dq("hf-trainer", "bnb nf4 + double quant"));
     assert!(!dq("hf-trainer", "bnb_4bit_use_double_quant=False"));
+}
+
+/// Counts, tasks, offload and bit widths as other files write them: a count
+/// per device or by its flag, GPUs with their name, a task or an offload with
+/// a note in parentheses (the device NVMe when it says so), ZeRO-Offload by
+/// its name, NF4 with its scales quantized, Unsloth's offloading; a cap is
+/// refused with its reason, not read as what ran.
+#[test]
+fn counts_tasks_and_offload_written_other_ways_read_as_the_values() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::{Offload, OffloadDevice};
+    // Llama-2-70B QLoRA under ZeRO-3 on two GPUs, batch 2 × 2048.
+    let id = "peft_docs_deepspeed_70b-147";
+    let base = calibrate(&with_fields(id, &[])).unwrap().cases[0].clone();
+    assert!(base.skipped.is_none(), "{base:?}");
+    for (col, v) in [
+        ("micro_batch", "2 per GPU"),
+        ("micro_batch", "2/gpu"),
+        ("micro_batch", "bs=2"),
+        ("micro_batch", "per_device_train_batch_size=2"),
+        ("num_gpus", "2x A100"),
+        ("num_gpus", "2 × H100"),
+        ("task", "LoRA (4-bit)"),
+        ("task", "sft-qlora"),
+        ("task", "peft-qlora"),
+        ("base_weight_bits", "nf4-dq"),
+    ] {
+        let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
+        assert_eq!(c.predicted_gib, base.predicted_gib, "{col} = {v}: {c:?}");
+    }
+    let plan = |set: &[(&str, &str)]| case_plan(&with_fields(id, set), id).unwrap();
+    assert_eq!(
+        plan(&[("offload", "optimizer (cpu)")]).parallel.offload,
+        Offload::OPTIMIZER_CPU
+    );
+    assert_eq!(
+        plan(&[("offload", "ZeRO-Offload")]).parallel.offload,
+        Offload::OPTIMIZER_CPU
+    );
+    let nvme = plan(&[("offload", "params+optimizer (NVMe)")])
+        .parallel
+        .offload;
+    assert_eq!(
+        (nvme.params, nvme.optimizer),
+        (OffloadDevice::Nvme, OffloadDevice::Nvme)
+    );
+    assert!(
+        plan(&[("base_weight_bits", "nf4-dq"), ("notes", "")])
+            .training
+            .nf4_double_quant
+    );
+    assert!(
+        plan(&[("activation_offload", "unsloth")])
+            .training
+            .activation_offload
+    );
+    // Not guessed: a cap, a fraction, a range.
+    for (col, v, why) in [
+        ("seq_len", "max_seq_length=2048", "is a cap"),
+        ("seq_len", "up to 2048", "is a cap"),
+        ("micro_batch", "1/2", "not a whole number"),
+        ("seq_len", "2048/4096", "not a whole number"),
+        ("seq_len", "max", "`max` is not a whole number"),
+    ] {
+        let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
+        let skipped = c.skipped.unwrap_or_default();
+        assert!(
+            skipped.contains(col) && skipped.contains(why),
+            "{col} = {v}: {skipped}"
+        );
+    }
 }
