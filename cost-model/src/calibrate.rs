@@ -409,8 +409,25 @@ impl Row<'_> {
                 Ok(true)
             }
             "eager" if col == "compile" => Ok(false),
+            "tied" | "shared" if col == "tied_embeddings" => Ok(true),
+            "untied" | "separate" | "not-tied" if col == "tied_embeddings" => Ok(false),
             v => Err(format!("{col}: `{v}` is not true/false")),
         }
+    }
+
+    /// Whether the run ran out of memory: the `oom` column as a flag or in
+    /// words ("OOM", "out of memory", "fits"), or a measurement written as
+    /// "OOM" instead of a size.
+    fn oom(&self) -> Result<bool, String> {
+        let w = self.word("oom");
+        if w.contains("oom") || w.contains("out-of-memory") {
+            return Ok(true);
+        }
+        if matches!(w.as_str(), "fit" | "fits" | "ok" | "fitted") {
+            return Ok(false);
+        }
+        let measured = self.word("measured_gib");
+        Ok(self.bool("oom")? || measured.contains("oom") || measured.contains("out-of-memory"))
     }
 
     /// A bit width written as a number ("4") or by its format's name ("nf4",
@@ -1639,7 +1656,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
         Some(g) => Some(g),
-        None => stated_board_gib(r.get("gpu")).or(if r.bool("oom").unwrap_or(false) {
+        None => stated_board_gib(r.get("gpu")).or(if r.oom().unwrap_or(false) {
             r.f64("measured_gib").ok().flatten()
         } else {
             None
@@ -1670,7 +1687,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // Block dropout (below), from the named checkpoint's config.
     let dropout = plan.dropout_for(config_dropout);
     let t = &mut plan.training;
-    let oom = r.bool("oom").unwrap_or(false);
+    let oom = r.oom().unwrap_or(false);
     t.micro_batch = match r.u32("micro_batch")?.or_else(|| stated_micro_batch(notes)) {
         Some(b) => b,
         // An OOM row's lower bound, as for the sequence below.
@@ -2677,6 +2694,28 @@ fn measured_gib(v: &str) -> Result<Option<f64>, String> {
         .trim_start_matches("approx. ")
         .trim_end_matches(['*', '†', '‡'])
         .trim();
+    // A note in parentheses after the figure ("18.2 (peak)"), its spread
+    // ("18.2 ± 0.3", "18.2+/-0.3"): the figure.
+    // The spread's unit is the figure's ("18.2 ± 0.3 GB").
+    let v = v.split_once('(').map_or(v, |(figure, _)| figure).trim();
+    let spread = v.split_once('±').or_else(|| v.split_once("+/-"));
+    let with_unit;
+    let v = match spread {
+        Some((figure, rest)) => {
+            let figure = figure.trim();
+            let rest = rest.trim_end();
+            let unit = &rest[rest
+                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .len()..];
+            if figure.ends_with(|c: char| c.is_ascii_digit()) && !unit.is_empty() {
+                with_unit = format!("{figure} {unit}");
+                with_unit.as_str()
+            } else {
+                figure
+            }
+        }
+        None => v,
+    };
     if v.is_empty() {
         return Ok(None);
     }
@@ -2738,7 +2777,8 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
             .copied()
             .flatten()
             .unwrap_or(f64::NAN);
-        let oom = row.bool("oom").unwrap_or(false);
+        let oom_read = row.oom();
+        let oom = oom_read.clone().unwrap_or(false);
         let quality_c = row.get("quality") == "C";
         let mut res = CaseResult {
             id,
@@ -2757,6 +2797,7 @@ pub fn calibrate(csv_text: &str) -> Result<Report, String> {
                     header.len()
                 ));
             }
+            oom_read?;
             let counter = Counter::from_metric(&metric)
                 .ok_or(format!("metric `{metric}` is not in the schema"))?;
             // An OOM row's measurement is only the capacity it hit; any other

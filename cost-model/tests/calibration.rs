@@ -3234,3 +3234,39 @@ fn counts_tasks_and_offload_written_other_ways_read_as_the_values() {
         );
     }
 }
+
+/// An OOM written in words is an OOM (it had been read as a run that fitted
+/// when the `oom` column said "OOM"); a measurement with a note or a spread
+/// is its figure, in the spread's unit; tied embeddings in words.
+#[test]
+fn oom_in_words_and_measurements_with_notes_read_as_meant() {
+    let id = "peft_docs_deepspeed_70b-147";
+    let case = |set: &[(&str, &str)]| calibrate(&with_fields(id, set)).unwrap().cases[0].clone();
+    for v in ["OOM", "out of memory", "true", "yes"] {
+        let c = case(&[("oom", v)]);
+        assert!(c.oom && c.skipped.is_none(), "oom = {v}: {c:?}");
+    }
+    assert!(case(&[("oom", ""), ("measured_gib", "OOM")]).oom);
+    for v in ["fits", "false", ""] {
+        assert!(!case(&[("oom", v)]).oom, "oom = {v}");
+    }
+    // A word that says neither is named, not read as a run that fitted.
+    let maybe = case(&[("oom", "maybe")]);
+    assert!(
+        maybe
+            .skipped
+            .as_deref()
+            .unwrap_or("")
+            .contains("oom: `maybe`"),
+        "{maybe:?}"
+    );
+    let gib = |v: &str| case(&[("measured_gib", v)]).measured_gib;
+    assert_eq!(gib("34.1 (peak)"), 34.1);
+    assert_eq!(gib("34.1±0.2"), 34.1);
+    assert_eq!(gib("34.1 ± 0.2 GB"), gib("34.1 GB"));
+    assert!((gib("34.1 GB") - 34.1e9 / (1u64 << 30) as f64).abs() < 1e-9);
+    let pred = |v: &str| case(&[("tied_embeddings", v)]).predicted_gib;
+    assert_eq!(pred("tied"), pred("true"));
+    assert_eq!(pred("untied"), pred("false"));
+    assert_ne!(pred("tied"), pred("untied"));
+}
