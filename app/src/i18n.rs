@@ -303,8 +303,8 @@ pub const ZH: &[(&str, &str)] = &[
     ("4.49 or later (or 4.45 or older)", "4.49 及以后（或 4.45 及以前）"),
     ("4.46 – 4.48", "4.46 – 4.48"),
     (
-        "Releases differ in what the causal-LM loss holds: 4.46–4.48 copy the shifted fp32 logits beside their upcast inside the loss, 4 bytes per logit more at the loss's forward (2 more at the peak under the Trainer, which drops the logits before backward); other releases hold as much as 4.49 and later",
-        "各版本的因果语言模型损失所持有的张量不同：4.46–4.48 在损失内部除了上转（upcast）的 fp32 logits 外还复制一份移位后的 fp32 logits，损失前向时每个 logit 多 4 字节（在 Trainer 下峰值多 2 字节，因为它在反向之前丢弃 logits）；其他版本与 4.49 及以后持有的一样多",
+        "Releases differ in what the causal-LM loss holds: 4.46–4.48 copy the shifted fp32 logits beside their upcast inside the loss, 4 bytes per logit more at the loss's forward (2 more allocated at the peak under the Trainer, which drops the logits before backward); other releases hold as much as 4.49 and later",
+        "各版本的因果语言模型损失所持有的张量不同：4.46–4.48 在损失内部除了上转（upcast）的 fp32 logits 外还复制一份移位后的 fp32 logits，损失前向时每个 logit 多 4 字节（在 Trainer 下已分配（allocated）峰值多 2 字节，因为它在反向之前丢弃 logits）；其他版本与 4.49 及以后持有的一样多",
     ),
     ("DeepSpeed release", "DeepSpeed 版本"),
     ("0.19 or later", "0.19 及以后"),

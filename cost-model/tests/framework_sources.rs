@@ -976,7 +976,8 @@ fn trainer_based_tools_share_the_trainers_mechanisms_and_set_their_own_defaults(
 /// loss's forward, while the model's 16-bit output is alive: 14 bytes per
 /// logit there (2 + 4 + 4 + 4). Under the Trainer, which drops the output
 /// before backward (12 bytes at its start), that moment is the loss's peak:
-/// 2 bytes per logit more than 4.49's; a loop that keeps the output already
+/// 2 bytes per logit more allocated than 4.49's (the reserve, and so
+/// nvidia-smi, not: backward's start held as many segments); a loop that keeps the output already
 /// holds 14 at backward's start, so its peak does not move. Compiled into the
 /// model, a hand-written model's loss, or a release outside 4.46–4.48: no copy.
 #[test]
@@ -1021,6 +1022,11 @@ fn transformers_4_46_to_4_48_copy_the_shifted_logits_inside_the_loss() {
         "peak grows by {} B per logit",
         grown / LOGITS
     );
+    // What the GPU holds does not: backward's start already reserved 14 bytes
+    // a logit (the dropped output's segment beside its 12), which the loss's
+    // forward fills as it goes.
+    let used = |p: &Plan| estimate(p).unwrap().peak.device_used;
+    assert_eq!(used(&old), used(&current));
     // A loop that keeps the output: 14 bytes at both moments, peak unchanged.
     let mut holding = trainer();
     holding.set_framework(Framework::HfAccelerate);

@@ -582,15 +582,23 @@ test("PyTorch release: the select and the URL key agree, and the releases that k
   }
 });
 
-test("transformers release: the select and the URL key agree, and 4.46–4.48's shifted copy raises the Trainer's peak", async ({ page }, info) => {
+test("transformers release: the select and the URL key agree, and 4.46–4.48's shifted copy raises the Trainer's allocated peak", async ({ page }, info) => {
   // Llama-3.1-8B LoRA under the Trainer, 2 × 4096, checkpointed: inside the
   // loss 4.46–4.48 also copy the shifted fp32 logits, 14 bytes per logit
-  // against the 12 of backward's start, 2 × 8192 × 128,256 B = 1.96 GiB more.
+  // against the 12 of backward's start, 2 × 8192 × 128,256 B = 1.96 GiB more
+  // allocated. The reserve does not grow: backward's start already held 14
+  // bytes a logit of segments (the dropped 16-bit output's beside its 12).
   const plan =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=hf-trainer&prec=bf16&mb=2&seq=4096&ckpt=full&ft=lora&targets=all-linear&rank=16";
+  const allocatedGiB = async () => {
+    const band = (await page.getByTestId("band").textContent()) ?? "";
+    return parseFloat(band.match(/allocated ([\d.]+) GiB/)?.[1] ?? "NaN");
+  };
   await page.goto(plan);
   await expect(page.getByTestId("tf")).toHaveValue("current");
-  const before = await deviceUsedGiB(page);
+  const before = await allocatedGiB();
+  const used = await deviceUsedGiB(page);
+  expect(before).toBeGreaterThan(20);
   if (hydrated(info)) {
     await waitForHydration(page);
     await page.getByTestId("tf").selectOption("4.46-4.48");
@@ -599,7 +607,8 @@ test("transformers release: the select and the URL key agree, and 4.46–4.48's 
     await page.goto(`${plan}&tf=4.46-4.48`);
     await expect(page.getByTestId("tf")).toHaveValue("4.46-4.48");
   }
-  await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(before + 1.5);
+  await expect.poll(allocatedGiB).toBeGreaterThan(before + 1.5);
+  expect(await deviceUsedGiB(page)).toBeCloseTo(used, 1);
 });
 
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {

@@ -183,7 +183,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "tf",
                     "transformers release",
-                    "Releases differ in what the causal-LM loss holds: 4.46–4.48 copy the shifted fp32 logits beside their upcast inside the loss, 4 bytes per logit more at the loss's forward (2 more at the peak under the Trainer, which drops the logits before backward); other releases hold as much as 4.49 and later",
+                    "Releases differ in what the causal-LM loss holds: 4.46–4.48 copy the shifted fp32 logits beside their upcast inside the loss, 4 bytes per logit more at the loss's forward (2 more allocated at the peak under the Trainer, which drops the logits before backward); other releases hold as much as 4.49 and later",
                     opts(&[("current", "4.49 or later (or 4.45 or older)"), ("4.46-4.48", "4.46 – 4.48")]),
                 ),
             ],
