@@ -836,13 +836,26 @@ fn sharding_word(s: &str) -> Option<Sharding> {
     })
 }
 
+/// A column's word and the note in parentheses after it, each trimmed of
+/// the separators [`Row::word`] leaves ("fsdp-(shard-grad-op)" → "fsdp",
+/// "shard-grad-op"); `None` without parentheses.
+fn with_note(s: &str) -> Option<(&str, &str)> {
+    let (outside, rest) = s.split_once('(')?;
+    let inside = rest.split(')').next().unwrap_or("");
+    Some((
+        outside.trim_matches(NOTE_SEPARATORS),
+        inside.trim_matches(NOTE_SEPARATORS),
+    ))
+}
+
+/// What [`Row::word`] leaves around a note in parentheses.
+const NOTE_SEPARATORS: [char; 4] = ['-', ' ', ',', ';'];
+
 /// What `read` makes of the text inside a value's parentheses, else of the
 /// text before them ("fsdp-(shard-grad-op)", "zero-3-(stage-3)").
 fn in_parentheses<T>(s: &str, read: fn(&str) -> Option<T>) -> Option<T> {
-    let (outside, rest) = s.split_once('(')?;
-    let inside = rest.split(')').next().unwrap_or("");
-    let trim = |t: &str| t.trim_matches(['-', ' ', ',', ';']).to_string();
-    read(&trim(inside)).or_else(|| read(&trim(outside)))
+    let (outside, inside) = with_note(s)?;
+    read(inside).or_else(|| read(outside))
 }
 
 /// A DeepSpeed ZeRO stage named in a sharding column ("deepspeed-zero3",
@@ -1333,16 +1346,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // A note in parentheses after the framework ("torchtune (recipe)"), or
     // the tool inside them after `other` ("other (axolotl)").
     let framework_word = r.word("framework");
-    let framework_word = match framework_word.split_once('(') {
-        Some((outside, inside)) => {
-            let outside = outside.trim_matches('-');
-            let inside = inside.split(')').next().unwrap_or("").trim_matches('-');
-            if outside.is_empty() || outside == "other" {
-                inside.to_string()
-            } else {
-                outside.to_string()
-            }
-        }
+    let framework_word = match with_note(&framework_word) {
+        Some(("" | "other", tool)) => tool.to_string(),
+        Some((name, _)) => name.to_string(),
         None => framework_word,
     };
     let framework = match framework_word.as_str() {
@@ -2000,8 +2006,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // A note in parentheses after the task ("LoRA (4-bit)": the bit width
     // is the base_weight_bits column's).
     let task_word = r.word("task");
-    let task_word = match task_word.split_once('(') {
-        Some((task, _)) if !task.trim_matches('-').is_empty() => task.trim_matches('-').to_string(),
+    let task_word = match with_note(&task_word) {
+        Some((task, _)) if !task.is_empty() => task.to_string(),
         _ => task_word,
     };
     let lora_stated = !r.get("lora_rank").is_empty() || !r.get("lora_targets").is_empty();
@@ -2193,10 +2199,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // The device in parentheses after what went ("optimizer (nvme)"): the
     // host unless it names NVMe.
     let offload_word = r.word("offload");
-    let (offload_word, nvme) = match offload_word.split_once('(') {
-        Some((what, device)) if !what.trim_matches('-').is_empty() => {
-            (what.trim_matches('-').to_string(), device.contains("nvme"))
-        }
+    let (offload_word, nvme) = match with_note(&offload_word) {
+        Some((what, device)) if !what.is_empty() => (what.to_string(), device.contains("nvme")),
         _ => (offload_word, false),
     };
     p.offload = match offload_word.as_str() {
