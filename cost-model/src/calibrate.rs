@@ -272,18 +272,15 @@ impl Row<'_> {
         if v.eq_ignore_ascii_case("none") && matches!(col, "tp" | "pp" | "cp" | "grad_accum") {
             return Ok(Some(1));
         }
-        // A note in parentheses after the count ("8 (1 node)"), a count of
-        // GPUs written as a multiplier ("8x").
+        // A note in parentheses after the count ("8 (1 node)").
         if let Some((n, _)) = v.split_once('(').filter(|(n, _)| !n.trim().is_empty()) {
             return self.u32_trimmed(col, n.trim());
         }
-        if let Some(n) = v.strip_suffix(['x', '×']).filter(|n| is_count(n.trim())) {
-            return self.u32_trimmed(col, n.trim());
-        }
-        // A count of GPUs with their name ("2x A100", "8 × H100").
+        // A count of GPUs written as a multiplier, alone or with their name
+        // ("8x", "2x A100", "8 × H100").
         if let Some((n, _)) = v
             .split_once(['x', '×'])
-            .filter(|(n, name)| is_count(n.trim()) && name.starts_with(' '))
+            .filter(|(n, name)| is_count(n.trim()) && (name.is_empty() || name.starts_with(' ')))
         {
             return self.u32_trimmed(col, n.trim());
         }
@@ -1651,6 +1648,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if notes.contains("custom LayerNorm/GELU") || notes.contains("custom GELU") {
         model.gelu_new = true;
     }
+    let oom = r.oom().unwrap_or(false);
     // The capacity: the column, else the board size the name states ("RTX
     // 2080 Ti 11GB"), else, on an OOM row, its measurement (the schema's
     // lower bound: the capacity the run hit).
@@ -1662,7 +1660,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             ))
         }
         Some(g) => Some(g),
-        None => stated_board_gib(r.get("gpu")).or(if r.oom().unwrap_or(false) {
+        None => stated_board_gib(r.get("gpu")).or(if oom {
             r.f64("measured_gib").ok().flatten()
         } else {
             None
@@ -1693,7 +1691,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // Block dropout (below), from the named checkpoint's config.
     let dropout = plan.dropout_for(config_dropout);
     let t = &mut plan.training;
-    let oom = r.oom().unwrap_or(false);
     t.micro_batch = match r.u32("micro_batch")?.or_else(|| stated_micro_batch(notes)) {
         Some(b) => b,
         // An OOM row's lower bound, as for the sequence below.
@@ -2037,9 +2034,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "grpo" | "ppo" | "rlhf" | "peft" if lora_stated => "lora",
         // LoRA+ trains the same matrices at two learning rates.
         "dora" | "lora-fa" | "rslora" | "lora+" | "loraplus" | "lora-plus" => "lora",
-        "qlora-4bit" | "qlora-nf4" | "q-lora" | "qdora" => "qlora",
-        // QLoRA with what the run trained on or the library ("sft-qlora",
-        // "peft-qlora").
+        "q-lora" | "qdora" => "qlora",
+        // QLoRA with its base's format, what the run trained on or the
+        // library ("qlora-nf4", "sft-qlora", "peft-qlora").
         t if t.split('-').any(|w| w == "qlora") => "qlora",
         t if GENERIC_ADAPTER_TASKS.contains(&t)
             || t == "adapter"
@@ -2699,31 +2696,26 @@ fn measured_gib(v: &str) -> Result<Option<f64>, String> {
         .trim_end_matches(['*', '†', '‡'])
         .trim();
     // A note in parentheses after the figure ("18.2 (peak)"), its spread
-    // ("18.2 ± 0.3", "18.2+/-0.3"): the figure.
-    // The spread's unit is the figure's ("18.2 ± 0.3 GB").
+    // ("18.2 ± 0.3", "18.2+/-0.3 GB"): the figure, in the spread's unit when
+    // only the spread names one.
     let v = v.split_once('(').map_or(v, |(figure, _)| figure).trim();
-    let spread = v.split_once('±').or_else(|| v.split_once("+/-"));
-    let with_unit;
-    let v = match spread {
-        Some((figure, rest)) => {
-            let figure = figure.trim();
-            let rest = rest.trim_end();
-            let unit = &rest[rest
-                .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-                .len()..];
-            if figure.ends_with(|c: char| c.is_ascii_digit()) && !unit.is_empty() {
-                with_unit = format!("{figure} {unit}");
-                with_unit.as_str()
-            } else {
-                figure
-            }
-        }
-        None => v,
-    };
+    let (v, spread) = v
+        .split_once('±')
+        .or_else(|| v.split_once("+/-"))
+        .map_or((v, ""), |(figure, spread)| {
+            (figure.trim(), spread.trim_end())
+        });
     if v.is_empty() {
         return Ok(None);
     }
     let (x, unit) = number_and_unit(v);
+    let unit = if unit.is_empty() {
+        &spread[spread
+            .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+            .len()..]
+    } else {
+        unit
+    };
     let x = x.ok_or_else(|| format!("measured_gib: `{v}` is not a number"))?;
     if !x.is_finite() || x < 0.0 {
         return Err(format!(

@@ -4400,8 +4400,9 @@ impl<'a> Ctx<'a> {
                 // inside the loss, while the model's output is still alive
                 // ([`Self::loss_copies_shifted_logits`]).
                 let fwd = if self.loss_copies_shifted_logits() {
-                    let output = if held > 0.0 { held } else { self.e };
-                    fwd.max(output + copy + LOSS_SHIFTED_COPIES * up + up + softcap)
+                    // The output is the held logits, or the head's 16-bit
+                    // scores the loop drops once `forward` returns.
+                    fwd.max(held.max(self.e) + copy + LOSS_SHIFTED_COPIES * up + up + softcap)
                 } else {
                     fwd
                 };
