@@ -263,7 +263,11 @@ impl Row<'_> {
     }
 
     fn u32(&self, col: &str) -> Result<Option<u32>, String> {
-        let v = self.get(col);
+        self.u32_value(col, self.get(col))
+    }
+
+    /// [`Self::u32`] of `v`, the column's text or what is left of it.
+    fn u32_value(&self, col: &str, v: &str) -> Result<Option<u32>, String> {
         if v.is_empty() {
             return Ok(None);
         }
@@ -273,8 +277,9 @@ impl Row<'_> {
             return Ok(Some(1));
         }
         // A note in parentheses after the count ("8 (1 node)").
+        // (What is before it is read as the whole would be: a cap is still one.)
         if let Some((n, _)) = v.split_once('(').filter(|(n, _)| !n.trim().is_empty()) {
-            return self.u32_trimmed(col, n.trim());
+            return self.u32_value(col, n.trim());
         }
         // A count of GPUs written as a multiplier, alone or with their name
         // ("8x", "2x A100", "8 × H100").
@@ -369,6 +374,19 @@ impl Row<'_> {
     /// with ("2k", "32K", "128k" context: 1024 tokens each).
     fn tokens(&self, col: &str) -> Result<Option<u32>, String> {
         let v = self.get(col);
+        // A cap with a note that every row filled it ("max_seq_length=2048
+        // (packing)", "max 4k (packed)", "max_length 512 (padding=
+        // max_length)"): the cap is the length run ([`fills_the_cap`]).
+        if let Some((cap, note)) = v.split_once('(') {
+            let last = cap.trim().rsplit([' ', '=', ':']).next().unwrap_or("");
+            let filled = fills_the_cap(&note.to_ascii_lowercase());
+            if let Some(n) = leading_tokens(&last.to_ascii_lowercase()).filter(|_| filled) {
+                return Ok(Some(n));
+            }
+        }
+        // About that long ("~2048", "≈ 2048"): the length, as a user would
+        // enter it.
+        let v = v.trim_start_matches(['~', '≈']).trim_start();
         match v.strip_suffix(['k', 'K']).map(str::trim) {
             Some(n) if !n.is_empty() => n
                 .parse::<u32>()
@@ -376,7 +394,7 @@ impl Row<'_> {
                 .and_then(|n| n.checked_mul(1024))
                 .map(Some)
                 .ok_or_else(|| format!("{col}: `{v}` is not a whole number of tokens")),
-            _ => self.u32(col),
+            _ => self.u32_value(col, v),
         }
     }
 
@@ -914,14 +932,34 @@ fn shards_with_fsdp(framework: Framework) -> bool {
 /// state it as the length run: padded or packed to it ("left-padded to
 /// max_length 64", "padded to 512", "packed to 4096"), transformers'
 /// `run_clm.py` blocks ("block_size 1024": the text is grouped into blocks of
-/// that many tokens), or named ("seq_len 2048", "sequence length 2048"). A
-/// cap is not the length run — `max_length`, `max_seq_length`, "max
-/// sequence length", "truncated to": a batch padded to its longest sample is
-/// shorter — so it is not read; nor a label's length ("labels padded to 32",
+/// that many tokens), named ("seq_len 2048", "sequence length 2048",
+/// Megatron's `--seq-length 2048`, "seqlen 4k") or counted ("2048 tokens per
+/// sample", "2048-token sequences", "sequences of 2048 tokens"). A cap is not
+/// the length run — `max_length`, `max_seq_length`, "max sequence length",
+/// "truncated to": a batch padded to its longest sample is shorter — so it is
+/// read only where the notes say every row filled it: packed (TRL's
+/// `packing=True`, axolotl's `sample_packing: true`, torchtune's
+/// `packed=True`, whose packs run at the cap) or padded to it
+/// (`padding="max_length"`, `pad_to_max_length`, axolotl's
+/// `pad_to_sequence_len`). Never a label's length ("labels padded to 32",
 /// [`stated_target_len`]) or a vocabulary's ("vocab padded to 50304").
 fn stated_seq_len(notes: &str) -> Option<u32> {
-    stated_after_unless(
-        &notes.to_ascii_lowercase(),
+    let lower = notes.to_ascii_lowercase();
+    // Not a cap's, a label's or a vocabulary's length; `_`: not the end of
+    // another key (`max_seq_len`).
+    const NOT_AFTER: [&str; 9] = [
+        "_",
+        "max-",
+        "max",
+        "maximum",
+        "labels",
+        "label",
+        "target",
+        "vocab",
+        "vocabulary",
+    ];
+    let named = stated_tokens_after(
+        &lower,
         &[
             "padded to max_length",
             "padded to",
@@ -929,38 +967,211 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
             "block_size",
             "block size",
             "sequence length",
+            "sequence_length",
+            "sequence-length",
             "seq_len",
             "seq len",
             "seq_length",
+            "seq-length",
+            "seq length",
+            "seqlen",
+            "seq",
         ],
-        // `_`: not the end of `max_seq_len`.
-        &[
-            "_",
-            "max",
-            "maximum",
-            "labels",
-            "label",
-            "target",
-            "vocab",
-            "vocabulary",
-        ],
-    )
-    .filter(|&n| n > 0)
+        &NOT_AFTER,
+    );
+    // A cap the rows filled.
+    let cap = || {
+        fills_the_cap(&lower).then(|| {
+            stated_tokens_after(
+                &lower,
+                &[
+                    "max_seq_length",
+                    "max_seq_len",
+                    "max_length",
+                    "max_len",
+                    "model_max_length",
+                    "max sequence length",
+                    "max seq length",
+                    "cutoff_len",
+                    "sequence_len",
+                ],
+                &["_"],
+            )
+        })?
+    };
+    named
+        .or_else(|| stated_tokens_before(&lower))
+        .or_else(cap)
+        .filter(|&n| n > 0)
+}
+
+/// A token count after one of `names` ([`stated_after_unless`]'s rules), as a
+/// whole number or in thousands of 1,024 ("8k": the schema's `seq_len` column
+/// reads it so): not the start of a longer word ("seq2seq" has no length).
+fn stated_tokens_after(lower: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
+    for name in names {
+        for (at, _) in lower.match_indices(name) {
+            let before_ok = lower[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_ascii_alphanumeric())
+                && !not_after
+                    .iter()
+                    .any(|w| lower[..at].trim_end().ends_with(w));
+            let after = &lower[at + name.len()..];
+            // A separator after the name, or the digits straight on ("EP8"
+            // style is not a length's, but "seq_len=256" and "seq 2048" are).
+            let rest = after.trim_start_matches([' ', '=', ':', '"', '\'']);
+            if !before_ok || after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                continue;
+            }
+            if let Some(n) = leading_tokens(rest) {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+/// The token count a text starts with: digits, with an optional `k`
+/// (× 1,024), not followed by another letter or digit ("2048", "4k"; not
+/// "2seq", "3b").
+fn leading_tokens(text: &str) -> Option<u32> {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return None;
+    }
+    let n: u32 = text[..digits].parse().ok()?;
+    let rest = &text[digits..];
+    let (n, rest) = match rest.strip_prefix('k') {
+        Some(r) => (n.checked_mul(1024)?, r),
+        None => (n, rest),
+    };
+    if rest.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    Some(n)
+}
+
+/// A length counted in tokens before what it measures ("2048 tokens per
+/// sample", "4k-token sequences", "sequences of 2048 tokens"): each sample
+/// ran that long.
+fn stated_tokens_before(lower: &str) -> Option<u32> {
+    const PER_SAMPLE: [&str; 10] = [
+        " tokens per sample",
+        " tokens per sequence",
+        " tokens per example",
+        " tokens per row",
+        " tokens each",
+        "-token sequences",
+        " token sequences",
+        "-token samples",
+        " token samples",
+        "-token blocks",
+    ];
+    let number_before = |at: usize| {
+        let head = &lower[..at];
+        let start = head
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == 'k')
+            .len();
+        let word = &head[start..];
+        // A whole number: not the end of a name ("llama3 tokens").
+        let whole = head[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_ascii_alphanumeric());
+        whole.then(|| leading_tokens(word)).flatten()
+    };
+    PER_SAMPLE
+        .iter()
+        .find_map(|w| lower.match_indices(w).find_map(|(at, _)| number_before(at)))
+        .or_else(|| {
+            ["sequences of ", "samples of ", "blocks of ", "chunks of "]
+                .iter()
+                .find_map(|w| {
+                    lower.match_indices(w).find_map(|(at, _)| {
+                        let rest = &lower[at + w.len()..];
+                        let n = leading_tokens(rest)?;
+                        let digits = rest
+                            .find(|c: char| !(c.is_ascii_digit() || c == 'k'))
+                            .unwrap_or(rest.len());
+                        rest[digits..]
+                            .trim_start()
+                            .starts_with("token")
+                            .then_some(n)
+                    })
+                })
+        })
+}
+
+/// The notes say every row filled the length cap: packed into full-length
+/// sequences ([`stated_packing`]) or padded to the cap (`padding="max_length"`,
+/// `pad_to_max_length`, axolotl's `pad_to_sequence_len: true`).
+fn fills_the_cap(lower: &str) -> bool {
+    let squeezed: String = lower
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '"' | '\''))
+        .collect();
+    stated_packing(lower)
+        || [
+            "padding=max_length",
+            "padding:max_length",
+            "pad_to_max_length",
+        ]
+        .iter()
+        .any(|w| squeezed.contains(w) && !squeezed.contains(&format!("{w}=false")))
+        || (squeezed.contains("pad_to_sequence_len")
+            && !squeezed.contains("pad_to_sequence_len:false")
+            && !squeezed.contains("pad_to_sequence_len=false"))
+}
+
+/// The notes say the rows were packed ("packed", "packing", TRL's
+/// `packing=True`, axolotl's `sample_packing: true`, torchtune's
+/// `packed=True`) — and not that they were not ("packing=False",
+/// `sample_packing: false`, "no packing", "without packing", "unpacked",
+/// "not packed").
+fn stated_packing(lower: &str) -> bool {
+    const NOT: [&str; 5] = [
+        "no packing",
+        "without packing",
+        "unpacked",
+        "not packed",
+        "no sample packing",
+    ];
+    if NOT.iter().any(|w| lower.contains(w)) {
+        return false;
+    }
+    let set_false = ["packing", "packed"].iter().any(|key| {
+        lower.match_indices(key).any(|(at, _)| {
+            let rest = lower[at + key.len()..].trim_start_matches([' ', '=', ':', '"', '\'']);
+            ["false", "off", "no", "0"].iter().any(|v| {
+                rest.starts_with(v)
+                    && !rest[v.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())
+            })
+        })
+    });
+    !set_false && (lower.contains("packed") || lower.contains("packing"))
 }
 
 /// The per-GPU micro-batch a row ran, when its `micro_batch` column is empty
 /// and its notes name it as such: the Trainer's
 /// `per_device_train_batch_size`, DeepSpeed's `train_micro_batch_size_per_gpu`,
-/// Megatron's `micro_batch_size`, or in words ("micro-batch 4", "batch size
-/// per GPU 8"). A plain "batch size" is not read: papers and logs give the
+/// Megatron's `micro_batch_size` / `--micro-batch-size` ("MBS 4"), torchtune's
+/// `batch_size` (its recipes' batch is per device), or in words
+/// ("micro-batch 4", "batch size per GPU 8", "per-device batch 4", "batch 4
+/// per GPU"). A plain "batch size" is not read: papers and logs give the
 /// global batch under that name (DeepSpeed's `train_batch_size` is global).
-fn stated_micro_batch(notes: &str) -> Option<u32> {
-    stated_after_unless(
-        &notes.to_ascii_lowercase(),
+fn stated_micro_batch(notes: &str, framework: Framework) -> Option<u32> {
+    let lower = notes.to_ascii_lowercase();
+    // `_`: not inside another key (`eval_micro_batch_size`).
+    const NOT_AFTER: [&str; 5] = ["_", "global", "eval", "total", "effective"];
+    let named = stated_after_unless(
+        &lower,
         &[
             "per_device_train_batch_size",
             "train_micro_batch_size_per_gpu",
             "micro_batch_size",
+            "micro-batch-size",
             "micro-batch size",
             "micro batch size",
             "micro-batch",
@@ -969,11 +1180,44 @@ fn stated_micro_batch(notes: &str) -> Option<u32> {
             "per-gpu batch size",
             "per gpu batch size",
             "per-device batch size",
+            "per-device batch",
+            "per device batch",
+            "per-gpu batch",
+            "per gpu batch",
+            "mbs",
         ],
-        // `_`: not inside another key (`eval_micro_batch_size`).
-        &["_", "global", "eval", "total", "effective"],
-    )
-    .filter(|&n| n > 0)
+        &NOT_AFTER,
+    );
+    // torchtune's `batch_size` key (not `eval_batch_size`, not
+    // `global_batch_size`).
+    let torchtune = || {
+        (framework == Framework::Torchtune)
+            .then(|| stated_after_unless(&lower, &["batch_size"], &NOT_AFTER))?
+    };
+    // "batch 4 per GPU", "bs 4 per device", "batch of 4 per GPU".
+    let per_device = || {
+        [" per gpu", " per device", "/gpu", "/device"]
+            .iter()
+            .find_map(|per| {
+                lower.match_indices(per).find_map(|(at, _)| {
+                    let head = lower[..at].trim_end();
+                    let digits =
+                        head.len() - head.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+                    let n: u32 = head[head.len() - digits..].parse().ok()?;
+                    let word = head[..head.len() - digits].trim_end();
+                    let word = word.strip_suffix(" of").unwrap_or(word).trim_end();
+                    let word = word.trim_end_matches([' ', '=', ':']);
+                    (word.ends_with("batch")
+                        || word.ends_with("bs")
+                        || word.ends_with("batch size"))
+                    .then_some(n)
+                })
+            })
+    };
+    named
+        .or_else(torchtune)
+        .or_else(per_device)
+        .filter(|&n| n > 0)
 }
 
 /// The decoder (target) length an encoder–decoder row's notes state:
@@ -1691,7 +1935,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // Block dropout (below), from the named checkpoint's config.
     let dropout = plan.dropout_for(config_dropout);
     let t = &mut plan.training;
-    t.micro_batch = match r.u32("micro_batch")?.or_else(|| stated_micro_batch(notes)) {
+    t.micro_batch = match r
+        .u32("micro_batch")?
+        .or_else(|| stated_micro_batch(notes, framework))
+    {
         Some(b) => b,
         // An OOM row's lower bound, as for the sequence below.
         None if oom => 1,
@@ -2133,6 +2380,23 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if let Some(ep) = stated_degree(notes, &["EP", "expert parallel", "expert-parallel"]) {
         p.ep = ep;
     }
+    // GPUs per node, where the notes say (only HSDP's shard group depends on
+    // it), and HSDP's shard group where they name it ([`stated_node`]).
+    if let Some(n) = stated_node(&format!("{notes}; {}", r.get("num_gpus")), p.num_gpus) {
+        p.gpus_per_node = n;
+    }
+    if let Some(n) = stated_after(&lower, &HSDP_SHARD_GROUP) {
+        // The model shards HSDP within a node of `gpus_per_node` GPUs over
+        // TP × PP: the stated group is that node.
+        let node = n
+            .max(1)
+            .checked_mul(p.tp)
+            .and_then(|n| n.checked_mul(p.pp))
+            .filter(|&n| n <= p.num_gpus);
+        if let Some(node) = node {
+            p.gpus_per_node = node;
+        }
+    }
     if let Some(v) =
         stated_degree(notes, &["VPP", "virtual pipeline", "virtual stages"]).filter(|_| p.pp > 1)
     {
@@ -2458,6 +2722,60 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
     stated_after(notes, names).map(|n| n.max(1))
 }
 
+/// The names HSDP's shard group goes by: torchtitan's
+/// `data_parallel_shard_degree` (`dp_shard`), DeepSpeed's hpZ
+/// `zero_hpz_partition_size`, or in words.
+const HSDP_SHARD_GROUP: [&str; 7] = [
+    "data_parallel_shard_degree",
+    "dp_shard",
+    "dp-shard",
+    "shard group size",
+    "sharding group size",
+    "sharding_group_size",
+    "shard group",
+];
+
+/// The GPUs a node holds, as the notes state them ("8 GPUs per node",
+/// "4 GPUs/node", torchrun's `--nproc_per_node 4`, `gpus_per_node=8`) or
+/// through the nodes the run spanned ("2 nodes", `--nnodes 4`,
+/// `num_nodes=2`) over its `num_gpus`. `None` when they say neither, or a
+/// count that does not divide the GPUs: the plan's default (8) stands. HSDP
+/// shards within a node (PyTorch FSDP's `HYBRID_SHARD`: the intra-node
+/// group), so its shard group follows.
+fn stated_node(notes: &str, num_gpus: u32) -> Option<u32> {
+    let lower = notes.to_ascii_lowercase();
+    let per_node = stated_after(
+        &lower,
+        &[
+            "nproc_per_node",
+            "nproc-per-node",
+            "gpus_per_node",
+            "gpus-per-node",
+            "gpus per node",
+            "devices per node",
+        ],
+    )
+    .or_else(|| {
+        [
+            " gpus per node",
+            " gpus/node",
+            " gpus a node",
+            " gpus each",
+            " per node",
+        ]
+        .iter()
+        .find_map(|w| stated_number(&lower, w))
+    });
+    let nodes = || {
+        stated_after(&lower, &["nnodes", "num_nodes", "num-nodes", "nodes"])
+            .or_else(|| stated_number(&lower, " nodes"))
+            .or_else(|| stated_number(&lower, " node ").filter(|&n| n == 1))
+            .filter(|&n| n > 0 && num_gpus.is_multiple_of(n))
+            .map(|n| num_gpus / n)
+    };
+    per_node.filter(|&n| n > 0 && n <= num_gpus).or_else(nodes)
+}
+
 /// The whole number the notes give after one of `names`, each a whole word
 /// ("EP 8", "n_shared_experts=2", "num_shared_experts: 2").
 fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
@@ -2504,9 +2822,10 @@ fn stated_after_unless(notes: &str, names: &[&str], not_after: &[&str]) -> Optio
 /// with no padding among them.
 fn stated_padding(lower: &str) -> bool {
     // ("bucketed", not "bucket": DDP's `gradient_as_bucket_view` is no batching.)
-    const NONE: [&str; 11] = [
-        "packed",
-        "packing",
+    if stated_packing(lower) {
+        return false;
+    }
+    const NONE: [&str; 9] = [
         "padding-free",
         "padding_free",
         "unpadded",

@@ -655,6 +655,9 @@ fn notes_that_state_padded_rows_give_sdpa_its_mask() {
         "seq_len is the 768 cap (length-bucketed batches padded to longest)"
     ));
     assert!(!padded("packed to 4096; padded samples dropped"));
+    // Packing said to be off leaves the padding the notes state.
+    assert!(padded("packing=False; padded per batch"));
+    assert!(!padded("packing=True; padded samples dropped"));
     assert!(!padded("padding_free; DataCollatorWithFlattening"));
     assert!(!padded(
         "attn_implementation flash_attention_2; padded to longest"
@@ -1579,16 +1582,50 @@ fn a_length_run_stated_in_the_notes_stands_for_an_empty_seq_len() {
     assert_eq!(seq("run_clm.py --block_size 1024"), Ok(1024));
     assert_eq!(seq("Sequence length: 2048; bf16"), Ok(2048));
     assert_eq!(seq("seq_len=256"), Ok(256));
+    // Named as the frameworks' flags and people write it.
+    assert_eq!(seq("Megatron --seq-length 2048"), Ok(2048));
+    assert_eq!(seq("seqlen 4k"), Ok(4096));
+    assert_eq!(seq("bf16; seq 1024"), Ok(1024));
+    assert_eq!(seq("sequence_length=8192"), Ok(8192));
+    // Counted per sample.
+    assert_eq!(seq("2048 tokens per sample"), Ok(2048));
+    assert_eq!(seq("4k-token sequences"), Ok(4096));
+    assert_eq!(seq("sequences of 512 tokens"), Ok(512));
+    // A cap every row filled: packed into it, or padded to it.
+    assert_eq!(seq("packing=True; max_seq_length=2048"), Ok(2048));
+    assert_eq!(
+        seq("axolotl sequence_len: 4096; sample_packing: true"),
+        Ok(4096)
+    );
+    assert_eq!(
+        seq("torchtune dataset.packed=True tokenizer.max_seq_len=2048"),
+        Ok(2048)
+    );
+    assert_eq!(seq("padding='max_length'; max_length=512"), Ok(512));
+    assert_eq!(
+        seq("pad_to_sequence_len: true; sequence_len 1024"),
+        Ok(1024)
+    );
     // Caps, other lengths and nothing at all: still unknown, and said so.
     for notes in [
         "max_length 128; padded per batch",
         "max_seq_length 2048",
         "max sequence length 2048",
+        "max-seq-length 2048",
         "truncated to 512",
         "labels padded to 32",
         "vocab padded to 50304",
         "padded per batch (length unknown)",
         "padded to 0",
+        // A cap the notes say was not filled.
+        "packing=False; max_seq_length 2048",
+        "sample_packing: false; sequence_len 2048",
+        "no packing; max_seq_len 2048",
+        "pad_to_max_length=False; max_length 128",
+        "LLaMA-Factory cutoff_len 1024",
+        // A name that only starts like one, a count that is no length.
+        "seq2seq; max_length 128",
+        "llama3 tokens per sample",
     ] {
         let e = seq(notes).unwrap_err();
         assert!(e.contains("seq_len is empty"), "{notes}: {e}");
@@ -1631,7 +1668,33 @@ fn a_per_gpu_batch_stated_in_the_notes_stands_for_an_empty_micro_batch() {
     );
     assert_eq!(mb("micro-batch 16, 8 micro-batches per step"), Ok(16));
     assert_eq!(mb("batch size per GPU: 8"), Ok(8));
+    assert_eq!(mb("Megatron --micro-batch-size 4 only"), Ok(4));
+    assert_eq!(mb("MBS=2; GBS 256"), Ok(2));
+    assert_eq!(mb("per-device batch 4"), Ok(4));
+    assert_eq!(mb("bs 4 per GPU"), Ok(4));
+    assert_eq!(mb("batch of 2 per device"), Ok(2));
+    // torchtune's recipes batch per device; elsewhere `batch_size` is
+    // anyone's (a global one, often).
+    let tt = |notes: &str| {
+        case_plan(
+            &with_fields(
+                id,
+                &[
+                    ("micro_batch", ""),
+                    ("framework", "torchtune"),
+                    ("notes", notes),
+                ],
+            ),
+            id,
+        )
+        .map(|p| p.training.micro_batch)
+    };
+    assert_eq!(tt("config batch_size=4"), Ok(4));
+    assert!(tt("global_batch_size=64").is_err());
+    assert!(mb("batch_size=4").is_err());
     for notes in [
+        "4 per GPU",
+        "8 GPUs per node",
         "batch size 512",
         "global batch size 1024",
         "train_batch_size=64",
@@ -3188,6 +3251,11 @@ fn counts_tasks_and_offload_written_other_ways_read_as_the_values() {
         ("task", "sft-qlora"),
         ("task", "peft-qlora"),
         ("base_weight_bits", "nf4-dq"),
+        // A cap every packed row filled, an approximate length.
+        ("seq_len", "max_seq_length=2048 (packing)"),
+        ("seq_len", "max 2k (packed)"),
+        ("seq_len", "~2048"),
+        ("seq_len", "≈ 2048"),
     ] {
         let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
         assert_eq!(c.predicted_gib, base.predicted_gib, "{col} = {v}: {c:?}");
@@ -3225,6 +3293,9 @@ fn counts_tasks_and_offload_written_other_ways_read_as_the_values() {
         ("micro_batch", "1/2", "not a whole number"),
         ("seq_len", "2048/4096", "not a whole number"),
         ("seq_len", "max", "`max` is not a whole number"),
+        // A cap the note does not say was filled.
+        ("seq_len", "max_seq_length=2048 (no packing)", "is a cap"),
+        ("seq_len", "max 2048 (padded per batch)", "is a cap"),
     ] {
         let c = calibrate(&with_fields(id, &[(col, v)])).unwrap().cases[0].clone();
         let skipped = c.skipped.unwrap_or_default();
@@ -3269,4 +3340,61 @@ fn oom_in_words_and_measurements_with_notes_read_as_meant() {
     assert_eq!(pred("tied"), pred("true"));
     assert_eq!(pred("untied"), pred("false"));
     assert_ne!(pred("tied"), pred("untied"));
+}
+
+/// HSDP shards within a node (FSDP's `HYBRID_SHARD`: the intra-node group),
+/// so the GPUs a node holds — stated per node, by the nodes the run spanned
+/// (in the notes or beside the GPU count), or as the shard group itself —
+/// decide its shard; where nothing says, a node holds eight.
+#[test]
+fn hsdp_shards_over_the_node_the_notes_state() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_fsdp_70b-148"; // Llama-2-70B LoRA, FSDP on 8 × H100
+    let set = |notes: &'static str, gpus: &'static str| {
+        vec![("sharding", "hsdp"), ("num_gpus", gpus), ("notes", notes)]
+    };
+    let node = |notes: &'static str, gpus: &'static str| {
+        case_plan(&with_fields(id, &set(notes, gpus)), id)
+            .unwrap()
+            .parallel
+            .gpus_per_node
+    };
+    assert_eq!(node("", "32"), 8);
+    assert_eq!(node("4 nodes x 8 GPUs", "32"), 8);
+    assert_eq!(node("8 nodes of 4 GPUs", "32"), 4);
+    assert_eq!(node("4 GPUs per node", "32"), 4);
+    assert_eq!(node("torchrun --nnodes 16 --nproc_per_node 2", "32"), 2);
+    assert_eq!(node("--nnodes=16", "32"), 2);
+    assert_eq!(node("", "32 (16 nodes)"), 2);
+    assert_eq!(node("torchtitan dp_shard=16 dp_replicate=2", "32"), 16);
+    // A node count that does not divide the GPUs, or more per node than
+    // the run has: the default stands.
+    assert_eq!(node("3 nodes", "32"), 8);
+    assert_eq!(node("64 GPUs per node", "32"), 8);
+    // And the shard follows: a larger group holds less per GPU.
+    let predicted = |notes: &'static str| {
+        calibrate(&with_fields(id, &set(notes, "32")))
+            .unwrap()
+            .cases[0]
+            .predicted_gib
+            .unwrap()
+    };
+    let (two, eight, sixteen) = (
+        predicted("16 nodes of 2 GPUs"),
+        predicted(""),
+        predicted("dp_shard 16"),
+    );
+    assert!(two > eight && eight > sixteen, "{two} {eight} {sixteen}");
+    // FSDP's full shard does not depend on nodes.
+    let full = |notes: &'static str| {
+        let set = [
+            ("sharding", "fsdp-full"),
+            ("num_gpus", "32"),
+            ("notes", notes),
+        ];
+        calibrate(&with_fields(id, &set)).unwrap().cases[0]
+            .predicted_gib
+            .unwrap()
+    };
+    assert_eq!(full("16 nodes of 2 GPUs"), full(""));
 }
