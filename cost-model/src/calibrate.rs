@@ -2366,6 +2366,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if let Some(mib) = stated_number(notes, "MiB CUDA context") {
         plan.runtime.cuda_context_mib = mib.into();
     }
+    // The allocator's setting, as the run's environment gave it.
+    plan.runtime.expandable_segments = stated_expandable_segments(&lower);
     let p = &mut plan.parallel;
     p.num_gpus = num_gpus;
     p.tp = r.u32("tp")?.unwrap_or(1).max(1);
@@ -2720,6 +2722,35 @@ fn stated_bucket_view(notes: &str) -> bool {
 /// "expert parallel 8"); at least 1.
 fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
     stated_after(notes, names).map(|n| n.max(1))
+}
+
+/// The notes (lower-cased) say the caching allocator ran with expandable
+/// segments (`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`, PyTorch
+/// 2.9's `PYTORCH_ALLOC_CONF`, "with expandable segments") and not that it
+/// ran without them ("expandable_segments:False", "no expandable segments").
+fn stated_expandable_segments(lower: &str) -> bool {
+    let squeezed: String = lower
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '"' | '\''))
+        .collect();
+    if squeezed.contains("expandable_segments:true")
+        || squeezed.contains("expandable_segments=true")
+    {
+        return true;
+    }
+    if squeezed.contains("expandable_segments:false")
+        || squeezed.contains("expandable_segments=false")
+        || [
+            "no expandable",
+            "without expandable",
+            "expandable segments off",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        return false;
+    }
+    lower.contains("expandable segments") || lower.contains("expandable_segments")
 }
 
 /// The names HSDP's shard group goes by: torchtitan's

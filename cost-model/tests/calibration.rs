@@ -3398,3 +3398,37 @@ fn hsdp_shards_over_the_node_the_notes_state() {
     };
     assert_eq!(full("16 nodes of 2 GPUs"), full(""));
 }
+
+/// The allocator's expandable segments, where the notes say the run set
+/// them, and not where they say it did not.
+#[test]
+fn expandable_segments_stated_in_the_notes_reach_the_plan() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_docs_fsdp_70b-148";
+    let expandable = |notes: &str| {
+        case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .runtime
+            .expandable_segments
+    };
+    assert!(expandable(
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    ));
+    assert!(expandable(
+        "PYTORCH_ALLOC_CONF=\"expandable_segments: True\""
+    ));
+    assert!(expandable("FSDP2 with expandable segments"));
+    assert!(!expandable(
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False"
+    ));
+    assert!(!expandable("no expandable segments"));
+    assert!(!expandable("FSDP"));
+    // Less stranded in the reserve.
+    let reserved = |notes: &str| {
+        let set = [("metric", "max_reserved"), ("notes", notes)];
+        calibrate(&with_fields(id, &set)).unwrap().cases[0]
+            .predicted_gib
+            .unwrap()
+    };
+    assert!(reserved("expandable_segments:True") < reserved(""));
+}
