@@ -473,9 +473,14 @@ fn nvidia_smi_csv_logs() {
         vec![15276.0, 23907.0]
     );
 
-    // A power-only log holds no memory.
+    // A power-only log holds no memory: its header is read as one, and the
+    // refusal names its columns (it had said the header was missing).
     let why = refused("smi_csv_05.txt");
-    assert!(why.contains("memory.used"), "{why}");
+    assert!(
+        why.contains("memory.used") && why.contains("timestamp, power.draw [W]"),
+        "{why}"
+    );
+    assert!(!why.contains("without its header"), "{why}");
 }
 
 #[test]

@@ -212,6 +212,20 @@ fn mib(v: &str) -> Option<f64> {
     .filter(|x| x.is_finite() && *x >= 0.0)
 }
 
+/// A `--query-gpu` property as the CSV header names it: lower-case words
+/// joined by `.` or `_`, with the unit nvidia-smi adds in brackets
+/// (`timestamp`, `power.draw [W]`, `clocks.current.sm [MHz]`).
+fn is_property_name(f: &str) -> bool {
+    let name = f
+        .split_once(" [")
+        .map_or(f, |(n, unit)| if unit.ends_with(']') { n } else { "" });
+    !name.is_empty()
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_')
+}
+
 impl LineParser for CsvParser {
     fn line(&mut self, no: u64, line: &str, b: &mut Builder) -> Result<(), TraceError> {
         let t = line.trim();
@@ -226,8 +240,11 @@ impl LineParser for CsvParser {
         let fields: Vec<&str> = fields_of(t, self.sep);
         if self.cols.is_none() {
             let cols: Vec<Col> = fields.iter().map(|f| column(f)).collect();
-            let is_header =
-                cols.contains(&Col::Used) || cols.iter().filter(|c| **c != Col::Other).count() >= 2;
+            // Or every field is a query property's name, as nvidia-smi
+            // prints it (`power.draw [W]`): a header without memory columns.
+            let is_header = cols.contains(&Col::Used)
+                || cols.iter().filter(|c| **c != Col::Other).count() >= 2
+                || fields.iter().all(|f| is_property_name(f));
             let has_digits_only = fields.iter().any(|f| f.parse::<f64>().is_ok());
             if is_header && !has_digits_only {
                 if !cols.contains(&Col::Used) && !cols.contains(&Col::ProcessUsed) {
