@@ -473,6 +473,15 @@ fn nvidia_smi_csv_logs() {
         vec![15276.0, 23907.0]
     );
 
+    // The smallest logging query, `--query-gpu=memory.used --format=csv -l 1`:
+    // one column, its header the only clue.
+    let t = parse_text("memory.used [MiB]\n1234 MiB\n40211 MiB\n39876 MiB\n");
+    assert_eq!(t.format, Format::NvidiaSmiCsv);
+    assert_eq!(
+        (t.gpus.len(), t.gpus[0].peak_used_mib, t.gpus[0].samples),
+        (1, Some(40211.0), 3)
+    );
+
     // A power-only log holds no memory: its header is read as one, and the
     // refusal names its columns (it had said the header was missing).
     let why = refused("smi_csv_05.txt");

@@ -84,7 +84,12 @@ fn header_sep(line: &str) -> Option<char> {
 pub fn looks_like_csv(line: &str) -> bool {
     let sep = header_sep(line).unwrap_or(',');
     let fields: Vec<&str> = fields_of(line, sep);
-    if fields.len() < 2 || fields.iter().any(|f| f.len() > 64) {
+    // `nvidia-smi --query-gpu=memory.used --format=csv -l 1`: the one column's
+    // header.
+    if let [f] = fields.as_slice() {
+        return column(f) == Col::Used && f.starts_with("memory.used");
+    }
+    if fields.iter().any(|f| f.len() > 64) {
         return false;
     }
     let known = fields.iter().filter(|f| column(f) != Col::Other).count();
