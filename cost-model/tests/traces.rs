@@ -350,6 +350,15 @@ fn nvidia_smi_tables() {
     assert!(t.processes.iter().any(|p| p.kind.as_deref() == Some("C+G")));
     // CRLF file: same figures as if it had LF.
     assert!(read("smi_table_12.txt").contains("\r\n"));
+    // The Processes section alone, as people paste it: the same processes
+    // as the whole table gives.
+    let whole = read("smi_table_28.txt");
+    let section = &whole[whole.find("| Processes:").unwrap()..];
+    let t = parse_text(section);
+    assert_eq!(t.format, Format::NvidiaSmiTable);
+    assert!(t.gpus.is_empty());
+    assert_eq!(t.processes, parse("smi_table_28.txt").processes);
+    assert_eq!(t.processes.len(), 3);
 }
 
 #[test]

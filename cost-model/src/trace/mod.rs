@@ -570,7 +570,13 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("NVITOP") {
         return Some(Format::Nvitop);
     }
-    if has("NVIDIA-SMI") || has("MIG devices:") || head.iter().any(|l| smi_table::is_gpu_row(l)) {
+    // (Or its Processes section alone, as people paste it.)
+    let processes_only = has("Processes:") && has("Process name") && has("PID");
+    if has("NVIDIA-SMI")
+        || has("MIG devices:")
+        || processes_only
+        || head.iter().any(|l| smi_table::is_gpu_row(l))
+    {
         return Some(Format::NvidiaSmiTable);
     }
     // `# gpu pwr …` (or `#Date Time gpu fb …` with `-o DT`) with a metric column.
