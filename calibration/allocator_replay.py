@@ -43,6 +43,8 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     v/bin/python calibration/allocator_replay.py --grid > /tmp/grid.csv   # replays beyond the measured runs
     memplan calibrate /tmp/grid.csv                         # the model against them
     v/bin/python calibration/allocator_replay.py --families [NAME...] > calibration/replay-families-2026-12-03.csv
+    v/bin/python calibration/allocator_replay.py --families phi-3-mini gemma-2-2b qwen2.5-1.5b llama-3.2-1b \
+        mixtral-8x7b deepseek-v2-lite > calibration/replay-families-2026-12-05.csv
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -59,7 +61,10 @@ Falcon, GPT-J, Phi-1.5, Gemma, Qwen3, OLMo-2, SmolLM2, Qwen1.5-MoE, GPT-2 large,
 T5-base, FLAN-T5-base and BART-large), each built from its published config.json and run six ways (pure bf16, with
 and without checkpointing, AMP, fp32, LoRA on every linear with and without checkpointing; the encoders and
 encoder–decoders at 512 tokens, and also under fp16 autocast with and without checkpointing); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15,
-transformers 5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds the model to.
+transformers 5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds the model to. Six more families
+(Phi-3-mini, Gemma-2-2B under eager attention, Qwen2.5-1.5B, Llama-3.2-1B, Mixtral-8x7B and DeepSeek-V2-Lite, whose
+narrower v heads send SDPA to the memory-efficient kernel) are in `calibration/replay-families-2026-12-05.csv`
+(torch 2.15, transformers 5.25, peft 0.21.2).
 """
 
 import bisect
@@ -273,7 +278,8 @@ class EfficientLike(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, bias):
         b, h, s, d = q.shape
-        out = torch.empty(b, s, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
+        # The output is as wide a head as v (latent attention's v heads are narrower than q and k).
+        out = torch.empty(b, s, h, v.shape[-1], dtype=q.dtype, device=q.device).transpose(1, 2)
         lse = torch.empty(b, h, _rounded(s, 32), dtype=torch.float32, device=q.device)
         ctx.save_for_backward(q, k, v, bias, out, lse)
         return out
@@ -285,7 +291,7 @@ class EfficientLike(torch.autograd.Function):
         dev = q.device
         dq = torch.empty(b, s, h, d, dtype=q.dtype, device=dev).transpose(1, 2)
         dk = torch.empty(b, k.shape[2], k.shape[1], d, dtype=k.dtype, device=dev).transpose(1, 2)
-        dv = torch.empty(b, v.shape[2], v.shape[1], d, dtype=v.dtype, device=dev).transpose(1, 2)
+        dv = torch.empty(b, v.shape[2], v.shape[1], v.shape[-1], dtype=v.dtype, device=dev).transpose(1, 2)
         delta = torch.empty(b, h, s, dtype=torch.float32, device=dev)
         workspace = torch.empty(b, h, s, d, dtype=torch.float32, device=dev)
         del delta, workspace
@@ -304,6 +310,10 @@ def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
         # math composite (repeated k/v, the kept probabilities), which is what the meta device runs too.
         return SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
                     enable_gqa=enable_gqa)
+    if attn_mask is None and v.shape[-1] != q.shape[-1]:
+        # Flash needs one head width for q, k and v (`check_head_dim_size_flash`); latent attention's v heads
+        # are narrower, and SDPA takes the memory-efficient kernel, without a bias.
+        return EfficientLike.apply(q, k, v, None)
     if attn_mask is None:
         if k.shape[1] != q.shape[1] and not enable_gqa:
             raise AssertionError("grouped k/v without enable_gqa")
@@ -624,8 +634,9 @@ def grid(measure):
 # Model families beyond the measured runs' (`--families`): each the Hugging Face config of a published checkpoint
 # (its config.json), and the calibration-schema columns that describe it.
 def family_configs():
-    from transformers import (BartConfig, BloomConfig, FalconConfig, Gemma3TextConfig, GemmaConfig, GPT2Config,
-                              GPTJConfig, GPTNeoXConfig, LlamaConfig, Olmo2Config, OPTConfig, PhiConfig,
+    from transformers import (BartConfig, BloomConfig, DeepseekV2Config, FalconConfig, Gemma2Config,
+                              Gemma3TextConfig, GemmaConfig, GPT2Config, GPTJConfig, GPTNeoXConfig, LlamaConfig,
+                              MixtralConfig, Olmo2Config, OPTConfig, Phi3Config, PhiConfig, Qwen2Config,
                               Qwen2MoeConfig, Qwen3Config, RobertaConfig, Starcoder2Config, T5Config)
 
     def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
@@ -719,6 +730,50 @@ def family_configs():
                          # checkpoint's 247.6 M, so its rows say tied.
                          row("google/flan-t5-base", 12, 768, 12, 12, 2048, "gated", 32128, True,
                              arch="encoder-decoder")),
+        # The forty-second session's (2026-12-05): families whose shapes the ones above do not have — fused
+        # qkv and gate/up projections (Phi-3), logit soft-capping and a 256k vocabulary (Gemma-2), q/k/v biases
+        # (Qwen2.5), a 128k vocabulary on a tied head (Llama-3.2), eight routed experts of top-2 (Mixtral).
+        "phi-3-mini": (lambda: Phi3Config(hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
+                                          num_attention_heads=32, num_key_value_heads=32, vocab_size=32064,
+                                          max_position_embeddings=4096, original_max_position_embeddings=4096,
+                                          tie_word_embeddings=False, resid_pdrop=0.0, embd_pdrop=0.0,
+                                          attention_dropout=0.0, pad_token_id=32000, use_cache=False),
+                       row("microsoft/Phi-3-mini-4k-instruct", 32, 3072, 32, 32, 8192, "gated", 32064, False)),
+        "gemma-2-2b": (lambda: Gemma2Config(hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                                            num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                                            vocab_size=256000, hidden_activation="gelu_pytorch_tanh",
+                                            final_logit_softcapping=30.0, attn_logit_softcapping=50.0,
+                                            query_pre_attn_scalar=256, sliding_window=4096,
+                                            tie_word_embeddings=True, use_cache=False),
+                       row("google/gemma-2-2b", 26, 2304, 8, 4, 9216, "gated", 256000, True)),
+        "qwen2.5-1.5b": (lambda: Qwen2Config(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+                                             num_attention_heads=12, num_key_value_heads=2, vocab_size=151936,
+                                             max_position_embeddings=32768, tie_word_embeddings=True,
+                                             use_cache=False),
+                         row("Qwen/Qwen2.5-1.5B", 28, 1536, 12, 2, 8960, "gated", 151936, True)),
+        "llama-3.2-1b": (lambda: LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                                             num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                                             vocab_size=128256, tie_word_embeddings=True, rope_theta=500000.0,
+                                             max_position_embeddings=131072, use_cache=False),
+                         row("meta-llama/Llama-3.2-1B", 16, 2048, 32, 8, 8192, "gated", 128256, True)),
+        "mixtral-8x7b": (lambda: MixtralConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                                               num_attention_heads=32, num_key_value_heads=8, num_local_experts=8,
+                                               num_experts_per_tok=2, vocab_size=32000, tie_word_embeddings=False,
+                                               max_position_embeddings=32768, use_cache=False),
+                         row("mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 14336, "gated", 32000, False, 8, 2)),
+        # Multi-head latent attention (its k/v through a 512-wide latent) and 64 routed experts of top-6 beside
+        # two shared ones, the first block dense.
+        "deepseek-v2-lite": (lambda: DeepseekV2Config(hidden_size=2048, intermediate_size=10944,
+                                                      moe_intermediate_size=1408, num_hidden_layers=27,
+                                                      num_attention_heads=16, num_key_value_heads=16,
+                                                      n_routed_experts=64, n_shared_experts=2,
+                                                      num_experts_per_tok=6, first_k_dense_replace=1,
+                                                      kv_lora_rank=512, q_lora_rank=None, qk_nope_head_dim=128,
+                                                      qk_rope_head_dim=64, v_head_dim=128, vocab_size=102400,
+                                                      tie_word_embeddings=False, max_position_embeddings=163840,
+                                                      use_cache=False),
+                             row("deepseek-ai/DeepSeek-V2-Lite", 27, 2048, 16, 16, 1408, "gated", 102400, False,
+                                 64, 6)),
         "bart-large": (lambda: BartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
                                           encoder_attention_heads=16, decoder_attention_heads=16,
                                           encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265,
@@ -762,7 +817,8 @@ def families(measure):
         if only and name not in only:
             continue
         measure.MODELS[name] = config
-        attn = "eager" if name.startswith("bloom") else "sdpa"  # transformers' BLOOM has no SDPA path
+        # transformers' BLOOM has no SDPA path; Gemma-2's soft-capped scores none either (5.25 refuses "sdpa").
+        attn = "eager" if name.startswith(("bloom", "gemma-2")) else "sdpa"
         non_decoder = cols["arch"] != "decoder"
         for precision, ckpt, mb, seq, lora in FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ()):
             if name == "gpt2-large":
