@@ -2223,6 +2223,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     t.attention = match r.word("attention").as_str() {
         "eager" => Attention::Eager,
+        // Not stated, and transformers' code for a family it gives no SDPA
+        // path runs eager ([`without_sdpa_in_transformers`]).
+        "" if framework.runs_the_models_own_code()
+            && without_sdpa_in_transformers(&r.get("model").to_ascii_lowercase()) =>
+        {
+            Attention::Eager
+        }
         // SDPA's math backend ("sdpa (math)") and attention written as
         // matmuls and a softmax materialise the scores as eager does.
         a if a.contains("math") || a.contains("eager") || matches!(a, "manual" | "naive") => {
@@ -2751,6 +2758,26 @@ fn stated_expandable_segments(lower: &str) -> bool {
         return false;
     }
     lower.contains("expandable segments") || lower.contains("expandable_segments")
+}
+
+/// A model family whose transformers implementation has no SDPA path, so a
+/// run that names no attention kernel ran the eager one (scores kept):
+/// BLOOM, GPT-Neo, MPT and GPT-1 (`_supports_sdpa` unset in transformers
+/// 4.x and 5.25), Gemma-2 (4.42–4.x pick eager unless SDPA is asked for,
+/// `Gemma2PreTrainedModel._check_and_enable_sdpa`; 5.25 refuses SDPA:
+/// "does not support an attention implementation through
+/// torch.nn.functional.scaled_dot_product_attention yet", met replaying it)
+/// and gpt-oss (eager unless its flash kernels are installed). Read from the
+/// model's name: not Gemma 1 ("gemma-2b", "gemma-7b") nor GPT-NeoX.
+fn without_sdpa_in_transformers(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    name.starts_with("bloom")
+        || name.starts_with("gemma-2-")
+        || name.starts_with("gemma2")
+        || (name.starts_with("gpt-neo-") && !name.starts_with("gpt-neox"))
+        || name.starts_with("gpt-oss")
+        || name.starts_with("mpt-")
+        || name == "openai-gpt"
 }
 
 /// The names HSDP's shard group goes by: torchtitan's

@@ -3452,3 +3452,42 @@ fn expandable_segments_stated_in_the_notes_reach_the_plan() {
     };
     assert!(reserved("expandable_segments:True") < reserved(""));
 }
+
+/// A row that names no attention kernel for a family transformers gives no
+/// SDPA path (BLOOM, Gemma-2, GPT-Neo, MPT, gpt-oss) ran eager under
+/// transformers' code; Gemma 1 and GPT-NeoX have SDPA, a stated kernel
+/// stands, and LitGPT's own code has SDPA for every family.
+#[test]
+fn families_without_sdpa_in_transformers_run_eager_when_unstated() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Attention;
+    let id = "peft_readme_raft-144"; // bloomz-7b1 LoRA, plain PyTorch, eager stated
+    let attention = |set: &[(&str, &str)]| {
+        case_plan(&with_fields(id, set), id)
+            .unwrap()
+            .training
+            .attention
+    };
+    assert_eq!(attention(&[("attention", "")]), Attention::Eager);
+    assert_eq!(attention(&[("attention", "unknown")]), Attention::Eager);
+    assert_eq!(attention(&[("attention", "flash")]), Attention::Flash);
+    for (model, want) in [
+        ("google/gemma-2-9b", Attention::Eager),
+        ("EleutherAI/gpt-neo-1.3B", Attention::Eager),
+        ("mosaicml/mpt-7b", Attention::Eager),
+        ("openai/gpt-oss-20b", Attention::Eager),
+        ("google/gemma-2b", Attention::Flash),
+        ("EleutherAI/gpt-neox-20b", Attention::Flash),
+        ("meta-llama/Llama-2-7b-hf", Attention::Flash),
+    ] {
+        assert_eq!(
+            attention(&[("attention", ""), ("model", model)]),
+            want,
+            "{model}"
+        );
+    }
+    assert_eq!(
+        attention(&[("attention", ""), ("framework", "litgpt")]),
+        Attention::Flash
+    );
+}
