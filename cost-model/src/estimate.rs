@@ -15,6 +15,7 @@ use crate::plan::{
 use crate::units::{Bytes, MIB};
 use crate::validate::validate;
 use serde::{Deserialize, Serialize};
+use std::cell::Cell;
 
 /// Version of the memory model; a saved plan records the version it was
 /// estimated with so the UI can say when the numbers moved. Bumped whenever
@@ -906,6 +907,12 @@ struct Ctx<'a> {
     layer_matrix: f64,
     /// [`Self::cublas_workspaces`], worked out once (the GPU's name is read).
     workspaces: f64,
+    /// [`Self::layer_activations`] without and with recomputation, each
+    /// worked out once per estimate: the same for every stage (they were a
+    /// tenth of an 8-stage estimate's instructions, a sixth of an MoE's with
+    /// dense blocks, worked out again for each stage). Empty in the derived
+    /// contexts ([`Self::block_ctx`], [`Self::at_length`]), whose blocks differ.
+    layer_acts: [Cell<Option<(f64, f64)>>; 2],
     /// The dense block of an MoE model that has dense blocks too
     /// ([`ModelSpec::dense_layers`]): per-block quantities are then the
     /// average over the stack's two kinds of block ([`Self::mixed`]), as an
@@ -945,6 +952,7 @@ impl<'a> Ctx<'a> {
             d: plan.framework.defaults(),
             layer_matrix: 0.0,
             workspaces: Self::cublas_workspaces(plan),
+            layer_acts: Default::default(),
             dense,
         };
         // (`block_ctx` works each kind's out.)
@@ -1039,6 +1047,7 @@ impl<'a> Ctx<'a> {
         let mut c = Ctx {
             m,
             dense: None,
+            layer_acts: Default::default(),
             ..self.clone()
         };
         c.layer_matrix = c.layer_matrix_params_of_model();
@@ -3366,6 +3375,18 @@ impl<'a> Ctx<'a> {
         (average + fp8, largest + fp8)
     }
 
+    /// [`Self::layer_activations`], worked out on the first stage that asks
+    /// ([`Ctx::layer_acts`]).
+    fn layer_activations_once(&self, recomputed: bool) -> (f64, f64) {
+        let cell = &self.layer_acts[usize::from(recomputed)];
+        if let Some(v) = cell.get() {
+            return v;
+        }
+        let v = self.layer_activations(recomputed);
+        cell.set(Some(v));
+        v
+    }
+
     /// Uncached Transformer Engine weight copies, saved per layer.
     fn fp8_weight_copies_saved(&self) -> f64 {
         if self.fp8_weight_copies_cached() {
@@ -3402,7 +3423,11 @@ impl<'a> Ctx<'a> {
 
     /// These quantities at another local sequence length (a decoder's).
     fn at_length(&self, s: f64) -> Ctx<'a> {
-        Ctx { s, ..self.clone() }
+        Ctx {
+            s,
+            layer_acts: Default::default(),
+            ..self.clone()
+        }
     }
 
     /// One decoder block at its own length `sd` with its cross-attention,
@@ -4219,7 +4244,7 @@ impl<'a> Ctx<'a> {
         let recomputed = matches!(policy, Checkpointing::Full | Checkpointing::OpSelective)
             && checkpointed >= 1.0;
         let offload = self.plan.training.activation_offload;
-        let (full, largest) = self.layer_activations(recomputed && !offload);
+        let (full, largest) = self.layer_activations_once(recomputed && !offload);
         let working = if recomputed || offload {
             BACKWARD_WORKING_BLOCKS * largest
                 + self.recomputed_mlp_grads()
