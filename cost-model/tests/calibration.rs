@@ -2791,6 +2791,28 @@ mod free_text_never_panics {
             let c = &report.cases[0];
             prop_assert!(c.skipped.is_some() || c.predicted_gib.is_some(), "{c:?}");
         }
+
+        /// Any notes and any text in the columns the notes stand in for
+        /// (length, batch, GPUs, sharding) — multi-byte characters, digits
+        /// and the words the readers look for among them — give a row that is
+        /// predicted or skipped with its reason, never a panic.
+        #[test]
+        fn notes_and_the_columns_they_stand_in_for(
+            notes in "([^,\"\r\n]|packing=|seq |tokens per sample|-token sequences|sequences of |mbs |\
+                       per gpu|nodes|nproc_per_node|dp_shard|expandable_segments:|max_seq_len=|[0-9k]){0,40}",
+            seq in "[^,\"\r\n]{0,16}",
+            batch in "[^,\"\r\n]{0,16}",
+            gpus in "[^,\"\r\n]{0,12}",
+            hsdp in proptest::bool::ANY,
+        ) {
+            let sharding = if hsdp { "hsdp" } else { "fsdp-full" };
+            let set = [("notes", notes.as_str()), ("seq_len", seq.as_str()),
+                ("micro_batch", batch.as_str()), ("num_gpus", gpus.as_str()), ("sharding", sharding)];
+            let id = "peft_docs_fsdp_70b-148";
+            let report = calibrate(&with_fields(id, &set)).unwrap();
+            let c = &report.cases[0];
+            prop_assert!(c.skipped.is_some() || c.predicted_gib.is_some(), "{c:?}");
+        }
     }
 }
 
