@@ -1011,13 +1011,7 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
 fn stated_tokens_after(lower: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
     for name in names {
         for (at, _) in lower.match_indices(name) {
-            let before_ok = lower[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !c.is_ascii_alphanumeric())
-                && !not_after
-                    .iter()
-                    .any(|w| lower[..at].trim_end().ends_with(w));
+            let before_ok = name_starts_at(lower, at, not_after);
             let after = &lower[at + name.len()..];
             // A separator after the name, or the digits straight on ("EP8"
             // style is not a length's, but "seq_len=256" and "seq 2048" are).
@@ -2840,6 +2834,18 @@ fn stated_after(notes: &str, names: &[&str]) -> Option<u32> {
     stated_after_unless(notes, names, &[])
 }
 
+/// A name found at `at` in `text` starts a word — "EP" is not the end of
+/// "STEP" — and does not follow one of `not_after` (a cap's or another
+/// quantity's name: "max sequence length", `max_seq_len`).
+fn name_starts_at(text: &str, at: usize, not_after: &[&str]) -> bool {
+    let before = &text[..at];
+    before
+        .chars()
+        .next_back()
+        .is_none_or(|c| !c.is_ascii_alphanumeric())
+        && !not_after.iter().any(|w| before.trim_end().ends_with(w))
+}
+
 /// [`stated_after`], passing over a name whose preceding text ends with one
 /// of `not_after` (a cap's or another quantity's: "max sequence length",
 /// `max_seq_len`).
@@ -2849,14 +2855,7 @@ fn stated_after_unless(notes: &str, names: &[&str], not_after: &[&str]) -> Optio
         while let Some(i) = notes[from..].find(name) {
             let at = from + i;
             from = at + name.len();
-            // A whole word: "EP" is not the end of "STEP" nor the start of "EPOCH".
-            let before_ok = notes[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !c.is_ascii_alphanumeric())
-                && !not_after
-                    .iter()
-                    .any(|w| notes[..at].trim_end().ends_with(w));
+            let before_ok = name_starts_at(notes, at, not_after);
             let rest = notes[from..].trim_start_matches([' ', '=', ':']);
             let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
             if before_ok && !digits.is_empty() {
