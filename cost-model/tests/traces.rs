@@ -1746,12 +1746,12 @@ fn a_peak_after_the_word_memory_is_read() {
         (a.peak_allocated_mib, a.peak_reserved_mib),
         (Some(12595.2), Some(14336.0))
     );
-    // Not without it.
-    assert!(trace::parse(
-        "step 10 | max allocated: 12.3 GiB\n",
-        &ParseOptions::default()
-    )
-    .is_err());
+    // Without it, a counter's peak by name in a size unit is still one
+    // (`counters_printed_by_name_and_vram_peaks`); a figure without a unit
+    // is not.
+    let t = parse_text("step 10 | max allocated: 12.3 GiB\n");
+    assert_eq!(t.allocator.unwrap().peak_allocated_mib, Some(12595.2));
+    assert!(trace::parse("step 10 | max allocated: 123\n", &ParseOptions::default()).is_err());
 }
 
 /// Outputs without a counter to compare: TensorBoard's scalar download and
@@ -1980,6 +1980,33 @@ fn one_print_with_both_counters() {
         close(a.peak_allocated_mib, 10.5 * 1024.0) && a.peak_reserved_mib.is_none(),
         "{a:?}"
     );
+}
+
+/// A script's own print of the counters by name, without the word memory
+/// (`peak allocated 14.2 GiB, peak reserved 16.0 GiB`, `Max allocated:
+/// 12.4GB`), and "Peak VRAM" with its thousands grouped, are peaks; a count
+/// without a size unit, or a current counter, is not.
+#[test]
+fn counters_printed_by_name_and_vram_peaks() {
+    let t = parse_text("[rank0]: peak allocated 14.2 GiB, peak reserved 16.0 GiB\n");
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 14.2 * 1024.0) && close(a.peak_reserved_mib, 16.0 * 1024.0),
+        "{a:?}"
+    );
+    let t = parse_text(
+        "Allocated: 10.2GiB, Max allocated: 12.4GiB, Reserved: 14.0GiB, Max reserved: 14.5GiB\n",
+    );
+    let a = t.allocator.unwrap();
+    assert!(
+        close(a.peak_allocated_mib, 12.4 * 1024.0) && close(a.peak_reserved_mib, 14.5 * 1024.0),
+        "{a:?}"
+    );
+    let t = parse_text("Peak VRAM: 18,432 MiB\n");
+    assert!(close(t.allocator.unwrap().peak_reserved_mib, 18432.0));
+    // No size unit, no memory: not a print of the counters.
+    assert!(trace::parse("max reserved slots: 4096\n", &ParseOptions::default()).is_err());
 }
 
 #[test]

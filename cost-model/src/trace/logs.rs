@@ -322,19 +322,34 @@ pub struct PeakPrint {
 pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
     let mut out = Vec::new();
     // Most lines of a long log say nothing of memory: leave before allocating.
-    if !l
-        .as_bytes()
-        .windows(3)
-        .any(|w| w.eq_ignore_ascii_case(b"mem"))
-    {
+    let said = |w: &[u8]| {
+        l.as_bytes()
+            .windows(w.len())
+            .any(|x| x.eq_ignore_ascii_case(w))
+    };
+    if !(said(b"mem") || said(b"vram") || said(b"allocated") || said(b"reserved")) {
         return out;
     }
+    // `18,432 MiB`: one figure, not two segments.
+    let l = &without_thousands_commas(l);
     // A segment after one that said memory speaks of it too (`GPU memory |
-    // max allocated: 12.3 GB | max reserved: 14.0 GB`).
+    // max allocated: 12.3 GB | max reserved: 14.0 GB`); so does one that
+    // names a counter's peak in a size unit without saying memory
+    // (`peak allocated 14.2 GiB, peak reserved 16.0 GiB`, `Max allocated:
+    // 12.4GB`: PyTorch's counters by name).
     let mut memory_said = false;
     for seg in l.split([',', ';', '|']) {
         let norm = seg.to_ascii_lowercase().replace('_', " ");
-        memory_said |= norm.contains("mem");
+        let counter_peak = [
+            "max allocated",
+            "peak allocated",
+            "max reserved",
+            "peak reserved",
+        ]
+        .iter()
+        .any(|w| norm.contains(w))
+            && ["gib", "gb", "mib", "mb"].iter().any(|u| norm.contains(u));
+        memory_said |= norm.contains("mem") || norm.contains("vram") || counter_peak;
         // A change over a stage (the Trainer's `…_peaked_delta`) is not a peak.
         if !memory_said || norm.contains("delta") {
             continue;
@@ -359,15 +374,17 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
         // (Colossal-AI): a peak whose counter is not named — `peak`, or `max`
         // with `usage`/`used`: a bare "Max memory = 14.7 GB" is the capacity
         // in the Unsloth notebooks.
-        if names.is_empty() && norm.contains("mem") {
+        if names.is_empty() && (norm.contains("mem") || norm.contains("vram")) {
             let peak = norm.contains("peak")
                 || (norm.contains("max") && (norm.contains("usage") || norm.contains("used")));
             if peak && ["gpu", "cuda", "vram"].iter().any(|w| norm.contains(w)) {
-                // The rest of the word (`memory`) is skipped with the other letters.
-                names.extend(
-                    norm.find("mem")
-                        .map(|i| (i, i + 3, PrintedCounter::Unnamed)),
-                );
+                // The rest of the word (`memory`) is skipped with the other
+                // letters; `Peak VRAM: 18,432 MiB` names no memory but VRAM.
+                let at = norm
+                    .find("mem")
+                    .map(|i| (i, i + 3))
+                    .or_else(|| norm.find("vram").map(|i| (i, i + 4)));
+                names.extend(at.map(|(i, end)| (i, end, PrintedCounter::Unnamed)));
             }
         }
         // Each counter's figure lies between its name and the next one's, and
@@ -390,6 +407,28 @@ pub fn peak_counters(l: &str) -> Vec<PeakPrint> {
         }
     }
     out
+}
+
+/// The line with the commas that group a figure's thousands taken out
+/// (`18,432 MiB` → `18432 MiB`): a comma between a digit and exactly three
+/// digits that end the number. A list (`1,2`, `12, 14`) keeps its commas.
+fn without_thousands_commas(l: &str) -> std::borrow::Cow<'_, str> {
+    let b = l.as_bytes();
+    let grouping = |i: usize| {
+        b[i] == b',' && i > 0 && b[i - 1].is_ascii_digit() && {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            digits == 3
+        }
+    };
+    if !(0..b.len()).any(grouping) {
+        return std::borrow::Cow::Borrowed(l);
+    }
+    let kept: String = l
+        .char_indices()
+        .filter(|&(i, _)| !grouping(i))
+        .map(|(_, c)| c)
+        .collect();
+    std::borrow::Cow::Owned(kept)
 }
 
 /// A print of PyTorch's current (not peak) counters on a GPU
