@@ -44,7 +44,8 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     memplan calibrate /tmp/grid.csv                         # the model against them
     v/bin/python calibration/allocator_replay.py --families [NAME...] > calibration/replay-families-2026-12-03.csv
     v/bin/python calibration/allocator_replay.py --families phi-3-mini gemma-2-2b qwen2.5-1.5b llama-3.2-1b \
-        mixtral-8x7b deepseek-v2-lite > calibration/replay-families-2026-12-05.csv
+        mixtral-8x7b deepseek-v2-lite mpt-7b falcon-40b command-r stablelm-2-1.6b granite-3.0-2b olmoe-1b-7b \
+        qwen3-30b-a3b > calibration/replay-families-2026-12-05.csv
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -63,8 +64,9 @@ and without checkpointing, AMP, fp32, LoRA on every linear with and without chec
 encoder–decoders at 512 tokens, and also under fp16 autocast with and without checkpointing); `calibration/replay-families-2026-12-03.csv` holds what it printed (torch 2.15,
 transformers 5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds the model to. Six more families
 (Phi-3-mini, Gemma-2-2B under eager attention, Qwen2.5-1.5B, Llama-3.2-1B, Mixtral-8x7B and DeepSeek-V2-Lite, whose
-narrower v heads send SDPA to the memory-efficient kernel) are in `calibration/replay-families-2026-12-05.csv`
-(torch 2.15, transformers 5.25, peft 0.21.2).
+narrower v heads send SDPA to the memory-efficient kernel) and seven of layouts of their own (MPT-7B under eager
+attention with ALiBi, Falcon-40B, Command-R, StableLM-2-1.6B, Granite-3.0-2B, OLMoE-1B-7B, Qwen3-30B-A3B) are in
+`calibration/replay-families-2026-12-05.csv` (torch 2.15, transformers 5.25, peft 0.21.2).
 """
 
 import bisect
@@ -634,10 +636,11 @@ def grid(measure):
 # Model families beyond the measured runs' (`--families`): each the Hugging Face config of a published checkpoint
 # (its config.json), and the calibration-schema columns that describe it.
 def family_configs():
-    from transformers import (BartConfig, BloomConfig, DeepseekV2Config, FalconConfig, Gemma2Config,
-                              Gemma3TextConfig, GemmaConfig, GPT2Config, GPTJConfig, GPTNeoXConfig, LlamaConfig,
-                              MixtralConfig, Olmo2Config, OPTConfig, Phi3Config, PhiConfig, Qwen2Config,
-                              Qwen2MoeConfig, Qwen3Config, RobertaConfig, Starcoder2Config, T5Config)
+    from transformers import (BartConfig, BloomConfig, CohereConfig, DeepseekV2Config, FalconConfig, Gemma2Config,
+                              Gemma3TextConfig, GemmaConfig, GPT2Config, GPTJConfig, GPTNeoXConfig, GraniteConfig,
+                              LlamaConfig, MixtralConfig, MptConfig, Olmo2Config, OlmoeConfig, OPTConfig, Phi3Config,
+                              PhiConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, RobertaConfig,
+                              StableLmConfig, Starcoder2Config, T5Config)
 
     def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
         return dict(model=model, arch=arch, n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
@@ -761,6 +764,48 @@ def family_configs():
                                                num_experts_per_tok=2, vocab_size=32000, tie_word_embeddings=False,
                                                max_position_embeddings=32768, use_cache=False),
                          row("mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 14336, "gated", 32000, False, 8, 2)),
+        # And seven with no preset of their own or a layout of their own: ALiBi under eager attention (MPT),
+        # Falcon's new decoder (grouped k/v, two norms, parallel blocks), Cohere's parallel block over a tied 256k
+        # head, StableLM-2's partial rotary and q/k/v biases, Granite's multipliers, and two MoE decoders of
+        # 64 and 128 experts (OLMoE, Qwen3-MoE).
+        "mpt-7b": (lambda: MptConfig(d_model=4096, n_heads=32, n_layers=32, expansion_ratio=4, max_seq_len=2048,
+                                     vocab_size=50432, no_bias=True, attn_config={"alibi": True},
+                                     use_cache=False),
+                   row("mosaicml/mpt-7b", 32, 4096, 32, 32, 16384, "plain", 50432, True)),
+        "falcon-40b": (lambda: FalconConfig(hidden_size=8192, num_hidden_layers=60, num_attention_heads=128,
+                                            num_kv_heads=8, new_decoder_architecture=True, parallel_attn=True,
+                                            bias=False, vocab_size=65024, alibi=False, use_cache=False),
+                       row("tiiuae/falcon-40b", 60, 8192, 128, 8, 32768, "plain", 65024, True)),
+        "command-r": (lambda: CohereConfig(hidden_size=8192, intermediate_size=22528, num_hidden_layers=40,
+                                           num_attention_heads=64, num_key_value_heads=64, vocab_size=256000,
+                                           logit_scale=0.0625, use_qk_norm=False, tie_word_embeddings=True,
+                                           max_position_embeddings=8192, use_cache=False),
+                      row("CohereForAI/c4ai-command-r-v01", 40, 8192, 64, 64, 22528, "gated", 256000, True)),
+        "stablelm-2-1.6b": (lambda: StableLmConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=24,
+                                                   num_attention_heads=32, num_key_value_heads=32,
+                                                   vocab_size=100352, partial_rotary_factor=0.25,
+                                                   use_qkv_bias=True, tie_word_embeddings=False,
+                                                   max_position_embeddings=4096, hidden_dropout=0.0,
+                                                   attention_dropout=0.0, use_cache=False),
+                            row("stabilityai/stablelm-2-1_6b", 24, 2048, 32, 32, 5632, "gated", 100352, False)),
+        "granite-3.0-2b": (lambda: GraniteConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=40,
+                                                 num_attention_heads=32, num_key_value_heads=8, vocab_size=49155,
+                                                 tie_word_embeddings=True, embedding_multiplier=12.0,
+                                                 logits_scaling=8.0, residual_multiplier=0.22,
+                                                 attention_multiplier=0.015625, max_position_embeddings=4096,
+                                                 use_cache=False),
+                           row("ibm-granite/granite-3.0-2b-base", 40, 2048, 32, 8, 8192, "gated", 49155, True)),
+        "olmoe-1b-7b": (lambda: OlmoeConfig(hidden_size=2048, intermediate_size=1024, num_hidden_layers=16,
+                                            num_attention_heads=16, num_key_value_heads=16, num_experts=64,
+                                            num_experts_per_tok=8, vocab_size=50304, tie_word_embeddings=False,
+                                            max_position_embeddings=4096, use_cache=False),
+                        row("allenai/OLMoE-1B-7B-0924", 16, 2048, 16, 16, 1024, "gated", 50304, False, 64, 8)),
+        "qwen3-30b-a3b": (lambda: Qwen3MoeConfig(hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
+                                                 num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4,
+                                                 head_dim=128, num_experts=128, num_experts_per_tok=8,
+                                                 vocab_size=151936, tie_word_embeddings=False,
+                                                 max_position_embeddings=40960, use_cache=False),
+                          row("Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 768, "gated", 151936, False, 128, 8)),
         # Multi-head latent attention (its k/v through a 512-wide latent) and 64 routed experts of top-6 beside
         # two shared ones, the first block dense.
         "deepseek-v2-lite": (lambda: DeepseekV2Config(hidden_size=2048, intermediate_size=10944,
@@ -817,8 +862,9 @@ def families(measure):
         if only and name not in only:
             continue
         measure.MODELS[name] = config
-        # transformers' BLOOM has no SDPA path; Gemma-2's soft-capped scores none either (5.25 refuses "sdpa").
-        attn = "eager" if name.startswith(("bloom", "gemma-2")) else "sdpa"
+        # transformers' BLOOM and MPT have no SDPA path; Gemma-2's soft-capped scores none either (5.25 refuses
+        # "sdpa").
+        attn = "eager" if name.startswith(("bloom", "gemma-2", "mpt")) else "sdpa"
         non_decoder = cols["arch"] != "decoder"
         for precision, ckpt, mb, seq, lora in FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ()):
             if name == "gpt2-large":

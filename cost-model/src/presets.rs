@@ -407,6 +407,38 @@ const fn roberta(layers: u32, hidden: u32, heads: u32) -> Dims {
     gpt(Arch::Encoder, layers, hidden, heads, 50265, 514)
 }
 
+/// MPT (MosaicML): fused `Wqkv`, ALiBi (no position table), LayerNorms and
+/// linears without biases (`no_bias: true`), an exact-GELU MLP 4 × wide, a
+/// tied 50432-token head, no dropout (transformers `MptConfig`, the hub's
+/// mpt-7b / mpt-30b config.json; transformers' MPT has no SDPA path).
+const fn mpt(layers: u32, hidden: u32, heads: u32) -> Dims {
+    let mut d = fused(gpt(Arch::Decoder, layers, hidden, heads, 50432, 0));
+    d.positions = Positions::Alibi;
+    d.linear_bias = false;
+    d.dropout = false;
+    d
+}
+
+/// StableLM-2 (1.6B): Llama's SwiGLU blocks under LayerNorms with biases
+/// (not RMSNorm), biases on q/k/v, a quarter of each head rotary, an untied
+/// 100352-token head (transformers `StableLmConfig`: `use_qkv_bias`,
+/// `partial_rotary_factor` 0.25).
+const fn stablelm2(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
+    let mut d = llama(
+        layers,
+        hidden,
+        heads,
+        heads,
+        hidden / heads,
+        ffn,
+        100352,
+        false,
+    );
+    d.norm = Norm::LayerNorm;
+    d.qkv_bias = true;
+    d
+}
+
 macro_rules! p {
     ($id:expr, $name:expr, $params:expr, $dims:expr) => {
         Preset {
@@ -605,6 +637,17 @@ const PRESETS: &[Preset] = &[
     // beside one shared expert 5632 wide (`shared_expert_intermediate_size`:
     // four routed widths), biases on q/k/v; the card's 14.3B total (2.7B
     // active).
+    // OLMoE-1B-7B (AllenAI): 64 experts 1024 wide, 8 a token, no shared
+    // expert, RMSNorms on the whole q and k projections as OLMo-2's (but
+    // scaling in the input's dtype, as Llama's), an untied head
+    // (transformers `OlmoeConfig`, the hub's 0924 config.json; 6,919,161,856
+    // in transformers 5.25's model built from it, 1.3 B active on the card).
+    p!(
+        "olmoe-1b-7b",
+        "OLMoE-1B-7B (MoE)",
+        6_919_161_856,
+        qk_norm(moe(llama(16, 2048, 16, 16, 128, 1024, 50304, false), 64, 8))
+    ),
     p!(
         "qwen1.5-moe-a2.7b",
         "Qwen1.5-MoE-A2.7B (MoE, shared expert)",
@@ -872,6 +915,17 @@ const PRESETS: &[Preset] = &[
         "GPT-J-6B",
         6_050_882_784,
         gptj(28, 4096, 16, 50400)
+    ),
+    // MPT and StableLM-2: the parameter counts of transformers 5.25's models
+    // built from the hub configs on the meta device (the MPT-7B one is the
+    // 6.6493 B calibration/allocator_replay.py --families records).
+    p!("mpt-7b", "MPT-7B", 6_649_286_656, mpt(32, 4096, 32)),
+    p!("mpt-30b", "MPT-30B", 29_957_200_896, mpt(48, 7168, 64)),
+    p!(
+        "stablelm-2-1.6b",
+        "StableLM-2-1.6B",
+        1_644_515_328,
+        stablelm2(24, 2048, 32, 5632)
     ),
     p!("opt-125m", "OPT-125M", 125_239_296, opt(12, 768, 12)),
     p!("opt-1.3b", "OPT-1.3B", 1_315_758_080, opt(24, 2048, 32)),
@@ -1371,6 +1425,10 @@ mod tests {
             ),
             ("Tiny-Llama-1.1B", "tinyllama-1.1b"),
             ("tiiuae/falcon-40b", "falcon-40b"),
+            ("mosaicml/mpt-7b-instruct", "mpt-7b"),
+            ("mosaicml/mpt-30b", "mpt-30b"),
+            ("stabilityai/stablelm-2-1_6b-chat", "stablelm-2-1.6b"),
+            ("allenai/OLMoE-1B-7B-0924-Instruct", "olmoe-1b-7b"),
             ("Falcon 7B", "falcon-7b"),
             ("BERT base uncased", "bert-base"),
             ("Gemma 2 9B", "gemma-2-9b"),
