@@ -450,10 +450,12 @@ macro_rules! p {
     };
 }
 
-/// A `static`, not a `const`: a `const` table is copied into each function
-/// that reads it, and past 109 presets the copies moved 38 KB of code from the
-/// lazy WASM chunks into the page's (410,961 B gzip -9 over the 409,600 B
-/// budget with 113 presets as a `const`; 393,315 B as a `static`).
+/// A `static`, not a `const`: as a `const`, a 110th preset (any of the four
+/// added in the forty-second session) flipped wasm-split into moving 38 KB of
+/// shared code from the lazy chunks into the page's WASM — 396,185 B gzip -9
+/// with 109 presets, 410,521–410,961 B with 110–113, over the 409,600 B
+/// budget (the same move docs/BENCHMARKS.md records for c828ea8); as a
+/// `static`, 393,315 B with 113 (one table in the data section).
 static PRESETS: &[Preset] = &[
     p!(
         "llama-3.1-8b",
