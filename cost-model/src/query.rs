@@ -102,8 +102,9 @@ pub fn parse_targets(param: &str, s: &str) -> Result<LoraTargets, QueryError> {
             "q" | "q_proj" | "query" | "wq" => t.q = true,
             "k" | "k_proj" | "key" | "wk" => t.k = true,
             "v" | "v_proj" | "value" | "wv" => t.v = true,
-            "o" | "o_proj" | "out_proj" | "wo" => t.o = true,
-            "qkv" | "qkv_proj" | "wqkv" | "c_attn" | "query_key_value" => {
+            // (`dense`: GPT-NeoX's, Falcon's and ChatGLM's attention output.)
+            "o" | "o_proj" | "out_proj" | "wo" | "dense" => t.o = true,
+            "qkv" | "qkv_proj" | "wqkv" | "c_attn" | "query_key_value" | "w_pack" => {
                 (t.q, t.k, t.v) = (true, true, true)
             }
             "attention" | "attn" | "qkvo" => (t.q, t.k, t.v, t.o) = (true, true, true, true),
@@ -1237,6 +1238,9 @@ mod tests {
         assert_eq!(t("wq,wk,wv,wo"), qkvo);
         assert_eq!(t("attention"), qkvo);
         assert_eq!(t("query_key_value+out_proj"), t("q+k+v+o"));
+        // GPT-NeoX's / Falcon's attention output, Baichuan's fused q/k/v.
+        assert_eq!(t("query_key_value+dense"), t("q+k+v+o"));
+        assert_eq!(t("W_pack"), t("q+k+v"));
         assert_eq!(t("c_attn"), t("Q+K+V"));
         assert_eq!(t("query value"), LoraTargets::QV);
         assert_eq!(t("w1+w3+w2"), t("gate+up+down"));

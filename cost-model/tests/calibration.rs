@@ -3541,3 +3541,40 @@ fn families_without_sdpa_in_transformers_run_eager_when_unstated() {
         Attention::Flash
     );
 }
+
+/// A fused projection the LoRA targets or the notes name (ChatGLM's
+/// `query_key_value`, Baichuan's `W_pack`, InternLM2's `wqkv`, MPT's `Wqkv`)
+/// tells a model no preset describes computes q/k/v in one matmul, which
+/// PEFT adapts as one module: fewer adapter inputs kept than three.
+#[test]
+fn a_fused_module_named_in_the_targets_or_notes_reads_as_fused() {
+    use cost_model::calibrate::case_plan;
+    let id = "peft_metamathqa_benchmark-152";
+    let fused = |set: &[(&str, &str)]| {
+        let mut all = vec![("model", "some-org/some-model-7b")];
+        all.extend_from_slice(set);
+        case_plan(&with_fields(id, &all), id)
+            .unwrap()
+            .model
+            .fused_projections
+    };
+    assert!(!fused(&[("lora_targets", "q+k+v+o")]));
+    assert!(fused(&[("lora_targets", "query_key_value+dense")]));
+    assert!(fused(&[("lora_targets", "W_pack+o_proj")]));
+    assert!(fused(&[("lora_targets", "wqkv")]));
+    assert!(fused(&[
+        ("lora_targets", "all-linear"),
+        ("notes", "LoRA on the fused Wqkv")
+    ]));
+    // Fewer bytes kept for the one adapter than for three.
+    let predicted = |targets: &str| {
+        let set = [
+            ("model", "some-org/some-model-7b"),
+            ("lora_targets", targets),
+        ];
+        calibrate(&with_fields(id, &set)).unwrap().cases[0]
+            .predicted_gib
+            .unwrap()
+    };
+    assert!(predicted("query_key_value") < predicted("q+k+v"));
+}
