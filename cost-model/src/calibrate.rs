@@ -947,7 +947,8 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
     let lower = notes.to_ascii_lowercase();
     // Not a cap's, a label's or a vocabulary's length; `_`: not the end of
     // another key (`max_seq_len`).
-    const NOT_AFTER: [&str; 9] = [
+    // A mean or a bound is not the padded length either.
+    const NOT_AFTER: [&str; 16] = [
         "_",
         "max-",
         "max",
@@ -957,6 +958,13 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
         "target",
         "vocab",
         "vocabulary",
+        "avg",
+        "average",
+        "mean",
+        "median",
+        "min",
+        "minimum",
+        "up to",
     ];
     let named = stated_tokens_after(
         &lower,
@@ -1069,11 +1077,18 @@ fn stated_tokens_before(lower: &str) -> Option<u32> {
             .trim_end_matches(|c: char| c.is_ascii_digit() || c == 'k')
             .len();
         let word = &head[start..];
-        // A whole number: not the end of a name ("llama3 tokens").
+        // A whole number: not the end of a name ("llama3 tokens"), nor a mean
+        // or a bound ("avg 300 tokens per sample", "up to 2048 tokens each").
+        let before = head[..start].trim_end();
         let whole = head[..start]
             .chars()
             .next_back()
-            .is_none_or(|c| !c.is_ascii_alphanumeric());
+            .is_none_or(|c| !c.is_ascii_alphanumeric())
+            && ![
+                "avg", "average", "mean", "median", "max", "maximum", "min", "up to",
+            ]
+            .iter()
+            .any(|w| before.ends_with(w));
         whole.then(|| leading_tokens(word)).flatten()
     };
     PER_SAMPLE

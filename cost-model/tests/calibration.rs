@@ -1674,6 +1674,11 @@ fn a_length_run_stated_in_the_notes_stands_for_an_empty_seq_len() {
         // A name that only starts like one, a count that is no length.
         "seq2seq; max_length 128",
         "llama3 tokens per sample",
+        // A mean or a bound.
+        "avg seq 300",
+        "average sequence length 412",
+        "avg 300 tokens per sample",
+        "up to 2048 tokens each",
     ] {
         let e = seq(notes).unwrap_err();
         assert!(e.contains("seq_len is empty"), "{notes}: {e}");
