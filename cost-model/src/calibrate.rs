@@ -1172,8 +1172,17 @@ fn stated_packing(lower: &str) -> bool {
 /// global batch under that name (DeepSpeed's `train_batch_size` is global).
 fn stated_micro_batch(notes: &str, framework: Framework) -> Option<u32> {
     let lower = notes.to_ascii_lowercase();
-    // `_`: not inside another key (`eval_micro_batch_size`).
-    const NOT_AFTER: [&str; 5] = ["_", "global", "eval", "total", "effective"];
+    // `_`: not inside another key (`eval_micro_batch_size`); nor the largest
+    // that fits, a search's answer ("max micro-batch 16").
+    const NOT_AFTER: [&str; 7] = [
+        "_",
+        "global",
+        "eval",
+        "total",
+        "effective",
+        "max",
+        "maximum",
+    ];
     let named = stated_after_unless(
         &lower,
         &[

@@ -1748,6 +1748,7 @@ fn a_per_gpu_batch_stated_in_the_notes_stands_for_an_empty_micro_batch() {
     for notes in [
         "4 per GPU",
         "8 GPUs per node",
+        "max micro-batch 16",
         "batch size 512",
         "global batch size 1024",
         "train_batch_size=64",
