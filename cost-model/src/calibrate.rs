@@ -2795,16 +2795,41 @@ fn stated_expandable_segments(lower: &str) -> bool {
 /// `Gemma2PreTrainedModel._check_and_enable_sdpa`; 5.25 refuses SDPA:
 /// "does not support an attention implementation through
 /// torch.nn.functional.scaled_dot_product_attention yet", met replaying it)
-/// and gpt-oss (eager unless its flash kernels are installed). Read from the
-/// model's name: not Gemma 1 ("gemma-2b", "gemma-7b") nor GPT-NeoX.
+/// and gpt-oss (eager unless its flash kernels are installed); among the
+/// encoders and encoder–decoders (transformers 5.25's masked-LM and seq2seq
+/// classes without `_supports_sdpa`), DeBERTa (v1–v3), MPNet (the
+/// sentence-transformers `all-mpnet` models), Longformer, LED, LongT5,
+/// BigBird, RoFormer, RemBERT, Funnel, SqueezeBERT, ConvBERT, Switch
+/// Transformers, PEGASUS-X and ProphetNet. Read from the model's name: not
+/// Gemma 1 ("gemma-2b", "gemma-7b") nor GPT-NeoX.
 fn without_sdpa_in_transformers(model: &str) -> bool {
+    const PREFIXES: [&str; 20] = [
+        "bloom",
+        "gemma-2-",
+        "gemma2",
+        "gpt-oss",
+        "mpt-",
+        "deberta",
+        "mpnet",
+        "all-mpnet",
+        "longformer",
+        "led-",
+        "long-t5",
+        "longt5",
+        "bigbird",
+        "roformer",
+        "rembert",
+        "funnel",
+        "squeezebert",
+        "conv-bert",
+        "switch-",
+        "pegasus-x",
+    ];
     let name = model.rsplit('/').next().unwrap_or(model);
-    name.starts_with("bloom")
-        || name.starts_with("gemma-2-")
-        || name.starts_with("gemma2")
+    PREFIXES.iter().any(|p| name.starts_with(p))
         || (name.starts_with("gpt-neo-") && !name.starts_with("gpt-neox"))
-        || name.starts_with("gpt-oss")
-        || name.starts_with("mpt-")
+        || name.starts_with("convbert")
+        || name.starts_with("prophetnet")
         || name == "openai-gpt"
 }
 
