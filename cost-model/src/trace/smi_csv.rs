@@ -96,12 +96,7 @@ pub fn looks_like_csv(line: &str) -> bool {
     if known >= 2 && known * 2 >= fields.len() {
         return true;
     }
-    // `timestamp, power.draw [W]`: every field a query name.
-    let query_like = fields.iter().all(|f| {
-        column(f) != Col::Other
-            || (f.contains('.') && f.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
-    });
-    if known >= 1 && query_like {
+    if known >= 1 && query_properties(&fields) {
         return true;
     }
     let numeric = fields
@@ -217,18 +212,13 @@ fn mib(v: &str) -> Option<f64> {
     .filter(|x| x.is_finite() && *x >= 0.0)
 }
 
-/// A `--query-gpu` property as the CSV header names it: lower-case words
-/// joined by `.` or `_`, with the unit nvidia-smi adds in brackets
-/// (`timestamp`, `power.draw [W]`, `clocks.current.sm [MHz]`).
-fn is_property_name(f: &str) -> bool {
-    let name = f
-        .split_once(" [")
-        .map_or(f, |(n, unit)| if unit.ends_with(']') { n } else { "" });
-    !name.is_empty()
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_')
+/// Every field names a `--query-gpu` property (`timestamp, power.draw [W]`):
+/// a column this reader knows, or a lower-case dotted property name.
+fn query_properties(fields: &[&str]) -> bool {
+    fields.iter().all(|f| {
+        column(f) != Col::Other
+            || (f.contains('.') && f.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+    })
 }
 
 impl LineParser for CsvParser {
@@ -245,11 +235,11 @@ impl LineParser for CsvParser {
         let fields: Vec<&str> = fields_of(t, self.sep);
         if self.cols.is_none() {
             let cols: Vec<Col> = fields.iter().map(|f| column(f)).collect();
-            // Or every field is a query property's name, as nvidia-smi
-            // prints it (`power.draw [W]`): a header without memory columns.
+            // Or every field names a query property (`power.draw [W]`): a
+            // header without memory columns.
             let is_header = cols.contains(&Col::Used)
                 || cols.iter().filter(|c| **c != Col::Other).count() >= 2
-                || fields.iter().all(|f| is_property_name(f));
+                || query_properties(&fields);
             let has_digits_only = fields.iter().any(|f| f.parse::<f64>().is_ok());
             if is_header && !has_digits_only {
                 if !cols.contains(&Col::Used) && !cols.contains(&Col::ProcessUsed) {
