@@ -945,27 +945,6 @@ fn shards_with_fsdp(framework: Framework) -> bool {
 /// [`stated_target_len`]) or a vocabulary's ("vocab padded to 50304").
 fn stated_seq_len(notes: &str) -> Option<u32> {
     let lower = notes.to_ascii_lowercase();
-    // Not a cap's, a label's or a vocabulary's length; `_`: not the end of
-    // another key (`max_seq_len`).
-    // A mean or a bound is not the padded length either.
-    const NOT_AFTER: [&str; 16] = [
-        "_",
-        "max-",
-        "max",
-        "maximum",
-        "labels",
-        "label",
-        "target",
-        "vocab",
-        "vocabulary",
-        "avg",
-        "average",
-        "mean",
-        "median",
-        "min",
-        "minimum",
-        "up to",
-    ];
     let named = stated_tokens_after(
         &lower,
         &[
@@ -985,7 +964,7 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
             "seqlen",
             "seq",
         ],
-        &NOT_AFTER,
+        &NOT_THE_RUN_LENGTH,
     );
     // A cap the rows filled.
     let cap = || {
@@ -1013,26 +992,39 @@ fn stated_seq_len(notes: &str) -> Option<u32> {
         .filter(|&n| n > 0)
 }
 
+/// What a length follows when it is not the length run: a cap's, a label's,
+/// a vocabulary's, a mean or a bound (`_`: the end of another key,
+/// `max_seq_len`).
+const NOT_THE_RUN_LENGTH: [&str; 16] = [
+    "_",
+    "max-",
+    "max",
+    "maximum",
+    "labels",
+    "label",
+    "target",
+    "vocab",
+    "vocabulary",
+    "avg",
+    "average",
+    "mean",
+    "median",
+    "min",
+    "minimum",
+    "up to",
+];
+
 /// A token count after one of `names` ([`stated_after_unless`]'s rules), as a
 /// whole number or in thousands of 1,024 ("8k": the schema's `seq_len` column
 /// reads it so): not the start of a longer word ("seq2seq" has no length).
 fn stated_tokens_after(lower: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
-    for name in names {
-        for (at, _) in lower.match_indices(name) {
-            let before_ok = name_starts_at(lower, at, not_after);
-            let after = &lower[at + name.len()..];
-            // A separator after the name, or the digits straight on ("EP8"
-            // style is not a length's, but "seq_len=256" and "seq 2048" are).
-            let rest = after.trim_start_matches([' ', '=', ':', '"', '\'']);
-            if !before_ok || after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-                continue;
-            }
-            if let Some(n) = leading_tokens(rest) {
-                return Some(n);
-            }
+    after_names(lower, names, not_after).find_map(|after| {
+        // Not the start of a longer word ("seq_len" is not "seq").
+        if after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            return None;
         }
-    }
-    None
+        leading_tokens(after.trim_start_matches([' ', '=', ':', '"', '\'']))
+    })
 }
 
 /// The token count a text starts with: digits, with an optional `k`
@@ -1076,20 +1068,11 @@ fn stated_tokens_before(lower: &str) -> Option<u32> {
         let start = head
             .trim_end_matches(|c: char| c.is_ascii_digit() || c == 'k')
             .len();
-        let word = &head[start..];
         // A whole number: not the end of a name ("llama3 tokens"), nor a mean
         // or a bound ("avg 300 tokens per sample", "up to 2048 tokens each").
-        let before = head[..start].trim_end();
-        let whole = head[..start]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_ascii_alphanumeric())
-            && ![
-                "avg", "average", "mean", "median", "max", "maximum", "min", "up to",
-            ]
-            .iter()
-            .any(|w| before.ends_with(w));
-        whole.then(|| leading_tokens(word)).flatten()
+        name_starts_at(lower, start, &NOT_THE_RUN_LENGTH)
+            .then(|| leading_tokens(&head[start..]))
+            .flatten()
     };
     PER_SAMPLE
         .iter()
@@ -1121,17 +1104,29 @@ fn fills_the_cap(lower: &str) -> bool {
         .chars()
         .filter(|c| !matches!(c, ' ' | '"' | '\''))
         .collect();
+    let set = |key: &str| lower.contains(key) && stated_flag(lower, key) != Some(false);
     stated_packing(lower)
-        || [
-            "padding=max_length",
-            "padding:max_length",
-            "pad_to_max_length",
-        ]
-        .iter()
-        .any(|w| squeezed.contains(w) && !squeezed.contains(&format!("{w}=false")))
-        || (squeezed.contains("pad_to_sequence_len")
-            && !squeezed.contains("pad_to_sequence_len:false")
-            && !squeezed.contains("pad_to_sequence_len=false"))
+        || squeezed.contains("padding=max_length")
+        || squeezed.contains("padding:max_length")
+        || set("pad_to_max_length")
+        || set("pad_to_sequence_len")
+}
+
+/// The value the notes give the flag `key` at its first occurrence that has
+/// one ("packing=False", `sample_packing: true`, `expandable_segments:True`,
+/// "packing off"); `None` where no occurrence is followed by a yes or a no.
+fn stated_flag(lower: &str, key: &str) -> Option<bool> {
+    lower.match_indices(key).find_map(|(at, _)| {
+        let rest = lower[at + key.len()..].trim_start_matches([' ', '=', ':', '"', '\'']);
+        let word = &rest[..rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len())];
+        match word {
+            "true" | "on" | "yes" | "1" => Some(true),
+            "false" | "off" | "no" | "0" => Some(false),
+            _ => None,
+        }
+    })
 }
 
 /// The notes say the rows were packed ("packed", "packing", TRL's
@@ -1150,15 +1145,9 @@ fn stated_packing(lower: &str) -> bool {
     if NOT.iter().any(|w| lower.contains(w)) {
         return false;
     }
-    let set_false = ["packing", "packed"].iter().any(|key| {
-        lower.match_indices(key).any(|(at, _)| {
-            let rest = lower[at + key.len()..].trim_start_matches([' ', '=', ':', '"', '\'']);
-            ["false", "off", "no", "0"].iter().any(|v| {
-                rest.starts_with(v)
-                    && !rest[v.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())
-            })
-        })
-    });
+    let set_false = ["packing", "packed"]
+        .iter()
+        .any(|key| stated_flag(lower, key) == Some(false));
     !set_false && (lower.contains("packed") || lower.contains("packing"))
 }
 
@@ -2764,28 +2753,17 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
 /// 2.9's `PYTORCH_ALLOC_CONF`, "with expandable segments") and not that it
 /// ran without them ("expandable_segments:False", "no expandable segments").
 fn stated_expandable_segments(lower: &str) -> bool {
-    let squeezed: String = lower
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '"' | '\''))
-        .collect();
-    if squeezed.contains("expandable_segments:true")
-        || squeezed.contains("expandable_segments=true")
-    {
-        return true;
+    if let Some(set) = stated_flag(lower, "expandable_segments") {
+        return set;
     }
-    if squeezed.contains("expandable_segments:false")
-        || squeezed.contains("expandable_segments=false")
-        || [
-            "no expandable",
-            "without expandable",
-            "expandable segments off",
-        ]
-        .iter()
-        .any(|w| lower.contains(w))
-    {
-        return false;
-    }
-    lower.contains("expandable segments") || lower.contains("expandable_segments")
+    let said_off = [
+        "no expandable",
+        "without expandable",
+        "expandable segments off",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    !said_off && (lower.contains("expandable segments") || lower.contains("expandable_segments"))
 }
 
 /// A model family whose transformers implementation has no SDPA path, so a
@@ -2803,7 +2781,7 @@ fn stated_expandable_segments(lower: &str) -> bool {
 /// Transformers, PEGASUS-X and ProphetNet. Read from the model's name: not
 /// Gemma 1 ("gemma-2b", "gemma-7b") nor GPT-NeoX.
 fn without_sdpa_in_transformers(model: &str) -> bool {
-    const PREFIXES: [&str; 20] = [
+    const PREFIXES: [&str; 22] = [
         "bloom",
         "gemma-2-",
         "gemma2",
@@ -2822,14 +2800,14 @@ fn without_sdpa_in_transformers(model: &str) -> bool {
         "funnel",
         "squeezebert",
         "conv-bert",
+        "convbert",
         "switch-",
         "pegasus-x",
+        "prophetnet",
     ];
     let name = model.rsplit('/').next().unwrap_or(model);
     PREFIXES.iter().any(|p| name.starts_with(p))
         || (name.starts_with("gpt-neo-") && !name.starts_with("gpt-neox"))
-        || name.starts_with("convbert")
-        || name.starts_with("prophetnet")
         || name == "openai-gpt"
 }
 
@@ -2925,22 +2903,25 @@ fn name_starts_at(text: &str, at: usize, not_after: &[&str]) -> bool {
 /// of `not_after` (a cap's or another quantity's: "max sequence length",
 /// `max_seq_len`).
 fn stated_after_unless(notes: &str, names: &[&str], not_after: &[&str]) -> Option<u32> {
-    for name in names {
-        let mut from = 0;
-        while let Some(i) = notes[from..].find(name) {
-            let at = from + i;
-            from = at + name.len();
-            let before_ok = name_starts_at(notes, at, not_after);
-            let rest = notes[from..].trim_start_matches([' ', '=', ':']);
-            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-            if before_ok && !digits.is_empty() {
-                if let Ok(n) = digits.parse::<u32>() {
-                    return Some(n);
-                }
-            }
-        }
-    }
-    None
+    after_names(notes, names, not_after).find_map(|after| {
+        let rest = after.trim_start_matches([' ', '=', ':']);
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        rest[..digits].parse().ok()
+    })
+}
+
+/// The text after each whole-word occurrence of `names` in `text`, name by
+/// name ([`name_starts_at`]).
+fn after_names<'t>(
+    text: &'t str,
+    names: &'t [&'t str],
+    not_after: &'t [&'t str],
+) -> impl Iterator<Item = &'t str> + 't {
+    names.iter().flat_map(move |name| {
+        text.match_indices(name)
+            .filter(move |&(at, _)| name_starts_at(text, at, not_after))
+            .map(move |(at, _)| &text[at + name.len()..])
+    })
 }
 
 /// The notes (lower-cased) say the batches the peak ran carried padding
