@@ -151,8 +151,12 @@ use std::cell::Cell;
 /// ([`Ctx::zero3_offload_reduce_pool`]) and, with everything on the host,
 /// the dropped logits' segment ([`Ctx::dropped_logits_segment`]) — found in
 /// the H200's DeepSpeed runs' start-up segments and peaks; free cached
-/// floors stop at the GPU's capacity.
-pub const MODEL_VERSION: u32 = 28;
+/// floors stop at the GPU's capacity. 29 repeats grouped k/v to every head
+/// when a model's code always hands SDPA a mask ([`ModelSpec::sdpa_mask`]:
+/// Falcon-40B's new decoder; replayed, its LoRA run was −4.8 % without it)
+/// and never repeats a single k/v head, which `repeat_kv` only views
+/// ([`Ctx::sdpa_gets_a_mask`]).
+pub const MODEL_VERSION: u32 = 29;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -2926,11 +2930,27 @@ impl<'a> Ctx<'a> {
     /// Trainer, 8 × 1024 tokens with the last quarter of every row padding,
     /// allocated −2.95 % without the expanded k/v and the mask
     /// ([`Self::sdpa_mask_bytes`]), −0.16 % with them.
+    ///
+    /// A model whose code always builds the mask ([`ModelSpec::sdpa_mask`]:
+    /// Falcon's `create_causal_mask(..., allow_is_causal_skip=False)`) hands
+    /// it to SDPA on every call, so its grouped k/v are repeated too.
+    /// Replayed (`calibration/allocator_replay.py`, transformers 5.24 and
+    /// 5.25): Falcon-40B (128 heads over 8 k/v groups), LoRA on every linear,
+    /// 4 × 2048 tokens, kept 3.75 bytes per token per hidden unit a block
+    /// more than grouped k/v — allocated −4.79 % without this.
+    ///
+    /// One k/v head (multi-query) is not copied: `repeat_kv`'s `expand` then
+    /// `reshape` of a single head is a view (stride 0 over the heads), so
+    /// SDPA keeps the one head it was given (checked on the CPU: the
+    /// repeated tensor shares the head's storage).
     fn sdpa_gets_a_mask(&self) -> bool {
         self.attention() == Attention::Flash
             && self.plan.training.fp32_upcasts
             && self.m.kv_heads < self.m.heads
-            && (self.sdpa_mask_stated() || self.plan.training.compile)
+            && self.m.kv_heads > 1
+            && (self.sdpa_mask_stated()
+                || self.plan.training.compile
+                || (self.m.sdpa_mask && self.plan.framework.runs_the_models_own_code()))
     }
 
     /// What makes transformers keep the attention mask it hands SDPA, compiling

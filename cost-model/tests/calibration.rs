@@ -413,9 +413,10 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
 /// Qwen3-30B-A3B). The first six and four of the seven came within 0.6 % on
 /// the allocated counter with no change; StableLM-2 (+8.9 %: read as RMSNorm),
 /// OLMoE (−4.4 %: no q/k norms) and MPT's LoRA (+6.1 %: three adapters for its
-/// one fused `Wqkv`) did once presets described them. Left: Falcon-40B's LoRA
-/// without checkpointing (−4.8 %), MPT's checkpointed LoRA (+4.4 %),
-/// Command-R's bf16 full fine-tune (+1.4 %). The reserved counter is the
+/// one fused `Wqkv`) did once presets described them. Falcon-40B's LoRA
+/// without checkpointing (−4.8 %) came within once SDPA's always-present mask
+/// repeated its grouped k/v (forty-third session). Left: MPT's checkpointed
+/// LoRA (+4.4 %), Command-R's bf16 full fine-tune (+1.4 %). The reserved counter is the
 /// allocator's share, −14.0 % (DeepSeek-V2-Lite in bf16 without
 /// checkpointing) … +6.5 %.
 #[test]
@@ -425,7 +426,7 @@ fn thirteen_more_replayed_families_hold_the_recorded_accuracy() {
         140,
         (0.5, 6.5, -14.5),
         |_| true,
-        (70, 5.0),
+        (70, 4.5),
     );
     let mut allocated: Vec<f64> = r
         .cases
@@ -437,11 +438,13 @@ fn thirteen_more_replayed_families_hold_the_recorded_accuracy() {
     let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
     assert!(p90 <= 0.5, "allocated p90 |error| {p90} %");
     // What the three presets (stablelm-2-1.6b, olmoe-1b-7b, mpt-7b) carry:
-    // without them these rows were +8.9 %, −4.4 % and +6.1 %.
+    // without them these rows were +8.9 %, −4.4 % and +6.1 %; and Falcon's
+    // always-masked SDPA with its k/v repeated (−4.8 % without).
     for id in [
         "replay-stablelm-2-1.6b-bf16-nock-b4-s2048-full-alloc",
         "replay-olmoe-1b-7b-bf16-nock-b4-s2048-full-alloc",
         "replay-mpt-7b-bf16-nock-b4-s2048-lora-alloc",
+        "replay-falcon-40b-bf16-nock-b4-s2048-lora-alloc",
     ] {
         let c = r.cases.iter().find(|c| c.id == id).unwrap();
         let e = c.error_pct.unwrap();

@@ -749,6 +749,43 @@ fn transformers_blocks_keep_what_their_saved_tensors_add_up_to() {
 }
 
 #[test]
+fn a_model_that_always_masks_repeats_its_grouped_kv() {
+    // Falcon's new decoder (transformers 5.24 and 5.25) builds its causal
+    // mask on every forward (`allow_is_causal_skip=False`), so SDPA always
+    // gets one and grouped k/v reach it repeated to every head. Counted with
+    // allocator_replay.py's SDPA stand-ins on the meta device (saved-tensor
+    // hooks, 3 blocks less 2, transformers 5.25): a Falcon-40B-shaped block
+    // 1024 wide, 16 heads over 2 k/v groups, MLP 4096, 2 × 64 tokens, bf16,
+    // keeps 30.20 bytes per token per hidden unit (k and v 2 each, the
+    // converted mask 0.125) and 53.45 under LoRA r16 on every linear.
+    let mut m = small("falcon-40b");
+    (m.ffn, m.kv_heads) = (4096, 2);
+    let mut p = plan("falcon-40b", Precision::Bf16, 2, 64);
+    p.model = m.clone();
+    let full = per_token_block(&p);
+    assert!((full - 30.20).abs() < 0.1, "full {full:.2}, counted 30.20");
+    p.set_framework(Framework::Peft);
+    p.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 16,
+        dropout: true,
+        variant: LoraVariant::Lora,
+    };
+    let lora = per_token_block(&p);
+    assert!((lora - 53.45).abs() < 0.1, "LoRA {lora:.2}, counted 53.45");
+    // One k/v head is not copied: `repeat_kv` of a single head is a view
+    // (stride 0 over the heads), so the block keeps its one head, not 16.
+    p.model.kv_heads = 1;
+    let mqa = per_token_block(&p);
+    let one_head = 2.0 * 64.0 / 1024.0; // bf16, per hidden unit
+    assert!(
+        (lora - mqa - 2.0 * (2.0 - one_head)).abs() < 0.1,
+        "{lora:.2} with 2 groups, {mqa:.2} with one"
+    );
+}
+
+#[test]
 fn peft_lora_adapters_keep_their_own_fp32_inputs() {
     // calibration/saved_tensors.py --transformers, PEFT LoRA over the small
     // bf16 Llama (fp32 adapters). With dropout each adapter keeps its fp32
