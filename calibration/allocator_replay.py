@@ -636,11 +636,13 @@ def grid(measure):
 # Model families beyond the measured runs' (`--families`): each the Hugging Face config of a published checkpoint
 # (its config.json), and the calibration-schema columns that describe it.
 def family_configs():
-    from transformers import (BartConfig, BloomConfig, CohereConfig, DeepseekV2Config, FalconConfig, Gemma2Config,
-                              Gemma3TextConfig, GemmaConfig, GPT2Config, GPTJConfig, GPTNeoXConfig, GraniteConfig,
-                              LlamaConfig, MixtralConfig, MptConfig, Olmo2Config, OlmoeConfig, OPTConfig, Phi3Config,
-                              PhiConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, RobertaConfig,
-                              StableLmConfig, Starcoder2Config, T5Config)
+    from transformers import (BartConfig, BloomConfig, Cohere2Config, CohereConfig, DeepseekV2Config, DistilBertConfig,
+                              FalconConfig, Gemma2Config, Gemma3TextConfig, GemmaConfig, Glm4Config, GPT2Config,
+                              GPTBigCodeConfig, GPTJConfig, GPTNeoConfig, GPTNeoXConfig, GraniteConfig,
+                              GraniteMoeConfig, LlamaConfig, M2M100Config, MixtralConfig, ModernBertConfig, MptConfig,
+                              MT5Config, NemotronConfig, Olmo2Config, OlmoeConfig, OPTConfig, Phi3Config, PhiConfig,
+                              PhimoeConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, RobertaConfig,
+                              SmolLM3Config, StableLmConfig, Starcoder2Config, T5Config, XLMRobertaConfig)
 
     def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
         return dict(model=model, arch=arch, n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
@@ -819,6 +821,91 @@ def family_configs():
                                                       use_cache=False),
                              row("deepseek-ai/DeepSeek-V2-Lite", 27, 2048, 16, 16, 1408, "gated", 102400, False,
                                  64, 6)),
+        # The forty-third session's (2026-12-05): fourteen more, mostly with no preset — what a row naming them
+        # gets from its columns. Multi-query k/v with learned positions (StarCoder's GPT-BigCode), GPT-Neo's
+        # local attention (eager: no SDPA path), GLM-4's sandwich norms and fused gate/up, Nemotron's squared
+        # ReLU and LayerNorm1P, Gemma-3's sliding layers, Cohere2's sliding layers, SmolLM3's position-free
+        # layers, two MoE decoders (Granite-MoE's 32 experts of top-8, Phi-3.5-MoE's 16 of top-2), three
+        # encoders (DistilBERT, XLM-R's 250k vocabulary, ModernBERT's GeGLU and local attention) and two
+        # encoder–decoders (mT5's 250k vocabulary, NLLB's M2M100).
+        "starcoderbase-1b": (lambda: GPTBigCodeConfig(n_embd=2048, n_layer=24, n_head=16, n_inner=8192,
+                                                      multi_query=True, vocab_size=49152, n_positions=8192,
+                                                      activation_function="gelu_pytorch_tanh", bos_token_id=0,
+                                                      eos_token_id=0, use_cache=False),
+                             row("bigcode/starcoderbase-1b", 24, 2048, 16, 1, 8192, "plain", 49152, True)),
+        "gpt-neo-1.3b": (lambda: GPTNeoConfig(hidden_size=2048, num_layers=24, num_heads=16, vocab_size=50257,
+                                              max_position_embeddings=2048, attention_types=[[["global", "local"], 12]],
+                                              window_size=256, use_cache=False),
+                         row("EleutherAI/gpt-neo-1.3B", 24, 2048, 16, 16, 8192, "plain", 50257, True)),
+        "glm-4-9b": (lambda: Glm4Config(hidden_size=4096, intermediate_size=13696, num_hidden_layers=40,
+                                        num_attention_heads=32, num_key_value_heads=2, head_dim=128,
+                                        vocab_size=151552, partial_rotary_factor=0.5, attention_bias=True,
+                                        tie_word_embeddings=False, max_position_embeddings=131072, use_cache=False),
+                     row("THUDM/glm-4-9b-hf", 40, 4096, 32, 2, 13696, "gated", 151552, False)),
+        "nemotron-mini-4b": (lambda: NemotronConfig(hidden_size=3072, intermediate_size=9216, num_hidden_layers=32,
+                                                    num_attention_heads=24, num_key_value_heads=8, head_dim=128,
+                                                    vocab_size=256000, partial_rotary_factor=0.5, hidden_act="relu2",
+                                                    tie_word_embeddings=False, max_position_embeddings=4096,
+                                                    use_cache=False),
+                             row("nvidia/Nemotron-Mini-4B-Instruct", 32, 3072, 24, 8, 9216, "plain", 256000, False)),
+        "gemma-3-4b": (lambda: Gemma3TextConfig(hidden_size=2560, intermediate_size=10240, num_hidden_layers=34,
+                                                num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                                                vocab_size=262208, sliding_window=1024,
+                                                max_position_embeddings=131072, use_cache=False),
+                       row("google/gemma-3-4b-pt", 34, 2560, 8, 4, 10240, "gated", 262208, True)),
+        "command-r7b": (lambda: Cohere2Config(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                                              num_attention_heads=32, num_key_value_heads=8, vocab_size=256000,
+                                              sliding_window=4096, logit_scale=0.25, tie_word_embeddings=True,
+                                              max_position_embeddings=8192, use_cache=False),
+                        row("CohereForAI/c4ai-command-r7b-12-2024", 32, 4096, 32, 8, 14336, "gated", 256000, True)),
+        "smollm3-3b": (lambda: SmolLM3Config(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36,
+                                             num_attention_heads=16, num_key_value_heads=4, vocab_size=128256,
+                                             tie_word_embeddings=True, max_position_embeddings=65536,
+                                             use_cache=False),
+                       row("HuggingFaceTB/SmolLM3-3B", 36, 2048, 16, 4, 11008, "gated", 128256, True)),
+        "granite-moe-1b": (lambda: GraniteMoeConfig(hidden_size=1024, intermediate_size=512, num_hidden_layers=24,
+                                                    num_attention_heads=16, num_key_value_heads=8,
+                                                    num_local_experts=32, num_experts_per_tok=8, vocab_size=49155,
+                                                    tie_word_embeddings=True, embedding_multiplier=12.0,
+                                                    logits_scaling=6.0, residual_multiplier=0.22,
+                                                    attention_multiplier=0.015625, max_position_embeddings=4096,
+                                                    use_cache=False),
+                           row("ibm-granite/granite-3.0-1b-a400m-base", 24, 1024, 16, 8, 512, "gated", 49155, True,
+                               32, 8)),
+        "phi-3.5-moe": (lambda: PhimoeConfig(hidden_size=4096, intermediate_size=6400, num_hidden_layers=32,
+                                             num_attention_heads=32, num_key_value_heads=8, num_local_experts=16,
+                                             num_experts_per_tok=2, vocab_size=32064, tie_word_embeddings=False,
+                                             max_position_embeddings=131072, use_cache=False),
+                        row("microsoft/Phi-3.5-MoE-instruct", 32, 4096, 32, 8, 6400, "gated", 32064, False, 16, 2)),
+        "distilbert-base": (lambda: DistilBertConfig(dim=768, n_layers=6, n_heads=12, hidden_dim=3072,
+                                                     vocab_size=30522, max_position_embeddings=512),
+                            row("distilbert/distilbert-base-uncased", 6, 768, 12, 12, 3072, "plain", 30522, True,
+                                arch="encoder")),
+        "xlm-roberta-base": (lambda: XLMRobertaConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                                      intermediate_size=3072, vocab_size=250002,
+                                                      max_position_embeddings=514, type_vocab_size=1),
+                             row("FacebookAI/xlm-roberta-base", 12, 768, 12, 12, 3072, "plain", 250002, True,
+                                 arch="encoder")),
+        "modernbert-base": (lambda: ModernBertConfig(hidden_size=768, num_hidden_layers=22, num_attention_heads=12,
+                                                     intermediate_size=1152, vocab_size=50368,
+                                                     max_position_embeddings=8192, global_attn_every_n_layers=3,
+                                                     local_attention=128),
+                            row("answerdotai/ModernBERT-base", 22, 768, 12, 12, 1152, "gated", 50368, True,
+                                arch="encoder")),
+        # transformers 5 ties mT5's head to its embedding as it does T5's (390 M parameters built, not the
+        # checkpoint's 580 M), so the row says tied. NLLB's checkpoints train without LayerDrop (config.json
+        # `encoder_layerdrop` / `decoder_layerdrop` 0; `M2M100Config`'s default 0.05 skips blocks at random).
+        "mt5-base": (lambda: MT5Config(d_model=768, d_ff=2048, num_layers=12, num_heads=12, d_kv=64,
+                                       vocab_size=250112, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+                                       decoder_start_token_id=0, pad_token_id=0, use_cache=False),
+                     row("google/mt5-base", 12, 768, 12, 12, 2048, "gated", 250112, True, arch="encoder-decoder")),
+        "nllb-200-600m": (lambda: M2M100Config(d_model=1024, encoder_layers=12, decoder_layers=12,
+                                               encoder_attention_heads=16, decoder_attention_heads=16,
+                                               encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=256206,
+                                               max_position_embeddings=1024, scale_embedding=True,
+                                               encoder_layerdrop=0.0, decoder_layerdrop=0.0, use_cache=False),
+                          row("facebook/nllb-200-distilled-600M", 12, 1024, 16, 16, 4096, "plain", 256206, True,
+                              arch="encoder-decoder")),
         "bart-large": (lambda: BartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
                                           encoder_attention_heads=16, decoder_attention_heads=16,
                                           encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265,
@@ -847,6 +934,12 @@ NON_DECODER_RUNS = (
 )
 
 
+def family_attention(name):
+    """transformers' BLOOM, MPT and GPT-Neo have no SDPA path; Gemma-2's soft-capped scores none either (5.25
+    refuses "sdpa")."""
+    return "eager" if name.startswith(("bloom", "gemma-2", "mpt", "gpt-neo")) else "sdpa"
+
+
 def families(measure):
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout."""
     import csv
@@ -862,9 +955,7 @@ def families(measure):
         if only and name not in only:
             continue
         measure.MODELS[name] = config
-        # transformers' BLOOM and MPT have no SDPA path; Gemma-2's soft-capped scores none either (5.25 refuses
-        # "sdpa").
-        attn = "eager" if name.startswith(("bloom", "gemma-2", "mpt")) else "sdpa"
+        attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
         for precision, ckpt, mb, seq, lora in FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ()):
             if name == "gpt2-large":
@@ -967,7 +1058,7 @@ def dropped_output(measure, specs):
         name, precision, ck, mb, seq, kind = spec.split(":")
         if name in fams:
             measure.MODELS[name] = fams[name][0]
-        attn = "eager" if name.startswith("bloom") else "sdpa"
+        attn = family_attention(name)
         lora = (16, "all-linear") if kind == "lora" else None
         c = measure.case(f"dropped-{spec}", name, int(mb), int(seq), precision, ckpt=ck == "ckpt", lora=lora, attn=attn)
         peaks = []

@@ -155,7 +155,9 @@ use std::cell::Cell;
 /// when a model's code always hands SDPA a mask ([`ModelSpec::sdpa_mask`]:
 /// Falcon-40B's new decoder; replayed, its LoRA run was −4.8 % without it)
 /// and never repeats a single k/v head, which `repeat_kv` only views
-/// ([`Ctx::sdpa_gets_a_mask`]).
+/// ([`Ctx::sdpa_gets_a_mask`]); drops out no MLP inner activation in BART's
+/// encoder–decoder lineage (only T5's, relative positions), and gives
+/// Gemma-3 its sliding window (replayed: Gemma-3-1B −1.3 → +0.1 %).
 pub const MODEL_VERSION: u32 = 29;
 
 // ---------------------------------------------------------------------------
@@ -3684,8 +3686,14 @@ impl<'a> Ctx<'a> {
         let down_in = if li < self.e { li } else { e };
         // T5's MLPs drop out the down projection's input (transformers
         // `T5DenseActDense` and v1.1's `T5DenseGatedActDense`: act, dropout,
-        // `wo`), keeping the dropout's 1-byte mask per inner element.
-        let inner_dropout = dropout && m.arch == Arch::EncoderDecoder;
+        // `wo`), keeping the dropout's 1-byte mask per inner element. BART's
+        // lineage (BART, M2M100/NLLB, Marian, mBART, Pegasus: learned or
+        // sinusoidal positions) drops it out by `activation_dropout`, 0.0 in
+        // their configs: nothing. Replayed (`calibration/allocator_replay.py
+        // --families`): NLLB-200-600M (ReLU) at 16 × 512, allocated +8.9 %
+        // with T5's mask and dropped-out copy counted.
+        let inner_dropout =
+            dropout && m.arch == Arch::EncoderDecoder && m.positions == Positions::Relative;
         let inner_mask = if inner_dropout { MASK * f / t } else { 0.0 };
         let mut per_token = if gated {
             // gate out (SiLU input), SiLU out and up out (the product's
