@@ -89,6 +89,10 @@ pub const KNOWN_TYPES: &[&str] = &[
     "camembert",
     "bart",
     "mbart",
+    "m2m_100",
+    "modernbert",
+    "distilbert",
+    "gpt_neo",
 ];
 
 /// Multimodal checkpoints keep their language model's config under
@@ -720,6 +724,66 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.relu = c.str("activation_function") == Some("relu");
             m.logits_bias = true; // `final_logits_bias`
         }
+        // GPT-Neo: GPT-2's block under its own key names, separate q/k/v.
+        "gpt_neo" => {
+            m.hidden = c.u32("hidden_size")?;
+            m.layers = c.u32("num_layers")?;
+            m.heads = c.u32("num_heads")?;
+            mha(&mut m);
+            m.ffn = c.opt_u32("intermediate_size")?.unwrap_or(4 * m.hidden);
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.positions = Positions::Learned;
+            m.max_positions = c.u32("max_position_embeddings")?;
+            m.tied_embeddings = c.bool("tie_word_embeddings", true);
+            m.gelu_new = c.str("activation_function").unwrap_or("gelu_new") == "gelu_new";
+        }
+        // M2M100 / NLLB-200: BART's blocks with sinusoidal positions (no
+        // table), a ReLU MLP by default and no `final_logits_bias`.
+        "m2m_100" => {
+            m.arch = Arch::EncoderDecoder;
+            m.hidden = c.u32("d_model")?;
+            m.encoder_layers = c.u32("encoder_layers")?;
+            m.layers = c.u32("decoder_layers")?;
+            m.heads = c.u32("encoder_attention_heads")?;
+            mha(&mut m);
+            m.ffn = c.u32("encoder_ffn_dim")?;
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.positions = Positions::Learned;
+            m.max_positions = 0;
+            m.tied_embeddings = true;
+            m.relu = c.str("activation_function").unwrap_or("relu") == "relu";
+        }
+        // ModernBERT: pre-norm LayerNorms, rotary positions, fused `Wqkv` and
+        // GeGLU `Wi`, no biases unless `attention_bias` / `mlp_bias`.
+        "modernbert" => {
+            m.arch = Arch::Encoder;
+            standard_dims(&c, &mut m, &["intermediate_size"])?;
+            mha(&mut m);
+            m.mlp = Mlp::Gated;
+            m.norm = Norm::LayerNorm;
+            m.positions = Positions::Rotary;
+            m.linear_bias = c.bool("attention_bias", false) || c.bool("mlp_bias", false);
+            m.fused_projections = true;
+            m.tied_embeddings = c.bool("tie_word_embeddings", true);
+        }
+        // DistilBERT: BERT's block under its own key names (`dim`,
+        // `n_layers`, `n_heads`, `hidden_dim`).
+        "distilbert" => {
+            m.arch = Arch::Encoder;
+            m.hidden = c.u32("dim")?;
+            m.layers = c.u32("n_layers")?;
+            m.heads = c.u32("n_heads")?;
+            mha(&mut m);
+            m.ffn = c.u32("hidden_dim")?;
+            m.vocab = c.u32("vocab_size")?;
+            gpt_block(&mut m);
+            m.positions = Positions::Learned;
+            m.max_positions = c.u32("max_position_embeddings")?;
+            m.tied_embeddings = true;
+            m.relu = c.str("activation") == Some("relu");
+        }
         "bert" | "roberta" | "xlm-roberta" | "camembert" => {
             m.arch = Arch::Encoder;
             standard_dims(&c, &mut m, &["intermediate_size"])?;
@@ -876,6 +940,35 @@ mod tests {
         let rw = falcon.replace("\"alibi\":false", "\"alibi\":true");
         assert!(!from_config_json(&rw, "rw").unwrap().sdpa_mask);
         assert!(!from_config_json(opt, "opt").unwrap().sdpa_mask);
+        // NLLB-200 (M2M100), ModernBERT and DistilBERT as their hub configs
+        // spell them.
+        let nllb = r#"{"model_type":"m2m_100","d_model":1024,"encoder_layers":12,
+          "decoder_layers":12,"encoder_attention_heads":16,"decoder_attention_heads":16,
+          "encoder_ffn_dim":4096,"decoder_ffn_dim":4096,"vocab_size":256206,
+          "activation_function":"relu","scale_embedding":true}"#;
+        let m = from_config_json(nllb, "nllb").unwrap();
+        assert_eq!(m, named("nllb-200-distilled-600m", &m));
+        let modernbert = r#"{"model_type":"modernbert","hidden_size":768,"num_hidden_layers":22,
+          "num_attention_heads":12,"intermediate_size":1152,"vocab_size":50368,
+          "global_attn_every_n_layers":3,"local_attention":128}"#;
+        let m = from_config_json(modernbert, "mb").unwrap();
+        assert_eq!(m, named("modernbert-base", &m));
+        let distilbert = r#"{"model_type":"distilbert","dim":768,"n_layers":6,"n_heads":12,
+          "hidden_dim":3072,"vocab_size":30522,"max_position_embeddings":512,
+          "activation":"gelu"}"#;
+        let neo = r#"{"model_type":"gpt_neo","hidden_size":2048,"num_layers":24,"num_heads":16,
+          "vocab_size":50257,"max_position_embeddings":2048,"intermediate_size":null,
+          "activation_function":"gelu_new","window_size":256}"#;
+        let m = from_config_json(neo, "neo").unwrap();
+        assert_eq!(m, named("gpt-neo-1.3b", &m));
+        let m = from_config_json(distilbert, "db").unwrap();
+        assert_eq!(
+            (m.arch, m.layers, m.hidden, m.ffn),
+            (Arch::Encoder, 6, 768, 3072)
+        );
+        // The 66 M of `distilbert-base-uncased` (DistilBertForMaskedLM).
+        let n = m.params() as f64;
+        assert!((n / 66_985_530.0 - 1.0).abs() < 0.005, "{n}");
     }
 
     #[test]

@@ -212,6 +212,21 @@ const fn bart(layers: u32, hidden: u32, heads: u32) -> Dims {
     d
 }
 
+/// ModernBERT (transformers `ModernBertConfig`): an encoder of pre-norm
+/// LayerNorms without biases, rotary positions, q/k/v out of one `Wqkv` and
+/// a GeGLU MLP out of one `Wi`, no biases on its linears, no dropout, a tied
+/// decoder. Two layers in three attend over a 128-token window, through a
+/// float mask built once a forward (no per-layer conversion to keep).
+const fn modernbert(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
+    let mut d = fused(gpt(Arch::Encoder, layers, hidden, heads, 50368, 0));
+    d.ffn = ffn;
+    d.mlp = Mlp::Gated;
+    d.positions = Positions::Rotary;
+    d.linear_bias = false;
+    d.dropout = false;
+    d
+}
+
 /// M2M100 and NLLB-200 (transformers `M2M100Config`): BART's encoder–decoder
 /// blocks (LayerNorms, biases, a tied head, dropout 0.1) with a ReLU MLP,
 /// sinusoidal positions (no table: a learned one of no rows) and no
@@ -282,6 +297,21 @@ const fn mla(mut d: Dims, q_rank: u32, kv_rank: u32, rope_dim: u32, v_dim: u32) 
 /// q/k/v (and gate/up) from one matmul each.
 const fn fused(mut d: Dims) -> Dims {
     d.fused_projections = true;
+    d
+}
+
+/// GPT-Neo (transformers `GPTNeoConfig`): GPT-2's block with separate
+/// q/k/v, Python's `gelu_new`, learned positions (2048), a tied head and no
+/// dropout in its checkpoints' configs; eager attention only (transformers
+/// has no SDPA path for it), global and local (256-token window) layers
+/// alternating over full scores either way. Its attention casts q and k to
+/// fp32 before the score matmul (`_attn`), which keeps those copies instead
+/// of the 16-bit ones: 4 bytes per token per hidden unit a block more than
+/// counted.
+const fn gpt_neo(layers: u32, hidden: u32, heads: u32) -> Dims {
+    let mut d = gpt(Arch::Decoder, layers, hidden, heads, 50257, 2048);
+    d.gelu_new = true;
+    d.dropout = false;
     d
 }
 
@@ -1069,6 +1099,24 @@ static PRESETS: &[Preset] = &[
         gpt2(36, 1280, 20)
     ),
     p!(
+        "gpt-neo-125m",
+        "GPT-Neo 125M",
+        125_198_592,
+        gpt_neo(12, 768, 12)
+    ),
+    p!(
+        "gpt-neo-1.3b",
+        "GPT-Neo 1.3B",
+        1_315_575_808,
+        gpt_neo(24, 2048, 16)
+    ),
+    p!(
+        "gpt-neo-2.7b",
+        "GPT-Neo 2.7B",
+        2_651_307_520,
+        gpt_neo(32, 2560, 20)
+    ),
+    p!(
         "starcoderbase-1b",
         "StarCoderBase-1B",
         1_137_207_296,
@@ -1109,6 +1157,18 @@ static PRESETS: &[Preset] = &[
         "BERT large (uncased)",
         335_141_888,
         gpt(Arch::Encoder, 24, 1024, 16, 30522, 512)
+    ),
+    p!(
+        "modernbert-base",
+        "ModernBERT base",
+        149_655_232,
+        modernbert(22, 768, 12, 1152)
+    ),
+    p!(
+        "modernbert-large",
+        "ModernBERT large",
+        395_881_664,
+        modernbert(28, 1024, 16, 2624)
     ),
     p!(
         "roberta-base",
