@@ -1799,6 +1799,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         dense_ffn: 0,
         mla: None,
         fused_projections: false,
+        fused_gate_up: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -1864,6 +1865,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             }
             if transformers_code {
                 model.fused_projections = s.fused_projections;
+                model.fused_gate_up = s.fused_gate_up;
                 model.gelu_new = s.gelu_new;
             }
         }

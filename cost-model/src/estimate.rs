@@ -157,8 +157,10 @@ use std::cell::Cell;
 /// and never repeats a single k/v head, which `repeat_kv` only views
 /// ([`Ctx::sdpa_gets_a_mask`]); drops out no MLP inner activation in BART's
 /// encoder–decoder lineage (only T5's, relative positions), upcasts the
-/// masked-LM loss of rotary encoders (ModernBERT's `ForMaskedLMLoss`), and
-/// gives Gemma-3 its sliding window (replayed: Gemma-3-1B −1.3 → +0.1 %).
+/// masked-LM loss of rotary encoders (ModernBERT's `ForMaskedLMLoss`),
+/// gives Gemma-3 its sliding window (replayed: Gemma-3-1B −1.3 → +0.1 %),
+/// and adapts GLM's one `gate_up_proj` as one module
+/// ([`ModelSpec::fused_gate_up`]).
 pub const MODEL_VERSION: u32 = 29;
 
 // ---------------------------------------------------------------------------
@@ -748,8 +750,9 @@ struct BlockMatrix {
 /// targeting any of q, k, v (gate, up) adapts all of them through one
 /// adapter reading the input once (replayed: Pythia-1.4B LoRA on every linear
 /// without checkpointing, 4 × 2048 tokens, kept 2.3 GiB less than three
-/// adapters would).
-fn block_matrices_of(m: &ModelSpec, tg: LoraTargets, fused: bool) -> [BlockMatrix; 9] {
+/// adapters would). GLM's `gate_up_proj` fuses the MLP's alone
+/// ([`ModelSpec::fused_gate_up`]).
+fn block_matrices_of(m: &ModelSpec, tg: LoraTargets, fused: Fused) -> [BlockMatrix; 9] {
     let h = m.hidden as f64;
     let hq = m.q_width() as f64;
     let hkv = m.kv_width() as f64;
@@ -798,35 +801,47 @@ fn block_matrices_of(m: &ModelSpec, tg: LoraTargets, fused: bool) -> [BlockMatri
                 mat(kv, kvr, kv_b, false),
             ]
         }
-        None if fused => {
-            let up = if gated {
-                mat(tg.gate || tg.up, h, 2.0 * f, true)
+        None => {
+            let [q, k, v] = if fused.qkv {
+                [
+                    mat(tg.q || tg.k || tg.v, h, hq + 2.0 * hkv, false),
+                    none,
+                    none,
+                ]
             } else {
-                mlp[1]
+                [
+                    mat(tg.q, h, hq, false),
+                    mat(tg.k, h, hkv, false),
+                    mat(tg.v, h, hkv, false),
+                ]
             };
-            [
-                mat(tg.q || tg.k || tg.v, h, hq + 2.0 * hkv, false),
-                none,
-                none,
-                o,
-                none,
-                up,
-                mlp[2],
-                none,
-                none,
-            ]
+            let (gate, up) = if fused.gate_up && gated {
+                (none, mat(tg.gate || tg.up, h, 2.0 * f, true))
+            } else if fused.qkv {
+                (none, mlp[1])
+            } else {
+                (mlp[0], mlp[1])
+            };
+            [q, k, v, o, gate, up, mlp[2], none, none]
         }
-        None => [
-            mat(tg.q, h, hq, false),
-            mat(tg.k, h, hkv, false),
-            mat(tg.v, h, hkv, false),
-            o,
-            mlp[0],
-            mlp[1],
-            mlp[2],
-            none,
-            none,
-        ],
+    }
+}
+
+/// Which of a block's projections are one matmul, adapted by PEFT as one
+/// module ([`block_matrices_of`]).
+#[derive(Clone, Copy)]
+struct Fused {
+    qkv: bool,
+    gate_up: bool,
+}
+
+impl Fused {
+    /// The model's own fused projections.
+    fn of(m: &ModelSpec) -> Self {
+        Fused {
+            qkv: m.fused_projections,
+            gate_up: m.gate_up_fused(),
+        }
     }
 }
 
@@ -1412,8 +1427,12 @@ impl<'a> Ctx<'a> {
     /// Whether one adapter covers each fused projection: transformers' fused
     /// modules under PEFT, not LitGPT's per-part `LoRAQKVLinear`
     /// ([`crate::framework::FrameworkDefaults::lora_qkv_grouped`]).
-    fn fused_adapters(&self) -> bool {
-        self.m.fused_projections && !self.defaults().lora_qkv_grouped
+    fn fused_adapters(&self) -> Fused {
+        let per_part = self.defaults().lora_qkv_grouped;
+        Fused {
+            qkv: self.m.fused_projections && !per_part,
+            gate_up: self.m.gate_up_fused() && !per_part,
+        }
     }
 
     /// Frozen blocks of stage `s`: the bottom [`TrainingSpec::frozen_layers`]
@@ -1606,9 +1625,7 @@ impl<'a> Ctx<'a> {
                 // A dense block's MLP may be the largest (DeepSeek-MoE's 10944 wide).
                 let largest = self
                     .block_kinds()
-                    .flat_map(|(m, _)| {
-                        block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections)
-                    })
+                    .flat_map(|(m, _)| block_matrices_of(m, LoraTargets::ALL_LINEAR, Fused::of(m)))
                     .map(|x| x.din * x.dout)
                     .fold(0.0, f64::max);
                 (
@@ -1642,7 +1659,7 @@ impl<'a> Ctx<'a> {
         let m = self.m;
         let one_qkv = self.defaults().fused_qkv && !m.fused_projections && m.mla.is_none();
         let (mut attn, mut mlp) = (0.0, 0.0);
-        let matrices = block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections);
+        let matrices = block_matrices_of(m, LoraTargets::ALL_LINEAR, Fused::of(m));
         for (i, x) in matrices.iter().enumerate() {
             // k and v (block_matrices_of's second and third) are q's fused
             // matmul there.
@@ -1808,7 +1825,7 @@ impl<'a> Ctx<'a> {
     /// kind's share of the blocks.
     fn local_block_matrices(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
         self.block_kinds().flat_map(move |(m, share)| {
-            block_matrices_of(m, LoraTargets::ALL_LINEAR, m.fused_projections)
+            block_matrices_of(m, LoraTargets::ALL_LINEAR, Fused::of(m))
                 .into_iter()
                 .enumerate()
                 .filter(|(_, mat)| mat.targeted)
@@ -3557,10 +3574,11 @@ impl<'a> Ctx<'a> {
         let dropout = self.plan.training.dropout;
         let norm = self.norm_kept_bytes();
         // How many copies of a norm's output the projections reading it keep:
-        // one shared tensor, or one 16-bit cast each under autocast.
-        let inputs_kept = |targets: &[bool]| -> f64 {
+        // one shared tensor, or one 16-bit cast each under autocast (one for
+        // a fused projection).
+        let inputs_kept = |targets: &[bool], fused: bool| -> f64 {
             let n = targets.iter().filter(|&&t| self.keeps_input(t)).count() as f64;
-            if self.casts_inputs_per_matmul() && !m.fused_projections {
+            if self.casts_inputs_per_matmul() && !fused {
                 n
             } else {
                 n.min(1.0)
@@ -3570,7 +3588,7 @@ impl<'a> Ctx<'a> {
         // Attention block.
         let mut attn = norm * sb * h / rep; // norm input
                                             // q/k/v input (the norm output, or its casts)
-        let attn_inputs = inputs_kept(&[tg.q, tg.k, tg.v]);
+        let attn_inputs = inputs_kept(&[tg.q, tg.k, tg.v], m.fused_projections);
         let li = self.linear_input_bytes();
         attn += attn_inputs * li * sb * h / rep;
         // q, k, v (rotated) for the attention backward; grouped k/v are expanded
@@ -3665,9 +3683,9 @@ impl<'a> Ctx<'a> {
         // The matmuls reading the MLP's input: up and, gated, gate (a plain
         // MLP has no gate to cast the input for).
         let mlp_inputs = if gated {
-            inputs_kept(&[tg.up, tg.gate])
+            inputs_kept(&[tg.up, tg.gate], m.gate_up_fused())
         } else {
-            inputs_kept(&[tg.up])
+            inputs_kept(&[tg.up], m.gate_up_fused())
         };
         let mlp_inputs = if shared_norm && attn_inputs > 0.0 && !self.casts_inputs_per_matmul() {
             0.0
@@ -4211,13 +4229,17 @@ impl<'a> Ctx<'a> {
         // The block's matmul outputs in forward order (widths per token): q/k/v
         // (one fused qkv), o, then gate/up (one fused gate_up) and down.
         let qkv = hq + 2.0 * hkv;
-        let mms: &[f64] = match (gated, m.fused_projections) {
-            (true, true) => &[qkv, h, 2.0 * f, h],
-            (true, false) => &[hq, hkv, hkv, h, f, f, h],
-            (false, true) => &[qkv, h, f, h],
-            (false, false) => &[hq, hkv, hkv, h, f, h],
+        let attn: &[f64] = if m.fused_projections {
+            &[qkv, h]
+        } else {
+            &[hq, hkv, hkv, h]
         };
-        let kept_mms: f64 = mms.iter().step_by(2).sum();
+        let mlp: &[f64] = match (gated, m.gate_up_fused()) {
+            (true, true) => &[2.0 * f, h],
+            (true, false) => &[f, f, h],
+            (false, _) => &[f, h],
+        };
+        let kept_mms: f64 = attn.iter().chain(mlp).step_by(2).sum();
         self.layer_input_bytes() + e * sb * (kept_mms + hq) / t
     }
 

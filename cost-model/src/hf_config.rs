@@ -435,6 +435,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         dense_ffn: 0,
         mla: None,
         fused_projections: false,
+        fused_gate_up: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -504,8 +505,10 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 "qwen3" | "qwen3_moe" | "gemma3_text" | "olmo2" | "olmo3" | "olmoe" | "exaone4"
             ) || (c.bool("use_qk_norm", false) && model_type != "llama4_text")
                 || c.bool("qk_layernorm", false);
-            // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`.
+            // Phi-3 computes q/k/v in `qkv_proj` and gate/up in `gate_up_proj`;
+            // GLM and GLM-4 gate/up alone.
             m.fused_projections = model_type == "phi3";
+            m.fused_gate_up = matches!(model_type.as_str(), "glm" | "glm4");
             // LayerNorm blocks: Cohere (one norm feeding attention and MLP in
             // parallel), StableLM (parallel when `use_parallel_residual`),
             // StarCoder2 (a plain GELU MLP with biases), PhiMoE.
@@ -1129,6 +1132,10 @@ mod tests {
         assert_eq!(g3.norms_per_layer, 4);
         assert!(g3.norm_fp32_affine && g3.tied_embeddings);
         assert_eq!(m(&with("glm4", "")).norms_per_layer, 4);
+        // GLM-4's one `gate_up_proj` beside separate q, k and v.
+        let glm4 = m(&with("glm4", ""));
+        assert!(glm4.fused_gate_up && !glm4.fused_projections && glm4.gate_up_fused());
+        assert!(!m(&with("llama", "")).gate_up_fused());
         // q/k/v biases by class default or by key.
         assert!(m(&with("seed_oss", "")).qkv_bias);
         assert!(!m(&with("seed_oss", r#","attention_bias":false"#)).qkv_bias);

@@ -140,6 +140,15 @@ pub struct ModelSpec {
     /// 16-bit cast of the block input is saved instead of one per projection.
     #[serde(default)]
     pub fused_projections: bool,
+    /// Gate and up come out of one matmul (`gate_up_proj`) while q, k and v
+    /// stay apart (transformers GLM-4 `Glm4MLP`, GLM `GlmMLP`): PEFT adapts
+    /// the one module as one, and under autocast one cast of the MLP's input
+    /// is kept ([`Self::gate_up_fused`]; [`Self::fused_projections`] fuses
+    /// both). Replayed (`calibration/allocator_replay.py --families`):
+    /// GLM-4-9B, LoRA on every linear at 4 × 2048, allocated +4.75 % counted
+    /// as two MLP adapters.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub fused_gate_up: bool,
     /// The MLP activation is the tanh GELU computed with Python element-wise
     /// ops — transformers' `hidden_act: "gelu_new"` (`NewGELUActivation`:
     /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1) or a from-scratch model's
@@ -360,6 +369,12 @@ impl ModelSpec {
         } else {
             0
         }
+    }
+
+    /// Whether gate and up are one matmul: every fused model's
+    /// ([`Self::fused_projections`]) and GLM's ([`Self::fused_gate_up`]).
+    pub fn gate_up_fused(&self) -> bool {
+        self.fused_projections || self.fused_gate_up
     }
 
     /// The dense block of an MoE model that has some ([`Self::dense_layers`]):

@@ -40,6 +40,8 @@ struct Dims {
     dense_ffn: u32,
     mla: Option<Mla>,
     fused_projections: bool,
+    /// Gate and up alone fused ([`ModelSpec::fused_gate_up`]).
+    fused_gate_up: bool,
     gelu_new: bool,
     /// The MLP activation is ReLU ([`ModelSpec::relu`]).
     relu: bool,
@@ -98,6 +100,7 @@ const fn llama(
         dense_ffn: 0,
         mla: None,
         fused_projections: false,
+        fused_gate_up: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -138,6 +141,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         dense_ffn: 0,
         mla: None,
         fused_projections: false,
+        fused_gate_up: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -178,6 +182,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         dense_ffn: 0,
         mla: None,
         fused_projections: false,
+        fused_gate_up: false,
         gelu_new: false,
         relu: true,
         qk_norm: false,
@@ -254,10 +259,12 @@ const fn gpt_oss(mut d: Dims) -> Dims {
 /// GLM-4 (transformers `Glm4DecoderLayer`): Llama blocks with sandwich
 /// norms (`post_self_attn_layernorm`, `post_mlp_layernorm`) and biases on
 /// q/k/v (`attention_bias`); gate and up in one `gate_up_proj`, whose output
-/// the SwiGLU keeps whole — what a gate and an up output kept apart take.
+/// the SwiGLU keeps whole — what a gate and an up output kept apart take —
+/// and which PEFT adapts as one module ([`ModelSpec::fused_gate_up`]).
 const fn glm4(d: Dims) -> Dims {
     let mut d = sandwich(d);
     d.qkv_bias = true;
+    d.fused_gate_up = true;
     d
 }
 
@@ -1472,6 +1479,7 @@ impl Preset {
             dense_ffn: d.dense_ffn,
             mla: d.mla,
             fused_projections: d.fused_projections,
+            fused_gate_up: d.fused_gate_up,
             gelu_new: d.gelu_new,
             relu: d.relu,
             qk_norm: d.qk_norm,

@@ -431,10 +431,11 @@ fn is_model_key(k: &str) -> bool {
 
 /// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 12] = [
+const MODEL_FLAGS: [(&str, Flag); 13] = [
     ("bias", |m| &mut m.linear_bias),
     ("qkv_bias", |m| &mut m.qkv_bias),
     ("fproj", |m| &mut m.fused_projections),
+    ("fgu", |m| &mut m.fused_gate_up),
     ("gelu_new", |m| &mut m.gelu_new),
     ("relu", |m| &mut m.relu),
     ("qknorm", |m| &mut m.qk_norm),
@@ -1336,6 +1337,11 @@ mod tests {
         assert_eq!(back.model.layers, 7);
         assert_eq!(back.model.hidden, 1000);
         assert!(back.model.fused_projections && back.model.gelu_new);
+        // GLM's gate/up alone.
+        p.model.fused_projections = false;
+        p.model.fused_gate_up = true;
+        let back = decode_str(&encode(&p)).unwrap();
+        assert!(back.model.fused_gate_up && !back.model.fused_projections);
         assert_eq!(back.model.params(), p.model.params());
     }
 
