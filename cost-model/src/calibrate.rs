@@ -1824,23 +1824,24 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         !r.get("model").trim().contains(char::is_whitespace) || framework.trains_through_trainer();
     // Whether the named checkpoint's config trains with dropout in its blocks.
     let mut config_dropout = None;
+    let shape = (model.layers, model.hidden, model.arch);
+    let same_shape = |s: &ModelSpec| (s.layers, s.hidden, s.arch) == shape;
+    // A size of a preset family no preset has (Pythia-70M, Falcon-180B): its
+    // family's implementation, not its dimensions (head width, window).
+    let member = match &named {
+        Some(s) if same_shape(s) => None,
+        _ => crate::presets::family_member(r.get("model"), model.hidden)
+            .filter(|p| p.spec().arch == model.arch),
+    };
+    if let Some(p) = member {
+        let s = p.spec();
+        config_dropout = Some(p.config_dropout());
+        copy_implementation(&mut model, &s, transformers_code);
+    }
     if let Some(s) = &named {
-        if s.layers == model.layers && s.hidden == model.hidden && s.arch == model.arch {
+        if same_shape(s) {
             config_dropout = preset.map(|p| p.config_dropout());
-            // The activation is the model's, whatever code runs it.
-            model.relu = s.relu && model.mlp == Mlp::Plain;
-            model.logits_bias = s.logits_bias;
-            model.sdpa_mask = s.sdpa_mask;
-            model.norm = s.norm;
-            model.norms_per_layer = s.norms_per_layer;
-            model.positions = s.positions;
-            model.max_positions = s.max_positions;
-            model.linear_bias = s.linear_bias;
-            model.qkv_bias = s.qkv_bias;
-            model.parallel_residual = s.parallel_residual;
-            model.norm_fp32_affine = s.norm_fp32_affine;
-            model.qk_norm = s.qk_norm;
-            model.softcap = s.softcap;
+            copy_implementation(&mut model, s, transformers_code);
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
             // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
@@ -1862,11 +1863,6 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 model.shared_experts = s.shared_experts;
                 model.dense_layers = s.dense_layers;
                 model.dense_ffn = s.dense_ffn;
-            }
-            if transformers_code {
-                model.fused_projections = s.fused_projections;
-                model.fused_gate_up = s.fused_gate_up;
-                model.gelu_new = s.gelu_new;
             }
         }
     }
@@ -2811,6 +2807,33 @@ fn without_sdpa_in_transformers(model: &str) -> bool {
     PREFIXES.iter().any(|p| name.starts_with(p))
         || (name.starts_with("gpt-neo-") && !name.starts_with("gpt-neox"))
         || name == "openai-gpt"
+}
+
+/// What a preset says of a model's implementation that the schema's columns
+/// cannot: norm kind and count, positions, biases, parallel blocks,
+/// soft-capping, q/k norms, the ReLU activation and the head's bias; and,
+/// when transformers' code runs the model, its fused projections and Python
+/// GELU.
+fn copy_implementation(model: &mut ModelSpec, s: &ModelSpec, transformers_code: bool) {
+    // The activation is the model's, whatever code runs it.
+    model.relu = s.relu && model.mlp == Mlp::Plain;
+    model.logits_bias = s.logits_bias;
+    model.sdpa_mask = s.sdpa_mask;
+    model.norm = s.norm;
+    model.norms_per_layer = s.norms_per_layer;
+    model.positions = s.positions;
+    model.max_positions = s.max_positions;
+    model.linear_bias = s.linear_bias;
+    model.qkv_bias = s.qkv_bias;
+    model.parallel_residual = s.parallel_residual;
+    model.norm_fp32_affine = s.norm_fp32_affine;
+    model.qk_norm = s.qk_norm;
+    model.softcap = s.softcap;
+    if transformers_code {
+        model.fused_projections = s.fused_projections;
+        model.fused_gate_up = s.fused_gate_up;
+        model.gelu_new = s.gelu_new;
+    }
 }
 
 /// The text names a module that computes q/k/v (or gate/up) in one matmul,

@@ -1364,6 +1364,13 @@ const NAME_ALIASES: [(&str, &str); 10] = [
 /// v0.1"), any case, up to a bracket or `;`/`,` that starts a comment
 /// ([`NAME_ALIASES`], then [`by_hub_id`]).
 pub fn by_name(name: &str) -> Option<&'static Preset> {
+    by_hub_id(&written_name(name))
+}
+
+/// A model's name as people write it, in the spelling hub ids use: up to a
+/// bracket or `;`/`,`, its last path part, words joined by `-`, lower case,
+/// [`NAME_ALIASES`] applied.
+fn written_name(name: &str) -> String {
     let head = name.split(['(', '[', ';', ',']).next().unwrap_or("");
     let head = head.rsplit('/').next().unwrap_or(head);
     let mut n = head
@@ -1379,7 +1386,75 @@ pub fn by_name(name: &str) -> Option<&'static Preset> {
         };
         n = format!("{to}{}", &n[from.len()..]);
     }
-    by_hub_id(&n)
+    n
+}
+
+/// Whether a name's `-`-separated word is a model size: `7b`, `1.5b`,
+/// `560m`, BLOOM's `1b7`, Mixtral's `8x7b`, or a named one (`base`,
+/// `large`, `xl`, …).
+fn is_size(word: &str) -> bool {
+    if matches!(
+        word,
+        "tiny" | "mini" | "small" | "base" | "medium" | "large" | "xl" | "xxl"
+    ) {
+        return true;
+    }
+    let word = word.split_once('x').map_or(word, |(n, rest)| {
+        if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+            rest
+        } else {
+            word
+        }
+    });
+    let Some(unit) = word.find(['b', 'm']) else {
+        return false;
+    };
+    let (count, after) = (&word[..unit], &word[unit + 1..]);
+    count.starts_with(|c: char| c.is_ascii_digit())
+        && count.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && after.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A preset id's family: the id up to its first size word (`gemma-3-1b` →
+/// `gemma-3-`, `mt5-base` → `mt5-`, `qwen3-30b-a3b` → `qwen3-`); none for an
+/// id without one (`phi-4`, `gpt2`).
+fn family(id: &str) -> Option<&str> {
+    let mut at = 0;
+    for word in id.split('-') {
+        if is_size(word) {
+            return (at > 0).then(|| &id[..at]);
+        }
+        at += word.len() + 1;
+    }
+    None
+}
+
+/// The preset of the family a model's name belongs to, for a size no preset
+/// has (`EleutherAI/pythia-70m`, `tiiuae/falcon-180B`,
+/// `meta-llama/Llama-3.2-11B-Vision`): its name is a preset family
+/// ([`family`]) followed by a size word. Among the family's presets, the one
+/// nearest in width (`hidden`): Falcon-180B is Falcon-40B's new decoder, not
+/// Falcon-7B's. What such a preset says of its family — norms, positions,
+/// biases, parallel blocks, fused projections, activations, dropout — holds
+/// for every size; its dimensions, head width and window need not.
+pub fn family_member(name: &str, hidden: u32) -> Option<&'static Preset> {
+    let mut n = written_name(name).replace('_', ".");
+    for (other, ours) in HUB_ALIASES {
+        if let Some(rest) = n.strip_prefix(other) {
+            n = format!("{ours}{rest}");
+            break;
+        }
+    }
+    PRESETS
+        .iter()
+        .filter_map(|p| family(p.id).map(|f| (p, f)))
+        .filter(|(_, f)| {
+            n.strip_prefix(f)
+                .and_then(|rest| rest.split('-').next())
+                .is_some_and(is_size)
+        })
+        .max_by_key(|(p, f)| (f.len(), std::cmp::Reverse(p.dims.hidden.abs_diff(hidden))))
+        .map(|(p, _)| p)
 }
 
 /// The default model of a new plan.
@@ -1685,6 +1760,43 @@ mod tests {
             "GPT-3 175B",
         ] {
             assert_eq!(by_name(name).map(|p| p.id), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn sizes_no_preset_has_find_their_family() {
+        for w in ["7b", "1.5b", "560m", "1b7", "8x7b", "base", "xl", "125m"] {
+            assert!(is_size(w), "{w}");
+        }
+        for w in [
+            "", "b", "v0.1", "hf", "instruct", "a3b", "2407", "4k", "mamba",
+        ] {
+            assert!(!is_size(w), "{w}");
+        }
+        assert_eq!(family("gemma-3-1b"), Some("gemma-3-"));
+        assert_eq!(family("qwen3-30b-a3b"), Some("qwen3-"));
+        assert_eq!(family("mt5-base"), Some("mt5-"));
+        assert_eq!(family("phi-4"), None);
+        assert_eq!(family("gpt2"), None);
+        // (name, width) → a preset of its family; Falcon-180B is Falcon-40B's
+        // new decoder, not Falcon-7B's block.
+        for (name, hidden, family_of) in [
+            ("EleutherAI/pythia-70m-deduped", 512, "pythia-"),
+            ("tiiuae/falcon-180B", 14848, "falcon-40b"),
+            ("meta-llama/Llama-3.2-11B-Vision", 4096, "llama-3.2-"),
+            ("facebook/opt-350m", 1024, "opt-"),
+            ("bigscience/bloom-1b1", 1536, "bloom-"),
+            ("Qwen/Qwen2.5-Coder-7B", 3584, "qwen2.5-"), // a hub alias: Qwen2.5's shapes
+            ("google/gemma-3n-E4B", 2048, ""),
+            ("Helsinki-NLP/opus-mt-en-de", 512, ""),
+            ("microsoft/phi-4", 5120, ""),
+        ] {
+            let got = family_member(name, hidden).map_or("", |p| p.id);
+            if family_of.is_empty() {
+                assert_eq!(got, "", "{name}");
+            } else {
+                assert!(got.starts_with(family_of), "{name}: {got}");
+            }
         }
     }
 }

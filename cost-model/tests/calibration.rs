@@ -836,9 +836,44 @@ fn a_named_model_brings_its_architecture_and_a_hub_id_its_implementation() {
             "{model} under {framework}"
         );
     }
-    // A name whose dimensions disagree with the row's brings nothing.
+    // A name whose dimensions disagree with the row's brings its family's
+    // implementation, not its dimensions (Llama's: rotary, no biases).
     let other = plan("peft_readme_raft-144", &[("model", "Llama 2 7B")]).model;
     assert_eq!(other.positions, Positions::Rotary);
+    assert!(!other.linear_bias && !other.fused_projections);
+    // So does a size of a family no preset has: Pythia-70M is GPT-NeoX's
+    // parallel block with fused q/k/v; Falcon-180B is Falcon-40B's new
+    // decoder, which always hands SDPA a mask. Read from the columns alone
+    // they were a sequential block with separate projections.
+    let pythia = [
+        ("model", "EleutherAI/pythia-70m-deduped"),
+        ("n_layers", "6"),
+        ("hidden", "512"),
+        ("n_heads", "8"),
+        ("n_kv_heads", "8"),
+        ("ffn_hidden", "2048"),
+        ("vocab", "50304"),
+        ("tied_embeddings", "false"),
+        ("params_total", "0.0703"),
+    ];
+    let pythia = plan("peft_readme_raft-144", &pythia).model;
+    assert!(pythia.parallel_residual && pythia.fused_projections);
+    assert_eq!(pythia.positions, Positions::Rotary);
+    let falcon = [
+        ("model", "tiiuae/falcon-180B"),
+        ("n_layers", "80"),
+        ("hidden", "14848"),
+        ("n_heads", "232"),
+        ("n_kv_heads", "8"),
+        ("ffn_hidden", "59392"),
+        ("vocab", "65024"),
+        ("params_total", "179.5"),
+    ];
+    let falcon = plan("peft_readme_raft-144", &falcon).model;
+    assert!(falcon.sdpa_mask && falcon.parallel_residual && falcon.fused_projections);
+    assert_eq!(falcon.norms_per_layer, 2);
+    let unknown = plan("peft_readme_raft-144", &[("model", "our-own-7b")]).model;
+    assert!(!unknown.parallel_residual && !unknown.sdpa_mask);
     // The named checkpoint's config says whether its blocks drop out: BLOOM's
     // 0.0 though its MLP is plain; OPT's 0.1, and its MLP's ReLU (a model
     // property, whatever code runs it). A model no preset names is read by
