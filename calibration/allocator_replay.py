@@ -642,7 +642,9 @@ def family_configs():
                               GraniteMoeConfig, LlamaConfig, M2M100Config, MixtralConfig, ModernBertConfig, MptConfig,
                               MT5Config, NemotronConfig, Olmo2Config, OlmoeConfig, OPTConfig, Phi3Config, PhiConfig,
                               PhimoeConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, RobertaConfig,
-                              SmolLM3Config, StableLmConfig, Starcoder2Config, T5Config, XLMRobertaConfig)
+                              SmolLM3Config, StableLmConfig, Starcoder2Config, T5Config, XLMRobertaConfig,
+                              MarianConfig, MBartConfig, PegasusConfig, GptOssConfig, Glm4MoeConfig,
+                              Llama4TextConfig, Exaone4Config, Ernie4_5Config, HunYuanDenseV1Config)
 
     def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
         return dict(model=model, arch=arch, n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
@@ -906,6 +908,74 @@ def family_configs():
                                                encoder_layerdrop=0.0, decoder_layerdrop=0.0, use_cache=False),
                           row("facebook/nllb-200-distilled-600M", 12, 1024, 16, 16, 4096, "plain", 256206, True,
                               arch="encoder-decoder")),
+        # And ten more (the same session): three of BART's lineage (Marian's opus-mt, mBART-50, PEGASUS), MoE
+        # decoders of three more layouts (gpt-oss's 32 experts of top-4 under eager attention, GLM-4.5-Air's 128 of
+        # top-8 beside a shared one after a dense first block, Llama-4-Scout's 16 of top-1 beside a shared one), and
+        # four small decoders people fine-tune (EXAONE-4.0, ERNIE-4.5, Phi-4-mini, Hunyuan).
+        "opus-mt-en-de": (lambda: MarianConfig(d_model=512, encoder_layers=6, decoder_layers=6,
+                                               encoder_attention_heads=8, decoder_attention_heads=8,
+                                               encoder_ffn_dim=2048, decoder_ffn_dim=2048, vocab_size=58101,
+                                               decoder_vocab_size=58101, max_position_embeddings=512,
+                                               scale_embedding=True, activation_function="swish", pad_token_id=58100,
+                                               decoder_start_token_id=58100, use_cache=False),
+                          row("Helsinki-NLP/opus-mt-en-de", 6, 512, 8, 8, 2048, "plain", 58101, True,
+                              arch="encoder-decoder")),
+        "mbart-large-50": (lambda: MBartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
+                                               encoder_attention_heads=16, decoder_attention_heads=16,
+                                               encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=250054,
+                                               max_position_embeddings=1024, scale_embedding=True, use_cache=False),
+                           row("facebook/mbart-large-50", 12, 1024, 16, 16, 4096, "plain", 250054, True,
+                               arch="encoder-decoder")),
+        "pegasus-large": (lambda: PegasusConfig(d_model=1024, encoder_layers=16, decoder_layers=16,
+                                                encoder_attention_heads=16, decoder_attention_heads=16,
+                                                encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=96103,
+                                                max_position_embeddings=1024, scale_embedding=True,
+                                                activation_function="relu", pad_token_id=0, decoder_start_token_id=0,
+                                                use_cache=False),
+                          row("google/pegasus-large", 16, 1024, 16, 16, 4096, "plain", 96103, True,
+                              arch="encoder-decoder")),
+        "gpt-oss-20b": (lambda: GptOssConfig(hidden_size=2880, intermediate_size=2880, num_hidden_layers=24,
+                                             num_attention_heads=64, num_key_value_heads=8, head_dim=64,
+                                             num_local_experts=32, num_experts_per_tok=4, vocab_size=201088,
+                                             sliding_window=128, tie_word_embeddings=False, use_cache=False),
+                        row("openai/gpt-oss-20b", 24, 2880, 64, 8, 2880, "gated", 201088, False, 32, 4)),
+        "glm-4.5-air": (lambda: Glm4MoeConfig(hidden_size=4096, intermediate_size=10944, moe_intermediate_size=1408,
+                                              num_hidden_layers=46, num_attention_heads=96, num_key_value_heads=8,
+                                              head_dim=128, n_routed_experts=128, n_shared_experts=1,
+                                              num_experts_per_tok=8, first_k_dense_replace=1, vocab_size=151552,
+                                              partial_rotary_factor=0.5, attention_bias=True, use_qk_norm=False,
+                                              tie_word_embeddings=False, use_cache=False),
+                        row("zai-org/GLM-4.5-Air", 46, 4096, 96, 8, 1408, "gated", 151552, False, 128, 8)),
+        "llama-4-scout": (lambda: Llama4TextConfig(hidden_size=5120, intermediate_size=8192,
+                                                   intermediate_size_mlp=16384, num_hidden_layers=48,
+                                                   num_attention_heads=40, num_key_value_heads=8, head_dim=128,
+                                                   num_local_experts=16, num_experts_per_tok=1, vocab_size=202048,
+                                                   interleave_moe_layer_step=1, tie_word_embeddings=False,
+                                                   use_cache=False),
+                          row("meta-llama/Llama-4-Scout-17B-16E", 48, 5120, 40, 8, 8192, "gated", 202048, False,
+                              16, 1)),
+        "exaone-4.0-1.2b": (lambda: Exaone4Config(hidden_size=2048, intermediate_size=4096, num_hidden_layers=30,
+                                                  num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                                                  vocab_size=102400, tie_word_embeddings=True, sliding_window=None,
+                                                  layer_types=["full_attention"] * 30, use_cache=False),
+                            row("LGAI-EXAONE/EXAONE-4.0-1.2B", 30, 2048, 32, 8, 4096, "gated", 102400, True)),
+        "ernie-4.5-0.3b": (lambda: Ernie4_5Config(hidden_size=1024, intermediate_size=3072, num_hidden_layers=18,
+                                                  num_attention_heads=16, num_key_value_heads=2, head_dim=128,
+                                                  vocab_size=103424, tie_word_embeddings=True, use_bias=False,
+                                                  use_cache=False),
+                           row("baidu/ERNIE-4.5-0.3B-PT", 18, 1024, 16, 2, 3072, "gated", 103424, True)),
+        "phi-4-mini": (lambda: Phi3Config(hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
+                                          num_attention_heads=24, num_key_value_heads=8, vocab_size=200064,
+                                          partial_rotary_factor=0.75, tie_word_embeddings=True,
+                                          max_position_embeddings=131072, original_max_position_embeddings=4096,
+                                          resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, pad_token_id=199999,
+                                          use_cache=False),
+                       row("microsoft/Phi-4-mini-instruct", 32, 3072, 24, 8, 8192, "gated", 200064, True)),
+        "hunyuan-1.8b": (lambda: HunYuanDenseV1Config(hidden_size=2048, intermediate_size=6144, num_hidden_layers=32,
+                                                      num_attention_heads=16, num_key_value_heads=4, head_dim=128,
+                                                      vocab_size=120818, tie_word_embeddings=True, use_qk_norm=True,
+                                                      use_cache=False),
+                         row("tencent/Hunyuan-1.8B-Pretrain", 32, 2048, 16, 4, 6144, "gated", 120818, True)),
         "bart-large": (lambda: BartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
                                           encoder_attention_heads=16, decoder_attention_heads=16,
                                           encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265,
@@ -935,9 +1005,9 @@ NON_DECODER_RUNS = (
 
 
 def family_attention(name):
-    """transformers' BLOOM, MPT and GPT-Neo have no SDPA path; Gemma-2's soft-capped scores none either (5.25
-    refuses "sdpa")."""
-    return "eager" if name.startswith(("bloom", "gemma-2", "mpt", "gpt-neo")) else "sdpa"
+    """transformers' BLOOM, MPT, GPT-Neo and gpt-oss (its attention sinks) have no SDPA path; Gemma-2's
+    soft-capped scores none either (5.25 refuses "sdpa")."""
+    return "eager" if name.startswith(("bloom", "gemma-2", "mpt", "gpt-neo", "gpt-oss")) else "sdpa"
 
 
 def families(measure):
