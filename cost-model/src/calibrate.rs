@@ -1800,6 +1800,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         mla: None,
         fused_projections: false,
         fused_gate_up: false,
+        attention_sinks: false,
+        dense_experts: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -2829,10 +2831,12 @@ fn copy_implementation(model: &mut ModelSpec, s: &ModelSpec, transformers_code: 
     model.norm_fp32_affine = s.norm_fp32_affine;
     model.qk_norm = s.qk_norm;
     model.softcap = s.softcap;
+    model.attention_sinks = s.attention_sinks;
     if transformers_code {
         model.fused_projections = s.fused_projections;
         model.fused_gate_up = s.fused_gate_up;
         model.gelu_new = s.gelu_new;
+        model.dense_experts = s.dense_experts;
     }
 }
 

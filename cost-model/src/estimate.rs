@@ -159,8 +159,12 @@ use std::cell::Cell;
 /// encoder–decoder lineage (only T5's, relative positions), upcasts the
 /// masked-LM loss of rotary encoders (ModernBERT's `ForMaskedLMLoss`),
 /// gives Gemma-3 its sliding window (replayed: Gemma-3-1B −1.3 → +0.1 %),
-/// and adapts GLM's one `gate_up_proj` as one module
-/// ([`ModelSpec::fused_gate_up`]).
+/// adapts GLM's one `gate_up_proj` as one module
+/// ([`ModelSpec::fused_gate_up`]), keeps a fused q/k/v output whose v view
+/// SDPA keeps unrepeated (Phi-4-mini's grouped k/v, transformers 5.25's
+/// Falcon-7B), keeps gpt-oss's softmax over its sinks in the scores' dtype
+/// ([`ModelSpec::attention_sinks`]) and runs every Llama-4 expert on every
+/// token ([`ModelSpec::dense_experts`]) — all found in allocator replays.
 pub const MODEL_VERSION: u32 = 29;
 
 // ---------------------------------------------------------------------------
@@ -1319,9 +1323,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// MLPs each token runs through: the routed experts plus the shared ones
-    /// of an MoE block, else one.
+    /// of an MoE block (every expert where all run every token,
+    /// [`ModelSpec::dense_experts`]), else one.
     fn mlp_runs_per_token(&self) -> f64 {
-        if self.m.is_moe() {
+        if self.m.is_moe() && self.m.dense_experts {
+            (self.m.experts + self.m.shared_experts) as f64
+        } else if self.m.is_moe() {
             (self.m.experts_per_token + self.m.shared_experts) as f64
         } else {
             1.0
@@ -3528,7 +3535,7 @@ impl<'a> Ctx<'a> {
     /// checkpointing none more.
     fn softmax_input_bytes(&self) -> f64 {
         if self.plan.training.pytorch.softmax_saves_input() {
-            self.upcast_bytes()
+            self.softmax_bytes()
         } else {
             0.0
         }
@@ -3631,12 +3638,18 @@ impl<'a> Ctx<'a> {
         // calibration/saved_tensors.py). That is with `use_cache=False`, as
         // training scripts set and gradient checkpointing forces: a KV cache in
         // the training forward copies v. LitGPT fuses qkv for every model.
-        // With grouped or multi-query k/v, v is copied out of the fused output
-        // (LitGPT's expansion; transformers Falcon indexes `[..., [-1], :]`),
-        // which frees it: counted, Falcon-7B-shaped blocks kept 2.1·hidden B per
-        // token less than the view would.
+        // With grouped or multi-query k/v that attention repeats (LitGPT's
+        // expansion, transformers' `repeat_kv` under a mask), v is copied out
+        // of the fused output, which frees it; unrepeated (SDPA's own grouped
+        // attention, a single k/v head) the view stays, and the fused output
+        // with it: transformers Phi-3/Phi-4-mini slice v out of `qkv_proj`'s
+        // output, and from 5.25 Falcon `split`s it (5.24 indexed it out,
+        // `[..., [-1], :]`, a copy). Replayed: Phi-4-mini (24 heads over 8)
+        // bf16 at 4 × 2048, allocated −2.6 % counting v's copy, 0.0 % with
+        // the view; counted under 5.25, a Falcon-7B-shaped block 26.44
+        // bytes per token per hidden unit (24.32 under 5.24).
         let keeps_qkv = (m.fused_projections || self.defaults().fused_qkv)
-            && m.kv_heads == m.heads
+            && (m.kv_heads == m.heads || !expand)
             && m.mla.is_none();
         if keeps_qkv && m.positions == Positions::Rotary {
             attn += e * sb * (hq + hkv) / t;
@@ -3782,8 +3795,14 @@ impl<'a> Ctx<'a> {
                 // gradient needs each expert's output (`expert_out *
                 // routing_weights`, transformers Mixtral / Qwen-MoE): counted
                 // with calibration/saved_tensors.py, 6·hidden B per token more
-                // than the experts alone for a top-2 bf16 Mixtral block.
-                mlp += e * sb * h / rep * (1.0 + k);
+                // than the experts alone for a top-2 bf16 Mixtral block. Where
+                // every expert runs every token, the input repeated for each
+                // (`repeat(E, 1)`, which the scores' product keeps; that
+                // product is each expert's input, counted above) and no
+                // expert's output (Llama-4 sums them after the down `bmm`):
+                // replayed, two hidden-wide tensors per expert.
+                let routed = if m.dense_experts { m.experts as f64 } else { k };
+                mlp += e * sb * h / rep * (1.0 + routed);
             }
         }
         if dropout {
@@ -4106,7 +4125,7 @@ impl<'a> Ctx<'a> {
         if self.attention() != Attention::Eager {
             return 0.0;
         }
-        let up = self.upcast_bytes();
+        let up = self.softmax_bytes();
         let cast = self.softmax_cast_bytes();
         let per_score = match self.plan.training.checkpointing {
             Checkpointing::None if self.plan.training.dropout => 0.0,
@@ -4160,14 +4179,25 @@ impl<'a> Ctx<'a> {
     /// Soft-capping (`tanh(scores / cap)`, Gemma-2) keeps the tanh output too.
     fn score_bytes(&self) -> f64 {
         let softcap = if self.m.softcap { self.e } else { 0.0 };
-        self.upcast_bytes() + self.softmax_cast_bytes() + softcap
+        self.softmax_bytes() + self.softmax_cast_bytes() + softcap
+    }
+
+    /// Bytes per score the eager softmax computes in: [`Self::upcast_bytes`],
+    /// except over attention sinks ([`ModelSpec::attention_sinks`], gpt-oss),
+    /// whose softmax stays in the scores' dtype.
+    fn softmax_bytes(&self) -> f64 {
+        if self.m.attention_sinks {
+            self.e
+        } else {
+            self.upcast_bytes()
+        }
     }
 
     /// Bytes per score of the 16-bit cast an fp32 softmax over 16-bit
     /// activations is handed to the value matmul in; none when the softmax
     /// runs in the activations' dtype.
     fn softmax_cast_bytes(&self) -> f64 {
-        if self.upcast_bytes() > self.e {
+        if self.softmax_bytes() > self.e {
             self.e
         } else {
             0.0

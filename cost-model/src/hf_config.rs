@@ -89,6 +89,8 @@ pub const KNOWN_TYPES: &[&str] = &[
     "camembert",
     "bart",
     "mbart",
+    "marian",
+    "pegasus",
     "m2m_100",
     "modernbert",
     "distilbert",
@@ -436,6 +438,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         mla: None,
         fused_projections: false,
         fused_gate_up: false,
+        attention_sinks: false,
+        dense_experts: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -509,6 +513,10 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             // GLM and GLM-4 gate/up alone.
             m.fused_projections = model_type == "phi3";
             m.fused_gate_up = matches!(model_type.as_str(), "glm" | "glm4");
+            // gpt-oss joins a learned sink logit to every head's scores.
+            m.attention_sinks = model_type == "gpt_oss";
+            // Llama-4's MoE runs every expert on every token.
+            m.dense_experts = model_type == "llama4_text";
             // LayerNorm blocks: Cohere (one norm feeding attention and MLP in
             // parallel), StableLM (parallel when `use_parallel_residual`),
             // StarCoder2 (a plain GELU MLP with biases), PhiMoE.
@@ -710,7 +718,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.fused_projections = true; // `Wqkv`
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
         }
-        "bart" | "mbart" => {
+        "bart" | "mbart" | "marian" | "pegasus" => {
             m.arch = Arch::EncoderDecoder;
             m.hidden = c.u32("d_model")?;
             m.encoder_layers = c.u32("encoder_layers")?;
@@ -721,8 +729,15 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.vocab = c.u32("vocab_size")?;
             gpt_block(&mut m);
             m.positions = Positions::Learned;
-            // `BartLearnedPositionalEmbedding`: 2 rows beyond the maximum.
-            m.max_positions = c.u32("max_position_embeddings")?.saturating_add(2);
+            // `BartLearnedPositionalEmbedding`: 2 rows beyond the maximum;
+            // Marian's and PEGASUS's sinusoidal tables are frozen embeddings
+            // of the maximum's rows.
+            let extra = if matches!(model_type.as_str(), "bart" | "mbart") {
+                2
+            } else {
+                0
+            };
+            m.max_positions = c.u32("max_position_embeddings")?.saturating_add(extra);
             m.tied_embeddings = true;
             m.relu = c.str("activation_function") == Some("relu");
             m.logits_bias = true; // `final_logits_bias`
@@ -959,6 +974,18 @@ mod tests {
         let distilbert = r#"{"model_type":"distilbert","dim":768,"n_layers":6,"n_heads":12,
           "hidden_dim":3072,"vocab_size":30522,"max_position_embeddings":512,
           "activation":"gelu"}"#;
+        let marian = r#"{"model_type":"marian","d_model":512,"encoder_layers":6,
+          "decoder_layers":6,"encoder_attention_heads":8,"decoder_attention_heads":8,
+          "encoder_ffn_dim":2048,"decoder_ffn_dim":2048,"vocab_size":58101,
+          "max_position_embeddings":512,"activation_function":"swish"}"#;
+        let m = from_config_json(marian, "opus").unwrap();
+        assert_eq!(m, named("opus-mt", &m));
+        let pegasus = r#"{"model_type":"pegasus","d_model":1024,"encoder_layers":16,
+          "decoder_layers":16,"encoder_attention_heads":16,"decoder_attention_heads":16,
+          "encoder_ffn_dim":4096,"decoder_ffn_dim":4096,"vocab_size":96103,
+          "max_position_embeddings":1024,"activation_function":"relu"}"#;
+        let m = from_config_json(pegasus, "pegasus").unwrap();
+        assert_eq!(m, named("pegasus-large", &m));
         let neo = r#"{"model_type":"gpt_neo","hidden_size":2048,"num_layers":24,"num_heads":16,
           "vocab_size":50257,"max_position_embeddings":2048,"intermediate_size":null,
           "activation_function":"gelu_new","window_size":256}"#;
@@ -1135,6 +1162,17 @@ mod tests {
         // GLM-4's one `gate_up_proj` beside separate q, k and v.
         let glm4 = m(&with("glm4", ""));
         assert!(glm4.fused_gate_up && !glm4.fused_projections && glm4.gate_up_fused());
+        // gpt-oss's sinks; Llama-4's experts, each on every token.
+        assert!(m(&with("gpt_oss", "")).attention_sinks);
+        assert!(!m(&with("llama", "")).attention_sinks);
+        assert!(preset("gpt-oss-20b").unwrap().spec().attention_sinks);
+        assert!(
+            preset("llama-4-scout-17b-16e")
+                .unwrap()
+                .spec()
+                .dense_experts
+        );
+        assert!(!preset("mixtral-8x7b").unwrap().spec().dense_experts);
         assert!(!m(&with("llama", "")).gate_up_fused());
         // q/k/v biases by class default or by key.
         assert!(m(&with("seed_oss", "")).qkv_bias);

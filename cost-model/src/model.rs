@@ -149,6 +149,26 @@ pub struct ModelSpec {
     /// as two MLP adapters.
     #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub fused_gate_up: bool,
+    /// Attention sinks: a learned logit per head joins every query's scores
+    /// (`torch.cat`) before the softmax, which runs in the scores' own dtype
+    /// (transformers gpt-oss `eager_attention_forward`: `F.softmax(combined,
+    /// dim=-1, dtype=combined_logits.dtype)`), so an eager block keeps a
+    /// 16-bit softmax output, not an fp32 one and its cast. Replayed
+    /// (`calibration/allocator_replay.py --families`): gpt-oss-20b in bf16
+    /// at 4 × 2048 kept one 2-byte tensor of 64 × 2048 × 2049 scores a block;
+    /// allocated +33.5 % counted as transformers' fp32 softmax.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub attention_sinks: bool,
+    /// Every expert runs every token, the router's scores zeroing the ones
+    /// not chosen (transformers `Llama4TextMoe`: `hidden_states.repeat(E,
+    /// 1)` scaled by the scores, one `bmm` over all experts): an MoE block
+    /// keeps every expert's intermediates, not its top-k's. Replayed
+    /// (`calibration/allocator_replay.py --families`): Llama-4-Scout (16
+    /// experts, top-1) in bf16 at 4 × 2048 kept, a block, the 16 experts'
+    /// gate/up output, activation and product and three 16-fold copies of
+    /// the hidden state; allocated −16.0 % counted as top-1.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub dense_experts: bool,
     /// The MLP activation is the tanh GELU computed with Python element-wise
     /// ops — transformers' `hidden_act: "gelu_new"` (`NewGELUActivation`:
     /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1) or a from-scratch model's

@@ -42,6 +42,10 @@ struct Dims {
     fused_projections: bool,
     /// Gate and up alone fused ([`ModelSpec::fused_gate_up`]).
     fused_gate_up: bool,
+    /// Attention sinks ([`ModelSpec::attention_sinks`]).
+    attention_sinks: bool,
+    /// Every expert runs every token ([`ModelSpec::dense_experts`]).
+    dense_experts: bool,
     gelu_new: bool,
     /// The MLP activation is ReLU ([`ModelSpec::relu`]).
     relu: bool,
@@ -101,6 +105,8 @@ const fn llama(
         mla: None,
         fused_projections: false,
         fused_gate_up: false,
+        attention_sinks: false,
+        dense_experts: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -142,6 +148,8 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         mla: None,
         fused_projections: false,
         fused_gate_up: false,
+        attention_sinks: false,
+        dense_experts: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -183,6 +191,8 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         mla: None,
         fused_projections: false,
         fused_gate_up: false,
+        attention_sinks: false,
+        dense_experts: false,
         gelu_new: false,
         relu: true,
         qk_norm: false,
@@ -232,6 +242,38 @@ const fn modernbert(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
     d
 }
 
+/// Marian (transformers `MarianConfig`, Helsinki-NLP's opus-mt pairs):
+/// BART's post-norm blocks with a SiLU (`swish`) MLP and
+/// `final_logits_bias`; its sinusoidal positions are a frozen 512-row table
+/// (`MarianSinusoidalPositionalEmbedding`, an `nn.Embedding`), its vocabulary
+/// the pair's.
+const fn marian(layers: u32, hidden: u32, heads: u32, ffn: u32, vocab: u32) -> Dims {
+    let mut d = bart(layers, hidden, heads);
+    d.ffn = ffn;
+    d.vocab = vocab;
+    d.max_positions = 512;
+    d
+}
+
+/// mBART (transformers `MBartConfig`): BART's blocks, pre-norm, with an
+/// embedding LayerNorm and one after each stack.
+const fn mbart(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
+    let mut d = bart(layers, hidden, heads);
+    d.vocab = vocab;
+    d
+}
+
+/// PEGASUS (transformers `PegasusConfig`): pre-norm BART blocks with a ReLU
+/// MLP, `final_logits_bias`, and sinusoidal positions held as a frozen
+/// 1024-row table (`PegasusSinusoidalPositionalEmbedding`).
+const fn pegasus(layers: u32, hidden: u32, heads: u32, vocab: u32) -> Dims {
+    let mut d = bart(layers, hidden, heads);
+    d.vocab = vocab;
+    d.max_positions = 1024;
+    d.relu = true;
+    d
+}
+
 /// M2M100 and NLLB-200 (transformers `M2M100Config`): BART's encoder–decoder
 /// blocks (LayerNorms, biases, a tied head, dropout 0.1) with a ReLU MLP,
 /// sinusoidal positions (no table: a learned one of no rows) and no
@@ -250,8 +292,16 @@ const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool)
     d
 }
 
-/// gpt-oss: biases on the attention projections (`attention_bias: true`).
-const fn gpt_oss(mut d: Dims) -> Dims {
+/// gpt-oss: biases on the attention projections (`attention_bias: true`)
+/// and a learned sink logit per head ([`ModelSpec::attention_sinks`]).
+const fn gpt_oss(d: Dims) -> Dims {
+    let mut d = attention_bias(d);
+    d.attention_sinks = true;
+    d
+}
+
+/// Biases on q, k and v (`attention_bias: true`: GLM-4.5, gpt-oss).
+const fn attention_bias(mut d: Dims) -> Dims {
     d.qkv_bias = true;
     d
 }
@@ -286,6 +336,13 @@ const fn shared_and_dense(mut d: Dims, shared: u32, dense_layers: u32, dense_ffn
     d.shared_experts = shared;
     d.dense_layers = dense_layers;
     d.dense_ffn = dense_ffn;
+    d
+}
+
+/// Llama-4 (transformers `Llama4TextMoe`): every expert runs every token
+/// ([`ModelSpec::dense_experts`]).
+const fn llama4(mut d: Dims) -> Dims {
+    d.dense_experts = true;
     d
 }
 
@@ -764,15 +821,26 @@ static PRESETS: &[Preset] = &[
     // 8192 wide, top-1, and one shared expert); the card's 400B total (17B
     // active), the text model (the vision encoder is not counted).
     p!(
+        "llama-4-scout-17b-16e",
+        "Llama-4-Scout-17B-16E (MoE text model)",
+        107_769_861_120,
+        llama4(shared_and_dense(
+            moe(llama(48, 5120, 40, 8, 128, 8192, 202048, false), 16, 1),
+            1,
+            0,
+            0
+        ))
+    ),
+    p!(
         "llama-4-maverick-17b-128e",
         "Llama-4-Maverick-17B-128E (MoE text model)",
         400_000_000_000,
-        shared_and_dense(
+        llama4(shared_and_dense(
             moe(llama(48, 5120, 40, 8, 128, 8192, 202048, false), 128, 1),
             1,
             24,
             16384
-        )
+        ))
     ),
     // DeepSeek-V2-Lite: multi-head latent attention without a q latent
     // (`q_lora_rank: null`, `kv_lora_rank` 512, 128 + 64 rotary q/k per head,
@@ -823,6 +891,41 @@ static PRESETS: &[Preset] = &[
         "Mistral-Small-24B (3.x text; Magistral, Devstral Small)",
         23_572_403_200,
         llama(40, 5120, 32, 8, 128, 32768, 131072, false)
+    ),
+    p!(
+        "glm-4.5-air",
+        "GLM-4.5-Air (MoE)",
+        106_852_245_504,
+        attention_bias(shared_and_dense(
+            moe(llama(46, 4096, 96, 8, 128, 1408, 151552, false), 128, 8),
+            1,
+            1,
+            10944
+        ))
+    ),
+    p!(
+        "phi-4-mini",
+        "Phi-4-mini",
+        3_836_021_760,
+        fused(llama(32, 3072, 24, 8, 128, 8192, 200064, true))
+    ),
+    p!(
+        "exaone-4.0-1.2b",
+        "EXAONE-4.0-1.2B",
+        1_279_391_488,
+        qk_norm(llama(30, 2048, 32, 8, 64, 4096, 102400, true))
+    ),
+    p!(
+        "ernie-4.5-0.3b",
+        "ERNIE-4.5-0.3B",
+        360_748_032,
+        llama(18, 1024, 16, 2, 128, 3072, 103424, true)
+    ),
+    p!(
+        "hunyuan-1.8b",
+        "Hunyuan-1.8B",
+        1_791_080_448,
+        qk_norm(llama(32, 2048, 16, 4, 128, 6144, 120818, true))
     ),
     p!(
         "glm-4-9b",
@@ -1291,13 +1394,37 @@ static PRESETS: &[Preset] = &[
         1_239_470_080,
         m2m100(24, 1024, 8192, 128112)
     ),
+    p!(
+        "opus-mt",
+        "Marian opus-mt (en-de)",
+        74_410_496,
+        marian(6, 512, 8, 2048, 58101)
+    ),
+    p!(
+        "mbart-large",
+        "mBART large (mBART-50)",
+        610_879_488,
+        mbart(12, 1024, 16, 250054)
+    ),
+    p!(
+        "pegasus-large",
+        "PEGASUS large",
+        570_797_056,
+        pegasus(16, 1024, 16, 96103)
+    ),
     p!("bart-base", "BART base", 139_420_416, bart(6, 768, 12)),
     p!("bart-large", "BART large", 406_291_456, bart(12, 1024, 16)),
 ];
 
 /// Hub-name prefixes of checkpoints that share a preset's shape, as
 /// [`by_hub_id`] reads them (lower-cased, `_` as `.`).
-const HUB_ALIASES: [(&str, &str); 27] = [
+const HUB_ALIASES: [(&str, &str); 30] = [
+    // PEGASUS's fine-tunes keep the large model's shape (`pegasus-xsum`,
+    // `pegasus-cnn_dailymail`); PEGASUS-X (`pegasus-x-base`) is another
+    // model.
+    ("pegasus-xsum", "pegasus-large"),
+    ("pegasus-cnn.dailymail", "pegasus-large"),
+    ("pegasus-multi.news", "pegasus-large"),
     // Llama 3 and 3.3 share Llama-3.1's shapes (8B, 70B); Qwen2 Qwen2.5's
     // (0.5B, 1.5B, 7B, 72B); BLOOMZ is BLOOM fine-tuned.
     ("meta-llama-3.1-", "llama-3.1-"),
@@ -1555,6 +1682,8 @@ impl Preset {
             mla: d.mla,
             fused_projections: d.fused_projections,
             fused_gate_up: d.fused_gate_up,
+            attention_sinks: d.attention_sinks,
+            dense_experts: d.dense_experts,
             gelu_new: d.gelu_new,
             relu: d.relu,
             qk_norm: d.qk_norm,

@@ -431,7 +431,9 @@ fn is_model_key(k: &str) -> bool {
 
 /// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 13] = [
+const MODEL_FLAGS: [(&str, Flag); 15] = [
+    ("dense_moe", |m| &mut m.dense_experts),
+    ("sinks", |m| &mut m.attention_sinks),
     ("bias", |m| &mut m.linear_bias),
     ("qkv_bias", |m| &mut m.qkv_bias),
     ("fproj", |m| &mut m.fused_projections),
@@ -1342,6 +1344,10 @@ mod tests {
         p.model.fused_gate_up = true;
         let back = decode_str(&encode(&p)).unwrap();
         assert!(back.model.fused_gate_up && !back.model.fused_projections);
+        p.model.attention_sinks = true;
+        p.model.dense_experts = true;
+        let back = decode_str(&encode(&p)).unwrap();
+        assert!(back.model.attention_sinks && back.model.dense_experts);
         assert_eq!(back.model.params(), p.model.params());
     }
 

@@ -359,8 +359,16 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
         let e = c.error_pct.unwrap();
         // 5 % before the stacks' ends were counted (T5 checkpointed −4.4 %,
         // FLAN-T5 under autocast −5.0 % once its replay cast the position
-        // bias as CUDA's autocast does).
-        assert!(e.abs() <= 3.0, "{}: {e:+.2} %", c.id);
+        // bias as CUDA's autocast does). Falcon-7B replayed under 5.24, whose
+        // Falcon indexed v out of the fused output (a copy); the model
+        // follows 5.25's view, which keeps that output (+2.8 / +3.2 % here,
+        // 0.1 % against its 5.25 replay in replay-families-2026-12-05c.csv).
+        let within = if c.id.starts_with("replay-falcon-7b-") {
+            3.5
+        } else {
+            3.0
+        };
+        assert!(e.abs() <= within, "{}: {e:+.2} %", c.id);
         allocated.push(e.abs());
     }
     allocated.sort_by(f64::total_cmp);
@@ -499,6 +507,60 @@ fn fourteen_more_replayed_families_hold_the_recorded_accuracy() {
         ("glm-4-9b-bf16-nock-b4-s2048-full", 0.5),   // −10.6 %
         ("glm-4-9b-bf16-nock-b4-s2048-lora", 0.5),   // +4.8 %
         ("gpt-neo-1.3b-bf16-nock-b4-s2048-full", 2.5), // −14.9 %
+    ] {
+        let id = format!("replay-{id}-alloc");
+        let c = r.cases.iter().find(|c| c.id == id).unwrap();
+        let e = c.error_pct.unwrap();
+        assert!(e.abs() <= within, "{id}: {e:+.2} %");
+    }
+}
+
+/// Ten more families and Falcon-7B again under transformers 5.25 (the same
+/// session): three of BART's lineage (Marian's opus-mt, mBART-50, PEGASUS),
+/// three MoE layouts (gpt-oss's sinks under eager attention, GLM-4.5-Air's
+/// shared expert after a dense block, Llama-4-Scout's experts each on every
+/// token) and four small decoders (EXAONE-4.0, ERNIE-4.5, Phi-4-mini,
+/// Hunyuan). Read from their columns alone, allocated: PEGASUS +35.1 %
+/// (read as T5), gpt-oss +33.5 % (an fp32 softmax where its sinks keep
+/// bf16), Llama-4-Scout −20.7 % (top-1 where every expert runs), EXAONE
+/// −9.1 % and Hunyuan −7.6 % (their q/k norms), ERNIE −8.0 % (128-wide heads
+/// over a 1024 hidden), Phi-4-mini +12.8 % LoRA (its fused projections) and
+/// −2.6 % (v's view of them kept under SDPA's own grouping); within 0.6 %
+/// once presets and those mechanisms came. Left: gpt-oss's experts (−6.2 %:
+/// its clamped GLU keeps more than SwiGLU), EXAONE under autocast (+2.7 %).
+#[test]
+fn ten_more_replayed_families_hold_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-families-2026-12-05c.csv",
+        132,
+        (1.0, 6.5, -11.5),
+        |_| true,
+        (66, 6.5),
+    );
+    let mut allocated: Vec<f64> = r
+        .cases
+        .iter()
+        .filter(|c| c.metric == "max_allocated")
+        .map(|c| c.error_pct.unwrap().abs())
+        .collect();
+    allocated.sort_by(f64::total_cmp);
+    let median = allocated[allocated.len() / 2];
+    let p90 = allocated[(allocated.len() * 9).div_ceil(10) - 1];
+    assert!(median <= 0.3, "allocated median |error| {median} %");
+    assert!(p90 <= 0.8, "allocated p90 |error| {p90} %");
+    for (id, within) in [
+        ("pegasus-large-bf16-nock-b16-s512-full", 0.5), // +35.1 %
+        ("opus-mt-en-de-bf16-nock-b16-s512-full", 0.5), // +13.7 %
+        ("mbart-large-50-bf16-nock-b16-s512-full", 0.5), // +11.6 %
+        ("gpt-oss-20b-bf16-nock-b4-s2048-full", 6.5),   // +33.5 %
+        ("llama-4-scout-bf16-nock-b4-s2048-full", 0.5), // −20.7 %
+        ("exaone-4.0-1.2b-bf16-nock-b4-s2048-full", 0.5), // −9.1 %
+        ("ernie-4.5-0.3b-fp32-nock-b2-s1024-full", 0.5), // −8.0 %
+        ("hunyuan-1.8b-bf16-nock-b4-s2048-full", 0.5),  // −7.6 %
+        ("phi-4-mini-bf16-nock-b4-s2048-lora", 0.5),    // +12.8 %
+        ("phi-4-mini-bf16-nock-b4-s2048-full", 0.5),    // −2.6 %
+        ("falcon-7b-bf16-nock-b4-s2048-full", 0.5),     // −3.0 % (5.24's copy)
+        ("glm-4.5-air-bf16-nock-b4-s2048-full", 0.5),   // −2.0 %
     ] {
         let id = format!("replay-{id}-alloc");
         let c = r.cases.iter().find(|c| c.id == id).unwrap();
