@@ -42,10 +42,19 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     v/bin/python calibration/allocator_replay.py ID [ID...] # those cases, with their phase readings
     v/bin/python calibration/allocator_replay.py --grid > /tmp/grid.csv   # replays beyond the measured runs
     memplan calibrate /tmp/grid.csv                         # the model against them
-    v/bin/python calibration/allocator_replay.py --families [NAME...] > calibration/replay-families-2026-12-03.csv
+    v/bin/python calibration/allocator_replay.py --families [NAME...]     # the named families (all, without names)
+    v/bin/python calibration/allocator_replay.py --families pythia-1.4b opt-1.3b bloom-1b7 falcon-7b gpt-j-6b \
+        phi-1.5 gemma-2b qwen3-0.6b olmo-2-7b smollm2-360m qwen1.5-moe gpt2-large gemma-3-1b starcoder2-3b \
+        roberta-large t5-base flan-t5-base bart-large > calibration/replay-families-2026-12-03.csv   # transformers 5.24
     v/bin/python calibration/allocator_replay.py --families phi-3-mini gemma-2-2b qwen2.5-1.5b llama-3.2-1b \
         mixtral-8x7b deepseek-v2-lite mpt-7b falcon-40b command-r stablelm-2-1.6b granite-3.0-2b olmoe-1b-7b \
         qwen3-30b-a3b > calibration/replay-families-2026-12-05.csv
+    v/bin/python calibration/allocator_replay.py --families starcoderbase-1b gpt-neo-1.3b glm-4-9b \
+        nemotron-mini-4b gemma-3-4b command-r7b smollm3-3b granite-moe-1b phi-3.5-moe distilbert-base \
+        xlm-roberta-base modernbert-base mt5-base nllb-200-600m > calibration/replay-families-2026-12-05b.csv
+    v/bin/python calibration/allocator_replay.py --families falcon-7b opus-mt-en-de mbart-large-50 pegasus-large \
+        gpt-oss-20b glm-4.5-air llama-4-scout exaone-4.0-1.2b ernie-4.5-0.3b phi-4-mini hunyuan-1.8b \
+        > calibration/replay-families-2026-12-05c.csv
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -66,7 +75,11 @@ transformers 5.24, peft 0.21.2), which `cost-model/tests/calibration.rs` holds t
 (Phi-3-mini, Gemma-2-2B under eager attention, Qwen2.5-1.5B, Llama-3.2-1B, Mixtral-8x7B and DeepSeek-V2-Lite, whose
 narrower v heads send SDPA to the memory-efficient kernel) and seven of layouts of their own (MPT-7B under eager
 attention with ALiBi, Falcon-40B, Command-R, StableLM-2-1.6B, Granite-3.0-2B, OLMoE-1B-7B, Qwen3-30B-A3B) are in
-`calibration/replay-families-2026-12-05.csv` (torch 2.15, transformers 5.25, peft 0.21.2).
+`calibration/replay-families-2026-12-05.csv` (torch 2.15, transformers 5.25, peft 0.21.2). Fourteen more, most of them
+named by no preset when replayed (StarCoderBase, GPT-Neo, GLM-4, Nemotron, Gemma-3-4B, Command-R7B, SmolLM3,
+Granite-MoE, Phi-3.5-MoE, DistilBERT, XLM-R, ModernBERT, mT5, NLLB-200), are in `replay-families-2026-12-05b.csv`, and
+ten more (Marian, mBART-50, PEGASUS, gpt-oss under eager attention, GLM-4.5-Air, Llama-4-Scout, EXAONE-4.0,
+ERNIE-4.5, Phi-4-mini, Hunyuan) with Falcon-7B again under transformers 5.25 in `replay-families-2026-12-05c.csv`.
 """
 
 import bisect
