@@ -718,7 +718,9 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.fused_projections = true; // `Wqkv`
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
         }
-        "bart" | "mbart" | "marian" | "pegasus" => {
+        // BART's lineage: BART, mBART, Marian, PEGASUS, and M2M100 / NLLB-200
+        // (no `final_logits_bias`, a ReLU MLP by default).
+        "bart" | "mbart" | "marian" | "pegasus" | "m2m_100" => {
             m.arch = Arch::EncoderDecoder;
             m.hidden = c.u32("d_model")?;
             m.encoder_layers = c.u32("encoder_layers")?;
@@ -731,16 +733,17 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.positions = Positions::Learned;
             // `BartLearnedPositionalEmbedding`: 2 rows beyond the maximum;
             // Marian's and PEGASUS's sinusoidal tables are frozen embeddings
-            // of the maximum's rows.
-            let extra = if matches!(model_type.as_str(), "bart" | "mbart") {
-                2
-            } else {
-                0
+            // of the maximum's rows; M2M100's a buffer, no parameters.
+            m.max_positions = match model_type.as_str() {
+                "bart" | "mbart" => c.u32("max_position_embeddings")?.saturating_add(2),
+                "m2m_100" => 0,
+                _ => c.u32("max_position_embeddings")?,
             };
-            m.max_positions = c.u32("max_position_embeddings")?.saturating_add(extra);
             m.tied_embeddings = true;
-            m.relu = c.str("activation_function") == Some("relu");
-            m.logits_bias = true; // `final_logits_bias`
+            let m2m = model_type == "m2m_100";
+            let default_act = if m2m { "relu" } else { "gelu" };
+            m.relu = c.str("activation_function").unwrap_or(default_act) == "relu";
+            m.logits_bias = !m2m; // `final_logits_bias`
         }
         // GPT-Neo: GPT-2's block under its own key names, separate q/k/v.
         "gpt_neo" => {
@@ -755,23 +758,6 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.max_positions = c.u32("max_position_embeddings")?;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
             m.gelu_new = c.str("activation_function").unwrap_or("gelu_new") == "gelu_new";
-        }
-        // M2M100 / NLLB-200: BART's blocks with sinusoidal positions (no
-        // table), a ReLU MLP by default and no `final_logits_bias`.
-        "m2m_100" => {
-            m.arch = Arch::EncoderDecoder;
-            m.hidden = c.u32("d_model")?;
-            m.encoder_layers = c.u32("encoder_layers")?;
-            m.layers = c.u32("decoder_layers")?;
-            m.heads = c.u32("encoder_attention_heads")?;
-            mha(&mut m);
-            m.ffn = c.u32("encoder_ffn_dim")?;
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
-            m.positions = Positions::Learned;
-            m.max_positions = 0;
-            m.tied_embeddings = true;
-            m.relu = c.str("activation_function").unwrap_or("relu") == "relu";
         }
         // ModernBERT: pre-norm LayerNorms, rotary positions, fused `Wqkv` and
         // GeGLU `Wi`, no biases unless `attention_bias` / `mlp_bias`.

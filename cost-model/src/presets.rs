@@ -1565,13 +1565,7 @@ fn family(id: &str) -> Option<&str> {
 /// biases, parallel blocks, fused projections, activations, dropout — holds
 /// for every size; its dimensions, head width and window need not.
 pub fn family_member(name: &str, hidden: u32) -> Option<&'static Preset> {
-    let mut n = written_name(name).replace('_', ".");
-    for (other, ours) in HUB_ALIASES {
-        if let Some(rest) = n.strip_prefix(other) {
-            n = format!("{ours}{rest}");
-            break;
-        }
-    }
+    let n = hub_spelling(&written_name(name));
     PRESETS
         .iter()
         .filter_map(|p| family(p.id).map(|f| (p, f)))
@@ -1597,25 +1591,30 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.id == id)
 }
 
-/// The preset a Hugging Face hub id names (`org/name`, any case, `_` for `.`,
-/// a suffix such as `-hf` or `-4k-instruct` allowed): the longest preset id
-/// the name starts with.
-pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
-    let mut name = hub_id
+/// A hub id as preset ids spell it: its last path part, lower case, `_`
+/// for `.`, and [`HUB_ALIASES`] applied (checkpoints of a preset's shape under
+/// another name: T5 v1.1 and BigScience's T0 are FLAN-T5's shapes, T0_3B the
+/// XL and T0/T0pp the XXL; mT0 is mT5's; …).
+fn hub_spelling(hub_id: &str) -> String {
+    let name = hub_id
         .rsplit('/')
         .next()
         .unwrap_or(hub_id)
         .to_ascii_lowercase()
         .replace('_', ".");
-    // Checkpoints of a preset's shape under another name: T5 v1.1 and
-    // BigScience's T0 are FLAN-T5's shapes (T0_3B the XL, T0/T0pp the XXL),
-    // mT0 is mT5's.
     for (other, ours) in HUB_ALIASES {
         if let Some(rest) = name.strip_prefix(other) {
-            name = format!("{ours}{rest}");
-            break;
+            return format!("{ours}{rest}");
         }
     }
+    name
+}
+
+/// The preset a Hugging Face hub id names (`org/name`, any case, `_` for `.`,
+/// a suffix such as `-hf` or `-4k-instruct` allowed): the longest preset id
+/// the name starts with.
+pub fn by_hub_id(hub_id: &str) -> Option<&'static Preset> {
+    let name = hub_spelling(hub_id);
     PRESETS
         .iter()
         .filter(|p| {
