@@ -164,7 +164,8 @@ use std::cell::Cell;
 /// SDPA keeps unrepeated (Phi-4-mini's grouped k/v, transformers 5.25's
 /// Falcon-7B), keeps gpt-oss's softmax over its sinks in the scores' dtype
 /// ([`ModelSpec::attention_sinks`]) and runs every Llama-4 expert on every
-/// token ([`ModelSpec::dense_experts`]) — all found in allocator replays.
+/// token under transformers ([`ModelSpec::dense_experts`]) — all found in
+/// allocator replays.
 pub const MODEL_VERSION: u32 = 29;
 
 // ---------------------------------------------------------------------------
@@ -1326,13 +1327,21 @@ impl<'a> Ctx<'a> {
     /// of an MoE block (every expert where all run every token,
     /// [`ModelSpec::dense_experts`]), else one.
     fn mlp_runs_per_token(&self) -> f64 {
-        if self.m.is_moe() && self.m.dense_experts {
+        if self.runs_dense_experts() {
             (self.m.experts + self.m.shared_experts) as f64
         } else if self.m.is_moe() {
             (self.m.experts_per_token + self.m.shared_experts) as f64
         } else {
             1.0
         }
+    }
+
+    /// Whether every expert runs every token: the model's own code does so
+    /// ([`ModelSpec::dense_experts`]: transformers' Llama-4), and the
+    /// framework runs that code — torchtune's, torchtitan's and Megatron's
+    /// MoE layers run the chosen experts alone (grouped GEMMs).
+    fn runs_dense_experts(&self) -> bool {
+        self.m.is_moe() && self.m.dense_experts && self.plan.framework.runs_the_models_own_code()
     }
 
     /// The adapter method of a `Finetune::Adapter` plan.
@@ -3801,7 +3810,11 @@ impl<'a> Ctx<'a> {
                 // product is each expert's input, counted above) and no
                 // expert's output (Llama-4 sums them after the down `bmm`):
                 // replayed, two hidden-wide tensors per expert.
-                let routed = if m.dense_experts { m.experts as f64 } else { k };
+                let routed = if self.runs_dense_experts() {
+                    m.experts as f64
+                } else {
+                    k
+                };
                 mlp += e * sb * h / rep * (1.0 + routed);
             }
         }

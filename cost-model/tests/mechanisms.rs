@@ -2989,3 +2989,32 @@ fn zero3_on_the_host_reserves_its_reduce_stream_and_the_dropped_logits() {
     let share = over(&params_on_gpu) - pool;
     assert!(share < 0.75 * logits, "{} MiB", share / mib);
 }
+
+#[test]
+fn llama4_runs_every_expert_under_transformers_only() {
+    // transformers' `Llama4TextMoe` runs all 16 of Scout's experts on every
+    // token (replayed: −20.7 % counted as top-1); torchtitan's MoE runs the
+    // chosen one (grouped GEMMs).
+    let acts = |fw: Framework| {
+        let mut p = plan("llama-4-scout-17b-16e", Precision::Bf16, 1, 2048);
+        p.set_framework(fw);
+        p.training.checkpointing = Checkpointing::None;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let (dense, sparse) = (acts(Framework::PlainPytorch), acts(Framework::Torchtitan));
+    assert!(
+        dense > 3.0 * sparse,
+        "{dense} under transformers, {sparse} under torchtitan"
+    );
+    let mut m = preset("llama-4-scout-17b-16e").unwrap().spec();
+    assert!(m.dense_experts);
+    m.dense_experts = false;
+    let mut p = plan("llama-4-scout-17b-16e", Precision::Bf16, 1, 2048);
+    p.model = m;
+    let top1 = phase(&estimate(&p).unwrap(), Phase::Forward)
+        .activations
+        .get() as f64;
+    assert!(dense > 3.0 * top1, "{dense} dense, {top1} top-1");
+}
