@@ -1802,6 +1802,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         fused_gate_up: false,
         attention_sinks: false,
         dense_experts: false,
+        clamped_glu: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -2832,6 +2833,7 @@ fn copy_implementation(model: &mut ModelSpec, s: &ModelSpec, transformers_code: 
     model.qk_norm = s.qk_norm;
     model.softcap = s.softcap;
     model.attention_sinks = s.attention_sinks;
+    model.clamped_glu = s.clamped_glu;
     if transformers_code {
         model.fused_projections = s.fused_projections;
         model.fused_gate_up = s.fused_gate_up;

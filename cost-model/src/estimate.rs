@@ -163,7 +163,8 @@ use std::cell::Cell;
 /// ([`ModelSpec::fused_gate_up`]), keeps a fused q/k/v output whose v view
 /// SDPA keeps unrepeated (Phi-4-mini's grouped k/v, transformers 5.25's
 /// Falcon-7B), keeps gpt-oss's softmax over its sinks in the scores' dtype
-/// ([`ModelSpec::attention_sinks`]) and runs every Llama-4 expert on every
+/// ([`ModelSpec::attention_sinks`]) and its clamped GLU's tensors
+/// ([`ModelSpec::clamped_glu`]), and runs every Llama-4 expert on every
 /// token under transformers ([`ModelSpec::dense_experts`]) — all found in
 /// allocator replays.
 pub const MODEL_VERSION: u32 = 29;
@@ -3743,7 +3744,11 @@ impl<'a> Ctx<'a> {
             // element-wise SiLU from the kept gate output: counted with
             // calibration/saved_tensors.py --compile, 32.57·hidden per token
             // per block for the small bf16 Llama against 43.07 eager).
-            let kept = if self.plan.training.fused_kernels
+            let kept = if m.clamped_glu {
+                // The fused gate/up output (2), the gate's clamp, its sigmoid,
+                // the gated product and `up + 1` ([`ModelSpec::clamped_glu`]).
+                6.0
+            } else if self.plan.training.fused_kernels
                 || self.plan.training.compile
                 || self.defaults().fused_swiglu
             {

@@ -440,6 +440,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         fused_gate_up: false,
         attention_sinks: false,
         dense_experts: false,
+        clamped_glu: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -515,6 +516,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.fused_gate_up = matches!(model_type.as_str(), "glm" | "glm4");
             // gpt-oss joins a learned sink logit to every head's scores.
             m.attention_sinks = model_type == "gpt_oss";
+            m.clamped_glu = model_type == "gpt_oss";
             // Llama-4's MoE runs every expert on every token.
             m.dense_experts = model_type == "llama4_text";
             // LayerNorm blocks: Cohere (one norm feeding attention and MLP in
@@ -1149,7 +1151,7 @@ mod tests {
         let glm4 = m(&with("glm4", ""));
         assert!(glm4.fused_gate_up && !glm4.fused_projections && glm4.gate_up_fused());
         // gpt-oss's sinks; Llama-4's experts, each on every token.
-        assert!(m(&with("gpt_oss", "")).attention_sinks);
+        assert!(m(&with("gpt_oss", "")).attention_sinks && m(&with("gpt_oss", "")).clamped_glu);
         assert!(!m(&with("llama", "")).attention_sinks);
         assert!(preset("gpt-oss-20b").unwrap().spec().attention_sinks);
         assert!(

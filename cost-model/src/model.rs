@@ -169,6 +169,15 @@ pub struct ModelSpec {
     /// the hidden state; allocated −16.0 % counted as top-1.
     #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub dense_experts: bool,
+    /// gpt-oss's clamped GLU (transformers `GptOssExperts._apply_gate`: gate
+    /// and up clamped, `gate · σ(α · gate)`, then `(up + 1) · glu`): the
+    /// clamp, the sigmoid, the gated product and `up + 1` each keep an
+    /// expert-wide tensor, seven a routed token with the fused gate/up output
+    /// where SwiGLU keeps four. Replayed (`calibration/allocator_replay.py
+    /// --families`): gpt-oss-20b bf16 at 4 × 2048, allocated −6.2 % counted
+    /// as SwiGLU.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub clamped_glu: bool,
     /// The MLP activation is the tanh GELU computed with Python element-wise
     /// ops — transformers' `hidden_act: "gelu_new"` (`NewGELUActivation`:
     /// GPT-2, GPT-J, Phi-1/1.5/2, T5 v1.1) or a from-scratch model's

@@ -46,6 +46,8 @@ struct Dims {
     attention_sinks: bool,
     /// Every expert runs every token ([`ModelSpec::dense_experts`]).
     dense_experts: bool,
+    /// gpt-oss's clamped GLU ([`ModelSpec::clamped_glu`]).
+    clamped_glu: bool,
     gelu_new: bool,
     /// The MLP activation is ReLU ([`ModelSpec::relu`]).
     relu: bool,
@@ -107,6 +109,7 @@ const fn llama(
         fused_gate_up: false,
         attention_sinks: false,
         dense_experts: false,
+        clamped_glu: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -150,6 +153,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         fused_gate_up: false,
         attention_sinks: false,
         dense_experts: false,
+        clamped_glu: false,
         gelu_new: false,
         relu: false,
         qk_norm: false,
@@ -193,6 +197,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         fused_gate_up: false,
         attention_sinks: false,
         dense_experts: false,
+        clamped_glu: false,
         gelu_new: false,
         relu: true,
         qk_norm: false,
@@ -292,11 +297,13 @@ const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool)
     d
 }
 
-/// gpt-oss: biases on the attention projections (`attention_bias: true`)
-/// and a learned sink logit per head ([`ModelSpec::attention_sinks`]).
+/// gpt-oss: biases on the attention projections (`attention_bias: true`),
+/// a learned sink logit per head ([`ModelSpec::attention_sinks`]) and a
+/// clamped GLU in its experts ([`ModelSpec::clamped_glu`]).
 const fn gpt_oss(d: Dims) -> Dims {
     let mut d = attention_bias(d);
     d.attention_sinks = true;
+    d.clamped_glu = true;
     d
 }
 
@@ -1683,6 +1690,7 @@ impl Preset {
             fused_gate_up: d.fused_gate_up,
             attention_sinks: d.attention_sinks,
             dense_experts: d.dense_experts,
+            clamped_glu: d.clamped_glu,
             gelu_new: d.gelu_new,
             relu: d.relu,
             qk_norm: d.qk_norm,

@@ -431,7 +431,8 @@ fn is_model_key(k: &str) -> bool {
 
 /// The model's implementation switches and their URL keys.
 type Flag = fn(&mut ModelSpec) -> &mut bool;
-const MODEL_FLAGS: [(&str, Flag); 15] = [
+const MODEL_FLAGS: [(&str, Flag); 16] = [
+    ("cglu", |m| &mut m.clamped_glu),
     ("dense_moe", |m| &mut m.dense_experts),
     ("sinks", |m| &mut m.attention_sinks),
     ("bias", |m| &mut m.linear_bias),
@@ -1346,8 +1347,9 @@ mod tests {
         assert!(back.model.fused_gate_up && !back.model.fused_projections);
         p.model.attention_sinks = true;
         p.model.dense_experts = true;
+        p.model.clamped_glu = true;
         let back = decode_str(&encode(&p)).unwrap();
-        assert!(back.model.attention_sinks && back.model.dense_experts);
+        assert!(back.model.attention_sinks && back.model.dense_experts && back.model.clamped_glu);
         assert_eq!(back.model.params(), p.model.params());
     }
 
