@@ -657,12 +657,14 @@ def family_configs():
                               PhimoeConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, RobertaConfig,
                               SmolLM3Config, StableLmConfig, Starcoder2Config, T5Config, XLMRobertaConfig,
                               MarianConfig, MBartConfig, PegasusConfig, GptOssConfig, Glm4MoeConfig,
-                              Llama4TextConfig, Exaone4Config, Ernie4_5Config, HunYuanDenseV1Config)
+                              Llama4TextConfig, Exaone4Config, Ernie4_5Config, HunYuanDenseV1Config, UMT5Config,
+                              ElectraConfig, Olmo3Config, MinistralConfig, MistralConfig,
+                              SeedOssConfig)
 
-    def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder"):
+    def row(model, layers, hidden, heads, kv, ffn, mlp, vocab, tied, experts=0, top_k=0, arch="decoder", notes=""):
         return dict(model=model, arch=arch, n_layers=layers, hidden=hidden, n_heads=heads, n_kv_heads=kv,
                     ffn_hidden=ffn, mlp=mlp, vocab=vocab, tied_embeddings=str(tied).lower(), n_experts=experts,
-                    experts_per_token=top_k)
+                    experts_per_token=top_k, notes=notes)
 
     return {
         "pythia-1.4b": (lambda: GPTNeoXConfig(hidden_size=2048, num_hidden_layers=24, num_attention_heads=16,
@@ -989,6 +991,45 @@ def family_configs():
                                                       vocab_size=120818, tie_word_embeddings=True, use_qk_norm=True,
                                                       use_cache=False),
                          row("tencent/Hunyuan-1.8B-Pretrain", 32, 2048, 16, 4, 6144, "gated", 120818, True)),
+        # And seven more (the same session): T5's multilingual and byte-level kin (UMT5's per-layer position bias,
+        # ByT5's 18 + 6 blocks over 384 byte ids), ELECTRA, and four decoders (OLMo-3, Ministral-8B,
+        # Mistral-NeMo-12B, Seed-OSS-36B). (MPNet and ALBERT were left out: transformers' `MPNetForMaskedLM` and
+        # `AlbertForMaskedLM` refuse gradient checkpointing.)
+        "umt5-base": (lambda: UMT5Config(d_model=768, d_ff=2048, num_layers=12, num_heads=12, d_kv=64,
+                                         vocab_size=256384, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+                                         decoder_start_token_id=0, pad_token_id=0, use_cache=False),
+                      row("google/umt5-base", 12, 768, 12, 12, 2048, "gated", 256384, True, arch="encoder-decoder")),
+        "byt5-base": (lambda: T5Config(d_model=1536, d_ff=3968, num_layers=18, num_decoder_layers=6, num_heads=12,
+                                       d_kv=64, vocab_size=384, feed_forward_proj="gated-gelu",
+                                       tie_word_embeddings=False, decoder_start_token_id=0, pad_token_id=0,
+                                       use_cache=False),
+                      row("google/byt5-base", 6, 1536, 12, 12, 3968, "gated", 384, True, arch="encoder-decoder",
+                          notes="18 encoder + 6 decoder blocks")),
+        "electra-base": (lambda: ElectraConfig(embedding_size=768, hidden_size=768, num_hidden_layers=12,
+                                               num_attention_heads=12, intermediate_size=3072, vocab_size=30522),
+                         row("google/electra-base-generator", 12, 768, 12, 12, 3072, "plain", 30522, True,
+                             arch="encoder")),
+        "olmo-3-7b": (lambda: Olmo3Config(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                                          num_attention_heads=32, num_key_value_heads=32, vocab_size=100278,
+                                          sliding_window=4096, tie_word_embeddings=False, use_cache=False),
+                      row("allenai/Olmo-3-1025-7B", 32, 4096, 32, 32, 11008, "gated", 100278, False)),
+        "ministral-8b": (lambda: MinistralConfig(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                                                 num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                                                 vocab_size=131072, sliding_window=32768, tie_word_embeddings=False,
+                                                 use_cache=False),
+                         row("mistralai/Ministral-8B-Instruct-2410", 36, 4096, 32, 8, 12288, "gated", 131072,
+                             False)),
+        "mistral-nemo-12b": (lambda: MistralConfig(hidden_size=5120, intermediate_size=14336, num_hidden_layers=40,
+                                                   num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                                                   vocab_size=131072, sliding_window=None, tie_word_embeddings=False,
+                                                   use_cache=False),
+                             row("mistralai/Mistral-Nemo-Base-2407", 40, 5120, 32, 8, 14336, "gated", 131072,
+                                 False)),
+        "seed-oss-36b": (lambda: SeedOssConfig(hidden_size=5120, intermediate_size=27648, num_hidden_layers=64,
+                                               num_attention_heads=80, num_key_value_heads=8, head_dim=128,
+                                               vocab_size=155136, attention_bias=True, tie_word_embeddings=False,
+                                               use_cache=False),
+                         row("ByteDance-Seed/Seed-OSS-36B-Base", 64, 5120, 80, 8, 27648, "gated", 155136, False)),
         "bart-large": (lambda: BartConfig(d_model=1024, encoder_layers=12, decoder_layers=12,
                                           encoder_attention_heads=16, decoder_attention_heads=16,
                                           encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=50265,
@@ -1066,7 +1107,8 @@ def families(measure):
                          offload="none", gpu="H200", gpu_mem_gib="140.40", oom="false", quality="A",
                          notes=f"torch {torch.__version__.split('+')[0]} + transformers {transformers.__version__}; "
                                "random weights built from the model config (no checkpoint load); 3 steps; "
-                               f"zero_grad(set_to_none=True); attention {attn}; torch.optim.AdamW (foreach)")
+                               f"zero_grad(set_to_none=True); attention {attn}; torch.optim.AdamW (foreach)"
+                               + (f"; {cols['notes']}" if cols["notes"] else ""))
                 if lora:
                     r.update(lora_rank=str(lora[0]), lora_targets="all-linear",
                              notes=r["notes"] + "; peft 0.21.2; lora_alpha=2r; lora_dropout=0.05")

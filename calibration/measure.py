@@ -530,7 +530,7 @@ CASES = {"2": CASES2, "3": CASES3, "4": CASES4, "4l": CASES4_LIGER, "4d": CASES4
 
 
 # Encoders trained as masked LMs (their `labels` are the masked tokens' ids).
-MASKED_LMS = ("bert", "roberta", "distilbert", "xlm-roberta", "modernbert")
+MASKED_LMS = ("bert", "roberta", "distilbert", "xlm-roberta", "modernbert", "electra")
 
 
 def build(c, rec):

@@ -51,6 +51,7 @@ pub const KNOWN_TYPES: &[&str] = &[
     "roberta",
     "t5",
     "mt5",
+    "umt5",
     "qwen3_moe",
     "olmo2",
     "olmo3",
@@ -799,7 +800,7 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.tied_embeddings = true;
             m.relu = c.str("hidden_act") == Some("relu");
         }
-        "t5" | "mt5" => {
+        "t5" | "mt5" | "umt5" => {
             m.arch = Arch::EncoderDecoder;
             m.hidden = c.u32("d_model")?;
             m.encoder_layers = c.u32("num_layers")?;
@@ -974,6 +975,16 @@ mod tests {
           "max_position_embeddings":1024,"activation_function":"relu"}"#;
         let m = from_config_json(pegasus, "pegasus").unwrap();
         assert_eq!(m, named("pegasus-large", &m));
+        // ByT5 (a T5 v1.1 with a deeper encoder) and UMT5 (mT5's shapes).
+        let byt5 = r#"{"model_type":"t5","d_model":1536,"d_ff":3968,"num_layers":18,
+          "num_decoder_layers":6,"num_heads":12,"d_kv":64,"vocab_size":384,
+          "feed_forward_proj":"gated-gelu","tie_word_embeddings":false}"#;
+        let m = from_config_json(byt5, "byt5").unwrap();
+        assert_eq!(m, named("byt5-base", &m));
+        let umt5 = r#"{"model_type":"umt5","d_model":768,"d_ff":2048,"num_layers":12,"num_heads":12,
+          "d_kv":64,"vocab_size":256384,"feed_forward_proj":"gated-gelu","tie_word_embeddings":false}"#;
+        let m = from_config_json(umt5, "umt5").unwrap();
+        assert_eq!(m, named("umt5-base", &m));
         let neo = r#"{"model_type":"gpt_neo","hidden_size":2048,"num_layers":24,"num_heads":16,
           "vocab_size":50257,"max_position_embeddings":2048,"intermediate_size":null,
           "activation_function":"gelu_new","window_size":256}"#;

@@ -217,9 +217,17 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
 const fn t5_v11(layers: u32, hidden: u32, heads: u32, ffn: u32, vocab: u32) -> Dims {
     let mut d = t5(layers, hidden, heads, ffn);
     d.mlp = Mlp::Gated;
+    d.relu = false; // its gated GELU, not v1.0's ReLU
     d.gelu_new = true;
     d.tied = false;
     d.vocab = vocab;
+    d
+}
+
+/// An encoder–decoder whose encoder has `layers` blocks, not the decoder's
+/// count (ByT5: three encoder blocks to each decoder one).
+const fn encoder_stack(mut d: Dims, layers: u32) -> Dims {
+    d.encoder_layers = layers;
     d
 }
 
@@ -1358,6 +1366,36 @@ static PRESETS: &[Preset] = &[
         "mT5 XL / mT0-XL",
         3_742_619_648,
         t5_v11(24, 2048, 32, 5120, 250112)
+    ),
+    p!(
+        "umt5-small",
+        "UMT5 small",
+        306_601_984,
+        t5_v11(8, 512, 6, 1024, 256384)
+    ),
+    p!(
+        "umt5-base",
+        "UMT5 base",
+        592_043_520,
+        t5_v11(12, 768, 12, 2048, 256384)
+    ),
+    p!(
+        "byt5-small",
+        "ByT5 small",
+        299_637_760,
+        encoder_stack(t5_v11(4, 1472, 6, 3584, 384), 12)
+    ),
+    p!(
+        "byt5-base",
+        "ByT5 base",
+        581_653_248,
+        encoder_stack(t5_v11(6, 1536, 12, 3968, 384), 18)
+    ),
+    p!(
+        "byt5-large",
+        "ByT5 large",
+        1_228_183_552,
+        encoder_stack(t5_v11(12, 1536, 16, 3840, 384), 36)
     ),
     p!(
         "mt5-xxl",
