@@ -1841,12 +1841,15 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         config_dropout = Some(p.config_dropout());
         copy_implementation(&mut model, &s, transformers_code);
     }
+    // Whether the head width came from a preset of the row's shape.
+    let mut head_width_known = false;
     if let Some(s) = &named {
         if same_shape(s) {
             config_dropout = preset.map(|p| p.config_dropout());
             copy_implementation(&mut model, s, transformers_code);
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
+            head_width_known = true;
             // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
             if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
                 model.mla = s.mla;
@@ -1909,6 +1912,21 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     if notes.contains("custom LayerNorm/GELU") || notes.contains("custom GELU") {
         model.gelu_new = true;
+    }
+    // A head width the columns cannot give: heads × head width need not be
+    // the hidden size (Qwen3, Gemma, ERNIE-4.5, Seed-OSS: 128- or 256-wide
+    // heads over a narrower hidden), and the attention's projections — its
+    // parameters and its q/k/v activations — follow it. Where no preset of
+    // the row's shape says, the stated `params_total` does, when the usual
+    // width (hidden / heads) misses it by more than
+    // [`HEAD_WIDTH_MISMATCH_PCT`] and a common width
+    // ([`COMMON_HEAD_WIDTHS`]) meets it within [`HEAD_WIDTH_MATCH_PCT`].
+    // Replayed: Seed-OSS-36B (80 heads of 128 over 5120) −9 … −10 % on every
+    // counter with 64-wide heads, ERNIE-4.5-0.3B −8 %.
+    if !head_width_known && model.mla.is_none() {
+        if let Some(stated) = r.f64("params_total").ok().flatten().filter(|p| *p > 0.0) {
+            model.head_dim = head_width_for(&model, stated * 1e9);
+        }
     }
     let oom = r.oom().unwrap_or(false);
     // The capacity: the column, else the board size the name states ("RTX
@@ -3095,6 +3113,41 @@ pub fn case_plan(csv_text: &str, id: &str) -> Result<Plan, String> {
 /// Rows whose architecture columns give a parameter count more than this far
 /// from their `params_total` hold something the columns cannot describe.
 pub const PARAMS_MISMATCH_PCT: f64 = 5.0;
+
+/// How far (%) the parameter count at the usual head width (hidden / heads)
+/// may miss a row's `params_total` before another width is tried
+/// ([`head_width_for`]): published counts are rounded ("6.74", "7.24").
+const HEAD_WIDTH_MISMATCH_PCT: f64 = 3.0;
+
+/// How near (%) a common head width must bring the count to `params_total`
+/// to be taken.
+const HEAD_WIDTH_MATCH_PCT: f64 = 1.0;
+
+/// Head widths published models use (config.json `head_dim`: 64 for most,
+/// 80 Phi-2, 96 Phi-3-mini, 128 Llama and Qwen3, 256 Gemma).
+const COMMON_HEAD_WIDTHS: [u32; 7] = [64, 80, 96, 112, 128, 192, 256];
+
+/// The head width whose parameter count meets `stated` (parameters), when
+/// the model's own misses it ([`HEAD_WIDTH_MISMATCH_PCT`],
+/// [`HEAD_WIDTH_MATCH_PCT`]); else the model's.
+fn head_width_for(model: &ModelSpec, stated: f64) -> u32 {
+    let off = |head_dim: u32| {
+        let m = ModelSpec {
+            head_dim,
+            ..model.clone()
+        };
+        100.0 * (m.params() as f64 - stated).abs() / stated
+    };
+    if off(model.head_dim) <= HEAD_WIDTH_MISMATCH_PCT {
+        return model.head_dim;
+    }
+    COMMON_HEAD_WIDTHS
+        .iter()
+        .map(|&w| (off(w), w))
+        .filter(|(pct, _)| *pct <= HEAD_WIDTH_MATCH_PCT)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(model.head_dim, |(_, w)| w)
+}
 
 /// The warning for a row whose architecture columns give a parameter count
 /// more than [`PARAMS_MISMATCH_PCT`] from its stated `params_total` (an

@@ -547,14 +547,14 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             // Every layer attends over a window (Mistral, Mixtral, Phi-3,
             // StarCoder2 when set; Qwen2/Qwen3-MoE only with
             // `use_sliding_window`), or most do: Gemma-3 five layers of six
-            // (`sliding_window_pattern` 6), Cohere-2 three of four — read as
-            // every layer, which over-counts the global ones' mask (replayed:
-            // Gemma-3-4B at 4 × 2048, allocated −18.8 % without its window,
-            // +0.3 % with it on every layer). Gemma-2, OLMo-3, gpt-oss and
+            // (`sliding_window_pattern` 6), Cohere-2 and OLMo-3 three of four
+            // — read as every layer, which over-counts the global ones' mask
+            // (replayed: Gemma-3-4B at 4 × 2048, allocated −18.8 % without
+            // its window, +0.3 % with it on every layer). Gemma-2, gpt-oss and
             // Ministral alternate window and full layers one for one.
             let windowed = match model_type.as_str() {
                 "mistral" | "mixtral" | "phi3" | "phimoe" | "starcoder2" | "gemma3_text"
-                | "cohere2" => true,
+                | "cohere2" | "olmo3" => true,
                 "qwen2" | "qwen2_moe" | "qwen3_moe" => c.bool("use_sliding_window", false),
                 _ => false,
             };

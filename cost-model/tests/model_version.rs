@@ -136,7 +136,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (26, 0x3c3e_708f_7cc0_f303),
     (27, 0xd3a1_d2d2_781d_ecb2),
     (28, 0x57a1_0502_fc67_39f7),
-    (29, 0x4d5c_5ad0_18c3_1cdf),
+    (29, 0xbb7d_523d_c775_a7b2),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
