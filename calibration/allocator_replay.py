@@ -55,6 +55,8 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     v/bin/python calibration/allocator_replay.py --families falcon-7b opus-mt-en-de mbart-large-50 pegasus-large \
         gpt-oss-20b glm-4.5-air llama-4-scout exaone-4.0-1.2b ernie-4.5-0.3b phi-4-mini hunyuan-1.8b \
         > calibration/replay-families-2026-12-05c.csv
+    v/bin/python calibration/allocator_replay.py --families umt5-base byt5-base electra-base olmo-3-7b \
+        ministral-8b mistral-nemo-12b seed-oss-36b > calibration/replay-families-2026-12-05d.csv
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -79,7 +81,9 @@ attention with ALiBi, Falcon-40B, Command-R, StableLM-2-1.6B, Granite-3.0-2B, OL
 named by no preset when replayed (StarCoderBase, GPT-Neo, GLM-4, Nemotron, Gemma-3-4B, Command-R7B, SmolLM3,
 Granite-MoE, Phi-3.5-MoE, DistilBERT, XLM-R, ModernBERT, mT5, NLLB-200), are in `replay-families-2026-12-05b.csv`, and
 ten more (Marian, mBART-50, PEGASUS, gpt-oss under eager attention, GLM-4.5-Air, Llama-4-Scout, EXAONE-4.0,
-ERNIE-4.5, Phi-4-mini, Hunyuan) with Falcon-7B again under transformers 5.25 in `replay-families-2026-12-05c.csv`.
+ERNIE-4.5, Phi-4-mini, Hunyuan) with Falcon-7B again under transformers 5.25 in `replay-families-2026-12-05c.csv`;
+seven more (UMT5, ByT5, ELECTRA, OLMo-3, Ministral-8B, Mistral-NeMo-12B, Seed-OSS-36B) in
+`replay-families-2026-12-05d.csv`.
 """
 
 import bisect
