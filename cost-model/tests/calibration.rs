@@ -492,7 +492,9 @@ fn thirteen_more_replayed_families_hold_the_recorded_accuracy() {
 /// (+10.9 % LoRA), mT5's Python GELU and dropout (−11.4 %), GLM-4's sandwich
 /// norms (−10.6 %) and its one `gate_up_proj` adapter (LoRA +4.8 % counted
 /// as two), GPT-Neo's Python GELU (−14.9 %). Left: StarCoder in fp32 (−7.8 %,
-/// SDPA's math kernel over one k/v head), GPT-Neo's fp32 q and k (−2.2 %).
+/// the replay's: SDPA's math composite drops out through `at::dropout`,
+/// whose meta-device path keeps an fp32 noise tensor where CUDA keeps a
+/// 1-byte mask), GPT-Neo's fp32 q and k (−2.2 %).
 #[test]
 fn fourteen_more_replayed_families_hold_the_recorded_accuracy() {
     let r = holds_its_accuracy(
