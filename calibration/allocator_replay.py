@@ -87,6 +87,7 @@ seven more (UMT5, ByT5, ELECTRA, OLMo-3, Ministral-8B, Mistral-NeMo-12B, Seed-OS
 """
 
 import bisect
+import math
 import contextlib
 import gc
 import json
@@ -317,6 +318,29 @@ class EfficientLike(torch.autograd.Function):
         return dq, dk, dv, None
 
 
+def math_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale):
+    """SDPA's math composite with grouped k/v (aten/src/ATen/native/transformers/attention.cpp,
+    `_scaled_dot_product_attention_math`), its dropout CUDA's (`cuda_dropout`): q and k each scaled by the
+    square root of the scale, k and v repeated to every head, a causal mask as a float one, `_safe_softmax`."""
+    factor = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+    query = q * factor
+    n_rep = q.shape[1] // k.shape[1]
+    key, value = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+    attn = torch.matmul(query, key.transpose(-2, -1) * factor)
+    if is_causal:
+        L, S = q.shape[-2], k.shape[-2]
+        keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()
+        attn_mask = torch.zeros(L, S, dtype=q.dtype, device=q.device).masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device).masked_fill(
+                ~attn_mask, float("-inf"))
+        attn = attn + attn_mask
+    attn = torch.ops.aten._safe_softmax(attn, -1)
+    attn = cuda_dropout(attn, dropout_p, True)
+    return torch.matmul(attn, value)
+
+
 def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **kw):
     if AUTOCAST:
         # `scaled_dot_product_attention` is on autocast's lower-precision list, which casts every floating
@@ -326,7 +350,11 @@ def flash_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=No
         attn_mask = AUTOCAST[-1].low(attn_mask)
     if q.dtype not in (torch.float16, torch.bfloat16) and enable_gqa and k.shape[1] != q.shape[1]:
         # Flash takes 16-bit inputs only and the memory-efficient kernel no `enable_gqa`: CUDA runs SDPA's
-        # math composite (repeated k/v, the kept probabilities), which is what the meta device runs too.
+        # math composite (repeated k/v, the kept probabilities), which is what the meta device runs too —
+        # except its dropout, `at::dropout` in C++, whose meta path keeps a noise tensor of the scores' dtype
+        # where CUDA's fused kernel keeps a 1-byte mask; with dropout the composite is run here op for op.
+        if dropout_p > 0.0:
+            return math_sdpa(q, k, v, attn_mask, dropout_p, is_causal, scale)
         return SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
                     enable_gqa=enable_gqa)
     if attn_mask is None and v.shape[-1] != q.shape[-1]:
