@@ -1827,29 +1827,20 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         !r.get("model").trim().contains(char::is_whitespace) || framework.trains_through_trainer();
     // Whether the named checkpoint's config trains with dropout in its blocks.
     let mut config_dropout = None;
+    // The named preset of the row's shape says the rest; a size of a preset
+    // family no preset has (Pythia-70M, Falcon-180B) takes its family's
+    // implementation, not its dimensions (head width, window). Whether the
+    // head width came from a preset of the row's shape:
     let shape = (model.layers, model.hidden, model.arch);
-    let same_shape = |s: &ModelSpec| (s.layers, s.hidden, s.arch) == shape;
-    // A size of a preset family no preset has (Pythia-70M, Falcon-180B): its
-    // family's implementation, not its dimensions (head width, window).
-    let member = match &named {
-        Some(s) if same_shape(s) => None,
-        _ => crate::presets::family_member(r.get("model"), model.hidden)
-            .filter(|p| p.spec().arch == model.arch),
-    };
-    if let Some(p) = member {
-        let s = p.spec();
-        config_dropout = Some(p.config_dropout());
-        copy_implementation(&mut model, &s, transformers_code);
-    }
-    // Whether the head width came from a preset of the row's shape.
-    let mut head_width_known = false;
-    if let Some(s) = &named {
-        if same_shape(s) {
+    let head_width_known = match named
+        .as_ref()
+        .filter(|s| (s.layers, s.hidden, s.arch) == shape)
+    {
+        Some(s) => {
             config_dropout = preset.map(|p| p.config_dropout());
             copy_implementation(&mut model, s, transformers_code);
             model.sliding_window = s.sliding_window;
             model.head_dim = s.head_dim;
-            head_width_known = true;
             // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
             if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
                 model.mla = s.mla;
@@ -1870,8 +1861,18 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
                 model.dense_layers = s.dense_layers;
                 model.dense_ffn = s.dense_ffn;
             }
+            true
         }
-    }
+        None => {
+            let member = crate::presets::family_member(r.get("model"), model.hidden)
+                .filter(|p| p.spec().arch == model.arch);
+            if let Some(p) = member {
+                config_dropout = Some(p.config_dropout());
+                copy_implementation(&mut model, &p.spec(), transformers_code);
+            }
+            false
+        }
+    };
     // What the notes state about the implementation.
     let notes = r.get("notes");
     // A fused projection the LoRA targets or the notes name: the model's own

@@ -835,7 +835,7 @@ fn block_matrices_of(m: &ModelSpec, tg: LoraTargets, fused: Fused) -> [BlockMatr
 
 /// Which of a block's projections are one matmul, adapted by PEFT as one
 /// module ([`block_matrices_of`]).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Fused {
     qkv: bool,
     gate_up: bool,
@@ -1445,10 +1445,10 @@ impl<'a> Ctx<'a> {
     /// modules under PEFT, not LitGPT's per-part `LoRAQKVLinear`
     /// ([`crate::framework::FrameworkDefaults::lora_qkv_grouped`]).
     fn fused_adapters(&self) -> Fused {
-        let per_part = self.defaults().lora_qkv_grouped;
-        Fused {
-            qkv: self.m.fused_projections && !per_part,
-            gate_up: self.m.gate_up_fused() && !per_part,
+        if self.defaults().lora_qkv_grouped {
+            Fused::default()
+        } else {
+            Fused::of(self.m)
         }
     }
 
@@ -2985,9 +2985,13 @@ impl<'a> Ctx<'a> {
             && self.plan.training.fp32_upcasts
             && self.m.kv_heads < self.m.heads
             && self.m.kv_heads > 1
-            && (self.sdpa_mask_stated()
-                || self.plan.training.compile
-                || (self.m.sdpa_mask && self.plan.framework.runs_the_models_own_code()))
+            && (self.sdpa_mask_stated() || self.plan.training.compile || self.model_always_masks())
+    }
+
+    /// A model whose own code always hands SDPA a mask
+    /// ([`ModelSpec::sdpa_mask`]: Falcon), run by a framework that runs it.
+    fn model_always_masks(&self) -> bool {
+        self.m.sdpa_mask && self.plan.framework.runs_the_models_own_code()
     }
 
     /// What makes transformers keep the attention mask it hands SDPA, compiling
@@ -3042,8 +3046,7 @@ impl<'a> Ctx<'a> {
             && self.plan.training.fp32_upcasts
             && self.m.positions != Positions::Relative
             && !self.plan.training.compile
-            && (self.sdpa_mask_stated()
-                || (self.m.sdpa_mask && self.plan.framework.runs_the_models_own_code()))
+            && (self.sdpa_mask_stated() || self.model_always_masks())
         {
             self.e
         } else {
