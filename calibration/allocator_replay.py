@@ -57,6 +57,9 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
         > calibration/replay-families-2026-12-05c.csv
     v/bin/python calibration/allocator_replay.py --families umt5-base byt5-base electra-base olmo-3-7b \
         ministral-8b mistral-nemo-12b seed-oss-36b > calibration/replay-families-2026-12-05d.csv
+    v/bin/python calibration/allocator_replay.py --classifiers pythia-1.4b opt-1.3b gemma-2b qwen3-0.6b \
+        smollm2-360m gpt2-large roberta-large phi-3-mini gemma-2-2b qwen2.5-1.5b llama-3.2-1b xlm-roberta-base \
+        modernbert-base mistral-nemo-12b > calibration/replay-classifiers-2026-12-05.csv   # as 2-label classifiers
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -549,12 +552,15 @@ def replayable(c):
 
 def trace(measure, c, steps=3):
     """The case's allocation log over `steps` training steps, and the model's parameter count."""
+    import transformers
     import transformers.integrations.sdpa_attention as sa
     import transformers.masking_utils as mu
 
     # Data-dependent checks cannot run on meta tensors; the replayed batches are unpacked and unpadded.
     mu.find_packed_sequence_indices = lambda position_ids: None
     mu.fast_all = lambda mask: True  # a padding mask's "no padding" test (BART's decoder); nothing is padded
+    # The warning when a pad token leads or ends unmasked input ids (GPT-2's classifier reads its pad token).
+    transformers.PreTrainedModel.warn_if_padding_and_no_attention_mask = lambda *a, **k: None
     sa.torch.nn.functional.scaled_dot_product_attention = flash_sdpa
     torch.nn.functional.scaled_dot_product_attention = flash_sdpa
     torch.nn.functional.dropout = cuda_dropout
@@ -581,7 +587,8 @@ def trace(measure, c, steps=3):
         ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device="meta")
         log.mark("load")
         amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
-        train_steps(log, model, opt, dict(input_ids=ids, labels=ids), amp, steps, set_to_none=True)
+        train_steps(log, model, opt, dict(input_ids=ids, labels=measure.case_labels(c, ids)), amp, steps,
+                    set_to_none=True)
         del model, opt, params
         gc.collect()
     return log.events, rec["params_total"]
@@ -1096,8 +1103,29 @@ def family_attention(name):
     return "eager" if name.startswith(("bloom", "gemma-2", "mpt", "gpt-neo", "gpt-oss")) else "sdpa"
 
 
-def families(measure):
-    """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout."""
+# Two-label sequence classifiers (`--classifiers`: a reward model's shape, PEFT's SEQ_CLS task): no vocabulary
+# logits, so a block's backward, not the loss, is the peak; LoRA on every linear and on PEFT's default targets
+# (q and v), with and without checkpointing.
+CLASSIFIER_RUNS = (
+    ("bf16", False, 4, 2048, None),
+    ("bf16", True, 8, 2048, None),
+    ("bf16", False, 4, 2048, (16, "all-linear")),
+    ("bf16", True, 8, 2048, (16, "all-linear")),
+    ("amp-bf16", True, 8, 2048, (16, "all-linear")),
+    ("bf16", True, 8, 2048, (16, None)),
+)
+
+
+def peft_default_targets(model_type):
+    """PEFT's LoRA targets for a model type when none are given (q and v, by their names), if it has any."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as defaults
+
+    return defaults.get(model_type)
+
+
+def families(measure, head=None):
+    """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout;
+    with `head="cls"` as two-label sequence classifiers."""
     import csv
 
     import transformers
@@ -1113,7 +1141,8 @@ def families(measure):
         measure.MODELS[name] = config
         attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
-        for precision, ckpt, mb, seq, lora in FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ()):
+        runs = CLASSIFIER_RUNS if head else FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ())
+        for precision, ckpt, mb, seq, lora in runs:
             if name == "gpt2-large":
                 seq = min(seq, 1024)
             if non_decoder:
@@ -1123,9 +1152,11 @@ def families(measure):
                 # `all-linear` does not adapt; transformers 4's per-expert `nn.Linear`s, which the model counts
                 # adapters on, it did. Not a case the rows' columns can tell apart: left out.
                 continue
-            kind = "lora" if lora else "full"
-            cid = f"replay-{name}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
-            c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn)
+            if lora and lora[1] is None and not peft_default_targets(config().model_type):
+                continue  # PEFT has no default targets for it (Phi-3's fused qkv_proj)
+            kind = ("lora" if lora[1] else "loraqv") if lora else "full"
+            cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
+            c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head)
             events, params = trace(measure, c)
             a, _ = replay(events)
             for r in counter_rows({**{k: "" for k in columns}, **cols}, cid, a):
@@ -1142,8 +1173,12 @@ def families(measure):
                                f"zero_grad(set_to_none=True); attention {attn}; torch.optim.AdamW (foreach)"
                                + (f"; {cols['notes']}" if cols["notes"] else ""))
                 if lora:
-                    r.update(lora_rank=str(lora[0]), lora_targets="all-linear",
-                             notes=r["notes"] + "; peft 0.21.2; lora_alpha=2r; lora_dropout=0.05")
+                    r.update(lora_rank=str(lora[0]), lora_targets="all-linear" if lora[1] else "q+v",
+                             task="lora", notes=r["notes"] + "; peft 0.21.2; lora_alpha=2r; lora_dropout=0.05"
+                             + ("" if lora[1] else "; PEFT's default target modules"))
+                if head:
+                    r.update(notes=r["notes"] + "; sequence classification head (2 labels; no LM head), "
+                                                "PEFT task SEQ_CLS")
                 w.writerow(r)
             sys.stdout.flush()
 
@@ -1240,6 +1275,8 @@ def main():
         return dropped_output(measure, sys.argv[2:])
     if sys.argv[1:2] == ["--families"]:
         return families(measure)
+    if sys.argv[1:2] == ["--classifiers"]:
+        return families(measure, head="cls")
     measured = measured_cases()
     # The card's capacity as the runs' CUDA reported it (`get_device_properties(0).total_memory`).
     card = json.load(open(os.path.join(HERE, "h200-2026-11-30", "env.json")))["total"] / GIB

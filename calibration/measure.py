@@ -232,8 +232,10 @@ def case(
     trainer_optim=None,
     ds=None,
     steps=None,
+    head=None,
 ):
     return dict(
+        head=head,
         ds=ds,
         steps=steps,
         quant=quant,
@@ -553,7 +555,15 @@ def build(c, rec):
         rec["params_total"] = sum(getattr(p, "ds_numel", p.numel()) for p in model.parameters())
         return cfg, finish_build(c, model)
     with torch.device(DEVICE):
-        if cfg.model_type in MASKED_LMS:
+        if c.get("head") == "cls":
+            # A two-label sequence classifier (a reward model's shape): the
+            # last non-padding token's hidden state (decoders) or the first
+            # token's (encoders) through a `score`/`classifier` head.
+            cfg.num_labels = 2
+            if cfg.pad_token_id is None:
+                cfg.pad_token_id = 0
+            model = transformers.AutoModelForSequenceClassification.from_config(cfg, **kw)
+        elif cfg.model_type in MASKED_LMS:
             model = transformers.AutoModelForMaskedLM.from_config(cfg, **kw)
         elif cfg.is_encoder_decoder:
             model = transformers.AutoModelForSeq2SeqLM.from_config(cfg, **kw)
@@ -756,7 +766,8 @@ def run_fsdp1(c, model, cfg, sampler, rec):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    run_steps(c, rec, lambda: model(input_ids=ids, labels=ids).loss, lambda loss: loss.backward(), step)
+    labels = case_labels(c, ids)
+    run_steps(c, rec, lambda: model(input_ids=ids, labels=labels).loss, lambda loss: loss.backward(), step)
     if DEVICE != "cuda":
         return
     end_history(c, rec)
@@ -966,6 +977,13 @@ def run_trainer(c, model, cfg, rec):
     rec["step_s"] = [(time.time() - t0) / STEPS] * STEPS
 
 
+def case_labels(c, ids):
+    """The labels of a batch: the tokens themselves (language modelling), or one of two classes a sequence."""
+    if c.get("head") == "cls":
+        return torch.randint(0, 2, (c["mb"],), device=ids.device)
+    return ids
+
+
 def with_lora(c, model):
     """The case's LoRA adapters (PEFT; alpha 2r, dropout 0.05), if it has any."""
     if not c["lora"]:
@@ -977,6 +995,8 @@ def with_lora(c, model):
     task = "SEQ_2_SEQ_LM" if model.config.is_encoder_decoder else "CAUSAL_LM"
     if model.config.model_type in MASKED_LMS:
         task = None
+    if c.get("head") == "cls":
+        task = "SEQ_CLS"  # the head (`score`/`classifier`) trains beside the adapters (modules_to_save)
     model = get_peft_model(
         model,
         LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type=task),
