@@ -166,8 +166,13 @@ use std::cell::Cell;
 /// ([`ModelSpec::attention_sinks`]) and its clamped GLU's tensors
 /// ([`ModelSpec::clamped_glu`]), and runs every Llama-4 expert on every
 /// token under transformers ([`ModelSpec::dense_experts`]) — all found in
-/// allocator replays.
-pub const MODEL_VERSION: u32 = 29;
+/// allocator replays. 30 counts the end of a recomputed block's forward when
+/// PEFT LoRA adapts its down projection, above the MLP backward it was
+/// compared with ([`Ctx::recompute_end_transients`]; replayed ByT5 LoRA
+/// −8.6 → −2.2 %, Llama-3.2-1B classifiers −8.3/−9.9 % → −1.7/+0.2 %), and a
+/// third MLP-wide gradient where a frozen, unadapted down projection kept
+/// none of its input ([`Ctx::down_keeps_nothing`]).
+pub const MODEL_VERSION: u32 = 30;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -4026,6 +4031,123 @@ impl<'a> Ctx<'a> {
         self.plan.framework.te_caches_fp8_weights()
     }
 
+    /// What a recomputed block's forward holds beside the block's own saved
+    /// tensors at its largest moment, when PEFT LoRA adapts its MLP — a
+    /// moment above the MLP backward it is compared with. Two candidates:
+    ///
+    /// - the end: the recompute runs on to the last tensor the block saves
+    ///   (non-reentrant checkpointing stops there, `_StopRecomputationError`),
+    ///   the down adapter's — its `lora_B` input, or with dropout after the
+    ///   MLP (T5, BART, GPT-2) the dropout's mask, past `lora_B`, whose fp32
+    ///   output and the scaled one are then alive too. Live: the down
+    ///   projection's input (the MLP product, which a frozen base does not
+    ///   save), the base output, and with adapter dropout PEFT's cast of the
+    ///   input to the adapters' wider dtype (`_cast_input_dtype`; without
+    ///   dropout the cast is the saved copy) — under autocast also the
+    ///   dropped-out copy in that width, whose 16-bit cast is what `lora_A`
+    ///   keeps ([`Self::lora_input_bytes`]);
+    /// - the up (or fused gate_up) adapter's scaled output: the base output,
+    ///   `lora_B`'s output and the scaled one (2·MLP wide for a fused
+    ///   projection), less what the block saves only after that moment.
+    ///
+    /// Both with the gradients flowing into the block
+    /// ([`HIDDEN_GRADS_IN_MLP_BACKWARD`], the residual stream's dtype), the
+    /// MLP's input (the norm's output, the MLP call's argument) unless saved,
+    /// and, where the post-attention norm saves a copy rather than its input,
+    /// the residual. The cast is not made under FSDP's mixed precision, whose
+    /// gathered adapters are 16-bit. Replayed through the caching allocator
+    /// (`calibration/allocator_replay.py` rules; torch 2.15, transformers
+    /// 5.25, peft 0.21.2; LoRA r16 with dropout on every linear, full
+    /// checkpointing): ByT5-base at 32 × 512 (bf16) held 6·ffn + 16·hidden
+    /// bytes per token at the end; Llama-3.2-1B as a sequence classifier at
+    /// 8 × 2048 6·ffn + 10·hidden in bf16 and 10·ffn + 14·hidden under bf16
+    /// autocast over fp32 weights; Phi-3-mini's fused gate_up adapter peaked
+    /// above its end. Without this term: −8.6 %, −8.3 %, −9.9 % and −4.3 %
+    /// allocated. An MoE block's last expert runs on its share of the tokens
+    /// alone: not counted.
+    fn recompute_end_transients(&self) -> f64 {
+        let Some((_, tg, _, lora_dropout)) = self.lora() else {
+            return 0.0;
+        };
+        let m = self.m;
+        let [_, _, _, _, _, u, d, _, _] = self.block_matrices(tg);
+        if !(u.targeted || d.targeted) || m.is_moe() || self.defaults().lora_qkv_grouped {
+            return 0.0;
+        }
+        let (e, rb) = (self.e, self.residual_bytes());
+        // What an adapter keeps of its input ([`Self::lora_input_bytes`]),
+        // and the dtype its `lora_B` output and the scaled one are in.
+        let le = self.lora_input_bytes();
+        // FSDP's mixed precision gathers the adapters in the compute dtype
+        // (their flat parameters cast with the rest): nothing to cast to.
+        let fsdp_mixed = self.plan.parallel.sharding.is_fsdp() && self.prec.is_autocast();
+        let adapter = self.trainable_weight_bytes();
+        let cast = if adapter > e && self.peft_adapters_fp32() && !fsdp_mixed {
+            adapter
+        } else {
+            0.0
+        };
+        let f = m.ffn as f64 / self.t;
+        let h = m.hidden as f64 / self.rep;
+        // What the down adapter saves: its input copy (dropped out, or cast)
+        // and with dropout the mask.
+        let down_saved = if !d.targeted {
+            0.0
+        } else if lora_dropout {
+            (le + MASK) * f
+        } else if self.lora_casts_input() {
+            le * f
+        } else {
+            0.0
+        };
+        // The end: the down adapter's `lora_B` input.
+        let end = if d.targeted {
+            let mut end = e * h;
+            if !self.keeps_input(true) {
+                end += e * f;
+            }
+            if lora_dropout {
+                // The cast is dropped out; under autocast the dropped-out
+                // copy too, its 16-bit cast being what `lora_A` keeps.
+                end += cast * f;
+                if self.runs_autocast() {
+                    end += cast * f;
+                }
+            }
+            if self.plan.training.dropout {
+                end += 2.0 * le * h;
+            }
+            end
+        } else {
+            0.0
+        };
+        // The up (or fused gate_up) adapter's scaled output, less what the
+        // block saves only after it: that output's 16-bit sum, a fused
+        // projection's activation output, and the down adapter's copies.
+        let up = if u.targeted {
+            let fused_act = if u.dout > f * self.t + 0.5 {
+                e * f
+            } else {
+                0.0
+            };
+            let held = e * u.dout / self.t
+                + 2.0 * le * u.dout / self.t
+                + if lora_dropout { cast * h } else { 0.0 };
+            held - (e * u.dout / self.t + fused_act + down_saved)
+        } else {
+            0.0
+        };
+        let mut per_token = HIDDEN_GRADS_IN_MLP_BACKWARD * rb * h;
+        if !self.keeps_input(u.targeted || self.block_matrices(tg)[4].targeted) {
+            per_token += rb * h;
+        }
+        if !self.recompute_reuses_input() {
+            per_token += rb * h;
+        }
+        per_token += end.max(up).max(0.0);
+        per_token * self.b * self.s
+    }
+
     /// The gradients a recomputed block's MLP backward makes beside the
     /// recomputed block (the working block, [`BACKWARD_WORKING_BLOCKS`]): the
     /// gradient of the down projection's input, then the product's backward
@@ -4057,6 +4179,28 @@ impl<'a> Ctx<'a> {
         self.mlp_grads(HIDDEN_GRADS_IN_MLP_BACKWARD)
     }
 
+    /// Whether the down projection saves nothing of its input: a frozen base
+    /// matrix no adapter reads, multiplied by PyTorch's own linear (not
+    /// bitsandbytes' or ZeRO-3's, [`Self::keeps_input`]) — PEFT's default
+    /// targets (q and v), or attention-only adapters. Its input's gradient
+    /// then meets the gradients of the product's factors with nothing of the
+    /// block released before it. A 4/8-bit base dequantizes each weight for
+    /// its backward ([`Self::dequantized_weights`], counted beside these
+    /// gradients): the gate and up weights' copies meet the two factors'
+    /// gradients after the product's is freed, a moment the count already
+    /// covers (H200, QLoRA Mistral-7B on q and v, checkpointed: −0.5 %
+    /// allocated as it stands). Replayed (`calibration/allocator_replay.py
+    /// --classifiers`): Llama-3.2-1B as a classifier, LoRA on q and v,
+    /// checkpointed, 8 × 2048: three MLP-wide gradients at the peak.
+    fn down_keeps_nothing(&self) -> bool {
+        let targets = match self.plan.training.finetune {
+            Finetune::Full => return false,
+            Finetune::Lora { targets, .. } | Finetune::Adapter { targets, .. } => targets,
+        };
+        let dequantizes = self.base_bits().is_some_and(|b| b <= 8);
+        !self.block_matrices(targets)[6].targeted && !self.keeps_input(false) && !dequantizes
+    }
+
     /// The gradients a block's MLP backward holds at once — two MLP-wide
     /// ones for a gated MLP, one for a plain one ([`Self::recomputed_mlp_grads`])
     /// — and `hidden` hidden-sized ones, over the micro-batch. MLP-wide
@@ -4070,7 +4214,11 @@ impl<'a> Ctx<'a> {
         } else {
             MLP_GRADS_PLAIN
         };
-        let mlp = e * factors * self.mlp_runs_per_token() * m.ffn as f64 / self.t;
+        // Net of the product the down projection kept: a frozen,
+        // unadapted down projection kept none, so its input's gradient
+        // counts in full.
+        let unkept = if self.down_keeps_nothing() { 1.0 } else { 0.0 };
+        let mlp = e * (factors + unkept) * self.mlp_runs_per_token() * m.ffn as f64 / self.t;
         let hidden = self.e * hidden * m.hidden as f64 / self.rep;
         (mlp + hidden) * self.b * self.s
     }
@@ -4348,9 +4496,16 @@ impl<'a> Ctx<'a> {
         let offload = self.plan.training.activation_offload;
         let (full, largest) = self.layer_activations_once(recomputed && !offload);
         let working = if recomputed || offload {
+            // The recompute's last moment holds no gradient of the block's
+            // own and no dequantized base weight (freed after its matmul;
+            // the phase adds one for the backward, `dequantized_weights`).
+            let end = if recomputed && !offload {
+                self.recompute_end_transients() - self.dequantized_weights(s).0
+            } else {
+                0.0
+            };
             BACKWARD_WORKING_BLOCKS * largest
-                + self.recomputed_mlp_grads()
-                + self.score_grads_in_backward()
+                + (self.recomputed_mlp_grads() + self.score_grads_in_backward()).max(end)
         } else {
             self.kept_block_backward(scores)
         };

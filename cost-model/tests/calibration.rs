@@ -228,12 +228,16 @@ fn the_second_h200_run_holds_the_recorded_accuracy() {
 /// 2.84 % / 6.58 % / −9.2 %, the ZeRO-2 offload run within 1 % on every
 /// counter, the ZeRO-3 one −7.9 / −9.2 % (was −20.4 / −21.3 %; what is left
 /// is `zero.Init`'s start-up segments and the fetch stream's, docs/ACCURACY.md).
+/// Version 30 (the end of a recomputed block's forward under PEFT LoRA on the
+/// down projection): the ZeRO-3 LoRA run's allocated −1.47 → −0.93 %, its
+/// reserved +3.46 → +4.04 % and nvidia-smi +2.84 → +3.40 %, which moves the
+/// median of 21 rows to 3.40 %.
 #[test]
 fn the_deepspeed_h200_run_holds_the_recorded_accuracy() {
     let r = holds_its_accuracy(
         "h200-2026-12-04-deepspeed.csv",
         21,
-        (2.9, 6.6, -9.3),
+        (3.5, 6.6, -9.3),
         |_| true,
         (7, 6.6),
     );
@@ -577,8 +581,9 @@ fn ten_more_replayed_families_hold_the_recorded_accuracy() {
 /// (T5 v1.1's Python GELU and dropout, which presets carry), OLMo-3 −17.1 %
 /// (OLMo-2's q/k and post-norms, its preset's), Seed-OSS −10.2 % on every
 /// counter (80 heads of 128 over a 5120 hidden: the head width the stated
-/// parameter count gives); ELECTRA, Ministral and NeMo within 1.8 %. Left:
-/// ByT5's checkpointed LoRA (−8.6 %).
+/// parameter count gives); ELECTRA, Ministral and NeMo within 1.8 %. ByT5's
+/// checkpointed LoRA (−8.6 %) held the end of a recomputed block's forward,
+/// above its backward (model version 30).
 #[test]
 fn seven_more_replayed_families_hold_the_recorded_accuracy() {
     let r = holds_its_accuracy(
@@ -599,8 +604,54 @@ fn seven_more_replayed_families_hold_the_recorded_accuracy() {
             ("olmo-3-7b-bf16-nock-b4-s2048-full", 0.5),    // −17.1 %
             ("seed-oss-36b-fp32-nock-b2-s1024-full", 0.5), // −10.2 %
             ("seed-oss-36b-bf16-nock-b4-s2048-full", 1.5), // −9.3 %
+            ("byt5-base-bf16-ckpt-b32-s512-lora", 2.5),    // −8.6 %
         ],
     );
+}
+
+/// Fourteen families as two-label sequence classifiers (`--classifiers`: a
+/// reward model's shape, PEFT's SEQ_CLS task; 164 rows): no vocabulary
+/// logits, so a block's recompute or backward is the peak. Full fine-tunes
+/// and LoRA on every linear or on PEFT's default q and v, checkpointed or
+/// not. The LoRA rows with their MLP adapted and checkpointed were −8.3 %
+/// (Llama-3.2-1B), −9.9 % (its autocast run) and −4.3 % (Phi-3-mini's fused
+/// gate_up) before model version 30 counted the recomputed block's forward
+/// past its backward; q and v alone were −3.3 % before the third MLP-wide
+/// gradient. Gemma's eager attention (Gemma-2B, Gemma-2-2B) stays over, the
+/// safe side: its checkpointed backward counts the MLP's gradients and the
+/// scores' together (+8 … +14 %).
+#[test]
+fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-classifiers-2026-12-05.csv",
+        164,
+        (1.4, 5.5, -13.5),
+        |c| !c.id.contains("gemma-2"),
+        (70, 6.0),
+    );
+    let (median, p90) = allocated_median_p90(&r);
+    assert!(median <= 0.7, "allocated median |error| {median} %");
+    assert!(p90 <= 4.6, "allocated p90 |error| {p90} %");
+    rows_within(
+        &r,
+        &[
+            ("llama-3.2-1b-cls-bf16-ckpt-b8-s2048-lora", 2.0), // −8.3 %
+            ("llama-3.2-1b-cls-amp-bf16-ckpt-b8-s2048-lora", 1.0), // −9.9 %
+            ("phi-3-mini-cls-bf16-ckpt-b8-s2048-lora", 1.5),   // −4.3 %
+            ("llama-3.2-1b-cls-bf16-ckpt-b8-s2048-loraqv", 1.5), // −3.3 %
+            ("mistral-nemo-12b-cls-bf16-ckpt-b8-s2048-lora", 1.5),
+            ("roberta-large-cls-bf16-ckpt-b32-s512-lora", 1.5),
+        ],
+    );
+    // Over, not under: Gemma's eager checkpointed blocks.
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.id.contains("gemma-2") && c.metric == "max_allocated")
+    {
+        let e = c.error_pct.unwrap();
+        assert!((-1.0..=14.0).contains(&e), "{}: {e} %", c.id);
+    }
 }
 
 /// A head width the columns cannot give comes from the stated parameter
