@@ -418,7 +418,7 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
     // model version 26 the allocator's flat share, −8.8 … +4.4 %, median
     // |error| 6.12 %, twelve under by 4.7 % or more; since, with the segments
     // the blocks' forward left idle beside the loss, −8.1 … +14.7 % (FLAN-T5),
-    // median 3.47 %.
+    // median 3.47 %; version 30's embedding-output leaf: FLAN-T5 +15.9 %.
     let mut ckpt_lora: Vec<f64> = r
         .cases
         .iter()
@@ -427,7 +427,7 @@ fn replayed_model_families_hold_the_recorded_accuracy() {
         .collect();
     assert_eq!(ckpt_lora.len(), 17);
     for e in &ckpt_lora {
-        assert!((-9.0..=15.0).contains(e), "{e:+.2} %");
+        assert!((-9.0..=16.5).contains(e), "{e:+.2} %");
     }
     ckpt_lora.iter_mut().for_each(|e| *e = e.abs());
     ckpt_lora.sort_by(f64::total_cmp);
@@ -619,18 +619,21 @@ fn seven_more_replayed_families_hold_the_recorded_accuracy() {
 /// past its backward; q and v alone were −3.3 % before the third MLP-wide
 /// gradient. Gemma's eager attention (Gemma-2B, Gemma-2-2B) stays over, the
 /// safe side: its checkpointed backward counts the MLP's gradients and the
-/// scores' together (+8 … +14 %).
+/// scores' together (+8 … +14 %). PEFT's embedding-output leaf under
+/// checkpointing (version 30) moved the encoders' checkpointed LoRA rows up
+/// (RoBERTa-large −1.2 → +0.2 %, ModernBERT −5.8 → −4.5 %) and OPT's over
+/// (+4.8 → +6.1 %: its leaf is real, its embedding has no dropout mask).
 #[test]
 fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
     let r = holds_its_accuracy(
         "replay-classifiers-2026-12-05.csv",
         164,
-        (1.4, 5.5, -13.5),
+        (1.4, 6.0, -13.5),
         |c| !c.id.contains("gemma-2"),
-        (70, 6.0),
+        (70, 6.5),
     );
     let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.7, "allocated median |error| {median} %");
+    assert!(median <= 0.8, "allocated median |error| {median} %");
     assert!(p90 <= 4.6, "allocated p90 |error| {p90} %");
     rows_within(
         &r,

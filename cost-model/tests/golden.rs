@@ -904,11 +904,14 @@ fn the_stacks_keep_their_ends_outside_the_blocks() {
         .get() as f64;
     assert_eq!(acts, blocks + 10.0 * th, "no dropout, no masks");
     // A frozen embedding (LoRA) passes no gradient to its dropout: no masks
-    // there; a frozen norm weight keeps no normalised tensor for its scale.
+    // there; a frozen norm weight keeps no normalised tensor for its scale —
+    // unless PEFT under checkpointing makes each embedding's output a leaf
+    // that requires a gradient (`enable_input_require_grads`): then both
+    // stacks keep it (2) and their dropout's mask (1), as replayed.
     let mut lora = t5.clone();
     lora.training.finetune = lora16_all();
     let acts = at(&lora, Phase::Forward).activations.get() as f64;
-    assert_eq!(acts, blocks + 9.0 * th);
+    assert_eq!(acts, blocks + (9.0 + 2.0 * 3.0) * th);
     // The decoder's end, at the head's side of the loss: its final dropout's
     // mask is the difference dropout makes there.
     let logits = |p: &Plan| at(p, Phase::Forward).logits.get() as f64;
