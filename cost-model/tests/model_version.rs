@@ -139,6 +139,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (29, 0xbb7d_523d_c775_a7b2),
     (30, 0x543b_e1d6_f331_e796),
     (31, 0x455f_7af8_ca8f_9442),
+    (32, 0xb925_b157_3fc4_b1b0),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
