@@ -774,6 +774,11 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.linear_bias = c.bool("attention_bias", false) || c.bool("mlp_bias", false);
             m.fused_projections = true;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
+            // Local attention in all layers but every n-th (read as every
+            // layer, presets.rs `modernbert`).
+            if c.opt_u32("global_attn_every_n_layers")?.unwrap_or(3) > 1 {
+                m.sliding_window = c.opt_u32("local_attention")?.unwrap_or(128);
+            }
         }
         // DistilBERT: BERT's block under its own key names (`dim`,
         // `n_layers`, `n_heads`, `hidden_dim`).

@@ -140,6 +140,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (30, 0x543b_e1d6_f331_e796),
     (31, 0x455f_7af8_ca8f_9442),
     (32, 0xb925_b157_3fc4_b1b0),
+    (33, 0x384c_0aa7_2ca4_4d34),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
