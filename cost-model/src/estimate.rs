@@ -4116,7 +4116,7 @@ impl<'a> Ctx<'a> {
             return 0.0;
         };
         let m = self.m;
-        let [_, _, _, _, _, u, d, _, _] = self.block_matrices(tg);
+        let [_, _, _, _, g, u, d, _, _] = self.block_matrices(tg);
         if !(u.targeted || d.targeted) || m.is_moe() || self.defaults().lora_qkv_grouped {
             return 0.0;
         }
@@ -4169,19 +4169,15 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        // The up (or fused gate_up) adapter's scaled output, less what the
-        // block saves only after it: that output's 16-bit sum, a fused
-        // projection's activation output, and the down adapter's copies.
+        // The up (or fused gate_up) adapter's scaled output: its base output
+        // (the size of the 16-bit sum the block saves after it), `lora_B`'s
+        // output and the scaled one, with dropout PEFT's cast of the MLP's
+        // input — less what the block saves only after that moment: a fused
+        // projection's activation output and the down adapter's copies.
         let up = if u.targeted {
-            let fused_act = if u.dout > f * self.t + 0.5 {
-                e * f
-            } else {
-                0.0
-            };
-            let held = e * u.dout / self.t
-                + 2.0 * le * u.dout / self.t
-                + if lora_dropout { cast * h } else { 0.0 };
-            held - (e * u.dout / self.t + fused_act + down_saved)
+            let fused_act = if u.dout > m.ffn as f64 { e * f } else { 0.0 };
+            let cast_in = if lora_dropout { cast * h } else { 0.0 };
+            2.0 * le * u.dout / self.t + cast_in - fused_act - down_saved
         } else {
             0.0
         };
@@ -4190,7 +4186,7 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        if !self.keeps_input(u.targeted || self.block_matrices(tg)[4].targeted) {
+        if !self.keeps_input(u.targeted || g.targeted) {
             per_token += rb * h;
         }
         if !self.recompute_reuses_input() {
