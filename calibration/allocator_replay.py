@@ -60,6 +60,9 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     v/bin/python calibration/allocator_replay.py --classifiers pythia-1.4b opt-1.3b gemma-2b qwen3-0.6b \
         smollm2-360m gpt2-large roberta-large phi-3-mini gemma-2-2b qwen2.5-1.5b llama-3.2-1b xlm-roberta-base \
         modernbert-base mistral-nemo-12b > calibration/replay-classifiers-2026-12-05.csv   # as 2-label classifiers
+    v/bin/python calibration/allocator_replay.py --no-lora-dropout llama-3.2-1b llama-3.2-1b:cls qwen2.5-1.5b \
+        qwen2.5-1.5b:cls phi-3-mini phi-3-mini:cls t5-base bart-large roberta-large roberta-large:cls gpt2-large \
+        gemma-2b > calibration/replay-lora-nodropout-2026-12-05.csv   # LoRA with lora_dropout=0 (`:cls` classifiers)
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -1123,9 +1126,19 @@ def peft_default_targets(model_type):
     return defaults.get(model_type)
 
 
-def families(measure, head=None):
+# LoRA without dropout (`--no-lora-dropout`: Unsloth's and torchtune's default, `lora_dropout=0`): each adapter then
+# keeps PEFT's cast of its input rather than a dropped-out copy and a mask, and the recompute stops at other tensors;
+# as causal LMs (or encoders' and encoder-decoders' own heads) and as classifiers.
+NO_DROPOUT_RUNS = (
+    ("bf16", False, 4, 2048, (16, "all-linear")),
+    ("bf16", True, 8, 2048, (16, "all-linear")),
+    ("amp-bf16", True, 8, 2048, (16, "all-linear")),
+)
+
+
+def families(measure, head=None, lora_dropout=0.05):
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout;
-    with `head="cls"` as two-label sequence classifiers."""
+    with `head="cls"` as two-label sequence classifiers; with `lora_dropout=0` the LoRA runs without dropout."""
     import csv
 
     import transformers
@@ -1141,7 +1154,12 @@ def families(measure, head=None):
         measure.MODELS[name] = config
         attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
-        runs = CLASSIFIER_RUNS if head else FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ())
+        if lora_dropout == 0:
+            runs = NO_DROPOUT_RUNS
+        elif head:
+            runs = CLASSIFIER_RUNS
+        else:
+            runs = FAMILY_RUNS + (NON_DECODER_RUNS if non_decoder else ())
         for precision, ckpt, mb, seq, lora in runs:
             if name == "gpt2-large":
                 seq = min(seq, 1024)
@@ -1155,8 +1173,11 @@ def families(measure, head=None):
             if lora and lora[1] is None and not peft_default_targets(config().model_type):
                 continue  # PEFT has no default targets for it (Phi-3's fused qkv_proj)
             kind = ("lora" if lora[1] else "loraqv") if lora else "full"
+            if lora and lora_dropout == 0:
+                kind += "-nodrop"
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
-            c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head)
+            c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
+                             lora_dropout=lora_dropout)
             events, params = trace(measure, c)
             a, _ = replay(events)
             for r in counter_rows({**{k: "" for k in columns}, **cols}, cid, a):
@@ -1174,7 +1195,7 @@ def families(measure, head=None):
                                + (f"; {cols['notes']}" if cols["notes"] else ""))
                 if lora:
                     r.update(lora_rank=str(lora[0]), lora_targets="all-linear" if lora[1] else "q+v",
-                             task="lora", notes=r["notes"] + "; peft 0.21.2; lora_alpha=2r; lora_dropout=0.05"
+                             task="lora", notes=r["notes"] + f"; peft 0.21.2; lora_alpha=2r; lora_dropout={lora_dropout}"
                              + ("" if lora[1] else "; PEFT's default target modules"))
                 if head:
                     r.update(notes=r["notes"] + "; sequence classification head (2 labels; no LM head), "
@@ -1277,6 +1298,23 @@ def main():
         return families(measure)
     if sys.argv[1:2] == ["--classifiers"]:
         return families(measure, head="cls")
+    if sys.argv[1:2] == ["--no-lora-dropout"]:
+        # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.
+        import contextlib, io
+
+        names = sys.argv[2:]
+        first = True
+        for spec in names:
+            name, _, cls = spec.partition(":")
+            sys.argv[2:] = [name]
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                families(measure, head="cls" if cls else None, lora_dropout=0)
+            lines = out.getvalue().splitlines(keepends=True)
+            sys.stdout.write("".join(lines if first else lines[1:]))
+            sys.stdout.flush()
+            first = False
+        return
     measured = measured_cases()
     # The card's capacity as the runs' CUDA reported it (`get_device_properties(0).total_memory`).
     card = json.load(open(os.path.join(HERE, "h200-2026-11-30", "env.json")))["total"] / GIB

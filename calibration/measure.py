@@ -233,8 +233,10 @@ def case(
     ds=None,
     steps=None,
     head=None,
+    lora_dropout=0.05,
 ):
     return dict(
+        lora_dropout=lora_dropout,
         head=head,
         ds=ds,
         steps=steps,
@@ -985,7 +987,7 @@ def case_labels(c, ids):
 
 
 def with_lora(c, model):
-    """The case's LoRA adapters (PEFT; alpha 2r, dropout 0.05), if it has any."""
+    """The case's LoRA adapters (PEFT; alpha 2r, dropout 0.05 unless the case says), if it has any."""
     if not c["lora"]:
         return model
     from peft import LoraConfig, get_peft_model
@@ -999,7 +1001,8 @@ def with_lora(c, model):
         task = "SEQ_CLS"  # the head (`score`/`classifier`) trains beside the adapters (modules_to_save)
     model = get_peft_model(
         model,
-        LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.05, target_modules=targets, task_type=task),
+        LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=c.get("lora_dropout", 0.05), target_modules=targets,
+                   task_type=task),
     )
     if c["ckpt"]:
         model.enable_input_require_grads()
