@@ -181,8 +181,12 @@ use std::cell::Cell;
 /// families' LoRA without checkpointing to within ±0.2 %). 33 gives
 /// ModernBERT its 128-token local attention (presets, config import), whose
 /// per-layer float masks SDPA keeps (replayed without checkpointing: −1.3 …
-/// −2.5 % → −0.4 … +0.8 %).
-pub const MODEL_VERSION: u32 = 33;
+/// −2.5 % → −0.4 … +0.8 %). 34 keeps each adapter's own 16-bit copy of its
+/// input under autocast without dropout ([`Ctx::lora_copies_input`]) and the
+/// final norm's fp32 gradient at the top block's recompute (replayed LoRA
+/// without dropout: classifiers under autocast −4.9 … −1.4 % → +0.2 … +0.3 %,
+/// checkpointed bf16 −1.9 … −1.3 % → 0.0 %).
+pub const MODEL_VERSION: u32 = 34;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -3373,7 +3377,10 @@ impl<'a> Ctx<'a> {
                 variant,
                 ..
             } => {
-                (targeted && !dropout && !self.lora_casts_input() && variant != LoraVariant::LoraFa)
+                (targeted
+                    && !dropout
+                    && !self.lora_copies_input()
+                    && variant != LoraVariant::LoraFa)
                     || self.quantized_matmul_keeps_input(base_bits)
                     || self.zero3_linear_keeps_input(base_bits)
             }
@@ -3433,6 +3440,19 @@ impl<'a> Ctx<'a> {
     /// 4 bytes per adapter input element).
     fn lora_casts_input(&self) -> bool {
         self.lora_input_bytes() > self.e
+    }
+
+    /// Whether each adapter keeps a copy of its input of its own rather than
+    /// the input itself: PEFT's wider cast ([`Self::lora_casts_input`]), or,
+    /// under autocast, the 16-bit cast `lora_A`'s matmul makes of what it
+    /// reads (PEFT's fp32 cast of a 16-bit input, or an fp32 norm output) —
+    /// autocast caches casts of weights, not of activations, so every adapter
+    /// makes its own. Replayed (`calibration/allocator_replay.py
+    /// --no-lora-dropout`, Llama-3.2-1B as a classifier, bf16 autocast over
+    /// fp32 weights, LoRA without dropout, checkpointed): the recomputed block
+    /// kept one 16-bit copy per adapter of q, k, v, o, gate, up and down.
+    fn lora_copies_input(&self) -> bool {
+        self.lora_casts_input() || (self.runs_autocast() && self.trainable_weight_bytes() > self.e)
     }
 
     /// Saved bytes of one block for one micro-batch on one rank, counted tensor
@@ -3889,7 +3909,7 @@ impl<'a> Ctx<'a> {
             // The adapter's dropout copy and A-output are in its input dtype
             // ([`Self::lora_input_bytes`]).
             let e = self.lora_input_bytes();
-            let casts = self.lora_casts_input();
+            let casts = self.lora_copies_input();
             let variant = self.lora_variant();
             // One adapter reading an input of width `din`: its rank-r output
             // (`ranks` of them for a grouped adapter) and, with dropout, the
@@ -4091,7 +4111,11 @@ impl<'a> Ctx<'a> {
     ///   projection), less what the block saves only after that moment.
     ///
     /// Both with the gradients flowing into the block
-    /// ([`HIDDEN_GRADS_IN_MLP_BACKWARD`], the residual stream's dtype), the
+    /// ([`HIDDEN_GRADS_IN_MLP_BACKWARD`], the residual stream's dtype; at the
+    /// top block, the first recomputed, also the final norm's fp32 input
+    /// gradient where that norm upcasts a 16-bit residual — replayed: 4 bytes
+    /// per token per hidden unit at Llama-3.2-1B's, Qwen2.5's and Phi-3's
+    /// peaks, freed once the block's own backward starts), the
     /// MLP's input (the norm's output, the MLP call's argument) unless saved,
     /// and, where the post-attention norm saves a copy rather than its input,
     /// the residual. The cast is not made under FSDP's mixed precision, whose
@@ -4152,13 +4176,14 @@ impl<'a> Ctx<'a> {
             if !self.keeps_input(true) {
                 end += e * f;
             }
-            if lora_dropout {
-                // The cast is dropped out; under autocast the dropped-out
-                // copy too, its 16-bit cast being what `lora_A` keeps.
+            // PEFT's cast is dropped out, or under autocast cast again to
+            // the 16 bits `lora_A` keeps: not what is saved. Under autocast
+            // with dropout, the dropped-out copy is in that width too.
+            if lora_dropout || self.runs_autocast() {
                 end += cast * f;
-                if self.runs_autocast() {
-                    end += cast * f;
-                }
+            }
+            if lora_dropout && self.runs_autocast() {
+                end += cast * f;
             }
             // Past `lora_B` when something after it saves (dropout after the
             // MLP), or always outside a recompute.
@@ -4176,13 +4201,28 @@ impl<'a> Ctx<'a> {
         // projection's activation output and the down adapter's copies.
         let up = if u.targeted {
             let fused_act = if u.dout > m.ffn as f64 { e * f } else { 0.0 };
-            let cast_in = if lora_dropout { cast * h } else { 0.0 };
+            // PEFT casts a narrower MLP input (the norm's output, in the
+            // residual stream's dtype) when that cast is not what it keeps.
+            let cast_in = if (lora_dropout || self.runs_autocast()) && rb < cast {
+                cast * h
+            } else {
+                0.0
+            };
             2.0 * le * u.dout / self.t + cast_in - fused_act - down_saved
         } else {
             0.0
         };
+        // The gradients flowing into the block; at the top block's recompute
+        // (the stage's first, with every checkpoint still held) also the
+        // final norm's fp32 input gradient where that norm upcasts a 16-bit
+        // residual (freed as the block's own backward starts).
         let mut per_token = if recompute {
             HIDDEN_GRADS_IN_MLP_BACKWARD * rb * h
+                + if self.recompute_reuses_input() {
+                    0.0
+                } else {
+                    FP32 * h
+                }
         } else {
             0.0
         };

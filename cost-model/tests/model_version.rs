@@ -141,6 +141,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (31, 0x455f_7af8_ca8f_9442),
     (32, 0xb925_b157_3fc4_b1b0),
     (33, 0x384c_0aa7_2ca4_4d34),
+    (34, 0x793c_7911_d693_86e4),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
