@@ -1263,6 +1263,58 @@ fn stated_release(notes: &str, names: &[&str]) -> Option<(u32, u32)> {
     stated_full_release(notes, names).map(|(major, minor, _)| (major, minor))
 }
 
+/// Task words that name a classification or reward head (no vocabulary
+/// logits): which weights train, the row's LoRA columns say.
+const CLASSIFIER_TASKS: [&str; 11] = [
+    "reward",
+    "reward-model",
+    "reward-modeling",
+    "reward-modelling",
+    "rm",
+    "classification",
+    "text-classification",
+    "sequence-classification",
+    "seq-cls",
+    "token-classification",
+    "classifier",
+];
+
+/// Whether the notes or the task column describe a model that ends in a
+/// classification (or reward) head rather than the language-model head:
+/// "classification head", "no LM head", transformers'
+/// `AutoModelForSequenceClassification` / `*ForTokenClassification`, a
+/// reward model (TRL's `RewardTrainer`, DeepSpeed-Chat's step 2), PEFT's
+/// `SEQ_CLS` task.
+fn names_classifier_head(notes: &str, task_word: &str) -> bool {
+    let lower = notes.to_ascii_lowercase();
+    let squashed: String = lower
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    CLASSIFIER_TASKS.contains(&task_word)
+        || [
+            "classification head",
+            "classifier head",
+            "no lm head",
+            "sequence classification",
+            "token classification",
+            "reward model",
+            "reward trainer",
+            "reward modeling",
+            "reward modelling",
+        ]
+        .iter()
+        .any(|p| lower.contains(p))
+        || [
+            "forsequenceclassification",
+            "fortokenclassification",
+            "rewardtrainer",
+            "seqcls",
+        ]
+        .iter()
+        .any(|p| squashed.contains(p))
+}
+
 /// Task words that name what a run trains on, not which weights train
 /// (the row's LoRA columns say that).
 const TRAINING_DATA_TASKS: [&str; 11] = [
@@ -1890,8 +1942,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         model.encoder_layers = enc;
         model.layers = dec;
     }
-    // "sequence classification head only (no LM head; no vocab logits)".
-    if notes.contains("classification head") || notes.contains("no LM head") {
+    // "sequence classification head only (no LM head; no vocab logits)", a
+    // reward model, a `*ForSequenceClassification` class, or a task column
+    // that names one.
+    if names_classifier_head(notes, &r.word("task")) {
         model.head = ModelHead::Classifier;
     }
     // MoE shared experts the schema has no column for ("2 shared experts",
@@ -2315,7 +2369,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         // What the run trains on, not which weights: LoRA where the row
         // gives a LoRA rank or targets, else every weight (RL and `peft`
         // only with LoRA columns).
-        t if TRAINING_DATA_TASKS.contains(&t) => {
+        t if TRAINING_DATA_TASKS.contains(&t) || CLASSIFIER_TASKS.contains(&t) => {
             if lora_stated {
                 "lora"
             } else {

@@ -693,6 +693,53 @@ fn lora_without_dropout_replayed_holds_the_recorded_accuracy() {
     );
 }
 
+/// A reward model or a sequence classifier written as other sources write
+/// it — in the notes (TRL's `RewardTrainer`, a `*ForSequenceClassification`
+/// class, "reward model") or as the task (`reward`, `classification`,
+/// `seq_cls`) — is read with its classification head; it had been read as a
+/// language model (+320 % on the classifier replay's Llama-3.2-1B row).
+#[test]
+fn reward_models_and_classifiers_are_read_with_their_head() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::model::ModelHead;
+    let text = project_text("replay-classifiers-2026-12-05.csv");
+    let id = "replay-llama-3.2-1b-cls-bf16-ckpt-b8-s2048-lora-alloc";
+    let records = cost_model::csv::parse(&text).unwrap();
+    let header = &records[0].fields;
+    let row = records.iter().find(|r| r.fields[0] == id).unwrap();
+    let at = |name: &str| header.iter().position(|c| c == name).unwrap();
+    let quoted = |f: &[String]| {
+        f.iter()
+            .map(|v| format!("\"{}\"", v.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let with = |task: &str, notes: &str| {
+        let mut f = row.fields.clone();
+        f[at("task")] = task.to_string();
+        f[at("notes")] = notes.to_string();
+        let csv = format!("{}\n{}\n", quoted(header), quoted(&f));
+        case_plan(&csv, id).unwrap().model.head
+    };
+    for (task, notes) in [
+        ("lora", "reward model trained with TRL"),
+        ("lora", "trl RewardTrainer, Llama-3.2-1B"),
+        ("lora", "LlamaForSequenceClassification (2 labels)"),
+        ("lora", "peft task_type SEQ_CLS"),
+        ("reward", ""),
+        ("classification", ""),
+        ("seq_cls", ""),
+    ] {
+        assert_eq!(with(task, notes), ModelHead::Classifier, "{task} / {notes}");
+    }
+    for (task, notes) in [
+        ("lora", "SFT on Alpaca"),
+        ("sft", "classifier-free guidance"),
+    ] {
+        assert_eq!(with(task, notes), ModelHead::Lm, "{task} / {notes}");
+    }
+}
+
 /// A head width the columns cannot give comes from the stated parameter
 /// count: Seed-OSS-36B's 80 heads of 128 over a 5120 hidden; a row whose
 /// count the usual width meets keeps it, and one no common width explains
