@@ -636,7 +636,7 @@ fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
     let r = holds_its_accuracy(
         "replay-classifiers-2026-12-05.csv",
         164,
-        (1.4, 6.0, -13.5),
+        (1.4, 6.0, -11.5),
         |c| !c.id.contains("gemma-2"),
         (70, 6.5),
     );
@@ -656,6 +656,17 @@ fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
             ("modernbert-base-cls-bf16-nock-b16-s512-lora", 1.0),  // −3.1 %
         ],
     );
+    // The checkpointed full fine-tunes' reserve: the forward's block
+    // segments idle through the step (model 35; SmolLM2 −13.0 %, RoBERTa
+    // −11.4 % before).
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.id.contains("-ckpt-") && c.id.ends_with("-full-resv"))
+    {
+        let e = c.error_pct.unwrap();
+        assert!(e >= -6.0, "{}: {e} %", c.id);
+    }
     // Over, not under: Gemma's eager checkpointed blocks.
     for c in r
         .cases

@@ -108,6 +108,11 @@ use cost_model::presets::presets;
 /// MPT-30B, StableLM-2-1.6B and OLMoE-1B-7B presets (found by the replayed
 /// families): without them the set still gave 0xa38d_0cf6_d661_3596, and
 /// every calibration report was byte-identical.
+/// Version 35 (forty-fourth session) moved only classifiers' checkpointed
+/// full fine-tunes, which the set held none of (it gave version 34's
+/// fingerprint): the set gained the replayed classifiers and the LoRA
+/// without dropout (calibration/replay-classifiers-2026-12-05,
+/// replay-lora-nodropout-2026-12-05) and 35 was recorded with them.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -142,6 +147,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (32, 0xb925_b157_3fc4_b1b0),
     (33, 0x384c_0aa7_2ca4_4d34),
     (34, 0x793c_7911_d693_86e4),
+    (35, 0xc8e2_8f69_51b9_e7a8),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -195,6 +201,8 @@ fn project_plans() -> Vec<Plan> {
         "h200-2026-12-04-deepspeed.csv",
         "h200-2026-12-04-fsdp1.csv",
         "torchtune-readme-0.6.1.csv",
+        "replay-classifiers-2026-12-05.csv",
+        "replay-lora-nodropout-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
