@@ -5555,8 +5555,9 @@ impl<'a> Ctx<'a> {
     /// checkpointed bf16 full fine-tunes): the reserve over the allocated
     /// peak was 0.15 to 1.6 times what a recomputed block makes, median 1.0
     /// (SmolLM2-360M: fifteen 80 MiB segments made by the first forward's
-    /// MLPs; reserved −13.0 → −5.4 %, RoBERTa-large −11.4 → −5.6 %,
-    /// Llama-3.2-1B −5.0 → +1.1 %).
+    /// MLPs; reserved −13.0 → −5.5 %, RoBERTa-large −11.4 → −5.5 %,
+    /// Llama-3.2-1B −5.0 → +1.4 %; Gemma's eager blocks, whose recomputed
+    /// scores the count includes, +3.7 → +13.3 %).
     fn idle_classifier_block_segments(&self, recomputed_block: f64) -> f64 {
         if self.full_finetune()
             && self.m.head == ModelHead::Classifier
