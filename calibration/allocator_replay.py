@@ -63,6 +63,8 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
     v/bin/python calibration/allocator_replay.py --no-lora-dropout llama-3.2-1b llama-3.2-1b:cls qwen2.5-1.5b \
         qwen2.5-1.5b:cls phi-3-mini phi-3-mini:cls t5-base bart-large roberta-large roberta-large:cls gpt2-large \
         gemma-2b > calibration/replay-lora-nodropout-2026-12-05.csv   # LoRA with lora_dropout=0 (`:cls` classifiers)
+    v/bin/python calibration/allocator_replay.py --no-lora-dropout qwen3-0.6b qwen3-0.6b:cls smollm2-360m falcon-7b \
+        mistral-nemo-12b:cls | tail -n +2 >> calibration/replay-lora-nodropout-2026-12-05.csv   # held out, then added
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
