@@ -3455,7 +3455,16 @@ impl<'a> Ctx<'a> {
     /// fp32 weights, LoRA without dropout, checkpointed): the recomputed block
     /// kept one 16-bit copy per adapter of q, k, v, o, gate, up and down.
     fn lora_copies_input(&self) -> bool {
-        self.lora_casts_input() || (self.runs_autocast() && self.trainable_weight_bytes() > self.e)
+        self.lora_casts_input() || (self.runs_autocast() && self.adapters_computed_wider())
+    }
+
+    /// Whether the adapters compute in a dtype wider than the activations:
+    /// they are stored wider ([`Self::trainable_weight_bytes`]) and not
+    /// gathered in the compute dtype by FSDP's mixed precision (their flat
+    /// parameters cast with the rest).
+    fn adapters_computed_wider(&self) -> bool {
+        let fsdp_mixed = self.plan.parallel.sharding.is_fsdp() && self.prec.is_autocast();
+        self.trainable_weight_bytes() > self.e && !fsdp_mixed
     }
 
     /// Saved bytes of one block for one micro-batch on one rank, counted tensor
@@ -4151,12 +4160,9 @@ impl<'a> Ctx<'a> {
         // What an adapter keeps of its input ([`Self::lora_input_bytes`]),
         // and the dtype its `lora_B` output and the scaled one are in.
         let le = self.lora_input_bytes();
-        // FSDP's mixed precision gathers the adapters in the compute dtype
-        // (their flat parameters cast with the rest): nothing to cast to.
-        let fsdp_mixed = self.plan.parallel.sharding.is_fsdp() && self.prec.is_autocast();
-        let adapter = self.trainable_weight_bytes();
-        let cast = if adapter > e && self.peft_adapters_fp32() && !fsdp_mixed {
-            adapter
+        // PEFT's cast of an adapter's input to the adapters' dtype.
+        let cast = if self.adapters_computed_wider() && self.peft_adapters_fp32() {
+            self.trainable_weight_bytes()
         } else {
             0.0
         };
