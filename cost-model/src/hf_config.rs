@@ -252,11 +252,27 @@ fn mha(m: &mut ModelSpec) {
 /// GPT-2's key spellings (`n_embd`, `n_layer`, `n_head`, `n_inner`), shared by
 /// GPT-J and GPT-BigCode, and its block.
 fn gpt2_dims(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
-    m.hidden = c.u32("n_embd")?;
-    m.layers = c.u32("n_layer")?;
-    m.heads = c.u32("n_head")?;
+    gpt_dims(c, m, ["n_embd", "n_layer", "n_head", "n_inner"], true)
+}
+
+/// A GPT-2-like block (every head its own k/v, [`gpt_block`]) under a
+/// family's own keys for the hidden size, layers, heads and MLP width; with
+/// `ffn_optional` an absent MLP width is 4 × hidden.
+fn gpt_dims(
+    c: &Cfg,
+    m: &mut ModelSpec,
+    [hidden, layers, heads, ffn]: [&'static str; 4],
+    ffn_optional: bool,
+) -> Result<(), ConfigError> {
+    m.hidden = c.u32(hidden)?;
+    m.layers = c.u32(layers)?;
+    m.heads = c.u32(heads)?;
     mha(m);
-    m.ffn = c.opt_u32("n_inner")?.unwrap_or(4 * m.hidden);
+    m.ffn = if ffn_optional {
+        c.opt_u32(ffn)?.unwrap_or(4 * m.hidden)
+    } else {
+        c.u32(ffn)?
+    };
     m.vocab = c.u32("vocab_size")?;
     gpt_block(m);
     Ok(())
@@ -653,13 +669,13 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.tied_embeddings = c.bool("tie_word_embeddings", tied_default);
         }
         "opt" => {
-            m.hidden = c.u32("hidden_size")?;
-            m.layers = c.u32("num_hidden_layers")?;
-            m.heads = c.u32("num_attention_heads")?;
-            mha(&mut m);
-            m.ffn = c.u32("ffn_dim")?;
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
+            let keys = [
+                "hidden_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "ffn_dim",
+            ];
+            gpt_dims(&c, &mut m, keys, false)?;
             m.linear_bias = c.bool("enable_bias", true);
             m.positions = Positions::Learned;
             // `OPTLearnedPositionalEmbedding` keeps 2 rows beyond the maximum.
@@ -725,14 +741,15 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         // (no `final_logits_bias`, a ReLU MLP by default).
         "bart" | "mbart" | "marian" | "pegasus" | "m2m_100" => {
             m.arch = Arch::EncoderDecoder;
-            m.hidden = c.u32("d_model")?;
-            m.encoder_layers = c.u32("encoder_layers")?;
+            let keys = [
+                "d_model",
+                "encoder_layers",
+                "encoder_attention_heads",
+                "encoder_ffn_dim",
+            ];
+            gpt_dims(&c, &mut m, keys, false)?;
+            m.encoder_layers = m.layers;
             m.layers = c.u32("decoder_layers")?;
-            m.heads = c.u32("encoder_attention_heads")?;
-            mha(&mut m);
-            m.ffn = c.u32("encoder_ffn_dim")?;
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
             m.positions = Positions::Learned;
             // `BartLearnedPositionalEmbedding`: 2 rows beyond the maximum;
             // Marian's and PEGASUS's sinusoidal tables are frozen embeddings
@@ -750,13 +767,13 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         }
         // GPT-Neo: GPT-2's block under its own key names, separate q/k/v.
         "gpt_neo" => {
-            m.hidden = c.u32("hidden_size")?;
-            m.layers = c.u32("num_layers")?;
-            m.heads = c.u32("num_heads")?;
-            mha(&mut m);
-            m.ffn = c.opt_u32("intermediate_size")?.unwrap_or(4 * m.hidden);
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
+            let keys = [
+                "hidden_size",
+                "num_layers",
+                "num_heads",
+                "intermediate_size",
+            ];
+            gpt_dims(&c, &mut m, keys, true)?;
             m.positions = Positions::Learned;
             m.max_positions = c.u32("max_position_embeddings")?;
             m.tied_embeddings = c.bool("tie_word_embeddings", true);
@@ -784,13 +801,12 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         // `n_layers`, `n_heads`, `hidden_dim`).
         "distilbert" => {
             m.arch = Arch::Encoder;
-            m.hidden = c.u32("dim")?;
-            m.layers = c.u32("n_layers")?;
-            m.heads = c.u32("n_heads")?;
-            mha(&mut m);
-            m.ffn = c.u32("hidden_dim")?;
-            m.vocab = c.u32("vocab_size")?;
-            gpt_block(&mut m);
+            gpt_dims(
+                &c,
+                &mut m,
+                ["dim", "n_layers", "n_heads", "hidden_dim"],
+                false,
+            )?;
             m.positions = Positions::Learned;
             m.max_positions = c.u32("max_position_embeddings")?;
             m.tied_embeddings = true;
