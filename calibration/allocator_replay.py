@@ -1138,9 +1138,10 @@ NO_DROPOUT_RUNS = (
 )
 
 
-def families(measure, head=None, lora_dropout=0.05):
-    """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout;
-    with `head="cls"` as two-label sequence classifiers; with `lora_dropout=0` the LoRA runs without dropout."""
+def families(measure, only=(), head=None, lora_dropout=0.05, header=True):
+    """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout:
+    those named in `only` (every one, without names); with `head="cls"` as two-label sequence classifiers; with
+    `lora_dropout=0` the LoRA runs without dropout; the schema's header line first unless `header` is false."""
     import csv
 
     import transformers
@@ -1148,8 +1149,8 @@ def families(measure, head=None, lora_dropout=0.05):
     path = os.path.join(HERE, "h200-2026-11-30.csv")
     columns = next(csv.reader(open(path)))
     w = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
-    w.writeheader()
-    only = sys.argv[2:]
+    if header:
+        w.writeheader()
     for name, (config, cols) in family_configs().items():
         if only and name not in only:
             continue
@@ -1297,25 +1298,14 @@ def main():
     if sys.argv[1:2] == ["--dropped-output"]:
         return dropped_output(measure, sys.argv[2:])
     if sys.argv[1:2] == ["--families"]:
-        return families(measure)
+        return families(measure, sys.argv[2:])
     if sys.argv[1:2] == ["--classifiers"]:
-        return families(measure, head="cls")
+        return families(measure, sys.argv[2:], head="cls")
     if sys.argv[1:2] == ["--no-lora-dropout"]:
         # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.
-        import contextlib, io
-
-        names = sys.argv[2:]
-        first = True
-        for spec in names:
+        for i, spec in enumerate(sys.argv[2:]):
             name, _, cls = spec.partition(":")
-            sys.argv[2:] = [name]
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                families(measure, head="cls" if cls else None, lora_dropout=0)
-            lines = out.getvalue().splitlines(keepends=True)
-            sys.stdout.write("".join(lines if first else lines[1:]))
-            sys.stdout.flush()
-            first = False
+            families(measure, [name], head="cls" if cls else None, lora_dropout=0, header=i == 0)
         return
     measured = measured_cases()
     # The card's capacity as the runs' CUDA reported it (`get_device_properties(0).total_memory`).
