@@ -188,8 +188,13 @@ use std::cell::Cell;
 /// checkpointed bf16 −1.9 … −1.3 % → 0.0 %). 35 keeps the checkpointed
 /// forward's block segments idle through a classifier's full fine-tune
 /// ([`Ctx::idle_classifier_block_segments`]; replayed reserved −13.0 … −5.0 %
-/// → −5.5 … +4.7 %, Gemma's eager blocks over).
-pub const MODEL_VERSION: u32 = 35;
+/// → −5.5 … +4.7 %, Gemma's eager blocks over). 36 makes a recomputed
+/// block's MLP backward and its attention backward two moments
+/// ([`Ctx::recomputed_attention_moment`]: replayed eager Gemma classifiers
+/// +8 … +14 % → −1.4 … +3.8 % allocated), with SDPA's math kernel holding
+/// one score tensor more at the attention's than the autograd graph shows
+/// (measured: QLoRA Mistral-7B on the H200).
+pub const MODEL_VERSION: u32 = 36;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -396,6 +401,20 @@ const FINAL_NORM_BACKWARD_FP32_TENSORS: f64 = 4.0;
 /// Hidden-sized tensors beside a kept block's MLP gradients
 /// ([`Ctx::kept_block_backward`]): the gradient flowing into the block.
 const HIDDEN_GRADS_IN_KEPT_MLP_BACKWARD: f64 = 1.0;
+
+/// Score-sized tensors (in softmax's dtype) more than the autograd graph
+/// shows at a recomputed block's attention backward when the scores come
+/// from SDPA's math kernel on CUDA ([`Ctx::recomputed_attention_moment`]).
+/// Measured on the H200 (calibration/h200-2026-11-30, set 5: QLoRA
+/// Mistral-7B after `prepare_model_for_kbit_training`, fp32 activations,
+/// 2 × 2048, full checkpointing): the first step's forward peaked 8.999 GiB
+/// and its backward 11.316 GiB; the same step replayed through the caching
+/// allocator's rules with bitsandbytes' `Linear4bit` on the meta device
+/// reached 8.999 (counting `_safe_softmax`'s boolean `-inf` mask, made
+/// inside the kernel where the replay cannot see it) and 10.316 — one fp32
+/// score tensor (2 × 32 × 2048² × 4 B = 1 GiB exactly) short in the
+/// backward alone, every reading after each phase identical.
+const SDPA_MATH_BACKWARD_EXTRA_SCORES: f64 = 1.0;
 
 /// Score-sized gradients alive at once in a recomputed eager attention's
 /// backward: `dP = dO · Vᵀ` and the softmax backward's `dS`
@@ -4347,6 +4366,72 @@ impl<'a> Ctx<'a> {
             .max(attention)
     }
 
+    /// What a block's eager attention backward holds beyond the block's
+    /// saved tensors ([`BACKWARD_WORKING_BLOCKS`]) when the block was
+    /// recomputed: its score-sized gradients ([`Self::score_grads_in_backward`])
+    /// and the hidden-sized gradients flowing through
+    /// ([`HIDDEN_GRADS_IN_MLP_BACKWARD`]), less what the block's backward has
+    /// released by then ([`Self::released_before_attention_backward`]). The
+    /// MLP's backward runs first, releasing the MLP's saved tensors node by
+    /// node (`release_variables`, `torch/csrc/autograd/engine.cpp`) and its
+    /// gradients as they are consumed, so the MLP's gradients
+    /// ([`Self::recomputed_mlp_grads`]) and the attention's are two moments,
+    /// not one sum. Replayed through the caching allocator's rules
+    /// (`calibration/allocator_replay.py`; torch 2.15, transformers 5.25,
+    /// peft 0.21.2; sequence classifiers, full checkpointing): Llama-3.2-1B
+    /// and Qwen2.5-1.5B in fp32 (SDPA's math kernel) at 4 × 2048 peaked at
+    /// the softmax's backward with the probabilities, `dP` and `dS` beside
+    /// the block's attention-side tensors alone (the model summing both:
+    /// +12 … +16 % allocated); eager Gemma-2B and Gemma-2-2B in bf16 at
+    /// 8 × 2048 peaked at the MLP's backward with no score gradient alive
+    /// (+8 … +14 %).
+    fn recomputed_attention_moment(&self, recomputed: bool) -> f64 {
+        let score_grads = self.score_grads_in_backward();
+        if score_grads <= 0.0 {
+            return 0.0;
+        }
+        let released = if recomputed {
+            self.released_before_attention_backward()
+        } else {
+            0.0
+        };
+        let hidden = self.e * HIDDEN_GRADS_IN_MLP_BACKWARD * self.m.hidden as f64 / self.rep
+            * self.b
+            * self.s;
+        let math = if self.sdpa_math_kernel() {
+            SDPA_MATH_BACKWARD_EXTRA_SCORES * self.softmax_bytes() * self.score_elements()
+        } else {
+            0.0
+        };
+        score_grads + math + hidden - released
+    }
+
+    /// Whether the scores come from SDPA's math kernel: SDPA asked for, and
+    /// the scores materialised ([`Self::attention`]: fp32 activations with
+    /// grouped k/v, which neither the flash nor the memory-efficient kernel
+    /// takes).
+    fn sdpa_math_kernel(&self) -> bool {
+        self.plan.training.attention == Attention::Flash && self.attention() == Attention::Eager
+    }
+
+    /// What a recomputed block's backward has released when its attention
+    /// core's backward starts: the tensors its MLP side saved (the MLP, its
+    /// adapters, the sandwich norms after the attention), all made after
+    /// the attention in the forward and so consumed before it in the
+    /// backward — the block less its attention side
+    /// ([`Self::block_activations`]). Nothing for an MoE model, whose routed
+    /// share of the block is not one block's, nor for an encoder–decoder
+    /// whose stacks run different lengths, whose largest block and whose
+    /// scores may be different stacks' (what the sum counted stays an upper
+    /// bound that grows with either length).
+    fn released_before_attention_backward(&self) -> f64 {
+        if self.m.is_moe() || self.decoder_s() != self.s {
+            return 0.0;
+        }
+        let (attention, total) = self.block_activations();
+        (total - attention).max(0.0)
+    }
+
     /// Score-sized tensors a block with materialised attention scores (eager,
     /// or SDPA's math kernel, [`Self::attention`]) meets in its attention
     /// backward beyond the block's own score-sized tensors
@@ -4602,7 +4687,10 @@ impl<'a> Ctx<'a> {
                 0.0
             };
             BACKWARD_WORKING_BLOCKS * largest
-                + (self.recomputed_mlp_grads() + self.score_grads_in_backward()).max(end)
+                + self
+                    .recomputed_mlp_grads()
+                    .max(self.recomputed_attention_moment(recomputed && !offload))
+                    .max(end)
         } else {
             self.kept_block_backward(scores)
         };

@@ -622,9 +622,9 @@ fn seven_more_replayed_families_hold_the_recorded_accuracy() {
 /// (Llama-3.2-1B), −9.9 % (its autocast run) and −4.3 % (Phi-3-mini's fused
 /// gate_up) before model version 30 counted the recomputed block's forward
 /// past its backward; q and v alone were −3.3 % before the third MLP-wide
-/// gradient. Gemma's eager attention (Gemma-2B, Gemma-2-2B) stays over, the
-/// safe side: its checkpointed backward counts the MLP's gradients and the
-/// scores' together (+8 … +14 %). PEFT's embedding-output leaf under
+/// gradient. Gemma's eager attention (Gemma-2B, Gemma-2-2B) was over
+/// (+8 … +14 %) until model version 36 made the MLP's and the attention's
+/// backward two moments of a recomputed block. PEFT's embedding-output leaf under
 /// checkpointing (version 30) moved the encoders' checkpointed LoRA rows up
 /// (RoBERTa-large −1.2 → +0.2 %, ModernBERT −5.8 → −4.5 %) and OPT's over
 /// (+4.8 → +6.1 %: its leaf is real, its embedding has no dropout mask).
@@ -637,12 +637,12 @@ fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
         "replay-classifiers-2026-12-05.csv",
         164,
         (1.4, 6.0, -11.5),
-        |c| !c.id.contains("gemma-2"),
-        (70, 6.5),
+        |_| true,
+        (82, 6.5),
     );
     let (median, p90) = allocated_median_p90(&r);
     assert!(median <= 0.8, "allocated median |error| {median} %");
-    assert!(p90 <= 4.6, "allocated p90 |error| {p90} %");
+    assert!(p90 <= 2.0, "allocated p90 |error| {p90} %");
     rows_within(
         &r,
         &[
@@ -667,14 +667,15 @@ fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
         let e = c.error_pct.unwrap();
         assert!(e >= -6.0, "{}: {e} %", c.id);
     }
-    // Over, not under: Gemma's eager checkpointed blocks.
+    // Gemma's eager checkpointed blocks: the MLP's backward and the
+    // attention's are two moments, not one sum (+8 … +14 % before).
     for c in r
         .cases
         .iter()
         .filter(|c| c.id.contains("gemma-2") && c.metric == "max_allocated")
     {
         let e = c.error_pct.unwrap();
-        assert!((-1.0..=14.0).contains(&e), "{}: {e} %", c.id);
+        assert!((-2.5..=4.0).contains(&e), "{}: {e} %", c.id);
     }
 }
 

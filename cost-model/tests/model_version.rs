@@ -150,6 +150,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (33, 0x384c_0aa7_2ca4_4d34),
     (34, 0x793c_7911_d693_86e4),
     (35, 0xe333_1ae0_24d2_02b8),
+    (36, 0x8f96_17e7_152a_f093),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
