@@ -625,7 +625,9 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
         log.mark("step")
 
 
-def replay(events):
+def replay(events, reset_at_load=False):
+    """The events through the caching allocator, and (name, allocated, peak, reserved) at each mark; with
+    `reset_at_load` the cache emptied and the peaks reset at the "load" mark (measure.py after quantizing)."""
     a = CachingAllocator()
     live = {}
     marks = []
@@ -637,6 +639,9 @@ def replay(events):
             if b is not None:
                 a.release(b)
         else:
+            if reset_at_load and e[1] == "load":
+                empty_cache(a)
+                a.peak_allocated, a.peak_reserved = a.allocated, a.reserved
             marks.append((e[1], a.allocated, a.peak_allocated, a.reserved))
     return a, marks
 
@@ -1121,6 +1126,15 @@ CLASSIFIER_RUNS = (
 )
 
 
+# QLoRA (`--qlora-families`): bf16 autocast over the fp32 parts `prepare_model_for_kbit_training` leaves (the
+# QLoRA paper's and PEFT's recipe), on every linear and on PEFT's default targets, with and without checkpointing.
+QLORA_RUNS = (
+    ("amp-bf16", True, 4, 2048, (16, "all-linear")),
+    ("amp-bf16", False, 2, 2048, (16, "all-linear")),
+    ("amp-bf16", True, 4, 2048, (16, None)),
+)
+
+
 def peft_default_targets(model_type):
     """PEFT's LoRA targets for a model type when none are given (q and v, by their names), if it has any."""
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as defaults
@@ -1138,10 +1152,12 @@ NO_DROPOUT_RUNS = (
 )
 
 
-def families(measure, only=(), head=None, lora_dropout=0.05, header=True):
+def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=False):
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout:
     those named in `only` (every one, without names); with `head="cls"` as two-label sequence classifiers; with
-    `lora_dropout=0` the LoRA runs without dropout; the schema's header line first unless `header` is false."""
+    `lora_dropout=0` the LoRA runs without dropout; with `quant` QLoRA as measure.py's `quant=4, prep=True` cases
+    run it (bitsandbytes NF4 on the meta device, `use_bnb_on_meta`); the schema's header line first unless
+    `header` is false."""
     import csv
 
     import transformers
@@ -1157,7 +1173,10 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True):
         measure.MODELS[name] = config
         attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
-        if lora_dropout == 0:
+        if quant:
+            use_bnb_on_meta(measure)
+            runs = QLORA_RUNS
+        elif lora_dropout == 0:
             runs = NO_DROPOUT_RUNS
         elif head:
             runs = CLASSIFIER_RUNS
@@ -1178,11 +1197,13 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True):
             kind = ("lora" if lora[1] else "loraqv") if lora else "full"
             if lora and lora_dropout == 0:
                 kind += "-nodrop"
+            if quant:
+                kind = "q" + kind
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
-                             lora_dropout=lora_dropout)
+                             lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant)
             events, params = trace(measure, c)
-            a, _ = replay(events)
+            a, _ = replay(events, reset_at_load=quant)
             for r in counter_rows({**{k: "" for k in columns}, **cols}, cid, a):
                 r.update(source_url="calibration/allocator_replay.py --families (a replay, not a measurement)",
                          framework="plain-pytorch", params_total=f"{params / 1e9:.4f}", task=kind,
@@ -1203,6 +1224,12 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True):
                 if head:
                     r.update(notes=r["notes"] + "; sequence classification head (2 labels; no LM head), "
                                                 "PEFT task SEQ_CLS")
+                if quant:
+                    r.update(task="qlora", base_weight_bits="4",
+                             notes=r["notes"] + "; bitsandbytes 0.50.2 Linear4bit NF4 + double quant + bf16 compute "
+                             "on every block linear (LM head and embeddings 16-bit); model built in bf16 then "
+                             "quantized; peak counters reset after quantizing; prepare_model_for_kbit_training "
+                             "(unquantized parameters cast to fp32)")
                 w.writerow(r)
             sys.stdout.flush()
 
@@ -1289,6 +1316,138 @@ def dropped_output(measure, specs):
         print(f"| {spec} | {ha:.3f} | {hr:.3f} | {da:.3f} | {dr:.3f} | {(dr - da) - (hr - ha):+.3f} |", flush=True)
 
 
+def quantize_4bit_meta(model, storage=torch.uint8):
+    """measure.quantize_4bit on the meta device: every block linear (not the LM head) becomes bitsandbytes'
+    `Linear4bit` (NF4, double quantization, bf16 compute) holding what `Params4bit` holds once quantized on CUDA —
+    the packed codes (one byte per two weights), the 8-bit absmax per 64 weights, its fp32 absmax per 256 of those
+    and the code books — as meta tensors of those sizes (quantizing itself cannot run on meta)."""
+    import bitsandbytes as bnb
+    from bitsandbytes.functional import QuantState
+
+    for mod in list(model.modules()):
+        for name, child in list(mod.named_children()):
+            if type(child) is not torch.nn.Linear or name == "lm_head":
+                continue
+            q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                                  compute_dtype=torch.bfloat16, compress_statistics=True, quant_type="nf4",
+                                  quant_storage=storage, device="meta")
+            n = child.weight.numel()
+            blocks = (n + 63) // 64
+
+            def empty(size, dtype):
+                return torch.empty(size, dtype=dtype, device="meta")
+
+            state2 = QuantState(absmax=empty((blocks + 255) // 256, torch.float32), code=empty(256, torch.float32),
+                                blocksize=256, dtype=torch.float32)
+            state = QuantState(absmax=empty(blocks, torch.uint8), shape=child.weight.shape,
+                               code=empty(16, torch.float32), blocksize=64, quant_type="nf4",
+                               dtype=child.weight.dtype, offset=empty((), torch.float32), state2=state2)
+            codes = empty((((n + 1) // 2) // storage.itemsize, 1), storage)
+            q.weight = bnb.nn.Params4bit(codes, requires_grad=False, quant_state=state, blocksize=64,
+                                         compress_statistics=True, quant_type="nf4", quant_storage=storage,
+                                         module=q, bnb_quantized=True)
+            if child.bias is not None:
+                q.bias = child.bias
+            setattr(mod, name, q)
+            del child
+    model.is_loaded_in_4bit = True  # what PEFT reads to pick its bitsandbytes LoRA layer
+    gc.collect()
+
+
+# bitsandbytes 0.50's CUDA `gemm_4bit` runs its own kernel up to this many rows (`_gemm_4bit_custom_max_m` on sm80
+# and later) and past it dequantizes the weight (bf16, out × in) and calls `F.linear` (`_dequant_linear_fallback`):
+# a training batch's rows are past it.
+BNB_CUSTOM_MAX_M = 1536
+
+
+def bnb_matmul_4bit_forward(ctx, A, B, out=None, bias=None, quant_state=None):
+    """`MatMul4Bit.forward` with the CUDA backend's allocations: the meta device's fake `gemm_4bit` allocates its
+    output only; past `BNB_CUSTOM_MAX_M` rows CUDA dequantizes the weight first (bitsandbytes' default
+    implementation, whose dequantize ops have meta kernels)."""
+    from bitsandbytes.backends.default.ops import _gemm_4bit_default_impl
+
+    K = A.shape[-1]
+    if A.numel() // K <= BNB_CUSTOM_MAX_M:
+        return BNB_MATMUL_4BIT_FORWARD(ctx, A, B, out, bias, quant_state)
+    B = B.view(-1, 1)
+    s = quant_state
+    output = _gemm_4bit_default_impl(A, B, s.shape, s.state2.absmax, s.blocksize, s.quant_type, bias=bias,
+                                     absmax_8bit=s.absmax, absmax_code=s.state2.code, absmax_offset=s.offset)
+    ctx.is_empty = False
+    ctx.state = s
+    ctx.dtype_A, ctx.dtype_B, ctx.dtype_bias = A.dtype, B.dtype, None if bias is None else bias.dtype
+    ctx.tensors = (None, B) if any(ctx.needs_input_grad[:2]) else (None, None)
+    return output
+
+
+BNB_MATMUL_4BIT_FORWARD = None
+
+
+class SafeSoftmaxMask(AllocationLog):
+    """The log with `_safe_softmax`'s boolean `-inf` mask (`self.eq(-inf)`, one byte per score), which its
+    CompositeExplicitAutograd kernel makes below the dispatcher, where the log cannot see it: alive while the
+    output is made."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is not aten._safe_softmax.default:
+            return super().__torch_dispatch__(func, types, args, kwargs)
+        mask = self.alloc_raw(args[0].numel())
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        self._free(mask)
+        return out
+
+
+def empty_cache(a):
+    """`torch.cuda.empty_cache()`: every segment with no block in use goes back."""
+    for small in (True, False):
+        keep = []
+        for size, ptr, b in a.pools[small]:
+            if b.prev is None and b.next is None:
+                a.reserved -= b.size
+            else:
+                keep.append((size, ptr, b))
+        a.pools[small] = keep
+
+
+def use_bnb_on_meta(measure):
+    """bitsandbytes on the meta device for measure.py's `quant=4` cases, and `_safe_softmax`'s mask logged."""
+    global BNB_MATMUL_4BIT_FORWARD, AllocationLog
+    import bitsandbytes.autograd._functions as bnb_functions
+
+    if BNB_MATMUL_4BIT_FORWARD is None:
+        BNB_MATMUL_4BIT_FORWARD = bnb_functions.MatMul4Bit.forward
+        bnb_functions.MatMul4Bit.forward = staticmethod(bnb_matmul_4bit_forward)
+    measure.quantize_4bit = quantize_4bit_meta
+    AllocationLog = SafeSoftmaxMask
+
+
+def qlora(measure, ids):
+    """The H200's QLoRA cases (bitsandbytes NF4, set 5) replayed: measure.py's build with `quantize_4bit_meta`,
+    the cache emptied and the peaks reset once quantized (as measure.py does), then its loop; each phase's reading
+    after the first step beside the measured one."""
+    use_bnb_on_meta(measure)
+    cases = {}
+    for name in dir(measure):
+        v = getattr(measure, name)
+        if name.startswith("CASES") and isinstance(v, list):
+            for c in v:
+                cases.setdefault(c["id"], c)
+    measured = measured_cases()
+    for cid in ids:
+        a, marks = replay(trace(measure, cases[cid])[0], reset_at_load=True)
+        readings = {}
+        for name, alloc, peak, _ in marks:
+            readings.setdefault(name, (alloc, peak))
+        readings.pop("load", None)
+        m = measured.get(cid, {})
+        print(f"{cid}: replayed max_allocated {a.peak_allocated / GIB:.3f} max_reserved {a.peak_reserved / GIB:.3f};"
+              f" measured {m.get('max_allocated', 0) / GIB:.3f} {m.get('max_reserved', 0) / GIB:.3f}")
+        for phase, (alloc, peak) in readings.items():
+            print(f"  after the first {phase}: allocated {alloc / GIB:.3f} (measured "
+                  f"{m.get('alloc_after_' + phase, 0) / GIB:.3f}), peak {peak / GIB:.3f} (measured "
+                  f"{m.get('peak_alloc_' + phase, 0) / GIB:.3f})", flush=True)
+
+
 def main():
     if sys.argv[1:] == ["--bert-guide"]:
         return bert_guide()
@@ -1301,6 +1460,10 @@ def main():
         return families(measure, sys.argv[2:])
     if sys.argv[1:2] == ["--classifiers"]:
         return families(measure, sys.argv[2:], head="cls")
+    if sys.argv[1:2] == ["--qlora"]:
+        return qlora(measure, sys.argv[2:])
+    if sys.argv[1:2] == ["--qlora-families"]:
+        return families(measure, sys.argv[2:], quant=True)
     if sys.argv[1:2] == ["--no-lora-dropout"]:
         # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.
         for i, spec in enumerate(sys.argv[2:]):
