@@ -1326,7 +1326,9 @@ def quantize_4bit_meta(model, storage=torch.uint8):
 
     for mod in list(model.modules()):
         for name, child in list(mod.named_children()):
-            if type(child) is not torch.nn.Linear or name == "lm_head":
+            # Subclasses too (Falcon's `FalconLinear`), as transformers' loader replaces them
+            # (`replace_with_bnb_linear`: `isinstance(module, nn.Linear)`); measure.py's own runs had none.
+            if not isinstance(child, torch.nn.Linear) or name == "lm_head":
                 continue
             q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
                                   compute_dtype=torch.bfloat16, compress_statistics=True, quant_type="nf4",
