@@ -193,8 +193,18 @@ use std::cell::Cell;
 /// ([`Ctx::recomputed_attention_moment`]: replayed eager Gemma classifiers
 /// +8 … +14 % → −1.4 … +3.8 % allocated), with SDPA's math kernel holding
 /// one score tensor more at the attention's than the autograd graph shows
-/// (measured: QLoRA Mistral-7B on the H200).
-pub const MODEL_VERSION: u32 = 36;
+/// (measured: QLoRA Mistral-7B on the H200). 37 keeps the MLP's
+/// intermediates in fp32 where bitsandbytes' 4-bit linears hand fp32 back
+/// under autocast after `prepare_model_for_kbit_training`
+/// ([`Ctx::quantized_outputs_in_fp32`]), and a stated bitsandbytes 0.43.2 or
+/// later keeps no input of a frozen 4-bit matrix under autocast too (H200
+/// QLoRA Mistral-7B without checkpointing −5.09 → +0.33 % allocated); a
+/// fused qkv output is no longer kept whole there, and a single k/v head
+/// cast to 16 bits is copied to every head (replayed QLoRA Pythia +5.9 →
+/// +0.4 %, Falcon-7B −5.8 → +0.2 %). An encoder–decoder keeps 36's upper
+/// bound whatever its target's length (36 released the MLP's tensors when
+/// the target matched the source, and fell there).
+pub const MODEL_VERSION: u32 = 37;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -2989,6 +2999,40 @@ impl<'a> Ctx<'a> {
             && self.plan.framework.runs_the_models_own_code()
     }
 
+    /// Bytes per element of the MLP's intermediates (its projections'
+    /// outputs, the activation, their gradients): fp32 where the experts
+    /// compute in fp32 ([`Self::experts_in_fp32`]) or bitsandbytes' 4-bit
+    /// linears hand fp32 back ([`Self::quantized_outputs_in_fp32`]), else the
+    /// activations' dtype.
+    fn mlp_bytes(&self) -> f64 {
+        if self.experts_in_fp32() || self.quantized_outputs_in_fp32() {
+            FP32
+        } else {
+            self.e
+        }
+    }
+
+    /// Whether bitsandbytes' 4-bit linears return fp32 under autocast:
+    /// `Linear4bit.forward` casts its input to the 16-bit `compute_dtype`
+    /// and its output back to the input's dtype (`.to(inp_dtype)`,
+    /// bitsandbytes 0.50.2 `nn/modules.py`; custom ops, on no autocast list),
+    /// and after PEFT's `prepare_model_for_kbit_training` ([`Self::kbit_fp32`])
+    /// the fp32 embedding and norms hand them fp32 — so the MLP's gate and up
+    /// outputs (with PEFT's `result + lora` sums) and its activation are
+    /// fp32. Replayed with bitsandbytes on the meta device
+    /// (`calibration/allocator_replay.py --qlora`, which reproduces the H200's
+    /// bf16-autocast QLoRA runs to the MiB: Llama-3.1-8B 26.605 GiB,
+    /// Mistral-7B 36.931): Llama-3.2-1B's blocks kept 3 × 4 bytes per MLP
+    /// element and no input of a frozen 4-bit matrix
+    /// ([`crate::Plan::four_bit_matmul_keeps_input`]). Not torchao's NF4
+    /// (torchtune), whose linear returns the compute dtype.
+    fn quantized_outputs_in_fp32(&self) -> bool {
+        self.runs_autocast()
+            && self.kbit_fp32()
+            && self.base_bits().is_some_and(|b| b <= 4)
+            && !self.plan.framework.quantizes_with_torchao()
+    }
+
     /// Whether transformers hands SDPA an explicit mask, so that it expands
     /// grouped k/v to every head (`repeat_kv`): `use_gqa_in_sdpa` lets SDPA
     /// group k/v itself only without a mask (transformers 5
@@ -3020,12 +3064,17 @@ impl<'a> Ctx<'a> {
     /// One k/v head (multi-query) is not copied: `repeat_kv`'s `expand` then
     /// `reshape` of a single head is a view (stride 0 over the heads), so
     /// SDPA keeps the one head it was given (checked on the CPU: the
-    /// repeated tensor shares the head's storage).
+    /// repeated tensor shares the head's storage) — unless autocast casts it
+    /// there, as it casts the fp32 k and v bitsandbytes' 4-bit linears hand
+    /// back ([`Self::quantized_outputs_in_fp32`]): the cast of an expanded
+    /// view is a dense copy, every head's. Replayed (`allocator_replay.py
+    /// --qlora-families`): Falcon-7B's blocks kept 16-bit q, k and v 4,544
+    /// wide each, −5.8 % allocated without them.
     fn sdpa_gets_a_mask(&self) -> bool {
         self.attention() == Attention::Flash
             && self.plan.training.fp32_upcasts
             && self.m.kv_heads < self.m.heads
-            && self.m.kv_heads > 1
+            && (self.m.kv_heads > 1 || self.quantized_outputs_in_fp32())
             && (self.sdpa_mask_stated() || self.plan.training.compile || self.model_always_masks())
     }
 
@@ -3757,9 +3806,15 @@ impl<'a> Ctx<'a> {
         // bf16 at 4 × 2048, allocated −2.6 % counting v's copy, 0.0 % with
         // the view; counted under 5.25, a Falcon-7B-shaped block 26.44
         // bytes per token per hidden unit (24.32 under 5.24).
+        // Not where bitsandbytes hands the fused output back in fp32 under
+        // autocast ([`Self::quantized_outputs_in_fp32`]): SDPA then keeps
+        // autocast's 16-bit copies of q, k and v, not views of it (replayed,
+        // `allocator_replay.py --qlora-families`: Pythia-1.4B's blocks kept no
+        // fused output).
         let keeps_qkv = (m.fused_projections || self.defaults().fused_qkv)
             && (m.kv_heads == m.heads || !expand)
-            && m.mla.is_none();
+            && m.mla.is_none()
+            && !self.quantized_outputs_in_fp32();
         if keeps_qkv && m.positions == Positions::Rotary {
             attn += e * sb * (hq + hkv) / t;
         }
@@ -3822,7 +3877,7 @@ impl<'a> Ctx<'a> {
         } else {
             mlp_inputs * li * sb * h / rep * if m.is_moe() { k } else { 1.0 }
         };
-        let e = if experts_fp32 { FP32 } else { e };
+        let e = self.mlp_bytes();
         // fc2's input: in float8 under TE, else in the MLP's dtype.
         let down_in = if li < self.e { li } else { e };
         // T5's MLPs drop out the down projection's input (transformers
@@ -4324,7 +4379,7 @@ impl<'a> Ctx<'a> {
     /// only under sequence parallelism.
     fn mlp_grads(&self, hidden: f64) -> f64 {
         let m = self.m;
-        let e = if self.experts_in_fp32() { FP32 } else { self.e };
+        let e = self.mlp_bytes();
         let factors = if m.mlp == Mlp::Gated {
             MLP_GRADS_GATED
         } else {
@@ -4420,12 +4475,14 @@ impl<'a> Ctx<'a> {
     /// the attention in the forward and so consumed before it in the
     /// backward — the block less its attention side
     /// ([`Self::block_activations`]). Nothing for an MoE model, whose routed
-    /// share of the block is not one block's, nor for an encoder–decoder
-    /// whose stacks run different lengths, whose largest block and whose
-    /// scores may be different stacks' (what the sum counted stays an upper
-    /// bound that grows with either length).
+    /// share of the block is not one block's, nor for an encoder–decoder,
+    /// whose largest block and whose scores may be different stacks' (as the
+    /// target grows to the source's length they become one stack's: the
+    /// estimate would fall there; the property test
+    /// `an_encoder_decoder_grows_with_its_source_and_its_target` found it),
+    /// where what is left stays an upper bound that grows with either length.
     fn released_before_attention_backward(&self) -> f64 {
-        if self.m.is_moe() || self.decoder_s() != self.s {
+        if self.m.is_moe() || self.m.arch == Arch::EncoderDecoder {
             return 0.0;
         }
         let (attention, total) = self.block_activations();

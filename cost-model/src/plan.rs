@@ -1094,16 +1094,18 @@ impl Plan {
     /// trained one does. bitsandbytes before 0.43.2 saves it (`MatMul4Bit`:
     /// `ctx.tensors = (A, B)`, 0.41.3 to 0.43.1; the 2023 LitGPT QLoRA tables
     /// need it), 0.43.2 and later does not (`(None, B)`,
-    /// [`TrainingSpec::bnb_0_43_2`]) — though under autocast our H200 runs with
-    /// 0.50.2 still held as much (calibration/h200-2026-11-30, set 5), so the
-    /// saving is taken only without it. torchao's NF4, which torchtune
-    /// quantizes with, never saves it (`LinearNF4.forward`:
+    /// [`TrainingSpec::bnb_0_43_2`]), under autocast too: what our H200 runs
+    /// with 0.50.2 held there beyond the 16-bit count (calibration/
+    /// h200-2026-11-30, set 5), which an input had stood in for, is the
+    /// linears' fp32 outputs after `prepare_model_for_kbit_training`
+    /// (replayed with bitsandbytes on the meta device, `allocator_replay.py
+    /// --qlora`: every phase's reading to the MiB). torchao's NF4, which
+    /// torchtune quantizes with, never saves it (`LinearNF4.forward`:
     /// `ctx.save_for_backward(weight)` only, torchao 0.10
     /// `dtypes/nf4tensor.py`).
     pub fn four_bit_matmul_keeps_input(&self) -> bool {
         let torchao = self.framework.quantizes_with_torchao();
-        let bnb_new = self.training.bnb_0_43_2 && !self.training.precision.is_autocast();
-        !(torchao || bnb_new)
+        !(torchao || self.training.bnb_0_43_2)
     }
 
     /// The checkpointing policy the plan runs when the user chooses none: its

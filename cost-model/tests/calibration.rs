@@ -707,6 +707,37 @@ fn lora_without_dropout_replayed_holds_the_recorded_accuracy() {
     );
 }
 
+/// QLoRA as PEFT's recipe runs it (`--qlora-families`: bitsandbytes NF4 with
+/// double quantization replayed on the meta device, `prepare_model_for_kbit_training`,
+/// bf16 autocast, LoRA r16 with dropout on every linear and on PEFT's default
+/// q and v, with and without checkpointing; 82 rows, fifteen families — PEFT
+/// names no default targets for Phi-3, OLMo-2, Granite and Ministral, which
+/// run on every linear only).
+/// Without checkpointing the blocks keep the 4-bit linears' fp32 outputs
+/// (model 37: Llama-3.2-1B −3.35 %, Qwen2.5-1.5B −7.36 % before), fused qkv
+/// keeps no view of them (Pythia +5.9 %, Phi-3-mini +5.4 %), and a single
+/// k/v head is copied to every head by autocast's cast (Falcon-7B −5.8 %).
+#[test]
+fn qlora_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-qlora-2026-12-05.csv",
+        82,
+        (0.8, 6.5, -9.5),
+        |_| true,
+        (41, 1.0),
+    );
+    rows_within(
+        &r,
+        &[
+            ("llama-3.2-1b-amp-bf16-nock-b2-s2048-qlora", 0.7), // −3.35 %
+            ("qwen2.5-1.5b-amp-bf16-nock-b2-s2048-qlora", 0.7), // −7.36 %
+            ("pythia-1.4b-amp-bf16-nock-b2-s2048-qlora", 1.0),  // +5.91 %
+            ("phi-3-mini-amp-bf16-nock-b2-s2048-qlora", 1.0),   // +5.40 %
+            ("falcon-7b-amp-bf16-nock-b2-s2048-qlora", 1.0),    // −5.79 %
+        ],
+    );
+}
+
 /// A reward model or a sequence classifier written as other sources write
 /// it — in the notes (TRL's `RewardTrainer`, a `*ForSequenceClassification`
 /// class, "reward model") or as the task (`reward`, `classification`,

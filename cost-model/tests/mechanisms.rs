@@ -1409,7 +1409,12 @@ fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
         qlora(Precision::Bf16, true),
         qlora(Precision::AmpBf16, true),
     );
-    assert!(pure > 2.0 * amp, "pure bf16 {pure} GiB, autocast {amp} GiB");
+    // Under autocast the MLP's intermediates are fp32 too (the linears hand
+    // fp32 back), the attention's 16-bit: less than twice, not half.
+    assert!(
+        pure > 1.8 * amp && pure < 2.5 * amp,
+        "pure bf16 {pure} GiB, autocast {amp} GiB"
+    );
     // Measured 67–69 GiB of activations; the model counts bitsandbytes' saved
     // input (older bitsandbytes kept it) and over-predicts, not under.
     assert!((67.0..90.0).contains(&pure), "{pure} GiB");
@@ -1418,7 +1423,7 @@ fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
 }
 
 #[test]
-fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix_without_autocast() {
+fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix() {
     // The same run with bitsandbytes 0.50.2 stated: the model without the
     // saved 4-bit matmul inputs meets the measured 75.16 GiB allocated peak
     // (it was 88.2 GiB, +17 %, counting them as 0.41 kept them).
@@ -1433,12 +1438,15 @@ fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix_without_autocast()
         "modelled {peak} GiB, measured 75.16"
     );
     assert!(peak_alloc(&with(Precision::Bf16, false)) / GIB > peak + 10.0);
-    // Under autocast the measured runs held as much as the older release's
-    // count, so the release changes nothing there.
-    assert_eq!(
-        peak_alloc(&with(Precision::AmpBf16, true)),
-        peak_alloc(&with(Precision::AmpBf16, false))
+    // Under autocast too (the measured run held fp32 outputs of the
+    // linears, not their inputs: `quantized_outputs_in_fp32`): 36.93 GiB
+    // measured; the older release's count keeps the inputs besides.
+    let amp = peak_alloc(&with(Precision::AmpBf16, true)) / GIB;
+    assert!(
+        (amp - 36.93).abs() / 36.93 < 0.02,
+        "modelled {amp} GiB, measured 36.93"
     );
+    assert!(peak_alloc(&with(Precision::AmpBf16, false)) / GIB > amp + 1.0);
     // An 8-bit base keeps its input in every release (`MatMul8bitLt` saves
     // A); before 0.45.0 also an int8 copy of it per matmul (`CAt`): q, k, v
     // and o read 4096 wide, gate and up 4096, down 14336 — one byte each, per

@@ -115,6 +115,9 @@ use cost_model::presets::presets;
 /// replay-lora-nodropout-2026-12-05) and 35 was recorded with them — and
 /// re-recorded when the latter gained its held-out rows (no estimate moved:
 /// before them the set gave 0xc8e2_8f69_51b9_e7a8).
+/// Version 37 (forty-fifth session) was recorded with the replayed QLoRA
+/// families added to the set (calibration/replay-qlora-2026-12-05); without
+/// them it gave 0xeae8_8b7e_93bd_e020.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -151,6 +154,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (34, 0x793c_7911_d693_86e4),
     (35, 0xe333_1ae0_24d2_02b8),
     (36, 0x8f96_17e7_152a_f093),
+    (37, 0x485a_eccf_462f_7494),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -206,6 +210,7 @@ fn project_plans() -> Vec<Plan> {
         "torchtune-readme-0.6.1.csv",
         "replay-classifiers-2026-12-05.csv",
         "replay-lora-nodropout-2026-12-05.csv",
+        "replay-qlora-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
