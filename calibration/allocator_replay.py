@@ -529,6 +529,17 @@ def load_measure():
     return measure
 
 
+def measure_cases(measure):
+    """measure.py's cases by id, from every `CASES…` list (the first of an id where two lists hold it)."""
+    cases = {}
+    for name in dir(measure):
+        v = getattr(measure, name)
+        if name.startswith("CASES") and isinstance(v, list):
+            for c in v:
+                cases.setdefault(c["id"], c)
+    return cases
+
+
 def measured_cases():
     out = {}
     d = os.path.join(HERE, "h200-2026-11-30")
@@ -1428,12 +1439,7 @@ def qlora(measure, ids):
     the cache emptied and the peaks reset once quantized (as measure.py does), then its loop; each phase's reading
     after the first step beside the measured one."""
     use_bnb_on_meta(measure)
-    cases = {}
-    for name in dir(measure):
-        v = getattr(measure, name)
-        if name.startswith("CASES") and isinstance(v, list):
-            for c in v:
-                cases.setdefault(c["id"], c)
+    cases = measure_cases(measure)
     measured = measured_cases()
     for cid in ids:
         a, marks = replay(trace(measure, cases[cid])[0], reset_at_load=True)
@@ -1476,12 +1482,7 @@ def main():
     # The card's capacity as the runs' CUDA reported it (`get_device_properties(0).total_memory`).
     card = json.load(open(os.path.join(HERE, "h200-2026-11-30", "env.json")))["total"] / GIB
     ids = sys.argv[1:]
-    cases = {}
-    for name in dir(measure):
-        v = getattr(measure, name)
-        if name.startswith("CASES") and isinstance(v, list):
-            for c in v:
-                cases.setdefault(c["id"], c)
+    cases = measure_cases(measure)
     print("| case | allocated measured | replayed | reserved measured | replayed | reserved − allocated measured | replayed |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for cid, c in cases.items():

@@ -3150,11 +3150,7 @@ fn a_recomputed_blocks_mlp_and_attention_backward_are_two_moments() {
     p.training.checkpointing = Checkpointing::Full;
     p.training.finetune = Finetune::Lora {
         rank: 16,
-        targets: LoraTargets {
-            q: true,
-            v: true,
-            ..LoraTargets::default()
-        },
+        targets: LoraTargets::QV,
         base_bits: 16,
         dropout: true,
         variant: LoraVariant::Lora,
