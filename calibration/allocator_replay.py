@@ -36,7 +36,8 @@ What the CUDA run does that the meta device cannot show, and how it is stood in 
   cache, the recompute of a checkpointed block under the autocast its forward ran in, and CUDA's fp16-to-fp32
   softmax (`half_to_float`: no fp32 copy, an fp16 gradient); GradScaler's in-place scaling is left out;
 - tensors on the CPU (the optimizer's step counts) are not logged.
-The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are not replayed.
+The Liger, torchao, compiled, Trainer and distributed cases are not replayed; bitsandbytes' 4-bit base is, on the meta
+device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apart (CUDA held one score tensor more).
 
     v/bin/python calibration/allocator_replay.py            # every replayable H200 case, a table
     v/bin/python calibration/allocator_replay.py ID [ID...] # those cases, with their phase readings
@@ -65,6 +66,12 @@ The bitsandbytes, Liger, torchao, compiled, Trainer and distributed cases are no
         gemma-2b > calibration/replay-lora-nodropout-2026-12-05.csv   # LoRA with lora_dropout=0 (`:cls` classifiers)
     v/bin/python calibration/allocator_replay.py --no-lora-dropout qwen3-0.6b qwen3-0.6b:cls smollm2-360m falcon-7b \
         mistral-nemo-12b:cls | tail -n +2 >> calibration/replay-lora-nodropout-2026-12-05.csv   # held out, then added
+    v/bin/python calibration/allocator_replay.py --qlora qlora-l8b-r16all-ckpt-b4-s2048 ...   # the H200's QLoRA cases
+    v/bin/python calibration/allocator_replay.py --qlora-families llama-3.2-1b qwen2.5-1.5b qwen3-0.6b smollm2-360m \
+        gemma-2b phi-3-mini olmo-2-7b falcon-7b opt-1.3b pythia-1.4b stablelm-2-1.6b granite-3.0-2b ministral-8b \
+        gemma-3-1b mistral-nemo-12b > calibration/replay-qlora-2026-12-05.csv   # bitsandbytes NF4 on the meta device
+    v/bin/python calibration/allocator_replay.py --qlora-noprep-families NAME... | tail -n +2 \
+        >> calibration/replay-qlora-2026-12-05.csv   # the same without prepare_model_for_kbit_training
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -1163,11 +1170,12 @@ NO_DROPOUT_RUNS = (
 )
 
 
-def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=False):
+def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=False, prep=True):
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout:
     those named in `only` (every one, without names); with `head="cls"` as two-label sequence classifiers; with
     `lora_dropout=0` the LoRA runs without dropout; with `quant` QLoRA as measure.py's `quant=4, prep=True` cases
-    run it (bitsandbytes NF4 on the meta device, `use_bnb_on_meta`); the schema's header line first unless
+    run it (bitsandbytes NF4 on the meta device, `use_bnb_on_meta`), or with `prep` false without PEFT's
+    `prepare_model_for_kbit_training` (TRL's `SFTTrainer` from 0.22.0); the schema's header line first unless
     `header` is false."""
     import csv
 
@@ -1209,10 +1217,10 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
             if lora and lora_dropout == 0:
                 kind += "-nodrop"
             if quant:
-                kind = "q" + kind
+                kind = "q" + kind + ("" if prep else "-noprep")
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
-                             lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant)
+                             lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant and prep)
             events, params = trace(measure, c)
             a, _ = replay(events, reset_at_load=quant)
             for r in counter_rows({**{k: "" for k in columns}, **cols}, cid, a):
@@ -1239,8 +1247,10 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                     r.update(task="qlora", base_weight_bits="4",
                              notes=r["notes"] + "; bitsandbytes 0.50.2 Linear4bit NF4 + double quant + bf16 compute "
                              "on every block linear (LM head and embeddings 16-bit); model built in bf16 then "
-                             "quantized; peak counters reset after quantizing; prepare_model_for_kbit_training "
-                             "(unquantized parameters cast to fp32)")
+                             "quantized; peak counters reset after quantizing; "
+                             + ("prepare_model_for_kbit_training (unquantized parameters cast to fp32)" if prep else
+                                "no k-bit preparation (norms and embeddings left bf16, as TRL's SFTTrainer from "
+                                "0.22.0 leaves them)"))
                 w.writerow(r)
             sys.stdout.flush()
 
@@ -1472,6 +1482,8 @@ def main():
         return qlora(measure, sys.argv[2:])
     if sys.argv[1:2] == ["--qlora-families"]:
         return families(measure, sys.argv[2:], quant=True)
+    if sys.argv[1:2] == ["--qlora-noprep-families"]:
+        return families(measure, sys.argv[2:], quant=True, prep=False)
     if sys.argv[1:2] == ["--no-lora-dropout"]:
         # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.
         for i, spec in enumerate(sys.argv[2:]):
