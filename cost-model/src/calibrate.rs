@@ -2257,8 +2257,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     .map_or(TransformersRelease::Current, |(major, minor)| {
         TransformersRelease::of(major, minor)
     });
-    if notes.contains("prepare_model_for_kbit_training") {
-        t.kbit_fp32_prep = true;
+    if let Some(prep) = stated_kbit_prep(&notes.to_ascii_lowercase()) {
+        t.kbit_fp32_prep = prep;
     }
     t.sync_each_batch = notes.contains("sync_each_batch")
         || fsdp2_reduced_each_micro_batch(&lower, r.get("sharding"));
@@ -2820,6 +2820,30 @@ fn stated_bucket_view(notes: &str) -> bool {
 /// "expert parallel 8"); at least 1.
 fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
     stated_after(notes, names).map(|n| n.max(1))
+}
+
+/// What the notes (lower-cased) say of PEFT's `prepare_model_for_kbit_training`
+/// (which casts a quantized model's unquantized parameters to fp32): named,
+/// it ran; named with a negation ("without prepare_model_for_kbit_training",
+/// "no k-bit preparation", "prepare_model_for_kbit_training not called"), it
+/// did not — TRL's `SFTTrainer` from 0.22.0 on prepares nothing; unnamed,
+/// the profile's default.
+fn stated_kbit_prep(lower: &str) -> Option<bool> {
+    const NOT: [&str; 6] = [
+        "without prepare_model_for_kbit_training",
+        "no prepare_model_for_kbit_training",
+        "prepare_model_for_kbit_training not",
+        "no k-bit preparation",
+        "no kbit preparation",
+        "not prepared for k-bit",
+    ];
+    if NOT.iter().any(|w| lower.contains(w)) {
+        Some(false)
+    } else if lower.contains("prepare_model_for_kbit_training") {
+        Some(true)
+    } else {
+        None
+    }
 }
 
 /// The notes (lower-cased) say the caching allocator ran with expandable

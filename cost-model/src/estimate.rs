@@ -203,8 +203,12 @@ use std::cell::Cell;
 /// cast to 16 bits is copied to every head (replayed QLoRA Pythia +5.9 →
 /// +0.4 %, Falcon-7B −5.8 → +0.2 %). An encoder–decoder keeps 36's upper
 /// bound whatever its target's length (36 released the MLP's tensors when
-/// the target matched the source, and fell there).
-pub const MODEL_VERSION: u32 = 37;
+/// the target matched the source, and fell there). 38 has a LayerNorm hand
+/// the 4-bit linears fp32 under autocast without the k-bit preparation too
+/// (replayed QLoRA without it: OPT, Falcon-7B, StableLM-2, Pythia −4.8 …
+/// −15.3 % → +0.2 … +1.3 % allocated), and reads notes that say the
+/// preparation did not run.
+pub const MODEL_VERSION: u32 = 38;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -3024,11 +3028,18 @@ impl<'a> Ctx<'a> {
     /// bf16-autocast QLoRA runs to the MiB: Llama-3.1-8B 26.605 GiB,
     /// Mistral-7B 36.931): Llama-3.2-1B's blocks kept 3 × 4 bytes per MLP
     /// element and no input of a frozen 4-bit matrix
-    /// ([`crate::Plan::four_bit_matmul_keeps_input`]). Not torchao's NF4
+    /// ([`crate::Plan::four_bit_matmul_keeps_input`]). Without that
+    /// preparation a LayerNorm hands them fp32 all the same: `layer_norm` is
+    /// on autocast's fp32 list (`autocast_mode.cpp`), so its output is fp32
+    /// whatever its weights — and from the first block's MLP on the residual
+    /// stream is fp32 too (replayed without the preparation: Pythia-1.4B,
+    /// OPT-1.3B, Falcon-7B and StableLM-2-1.6B −4.8 … −15.3 % allocated
+    /// counting them 16-bit, where the RMSNorm families, whose Python norms
+    /// return the input's dtype, were within ±0.5 %). Not torchao's NF4
     /// (torchtune), whose linear returns the compute dtype.
     fn quantized_outputs_in_fp32(&self) -> bool {
         self.runs_autocast()
-            && self.kbit_fp32()
+            && (self.kbit_fp32() || self.m.norm == Norm::LayerNorm)
             && self.base_bits().is_some_and(|b| b <= 4)
             && !self.plan.framework.quantizes_with_torchao()
     }
@@ -4626,7 +4637,7 @@ impl<'a> Ctx<'a> {
         let prec = self.prec;
         let fp32_compute = match prec {
             Precision::Fp32 => true,
-            _ if self.kbit_fp32() => true,
+            _ if self.kbit_fp32() || self.quantized_outputs_in_fp32() => true,
             Precision::AmpFp16 | Precision::AmpBf16 => {
                 !self.shards_params()
                     && !self.master_in_optimizer()
