@@ -346,8 +346,8 @@ pub const ZH: &[(&str, &str)] = &[
         "打包批次 (或 flash-attn 变长路径)：不再有填充掩码",
     ),
     (
-        "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: without autocast each frozen 4-bit matrix keeps nothing of it. With an 8-bit base, read as 0.45.0 or later: LLM.int8 then keeps no int8 copy of a frozen matrix's input",
-        "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：不用 autocast 时，冻结的 4 位矩阵不保留其输入。8 位底座则视为 0.45.0 及以后：LLM.int8 不再为冻结矩阵的输入保留 int8 副本",
+        "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: each frozen 4-bit matrix keeps nothing of it. With an 8-bit base, read as 0.45.0 or later: LLM.int8 then keeps no int8 copy of a frozen matrix's input",
+        "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：冻结的 4 位矩阵不保留其输入。8 位底座则视为 0.45.0 及以后：LLM.int8 不再为冻结矩阵的输入保留 int8 副本",
     ),
     ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
     (
