@@ -2269,7 +2269,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if bits_word.contains("-dq") || bits_word.contains("+dq") || bits_word.contains("double") {
         t.nf4_double_quant = true;
     }
-    t.bnb_0_43_2 = stated_bnb_0_43_2(notes);
+    t.bnb_0_43_2 = stated_bnb_0_43_2(notes)
+        || (stated_bnb_release(notes).is_none()
+            && stated_release(
+                notes,
+                &["transformers ", "transformers==", "transformers v"],
+            )
+            .is_some_and(|(major, _)| major >= TRANSFORMERS_REQUIRING_NEW_BNB));
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
@@ -2684,21 +2690,34 @@ fn stated_double_quant(notes: &str) -> Option<bool> {
         .then_some(true)
 }
 
+/// The transformers major release from which its 4-bit loader refuses a
+/// bitsandbytes older than 0.46.1 (`BITSANDBYTES_MIN_VERSION = "0.46.1"`,
+/// transformers 5.0.0 `utils/import_utils.py`, checked by
+/// `quantizer_bnb_4bit.py`; 4.44–4.57 asked for 0.41.3 at the least): a row
+/// that states transformers 5 ran a bitsandbytes whose 4-bit matmul saves
+/// no input ([`stated_bnb_0_43_2`]), unless it names an older one.
+const TRANSFORMERS_REQUIRING_NEW_BNB: u32 = 5;
+
 /// Whether the notes place the run on bitsandbytes 0.43.2 or later, whose
 /// 4-bit matmul saves no input: a stated release ("bitsandbytes 0.45.2",
 /// "bnb==0.43.3", "bitsandbytes>=0.44"). A bare "0.43" does not tell (0.43.0
 /// and 0.43.1 still saved it), nor does `quant_storage` (0.43.0 on).
 fn stated_bnb_0_43_2(notes: &str) -> bool {
+    stated_bnb_release(notes).is_some_and(|release| match release {
+        (0, 43, Some(patch)) => patch >= 2,
+        (0, minor, _) => minor >= 44,
+        (major, _, _) => major >= 1,
+    })
+}
+
+/// The bitsandbytes release the notes name ("bitsandbytes 0.45.2",
+/// "bnb==0.43.3", "bitsandbytes>=0.44"): the first that reads as one.
+fn stated_bnb_release(notes: &str) -> Option<(u32, u32, Option<u32>)> {
     let lower = notes.to_ascii_lowercase();
-    ["bitsandbytes", "bnb"].iter().any(|name| {
-        lower.match_indices(name).any(|(i, _)| {
+    ["bitsandbytes", "bnb"].iter().find_map(|name| {
+        lower.match_indices(name).find_map(|(i, _)| {
             let rest = lower[i + name.len()..].trim_start_matches([' ', '=', '>', '<', '~', '-']);
-            match release_at(rest) {
-                Some((0, 43, Some(patch))) => patch >= 2,
-                Some((0, minor, _)) => minor >= 44,
-                Some((major, _, _)) => major >= 1,
-                None => false,
-            }
+            release_at(rest)
         })
     })
 }

@@ -2389,9 +2389,15 @@ fn a_bitsandbytes_release_stated_in_the_notes_reaches_the_plan() {
         "bitsandbytes v0.45",
         "bitsandbytes 0.43.3",
         "bitsandbytes 1.0",
+        // transformers 5 loads a 4-bit base only over bitsandbytes ≥ 0.46.1.
+        "transformers 5.2.0; peft 0.18",
+        "transformers==5.25.0",
     ] {
         assert!(bnb_0_43_2(notes), "{notes}");
     }
+    // Unless an older bitsandbytes is named; transformers 4 asked for 0.41.3.
+    assert!(!bnb_0_43_2("transformers 5.0.0; bitsandbytes 0.42.0"));
+    assert!(!bnb_0_43_2("transformers 4.57.1"));
     for notes in [
         "bnb nf4 base; paged optimizer",
         "bitsandbytes 0.41.1",
