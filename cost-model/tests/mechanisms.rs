@@ -3042,6 +3042,18 @@ fn classifier_lora_growth(
     ckpt: Checkpointing,
     mb: u32,
 ) -> f64 {
+    growth_per_token(&classifier_lora_plan(model, precision, targets, ckpt, mb))
+}
+
+/// `model` as a two-label classifier under PEFT LoRA r16 (dropout 0.05) on
+/// `targets`, `mb` sequences of 2048 tokens, under `ckpt`.
+fn classifier_lora_plan(
+    model: &str,
+    precision: Precision,
+    targets: LoraTargets,
+    ckpt: Checkpointing,
+    mb: u32,
+) -> Plan {
     let mut p = plan(model, precision, mb, 2048);
     p.model.head = cost_model::model::ModelHead::Classifier;
     p.set_framework(Framework::Peft);
@@ -3053,10 +3065,17 @@ fn classifier_lora_growth(
         dropout: true,
         variant: LoraVariant::Lora,
     };
+    p
+}
+
+/// Peak allocated bytes per token per hidden unit that `p` adds when its
+/// micro-batch doubles.
+fn growth_per_token(p: &Plan) -> f64 {
     let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
     let mut big = p.clone();
-    big.training.micro_batch = 2 * mb;
-    (at(&big) - at(&p)) / (mb as f64 * 2048.0 * p.model.hidden as f64)
+    big.training.micro_batch = 2 * p.training.micro_batch;
+    let tokens = p.training.micro_batch as f64 * p.training.seq_len as f64;
+    (at(&big) - at(p)) / (tokens * p.model.hidden as f64)
 }
 
 #[test]
@@ -3143,22 +3162,15 @@ fn a_recomputed_blocks_mlp_and_attention_backward_are_two_moments() {
     // attention's backward comes once the MLP's saved tensors are released.
     // 208.1 bytes per token per hidden unit; counting the MLP's gradients and
     // the scores' together gave 13 % more at 8 × 2048.
-    let mut p = plan("gemma-2b", Precision::Bf16, 8, 2048);
-    p.model.head = cost_model::model::ModelHead::Classifier;
-    p.set_framework(Framework::Peft);
+    let mut p = classifier_lora_plan(
+        "gemma-2b",
+        Precision::Bf16,
+        LoraTargets::QV,
+        Checkpointing::Full,
+        8,
+    );
     p.training.attention = Attention::Eager;
-    p.training.checkpointing = Checkpointing::Full;
-    p.training.finetune = Finetune::Lora {
-        rank: 16,
-        targets: LoraTargets::QV,
-        base_bits: 16,
-        dropout: true,
-        variant: LoraVariant::Lora,
-    };
-    let mut big = p.clone();
-    big.training.micro_batch = 16;
-    let at = |p: &Plan| estimate(p).unwrap().peak.allocated.get() as f64;
-    let slope = (at(&big) - at(&p)) / (8.0 * 2048.0 * p.model.hidden as f64);
+    let slope = growth_per_token(&p);
     assert!(
         (slope / 208.1 - 1.0).abs() < 0.03,
         "{slope:.1} bytes per token per hidden unit"
