@@ -4401,8 +4401,13 @@ impl<'a> Ctx<'a> {
         // counts in full.
         let unkept = if self.down_keeps_nothing() { 1.0 } else { 0.0 };
         let mlp = e * (factors + unkept) * self.mlp_runs_per_token() * m.ffn as f64 / self.t;
-        let hidden = self.e * hidden * m.hidden as f64 / self.rep;
-        (mlp + hidden) * self.b * self.s
+        (mlp + self.hidden_grads_per_token(hidden)) * self.b * self.s
+    }
+
+    /// `n` hidden-sized gradients of one token, in the activations' dtype
+    /// (replicated over TP ranks unless sequence parallelism splits them).
+    fn hidden_grads_per_token(&self, n: f64) -> f64 {
+        self.e * n * self.m.hidden as f64 / self.rep
     }
 
     /// What a block that kept its activations (no recompute: no
@@ -4461,9 +4466,7 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let hidden = self.e * HIDDEN_GRADS_IN_MLP_BACKWARD * self.m.hidden as f64 / self.rep
-            * self.b
-            * self.s;
+        let hidden = self.hidden_grads_per_token(HIDDEN_GRADS_IN_MLP_BACKWARD) * self.b * self.s;
         let math = if self.sdpa_math_kernel() {
             SDPA_MATH_BACKWARD_EXTRA_SCORES * self.softmax_bytes() * self.score_elements()
         } else {
