@@ -587,7 +587,9 @@ def trace(measure, c, steps=3):
     sa.torch.nn.functional.scaled_dot_product_attention = flash_sdpa
     torch.nn.functional.scaled_dot_product_attention = flash_sdpa
     torch.nn.functional.dropout = cuda_dropout
-    log = AllocationLog()
+    # A QLoRA case runs SDPA's math kernel over fp32 activations wherever grouped k/v send it there: its
+    # `_safe_softmax` mask logged too (`SafeSoftmaxMask`; the replay files before the QLoRA ones without it).
+    log = (SafeSoftmaxMask if c.get("quant") else AllocationLog)()
     with log:
         rec = {}
         cfg, model = measure.build(c, rec)
@@ -1433,15 +1435,15 @@ def empty_cache(a):
 
 
 def use_bnb_on_meta(measure):
-    """bitsandbytes on the meta device for measure.py's `quant=4` cases, and `_safe_softmax`'s mask logged."""
-    global BNB_MATMUL_4BIT_FORWARD, AllocationLog
+    """bitsandbytes on the meta device for measure.py's `quant=4` cases (whose `trace` logs `_safe_softmax`'s
+    mask too)."""
+    global BNB_MATMUL_4BIT_FORWARD
     import bitsandbytes.autograd._functions as bnb_functions
 
     if BNB_MATMUL_4BIT_FORWARD is None:
         BNB_MATMUL_4BIT_FORWARD = bnb_functions.MatMul4Bit.forward
         bnb_functions.MatMul4Bit.forward = staticmethod(bnb_matmul_4bit_forward)
     measure.quantize_4bit = quantize_4bit_meta
-    AllocationLog = SafeSoftmaxMask
 
 
 def qlora(measure, ids):
