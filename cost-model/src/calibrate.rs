@@ -2250,11 +2250,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     };
     // The transformers release the notes state ("transformers 4.46.3",
     // "transformers==4.47.1"); unstated, the current one's loss.
-    t.transformers = stated_release(
+    let transformers_release = stated_release(
         notes,
         &["transformers ", "transformers==", "transformers v"],
-    )
-    .map_or(TransformersRelease::Current, |(major, minor)| {
+    );
+    t.transformers = transformers_release.map_or(TransformersRelease::Current, |(major, minor)| {
         TransformersRelease::of(major, minor)
     });
     if let Some(prep) = stated_kbit_prep(&notes.to_ascii_lowercase()) {
@@ -2269,13 +2269,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if bits_word.contains("-dq") || bits_word.contains("+dq") || bits_word.contains("double") {
         t.nf4_double_quant = true;
     }
-    t.bnb_0_43_2 = stated_bnb_0_43_2(notes)
-        || (stated_bnb_release(notes).is_none()
-            && stated_release(
-                notes,
-                &["transformers ", "transformers==", "transformers v"],
-            )
-            .is_some_and(|(major, _)| major >= TRANSFORMERS_REQUIRING_NEW_BNB));
+    t.bnb_0_43_2 = runs_bnb_0_43_2(notes, transformers_release);
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
@@ -2695,19 +2689,22 @@ fn stated_double_quant(notes: &str) -> Option<bool> {
 /// transformers 5.0.0 `utils/import_utils.py`, checked by
 /// `quantizer_bnb_4bit.py`; 4.44–4.57 asked for 0.41.3 at the least): a row
 /// that states transformers 5 ran a bitsandbytes whose 4-bit matmul saves
-/// no input ([`stated_bnb_0_43_2`]), unless it names an older one.
+/// no input ([`runs_bnb_0_43_2`]), unless it names an older one.
 const TRANSFORMERS_REQUIRING_NEW_BNB: u32 = 5;
 
 /// Whether the notes place the run on bitsandbytes 0.43.2 or later, whose
 /// 4-bit matmul saves no input: a stated release ("bitsandbytes 0.45.2",
-/// "bnb==0.43.3", "bitsandbytes>=0.44"). A bare "0.43" does not tell (0.43.0
-/// and 0.43.1 still saved it), nor does `quant_storage` (0.43.0 on).
-fn stated_bnb_0_43_2(notes: &str) -> bool {
-    stated_bnb_release(notes).is_some_and(|release| match release {
-        (0, 43, Some(patch)) => patch >= 2,
-        (0, minor, _) => minor >= 44,
-        (major, _, _) => major >= 1,
-    })
+/// "bnb==0.43.3", "bitsandbytes>=0.44"; a bare "0.43" does not tell, 0.43.0
+/// and 0.43.1 still saved it, nor does `quant_storage`, 0.43.0 on), else a
+/// stated `transformers` release that refuses older ones
+/// ([`TRANSFORMERS_REQUIRING_NEW_BNB`]).
+fn runs_bnb_0_43_2(notes: &str, transformers: Option<(u32, u32)>) -> bool {
+    match stated_bnb_release(notes) {
+        Some((0, 43, Some(patch))) => patch >= 2,
+        Some((0, minor, _)) => minor >= 44,
+        Some((major, _, _)) => major >= 1,
+        None => transformers.is_some_and(|(major, _)| major >= TRANSFORMERS_REQUIRING_NEW_BNB),
+    }
 }
 
 /// The bitsandbytes release the notes name ("bitsandbytes 0.45.2",
