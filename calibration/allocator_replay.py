@@ -72,6 +72,10 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-3-1b mistral-nemo-12b > calibration/replay-qlora-2026-12-05.csv   # bitsandbytes NF4 on the meta device
     v/bin/python calibration/allocator_replay.py --qlora-noprep-families NAME... | tail -n +2 \
         >> calibration/replay-qlora-2026-12-05.csv   # the same without prepare_model_for_kbit_training
+    v/bin/python calibration/allocator_replay.py --qlora-trl-families bloom-1b7 falcon-7b gemma-2-2b gemma-2b \
+        gemma-3-1b granite-3.0-2b llama-3.2-1b ministral-8b mistral-nemo-12b olmo-2-7b opt-1.3b phi-3-mini \
+        pythia-1.4b qwen2.5-1.5b qwen3-0.6b smollm2-360m stablelm-2-1.6b \
+        > calibration/replay-qlora-trl-2026-12-05.csv   # prepared, then TRL <= 0.21's embeddings back in bf16
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -1176,9 +1180,10 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout:
     those named in `only` (every one, without names); with `head="cls"` as two-label sequence classifiers; with
     `lora_dropout=0` the LoRA runs without dropout; with `quant` QLoRA as measure.py's `quant=4, prep=True` cases
-    run it (bitsandbytes NF4 on the meta device, `use_bnb_on_meta`), or with `prep` false without PEFT's
-    `prepare_model_for_kbit_training` (TRL's `SFTTrainer` from 0.22.0); the schema's header line first unless
-    `header` is false."""
+    run it (bitsandbytes NF4 on the meta device, `use_bnb_on_meta`), with `prep` false without PEFT's
+    `prepare_model_for_kbit_training` (TRL's `SFTTrainer` from 0.22.0), with `prep="trl"` prepared and then with
+    the embeddings and LM head put back in bf16 (TRL's `SFTTrainer` from 0.7.5 to 0.21.0, measure.py's
+    `trl_casting_to_bf16`); the schema's header line first unless `header` is false."""
     import csv
 
     import transformers
@@ -1219,7 +1224,7 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
             if lora and lora_dropout == 0:
                 kind += "-nodrop"
             if quant:
-                kind = "q" + kind + ("" if prep else "-noprep")
+                kind = "q" + kind + {True: "", False: "-noprep", "trl": "-trl"}[prep]
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
                              lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant and prep)
@@ -1250,9 +1255,13 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                              notes=r["notes"] + "; bitsandbytes 0.50.2 Linear4bit NF4 + double quant + bf16 compute "
                              "on every block linear (LM head and embeddings 16-bit); model built in bf16 then "
                              "quantized; peak counters reset after quantizing; "
-                             + ("prepare_model_for_kbit_training (unquantized parameters cast to fp32)" if prep else
-                                "no k-bit preparation (norms and embeddings left bf16, as TRL's SFTTrainer from "
-                                "0.22.0 leaves them)"))
+                             + {True: "prepare_model_for_kbit_training (unquantized parameters cast to fp32)",
+                                False: "no k-bit preparation (norms and embeddings left bf16, as TRL's SFTTrainer "
+                                       "from 0.22.0 leaves them)",
+                                "trl": "prepare_model_for_kbit_training then TRL's peft_module_casting_to_bf16 "
+                                       "(norms fp32; embeddings and LM head named as Llama's back to bf16), as "
+                                       "TRL's SFTTrainer up to 0.21.0 ran an unsharded 4-bit model under bf16=True"}
+                             [prep])
                 w.writerow(r)
             sys.stdout.flush()
 
@@ -1486,6 +1495,8 @@ def main():
         return families(measure, sys.argv[2:], quant=True)
     if sys.argv[1:2] == ["--qlora-noprep-families"]:
         return families(measure, sys.argv[2:], quant=True, prep=False)
+    if sys.argv[1:2] == ["--qlora-trl-families"]:
+        return families(measure, sys.argv[2:], quant=True, prep="trl")
     if sys.argv[1:2] == ["--no-lora-dropout"]:
         # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.
         for i, spec in enumerate(sys.argv[2:]):

@@ -587,6 +587,8 @@ def finish_build(c, model):
 
         # Checkpointing is switched on below, with use_reentrant=False.
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+        if c["prep"] == "trl":
+            trl_casting_to_bf16(model)
     if c.get("liger"):
         from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
@@ -607,6 +609,19 @@ def finish_build(c, model):
             gradient_checkpointing_kwargs={"use_reentrant": bool(c.get("ds")) or is_fsdp1(c)}, offload=c.get("offload", False)
         )
     return model
+
+
+def trl_casting_to_bf16(model):
+    """TRL's `peft_module_casting_to_bf16` as its `SFTTrainer` ran it after the k-bit preparation of an unsharded
+    4-bit model under `bf16=True`, up to 0.21.0 (`trainer/utils.py`, `sft_trainer.py` `_prepare_peft_model`): the
+    norms stay fp32, and a module named like an embedding or LM head whose weight is fp32 goes back to bf16 (by name:
+    `lm_head`, `embed_tokens`, `wte`, `wpe`). TRL itself is not installed; the function is copied."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.LayerNorm) or "norm" in name:
+            module.to(torch.float32)
+        elif any(x in name for x in ["lm_head", "embed_tokens", "wte", "wpe"]):
+            if hasattr(module, "weight") and module.weight.dtype == torch.float32:
+                module.to(torch.bfloat16)
 
 
 DS_HF_CONFIG = None
