@@ -354,6 +354,11 @@ pub const ZH: &[(&str, &str)] = &[
         "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows; it also turns checkpointing on unless told not to",
         "PEFT 把 4/8 位基座的词嵌入、归一化层和未量化的输出头转为 fp32，残差流随之变为 fp32；除非另行指定，它还会开启激活检查点",
     ),
+    ("Embeddings back in bf16 (TRL ≤ 0.21)", "词嵌入转回 bf16（TRL ≤ 0.21）"),
+    (
+        "After the preparation, TRL's SFTTrainer up to 0.21 put a 4-bit model's embeddings and LM head back in bf16 under bf16=True, leaving the norms fp32: the embeddings weigh half and the head needs no 16-bit copy; the residual stream stays fp32",
+        "预处理之后，TRL 0.21 及更早的 SFTTrainer 在 bf16=True 时把 4 位模型的词嵌入和输出头转回 bf16，归一化层仍为 fp32：词嵌入显存减半，输出头无需 16 位副本；残差流仍为 fp32",
+    ),
     ("Fused kernels (Liger / Unsloth)", "融合算子（Liger / Unsloth）"),
     (
         "Fused kernels (Liger): RMSNorm, SwiGLU, linear + cross-entropy",

@@ -2616,9 +2616,23 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             p.sharding = Sharding::Zero3;
         }
     }
+    let trl_prepares = trl_kbit_preparation(
+        plan.framework,
+        notes,
+        &plan.training,
+        stated_kbit_prep(&lower).is_some(),
+    );
+    if let Some((prep, embeddings_16bit)) = trl_prepares {
+        plan.training.kbit_fp32_prep = prep;
+        plan.training.kbit_embeddings_16bit = embeddings_16bit;
+    }
+    if lower.contains("peft_module_casting_to_bf16") {
+        plan.training.kbit_embeddings_16bit = true;
+    }
     // An unstated policy under PEFT's k-bit preparation: checkpointed, as
-    // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`).
-    if ckpt_column.is_empty() && plan.kbit_preparation_checkpoints() {
+    // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`);
+    // not under TRL, which hands it its own `gradient_checkpointing` argument.
+    if ckpt_column.is_empty() && plan.kbit_preparation_checkpoints() && trl_prepares.is_none() {
         plan.training.checkpointing = Checkpointing::Full;
     }
     Ok(plan)
@@ -2837,6 +2851,41 @@ fn stated_bucket_view(notes: &str) -> bool {
 fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
     stated_after(notes, names).map(|n| n.max(1))
 }
+
+/// What TRL's `SFTTrainer` does to a quantized model it does not shard, by
+/// the release the notes state, where they say nothing of the preparation
+/// themselves: `(kbit_fp32_prep, kbit_embeddings_16bit)`, `None` for other
+/// frameworks and unquantized bases. Read in the trl wheels: up to 0.21.0 it
+/// prepares the model (`prepare_model_for_kbit_training`; up to 0.7.1 PEFT's
+/// older `prepare_model_for_int8_training`, which upcasts alike), and from
+/// 0.7.5 it puts a 4-bit model's embeddings and LM head back in bf16 under
+/// `bf16=True` (`peft_module_casting_to_bf16`; 0.7.4 did not); from 0.22.0
+/// it prepares nothing. The sharded case (FSDP, ZeRO-3), which it leaves
+/// alone, the estimate tells apart itself. An unstated release reads as one
+/// before 0.22 (its wheel built 29 August 2025): what most published runs ran, and the reading
+/// that keeps more — the safe side, as for bitsandbytes' releases.
+fn trl_kbit_preparation(
+    framework: Framework,
+    notes: &str,
+    t: &crate::plan::TrainingSpec,
+    prep_stated: bool,
+) -> Option<(bool, bool)> {
+    let bits = t.finetune.base_bits()?;
+    if framework != Framework::Trl || bits > 8 || prep_stated {
+        return None;
+    }
+    let release = stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="]);
+    let prepares = release.is_none_or(|(major, minor, _)| (major, minor) < (0, 22));
+    let casts_back = release.is_none_or(|(major, minor, patch)| {
+        (major, minor, patch.unwrap_or(0)) >= TRL_CASTS_EMBEDDINGS_BACK
+    });
+    let bf16 = t.precision == Precision::AmpBf16;
+    Some((prepares, prepares && casts_back && bits == 4 && bf16))
+}
+
+/// The first TRL release whose `SFTTrainer` ran `peft_module_casting_to_bf16`
+/// after the k-bit preparation (absent from 0.7.4's wheel, present in 0.7.5's).
+const TRL_CASTS_EMBEDDINGS_BACK: (u32, u32, u32) = (0, 7, 5);
 
 /// What the notes (lower-cased) say of PEFT's `prepare_model_for_kbit_training`
 /// (which casts a quantized model's unquantized parameters to fp32): named,

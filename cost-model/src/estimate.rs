@@ -1119,6 +1119,51 @@ impl<'a> Ctx<'a> {
             && !self.shards_params()
     }
 
+    /// The embeddings and an unquantized LM head back in 16 bits after the
+    /// preparation, the norms left fp32
+    /// ([`crate::plan::TrainingSpec::kbit_embeddings_16bit`], TRL ≤ 0.21).
+    /// Replayed (`calibration/allocator_replay.py --qlora-trl-families`):
+    /// Llama-3.2-1B's checkpointed QLoRA allocated 1.01 GiB less than fully
+    /// prepared — its tied 262.7 M-parameter embedding at 2 bytes instead of 4
+    /// and no 16-bit cast of it for the head's matmul.
+    /// Only under autocast, as TRL casts them (`args.bf16`): without it the
+    /// fp32 norm outputs would meet a 16-bit head in a plain `F.linear`,
+    /// which refuses mixed dtypes.
+    fn kbit_embeddings_16bit(&self) -> bool {
+        self.kbit_fp32() && self.plan.training.kbit_embeddings_16bit && self.runs_autocast()
+    }
+
+    /// The prepared base's fp32 norm weights promote the norms' outputs, and
+    /// so the residual stream, to fp32: always when the preparation left the
+    /// embeddings fp32 (the stream starts fp32), and with them back in 16 bits
+    /// ([`Self::kbit_embeddings_16bit`]) only where the norm multiplies its
+    /// weight into the input's dtype (Llama's `self.weight *
+    /// hidden_states.to(input_dtype)`) — not where it scales in fp32 and casts
+    /// back (`ModelSpec::norm_fp32_affine`: Gemma's `.type_as(x)`, OLMo-2's
+    /// `.to(input_dtype)`), whose outputs follow a 16-bit stream. Replayed
+    /// (`--qlora-trl-families`): Gemma-2B, Gemma-2-2B, Gemma-3-1B without
+    /// checkpointing allocated exactly what they did unprepared (37.289,
+    /// 48.193, 26.564 GiB), 18.3, 11.5 and 16.8 % below the fp32-stream
+    /// reading.
+    fn kbit_fp32_norm_outputs(&self) -> bool {
+        self.kbit_fp32() && !(self.kbit_embeddings_16bit() && self.m.norm_fp32_affine)
+    }
+
+    /// Parameters of stage `s` outside the blocks that the preparation makes
+    /// fp32 and [`Self::kbit_embeddings_16bit`] puts back in 16 bits: the
+    /// embeddings and a head that is not quantized (not the final norm).
+    fn kbit_recast_edge_params(&self, s: u32) -> f64 {
+        if !self.kbit_embeddings_16bit() {
+            return 0.0;
+        }
+        let final_norm = if self.is_last(s) {
+            self.m.norm_params() as f64
+        } else {
+            0.0
+        };
+        (self.edge_params(s) - final_norm - self.quantized_head_params(s)).max(0.0)
+    }
+
     // ----- parameters per rank --------------------------------------------
 
     /// This context for one kind of block of the stack: the expert block
@@ -2136,8 +2181,8 @@ impl<'a> Ctx<'a> {
                 } else {
                     HALF
                 };
-                let sharded = matrices * self.sharded_matrix_bytes(base_bits)
-                    + rest * rest_bytes
+                let sharded = matrices * self.sharded_matrix_bytes(base_bits) + rest * rest_bytes
+                    - self.kbit_recast_edge_params(s) * (FP32 - HALF)
                     + (self.stage_trainable(s)
                         + self.stage_layers(s) * self.frozen_adapter_layer_params())
                         * self.trainable_weight_bytes()
@@ -2765,7 +2810,7 @@ impl<'a> Ctx<'a> {
                 } else {
                     0.0
                 };
-                let head = if self.kbit_fp32() {
+                let head = if self.kbit_fp32() && !self.kbit_embeddings_16bit() {
                     (self.lm_head_params(s) - self.quantized_head_params(s))
                         * HALF
                         * self.lm_head_calls()
@@ -3039,7 +3084,7 @@ impl<'a> Ctx<'a> {
     /// (torchtune), whose linear returns the compute dtype.
     fn quantized_outputs_in_fp32(&self) -> bool {
         self.runs_autocast()
-            && (self.kbit_fp32() || self.m.norm == Norm::LayerNorm)
+            && (self.kbit_fp32_norm_outputs() || self.m.norm == Norm::LayerNorm)
             && self.base_bits().is_some_and(|b| b <= 4)
             && !self.plan.framework.quantizes_with_torchao()
     }
@@ -4640,7 +4685,7 @@ impl<'a> Ctx<'a> {
         let prec = self.prec;
         let fp32_compute = match prec {
             Precision::Fp32 => true,
-            _ if self.kbit_fp32() || self.quantized_outputs_in_fp32() => true,
+            _ if self.kbit_fp32_norm_outputs() || self.quantized_outputs_in_fp32() => true,
             Precision::AmpFp16 | Precision::AmpBf16 => {
                 !self.shards_params()
                     && !self.master_in_optimizer()

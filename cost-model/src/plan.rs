@@ -786,6 +786,20 @@ pub struct TrainingSpec {
     /// leave the embeddings alone. Only with a quantized base.
     #[serde(default)]
     pub kbit_fp32_prep: bool,
+    /// After [`Self::kbit_fp32_prep`], the embeddings and an unquantized LM
+    /// head went back to 16 bits while the norms stayed fp32: TRL's
+    /// `SFTTrainer` up to 0.21.0 ran `peft_module_casting_to_bf16` on an
+    /// unsharded 4-bit model under `bf16=True` (trl 0.21.0
+    /// `trainer/sft_trainer.py` `_prepare_peft_model`, `trainer/utils.py`:
+    /// norms to fp32, a module named `lm_head`, `embed_tokens`, `wte` or `wpe`
+    /// whose weight is fp32 back to bf16 — by name, so GPT-NeoX's `embed_in`
+    /// and `embed_out` stay fp32 there). The fp32 norms still promote the
+    /// residual stream; the embeddings and head weigh half, and the head's
+    /// matmul needs no 16-bit cast. Only with the preparation, under
+    /// autocast (TRL casts under `bf16=True`; without autocast a 16-bit head
+    /// could not take the fp32 norm's output).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub kbit_embeddings_16bit: bool,
     /// A 4-bit NF4 base with its block scales quantized too (QLoRA's "double
     /// quantization"; bitsandbytes `bnb_4bit_use_double_quant=True`, LitGPT's
     /// `bnb.nf4-dq`): 0.127 instead of 0.5 bits of scales per weight.
@@ -1054,6 +1068,7 @@ impl Default for Plan {
                 zero_grad_set_to_none: true,
                 fused_kernels: false,
                 kbit_fp32_prep: d.kbit_fp32_prep,
+                kbit_embeddings_16bit: false,
                 nf4_double_quant: false,
                 bnb_0_43_2: false,
                 pytorch: PytorchRelease::Current,

@@ -748,6 +748,38 @@ fn qlora_replayed_holds_the_recorded_accuracy() {
     );
 }
 
+/// The replayed QLoRA of TRL's `SFTTrainer` up to 0.21 (prepared, then the
+/// embeddings and LM head put back in bf16, `peft_module_casting_to_bf16`;
+/// `calibration/allocator_replay.py --qlora-trl-families`), seventeen
+/// families: every allocated row within 2 % (Pythia's `embed_in`/`embed_out`,
+/// which TRL's names miss, stay fp32: −1.9 %). Read as fully prepared they
+/// had been over (Llama-3.2-1B +5.4 %), and Gemma's and OLMo-2's norms, which
+/// cast back to their input's dtype, over by far more when the fp32 norms
+/// were taken to promote the stream (Gemma-2B +18.3 %, Gemma-3-1B +16.8 %,
+/// OLMo-2-7B +18.5 % without checkpointing).
+#[test]
+fn qlora_trl_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-qlora-trl-2026-12-05.csv",
+        94,
+        (1.0, 8.0, -10.5),
+        |_| true,
+        (47, 2.0),
+    );
+    let (median, p90) = allocated_median_p90(&r);
+    assert!(median <= 0.5, "allocated median |error| {median} %");
+    assert!(p90 <= 1.2, "allocated p90 |error| {p90} %");
+    rows_within(
+        &r,
+        &[
+            ("llama-3.2-1b-amp-bf16-nock-b2-s2048-qlora-trl", 0.7), // +5.40 %
+            ("gemma-2b-amp-bf16-nock-b2-s2048-qlora-trl", 0.7),     // +18.28 %
+            ("gemma-3-1b-amp-bf16-nock-b2-s2048-qlora-trl", 0.7),   // +16.84 %
+            ("olmo-2-7b-amp-bf16-nock-b2-s2048-qlora-trl", 0.7),    // +18.53 %
+        ],
+    );
+}
+
 /// A reward model or a sequence classifier written as other sources write
 /// it — in the notes (TRL's `RewardTrainer`, a `*ForSequenceClassification`
 /// class, "reward model") or as the task (`reward`, `classification`,
@@ -2475,6 +2507,72 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
         (true, cost_model::plan::Checkpointing::Full)
     );
     assert!(!offload("unsloth; use_gradient_checkpointing=True").0);
+}
+
+#[test]
+fn trl_prepares_a_quantized_model_by_its_release() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Checkpointing;
+    let id = "litgpt_resource_tables_2023-10-012"; // Llama-2-7b QLoRA, one GPU
+    let read = |set: &[(&str, &str)]| {
+        let mut fields = vec![
+            ("framework", "trl"),
+            ("precision", "amp-bf16"),
+            ("activation_checkpointing", "none"),
+        ];
+        fields.extend_from_slice(set);
+        let t = case_plan(&with_fields(id, &fields), id).unwrap().training;
+        (t.kbit_fp32_prep, t.kbit_embeddings_16bit)
+    };
+    let notes = |n: &str| read(&[("notes", n)]);
+    // Up to 0.21 TRL prepares the model, and from 0.7.5 puts a 4-bit model's
+    // embeddings and head back in bf16 under bf16=True; unstated, a release
+    // before 0.22.
+    assert_eq!(notes("SFTTrainer; packed"), (true, true));
+    assert_eq!(notes("trl 0.21.0; SFTTrainer"), (true, true));
+    assert_eq!(notes("TRL 0.7.5"), (true, true));
+    assert_eq!(notes("trl==0.7.4"), (true, false));
+    assert_eq!(
+        notes("TRL 0.4.7; prepare_model_for_int8_training"),
+        (true, false)
+    );
+    // From 0.22 it prepares nothing.
+    assert_eq!(notes("TRL 0.22.1"), (false, false));
+    assert_eq!(notes("trl 1.16.0"), (false, false));
+    // The cast back is for 4-bit models under bf16 only.
+    let fp16 = read(&[("precision", "amp-fp16"), ("notes", "")]);
+    assert_eq!(fp16, (true, false));
+    let int8 = read(&[("base_weight_bits", "8"), ("notes", "")]);
+    assert_eq!(int8, (true, false));
+    // What the notes say of the preparation wins.
+    assert_eq!(notes("no prepare_model_for_kbit_training"), (false, false));
+    // Not TRL: its profile (the Trainer does not prepare).
+    let trainer = read(&[("framework", "hf-trainer"), ("notes", "")]);
+    assert_eq!(trainer, (false, false));
+    // TRL hands the preparation its own `gradient_checkpointing` argument: an
+    // empty column stays TRL's default, not PEFT's checkpointed one.
+    let ckpt = |n: &str| {
+        let set = [
+            ("framework", "trl"),
+            ("precision", "amp-bf16"),
+            ("activation_checkpointing", ""),
+            ("notes", n),
+        ];
+        case_plan(&with_fields(id, &set), id)
+            .unwrap()
+            .training
+            .checkpointing
+    };
+    assert_eq!(ckpt("TRL 0.21.0"), Checkpointing::None);
+    // Named in the notes, the cast reaches the plan whatever the framework.
+    let named = read(&[
+        ("framework", "plain-pytorch"),
+        (
+            "notes",
+            "prepare_model_for_kbit_training then peft_module_casting_to_bf16",
+        ),
+    ]);
+    assert_eq!(named, (true, true));
 }
 
 #[test]

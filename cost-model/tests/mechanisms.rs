@@ -1423,6 +1423,71 @@ fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
 }
 
 #[test]
+fn trl_puts_a_prepared_bases_embeddings_back_in_16_bits() {
+    // TRL ≤ 0.21's `peft_module_casting_to_bf16` after the preparation:
+    // Llama-3.2-1B's tied 128,256 × 2,048 embedding at 2 bytes instead of 4,
+    // and no 16-bit cast of it for the head's matmul — 2 + 2 bytes a weight
+    // (replayed: 1.01 GiB less allocated than fully prepared).
+    let qlora = |model: &str, emb16: bool| {
+        let mut p = plan(model, Precision::AmpBf16, 4, 2048);
+        p.training.finetune = Finetune::Lora {
+            rank: 16,
+            targets: LoraTargets::ALL_LINEAR,
+            base_bits: 4,
+            dropout: true,
+            variant: LoraVariant::Lora,
+        };
+        p.training.checkpointing = Checkpointing::Full;
+        p.training.kbit_fp32_prep = true;
+        p.training.kbit_embeddings_16bit = emb16;
+        p
+    };
+    let saved = (peak_alloc(&qlora("llama-3.2-1b", false))
+        - peak_alloc(&qlora("llama-3.2-1b", true)))
+        / GIB;
+    let expected = 128_256.0 * 2048.0 * 4.0 / GIB;
+    assert!(
+        (saved - expected).abs() < 0.05,
+        "saved {saved} GiB, {expected} expected"
+    );
+    // Without the preparation it means nothing, nor without autocast.
+    let mut unprepared = qlora("llama-3.2-1b", true);
+    unprepared.training.kbit_fp32_prep = false;
+    let mut unprepared_off = unprepared.clone();
+    unprepared_off.training.kbit_embeddings_16bit = false;
+    assert_eq!(peak_alloc(&unprepared), peak_alloc(&unprepared_off));
+    let mut pure = qlora("llama-3.2-1b", true);
+    pure.training.precision = Precision::Bf16;
+    let mut pure_off = pure.clone();
+    pure_off.training.kbit_embeddings_16bit = false;
+    assert_eq!(peak_alloc(&pure), peak_alloc(&pure_off));
+    // Gemma's norms scale in fp32 and cast back to their input's dtype: with
+    // the embeddings back in 16 bits the stream stays 16-bit, and the blocks
+    // keep what they keep unprepared (replayed without checkpointing: the
+    // same 26.564 GiB for Gemma-3-1B).
+    let blocks = |prep: bool, emb16: bool| {
+        let mut p = qlora("gemma-3-1b", emb16);
+        p.training.kbit_fp32_prep = prep;
+        p.training.checkpointing = Checkpointing::None;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get()
+    };
+    assert_eq!(blocks(true, true), blocks(false, false));
+    assert!(blocks(true, false) as f64 > 1.2 * blocks(true, true) as f64);
+    // Llama's norms multiply their fp32 weight into the input's dtype: the
+    // stream is fp32 either way.
+    let llama = |emb16: bool| {
+        let mut p = qlora("llama-3.2-1b", emb16);
+        p.training.checkpointing = Checkpointing::None;
+        phase(&estimate(&p).unwrap(), Phase::Forward)
+            .activations
+            .get()
+    };
+    assert_eq!(llama(true), llama(false));
+}
+
+#[test]
 fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix() {
     // The same run with bitsandbytes 0.50.2 stated: the model without the
     // saved 4-bit matmul inputs meets the measured 75.16 GiB allocated peak

@@ -120,7 +120,12 @@ use cost_model::presets::presets;
 /// them it gave 0xeae8_8b7e_93bd_e020. Version 38 was recorded with the
 /// file's rows without the k-bit preparation added, and re-recorded when
 /// the file gained its held-out eager rows (Gemma-2-2B, BLOOM-1b7; no
-/// estimate moved: before them the set gave 0x613a_3dc5_7f88_dbb0).
+/// estimate moved: before them the set gave 0x613a_3dc5_7f88_dbb0). It was
+/// re-recorded in the forty-sixth session for `training.kbit_embeddings_16bit`
+/// (TRL ≤ 0.21's embeddings back in bf16, off in every saved plan) and the
+/// replayed TRL QLoRA added to the set (calibration/replay-qlora-trl-2026-12-05);
+/// without the file the set still gave 0x35dc_8276_d4be_6430, and every
+/// calibration report was byte-identical.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -158,7 +163,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (35, 0xe333_1ae0_24d2_02b8),
     (36, 0x8f96_17e7_152a_f093),
     (37, 0x485a_eccf_462f_7494),
-    (38, 0x35dc_8276_d4be_6430),
+    (38, 0x33e9_ffff_240a_eba8),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -215,6 +220,7 @@ fn project_plans() -> Vec<Plan> {
         "replay-classifiers-2026-12-05.csv",
         "replay-lora-nodropout-2026-12-05.csv",
         "replay-qlora-2026-12-05.csv",
+        "replay-qlora-trl-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));

@@ -401,6 +401,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows; it also turns checkpointing on unless told not to",
                     Kind::Check,
                 ),
+                (
+                    "emb16",
+                    "Embeddings back in bf16 (TRL ≤ 0.21)",
+                    "After the preparation, TRL's SFTTrainer up to 0.21 put a 4-bit model's embeddings and LM head back in bf16 under bf16=True, leaving the norms fp32: the embeddings weigh half and the head needs no 16-bit copy; the residual stream stays fp32",
+                    Kind::Check,
+                ),
             ],
         ),
     ]
