@@ -2855,7 +2855,10 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
 /// What TRL's `SFTTrainer` does to a quantized model it does not shard, by
 /// the release the notes state, where they say nothing of the preparation
 /// themselves: `(kbit_fp32_prep, kbit_embeddings_16bit)`, `None` for other
-/// frameworks and unquantized bases. Read in the trl wheels: up to 0.21.0 it
+/// frameworks and unquantized bases. TRL's rows are the framework's, or the
+/// Trainer's with TRL's trainers named in the notes (the schema has no `trl`
+/// value, and TRL's trainers subclass transformers' `Trainer`: PEFT's QLoRA
+/// guides' rows read "hf-trainer" and "TRL SFTTrainer"). Read in the trl wheels: up to 0.21.0 it
 /// prepares the model (`prepare_model_for_kbit_training`; up to 0.7.1 PEFT's
 /// older `prepare_model_for_int8_training`, which upcasts alike), and from
 /// 0.7.5 it puts a 4-bit model's embeddings and LM head back in bf16 under
@@ -2871,7 +2874,9 @@ fn trl_kbit_preparation(
     prep_stated: bool,
 ) -> Option<(bool, bool)> {
     let bits = t.finetune.base_bits()?;
-    if framework != Framework::Trl || bits > 8 || prep_stated {
+    let trl = framework == Framework::Trl
+        || (framework == Framework::HfTrainer && names_tool(notes, &TRL_NAMES));
+    if !trl || bits > 8 || prep_stated {
         return None;
     }
     let release = stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="]);
@@ -3202,22 +3207,22 @@ fn other_framework(notes: &str) -> Option<Framework> {
         (&["llama-factory", "llamafactory"], Framework::LlamaFactory),
         (&["ms-swift"], Framework::MsSwift),
         (&["axolotl"], Framework::Axolotl),
-        (
-            &[
-                "trl",
-                "sfttrainer",
-                "dpotrainer",
-                "grpotrainer",
-                "ktotrainer",
-            ],
-            Framework::Trl,
-        ),
+        (&TRL_NAMES, Framework::Trl),
     ];
     TOOLS
         .iter()
         .find(|(names, _)| names_tool(notes, names))
         .map(|(_, f)| *f)
 }
+
+/// TRL and its trainers, as notes name them (whole words, lower-cased).
+const TRL_NAMES: [&str; 5] = [
+    "trl",
+    "sfttrainer",
+    "dpotrainer",
+    "grpotrainer",
+    "ktotrainer",
+];
 
 /// The notes (lower-cased) name a fused linear + cross-entropy: Apple's Cut
 /// Cross-Entropy (axolotl's `CutCrossEntropyPlugin`, Unsloth), or Liger's by

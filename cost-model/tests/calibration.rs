@@ -2549,6 +2549,15 @@ fn trl_prepares_a_quantized_model_by_its_release() {
     // Not TRL: its profile (the Trainer does not prepare).
     let trainer = read(&[("framework", "hf-trainer"), ("notes", "")]);
     assert_eq!(trainer, (false, false));
+    // The Trainer's column with TRL's trainers named: TRL's (the schema has
+    // no `trl` value; PEFT's QLoRA guides' rows are written so).
+    let named_trl = read(&[
+        ("framework", "hf-trainer"),
+        ("notes", "TRL SFTTrainer; packed"),
+    ]);
+    assert_eq!(named_trl, (true, true));
+    let controlled = read(&[("framework", "hf-trainer"), ("notes", "control run")]);
+    assert_eq!(controlled, (false, false));
     // TRL hands the preparation its own `gradient_checkpointing` argument: an
     // empty column stays TRL's default, not PEFT's checkpointed one.
     let ckpt = |n: &str| {
