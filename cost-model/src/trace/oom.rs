@@ -6,6 +6,9 @@
 //!   Including non-PyTorch memory, this process has M memory in use. Of the allocated memory A is allocated
 //!   by PyTorch, and U is reserved by PyTorch but unallocated.` (PyTorch ≥ 2.1, also `capacty`, HIP).
 //!
+//! - `Allocation was preemptively rejected because it would exceed per_process_memory_fraction limit.
+//!   Requested size: X. …` (PyTorch 2.15's `raw_alloc` under a memory fraction).
+//!
 //! - `MPS backend out of memory (MPS allocated: A, other allocations: O, max allowed: M). Tried to
 //!   allocate X on private pool.` (Apple silicon).
 //!
@@ -55,12 +58,19 @@ pub const RETOLD_WITHIN: u64 = 40;
 /// Lines a wrapped message may run over after its first.
 const OOM_WRAPPED_LINES: usize = 8;
 
+/// The message names the request: `Tried to allocate X`, or PyTorch 2.15's
+/// `Requested size: X` when a memory fraction rejects an allocation before it
+/// is tried.
+fn names_request(buf: &str) -> bool {
+    buf.contains("Tried to allocate") || buf.contains("Requested size:")
+}
+
 /// The message is complete once it names its allocator figures or its fix.
 fn complete(buf: &str) -> bool {
     buf.contains("reserved in total by PyTorch")
         || buf.contains("but unallocated")
         || buf.contains("cached)")
-        || !buf.contains("Tried to allocate")
+        || !names_request(buf)
 }
 
 /// Finds every OOM message in `text`.
@@ -90,11 +100,11 @@ pub fn parse(text: &str) -> Vec<OomEvent> {
             {
                 break;
             }
-            let more = if buf.contains("Tried to allocate") {
+            let more = if names_request(&buf) {
                 !complete(&buf)
             } else {
                 // "… out of memory. Tried to" / "allocate 2.00 MiB. …"
-                format!("{} {}", buf.trim_end(), next_t).contains("Tried to allocate")
+                names_request(&format!("{} {}", buf.trim_end(), next_t))
             };
             if !more {
                 break;
@@ -146,6 +156,7 @@ fn event(buf: &str, line: u64) -> OomEvent {
     // 1.53GiB`) name the request too.
     let tried = after(buf, "Tried to allocate ")
         .or_else(|| after(buf, "trying to allocate "))
+        .or_else(|| after(buf, "Requested size: "))
         .and_then(|r| {
             first_size_mib(r).or_else(|| {
                 r.split_whitespace()
@@ -219,6 +230,22 @@ mod tests {
         assert_eq!(e.gpu, Some(1));
         assert_eq!(e.tried_to_allocate_mib, Some(2048.0));
         assert_eq!(e.reserved_by_pytorch_mib, Some(73.0 * 1024.0));
+    }
+
+    #[test]
+    fn a_request_a_memory_fraction_rejects_and_private_pools() {
+        // PyTorch 2.15 (libc10_cuda.so's message pieces): a request the
+        // per-process memory fraction rejects before trying it, wrapped.
+        let text = "torch.OutOfMemoryError: CUDA out of memory. Allocation was preemptively rejected because it would exceed\nper_process_memory_fraction limit. Requested size: 4.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which\n30.02 GiB is free. Of the allocated memory 45.00 GiB is allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.";
+        let e = &parse(text)[0];
+        assert_eq!(e.tried_to_allocate_mib, Some(4096.0));
+        assert_eq!(e.free_mib, Some(30.02 * 1024.0));
+        assert_eq!(e.reserved_by_pytorch_mib, Some(48.5 * 1024.0));
+        // Private pools (CUDA Graphs) are inside the allocated figure.
+        let graphs = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.21 GiB is free. Process 3123 has 77.97 GiB memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, with 2.50 GiB allocated in private pools (e.g., CUDA Graphs), and 5.00 GiB is reserved by PyTorch but unallocated.";
+        let e = &parse(graphs)[0];
+        assert_eq!(e.allocated_by_pytorch_mib, Some(70.0 * 1024.0));
+        assert_eq!(e.reserved_by_pytorch_mib, Some(75.0 * 1024.0));
     }
 
     #[test]
