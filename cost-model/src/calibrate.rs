@@ -2858,15 +2858,18 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
 /// frameworks and unquantized bases. TRL's rows are the framework's, or the
 /// Trainer's with TRL's trainers named in the notes (the schema has no `trl`
 /// value, and TRL's trainers subclass transformers' `Trainer`: PEFT's QLoRA
-/// guides' rows read "hf-trainer" and "TRL SFTTrainer"). Read in the trl wheels: up to 0.21.0 it
-/// prepares the model (`prepare_model_for_kbit_training`; up to 0.7.1 PEFT's
-/// older `prepare_model_for_int8_training`, which upcasts alike), and from
-/// 0.7.5 it puts a 4-bit model's embeddings and LM head back in bf16 under
+/// guides' rows read "hf-trainer" and "TRL SFTTrainer").
+///
+/// Read in the trl wheels: up to 0.21.0 it prepares the model
+/// (`prepare_model_for_kbit_training`; up to 0.7.1 PEFT's older
+/// `prepare_model_for_int8_training`, which upcasts alike), and from 0.7.5 it
+/// puts a 4-bit model's embeddings and LM head back in bf16 under
 /// `bf16=True` (`peft_module_casting_to_bf16`; 0.7.4 did not); from 0.22.0
 /// it prepares nothing. The sharded case (FSDP, ZeRO-3), which it leaves
 /// alone, the estimate tells apart itself. An unstated release reads as one
-/// before 0.22 (its wheel built 29 August 2025): what most published runs ran, and the reading
-/// that keeps more — the safe side, as for bitsandbytes' releases.
+/// before 0.22 (its wheel built 29 August 2025): what most published runs
+/// ran, and the reading that keeps more — the safe side, as for
+/// bitsandbytes' releases.
 fn trl_kbit_preparation(
     framework: Framework,
     notes: &str,

@@ -1126,6 +1126,7 @@ impl<'a> Ctx<'a> {
     /// Llama-3.2-1B's checkpointed QLoRA allocated 1.01 GiB less than fully
     /// prepared — its tied 262.7 M-parameter embedding at 2 bytes instead of 4
     /// and no 16-bit cast of it for the head's matmul.
+    ///
     /// Only under autocast, as TRL casts them (`args.bf16`): without it the
     /// fp32 norm outputs would meet a 16-bit head in a plain `F.linear`,
     /// which refuses mixed dtypes.
