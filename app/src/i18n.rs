@@ -354,6 +354,11 @@ pub const ZH: &[(&str, &str)] = &[
         "PEFT casts the embeddings, norms and unquantized head of a 4/8-bit base to fp32, and the residual stream follows; it also turns checkpointing on unless told not to",
         "PEFT 把 4/8 位基座的词嵌入、归一化层和未量化的输出头转为 fp32，残差流随之变为 fp32；除非另行指定，它还会开启激活检查点",
     ),
+    ("16-bit adapters", "16 位适配器"),
+    (
+        "Adapter weights, gradients and optimizer states in the run's 16-bit dtype instead of PEFT's fp32 (autocast_adapter_dtype=False; TRL from 0.26 for a quantized base, and for sharded QLoRA): no fp32 copy of each adapter's input either",
+        "适配器的权重、梯度和优化器状态使用训练的 16 位数据类型，而不是 PEFT 默认的 fp32（autocast_adapter_dtype=False；TRL 0.26 起的量化基座，以及分片的 QLoRA）：也不再保留每个适配器输入的 fp32 副本",
+    ),
     ("Embeddings back in bf16 (TRL ≤ 0.21)", "词嵌入转回 bf16（TRL ≤ 0.21）"),
     (
         "After the preparation, TRL's SFTTrainer up to 0.21 put a 4-bit model's embeddings and LM head back in bf16 under bf16=True, leaving the norms fp32: the embeddings weigh half and the head needs no 16-bit copy; the residual stream stays fp32",

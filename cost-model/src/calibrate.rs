@@ -2629,6 +2629,13 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if lower.contains("peft_module_casting_to_bf16") {
         plan.training.kbit_embeddings_16bit = true;
     }
+    plan.training.adapters_16bit = lower.contains("autocast_adapter_dtype=false")
+        || trl_adapters_16bit(
+            plan.framework,
+            notes,
+            &plan.training,
+            plan.parallel.sharding,
+        );
     // An unstated policy under PEFT's k-bit preparation: checkpointed, as
     // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`);
     // not under TRL, which hands it its own `gradient_checkpointing` argument.
@@ -2877,9 +2884,7 @@ fn trl_kbit_preparation(
     prep_stated: bool,
 ) -> Option<(bool, bool)> {
     let bits = t.finetune.base_bits()?;
-    let trl = framework == Framework::Trl
-        || (framework == Framework::HfTrainer && names_tool(notes, &TRL_NAMES));
-    if !trl || bits > 8 || prep_stated {
+    if !runs_trl(framework, notes) || bits > 8 || prep_stated {
         return None;
     }
     let release = stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="]);
@@ -2894,6 +2899,51 @@ fn trl_kbit_preparation(
 /// The first TRL release whose `SFTTrainer` ran `peft_module_casting_to_bf16`
 /// after the k-bit preparation (absent from 0.7.4's wheel, present in 0.7.5's).
 const TRL_CASTS_EMBEDDINGS_BACK: (u32, u32, u32) = (0, 7, 5);
+
+/// The row runs TRL's trainers: the framework's, or the Trainer's with TRL's
+/// trainers named in the notes ([`trl_kbit_preparation`]).
+fn runs_trl(framework: Framework, notes: &str) -> bool {
+    framework == Framework::Trl
+        || (framework == Framework::HfTrainer && names_tool(notes, &TRL_NAMES))
+}
+
+/// Whether TRL's `SFTTrainer`, by the release the notes state, keeps the
+/// adapters in 16 bits ([`crate::plan::TrainingSpec::adapters_16bit`]); read
+/// in the trl wheels: 0.7.5–0.8.6's `peft_module_casting_to_bf16` casts every
+/// `BaseTunerLayer` of an unsharded 4-bit model under `bf16=True` (gone from
+/// 0.9.2); from 0.9.2 a sharded 4-bit model's adapters are made with
+/// `autocast_adapter_dtype=False`, in the bf16 its storage is; from 0.26 a
+/// quantized model's trainable parameters are cast to bf16; from 1.13 ZeRO-3
+/// over a 16-bit model gets `autocast_adapter_dtype=False` too. An unstated
+/// release keeps PEFT's fp32, which keeps more.
+fn trl_adapters_16bit(
+    framework: Framework,
+    notes: &str,
+    t: &crate::plan::TrainingSpec,
+    sharding: Sharding,
+) -> bool {
+    let Some(bits) = t.finetune.base_bits() else {
+        return false;
+    };
+    if !runs_trl(framework, notes) || t.precision == Precision::Fp32 {
+        return false;
+    }
+    let Some((major, minor, patch)) =
+        stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="])
+    else {
+        return false;
+    };
+    let v = (major, minor, patch.unwrap_or(0));
+    let sharded = sharding.shards_params();
+    match bits {
+        4 if sharded => v >= (0, 9, 2),
+        4 if (TRL_CASTS_EMBEDDINGS_BACK..(0, 9, 0)).contains(&v) => {
+            t.precision == Precision::AmpBf16
+        }
+        b if b <= 8 => v >= (0, 26, 0),
+        _ => sharding == Sharding::Zero3 && v >= (1, 13, 0),
+    }
+}
 
 /// What the notes (lower-cased) say of PEFT's `prepare_model_for_kbit_training`
 /// (which casts a quantized model's unquantized parameters to fp32): named,

@@ -1645,13 +1645,20 @@ impl<'a> Ctx<'a> {
     /// Bytes of a trainable weight as stored: fp32 under fp32/AMP (PyTorch AMP
     /// keeps fp32 parameters, DESIGN.md §3), 16-bit for pure 16-bit and for
     /// DeepSpeed/Megatron mixed precision (ZeRO paper: 2Ψ).
+    ///
+    /// Adapters stated 16-bit ([`crate::plan::TrainingSpec::adapters_16bit`])
+    /// are 2 bytes in any precision but fp32.
     fn trainable_weight_bytes(&self) -> f64 {
         let prec = self.prec;
         if self.base_bits().is_some()
-            && self.peft_adapters_fp32()
             && self.adapter_method() != Some(AdapterMethod::OsfReconstruct)
         {
-            return FP32;
+            if self.plan.training.adapters_16bit && prec != Precision::Fp32 {
+                return HALF;
+            }
+            if self.peft_adapters_fp32() {
+                return FP32;
+            }
         }
         if prec == Precision::Fp32 || (prec.fp32_weights() && !self.master_in_optimizer()) {
             FP32

@@ -800,6 +800,18 @@ pub struct TrainingSpec {
     /// could not take the fp32 norm's output).
     #[serde(default, skip_serializing_if = "is_false")]
     pub kbit_embeddings_16bit: bool,
+    /// The adapters' weights (and so their gradients and optimizer states)
+    /// are kept in the run's 16-bit dtype, not in the fp32 PEFT gives them by
+    /// default (`autocast_adapter_dtype=True`, PEFT ≥ 0.12): PEFT's
+    /// `get_peft_model(..., autocast_adapter_dtype=False)`, as TRL's
+    /// `SFTTrainer` calls it for a sharded 4-bit model (0.9.2 on) and for
+    /// ZeRO-3 over a 16-bit one (1.13 on); TRL from 0.26 casting a quantized
+    /// model's trainable parameters to bf16 (`param.data.to(torch.bfloat16)`),
+    /// and 0.7.5–0.8.6 every `BaseTunerLayer` under `bf16=True`. The adapters
+    /// then keep no fp32 cast of their input. Only with adapters, in a 16-bit
+    /// or mixed precision; off by default (fp32 keeps more).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub adapters_16bit: bool,
     /// A 4-bit NF4 base with its block scales quantized too (QLoRA's "double
     /// quantization"; bitsandbytes `bnb_4bit_use_double_quant=True`, LitGPT's
     /// `bnb.nf4-dq`): 0.127 instead of 0.5 bits of scales per weight.
@@ -1069,6 +1081,7 @@ impl Default for Plan {
                 fused_kernels: false,
                 kbit_fp32_prep: d.kbit_fp32_prep,
                 kbit_embeddings_16bit: false,
+                adapters_16bit: false,
                 nf4_double_quant: false,
                 bnb_0_43_2: false,
                 pytorch: PytorchRelease::Current,

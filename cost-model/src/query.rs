@@ -452,7 +452,7 @@ const MODEL_FLAGS: [(&str, Flag); 16] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 13] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 14] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -463,6 +463,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 13] = [
     ("grad_none", |t| &mut t.zero_grad_set_to_none),
     ("kbit32", |t| &mut t.kbit_fp32_prep),
     ("emb16", |t| &mut t.kbit_embeddings_16bit),
+    ("ad16", |t| &mut t.adapters_16bit),
     ("dq", |t| &mut t.nf4_double_quant),
     ("bnb432", |t| &mut t.bnb_0_43_2),
     ("sync_each", |t| &mut t.sync_each_batch),

@@ -2585,6 +2585,69 @@ fn trl_prepares_a_quantized_model_by_its_release() {
 }
 
 #[test]
+fn trl_keeps_the_adapters_in_16_bits_by_its_release() {
+    use cost_model::calibrate::case_plan;
+    let id = "litgpt_resource_tables_2023-10-012"; // Llama-2-7b QLoRA, one GPU
+    let read = |set: &[(&str, &str)]| {
+        let mut fields = vec![
+            ("framework", "hf-trainer"),
+            ("precision", "amp-bf16"),
+            ("activation_checkpointing", "full"),
+        ];
+        fields.extend_from_slice(set);
+        case_plan(&with_fields(id, &fields), id)
+            .unwrap()
+            .training
+            .adapters_16bit
+    };
+    let notes = |n: &str| read(&[("notes", n)]);
+    // Unstated: PEFT's fp32, which keeps more; and not TRL: PEFT's fp32.
+    assert!(!notes("TRL SFTTrainer; packed"));
+    assert!(!read(&[
+        ("framework", "plain-pytorch"),
+        ("notes", "trl 1.16.0")
+    ]));
+    // From 0.26 a quantized model's trainable parameters go to bf16.
+    assert!(notes("TRL 0.26.0 SFTTrainer"));
+    assert!(notes("trl==1.16.0"));
+    assert!(!notes("TRL 0.25.1"));
+    // 0.7.5–0.8.6 cast every LoRA layer under bf16=True; 0.9.2 did not.
+    assert!(notes("TRL 0.8.6"));
+    assert!(!notes("TRL 0.9.2"));
+    assert!(!read(&[("precision", "amp-fp16"), ("notes", "TRL 0.8.6")]));
+    // A sharded 4-bit model's adapters are made in its storage dtype from 0.9.2.
+    let sharded = |n: &str| {
+        read(&[
+            ("num_gpus", "2"),
+            ("sharding", "fsdp-full"),
+            ("precision", "bf16"),
+            ("notes", n),
+        ])
+    };
+    assert!(sharded("TRL 0.9.2; FSDP QLoRA"));
+    assert!(!sharded("TRL 0.8.6; FSDP QLoRA"));
+    assert!(!sharded("TRL SFTTrainer; FSDP QLoRA"));
+    // ZeRO-3 over a 16-bit base from 1.13.
+    let zero3 = |n: &str| {
+        read(&[
+            ("task", "lora"),
+            ("base_weight_bits", "16"),
+            ("num_gpus", "8"),
+            ("sharding", "zero3"),
+            ("notes", n),
+        ])
+    };
+    assert!(zero3("TRL 1.13.0"));
+    assert!(!zero3("TRL 1.12.0"));
+    // Said in the notes, whatever the framework.
+    let stated = read(&[
+        ("framework", "plain-pytorch"),
+        ("notes", "get_peft_model with autocast_adapter_dtype=False"),
+    ]);
+    assert!(stated);
+}
+
+#[test]
 fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
     use cost_model::calibrate::case_plan;
     use cost_model::plan::PipelineSchedule;

@@ -1488,6 +1488,54 @@ fn trl_puts_a_prepared_bases_embeddings_back_in_16_bits() {
 }
 
 #[test]
+fn adapters_kept_in_16_bits_weigh_half_and_keep_no_fp32_input_cast() {
+    // QLoRA Llama-3.1-8B r16 on every linear, bf16 autocast: PEFT's fp32
+    // adapters (4 + 4 + 8 bytes a parameter with AdamW) against 16-bit ones
+    // (2 + 2 + 4), and without autocast the fp32 cast of each adapter's input.
+    let qlora = |precision: Precision, ad16: bool| {
+        let mut p = plan("llama-3.1-8b", precision, 4, 2048);
+        p.training.finetune = Finetune::Lora {
+            rank: 16,
+            targets: LoraTargets::ALL_LINEAR,
+            base_bits: 4,
+            dropout: false,
+            variant: LoraVariant::Lora,
+        };
+        p.training.checkpointing = Checkpointing::None;
+        p.training.adapters_16bit = ad16;
+        p
+    };
+    let e = |p: &Plan| estimate(p).unwrap();
+    let (fp32, bf16) = (
+        e(&qlora(Precision::AmpBf16, false)),
+        e(&qlora(Precision::AmpBf16, true)),
+    );
+    let trainable = fp32.trainable_params as f64;
+    let step = |r: &cost_model::estimate::Estimate| {
+        let b = phase(r, Phase::Step);
+        (b.weights.get() + b.gradients.get() + b.optimizer.get()) as f64
+    };
+    let saved = step(&fp32) - step(&bf16);
+    assert!(
+        (saved / trainable - 8.0).abs() < 0.2,
+        "{} bytes a trainable parameter",
+        saved / trainable
+    );
+    // Pure bf16: PEFT's fp32 adapters cast their 16-bit input, 16-bit ones do not.
+    let acts = |ad16: bool| {
+        phase(&e(&qlora(Precision::Bf16, ad16)), Phase::Forward)
+            .activations
+            .get()
+    };
+    assert!(acts(true) < acts(false));
+    // In fp32 there is no 16-bit dtype to keep them in.
+    assert_eq!(
+        peak_alloc(&qlora(Precision::Fp32, true)),
+        peak_alloc(&qlora(Precision::Fp32, false))
+    );
+}
+
+#[test]
 fn bitsandbytes_0_43_2_keeps_no_input_of_a_frozen_4bit_matrix() {
     // The same run with bitsandbytes 0.50.2 stated: the model without the
     // saved 4-bit matmul inputs meets the measured 75.16 GiB allocated peak

@@ -378,6 +378,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ),
                 ("lora_dropout", "LoRA dropout", "With dropout each adapter keeps a dropped-out copy of its input and a mask", Kind::Check),
                 (
+                    "ad16",
+                    "16-bit adapters",
+                    "Adapter weights, gradients and optimizer states in the run's 16-bit dtype instead of PEFT's fp32 (autocast_adapter_dtype=False; TRL from 0.26 for a quantized base, and for sharded QLoRA): no fp32 copy of each adapter's input either",
+                    Kind::Check,
+                ),
+                (
                     "bits",
                     "Base weight bits",
                     "Frozen base: 16-bit, 8-bit or 4-bit NF4",
