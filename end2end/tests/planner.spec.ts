@@ -556,6 +556,25 @@ test("bitsandbytes ≥ 0.43.2: the checkbox and the URL key agree, and a pure-bf
   await expect.poll(used).toBeLessThan(usedBefore);
 });
 
+test("embeddings back in bf16 (TRL ≤ 0.21): the checkbox and the URL key agree, and a prepared base's embedding weighs half", async ({ page }, info) => {
+  // PEFT's QLoRA recipe on Llama-3.2-1B under bf16 autocast: the preparation
+  // leaves the tied 128,256 × 2,048 embedding fp32; TRL up to 0.21 put it back
+  // in bf16, and the head's matmul then needs no 16-bit copy of it (0.98 GiB).
+  const plan =
+    "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=4&seq=2048&ft=qlora&rank=16&bits=4&targets=all-linear";
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "emb16", true, "emb16=1", "row-weights");
+  await expect.poll(used).toBeLessThan(usedBefore - 0.8);
+});
+
+test("16-bit adapters: the checkbox and the URL key agree, and the adapters' states weigh half", async ({ page }, info) => {
+  // QLoRA r64 on every linear of Llama-3.1-8B: 168 M adapter parameters, whose
+  // AdamW states go from fp32 (8 bytes) to bf16 (4 bytes), 0.6 GiB less.
+  const plan =
+    "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=1&seq=1024&ft=qlora&rank=64&bits=4&targets=all-linear";
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "ad16", true, "ad16=1", "row-optimizer");
+  await expect.poll(used).toBeLessThan(usedBefore - 0.5);
+});
+
 test("PyTorch release: the select and the URL key agree, and the releases that kept more keep more", async ({ page }, info) => {
   // BERT-large in fp32 with eager attention, 4 × 512: up to 1.10 softmax kept
   // its input, one more fp32 tensor of 16 · 512² scores in each of 24 blocks
