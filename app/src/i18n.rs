@@ -356,8 +356,8 @@ pub const ZH: &[(&str, &str)] = &[
     ),
     ("16-bit adapters", "16 位适配器"),
     (
-        "Adapter weights, gradients and optimizer states in the run's 16-bit dtype instead of PEFT's fp32 (autocast_adapter_dtype=False; TRL from 0.26 for a quantized base, and for sharded QLoRA): no fp32 copy of each adapter's input either",
-        "适配器的权重、梯度和优化器状态使用训练的 16 位数据类型，而不是 PEFT 默认的 fp32（autocast_adapter_dtype=False；TRL 0.26 起的量化基座，以及分片的 QLoRA）：也不再保留每个适配器输入的 fp32 副本",
+        "Adapter weights, gradients and optimizer states in the run's 16-bit dtype instead of PEFT's fp32 (autocast_adapter_dtype=False; TRL's default for a quantized base from 0.26, and for sharded QLoRA): no fp32 copy of each adapter's input either",
+        "适配器的权重、梯度和优化器状态使用训练的 16 位数据类型，而不是 PEFT 默认的 fp32（autocast_adapter_dtype=False；TRL 0.26 起对量化基座的默认做法，以及分片的 QLoRA）：也不再保留每个适配器输入的 fp32 副本",
     ),
     ("Embeddings back in bf16 (TRL ≤ 0.21)", "词嵌入转回 bf16（TRL ≤ 0.21）"),
     (

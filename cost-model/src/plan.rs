@@ -1192,6 +1192,19 @@ impl Plan {
             *dropout = d.lora_dropout;
         }
         self.training.dropout = self.default_dropout();
+        self.training.adapters_16bit = self.default_adapters_16bit();
+    }
+
+    /// Whether the plan's adapters are 16-bit unless it says otherwise
+    /// ([`TrainingSpec::adapters_16bit`]): TRL's, over a quantized base — its
+    /// `SFTTrainer` casts a 4/8-bit model's trainable parameters to bf16 from
+    /// 0.26 (`param.data = param.data.to(torch.bfloat16)`, trl 0.26.0 to
+    /// 1.16.0 `trainer/sft_trainer.py`; 0.22–0.25 kept PEFT's fp32). Like the
+    /// checkpointing policy it depends on more than the framework, so a
+    /// planner URL re-seeds an absent `ad16` once the plan is read.
+    pub fn default_adapters_16bit(&self) -> bool {
+        self.framework == Framework::Trl
+            && self.training.finetune.base_bits().is_some_and(|b| b <= 8)
     }
 
     /// Whether the plan's blocks drop out unless it says otherwise: when the

@@ -250,6 +250,11 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
     }
+    // The adapters' dtype follows the framework and the base's bits unless
+    // set after them ([`Plan::default_adapters_16bit`]).
+    if matches!(key, "fw" | "ft" | "bits") {
+        pairs.retain(|(k, _)| k != "ad16");
+    }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
     let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
@@ -603,6 +608,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     );
     let (mut tc, mut dc) = (t.clone(), dt.clone()); // the accessors take `&mut`
     dc.dropout = plan.default_dropout(); // what decoding seeds for this model
+    dc.adapters_16bit = plan.default_adapters_16bit(); // re-seeded once the plan is read
     for (k, flag) in TRAINING_FLAGS {
         let (a, b) = (*flag(&mut tc), *flag(&mut dc));
         put(k, (a as u8).to_string(), (b as u8).to_string());
@@ -1062,6 +1068,10 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     // default plan's, so an absent `ckpt` is re-seeded from the plan as read.
     if get("ckpt").is_none() {
         plan.training.checkpointing = plan.default_checkpointing();
+    }
+    // Likewise the adapters' dtype (TRL's over a quantized base).
+    if get("ad16").is_none() {
+        plan.training.adapters_16bit = plan.default_adapters_16bit();
     }
     Ok(plan)
 }
@@ -1663,6 +1673,35 @@ mod apply_tests {
         assert_eq!(q.training.checkpointing, Checkpointing::None);
         assert_eq!(decode_str(&encode(&q)).unwrap(), q);
         assert!(encode(&q).contains("ckpt=none"), "{}", encode(&q));
+    }
+
+    /// TRL keeps a quantized base's adapters in bf16 (0.26 on): under TRL a
+    /// 4- or 8-bit base has 16-bit adapters unless the URL says otherwise,
+    /// and a change of framework, method or bits re-seeds them.
+    #[test]
+    fn trl_keeps_a_quantized_bases_adapters_in_16_bits_by_default() {
+        let ad16 = |q: &str| decode_str(q).unwrap().training.adapters_16bit;
+        assert!(ad16("fw=trl&ft=qlora&bits=4"));
+        assert!(ad16("fw=trl&ft=qlora&bits=8"));
+        assert!(!ad16("fw=trl&ft=lora&bits=16"));
+        assert!(!ad16("fw=trl&ft=qlora&bits=4&ad16=0"));
+        assert!(!ad16("fw=peft&ft=qlora&bits=4"));
+        assert!(ad16("fw=peft&ft=qlora&bits=4&ad16=1"));
+        // The default leaves the URL; a choice against it stays in it.
+        let trl = decode_str("fw=trl&ft=qlora&bits=4").unwrap();
+        assert!(!encode(&trl).contains("ad16"), "{}", encode(&trl));
+        let off = decode_str("fw=trl&ft=qlora&bits=4&ad16=0").unwrap();
+        assert!(encode(&off).contains("ad16=0"));
+        assert_eq!(decode_str(&encode(&off)).unwrap(), off);
+        // In the form: the bits, the method or the framework re-seed it.
+        let lora = decode_str("fw=trl&ft=lora&bits=16").unwrap();
+        assert!(apply(&lora, "bits", "4").unwrap().training.adapters_16bit);
+        assert!(!apply(&trl, "bits", "16").unwrap().training.adapters_16bit);
+        assert!(!apply(&trl, "fw", "peft").unwrap().training.adapters_16bit);
+        let peft = decode_str("fw=peft&ft=qlora&bits=4").unwrap();
+        assert!(apply(&peft, "fw", "trl").unwrap().training.adapters_16bit);
+        // Any other change keeps the user's choice.
+        assert!(!apply(&off, "mb", "2").unwrap().training.adapters_16bit);
     }
 
     #[test]

@@ -380,7 +380,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "ad16",
                     "16-bit adapters",
-                    "Adapter weights, gradients and optimizer states in the run's 16-bit dtype instead of PEFT's fp32 (autocast_adapter_dtype=False; TRL from 0.26 for a quantized base, and for sharded QLoRA): no fp32 copy of each adapter's input either",
+                    "Adapter weights, gradients and optimizer states in the run's 16-bit dtype instead of PEFT's fp32 (autocast_adapter_dtype=False; TRL's default for a quantized base from 0.26, and for sharded QLoRA): no fp32 copy of each adapter's input either",
                     Kind::Check,
                 ),
                 (
