@@ -204,9 +204,10 @@ pub fn value_of(plan: &Plan, key: &str) -> Option<String> {
 
 /// The keys whose values a framework's profile decides: a change of framework
 /// re-seeds them (in the planner's form, hydrated or not).
-const SEEDED_BY_FRAMEWORK: [&str; 9] = [
+const SEEDED_BY_FRAMEWORK: [&str; 10] = [
     "loss",
     "ckpt",
+    "ad16",
     "opt_impl",
     "upcast",
     "lora_dropout",
@@ -249,11 +250,6 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     }
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
-    }
-    // The adapters' dtype follows the framework and the base's bits unless
-    // set after them ([`Plan::default_adapters_16bit`]).
-    if matches!(key, "fw" | "ft" | "bits") {
-        pairs.retain(|(k, _)| k != "ad16");
     }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
@@ -1693,14 +1689,18 @@ mod apply_tests {
         let off = decode_str("fw=trl&ft=qlora&bits=4&ad16=0").unwrap();
         assert!(encode(&off).contains("ad16=0"));
         assert_eq!(decode_str(&encode(&off)).unwrap(), off);
-        // In the form: the bits, the method or the framework re-seed it.
-        let lora = decode_str("fw=trl&ft=lora&bits=16").unwrap();
-        assert!(apply(&lora, "bits", "4").unwrap().training.adapters_16bit);
-        assert!(!apply(&trl, "bits", "16").unwrap().training.adapters_16bit);
+        // In the form a change of framework re-seeds it (hydrated or not); as
+        // with the checkpointing policy, the value shown stays through other
+        // changes, and the URL says so where it is not the default.
         assert!(!apply(&trl, "fw", "peft").unwrap().training.adapters_16bit);
         let peft = decode_str("fw=peft&ft=qlora&bits=4").unwrap();
         assert!(apply(&peft, "fw", "trl").unwrap().training.adapters_16bit);
-        // Any other change keeps the user's choice.
+        let form = "fw=trl&fw_prev=peft&ft=qlora&bits=4&ad16=0";
+        assert!(ad16(form));
+        let lora = decode_str("fw=trl&ft=lora&bits=16").unwrap();
+        let q = apply(&lora, "bits", "4").unwrap();
+        assert!(!q.training.adapters_16bit);
+        assert!(encode(&q).contains("ad16=0"), "{}", encode(&q));
         assert!(!apply(&off, "mb", "2").unwrap().training.adapters_16bit);
     }
 
