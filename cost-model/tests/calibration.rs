@@ -2509,19 +2509,26 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     assert!(!offload("unsloth; use_gradient_checkpointing=True").0);
 }
 
+/// A public QLoRA row (Llama-2-7b, one GPU) read with the `base` columns and
+/// then `set`'s over them.
+fn qlora_row(base: &[(&str, &str)], set: &[(&str, &str)]) -> cost_model::plan::TrainingSpec {
+    let id = "litgpt_resource_tables_2023-10-012";
+    let fields: Vec<(&str, &str)> = base.iter().chain(set).copied().collect();
+    cost_model::calibrate::case_plan(&with_fields(id, &fields), id)
+        .unwrap()
+        .training
+}
+
 #[test]
 fn trl_prepares_a_quantized_model_by_its_release() {
-    use cost_model::calibrate::case_plan;
     use cost_model::plan::Checkpointing;
-    let id = "litgpt_resource_tables_2023-10-012"; // Llama-2-7b QLoRA, one GPU
     let read = |set: &[(&str, &str)]| {
-        let mut fields = vec![
+        let base = [
             ("framework", "trl"),
             ("precision", "amp-bf16"),
             ("activation_checkpointing", "none"),
         ];
-        fields.extend_from_slice(set);
-        let t = case_plan(&with_fields(id, &fields), id).unwrap().training;
+        let t = qlora_row(&base, set);
         (t.kbit_fp32_prep, t.kbit_embeddings_16bit)
     };
     let notes = |n: &str| read(&[("notes", n)]);
@@ -2567,10 +2574,7 @@ fn trl_prepares_a_quantized_model_by_its_release() {
             ("activation_checkpointing", ""),
             ("notes", n),
         ];
-        case_plan(&with_fields(id, &set), id)
-            .unwrap()
-            .training
-            .checkpointing
+        qlora_row(&set, &[]).checkpointing
     };
     assert_eq!(ckpt("TRL 0.21.0"), Checkpointing::None);
     // Named in the notes, the cast reaches the plan whatever the framework.
@@ -2586,19 +2590,13 @@ fn trl_prepares_a_quantized_model_by_its_release() {
 
 #[test]
 fn trl_keeps_the_adapters_in_16_bits_by_its_release() {
-    use cost_model::calibrate::case_plan;
-    let id = "litgpt_resource_tables_2023-10-012"; // Llama-2-7b QLoRA, one GPU
     let read = |set: &[(&str, &str)]| {
-        let mut fields = vec![
+        let base = [
             ("framework", "hf-trainer"),
             ("precision", "amp-bf16"),
             ("activation_checkpointing", "full"),
         ];
-        fields.extend_from_slice(set);
-        case_plan(&with_fields(id, &fields), id)
-            .unwrap()
-            .training
-            .adapters_16bit
+        qlora_row(&base, set).adapters_16bit
     };
     let notes = |n: &str| read(&[("notes", n)]);
     // Unstated: PEFT's fp32, which keeps more; and not TRL: PEFT's fp32.

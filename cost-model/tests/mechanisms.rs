@@ -1422,6 +1422,19 @@ fn a_kbit_prepared_base_without_autocast_runs_its_blocks_in_fp32() {
     assert!(qlora(Precision::Bf16, false) < 0.5 * pure);
 }
 
+/// QLoRA r16 on every linear of `model` over an NF4 base, batch 4 × 2048.
+fn qlora_all_linear(model: &str, precision: Precision, dropout: bool) -> Plan {
+    let mut p = plan(model, precision, 4, 2048);
+    p.training.finetune = Finetune::Lora {
+        rank: 16,
+        targets: LoraTargets::ALL_LINEAR,
+        base_bits: 4,
+        dropout,
+        variant: LoraVariant::Lora,
+    };
+    p
+}
+
 #[test]
 fn trl_puts_a_prepared_bases_embeddings_back_in_16_bits() {
     // TRL ≤ 0.21's `peft_module_casting_to_bf16` after the preparation:
@@ -1429,14 +1442,7 @@ fn trl_puts_a_prepared_bases_embeddings_back_in_16_bits() {
     // and no 16-bit cast of it for the head's matmul — 2 + 2 bytes a weight
     // (replayed: 1.01 GiB less allocated than fully prepared).
     let qlora = |model: &str, emb16: bool| {
-        let mut p = plan(model, Precision::AmpBf16, 4, 2048);
-        p.training.finetune = Finetune::Lora {
-            rank: 16,
-            targets: LoraTargets::ALL_LINEAR,
-            base_bits: 4,
-            dropout: true,
-            variant: LoraVariant::Lora,
-        };
+        let mut p = qlora_all_linear(model, Precision::AmpBf16, true);
         p.training.checkpointing = Checkpointing::Full;
         p.training.kbit_fp32_prep = true;
         p.training.kbit_embeddings_16bit = emb16;
@@ -1493,14 +1499,7 @@ fn adapters_kept_in_16_bits_weigh_half_and_keep_no_fp32_input_cast() {
     // adapters (4 + 4 + 8 bytes a parameter with AdamW) against 16-bit ones
     // (2 + 2 + 4), and without autocast the fp32 cast of each adapter's input.
     let qlora = |precision: Precision, ad16: bool| {
-        let mut p = plan("llama-3.1-8b", precision, 4, 2048);
-        p.training.finetune = Finetune::Lora {
-            rank: 16,
-            targets: LoraTargets::ALL_LINEAR,
-            base_bits: 4,
-            dropout: false,
-            variant: LoraVariant::Lora,
-        };
+        let mut p = qlora_all_linear("llama-3.1-8b", precision, false);
         p.training.checkpointing = Checkpointing::None;
         p.training.adapters_16bit = ad16;
         p
