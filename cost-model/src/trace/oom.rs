@@ -246,6 +246,11 @@ mod tests {
         let e = &parse(graphs)[0];
         assert_eq!(e.allocated_by_pytorch_mib, Some(70.0 * 1024.0));
         assert_eq!(e.reserved_by_pytorch_mib, Some(75.0 * 1024.0));
+        // Free memory as seen by one stream's reserve class.
+        let stream = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 1.25 GiB is free for this stream. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 5.00 GiB is reserved by PyTorch but unallocated.";
+        let e = &parse(stream)[0];
+        assert_eq!(e.free_mib, Some(1.25 * 1024.0));
+        assert_eq!(e.tried_to_allocate_mib, Some(512.0));
     }
 
     #[test]
