@@ -562,6 +562,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("OSF (PEFT ≥ 0.21)", "OSF（PEFT ≥ 0.21）"),
     ("OSF (PEFT 0.18–0.20)", "OSF（PEFT 0.18–0.20）"),
     ("HRA (Householder reflections)", "HRA（Householder 反射）"),
+    ("SHiRA (sparse high-rank)", "SHiRA（稀疏高秩）"),
     ("prefix tuning", "prefix tuning（前缀微调）"),
     ("none (on GPU)", "无（留在显存）"),
     ("CPU (host RAM)", "CPU（主机内存）"),

@@ -684,6 +684,8 @@ fn named_adapter_method(notes: &str) -> Option<AdapterMethod> {
         AdapterMethod::Boft
     } else if named(&["hra"]) {
         AdapterMethod::Hra
+    } else if named(&["shira"]) {
+        AdapterMethod::Shira
     } else if lower.contains("prefix tuning")
         || named(&["prefix-tuning", "cartridge", "cartridges"])
     {

@@ -463,6 +463,11 @@ const FSDP1_WRAP_BLOCK_COPIES: f64 = 3.0;
 /// device has fp64, in 0.19.8; ZeRO-3's `_constant_buffered_norm2` alike,
 /// `runtime/zero/stage_1_and_2.py`, `stage3.py`).
 const NORM_COPY_BYTES: f64 = 8.0;
+/// Bytes SHiRA's sparse update keeps per trained value in a forward: the two
+/// int64 coordinates of `torch.sparse_coo_tensor` and the scaled fp32 value
+/// (PEFT `tuners/shira/layer.py` `get_delta_weight`; counted with
+/// calibration/saved_tensors.py --methods: 2.13 MB for 106,496 values).
+const SHIRA_BYTES_PER_VALUE: f64 = 2.0 * 8.0 + 4.0;
 /// Elements of one chunk ZeRO-3's `_constant_buffered_norm2` converts at a
 /// time (`buffer_size=250000000`, deepspeed 0.14.4 to 0.19.8 `stage3.py`).
 const ZERO3_NORM_CHUNK_ELEMENTS: f64 = 2.5e8;
@@ -4130,6 +4135,7 @@ impl<'a> Ctx<'a> {
         if let Finetune::Adapter {
             method,
             targets: atg,
+            trainable_params,
             ..
         } = self.plan.training.finetune
         {
@@ -4202,6 +4208,19 @@ impl<'a> Ctx<'a> {
                 }
                 // Prefix tuning: SDPA's expanded k/v ([`Self::sdpa_gets_a_mask`]).
                 AdapterMethod::PrefixTuning => 0.0,
+                // The 16-bit inputs `F.linear` keeps, each adapted matrix's
+                // rebuilt weight in the compute dtype, and the sparse
+                // update's indices and values ([`SHIRA_BYTES_PER_VALUE`] a
+                // trained value).
+                AdapterMethod::Shira => {
+                    let mut a = e * sb * self.distinct_inputs(atg);
+                    for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
+                        let n = if mat.mlp { k } else { 1.0 };
+                        a += n * e * mat.din * mat.dout / t;
+                    }
+                    let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
+                    a + SHIRA_BYTES_PER_VALUE * per_block / t
+                }
                 // The rebuilt weights (`deltas`: out × in each, in the adapter
                 // dtype), `U_low·S_low` (out × r) each, and the 16-bit inputs
                 // `F.linear` keeps.

@@ -1035,7 +1035,8 @@ fn method_details_stated_in_the_notes_reach_the_plan() {
     );
     assert_eq!(osf("HRA r8 on q+v"), AdapterMethod::Hra);
     assert_eq!(osf("VB-LoRA on q+v"), AdapterMethod::CastInputs);
-    assert_eq!(osf("SHiRA on q+v"), AdapterMethod::Generic);
+    // SHiRA is not HiRA: its own rebuilt weights and sparse update.
+    assert_eq!(osf("SHiRA on q+v"), AdapterMethod::Shira);
     assert_eq!(osf("HiRA on q+v"), AdapterMethod::DeltaWeight);
     assert_eq!(osf("PEANuT on q+v"), AdapterMethod::DeltaWeight);
     assert_eq!(osf("LiLy on q+v"), AdapterMethod::CastInputs);

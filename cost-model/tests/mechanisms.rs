@@ -1083,6 +1083,14 @@ fn per_matrix_peft_methods_keep_input_casts_and_weight_sized_deltas() {
         (constant / 1e6 / 86.11 - 1.0).abs() < 0.02,
         "HRA {constant}"
     );
+    // SHiRA, r 32 on q and v (32 · (1024 + 1024) + 32 · (1024 + 256) trained
+    // values a block): the shared 16-bit input, the rebuilt q and v weights
+    // and the sparse update, counted 31.57 per token and 4.75 MB per block.
+    let per_block = 32 * (1024 + 1024) + 32 * (1024 + 256);
+    let shira =
+        |seq: u32| block_bytes(&small_adapter(AdapterMethod::Shira, qv, 3 * per_block, seq));
+    let (per_token, constant) = per_token_and_constant(shira, 1024.0);
+    assert_counted("SHiRA", (per_token, constant / 1e6), (31.57, 4.75));
     // Prefix tuning, 20 virtual tokens: the sequence does not grow, SDPA's
     // grouped k/v are expanded (29.59 + 3), counted 32.57 (with an SDPA that
     // keeps no mask; the model adds the converted mask SDPA's kernel keeps,

@@ -343,6 +343,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("osf", "OSF (PEFT ≥ 0.21)"),
                         ("osf-reconstruct", "OSF (PEFT 0.18–0.20)"),
                         ("hra", "HRA (Householder reflections)"),
+                        ("shira", "SHiRA (sparse high-rank)"),
                         ("prefix-tuning", "prefix tuning"),
                     ]),
                 ),
