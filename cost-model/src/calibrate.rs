@@ -2631,7 +2631,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if lower.contains("peft_module_casting_to_bf16") {
         plan.training.kbit_embeddings_16bit = true;
     }
-    plan.training.adapters_16bit = lower.contains("autocast_adapter_dtype=false")
+    plan.training.adapters_16bit = stated_flag(&lower, "autocast_adapter_dtype") == Some(false)
         || trl_adapters_16bit(
             plan.framework,
             notes,

@@ -2639,11 +2639,10 @@ fn trl_keeps_the_adapters_in_16_bits_by_its_release() {
     assert!(zero3("TRL 1.13.0"));
     assert!(!zero3("TRL 1.12.0"));
     // Said in the notes, whatever the framework.
-    let stated = read(&[
-        ("framework", "plain-pytorch"),
-        ("notes", "get_peft_model with autocast_adapter_dtype=False"),
-    ]);
-    assert!(stated);
+    let stated = |n: &str| read(&[("framework", "plain-pytorch"), ("notes", n)]);
+    assert!(stated("get_peft_model with autocast_adapter_dtype=False"));
+    assert!(stated("autocast_adapter_dtype = False"));
+    assert!(!stated("autocast_adapter_dtype=True"));
 }
 
 #[test]
