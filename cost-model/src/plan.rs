@@ -822,7 +822,8 @@ pub struct TrainingSpec {
     /// model's trainable parameters to bf16 (`param.data.to(torch.bfloat16)`),
     /// and 0.7.5–0.8.6 every `BaseTunerLayer` under `bf16=True`. The adapters
     /// then keep no fp32 cast of their input. Only with adapters, in a 16-bit
-    /// or mixed precision; off by default (fp32 keeps more).
+    /// or mixed precision; off by default (fp32 keeps more) but under TRL over
+    /// a quantized base ([`Plan::default_adapters_16bit`]).
     #[serde(default, skip_serializing_if = "is_false")]
     pub adapters_16bit: bool,
     /// A 4-bit NF4 base with its block scales quantized too (QLoRA's "double
