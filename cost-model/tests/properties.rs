@@ -113,6 +113,14 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 // DeepSpeed's master weights, …), then the drawn switches.
                 p.set_framework(Framework::ALL[(norms >> 8) as usize % Framework::ALL.len()]);
                 set_flags(&mut p, flags);
+                // The quantized base's switches: PEFT's preparation, TRL's
+                // embeddings back in 16 bits, 16-bit adapters, bitsandbytes
+                // 0.43.2 (each without effect where it does not apply).
+                let t = &mut p.training;
+                t.kbit_fp32_prep = bits & (1 << 12) != 0;
+                t.kbit_embeddings_16bit = bits & (1 << 13) != 0;
+                t.adapters_16bit = bits & (1 << 14) != 0;
+                t.bnb_0_43_2 = bits & (1 << 15) != 0;
                 p.model.norms_per_layer = norms;
                 p.training.precision = PRECISIONS[prec];
                 if lora && rank % 4 == 3 {
@@ -120,12 +128,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                     p.training.finetune = Finetune::Adapter {
                         trainable_params: rank as u64 * bits as u64,
                         base_bits: bits % 40,
-                        method: [
-                            AdapterMethod::Generic,
-                            AdapterMethod::LlamaAdapter,
-                            AdapterMethod::LlamaAdapterV2,
-                            AdapterMethod::Ia3,
-                        ][(rank / 4 % 4) as usize],
+                        method: ADAPTER_METHODS[(rank / 4) as usize % ADAPTER_METHODS.len()],
                         virtual_tokens: bits % 4096,
                         targets: LoraTargets::QV,
                     };
@@ -143,6 +146,23 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             },
         )
 }
+
+/// Every adapter method.
+const ADAPTER_METHODS: [AdapterMethod; 13] = [
+    AdapterMethod::Generic,
+    AdapterMethod::LlamaAdapter,
+    AdapterMethod::LlamaAdapterV2,
+    AdapterMethod::Ia3,
+    AdapterMethod::LnTuning,
+    AdapterMethod::Boft,
+    AdapterMethod::CastInputs,
+    AdapterMethod::DeltaWeight,
+    AdapterMethod::Osf,
+    AdapterMethod::OsfReconstruct,
+    AdapterMethod::Hra,
+    AdapterMethod::PrefixTuning,
+    AdapterMethod::Shira,
+];
 
 const OPTIMIZERS: [Optimizer; 13] = [
     Optimizer::Adamw,
