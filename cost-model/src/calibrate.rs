@@ -2903,10 +2903,12 @@ fn trl_kbit_preparation(
 const TRL_CASTS_EMBEDDINGS_BACK: (u32, u32, u32) = (0, 7, 5);
 
 /// The row runs TRL's trainers: the framework's, or the Trainer's with TRL's
-/// trainers named in the notes ([`trl_kbit_preparation`]).
+/// trainers named in the notes ([`trl_kbit_preparation`]) and no tool that
+/// runs them its own way (Unsloth, axolotl, LLaMA-Factory, ms-swift wrap the
+/// model before TRL sees it: [`other_framework`]'s order).
 fn runs_trl(framework: Framework, notes: &str) -> bool {
     framework == Framework::Trl
-        || (framework == Framework::HfTrainer && names_tool(notes, &TRL_NAMES))
+        || (framework == Framework::HfTrainer && other_framework(notes) == Some(Framework::Trl))
 }
 
 /// Whether TRL's `SFTTrainer`, by the release the notes state, keeps the

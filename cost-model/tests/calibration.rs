@@ -2566,6 +2566,12 @@ fn trl_prepares_a_quantized_model_by_its_release() {
     assert_eq!(named_trl, (true, true));
     let controlled = read(&[("framework", "hf-trainer"), ("notes", "control run")]);
     assert_eq!(controlled, (false, false));
+    // A tool that hands TRL a model it wrapped itself is not TRL's recipe.
+    let unsloth = read(&[
+        ("framework", "hf-trainer"),
+        ("notes", "Unsloth notebook; TRL SFTTrainer"),
+    ]);
+    assert_eq!(unsloth, (false, false));
     // TRL hands the preparation its own `gradient_checkpointing` argument: an
     // empty column stays TRL's default, not PEFT's checkpointed one.
     let ckpt = |n: &str| {
