@@ -2259,7 +2259,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     t.transformers = transformers_release.map_or(TransformersRelease::Current, |(major, minor)| {
         TransformersRelease::of(major, minor)
     });
-    if let Some(prep) = stated_kbit_prep(&notes.to_ascii_lowercase()) {
+    let kbit_prep_stated = stated_kbit_prep(&lower);
+    if let Some(prep) = kbit_prep_stated {
         t.kbit_fp32_prep = prep;
     }
     t.sync_each_batch = notes.contains("sync_each_batch")
@@ -2618,12 +2619,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
             p.sharding = Sharding::Zero3;
         }
     }
-    let trl_prepares = trl_kbit_preparation(
-        plan.framework,
-        notes,
-        &plan.training,
-        stated_kbit_prep(&lower).is_some(),
-    );
+    // A row that runs TRL's trainers, with the TRL release its notes state.
+    let trl = runs_trl(plan.framework, notes).then(|| stated_trl_release(notes));
+    let trl_prepares = trl.and_then(|release| {
+        trl_kbit_preparation(release, &plan.training, kbit_prep_stated.is_some())
+    });
     if let Some((prep, embeddings_16bit)) = trl_prepares {
         plan.training.kbit_fp32_prep = prep;
         plan.training.kbit_embeddings_16bit = embeddings_16bit;
@@ -2632,12 +2632,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         plan.training.kbit_embeddings_16bit = true;
     }
     plan.training.adapters_16bit = stated_flag(&lower, "autocast_adapter_dtype") == Some(false)
-        || trl_adapters_16bit(
-            plan.framework,
-            notes,
-            &plan.training,
-            plan.parallel.sharding,
-        );
+        || trl.flatten().is_some_and(|release| {
+            trl_adapters_16bit(release, &plan.training, plan.parallel.sharding)
+        });
     // An unstated policy under PEFT's k-bit preparation: checkpointed, as
     // `prepare_model_for_kbit_training` leaves the model (`Plan::default_checkpointing`);
     // not under TRL, which hands it its own `gradient_checkpointing` argument.
@@ -2862,12 +2859,10 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
 }
 
 /// What TRL's `SFTTrainer` does to a quantized model it does not shard, by
-/// the release the notes state, where they say nothing of the preparation
-/// themselves: `(kbit_fp32_prep, kbit_embeddings_16bit)`, `None` for other
-/// frameworks and unquantized bases. TRL's rows are the framework's, or the
-/// Trainer's with TRL's trainers named in the notes (the schema has no `trl`
-/// value, and TRL's trainers subclass transformers' `Trainer`: PEFT's QLoRA
-/// guides' rows read "hf-trainer" and "TRL SFTTrainer").
+/// the `release` the notes state ([`stated_trl_release`]; `None`: unstated),
+/// where they say nothing of the preparation themselves:
+/// `(kbit_fp32_prep, kbit_embeddings_16bit)`, `None` for an unquantized base.
+/// Asked of TRL's rows only ([`runs_trl`]).
 ///
 /// Read in the trl wheels: up to 0.21.0 it prepares the model
 /// (`prepare_model_for_kbit_training`; up to 0.7.1 PEFT's older
@@ -2880,20 +2875,16 @@ fn stated_degree(notes: &str, names: &[&str]) -> Option<u32> {
 /// ran, and the reading that keeps more — the safe side, as for
 /// bitsandbytes' releases.
 fn trl_kbit_preparation(
-    framework: Framework,
-    notes: &str,
+    release: Option<(u32, u32, u32)>,
     t: &crate::plan::TrainingSpec,
     prep_stated: bool,
 ) -> Option<(bool, bool)> {
     let bits = t.finetune.base_bits()?;
-    if !runs_trl(framework, notes) || bits > 8 || prep_stated {
+    if bits > 8 || prep_stated {
         return None;
     }
-    let release = stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="]);
-    let prepares = release.is_none_or(|(major, minor, _)| (major, minor) < (0, 22));
-    let casts_back = release.is_none_or(|(major, minor, patch)| {
-        (major, minor, patch.unwrap_or(0)) >= TRL_CASTS_EMBEDDINGS_BACK
-    });
+    let prepares = release.is_none_or(|v| v < (0, 22, 0));
+    let casts_back = release.is_none_or(|v| v >= TRL_CASTS_EMBEDDINGS_BACK);
     let bf16 = t.precision == Precision::AmpBf16;
     Some((prepares, prepares && casts_back && bits == 4 && bf16))
 }
@@ -2903,15 +2894,24 @@ fn trl_kbit_preparation(
 const TRL_CASTS_EMBEDDINGS_BACK: (u32, u32, u32) = (0, 7, 5);
 
 /// The row runs TRL's trainers: the framework's, or the Trainer's with TRL's
-/// trainers named in the notes ([`trl_kbit_preparation`]) and no tool that
-/// runs them its own way (Unsloth, axolotl, LLaMA-Factory, ms-swift wrap the
-/// model before TRL sees it: [`other_framework`]'s order).
+/// trainers named in the notes and no tool that runs them its own way
+/// (Unsloth, axolotl, LLaMA-Factory, ms-swift wrap the model before TRL sees
+/// it: [`other_framework`]'s order). The schema has no `trl` value, and TRL's
+/// trainers subclass transformers' `Trainer`: PEFT's QLoRA guides' rows read
+/// "hf-trainer" and "TRL SFTTrainer".
 fn runs_trl(framework: Framework, notes: &str) -> bool {
     framework == Framework::Trl
         || (framework == Framework::HfTrainer && other_framework(notes) == Some(Framework::Trl))
 }
 
-/// Whether TRL's `SFTTrainer`, by the release the notes state, keeps the
+/// The TRL release the notes state ("TRL 0.21.0", "trl==0.9.6"), patch 0
+/// where they give none.
+fn stated_trl_release(notes: &str) -> Option<(u32, u32, u32)> {
+    stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="])
+        .map(|(major, minor, patch)| (major, minor, patch.unwrap_or(0)))
+}
+
+/// Whether TRL's `SFTTrainer`, by the `release` the notes state, keeps the
 /// adapters in 16 bits ([`crate::plan::TrainingSpec::adapters_16bit`]); read
 /// in the trl wheels: 0.7.5–0.8.6's `peft_module_casting_to_bf16` casts every
 /// `BaseTunerLayer` of an unsharded 4-bit model under `bf16=True` (gone from
@@ -2921,26 +2921,18 @@ fn runs_trl(framework: Framework, notes: &str) -> bool {
 /// over a 16-bit model gets `autocast_adapter_dtype=False` too. An unstated
 /// release keeps PEFT's fp32, which keeps more.
 fn trl_adapters_16bit(
-    framework: Framework,
-    notes: &str,
+    v: (u32, u32, u32),
     t: &crate::plan::TrainingSpec,
     sharding: Sharding,
 ) -> bool {
     let Some(bits) = t.finetune.base_bits() else {
         return false;
     };
-    if !runs_trl(framework, notes) || t.precision == Precision::Fp32 {
+    if t.precision == Precision::Fp32 {
         return false;
     }
-    let Some((major, minor, patch)) =
-        stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="])
-    else {
-        return false;
-    };
-    let v = (major, minor, patch.unwrap_or(0));
-    let sharded = sharding.shards_params();
     match bits {
-        4 if sharded => v >= (0, 9, 2),
+        4 if sharding.shards_params() => v >= (0, 9, 2),
         4 if (TRL_CASTS_EMBEDDINGS_BACK..(0, 9, 0)).contains(&v) => {
             t.precision == Precision::AmpBf16
         }
