@@ -1470,13 +1470,18 @@ impl<'a> Ctx<'a> {
         else {
             return 0.0;
         };
-        let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
+        let per_block = self.params_per_block(trainable_params);
         let cost = self.per_targeted_matrix(targets, per_rank);
         if cost > 0.0 {
             (per_block / cost).max(0.0)
         } else {
             0.0
         }
+    }
+
+    /// A count of parameters spread evenly over every block of the model.
+    fn params_per_block(&self, params: u64) -> f64 {
+        params as f64 / self.m.total_layers().max(1) as f64
     }
 
     /// OSF's trained rank r: `out + in + 1` parameters per rank and matrix
@@ -4142,12 +4147,14 @@ impl<'a> Ctx<'a> {
             // Each adapted matrix (routed experts per token) keeps a cast of
             // its input; `delta-weight` methods also one `in × out` update.
             let le = self.lora_input_bytes();
-            let (mut casts, mut deltas) = (0.0, 0.0);
+            let (mut casts, mut weights) = (0.0, 0.0);
             for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
                 let n = if mat.mlp { k } else { 1.0 };
                 casts += n * le * sb * mat.din;
-                deltas += n * le * mat.din * mat.dout / t;
+                weights += n * mat.din * mat.dout / t;
             }
+            // One weight-sized tensor per adapted matrix, in the adapter dtype.
+            let deltas = le * weights;
             // The prefix attention's output, kept by the trained gate
             // (`y + self.gating_factor * ay`) in the blocks that have one
             // (the same probe: +2.3·hidden per token in those blocks).
@@ -4213,13 +4220,9 @@ impl<'a> Ctx<'a> {
                 // update's indices and values ([`SHIRA_BYTES_PER_VALUE`] a
                 // trained value).
                 AdapterMethod::Shira => {
-                    let mut a = e * sb * self.distinct_inputs(atg);
-                    for mat in self.block_matrices(atg).iter().filter(|x| x.targeted) {
-                        let n = if mat.mlp { k } else { 1.0 };
-                        a += n * e * mat.din * mat.dout / t;
-                    }
-                    let per_block = trainable_params as f64 / self.m.total_layers().max(1) as f64;
-                    a + SHIRA_BYTES_PER_VALUE * per_block / t
+                    e * sb * self.distinct_inputs(atg)
+                        + e * weights
+                        + SHIRA_BYTES_PER_VALUE * self.params_per_block(trainable_params) / t
                 }
                 // The rebuilt weights (`deltas`: out × in each, in the adapter
                 // dtype), `U_low·S_low` (out × r) each, and the 16-bit inputs
