@@ -6461,9 +6461,11 @@ mod tests {
     fn llm_int8_keeps_an_int8_copy_of_every_matmul_input() {
         // Llama-2-7B over an 8-bit base: q, k, v, o read 4096 wide; gate and
         // up 4096, down 11008.
+        // bitsandbytes before 0.45.0 (the planner starts on a current one).
         let mut p = qlora("llama-2-7b", Framework::PlainPytorch);
         p.training.finetune.set_base_bits(8);
         p.training.precision = Precision::Bf16;
+        p.training.bnb_0_43_2 = false;
         let c = Ctx::new(&p, None);
         assert_eq!(
             c.int8_input_copies(),
@@ -6481,6 +6483,7 @@ mod tests {
         // LitGPT fuses q, k and v into one matmul: one copy of their input.
         let mut p = qlora("llama-2-7b", Framework::Litgpt);
         p.training.finetune.set_base_bits(8);
+        p.training.bnb_0_43_2 = false;
         let c = Ctx::new(&p, None);
         assert_eq!(c.int8_input_copies().0, 2.0 * 4096.0);
         // A stated recent bitsandbytes (0.45.0 on) quantizes no input of a

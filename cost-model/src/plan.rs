@@ -836,11 +836,21 @@ pub struct TrainingSpec {
     /// longer saves the layer input for backward (`ctx.tensors = (None, B)`
     /// from 0.43.2 on; `(A, B)` up to 0.43.1, read in 0.41.3, 0.42.0, 0.43.0
     /// and 0.43.1), so without autocast a frozen 4-bit matrix keeps nothing of
-    /// its input ([`Plan::four_bit_matmul_keeps_input`]). Off by default: the
-    /// older release keeps more, the safe side. With an 8-bit base it is read
-    /// as a release that keeps no int8 copy of a frozen matrix's input (0.45.0
-    /// on; before, `MatMul8bitLt` kept one, the estimate's
+    /// its input ([`Plan::four_bit_matmul_keeps_input`]). With an 8-bit base
+    /// it is read as a release that keeps no int8 copy of a frozen matrix's
+    /// input (0.45.0 on; before, `MatMul8bitLt` kept one, the estimate's
     /// `int8_input_copies`).
+    ///
+    /// The planner starts with it on ([`Plan::default`]): every framework's
+    /// current release runs a newer bitsandbytes — transformers 5 refuses one
+    /// older than 0.46.1 (`BITSANDBYTES_MIN_VERSION`, 5.0.0
+    /// `utils/import_utils.py`), LitGPT pins ≥ 0.44.0 on Linux from 0.5.5
+    /// (0.42.0 up to 0.5.4; read in the litgpt wheels' metadata), axolotl
+    /// 0.5.0 pins 0.44.1, Unsloth asks ≥ 0.43.3 (2024.11) — as it starts from
+    /// the current transformers and PyTorch. A plan file that leaves it out
+    /// reads it off (the field is omitted when off, so a saved plan keeps its
+    /// meaning), as does a calibration row that names no release
+    /// (`calibrate`: the 2023 LitGPT QLoRA tables ran 0.41–0.42).
     #[serde(default, skip_serializing_if = "is_false")]
     pub bnb_0_43_2: bool,
     /// The PyTorch release that runs the step, where releases differ in what
@@ -1097,7 +1107,8 @@ impl Default for Plan {
                 kbit_embeddings_16bit: false,
                 adapters_16bit: false,
                 nf4_double_quant: false,
-                bnb_0_43_2: false,
+                // Every framework's current release (see the field).
+                bnb_0_43_2: true,
                 pytorch: PytorchRelease::Current,
                 transformers: TransformersRelease::Current,
                 sync_each_batch: false,

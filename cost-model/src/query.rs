@@ -1704,6 +1704,43 @@ mod apply_tests {
         assert!(!apply(&off, "mb", "2").unwrap().training.adapters_16bit);
     }
 
+    /// The planner starts on a current bitsandbytes (every framework's
+    /// current release runs 0.43.2 or later); an older one is chosen in the
+    /// URL, and a plan file that leaves the field out reads it off, as saved
+    /// plans were written.
+    #[test]
+    fn the_planner_starts_on_a_current_bitsandbytes() {
+        let bnb = |q: &str| decode_str(q).unwrap().training.bnb_0_43_2;
+        for fw in [
+            "peft",
+            "trl",
+            "hf-trainer",
+            "litgpt",
+            "plain-pytorch",
+            "fsdp-qlora",
+        ] {
+            assert!(bnb(&format!("fw={fw}&ft=qlora&bits=4")), "{fw}");
+            assert!(!bnb(&format!("fw={fw}&ft=qlora&bits=4&bnb432=0")), "{fw}");
+        }
+        let now = decode_str("fw=litgpt&ft=qlora&bits=4&ckpt=none&prec=bf16").unwrap();
+        assert!(!encode(&now).contains("bnb432"), "{}", encode(&now));
+        let old = apply(&now, "bnb432", "0").unwrap();
+        assert!(encode(&old).contains("bnb432=0"), "{}", encode(&old));
+        assert_eq!(decode_str(&encode(&old)).unwrap(), old);
+        // The older release keeps each frozen 4-bit matmul's input: more.
+        let peak = |p: &Plan| crate::estimate(p).unwrap().peak.allocated;
+        assert!(peak(&old) > peak(&now));
+        // A plan file without the field: off, as before.
+        let mut json = serde_json::to_value(&now).unwrap();
+        assert_eq!(json["training"]["bnb_0_43_2"], serde_json::json!(true));
+        json["training"]
+            .as_object_mut()
+            .unwrap()
+            .remove("bnb_0_43_2");
+        let file: Plan = serde_json::from_value(json).unwrap();
+        assert!(!file.training.bnb_0_43_2);
+    }
+
     #[test]
     fn adapter_plans_round_trip() {
         let p = decode_str("ft=adapter&trainable=1200000&bits=4").unwrap();

@@ -2441,9 +2441,34 @@ fn a_bitsandbytes_release_stated_in_the_notes_reaches_the_plan() {
         "bnb.nf4-dq",
         "bnb 4bit",
         "",
+        // LitGPT pinned bitsandbytes 0.42.0 up to 0.5.4.
+        "litgpt 0.5.4",
+        "LitGPT v0.4.10",
     ] {
         assert!(!bnb_0_43_2(notes), "{notes}");
     }
+    // From 0.5.5 LitGPT pins bitsandbytes ≥ 0.44.0 on Linux (the row is
+    // LitGPT's): a stated LitGPT release places the run, unless the notes name
+    // a bitsandbytes release of their own.
+    for notes in ["litgpt 0.5.5", "LitGPT v0.5.11; bnb.nf4", "litgpt==0.6.0"] {
+        assert!(bnb_0_43_2(notes), "{notes}");
+    }
+    assert!(!bnb_0_43_2("litgpt 0.5.7; bitsandbytes 0.42.0"));
+    // Another framework's row is not read by LitGPT's pins.
+    let peft = "peft_metamathqa_benchmark-152";
+    let plan = case_plan(
+        &with_fields(
+            peft,
+            &[
+                ("task", "qlora"),
+                ("base_weight_bits", "4"),
+                ("notes", "litgpt 0.5.7"),
+            ],
+        ),
+        peft,
+    )
+    .unwrap();
+    assert!(!plan.training.bnb_0_43_2);
 }
 
 #[test]

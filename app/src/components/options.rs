@@ -399,7 +399,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "bnb432",
                     "bitsandbytes ≥ 0.43.2",
-                    "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: each frozen 4-bit matrix keeps nothing of it. With an 8-bit base, read as 0.45.0 or later: LLM.int8 then keeps no int8 copy of a frozen matrix's input",
+                    "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: each frozen 4-bit matrix keeps nothing of it. With an 8-bit base, read as 0.45.0 or later: LLM.int8 then keeps no int8 copy of a frozen matrix's input. On by default: every framework's current release runs a newer one; untick it for an older pinned release (LitGPT up to 0.5.4 pinned 0.42.0)",
                     Kind::Check,
                 ),
                 (
