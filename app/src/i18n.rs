@@ -346,8 +346,8 @@ pub const ZH: &[(&str, &str)] = &[
         "打包批次 (或 flash-attn 变长路径)：不再有填充掩码",
     ),
     (
-        "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: each frozen 4-bit matrix keeps nothing of it. With an 8-bit base, read as 0.45.0 or later: LLM.int8 then keeps no int8 copy of a frozen matrix's input",
-        "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：冻结的 4 位矩阵不保留其输入。8 位底座则视为 0.45.0 及以后：LLM.int8 不再为冻结矩阵的输入保留 int8 副本",
+        "From 0.43.2 bitsandbytes' 4-bit matmul no longer saves its input for backward: each frozen 4-bit matrix keeps nothing of it. With an 8-bit base, read as 0.45.0 or later: LLM.int8 then keeps no int8 copy of a frozen matrix's input. On by default: every framework's current release runs a newer one; untick it for an older pinned release (LitGPT up to 0.5.4 pinned 0.42.0)",
+        "从 0.43.2 起，bitsandbytes 的 4 位矩阵乘不再为反向保存输入：冻结的 4 位矩阵不保留其输入。8 位底座则视为 0.45.0 及以后：LLM.int8 不再为冻结矩阵的输入保留 int8 副本。默认勾选：各框架的当前版本都使用更新的 bitsandbytes；若固定了旧版本请取消勾选 (LitGPT 0.5.4 及以前固定为 0.42.0)",
     ),
     ("prepare_model_for_kbit_training", "prepare_model_for_kbit_training"),
     (
@@ -536,6 +536,10 @@ pub const ZH: &[(&str, &str)] = &[
         "分块，逐块释放 (torchtune)",
     ),
     ("fused linear + CE (Liger, CCE, Unsloth)", "融合 linear + CE (Liger, CCE, Unsloth)"),
+    (
+        "fused LM head, 4096 × 32768 tiles (TRL ≥ 1.15)",
+        "融合 LM head，4096 × 32768 分块 (TRL ≥ 1.15)",
+    ),
     ("full fine-tune / pretrain", "全参数微调 / 预训练"),
     ("LoRA", "LoRA"),
     ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),

@@ -2632,6 +2632,17 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     if lower.contains("peft_module_casting_to_bf16") {
         plan.training.kbit_embeddings_16bit = true;
     }
+    // TRL's own fused LM head from 1.15.0: a row stating such a release
+    // computes its loss there whatever the loss column calls it (TRL refuses
+    // Liger's fused cross-entropy beside it); any other TRL row took the
+    // model's logits, as the Trainer does, unless its column says otherwise.
+    if let Some(release) = trl {
+        if release.is_some_and(|v| v >= TRL_FUSED_LM_HEAD) && !fused_linear_ce(&lower) {
+            plan.training.loss = Loss::TiledLogprob;
+        } else if plan.training.loss == Loss::TiledLogprob {
+            plan.training.loss = Loss::Standard;
+        }
+    }
     plan.training.adapters_16bit = stated_flag(&lower, "autocast_adapter_dtype") == Some(false)
         || trl.flatten().is_some_and(|release| {
             trl_adapters_16bit(release, &plan.training, plan.parallel.sharding)
@@ -2922,6 +2933,12 @@ fn runs_trl(framework: Framework, notes: &str) -> bool {
     framework == Framework::Trl
         || (framework == Framework::HfTrainer && other_framework(notes) == Some(Framework::Trl))
 }
+
+/// The first TRL release whose trainers compute the loss through their own
+/// fused LM head ([`Loss::TiledLogprob`]): 1.15.0 (`add_fused_lm_head` in
+/// `trainer/utils.py`, called by `SFTTrainer`, `DPOTrainer`, `KTOTrainer`,
+/// `GRPOTrainer`, `RLOOTrainer`; absent from 1.14.2, read in the wheels).
+const TRL_FUSED_LM_HEAD: (u32, u32, u32) = (1, 15, 0);
 
 /// The TRL release the notes state ("TRL 0.21.0", "trl==0.9.6"), patch 0
 /// where they give none.

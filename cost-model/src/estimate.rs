@@ -207,8 +207,11 @@ use std::cell::Cell;
 /// the 4-bit linears fp32 under autocast without the k-bit preparation too
 /// (replayed QLoRA without it: OPT, Falcon-7B, StableLM-2, Pythia −4.8 …
 /// −15.3 % → +0.2 … +1.3 % allocated), and reads notes that say the
-/// preparation did not run.
-pub const MODEL_VERSION: u32 = 38;
+/// preparation did not run. 39 computes TRL's loss through its own fused LM
+/// head ([`Loss::TiledLogprob`], TRL 1.15 on: the framework profile's default,
+/// and a case row that states such a release), so a TRL plan that names no
+/// loss no longer holds the logits.
+pub const MODEL_VERSION: u32 = 39;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -383,6 +386,16 @@ const LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32: f64 = 2.0;
 /// input's gradient: the same input gradient, no chunk — so the Liger chunk,
 /// at most about the input's size, bounds it from above.
 const FUSED_LOSS_CHUNK_MEM_CONST: f64 = 1.0;
+/// Positions per tile of TRL's fused LM head ([`Loss::TiledLogprob`]):
+/// `TOKEN_CHUNK_SIZE = 4096` (trl 1.15.0 and 1.16.0
+/// `kernels/chunked_logprob.py`); the tile buffer `mm_buf` is
+/// `min(N, TOKEN_CHUNK_SIZE) × chunk_size` in the compute dtype, allocated
+/// once in forward and once in backward.
+const TILED_LOGPROB_TOKENS: f64 = 4096.0;
+/// Vocabulary entries per tile of TRL's fused LM head:
+/// `_CHUNKED_LOGPROB_CHUNK_SIZE = 32768` (trl 1.15.0 and 1.16.0
+/// `trainer/utils.py`, passed as `chunk_size` by `add_fused_lm_head`).
+const TILED_LOGPROB_VOCAB: f64 = 32768.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
 /// while a recomputed block (or one whose activations come back from the CPU)
@@ -5043,7 +5056,7 @@ impl<'a> Ctx<'a> {
                     + (LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32 * FP32 + self.e)
                         / LOSS_CHUNKED_FREE_CHUNKS,
             ),
-            Loss::Fused => (0.0, 0.0),
+            Loss::Fused | Loss::TiledLogprob => (0.0, 0.0),
         };
         let fused_chunk = if self.plan.training.loss == Loss::Fused {
             // One 16-bit chunk of logits (its gradient in place) and the
@@ -5055,6 +5068,12 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        let (tiled_fwd, tiled_loss_bwd, tiled_head_bwd) =
+            if self.plan.training.loss == Loss::TiledLogprob {
+                self.tiled_logprob_moments(tokens, v, h)
+            } else {
+                (0.0, 0.0, 0.0)
+            };
         // At the head's backward: the logits' 16-bit gradient, beside the
         // logits the loop holds (LitGPT's chunks, a transformers output); a
         // fused loss has no separate moment (it makes the head's gradient in
@@ -5074,7 +5093,7 @@ impl<'a> Ctx<'a> {
             Loss::Standard => self.e + held,
             Loss::ChunkedKeep => HALF + self.e,
             Loss::ChunkedFree => self.e,
-            Loss::Fused => 0.0,
+            Loss::Fused | Loss::TiledLogprob => 0.0,
         };
         let logits = tokens * v;
         // The held output outlives backward: the loops that keep it drop it
@@ -5094,13 +5113,57 @@ impl<'a> Ctx<'a> {
             0.0
         };
         LogitsBytes {
-            forward: final_norm + fwd * logits + fused_chunk,
-            loss_backward: final_norm + bwd * logits + fused_chunk,
-            head_backward: final_norm + head * logits + fused_chunk,
+            forward: final_norm + fwd * logits + fused_chunk + tiled_fwd,
+            loss_backward: final_norm + bwd * logits + fused_chunk + tiled_loss_bwd,
+            head_backward: final_norm + head * logits + fused_chunk + tiled_head_bwd,
             norm_backward: self.final_norm_backward(tokens) + blocks,
             blocks,
             step,
         }
+    }
+
+    /// TRL's fused LM head over `tokens` positions of a `v`-wide vocabulary
+    /// slice ([`Loss::TiledLogprob`]; trl 1.16.0 `ChunkedLogProbFunction`):
+    /// what it holds at the end of its forward, as its backward runs, and as
+    /// that backward returns.
+    ///
+    /// Forward: the final hidden states compacted to the labelled positions
+    /// (`hidden_states[mask]`, a copy in the residual stream's dtype, saved
+    /// for backward; every position counted, as a packed or pre-training batch
+    /// labels them all), one tile of logits in the compute dtype, and the
+    /// per-tile casts of the hidden rows and of the head's rows where they are
+    /// not in it (fp32 under autocast). Backward: the same tile and casts,
+    /// the input's gradient accumulated in fp32 (`grad_hidden`) and, when the
+    /// head trains, its fp32 gradient accumulator (`grad_weight`); it returns
+    /// their casts to the tensors' dtypes, the fp32 ones still alive (the
+    /// head's cast is the gradient the step keeps, counted with the other
+    /// gradients).
+    fn tiled_logprob_moments(&self, tokens: f64, v: f64, h: f64) -> (f64, f64, f64) {
+        let hidden = self.residual_bytes();
+        let compute = self.e;
+        let rows = tokens.min(TILED_LOGPROB_TOKENS);
+        let cols = v.min(TILED_LOGPROB_VOCAB);
+        let compact = tokens * h * hidden / self.rep;
+        let tile = rows * cols * compute;
+        let hidden_cast = if hidden > compute {
+            rows * h * compute / self.rep
+        } else {
+            0.0
+        };
+        let head_trains = self.full_finetune();
+        // The head's weights are the model's stored dtype: fp32 under
+        // autocast over fp32 weights, where each tile's rows are cast.
+        let head_cast = if head_trains && self.runs_autocast() && compute < FP32 {
+            cols * h * compute
+        } else {
+            0.0
+        };
+        let accumulator = if head_trains { v * h * FP32 } else { 0.0 };
+        let grad_hidden = tokens * h * FP32 / self.rep;
+        let fwd = compact + tile + hidden_cast + head_cast;
+        let loss_bwd = fwd + grad_hidden + accumulator;
+        let head_bwd = compact + grad_hidden + tokens * h * hidden / self.rep + accumulator;
+        (fwd, loss_bwd, head_bwd)
     }
 
     /// The unchunked loss runs inside the compiled graph: a compiled
@@ -6392,6 +6455,56 @@ mod tests {
             p.model.attention_params(),
             2048 * 3072 + 2048 * 576 + 512 + 512 * 4096 + 2048 * 2048
         );
+    }
+
+    /// TRL's fused LM head (1.15 on) keeps, beside the final norm's tensors,
+    /// the compacted hidden states and one 4,096 × 32,768 tile, and in
+    /// backward the input's fp32 gradient (and a trained head's fp32
+    /// accumulator): never the logits.
+    #[test]
+    fn trls_fused_lm_head_keeps_one_tile_and_fp32_gradients() {
+        // Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA over a
+        // bf16 base, 4 × 2048 = 8192 positions.
+        let mut p = qlora("llama-3.2-1b", Framework::Trl);
+        p.training.finetune.set_base_bits(16);
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 4;
+        p.training.seq_len = 2048;
+        assert_eq!(p.training.loss, Loss::TiledLogprob);
+        let c = Ctx::new(&p, None);
+        let lg = c.logits(0);
+        let (tokens, h) = (8192.0, 2048.0);
+        // The final norm's kept tensors and its output, the head's input.
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        let compact = tokens * h * 2.0;
+        let tile = 4096.0 * 32768.0 * 2.0;
+        assert_eq!(lg.forward, norm + compact + tile);
+        assert_eq!(lg.loss_backward, norm + compact + tile + tokens * h * 4.0);
+        assert_eq!(lg.head_backward, norm + compact + tokens * h * (4.0 + 2.0));
+        // No logits-sized tensor: under the Trainer's loss the same step
+        // holds 16-bit logits and fp32 copies of them (GiBs).
+        let mut standard = p.clone();
+        standard.training.loss = Loss::Standard;
+        let logits = tokens * 128_256.0;
+        assert!(
+            Ctx::new(&standard, None).logits(0).loss_backward > lg.loss_backward + 4.0 * logits
+        );
+        // A full fine-tune under autocast: the head trains in fp32, so each
+        // tile's head rows are cast to bf16 and its gradient accumulates in an
+        // fp32 buffer the vocabulary's size; the fp32 hidden states are cast
+        // per 4,096 positions.
+        let mut full = p.clone();
+        full.training.finetune = Finetune::Full;
+        full.training.precision = Precision::AmpBf16;
+        let c = Ctx::new(&full, None);
+        let f = c.logits(0);
+        let hidden = c.residual_bytes();
+        assert_eq!(hidden, 4.0);
+        let accumulator = 128_256.0 * h * 4.0;
+        let fwd = tokens * h * hidden + tile + 4096.0 * h * 2.0 + 32768.0 * h * 2.0;
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        assert_eq!(f.forward, norm + fwd);
+        assert_eq!(f.loss_backward, norm + fwd + tokens * h * 4.0 + accumulator);
     }
 
     /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.

@@ -617,8 +617,13 @@ impl Framework {
             // `gradient_checkpointing=True` from TRL 0.22.0 ("Defaults to
             // `True` instead of `False`", trl 1.16.0 `sft_config.py`; 0.21.0's
             // `SFTConfig` keeps the Trainer's `False`).
+            // Its trainers compute the loss through their own fused LM head
+            // from 1.15.0 (`add_fused_lm_head`, `fused_lm_head=True` in
+            // `SFTTrainer.compute_loss` and `DPOTrainer._compute_loss`; 1.14.2
+            // took the model's logits): [`Loss::TiledLogprob`].
             Framework::Trl => FrameworkDefaults {
                 checkpointing: Checkpointing::Full,
+                loss: Loss::TiledLogprob,
                 ..trainer
             },
             Framework::Peft => FrameworkDefaults {

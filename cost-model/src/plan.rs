@@ -352,6 +352,14 @@ pub enum Loss {
     /// Unsloth, Apple's Cut Cross-Entropy as axolotl's `CutCrossEntropyPlugin`
     /// runs it).
     Fused,
+    /// TRL's fused LM head (trl 1.15.0 on, `add_fused_lm_head` and
+    /// `kernels/chunked_logprob.py` `ChunkedLogProbFunction`, used by its SFT,
+    /// DPO, KTO, GRPO and RLOO trainers): the head projects 4,096 positions ×
+    /// 32,768 vocabulary entries at a time into one reused tile and folds it
+    /// into per-token log-sum-exp statistics, keeping the compacted final
+    /// hidden states; backward recomputes each tile and accumulates the
+    /// input's (and a trained head's) gradient in fp32.
+    TiledLogprob,
 }
 
 /// Which matrices LoRA adapts.

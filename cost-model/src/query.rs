@@ -1704,6 +1704,34 @@ mod apply_tests {
         assert!(!apply(&off, "mb", "2").unwrap().training.adapters_16bit);
     }
 
+    /// TRL's profile computes the loss through its fused LM head (1.15 on):
+    /// seeded with the framework, left out of the URL, and replaced by the
+    /// next framework's loss on a switch.
+    #[test]
+    fn trl_seeds_its_fused_lm_head() {
+        use crate::plan::Loss;
+        let trl = decode_str("fw=trl&ft=lora").unwrap();
+        assert_eq!(trl.training.loss, Loss::TiledLogprob);
+        assert!(!encode(&trl).contains("loss"), "{}", encode(&trl));
+        let older = decode_str("fw=trl&ft=lora&loss=standard").unwrap();
+        assert_eq!(older.training.loss, Loss::Standard);
+        assert!(encode(&older).contains("loss=standard"));
+        assert_eq!(decode_str(&encode(&older)).unwrap(), older);
+        assert_eq!(
+            apply(&trl, "fw", "peft").unwrap().training.loss,
+            Loss::Standard
+        );
+        let peft = decode_str("fw=peft&ft=lora").unwrap();
+        assert_eq!(
+            apply(&peft, "fw", "trl").unwrap().training.loss,
+            Loss::TiledLogprob
+        );
+        assert_eq!(
+            decode_str("loss=tiled-logprob").unwrap().training.loss,
+            Loss::TiledLogprob
+        );
+    }
+
     /// The planner starts on a current bitsandbytes (every framework's
     /// current release runs 0.43.2 or later); an older one is chosen in the
     /// URL, and a plan file that leaves the field out reads it off, as saved

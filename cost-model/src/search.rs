@@ -314,10 +314,15 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     if transformers
         && l.cur.model.norm == Norm::RmsNorm
         && l.cur.model.mlp == Mlp::Gated
-        && !(l.cur.training.fused_kernels && l.cur.training.loss == Loss::Fused)
+        && !(l.cur.training.fused_kernels
+            && matches!(l.cur.training.loss, Loss::Fused | Loss::TiledLogprob))
         && l.edit("fused-kernels", COST_FUSED_KERNELS, |p| {
             p.training.fused_kernels = true;
-            p.training.loss = Loss::Fused;
+            // TRL's own fused LM head stays: it refuses Liger's fused
+            // cross-entropy and takes only its layer kernels.
+            if p.training.loss != Loss::TiledLogprob {
+                p.training.loss = Loss::Fused;
+            }
         })
     {
         return Ok(l.out);
@@ -823,6 +828,17 @@ mod tests {
         if let Some(c) = pos("checkpointing") {
             assert!(fused < c);
         }
+        // Under TRL (1.15 on) every rung keeps TRL's own fused LM head, which
+        // refuses Liger's cross-entropy: the rung would add only Liger's layer
+        // kernels, which save nothing once compiled, so it is not offered.
+        p.set_framework(Framework::Trl);
+        p.training.checkpointing = crate::plan::Checkpointing::None;
+        let ladder = fix_ladder(&p).unwrap();
+        assert!(ladder.iter().any(|r| r.id == "checkpointing"));
+        assert!(ladder
+            .iter()
+            .all(|r| r.plan.training.loss == Loss::TiledLogprob));
+
         // LitGPT does not run Liger's patched transformers models.
         p.set_framework(Framework::Litgpt);
         assert!(fix_ladder(&p)

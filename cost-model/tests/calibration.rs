@@ -2621,6 +2621,42 @@ fn trl_prepares_a_quantized_model_by_its_release() {
 }
 
 #[test]
+fn trl_computes_the_loss_through_its_fused_lm_head_from_1_15() {
+    use cost_model::plan::Loss;
+    let read = |set: &[(&str, &str)]| qlora_row(&[("precision", "bf16")], set).loss;
+    let row = |framework: &str, loss: &str, notes: &str| {
+        read(&[("framework", framework), ("loss", loss), ("notes", notes)])
+    };
+    // A stated 1.15 or later: TRL's tiles, whatever the loss column says.
+    for loss in ["standard", "chunked", "unknown", ""] {
+        assert_eq!(row("trl", loss, "trl 1.16.0"), Loss::TiledLogprob, "{loss}");
+        assert_eq!(
+            row("hf-trainer", loss, "TRL SFTTrainer; TRL 1.15.0"),
+            Loss::TiledLogprob,
+            "{loss}"
+        );
+    }
+    // Unstated or older: the model's logits, as the Trainer's loss takes them
+    // (TRL's planner profile starts on its fused head).
+    assert_eq!(row("trl", "", "SFTTrainer"), Loss::Standard);
+    assert_eq!(row("trl", "unknown", "trl 1.14.2"), Loss::Standard);
+    assert_eq!(
+        row("hf-trainer", "standard", "TRL SFTTrainer; packed"),
+        Loss::Standard
+    );
+    // Liger's fused cross-entropy under an older TRL stays what the column says.
+    assert_eq!(
+        row("trl", "fused", "trl 1.14.2; use_liger_kernel"),
+        Loss::Fused
+    );
+    // Not TRL's row: its release says nothing of the loss.
+    assert_eq!(
+        row("plain-pytorch", "standard", "trl 1.16.0"),
+        Loss::Standard
+    );
+}
+
+#[test]
 fn trl_keeps_the_adapters_in_16_bits_by_its_release() {
     let read = |set: &[(&str, &str)]| {
         let base = [

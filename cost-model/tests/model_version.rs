@@ -164,6 +164,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (36, 0x8f96_17e7_152a_f093),
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
+    (39, 0xbc79_c22c_4ebe_4e64),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -657,6 +657,29 @@ test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fuse
   await expect.poll(used).toBeCloseTo(trainerUsed, 1);
 });
 
+test("choosing TRL seeds its own fused LM head (1.15 on), which keeps no logits, with or without JavaScript", async ({ page }, info) => {
+  // Llama-3.1-8B LoRA, 4 × 2048 on one GPU: the Trainer's loss keeps the
+  // 16-bit logits and their fp32 copies (about 8 GiB at 128,256 entries);
+  // TRL's tiles of 4,096 positions × 32,768 entries never hold them.
+  const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=4&seq=2048&ft=lora&rank=16&ckpt=full";
+  await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
+  const used = () => deviceUsedGiB(page);
+  const trainerUsed = await used();
+  await expect(page.getByTestId("loss")).toHaveValue("standard");
+  await page.getByTestId("fw").selectOption("trl");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/fw=trl/);
+  await expect(page).not.toHaveURL(/loss=/);
+  await expect(page.getByTestId("loss")).toHaveValue("tiled-logprob");
+  await expect.poll(used).toBeLessThan(trainerUsed - 4);
+  // An older TRL took the model's logits: the Trainer's loss, in the URL.
+  await page.getByTestId("loss").selectOption("standard");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/loss=standard/);
+  await expect.poll(used).toBeCloseTo(trainerUsed, 1);
+});
+
 test("a GPU's memory can be changed (a MIG slice) or entered for a GPU not in the list, and it travels in the URL, with or without JavaScript", async ({ page }, info) => {
   await page.goto("/?gpus=1&shard=none");
   await expect(page.getByTestId("gpu")).toHaveValue("h100-sxm-80gb");

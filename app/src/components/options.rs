@@ -290,6 +290,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("chunked-keep", "chunked, chunks kept (LitGPT)"),
                         ("chunked-free", "chunked, freed per chunk (torchtune)"),
                         ("fused", "fused linear + CE (Liger, CCE, Unsloth)"),
+                        ("tiled-logprob", "fused LM head, 4096 × 32768 tiles (TRL ≥ 1.15)"),
                     ]),
                 ),
                 (
