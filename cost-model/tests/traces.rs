@@ -2161,6 +2161,41 @@ fn nvitop_one_shot_tables() {
 }
 
 #[test]
+fn nvitop_process_rows_with_the_bandwidth_column() {
+    // nvitop releases that show `%GMBW` beside `%SM`, and elapsed times in
+    // days: the command is what follows the time, wherever that falls
+    // (written for this test, not a capture).
+    let text = r#"╒═════════════════════════════════════════════════════════════════════════════╕
+│ NVITOP 1.4.1       Driver Version: 550.90.07      CUDA Driver Version: 12.4 │
+├───────────────────────────────┬──────────────────────┬──────────────────────┤
+│ GPU  Name        Persistence-M│ Bus-Id        Disp.A │ Volatile Uncorr. ECC │
+│ Fan  Temp  Perf  Pwr:Usage/Cap│         Memory-Usage │ GPU-Util  Compute M. │
+╞═══════════════════════════════╪══════════════════════╪══════════════════════╡
+│   0  NVIDIA A100-SXM4-80GB On │ 00000000:07:00.0 Off │                    0 │
+│ N/A   41C    P0   310W / 400W │  65.02GiB / 80.00GiB │     97%      Default │
+╘═══════════════════════════════╧══════════════════════╧══════════════════════╛
+
+╒══════════════════════════════════════════════════════════════════════════════════════╕
+│ Processes:                                                           alice@gpu-node-3 │
+│ GPU     PID      USER  GPU-MEM %SM %GMBW  %CPU  %MEM      TIME  COMMAND               │
+╞══════════════════════════════════════════════════════════════════════════════════════╡
+│   0   13420 C   alice 64.99GiB  98    45 101.3   2.1  1:02:03  python train.py --cfg │
+│   0   13500 C   alice  512MiB    0     0   0.1   0.3   3 days  python serve.py       │
+│   0   13600 C   alice  300MiB  N/A   N/A   0.0   0.1     N/A  python idle.py        │
+╘══════════════════════════════════════════════════════════════════════════════════════╛
+"#;
+    let t = parse_text(text);
+    assert_eq!(t.format, Format::Nvitop);
+    let names: Vec<&str> = t.processes.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["python train.py --cfg", "python serve.py", "python idle.py"]
+    );
+    assert!(close(t.processes[0].used_mib, 64.99 * 1024.0));
+    assert_eq!(t.processes[1].used_mib, Some(512.0));
+}
+
+#[test]
 fn jax_and_tensorflow_out_of_memory_lines_name_the_request() {
     let jax = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.\n";
     let t = parse_text(jax);

@@ -135,6 +135,34 @@ fn used_total(cell: &str) -> Option<(f64, f64)> {
     Some((parse_joined_mib(u)?, parse_joined_mib(t)?))
 }
 
+/// Where the command begins in an nvitop process row's tokens: after the
+/// elapsed-time column (`H:MM:SS`, `MM:SS`, `D-HH:MM:SS`, `N days`, `N/A`)
+/// that follows `%MEM` (a decimal, where `%SM` and `%GMBW` are whole numbers
+/// or `N/A`); else after the nine columns of the release without `%GMBW`.
+fn nvitop_command_start(toks: &[&str]) -> usize {
+    let clock = |t: &str| {
+        t.contains(':')
+            && t.chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, ':' | '-'))
+    };
+    let decimal = |t: &str| t.contains('.') && t.parse::<f64>().is_ok();
+    (6..toks.len())
+        .filter(|&i| decimal(toks[i - 1]))
+        .find_map(|i| {
+            let t = toks[i];
+            if clock(t) || t == "N/A" {
+                Some(i + 1)
+            } else if t.parse::<u32>().is_ok()
+                && matches!(toks.get(i + 1).copied(), Some("day" | "days"))
+            {
+                Some(i + 2)
+            } else {
+                None
+            }
+        })
+        .unwrap_or(9)
+}
+
 impl TableParser {
     pub fn nvitop() -> Self {
         TableParser {
@@ -143,7 +171,10 @@ impl TableParser {
         }
     }
 
-    /// nvitop's process row: `GPU PID TYPE USER GPU-MEM %SM %CPU %MEM TIME COMMAND`.
+    /// nvitop's process row: `GPU PID TYPE USER GPU-MEM %SM %CPU %MEM TIME
+    /// COMMAND`, with `%GMBW` after `%SM` in releases that show the memory
+    /// bandwidth: the command starts after the elapsed time (`1:02:03`,
+    /// `12:34`, `3 days`, `N/A`), wherever that column falls.
     fn nvitop_process_row(c: &[&str], b: &mut Builder) {
         let inner = c.join(" ");
         let toks: Vec<&str> = inner.split_whitespace().collect();
@@ -160,7 +191,10 @@ impl TableParser {
         b.processes.push(ProcessUse {
             gpu: Some(gpu),
             pid: Some(pid),
-            name: toks.get(9..).map(|n| n.join(" ")).unwrap_or_default(),
+            name: toks
+                .get(nvitop_command_start(&toks)..)
+                .map(|n| n.join(" "))
+                .unwrap_or_default(),
             kind: Some(kind.to_string()),
             used_mib: toks.get(4).and_then(|m| parse_joined_mib(m)),
         });
