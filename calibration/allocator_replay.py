@@ -76,6 +76,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-3-1b granite-3.0-2b llama-3.2-1b ministral-8b mistral-nemo-12b olmo-2-7b opt-1.3b phi-3-mini \
         pythia-1.4b qwen2.5-1.5b qwen3-0.6b smollm2-360m stablelm-2-1.6b \
         > calibration/replay-qlora-trl-2026-12-05.csv   # prepared, then TRL <= 0.21's embeddings back in bf16
+    v/bin/python calibration/allocator_replay.py --trl-fused-head llama-3.2-1b qwen2.5-1.5b gemma-2b smollm2-360m \
+        qwen3-0.6b phi-3-mini > calibration/replay-trl-fused-head-2026-12-05.csv   # TRL >= 1.15's fused LM head
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -593,10 +595,12 @@ def trace(measure, c, steps=3):
     torch.nn.functional.dropout = cuda_dropout
     # A QLoRA case runs SDPA's math kernel over fp32 activations wherever grouped k/v send it there: its
     # `_safe_softmax` mask logged too (`SafeSoftmaxMask`; the replay files before the QLoRA ones without it).
-    log = (SafeSoftmaxMask if c.get("quant") else AllocationLog)()
+    log = (FusedHeadLog if FUSED_HEAD else SafeSoftmaxMask if c.get("quant") else AllocationLog)()
     with log:
         rec = {}
         cfg, model = measure.build(c, rec)
+        if FUSED_HEAD:
+            trl_fused_head(model)
         model = measure.with_lora(c, model)
         model.train()
         if c["ckpt"]:
@@ -627,6 +631,72 @@ def trace(measure, c, steps=3):
 # is gone before `loss.backward()` (`--dropped-output`).
 DROP_OUTPUT = False
 
+# TRL's own fused LM head (trl 1.15.0 on, `--trl-fused-head`): the model patched with `add_fused_lm_head` as
+# `SFTTrainer` patches it (outputs log_probs, entropy and is_top1) and called with `fused_lm_head=True`.
+FUSED_HEAD = False
+
+
+class _NoKernel:
+    """A Triton kernel's launch that allocates nothing: `kernel[grid](...)` folds a tile into buffers made before."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def trl_fused_head(model):
+    """Patches `model` with TRL's fused LM head as CUDA runs it: the Triton path (`_use_triton`: the compacted
+    positions, the tile folded in place by the kernels, which allocate nothing), and `_addmm_fp32` as
+    `torch.addmm(..., out_dtype=torch.float32, out=acc)`, which writes into the fp32 accumulator (torch >= 2.8 on
+    CUDA: no 16-bit product first) — no-ops on the meta device, where nothing is computed."""
+    import trl.kernels.chunked_logprob as ck
+    import trl.trainer.utils as tu
+
+    ck._use_triton = tu._use_triton = lambda device: True
+    ck._forward_kernel = ck._backward_kernel = _NoKernel()
+    # The kernel computes in autocast's dtype where autocast is on (`torch.get_autocast_dtype(device.type)`): the
+    # replay's stand-in for CUDA's, on the meta device.
+    if not getattr(torch.is_autocast_enabled, "replay", False):
+        enabled, dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
+
+        def is_enabled(*device_type):
+            return bool(AUTOCAST) if device_type == ("meta",) else enabled(*device_type)
+
+        def autocast_dtype(device_type):
+            return AUTOCAST[-1].dtype if device_type == "meta" else dtype(device_type)
+
+        is_enabled.replay = True
+        torch.is_autocast_enabled, torch.get_autocast_dtype = is_enabled, autocast_dtype
+    ck._addmm_fp32 = lambda acc, a, b: None
+    tu.add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
+
+
+class FusedHeadLog(AllocationLog):
+    """The log, with boolean-mask indexing on the meta device read as every position labelled (the replayed
+    batches label every token): `hidden_states[mask]` makes a copy of all of them, its backward's `index_put_`
+    writes in place, and `nonzero` lists every position."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is aten.index.Tensor and any(
+            isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in args[1]
+        ):
+            x, (mask,) = args[0], args[1]
+            out = x.reshape(-1, *x.shape[mask.dim():]).clone()
+            self.track(out)
+            return out
+        if func in (aten.index_put_.default, aten._index_put_impl_.default):
+            return args[0]
+        if func is aten.index_put.default:
+            out = args[0].clone()
+            self.track(out)
+            return out
+        if func is aten.nonzero.default:
+            x = args[0]
+            out = torch.empty((x.numel(), x.dim()), dtype=torch.long, device=x.device)
+            self.track(out)
+            return out
+        return super().__torch_dispatch__(func, types, args, kwargs)
+
 
 def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     """measure.py's loop, marking each phase in the log: forward with labels (under `amp` autocast, if any),
@@ -634,7 +704,7 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     for _ in range(steps):
         # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
         with Autocasting(amp):
-            out = model(**batch)
+            out = model(**batch, fused_lm_head=True) if FUSED_HEAD else model(**batch)
         loss = out.loss
         if DROP_OUTPUT:
             out = None
@@ -1176,7 +1246,7 @@ NO_DROPOUT_RUNS = (
 )
 
 
-def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=False, prep=True):
+def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=False, prep=True, trl=False):
     """Replays of other model families (plain PyTorch loop, H200), as rows of the calibration schema on stdout:
     those named in `only` (every one, without names); with `head="cls"` as two-label sequence classifiers; with
     `lora_dropout=0` the LoRA runs without dropout; with `quant` QLoRA as measure.py's `quant=4, prep=True` cases
@@ -1250,6 +1320,13 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 if head:
                     r.update(notes=r["notes"] + "; sequence classification head (2 labels; no LM head), "
                                                 "PEFT task SEQ_CLS")
+                if trl:
+                    import trl as trl_package
+
+                    r.update(framework="trl",
+                             notes=r["notes"] + f"; trl {trl_package.__version__} fused LM head "
+                             "(add_fused_lm_head with SFTTrainer's outputs log_probs, entropy, is_top1; "
+                             "fused_lm_head=True; every position labelled); the model's output held to the step")
                 if quant:
                     r.update(task="qlora", base_weight_bits="4",
                              notes=r["notes"] + "; bitsandbytes 0.50.2 Linear4bit NF4 + double quant + bf16 compute "
@@ -1497,6 +1574,11 @@ def main():
         return families(measure, sys.argv[2:], quant=True, prep=False)
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
+    if sys.argv[1:2] == ["--trl-fused-head"]:
+        global FUSED_HEAD
+        FUSED_HEAD = True
+        families(measure, sys.argv[2:], trl=True)
+        return
     if sys.argv[1:2] == ["--no-lora-dropout"]:
         # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.
         for i, spec in enumerate(sys.argv[2:]):
