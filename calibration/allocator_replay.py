@@ -78,6 +78,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         > calibration/replay-qlora-trl-2026-12-05.csv   # prepared, then TRL <= 0.21's embeddings back in bf16
     v/bin/python calibration/allocator_replay.py --trl-fused-head llama-3.2-1b qwen2.5-1.5b gemma-2b smollm2-360m \
         qwen3-0.6b phi-3-mini > calibration/replay-trl-fused-head-2026-12-05.csv   # TRL >= 1.15's fused LM head
+    v/bin/python calibration/allocator_replay.py --trl-dpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        > calibration/replay-trl-dpo-2026-12-05.csv   # TRL 1.16's DPOTrainer loss, its fused head
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -601,6 +603,12 @@ def trace(measure, c, steps=3):
         cfg, model = measure.build(c, rec)
         if FUSED_HEAD:
             trl_fused_head(model)
+        if DPO and not c["lora"]:
+            # TRL loads the reference in the policy's dtype (`create_model_from_path(..., dtype=model.dtype)`).
+            _, ref = measure.build(c, {})
+            trl_fused_head(ref)
+            ref.eval().requires_grad_(False)
+            REFERENCE[:] = [ref]
         model = measure.with_lora(c, model)
         model.train()
         if c["ckpt"]:
@@ -617,12 +625,14 @@ def trace(measure, c, steps=3):
             opt = torch.optim.AdamW(params, lr=1e-5, foreach=True)  # CUDA's default
         else:
             opt = torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
-        ids = torch.randint(0, cfg.vocab_size, (c["mb"], c["seq"]), device="meta")
+        rows = 2 * c["mb"] if DPO else c["mb"]  # DPO: chosen and rejected, concatenated
+        ids = torch.randint(0, cfg.vocab_size, (rows, c["seq"]), device="meta")
         log.mark("load")
         amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
         train_steps(log, model, opt, dict(input_ids=ids, labels=measure.case_labels(c, ids)), amp, steps,
                     set_to_none=True)
         del model, opt, params
+        REFERENCE.clear()
         gc.collect()
     return log.events, rec["params_total"]
 
@@ -634,6 +644,31 @@ DROP_OUTPUT = False
 # TRL's own fused LM head (trl 1.15.0 on, `--trl-fused-head`): the model patched with `add_fused_lm_head` as
 # `SFTTrainer` patches it (outputs log_probs, entropy and is_top1) and called with `fused_lm_head=True`.
 FUSED_HEAD = False
+# TRL 1.16.0's `DPOTrainer._compute_loss` (`--trl-dpo`): each micro-batch's chosen and rejected completions as one
+# batch of twice its rows, the policy's fused-head forward, then the reference's under `no_grad` (the adapters
+# disabled, or a frozen copy of the model for a full fine-tune), the sigmoid loss; the outputs dropped before
+# backward, as the Trainer's `compute_loss` returns the loss alone.
+DPO = False
+REFERENCE = []
+
+
+def dpo_loss(model, batch, amp, beta=0.1):
+    """TRL 1.16.0's `DPOTrainer._compute_loss` for one concatenated micro-batch (chosen rows first): the policy's
+    per-sequence log-probabilities, the reference's under `no_grad`, the sigmoid loss."""
+    import torch.nn.functional as F
+
+    with Autocasting(amp):
+        logps = model(**batch, fused_lm_head=True).log_probs.sum(dim=1)
+        with torch.no_grad():
+            if REFERENCE:
+                ref_logps = REFERENCE[0](**batch, fused_lm_head=True).log_probs.sum(dim=1)
+            else:
+                with model.disable_adapter():
+                    ref_logps = model(**batch, fused_lm_head=True).log_probs.sum(dim=1)
+        chosen, rejected = logps.chunk(2)
+        ref_chosen, ref_rejected = ref_logps.chunk(2)
+        delta = (chosen - ref_chosen) - (rejected - ref_rejected)
+        return -F.logsigmoid(beta * delta).mean()
 
 
 class _NoKernel:
@@ -703,9 +738,12 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     backward, the optimizer's step, `zero_grad`."""
     for _ in range(steps):
         # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
-        with Autocasting(amp):
-            out = model(**batch, fused_lm_head=True) if FUSED_HEAD else model(**batch)
-        loss = out.loss
+        if DPO:
+            out, loss = None, dpo_loss(model, batch, amp)
+        else:
+            with Autocasting(amp):
+                out = model(**batch, fused_lm_head=True) if FUSED_HEAD else model(**batch)
+            loss = out.loss
         if DROP_OUTPUT:
             out = None
         log.mark("forward")
@@ -1239,6 +1277,14 @@ def peft_default_targets(model_type):
 # LoRA without dropout (`--no-lora-dropout`: Unsloth's and torchtune's default, `lora_dropout=0`): each adapter then
 # keeps PEFT's cast of its input rather than a dropped-out copy and a mask, and the recompute stops at other tensors;
 # as causal LMs (or encoders' and encoder-decoders' own heads) and as classifiers.
+DPO_RUNS = (
+    # (precision, checkpointing, pairs per micro-batch, sequence, LoRA)
+    ("bf16", True, 4, 2048, (16, "all-linear")),
+    ("bf16", False, 2, 2048, (16, "all-linear")),
+    ("amp-bf16", True, 2, 2048, (16, "all-linear")),
+    ("bf16", True, 4, 2048, None),
+    ("bf16", False, 1, 2048, None),
+)
 NO_DROPOUT_RUNS = (
     ("bf16", False, 4, 2048, (16, "all-linear")),
     ("bf16", True, 8, 2048, (16, "all-linear")),
@@ -1269,7 +1315,9 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
         measure.MODELS[name] = config
         attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
-        if quant:
+        if DPO:
+            runs = DPO_RUNS
+        elif quant:
             use_bnb_on_meta(measure)
             runs = QLORA_RUNS
         elif lora_dropout == 0:
@@ -1295,6 +1343,8 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 kind += "-nodrop"
             if quant:
                 kind = "q" + kind + {True: "", False: "-noprep", "trl": "-trl"}[prep]
+            if DPO:
+                kind = "dpo-" + kind
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
                              lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant and prep)
@@ -1320,13 +1370,20 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 if head:
                     r.update(notes=r["notes"] + "; sequence classification head (2 labels; no LM head), "
                                                 "PEFT task SEQ_CLS")
+                if DPO and not lora:
+                    r.update(task="full")
                 if trl:
                     import trl as trl_package
 
                     r.update(framework="trl",
                              notes=r["notes"] + f"; trl {trl_package.__version__} fused LM head "
                              "(add_fused_lm_head with SFTTrainer's outputs log_probs, entropy, is_top1; "
-                             "fused_lm_head=True; every position labelled); the model's output held to the step")
+                             "fused_lm_head=True; every position labelled)"
+                             + ("; DPO (DPOTrainer's _compute_loss: chosen and rejected concatenated, twice "
+                                "micro_batch sequences; the reference pass under no_grad with the adapters disabled "
+                                "or, for a full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; "
+                                "the outputs dropped before backward)" if DPO
+                                else "; the model's output held to the step"))
                 if quant:
                     r.update(task="qlora", base_weight_bits="4",
                              notes=r["notes"] + "; bitsandbytes 0.50.2 Linear4bit NF4 + double quant + bf16 compute "
@@ -1574,9 +1631,10 @@ def main():
         return families(measure, sys.argv[2:], quant=True, prep=False)
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
-    if sys.argv[1:2] == ["--trl-fused-head"]:
-        global FUSED_HEAD
+    if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"]):
+        global FUSED_HEAD, DPO
         FUSED_HEAD = True
+        DPO = sys.argv[1] == "--trl-dpo"
         families(measure, sys.argv[2:], trl=True)
         return
     if sys.argv[1:2] == ["--no-lora-dropout"]:

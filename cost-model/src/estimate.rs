@@ -2822,7 +2822,15 @@ impl<'a> Ctx<'a> {
         };
         let block = (self.layer_matrix_params() - experts) * HALF;
         let layers = self.stage_layers(s);
-        let head = self.lm_head_params(s) * HALF;
+        // TRL's fused LM head casts the head's rows tile by tile outside
+        // autocast (`weight[start:end].to(compute_dtype)`, counted with its
+        // tile: [`Self::tiled_logprob_moments`]): no whole cast of it.
+        let head_casts = if self.plan.training.loss == Loss::TiledLogprob {
+            0.0
+        } else {
+            1.0
+        };
+        let head = self.lm_head_params(s) * HALF * head_casts;
         // Blocks whose forward keeps nothing, one of them recomputed at a time.
         let checkpointed = if self.plan.training.checkpointing == Checkpointing::Full {
             (layers / self.plan.training.checkpoint_every.max(1) as f64).floor()
@@ -2845,6 +2853,7 @@ impl<'a> Ctx<'a> {
                     (self.lm_head_params(s) - self.quantized_head_params(s))
                         * HALF
                         * self.lm_head_calls()
+                        * head_casts
                 } else {
                     0.0
                 };
@@ -5135,12 +5144,12 @@ impl<'a> Ctx<'a> {
     /// not in it (fp32 under autocast). Backward: the same tile and casts,
     /// the input's gradient accumulated in fp32 (`grad_hidden`) and, when the
     /// head trains, its fp32 gradient accumulator (`grad_weight`); it returns
-    /// their casts to the tensors' dtypes, the fp32 ones still alive (the
-    /// head's cast is the gradient the step keeps, counted with the other
-    /// gradients; an fp32 head's is its accumulator). Replayed through the
-    /// caching allocator with trl 1.16.0's own code on the meta device
-    /// (`calibration/allocator_replay.py --trl-fused-head`, six families):
-    /// allocated within −1.3 … +1.9 %.
+    /// their casts to the tensors' dtypes, the fp32 ones and the tile still
+    /// alive (the head's cast is the gradient the step keeps, counted with
+    /// the other gradients; an fp32 head's is its accumulator). Replayed
+    /// through the caching allocator with trl 1.16.0's own code on the meta
+    /// device (`calibration/allocator_replay.py --trl-fused-head` and
+    /// `--trl-dpo`).
     fn tiled_logprob_moments(&self, tokens: f64, v: f64, h: f64) -> (f64, f64, f64) {
         let hidden = self.residual_bytes();
         let compute = self.e;
@@ -5155,8 +5164,14 @@ impl<'a> Ctx<'a> {
         };
         let head_trains = self.full_finetune();
         // The head's weights are the model's stored dtype: fp32 under
-        // autocast over fp32 weights, where each tile's rows are cast.
-        let head_cast = if head_trains && self.runs_autocast() && compute < FP32 {
+        // autocast over fp32 weights (trained, or a frozen fp32 base), where
+        // each tile's rows are cast.
+        let fp32_head = if head_trains {
+            self.trainable_weight_bytes() >= FP32
+        } else {
+            self.base_bits().is_some_and(|b| b >= 32)
+        };
+        let head_cast = if fp32_head && self.runs_autocast() && compute < FP32 {
             cols * h * compute
         } else {
             0.0
@@ -5178,7 +5193,15 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let head_bwd = compact + grad_hidden + hidden_grad_cast + head_accumulator;
+        // The tile and the last tile's casts are the backward's locals, alive
+        // as it returns.
+        let head_bwd = compact
+            + tile
+            + hidden_cast
+            + head_cast
+            + grad_hidden
+            + hidden_grad_cast
+            + head_accumulator;
         (fwd, loss_bwd, head_bwd)
     }
 
@@ -6496,7 +6519,10 @@ mod tests {
         let tile = 4096.0 * 32768.0 * 2.0;
         assert_eq!(lg.forward, norm + compact + tile);
         assert_eq!(lg.loss_backward, norm + compact + tile + tokens * h * 4.0);
-        assert_eq!(lg.head_backward, norm + compact + tokens * h * (4.0 + 2.0));
+        assert_eq!(
+            lg.head_backward,
+            norm + compact + tile + tokens * h * (4.0 + 2.0)
+        );
         // No logits-sized tensor: under the Trainer's loss the same step
         // holds 16-bit logits and fp32 copies of them (GiBs).
         let mut standard = p.clone();
@@ -6524,7 +6550,7 @@ mod tests {
         // Its casts back to fp32 are the fp32 tensors themselves: the head's
         // gradient is the accumulator (counted with the gradients), the
         // hidden states' gradient the fp32 one.
-        assert_eq!(f.head_backward, norm + tokens * h * 4.0 + tokens * h * 4.0);
+        assert_eq!(f.head_backward, norm + fwd + tokens * h * 4.0);
     }
 
     /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.

@@ -801,7 +801,7 @@ fn trl_fused_head_replayed_holds_the_recorded_accuracy() {
     );
     let (median, p90) = allocated_median_p90(&r);
     assert!(median <= 0.5, "allocated median |error| {median} %");
-    assert!(p90 <= 1.3, "allocated p90 |error| {p90} %");
+    assert!(p90 <= 1.2, "allocated p90 |error| {p90} %");
     // Read with the Trainer's loss (the logits held), as a TRL row that
     // states no release is read.
     let text = std::fs::read_to_string(format!(
@@ -822,6 +822,28 @@ fn trl_fused_head_replayed_holds_the_recorded_accuracy() {
     let id = "replay-smollm2-360m-bf16-ckpt-b8-s2048-full-alloc";
     assert!(row(&r, id).abs() < 1.0);
     assert!(row(&standard, id) > 100.0, "{} %", row(&standard, id));
+}
+
+/// TRL 1.16's DPO (`DPOTrainer._compute_loss`: chosen and rejected
+/// concatenated, the policy's fused-head forward, then the reference's under
+/// `no_grad` — the adapters disabled, or a frozen copy for a full fine-tune —
+/// and the sigmoid loss), replayed with TRL's fused head on the meta device
+/// (`calibration/allocator_replay.py --trl-dpo`), four families five ways:
+/// every allocated row within 2 %. A LoRA run's peak is its SFT run's on twice
+/// the sequences (Llama-3.2-1B under autocast, checkpointed: 7.739 GiB both);
+/// the reference pass under the fused head adds nothing at the peak.
+#[test]
+fn trl_dpo_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-trl-dpo-2026-12-05.csv",
+        40,
+        (0.6, 7.0, -13.5),
+        |_| true,
+        (20, 2.0),
+    );
+    let (median, p90) = allocated_median_p90(&r);
+    assert!(median <= 0.3, "allocated median |error| {median} %");
+    assert!(p90 <= 1.5, "allocated p90 |error| {p90} %");
 }
 
 /// A reward model or a sequence classifier written as other sources write
