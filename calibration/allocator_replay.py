@@ -80,6 +80,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         qwen3-0.6b phi-3-mini > calibration/replay-trl-fused-head-2026-12-05.csv   # TRL >= 1.15's fused LM head
     v/bin/python calibration/allocator_replay.py --trl-dpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         > calibration/replay-trl-dpo-2026-12-05.csv   # TRL 1.16's DPOTrainer loss, its fused head
+    v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -597,7 +599,10 @@ def trace(measure, c, steps=3):
     torch.nn.functional.dropout = cuda_dropout
     # A QLoRA case runs SDPA's math kernel over fp32 activations wherever grouped k/v send it there: its
     # `_safe_softmax` mask logged too (`SafeSoftmaxMask`; the replay files before the QLoRA ones without it).
-    log = (FusedHeadLog if FUSED_HEAD else SafeSoftmaxMask if c.get("quant") else AllocationLog)()
+    if FUSED_HEAD:
+        log = (FusedHeadQuantLog if c.get("quant") else FusedHeadLog)()
+    else:
+        log = (SafeSoftmaxMask if c.get("quant") else AllocationLog)()
     with log:
         rec = {}
         cfg, model = measure.build(c, rec)
@@ -610,6 +615,12 @@ def trace(measure, c, steps=3):
             ref.eval().requires_grad_(False)
             REFERENCE[:] = [ref]
         model = measure.with_lora(c, model)
+        if BF16_ADAPTERS:
+            # trl 1.16.0 `SFTTrainer.__init__`: `param.data = param.data.to(torch.bfloat16)` for every trainable
+            # parameter of a quantized model (from 0.26).
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.data = p.data.to(torch.bfloat16)
         model.train()
         if c["ckpt"]:
             # The RNG state of the meta device cannot be saved; on CUDA it is a few bytes on the host.
@@ -650,6 +661,8 @@ FUSED_HEAD = False
 # backward, as the Trainer's `compute_loss` returns the loss alone.
 DPO = False
 REFERENCE = []
+# TRL's `SFTTrainer` from 0.26 casts a quantized model's trainable parameters to bf16 (`--trl-qlora`).
+BF16_ADAPTERS = False
 
 
 def dpo_loss(model, batch, amp, beta=0.1):
@@ -1383,7 +1396,9 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                                 "micro_batch sequences; the reference pass under no_grad with the adapters disabled "
                                 "or, for a full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; "
                                 "the outputs dropped before backward)" if DPO
-                                else "; the model's output held to the step"))
+                                else "; the model's output held to the step")
+                             + ("; trainable parameters cast to bf16 (SFTTrainer, a quantized model, TRL >= 0.26)"
+                                if BF16_ADAPTERS else ""))
                 if quant:
                     r.update(task="qlora", base_weight_bits="4",
                              notes=r["notes"] + "; bitsandbytes 0.50.2 Linear4bit NF4 + double quant + bf16 compute "
@@ -1565,6 +1580,10 @@ class SafeSoftmaxMask(AllocationLog):
         return out
 
 
+class FusedHeadQuantLog(FusedHeadLog, SafeSoftmaxMask):
+    """The fused head's log over a quantized base, with `_safe_softmax`'s mask as the QLoRA replays log it."""
+
+
 def empty_cache(a):
     """`torch.cuda.empty_cache()`: every segment with no block in use goes back."""
     for small in (True, False):
@@ -1631,11 +1650,12 @@ def main():
         return families(measure, sys.argv[2:], quant=True, prep=False)
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
-    if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"]):
-        global FUSED_HEAD, DPO
+    if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"]):
+        global FUSED_HEAD, DPO, BF16_ADAPTERS
         FUSED_HEAD = True
         DPO = sys.argv[1] == "--trl-dpo"
-        families(measure, sys.argv[2:], trl=True)
+        BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
+        families(measure, sys.argv[2:], trl=True, quant=quant, prep=False)
         return
     if sys.argv[1:2] == ["--no-lora-dropout"]:
         # Each family as its own LM and, with `:cls`, as a classifier: `llama-3.2-1b llama-3.2-1b:cls`.

@@ -126,8 +126,9 @@ use cost_model::presets::presets;
 /// replayed TRL QLoRA added to the set (calibration/replay-qlora-trl-2026-12-05);
 /// without the file the set still gave 0x35dc_8276_d4be_6430, and every
 /// calibration report was byte-identical. Version 39 (TRL's fused LM head)
-/// was recorded with the replayed fused-head and DPO files in the set
-/// (calibration/replay-trl-fused-head-2026-12-05, replay-trl-dpo-2026-12-05),
+/// was recorded with the replayed fused-head, DPO and QLoRA files in the set
+/// (calibration/replay-trl-fused-head-2026-12-05, replay-trl-dpo-2026-12-05,
+/// replay-trl-qlora-2026-12-05),
 /// the head's fp32 casts read as no copies, no autocast cast of the whole
 /// head under the fused head, and its tile alive as its backward returns.
 const FINGERPRINTS: &[(u32, u64)] = &[
@@ -168,7 +169,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (36, 0x8f96_17e7_152a_f093),
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
-    (39, 0xe619_0846_efe5_5004),
+    (39, 0xd48d_b693_9676_dec0),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -228,6 +229,7 @@ fn project_plans() -> Vec<Plan> {
         "replay-qlora-trl-2026-12-05.csv",
         "replay-trl-fused-head-2026-12-05.csv",
         "replay-trl-dpo-2026-12-05.csv",
+        "replay-trl-qlora-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
