@@ -4459,25 +4459,28 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether the down projection saves nothing of its input: a frozen base
-    /// matrix no adapter reads, multiplied by PyTorch's own linear (not
-    /// bitsandbytes' or ZeRO-3's, [`Self::keeps_input`]) — PEFT's default
-    /// targets (q and v), or attention-only adapters. Its input's gradient
-    /// then meets the gradients of the product's factors with nothing of the
-    /// block released before it. A 4/8-bit base dequantizes each weight for
-    /// its backward ([`Self::dequantized_weights`], counted beside these
-    /// gradients): the gate and up weights' copies meet the two factors'
-    /// gradients after the product's is freed, a moment the count already
-    /// covers (H200, QLoRA Mistral-7B on q and v, checkpointed: −0.5 %
-    /// allocated as it stands). Replayed (`calibration/allocator_replay.py
-    /// --classifiers`): Llama-3.2-1B as a classifier, LoRA on q and v,
-    /// checkpointed, 8 × 2048: three MLP-wide gradients at the peak.
+    /// matrix no adapter reads, multiplied by PyTorch's own linear or by a
+    /// 4-bit matmul that keeps no input (not ZeRO-3's, nor bitsandbytes'
+    /// before 0.43.2: [`Self::keeps_input`]) — PEFT's default targets (q and
+    /// v), or attention-only adapters. Its input's gradient then meets the
+    /// gradients of the product's factors with nothing of the block released
+    /// before it. Replayed (`calibration/allocator_replay.py --classifiers`):
+    /// Llama-3.2-1B as a classifier, LoRA on q and v, checkpointed, 8 × 2048:
+    /// three MLP-wide gradients at the peak; and over a 4-bit base
+    /// (`--trl-qlora`, TRL's fused head, where the logits no longer hide the
+    /// block): Qwen2.5-1.5B on q and v, checkpointed, 4 × 2048, peaked with
+    /// six MLP-wide tensors (the gate's and up projection's outputs, the
+    /// activation's, and three gradients), −4.4 % allocated when the count
+    /// left a 4-bit base's product as kept. An 8-bit base is left as it was
+    /// (its dequantized weights' moment; no replay of it).
     fn down_keeps_nothing(&self) -> bool {
         let targets = match self.plan.training.finetune {
             Finetune::Full => return false,
             Finetune::Lora { targets, .. } | Finetune::Adapter { targets, .. } => targets,
         };
-        let dequantizes = self.base_bits().is_some_and(|b| b <= 8);
-        !self.block_matrices(targets)[6].targeted && !self.keeps_input(false) && !dequantizes
+        !self.block_matrices(targets)[6].targeted
+            && !self.keeps_input(false)
+            && self.base_bits() != Some(8)
     }
 
     /// The gradients a block's MLP backward holds at once — two MLP-wide

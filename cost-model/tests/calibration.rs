@@ -850,8 +850,9 @@ fn trl_dpo_replayed_holds_the_recorded_accuracy() {
 /// 0.22, the trainable parameters cast to bf16 from 0.26, its fused LM head),
 /// replayed with bitsandbytes NF4 and TRL's head on the meta device
 /// (`calibration/allocator_replay.py --trl-qlora`), six families: allocated
-/// within 4.5 % (PEFT's default q and v targets checkpointed −1.8 … −4.4 %);
-/// the checkpointed runs' reserve is under by up to 22 % — the quantizing
+/// within 3.5 % (PEFT's default q and v targets checkpointed had been −1.8 …
+/// −4.4 % while the count left a 4-bit down projection's input as kept);
+/// the checkpointed runs' reserve is under by up to 18 % — the quantizing
 /// load's partly used segments, the QLoRA replays' known gap, which no
 /// logits segment now hides.
 #[test]
@@ -859,13 +860,13 @@ fn trl_qlora_replayed_holds_the_recorded_accuracy() {
     let r = holds_its_accuracy(
         "replay-trl-qlora-2026-12-05.csv",
         34,
-        (2.5, 9.0, -23.0),
+        (2.0, 7.5, -19.0),
         |_| true,
-        (17, 4.5),
+        (17, 3.5),
     );
     let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 2.0, "allocated median |error| {median} %");
-    assert!(p90 <= 4.0, "allocated p90 |error| {p90} %");
+    assert!(median <= 1.5, "allocated median |error| {median} %");
+    assert!(p90 <= 2.5, "allocated p90 |error| {p90} %");
 }
 
 /// A reward model or a sequence classifier written as other sources write

@@ -169,7 +169,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (36, 0x8f96_17e7_152a_f093),
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
-    (39, 0xd48d_b693_9676_dec0),
+    (39, 0x6892_66b0_a35c_e04b),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
