@@ -210,7 +210,9 @@ use std::cell::Cell;
 /// preparation did not run. 39 computes TRL's loss through its own fused LM
 /// head ([`Loss::TiledLogprob`], TRL 1.15 on: the framework profile's default,
 /// and a case row that states such a release), so a TRL plan that names no
-/// loss no longer holds the logits.
+/// loss no longer holds the logits, and counts a 4-bit base's frozen down
+/// projection as keeping nothing of its input under bitsandbytes ≥ 0.43.2
+/// (its input's gradient in full at the recomputed MLP's backward).
 pub const MODEL_VERSION: u32 = 39;
 
 // ---------------------------------------------------------------------------
