@@ -71,6 +71,13 @@ fn holds_its_accuracy(
     r
 }
 
+/// The allocated rows' median and 90th-percentile |error| at most these.
+fn allocated_within(r: &cost_model::calibrate::Report, median_max: f64, p90_max: f64) {
+    let (median, p90) = allocated_median_p90(r);
+    assert!(median <= median_max, "allocated median |error| {median} %");
+    assert!(p90 <= p90_max, "allocated p90 |error| {p90} %");
+}
+
 /// The allocated rows' median and 90th-percentile (nearest rank) |error|.
 fn allocated_median_p90(r: &cost_model::calibrate::Report) -> (f64, f64) {
     let mut allocated: Vec<f64> = r
@@ -514,9 +521,7 @@ fn fourteen_more_replayed_families_hold_the_recorded_accuracy() {
         |_| true,
         (90, 2.5),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.3, "allocated median |error| {median} %");
-    assert!(p90 <= 1.2, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.3, 1.2);
     // What this session's presets and mechanisms carry (the error without
     // them in the comment).
     rows_within(
@@ -557,9 +562,7 @@ fn ten_more_replayed_families_hold_the_recorded_accuracy() {
         |_| true,
         (66, 3.0),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.3, "allocated median |error| {median} %");
-    assert!(p90 <= 0.8, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.3, 0.8);
     rows_within(
         &r,
         &[
@@ -598,9 +601,7 @@ fn seven_more_replayed_families_hold_the_recorded_accuracy() {
         |_| true,
         (48, 9.0),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.4, "allocated median |error| {median} %");
-    assert!(p90 <= 2.0, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.4, 2.0);
     rows_within(
         &r,
         &[
@@ -640,9 +641,7 @@ fn sequence_classifiers_replayed_hold_the_recorded_accuracy() {
         |_| true,
         (82, 6.5),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.8, "allocated median |error| {median} %");
-    assert!(p90 <= 2.0, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.8, 2.0);
     rows_within(
         &r,
         &[
@@ -730,9 +729,7 @@ fn qlora_replayed_holds_the_recorded_accuracy() {
         |_| true,
         (94, 1.5),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.4, "allocated median |error| {median} %");
-    assert!(p90 <= 1.0, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.4, 1.0);
     rows_within(
         &r,
         &[
@@ -766,9 +763,7 @@ fn qlora_trl_replayed_holds_the_recorded_accuracy() {
         |_| true,
         (47, 2.0),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.5, "allocated median |error| {median} %");
-    assert!(p90 <= 1.2, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.5, 1.2);
     rows_within(
         &r,
         &[
@@ -799,9 +794,7 @@ fn trl_fused_head_replayed_holds_the_recorded_accuracy() {
         |_| true,
         (36, 2.0),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.5, "allocated median |error| {median} %");
-    assert!(p90 <= 1.2, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.5, 1.2);
     // Read with the Trainer's loss (the logits held), as a TRL row that
     // states no release is read.
     let text = std::fs::read_to_string(format!(
@@ -841,9 +834,7 @@ fn trl_dpo_replayed_holds_the_recorded_accuracy() {
         |_| true,
         (20, 2.0),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 0.3, "allocated median |error| {median} %");
-    assert!(p90 <= 1.5, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 0.3, 1.5);
 }
 
 /// TRL 1.16's QLoRA as its `SFTTrainer` runs it (no k-bit preparation from
@@ -864,9 +855,7 @@ fn trl_qlora_replayed_holds_the_recorded_accuracy() {
         |_| true,
         (17, 3.5),
     );
-    let (median, p90) = allocated_median_p90(&r);
-    assert!(median <= 1.5, "allocated median |error| {median} %");
-    assert!(p90 <= 2.5, "allocated p90 |error| {p90} %");
+    allocated_within(&r, 1.5, 2.5);
 }
 
 /// A reward model or a sequence classifier written as other sources write
