@@ -615,7 +615,7 @@ def trl_casting_to_bf16(model):
     """TRL's `peft_module_casting_to_bf16` as its `SFTTrainer` ran it after the k-bit preparation of an unsharded
     4-bit model under `bf16=True`, up to 0.21.0 (`trainer/utils.py`, `sft_trainer.py` `_prepare_peft_model`): the
     norms stay fp32, and a module named like an embedding or LM head whose weight is fp32 goes back to bf16 (by name:
-    `lm_head`, `embed_tokens`, `wte`, `wpe`). TRL itself is not installed; the function is copied."""
+    `lm_head`, `embed_tokens`, `wte`, `wpe`). Copied from trl 0.21.0: the releases after it no longer have it."""
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.LayerNorm) or "norm" in name:
             module.to(torch.float32)

@@ -2273,7 +2273,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.nf4_double_quant = true;
     }
     t.bnb_0_43_2 = runs_bnb_0_43_2(notes, transformers_release)
-        || (framework == Framework::Litgpt && litgpt_pins_new_bnb(notes));
+        || (framework == Framework::Litgpt && litgpt_pins_new_bnb(&lower));
     // The optimizer implementation the notes name: transformers' own AdamW
     // (`adamw_hf`) loops over parameters; `adamw_torch_fused` / "fused AdamW"
     // is the fused kernel; `adamw_torch` / foreach the multi-tensor one.
@@ -2745,16 +2745,14 @@ fn runs_bnb_0_43_2(notes: &str, transformers: Option<(u32, u32)>) -> bool {
 /// litgpt wheels' metadata, `Requires-Dist`).
 const LITGPT_NEW_BNB: (u32, u32, u32) = (0, 5, 5);
 
-/// Whether a LitGPT row's notes state a LitGPT release that pins a new
-/// bitsandbytes ([`LITGPT_NEW_BNB`]) and name no bitsandbytes release of
-/// their own ("litgpt 0.5.7", "LitGPT v0.5.11", "litgpt==0.5.5").
-fn litgpt_pins_new_bnb(notes: &str) -> bool {
-    let lower = notes.to_ascii_lowercase();
-    stated_bnb_release(notes).is_none()
-        && stated_full_release(&lower, &["litgpt ", "litgpt==", "litgpt v", "lit-gpt "])
-            .is_some_and(|(major, minor, patch)| {
-                (major, minor, patch.unwrap_or(0)) >= LITGPT_NEW_BNB
-            })
+/// Whether a LitGPT row's notes (`lower`: lower-cased) state a LitGPT release
+/// that pins a new bitsandbytes ([`LITGPT_NEW_BNB`]) and name no bitsandbytes
+/// release of their own ("litgpt 0.5.7", "LitGPT v0.5.11", "litgpt==0.5.5").
+fn litgpt_pins_new_bnb(lower: &str) -> bool {
+    stated_bnb_release(lower).is_none()
+        && stated_full_release(lower, &["litgpt ", "litgpt==", "litgpt v", "lit-gpt "]).is_some_and(
+            |(major, minor, patch)| (major, minor, patch.unwrap_or(0)) >= LITGPT_NEW_BNB,
+        )
 }
 
 /// The bitsandbytes release the notes name ("bitsandbytes 0.45.2",

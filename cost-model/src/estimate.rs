@@ -2827,12 +2827,12 @@ impl<'a> Ctx<'a> {
         // TRL's fused LM head casts the head's rows tile by tile outside
         // autocast (`weight[start:end].to(compute_dtype)`, counted with its
         // tile: [`Self::tiled_logprob_moments`]): no whole cast of it.
-        let head_casts = if self.plan.training.loss == Loss::TiledLogprob {
-            0.0
+        let head_is_a_matmul = self.plan.training.loss != Loss::TiledLogprob;
+        let head = if head_is_a_matmul {
+            self.lm_head_params(s) * HALF
         } else {
-            1.0
+            0.0
         };
-        let head = self.lm_head_params(s) * HALF * head_casts;
         // Blocks whose forward keeps nothing, one of them recomputed at a time.
         let checkpointed = if self.plan.training.checkpointing == Checkpointing::Full {
             (layers / self.plan.training.checkpoint_every.max(1) as f64).floor()
@@ -2851,11 +2851,11 @@ impl<'a> Ctx<'a> {
                 } else {
                     0.0
                 };
-                let head = if self.kbit_fp32() && !self.kbit_embeddings_16bit() {
+                let head = if head_is_a_matmul && self.kbit_fp32() && !self.kbit_embeddings_16bit()
+                {
                     (self.lm_head_params(s) - self.quantized_head_params(s))
                         * HALF
                         * self.lm_head_calls()
-                        * head_casts
                 } else {
                     0.0
                 };
@@ -5193,20 +5193,10 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let head_accumulator = if self.trainable_weight_bytes() < FP32 {
-            accumulator
-        } else {
-            0.0
-        };
+        let head_accumulator = if fp32_head { 0.0 } else { accumulator };
         // The tile and the last tile's casts are the backward's locals, alive
         // as it returns.
-        let head_bwd = compact
-            + tile
-            + hidden_cast
-            + head_cast
-            + grad_hidden
-            + hidden_grad_cast
-            + head_accumulator;
+        let head_bwd = fwd + grad_hidden + hidden_grad_cast + head_accumulator;
         (fwd, loss_bwd, head_bwd)
     }
 
