@@ -80,6 +80,10 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         qwen3-0.6b phi-3-mini > calibration/replay-trl-fused-head-2026-12-05.csv   # TRL >= 1.15's fused LM head
     v/bin/python calibration/allocator_replay.py --trl-dpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         > calibration/replay-trl-dpo-2026-12-05.csv   # TRL 1.16's DPOTrainer loss, its fused head
+    v/bin/python calibration/allocator_replay.py --trl-dpo-logits llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        gemma-2-2b > calibration/replay-trl-dpo-logits-2026-12-05.csv   # TRL 0.29-1.13's DPO, the model's logits
+    v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.24 llama-3.2-1b qwen2.5-1.5b
+                                                 # TRL 0.13-0.28's DPO (concatenated_forward), for comparison
     v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
@@ -599,7 +603,7 @@ def trace(measure, c, steps=3):
     torch.nn.functional.dropout = cuda_dropout
     # A QLoRA case runs SDPA's math kernel over fp32 activations wherever grouped k/v send it there: its
     # `_safe_softmax` mask logged too (`SafeSoftmaxMask`; the replay files before the QLoRA ones without it).
-    if FUSED_HEAD:
+    if FUSED_HEAD or DPO_LOGITS:
         log = (FusedHeadQuantLog if c.get("quant") else FusedHeadLog)()
     else:
         log = (SafeSoftmaxMask if c.get("quant") else AllocationLog)()
@@ -611,7 +615,8 @@ def trace(measure, c, steps=3):
         if DPO and not c["lora"]:
             # TRL loads the reference in the policy's dtype (`create_model_from_path(..., dtype=model.dtype)`).
             _, ref = measure.build(c, {})
-            trl_fused_head(ref)
+            if FUSED_HEAD:
+                trl_fused_head(ref)
             ref.eval().requires_grad_(False)
             REFERENCE[:] = [ref]
         model = measure.with_lora(c, model)
@@ -684,6 +689,134 @@ def dpo_loss(model, batch, amp, beta=0.1):
         return -F.logsigmoid(beta * delta).mean()
 
 
+# TRL 0.29.0 to 1.13.0's `DPOTrainer._compute_loss` without Liger (`--trl-dpo-logits`): the model's logits —
+# `.float()`ed by Accelerate's `convert_outputs_to_fp32` under its native AMP, which the Trainer's `bf16=True`
+# (TRL's configs default to it) turns on — their per-token log-probabilities through `selective_log_softmax`, the
+# reference's logits under `no_grad` (alive, as `ref_outputs`, until the loss returns), the sigmoid loss, then the
+# metrics the trainer logs from the policy's logits (their entropy, the mean chosen and rejected logit, the chosen
+# tokens' accuracy). Copied from the trl 1.13.0 wheel (`trainer/dpo_trainer.py`, `trainer/utils.py`); trl 1.14.0
+# computes the log-probabilities with a Triton kernel instead and 1.15.0 with its fused LM head (`--trl-dpo`).
+DPO_LOGITS = False
+
+
+def selective_log_softmax_1_13(logits, index):
+    """trl 1.13.0 `selective_log_softmax`: a logsumexp per row for fp32 logits, a log-softmax per row for 16-bit
+    ones (each row's kept for backward)."""
+    import torch.nn.functional as F
+
+    index = index.unsqueeze(-1)
+    if logits.dtype in (torch.float32, torch.float64):
+        selected_logits = torch.gather(logits, dim=-1, index=index)
+        logsumexp_values = torch.stack([torch.logsumexp(lg, dim=-1) for lg in logits])
+        per_token_logps = selected_logits - logsumexp_values.unsqueeze(-1)
+    else:
+        per_token_logps = []
+        for row_logits, row_labels in zip(logits, index, strict=True):
+            row_logps = F.log_softmax(row_logits, dim=-1)
+            per_token_logps.append(row_logps.gather(dim=-1, index=row_labels))
+        per_token_logps = torch.stack(per_token_logps)
+    return per_token_logps.squeeze(-1)
+
+
+def entropy_from_logits_1_13(logits, chunk_size=128):
+    """trl 1.13.0 `entropy_from_logits`: the logits flattened (`reshape`, a copy of a shifted view), then 128 rows
+    at a time."""
+    import torch.nn.functional as F
+
+    flat_logits = logits.reshape(-1, logits.shape[-1])
+    entropies = []
+    for chunk in flat_logits.split(chunk_size, dim=0):
+        logps = F.log_softmax(chunk, dim=-1)
+        entropies.append(-(torch.exp(logps) * logps).sum(-1))
+    return torch.cat(entropies).reshape(logits.shape[:-1])
+
+
+def dpo_loss_logits(model, batch, amp, beta=0.1):
+    """trl 1.13.0 `DPOTrainer._compute_loss` for one concatenated micro-batch (chosen rows first, every position a
+    completion token), sigmoid loss, through the Trainer's Accelerate wrapper (`convert_outputs_to_fp32` under
+    AMP)."""
+    import torch.nn.functional as F
+
+    ids = batch["input_ids"]
+
+    def forward(m):
+        with Autocasting(amp):
+            out = m(input_ids=ids, use_cache=False)
+        logits = out.logits.float() if amp is not None else out.logits
+        del out
+        return logits
+
+    logits = forward(model)
+    shift_logits = logits[..., :-1, :]
+    shift_labels = ids[..., 1:]
+    shift_completion_mask = torch.ones_like(shift_labels)
+    per_token_logps = selective_log_softmax_1_13(shift_logits, shift_labels)
+    per_token_logps[shift_completion_mask == 0] = 0.0
+    chosen_logps, rejected_logps = per_token_logps.sum(dim=1).chunk(2, dim=0)
+    with torch.no_grad():
+        if REFERENCE:
+            ref_logits = forward(REFERENCE[0])
+        else:
+            with model.disable_adapter():
+                ref_logits = forward(model)
+        ref_per_token_logps = selective_log_softmax_1_13(ref_logits[..., :-1, :], shift_labels)
+        ref_per_token_logps[shift_completion_mask == 0] = 0.0
+        ref_chosen_logps, ref_rejected_logps = ref_per_token_logps.sum(dim=1).chunk(2, dim=0)
+    delta = (chosen_logps - ref_chosen_logps) - (rejected_logps - ref_rejected_logps)
+    loss = -F.logsigmoid(beta * delta).mean()
+    # The metrics.
+    per_token_entropy = entropy_from_logits_1_13(shift_logits.detach())
+    (per_token_entropy * shift_completion_mask).sum()
+    chosen_logits, rejected_logits = shift_logits.detach().chunk(2, dim=0)
+    chosen_mask, rejected_mask = shift_completion_mask.chunk(2, dim=0)
+    chosen_logits[chosen_mask.bool()].mean(-1).sum()
+    rejected_logits[rejected_mask.bool()].mean(-1).sum()
+    predictions = chosen_logits.argmax(dim=-1)
+    ((predictions == shift_labels[: len(shift_labels) // 2]) & chosen_mask.bool()).sum()
+    return loss
+
+
+# TRL 0.13.0 to 0.28.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.24`, copied from the
+# trl 0.24.0 wheel): the same model call and `selective_log_softmax` over the unshifted logits (labels rolled), the
+# mean chosen and rejected logits by boolean mask inside it, and nothing of the outputs kept once it returns; the
+# reference's pass is the same function under `no_grad` (`compute_ref_log_probs`), after the policy's.
+DPO_LOGITS_0_24 = False
+
+
+def dpo_loss_logits_0_24(model, batch, amp, beta=0.1):
+    """trl 0.24.0 `DPOTrainer.get_batch_loss_metrics` for one concatenated micro-batch (chosen rows first, every
+    position a completion token), sigmoid loss, through the Trainer's Accelerate wrapper."""
+    import torch.nn.functional as F
+
+    ids = batch["input_ids"]
+    num_examples = ids.shape[0] // 2
+
+    def concatenated_forward(m):
+        with Autocasting(amp):
+            out = m(input_ids=ids, use_cache=False, output_hidden_states=True)
+        out.logits = out.logits.float() if amp is not None else out.logits
+        logits = out.logits
+        labels = torch.roll(ids, shifts=-1, dims=1)
+        loss_mask = torch.ones_like(labels, dtype=torch.bool)
+        per_token_logps = selective_log_softmax_1_13(logits, labels)
+        per_token_logps[~loss_mask] = 0
+        per_token_logps = torch.roll(per_token_logps, shifts=1, dims=1)
+        all_logps = per_token_logps[:, 1:].sum(-1)
+        logits[:num_examples][loss_mask[:num_examples]].mean()
+        logits[num_examples:][loss_mask[num_examples:]].mean()
+        return all_logps[:num_examples], all_logps[num_examples:]
+
+    chosen, rejected = concatenated_forward(model)
+    with torch.no_grad():
+        if REFERENCE:
+            ref_chosen, ref_rejected = concatenated_forward(REFERENCE[0])
+        else:
+            with model.disable_adapter():
+                ref_chosen, ref_rejected = concatenated_forward(model)
+    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
+    return -F.logsigmoid(beta * delta).mean()
+
+
 class _NoKernel:
     """A Triton kernel's launch that allocates nothing: `kernel[grid](...)` folds a tile into buffers made before."""
 
@@ -751,7 +884,11 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     backward, the optimizer's step, `zero_grad`."""
     for _ in range(steps):
         # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
-        if DPO:
+        if DPO_LOGITS_0_24:
+            out, loss = None, dpo_loss_logits_0_24(model, batch, amp)
+        elif DPO_LOGITS:
+            out, loss = None, dpo_loss_logits(model, batch, amp)
+        elif DPO:
             out, loss = None, dpo_loss(model, batch, amp)
         else:
             with Autocasting(amp):
@@ -1298,6 +1435,16 @@ DPO_RUNS = (
     ("bf16", True, 4, 2048, None),
     ("bf16", False, 1, 2048, None),
 )
+# TRL's DPO through the model's logits (`--trl-dpo-logits`): the Trainer's AMP (TRL's `bf16=True` default) and
+# pure bf16.
+DPO_LOGITS_RUNS = (
+    ("amp-bf16", True, 2, 2048, (16, "all-linear")),
+    ("amp-bf16", False, 1, 2048, (16, "all-linear")),
+    ("bf16", True, 4, 2048, (16, "all-linear")),
+    ("bf16", False, 2, 2048, (16, "all-linear")),
+    ("amp-bf16", True, 2, 2048, None),
+    ("bf16", True, 4, 2048, None),
+)
 NO_DROPOUT_RUNS = (
     ("bf16", False, 4, 2048, (16, "all-linear")),
     ("bf16", True, 8, 2048, (16, "all-linear")),
@@ -1329,7 +1476,7 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
         attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
         if DPO:
-            runs = DPO_RUNS
+            runs = DPO_LOGITS_RUNS if DPO_LOGITS else DPO_RUNS
         elif quant:
             use_bnb_on_meta(measure)
             runs = QLORA_RUNS
@@ -1388,6 +1535,29 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 if trl:
                     import trl as trl_package
 
+                    if DPO_LOGITS:
+                        r.update(framework="trl", precision=precision,
+                                 notes=r["notes"] + (
+                                     "; trl 0.24.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
+                                     "concatenated, twice micro_batch sequences; output_hidden_states; the model's "
+                                     "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), "
+                                     "unshifted with the labels rolled, selective_log_softmax; the mean chosen and "
+                                     "rejected logits by boolean mask; nothing of the outputs kept once it returns; "
+                                     "the reference pass the same under no_grad with the adapters disabled or, for a "
+                                     "full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; every "
+                                     "position a completion token"
+                                     if DPO_LOGITS_0_24 else
+                                     "; trl 1.13.0 DPOTrainer._compute_loss copied: "
+                                     "chosen and rejected concatenated, twice micro_batch sequences; the model's "
+                                     "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), "
+                                     "selective_log_softmax; the reference pass under no_grad with the adapters "
+                                     "disabled or, for a full fine-tune, a frozen copy of the model in its dtype, its "
+                                     "logits alive until the loss returns; sigmoid loss; the logged metrics (entropy "
+                                     "of the reshaped shifted logits, mean chosen and rejected logits by boolean mask, "
+                                     "token accuracy); every position a completion token; the outputs dropped before "
+                                     "backward"))
+                        w.writerow(r)
+                        continue
                     r.update(framework="trl",
                              notes=r["notes"] + f"; trl {trl_package.__version__} fused LM head "
                              "(add_fused_lm_head with SFTTrainer's outputs log_probs, entropy, is_top1; "
@@ -1650,10 +1820,13 @@ def main():
         return families(measure, sys.argv[2:], quant=True, prep=False)
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
-    if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"]):
-        global FUSED_HEAD, DPO, BF16_ADAPTERS
-        FUSED_HEAD = True
-        DPO = sys.argv[1] == "--trl-dpo"
+    if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"], ["--trl-dpo-logits"],
+                         ["--trl-dpo-logits-0.24"]):
+        global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24
+        DPO_LOGITS_0_24 = sys.argv[1] == "--trl-dpo-logits-0.24"
+        DPO_LOGITS = DPO_LOGITS_0_24 or sys.argv[1] == "--trl-dpo-logits"
+        FUSED_HEAD = not DPO_LOGITS
+        DPO = sys.argv[1] in ("--trl-dpo", "--trl-dpo-logits", "--trl-dpo-logits-0.24")
         BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
         families(measure, sys.argv[2:], trl=True, quant=quant, prep=False)
         return

@@ -256,8 +256,8 @@ pub const ZH: &[(&str, &str)] = &[
     ("Frozen layers", "冻结层数"),
     ("Objective", "训练目标"),
     (
-        "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model",
-        "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 与 KTO 的全参微调还要保留一份冻结的参考模型",
+        "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model. DPO over full logits (TRL up to 1.13) holds the policy's and the reference's logits and a copy for its metrics, fp32 under the Trainer's bf16",
+        "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 与 KTO 的全参微调还要保留一份冻结的参考模型。完整 logits 下的 DPO（TRL 1.13 及以前）同时持有策略模型与参考模型的 logits，以及一份用于指标的拷贝；在 Trainer 的 bf16 下为 fp32",
     ),
     ("SFT / pre-training", "SFT / 预训练"),
     ("DPO (reference model)", "DPO（含参考模型）"),

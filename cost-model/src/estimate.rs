@@ -212,8 +212,14 @@ use std::cell::Cell;
 /// and a case row that states such a release), so a TRL plan that names no
 /// loss no longer holds the logits, and counts a 4-bit base's frozen down
 /// projection as keeping nothing of its input under bitsandbytes ≥ 0.43.2
-/// (its input's gradient in full at the recomputed MLP's backward).
-pub const MODEL_VERSION: u32 = 39;
+/// (its input's gradient in full at the recomputed MLP's backward). 40
+/// counts DPO under the standard loss as TRL 0.29 to 1.13 ran it through the
+/// model's logits ([`Ctx::dpo_logits`]): the policy's and the reference's
+/// logits and the metrics' copy at the forward's end, fp32 under the
+/// Trainer's AMP, instead of the causal-LM loss's tensors (replayed
+/// Llama-3.2-1B, Qwen2.5, Qwen3, SmolLM2, Gemma-2: −20.8 … +44.0 %
+/// allocated → within ±0.5 %).
+pub const MODEL_VERSION: u32 = 40;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -398,6 +404,35 @@ const TILED_LOGPROB_TOKENS: f64 = 4096.0;
 /// `_CHUNKED_LOGPROB_CHUNK_SIZE = 32768` (trl 1.15.0 and 1.16.0
 /// `trainer/utils.py`, passed as `chunk_size` by `add_fused_lm_head`).
 const TILED_LOGPROB_VOCAB: f64 = 32768.0;
+/// Logits-sized tensors alive as TRL's DPO through the model's logits logs
+/// its metrics ([`Ctx::dpo_logits`]; trl 0.29.0 to 1.13.0
+/// `DPOTrainer._compute_loss`): the policy's logits, the reference's (bound
+/// to `ref_outputs` until the loss returns) and the flattened copy of the
+/// shifted policy logits `entropy_from_logits` makes (`reshape` of a
+/// non-contiguous view), beside the per-row log-softmax outputs a 16-bit
+/// `selective_log_softmax` keeps for backward. Replayed with trl 1.13.0's
+/// code (`calibration/allocator_replay.py --trl-dpo-logits`).
+const DPO_LOGITS_METRICS_TENSORS: f64 = 3.0;
+/// 16-bit outputs a DPO step under the Trainer's AMP drops for their fp32
+/// copies, each leaving a segment idle at its backward's peak: the policy's
+/// and the reference's ([`Ctx::dropped_output`]).
+const DPO_DROPPED_OUTPUTS: f64 = 2.0;
+/// Rows of logits `entropy_from_logits` works on at a time (`chunk_size=128`,
+/// trl 0.29.0 to 1.13.0 `trainer/utils.py`): a chunk's log-softmax, its
+/// exponential and their product are alive at once.
+const TRL_ENTROPY_CHUNK_ROWS: f64 = 128.0;
+/// Temporaries per logit of an entropy chunk ([`TRL_ENTROPY_CHUNK_ROWS`]).
+const TRL_ENTROPY_CHUNK_TENSORS: f64 = 3.0;
+/// fp32 logits-sized tensors as the backward of an fp32 `selective_log_softmax`
+/// (a gather beside a per-row logsumexp) runs: the logits the logsumexps saved,
+/// the gather's `new_zeros` and its out-of-place `scatter_add`, and the rows'
+/// gradients stacked by `unbind`'s backward (replayed, `--trl-dpo-logits`).
+const DPO_LOGITS_FP32_BWD_TENSORS: f64 = 4.0;
+/// 16-bit logits-sized tensors in the backward of a 16-bit
+/// `selective_log_softmax`: the rows' log-softmax gradients stacked by
+/// `unbind`'s backward and the shift's `slice_backward` (the logits themselves
+/// are not saved: a log-softmax keeps its output).
+const DPO_LOGITS_16BIT_BWD_TENSORS: f64 = 2.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
 /// while a recomputed block (or one whose activations come back from the CPU)
@@ -5009,6 +5044,24 @@ impl<'a> Ctx<'a> {
             // logits at the start of backward, compiled Llama-3.2-1B and GPT-2).
             // A loss computed outside the compiled code runs eagerly
             // ([`Framework::compile_covers_unchunked_loss`]).
+            // TRL's DPO through the model's logits: the policy's, the
+            // reference's and the metrics' copy at the forward's end.
+            Loss::Standard if self.dpo_logits() => {
+                let l = self.dpo_logit_bytes();
+                let rows = if l < FP32 { l } else { 0.0 };
+                let bwd = if l < FP32 {
+                    DPO_LOGITS_16BIT_BWD_TENSORS * l
+                } else {
+                    DPO_LOGITS_FP32_BWD_TENSORS * l
+                };
+                // Final-logit soft-capping keeps the policy's tanh output
+                // (the reference's, under `no_grad`, is not kept).
+                let softcap = if self.m.softcap { self.e } else { 0.0 };
+                (
+                    DPO_LOGITS_METRICS_TENSORS * l + rows + softcap,
+                    bwd + softcap,
+                )
+            }
             Loss::Standard if compiled_loss => (FP32 + held, FP32 + held),
             // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit
             // logits inside the loss forward (`.float()` copies nothing in an
@@ -5082,6 +5135,15 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        // An entropy chunk of the metrics ([`TRL_ENTROPY_CHUNK_ROWS`]).
+        let entropy_chunk = if self.plan.training.loss == Loss::Standard && self.dpo_logits() {
+            TRL_ENTROPY_CHUNK_ROWS.min(tokens)
+                * v
+                * TRL_ENTROPY_CHUNK_TENSORS
+                * self.dpo_logit_bytes()
+        } else {
+            0.0
+        };
         let (tiled_fwd, tiled_loss_bwd, tiled_head_bwd) =
             if self.plan.training.loss == Loss::TiledLogprob {
                 self.tiled_logprob_moments(tokens, v, h)
@@ -5101,6 +5163,16 @@ impl<'a> Ctx<'a> {
             // peak. (A tied head's compiled runs without recomputation peak
             // at the loss's backward, as the eager count of this moment
             // gives: [`Self::compiled_tied_head_keeps_logits`].)
+            // The shift's `slice_backward` gradient and, under the wrapper's
+            // `.float()`, its 16-bit cast for the head's matmul.
+            Loss::Standard if self.dpo_logits() => {
+                let l = self.dpo_logit_bytes();
+                if l > self.e {
+                    l + self.e
+                } else {
+                    l
+                }
+            }
             Loss::Standard if compiled_loss && !self.trains_tied_head() => FP32 + held,
             // The fp32 gradient and its 16-bit cast for the head's matmul.
             Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.beside_fp32(),
@@ -5127,12 +5199,45 @@ impl<'a> Ctx<'a> {
             0.0
         };
         LogitsBytes {
-            forward: final_norm + fwd * logits + fused_chunk + tiled_fwd,
+            forward: final_norm + fwd * logits + fused_chunk + tiled_fwd + entropy_chunk,
             loss_backward: final_norm + bwd * logits + fused_chunk + tiled_loss_bwd,
             head_backward: final_norm + head * logits + fused_chunk + tiled_head_bwd,
             norm_backward: self.final_norm_backward(tokens) + blocks,
             blocks,
             step,
+        }
+    }
+
+    /// DPO through the model's logits (the standard loss under
+    /// [`Objective::Dpo`]), as TRL's `DPOTrainer._compute_loss` ran it from
+    /// 0.29.0 to 1.13.0 without Liger (trl 1.13.0 `trainer/dpo_trainer.py`):
+    /// the policy's logits and their per-token log-probabilities
+    /// (`selective_log_softmax`), the reference's logits under `no_grad`, the
+    /// sigmoid loss, then the metrics it logs from the policy's logits —
+    /// their entropy over a flattened copy, the mean chosen and rejected
+    /// logits. (trl 1.14.0 computes the log-probabilities with a Triton
+    /// kernel, 1.15.0 with its fused LM head, [`Loss::TiledLogprob`].)
+    /// Replayed through the caching allocator with trl 1.13.0's code
+    /// (`calibration/allocator_replay.py --trl-dpo-logits`).
+    fn dpo_logits(&self) -> bool {
+        self.plan.training.objective == Objective::Dpo && !self.compiled_loss()
+    }
+
+    /// Bytes per logit of the logits DPO reads ([`Self::dpo_logits`]): fp32
+    /// where Accelerate's native AMP wraps the model's forward in
+    /// `convert_outputs_to_fp32` (the Trainer's `bf16=True`, TRL's default;
+    /// [`Self::held_logit_bytes`]), a head's fp32 bias promotes them
+    /// ([`Self::promoted_logits`]) or the model computes in fp32; the compute
+    /// dtype otherwise (transformers ≥ 4.45 upcasts only for its own loss,
+    /// which DPO does not ask for: it passes no labels).
+    fn dpo_logit_bytes(&self) -> f64 {
+        let f = self.plan.framework;
+        let wrapped =
+            self.runs_autocast() && (f.trains_through_trainer() || f == Framework::HfAccelerate);
+        if wrapped || self.promoted_logits() {
+            FP32
+        } else {
+            self.e
         }
     }
 
@@ -5973,6 +6078,24 @@ impl<'a> Ctx<'a> {
     /// segment stays idle); zero otherwise.
     fn dropped_output(&self, s: u32) -> f64 {
         let logits = if self.promoted_logits() { FP32 } else { self.e };
+        // DPO through the model's logits: under the Trainer's AMP the
+        // policy's and the reference's 16-bit outputs are each dropped for
+        // their fp32 copies, and the policy's segment, split by the small
+        // tensors of its log-probabilities, no longer holds the reference's:
+        // two idle segments beside the four fp32 tensors of backward (the
+        // allocator's replay of the AMP LoRA runs, `--trl-dpo-logits`).
+        if self.dpo_logits() {
+            let two = self.is_last(s)
+                && self.plan.training.loss == Loss::Standard
+                && self.m.head == ModelHead::Lm
+                && !self.plan.runtime.expandable_segments
+                && self.dpo_logit_bytes() > logits;
+            return if two {
+                DPO_DROPPED_OUTPUTS * self.logits_tensor(logits)
+            } else {
+                0.0
+            };
+        }
         let dropped = self.is_last(s)
             && self.plan.training.loss == Loss::Standard
             && self.m.head == ModelHead::Lm
@@ -6043,7 +6166,16 @@ impl<'a> Ctx<'a> {
         {
             return 0.0;
         }
-        let l = self.loss_logits_tensor();
+        // DPO's logits-sized tensors are its logits, in the dtype it reads
+        // them in ([`Self::dpo_logits`]): 16-bit in a pure-bf16 run (the
+        // replayed full fine-tunes, `--trl-dpo-logits`, within −6.2 … +6.6 %
+        // reserved with them; −11.2 … +0.7 % without the term, up to +16 %
+        // counting fp32 ones).
+        let l = if self.dpo_logits() {
+            self.logits_tensor(self.dpo_logit_bytes())
+        } else {
+            self.loss_logits_tensor()
+        };
         if l <= 0.0 {
             return 0.0;
         }
@@ -6546,6 +6678,56 @@ mod tests {
         // gradient is the accumulator (counted with the gradients), the
         // hidden states' gradient the fp32 one.
         assert_eq!(f.head_backward, norm + fwd + tokens * h * 4.0);
+    }
+
+    /// DPO through the model's logits (TRL 0.29 to 1.13's `_compute_loss`):
+    /// at its metrics the policy's logits, the reference's and the
+    /// entropy's flattened copy — and, for 16-bit logits, the per-row
+    /// log-softmax outputs kept for backward — beside one 128-row entropy
+    /// chunk; fp32 logits (Accelerate's `convert_outputs_to_fp32` under the
+    /// Trainer's AMP) go through a logsumexp that keeps none, and their
+    /// backward holds four fp32 logits-sized tensors.
+    #[test]
+    fn trls_dpo_through_the_logits_keeps_them_with_the_references() {
+        // Llama-3.2-1B LoRA over a bf16 base, 4 pairs × 2048 = 16,384 positions.
+        let mut p = qlora("llama-3.2-1b", Framework::Trl);
+        p.training.finetune.set_base_bits(16);
+        p.training.precision = Precision::Bf16;
+        p.training.objective = Objective::Dpo;
+        p.training.loss = Loss::Standard;
+        p.training.micro_batch = 4;
+        p.training.seq_len = 2048;
+        let c = Ctx::new(&p, None);
+        assert!(c.dpo_logits());
+        let lg = c.logits(0);
+        let (tokens, h, v) = (16384.0, 2048.0, 128_256.0);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        let chunk = 128.0 * v * 3.0 * 2.0;
+        assert_eq!(lg.forward, norm + 4.0 * 2.0 * tokens * v + chunk);
+        assert_eq!(lg.loss_backward, norm + 2.0 * 2.0 * tokens * v);
+        assert_eq!(lg.head_backward, norm + 2.0 * tokens * v);
+        // The Trainer's AMP: fp32 logits.
+        let mut amp = p.clone();
+        amp.training.precision = Precision::AmpBf16;
+        let c = Ctx::new(&amp, None);
+        assert_eq!(c.dpo_logit_bytes(), 4.0);
+        let lg = c.logits(0);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        assert_eq!(
+            lg.forward,
+            norm + 3.0 * 4.0 * tokens * v + 128.0 * v * 3.0 * 4.0
+        );
+        assert_eq!(lg.loss_backward, norm + 4.0 * 4.0 * tokens * v);
+        assert_eq!(lg.head_backward, norm + (4.0 + 2.0) * tokens * v);
+        // A plain loop's autocast leaves them 16-bit; supervised fine-tuning
+        // is the causal-LM loss as before.
+        let mut plain = amp.clone();
+        plain.set_framework(Framework::PlainPytorch);
+        plain.training.loss = Loss::Standard;
+        assert_eq!(Ctx::new(&plain, None).dpo_logit_bytes(), 2.0);
+        let mut sft = p.clone();
+        sft.training.objective = Objective::Sft;
+        assert!(!Ctx::new(&sft, None).dpo_logits());
     }
 
     /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.

@@ -837,6 +837,57 @@ fn trl_dpo_replayed_holds_the_recorded_accuracy() {
     allocated_within(&r, 0.3, 1.5);
 }
 
+/// TRL's DPO through the model's logits, as 0.29 to 1.13 ran it without
+/// Liger (`calibration/allocator_replay.py --trl-dpo-logits`, trl 1.13.0's
+/// `_compute_loss` copied): Llama-3.2-1B, Qwen2.5-1.5B, SmolLM2-360M,
+/// Qwen3-0.6B and Gemma-2-2B, under the Trainer's AMP (fp32 logits through
+/// Accelerate's `convert_outputs_to_fp32`) and in pure bf16, LoRA and full.
+/// Read with the causal-LM loss's tensors they were −20.8 … +44.0 %
+/// allocated (model version 39); now within ±0.5 % (Gemma-2 −3 … −17 %
+/// until its soft-capped logits' kept tanh output was counted). Reserved
+/// within −10.7 … +10.0 % (median 0.35 % on every row): the AMP LoRA runs
+/// were 4–9 % under until the reference's own dropped 16-bit output was
+/// counted beside the policy's, the pure-bf16 full fine-tunes −11 … +0.7 %
+/// before the optimizer's states were counted straying into the 16-bit
+/// logits' segments as they do into the standard loss's fp32 ones.
+#[test]
+fn trl_dpo_logits_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-trl-dpo-logits-2026-12-05.csv",
+        60,
+        (0.5, 3.0, -11.0),
+        |_| true,
+        (30, 0.5),
+    );
+    allocated_within(&r, 0.3, 0.4);
+}
+
+/// TRL 0.13 to 0.28's DPO (`concatenated_forward`, trl 0.24.0's copied;
+/// `--trl-dpo-logits-0.24`), which the model does not tell from 0.29–1.13's:
+/// under the Trainer's AMP (TRL's default) its peak is the same backward, so
+/// those rows hold the 1.13 file's accuracy (allocated within 0.4 %); in pure
+/// bf16 it drops the policy's logits once its log-probabilities are taken and
+/// logs no entropy, so the model — counting 1.13's metrics — is over, never
+/// under (+6.7 … +34 % allocated).
+#[test]
+fn trl_dpo_logits_before_0_29_is_over_only_in_pure_bf16() {
+    let r = project_set("replay-trl-dpo-logits-0.24-2026-12-05.csv");
+    assert_eq!((r.summary.n, r.summary.skipped), (24, 0));
+    for c in &r.cases {
+        let e = c.error_pct.unwrap();
+        if c.id.contains("-amp-bf16-") {
+            let within = if c.metric == "max_allocated" {
+                0.5
+            } else {
+                2.5
+            };
+            assert!(e.abs() <= within, "{}: {e} %", c.id);
+        } else {
+            assert!((3.0..=45.0).contains(&e), "{}: {e} %", c.id);
+        }
+    }
+}
+
 /// TRL 1.16's QLoRA as its `SFTTrainer` runs it (no k-bit preparation from
 /// 0.22, the trainable parameters cast to bf16 from 0.26, its fused LM head),
 /// replayed with bitsandbytes NF4 and TRL's head on the meta device

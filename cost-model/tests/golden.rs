@@ -606,10 +606,21 @@ fn dpo_doubles_the_batch_and_keeps_a_reference_model() {
     let w = |e: &cost_model::Estimate| phase(e, Phase::Step).weights.get() as f64;
     assert!((w(&dpo) - 2.0 * w(&sft)).abs() < 1024.0);
     assert!((w(&dpo) - 4.0 * psi).abs() < 1024.0, "{}", w(&dpo));
-    // Activations and logits: those of twice the micro-batch.
+    // Activations: those of twice the micro-batch.
     let fwd = |e: &cost_model::Estimate| phase(e, Phase::Forward);
     assert_eq!(fwd(&dpo).activations, fwd(&sft4).activations);
-    assert_eq!(fwd(&dpo).logits, fwd(&sft4).logits);
+    // Logits: TRL's DPO through the model's logits over those 4 × 1024
+    // positions (trl 0.29–1.13 `_compute_loss`), not the causal-LM loss's
+    // tensors — the policy's and the reference's 16-bit logits, the metrics'
+    // flattened copy and the log-softmax rows kept for backward (8 bytes a
+    // logit), and one 128-row entropy chunk (three 16-bit temporaries): each
+    // vocabulary entry more costs that much.
+    assert_ne!(fwd(&dpo).logits, fwd(&sft4).logits);
+    let mut wide = plan.clone();
+    wide.model.vocab *= 2;
+    let per_entry = (8.0 * 4096.0 + 128.0 * 3.0 * 2.0) * 32000.0;
+    let grown = fwd(&est(&wide)).logits.get() as f64 - fwd(&dpo).logits.get() as f64;
+    assert!((grown - per_entry).abs() < 1024.0, "{grown} vs {per_entry}");
     // Gradients and optimizer states: the policy's only.
     let step = |e: &cost_model::Estimate| phase(e, Phase::Step);
     assert_eq!(step(&dpo).gradients, step(&sft).gradients);

@@ -131,6 +131,10 @@ use cost_model::presets::presets;
 /// replay-trl-qlora-2026-12-05),
 /// the head's fp32 casts read as no copies, no autocast cast of the whole
 /// head under the fused head, and its tile alive as its backward returns.
+/// Version 40 (DPO through the model's logits, TRL 0.29 to 1.13) was recorded
+/// with the replayed file of that path in the set
+/// (calibration/replay-trl-dpo-logits-2026-12-05, and TRL 0.24's path for
+/// comparison, replay-trl-dpo-logits-0.24-2026-12-05).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -170,6 +174,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
     (39, 0x6892_66b0_a35c_e04b),
+    (40, 0x45d7_8c9a_5603_0f97),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -230,6 +235,8 @@ fn project_plans() -> Vec<Plan> {
         "replay-trl-fused-head-2026-12-05.csv",
         "replay-trl-dpo-2026-12-05.csv",
         "replay-trl-qlora-2026-12-05.csv",
+        "replay-trl-dpo-logits-2026-12-05.csv",
+        "replay-trl-dpo-logits-0.24-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
