@@ -603,7 +603,7 @@ def trace(measure, c, steps=3):
     torch.nn.functional.dropout = cuda_dropout
     # A QLoRA case runs SDPA's math kernel over fp32 activations wherever grouped k/v send it there: its
     # `_safe_softmax` mask logged too (`SafeSoftmaxMask`; the replay files before the QLoRA ones without it).
-    if FUSED_HEAD or DPO_LOGITS:
+    if FUSED_HEAD or DPO_LOGITS or SFT_LOGITS:
         log = (FusedHeadQuantLog if c.get("quant") else FusedHeadLog)()
     else:
         log = (SafeSoftmaxMask if c.get("quant") else AllocationLog)()
@@ -817,6 +817,92 @@ def dpo_loss_logits_0_24(model, batch, amp, beta=0.1):
     return -F.logsigmoid(beta * delta).mean()
 
 
+# TRL's `SFTTrainer.compute_loss` with the Trainer's loss (`loss_type="nll"`, the default up to 1.6; `--trl-sft-logits`,
+# copied from the trl 1.6.0 wheel): the model's loss and logits (`.float()`ed by Accelerate's `convert_outputs_to_fp32`
+# under AMP), then under `no_grad` the metrics it logs from the shifted logits — their entropy over a flattened copy
+# (`entropy_from_logits`, 128 rows at a time) and the token accuracy (`argmax`) — before the outputs are dropped.
+# (0.16 to 1.0 copy the shifted logits with `.contiguous()` first, the same bytes; 1.7 to 1.14 default to
+# `chunked_nll`, 1.15 on to the fused LM head.)
+SFT_LOGITS = False
+
+
+def sft_loss_logits(model, batch, amp):
+    """trl 1.6.0 `SFTTrainer.compute_loss` (`loss_type="nll"`, no Liger) for one micro-batch."""
+    with Autocasting(amp):
+        out = model(**batch)
+    if amp is not None:
+        out.logits = out.logits.float()
+    loss = out.loss
+    with torch.no_grad():
+        shift_logits = out.logits[..., :-1, :]
+        shift_labels = batch["labels"][..., 1:]
+        per_token_entropy = entropy_from_logits_1_13(shift_logits)
+        predictions = shift_logits.argmax(dim=-1)
+        mask = shift_labels != -100
+        (per_token_entropy * mask).sum()
+        ((predictions == shift_labels) & mask).sum()
+    return loss
+
+
+# TRL 1.7 to 1.14's `SFTTrainer` default loss, `loss_type="chunked_nll"` (`--trl-chunked-nll`, copied from the trl
+# 1.14.2 wheel, `trainer/sft_trainer.py` `_chunked_cross_entropy_loss` and `_chunk`): the backbone's last hidden
+# states, shifted and flattened (a copy), packed valid-first (`hidden[order]`, another), then 256 positions at a time
+# through the head, each chunk under non-reentrant checkpointing (its logits, their fp32 upcast, log-softmax and
+# entropy recomputed in backward). The trip count is the number of valid positions, read on the host: every position
+# here.
+CHUNKED_NLL = False
+CHUNKED_NLL_SIZE = 256  # trl 1.7.0 to 1.14.2 `_CHUNKED_LM_HEAD_CHUNK_SIZE`
+
+
+def _chunk_1_14(h, w, b, lbl, logit_scale, final_logit_softcapping):
+    """trl 1.14.2 `_chunk` (ZeRO-3's gather context left out: nothing is sharded here)."""
+    import torch.nn.functional as F
+
+    logits = (h @ w.to(h.dtype).t()).float()
+    if b is not None:
+        logits = logits + b.float()
+    if logit_scale != 1.0:
+        logits = logits * logit_scale
+    if final_logit_softcapping is not None:
+        logits = final_logit_softcapping * torch.tanh(logits / final_logit_softcapping)
+    log_p = F.log_softmax(logits, dim=-1)
+    chunk_loss = F.nll_loss(log_p, lbl, ignore_index=-100, reduction="sum")
+    valid = lbl != -100
+    chunk_correct = ((logits.argmax(dim=-1) == lbl) & valid).sum().float()
+    chunk_entropy = (-(log_p.exp() * log_p).sum(dim=-1) * valid).sum()
+    return chunk_loss, chunk_correct, chunk_entropy
+
+
+def chunked_nll_loss(model, batch, amp):
+    """trl 1.14.2's patched forward (`_patch_chunked_ce_lm_head`) and `_chunked_cross_entropy_loss` for one
+    micro-batch, every position labelled, inside the Trainer's autocast."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    text_config = base.config.get_text_config()
+    softcap = getattr(text_config, "final_logit_softcapping", None)
+    logit_scale = getattr(text_config, "logit_scale", None)
+    logit_scale = 1.0 if logit_scale is None else logit_scale
+    head = base.get_output_embeddings()
+    ids, labels = batch["input_ids"], batch["labels"]
+    with Autocasting(amp):
+        hidden_states = base.base_model(input_ids=ids, use_cache=False).last_hidden_state
+        hidden = hidden_states[..., :-1, :].reshape(-1, hidden_states.size(-1))
+        labels = labels[..., 1:].reshape(-1)
+        valid = labels != -100
+        n_valid = labels.numel()  # every position labelled (the host-side trip count)
+        order = valid.to(torch.int8).argsort(descending=True, stable=True)
+        hidden = hidden[order]
+        labels = labels[order]
+        n_padded = max(1, -(-n_valid // CHUNKED_NLL_SIZE)) * CHUNKED_NLL_SIZE
+        loss = hidden.new_zeros((), dtype=torch.float32)
+        for start in range(0, n_padded, CHUNKED_NLL_SIZE):
+            chunk_loss, _, _ = torch.utils.checkpoint.checkpoint(
+                _chunk_1_14, hidden[start:start + CHUNKED_NLL_SIZE], head.weight, head.bias,
+                labels[start:start + CHUNKED_NLL_SIZE], logit_scale, softcap,
+                use_reentrant=False, preserve_rng_state=False, context_fn=checkpoint_contexts)
+            loss = loss + chunk_loss
+        return loss / n_valid
+
+
 class _NoKernel:
     """A Triton kernel's launch that allocates nothing: `kernel[grid](...)` folds a tile into buffers made before."""
 
@@ -884,7 +970,11 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     backward, the optimizer's step, `zero_grad`."""
     for _ in range(steps):
         # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
-        if DPO_LOGITS_0_24:
+        if CHUNKED_NLL:
+            out, loss = None, chunked_nll_loss(model, batch, amp)
+        elif SFT_LOGITS:
+            out, loss = None, sft_loss_logits(model, batch, amp)
+        elif DPO_LOGITS_0_24:
             out, loss = None, dpo_loss_logits_0_24(model, batch, amp)
         elif DPO_LOGITS:
             out, loss = None, dpo_loss_logits(model, batch, amp)
@@ -1445,6 +1535,15 @@ DPO_LOGITS_RUNS = (
     ("amp-bf16", True, 2, 2048, None),
     ("bf16", True, 4, 2048, None),
 )
+# TRL's SFT through the Trainer's loss and its logged metrics (`--trl-sft-logits`).
+SFT_LOGITS_RUNS = (
+    ("amp-bf16", True, 4, 2048, (16, "all-linear")),
+    ("amp-bf16", False, 2, 2048, (16, "all-linear")),
+    ("bf16", True, 8, 2048, (16, "all-linear")),
+    ("bf16", False, 4, 2048, (16, "all-linear")),
+    ("amp-bf16", True, 4, 2048, None),
+    ("bf16", True, 8, 2048, None),
+)
 NO_DROPOUT_RUNS = (
     ("bf16", False, 4, 2048, (16, "all-linear")),
     ("bf16", True, 8, 2048, (16, "all-linear")),
@@ -1475,7 +1574,9 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
         measure.MODELS[name] = config
         attn = family_attention(name)
         non_decoder = cols["arch"] != "decoder"
-        if DPO:
+        if SFT_LOGITS:
+            runs = SFT_LOGITS_RUNS
+        elif DPO:
             runs = DPO_LOGITS_RUNS if DPO_LOGITS else DPO_RUNS
         elif quant:
             use_bnb_on_meta(measure)
@@ -1535,6 +1636,22 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 if trl:
                     import trl as trl_package
 
+                    if CHUNKED_NLL:
+                        r.update(framework="trl", notes=r["notes"] + (
+                            "; trl 1.14.2 SFTTrainer loss_type chunked_nll (its default from 1.7) copied: the "
+                            "backbone's last hidden states shifted and flattened, packed valid-first, then 256 "
+                            "positions at a time through the LM head under non-reentrant checkpointing (the chunk's "
+                            "logits, fp32 upcast, log-softmax, accuracy and entropy); every position labelled"))
+                        w.writerow(r)
+                        continue
+                    if SFT_LOGITS:
+                        r.update(framework="trl", notes=r["notes"] + (
+                            "; trl 1.6.0 SFTTrainer.compute_loss copied (loss_type nll): the model's loss and "
+                            "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), then under "
+                            "no_grad the logged entropy (entropy_from_logits over the shifted logits, flattened) "
+                            "and token accuracy (argmax); the outputs dropped before backward"))
+                        w.writerow(r)
+                        continue
                     if DPO_LOGITS:
                         r.update(framework="trl", precision=precision,
                                  notes=r["notes"] + (
@@ -1821,11 +1938,13 @@ def main():
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
     if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"], ["--trl-dpo-logits"],
-                         ["--trl-dpo-logits-0.24"]):
-        global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24
+                         ["--trl-dpo-logits-0.24"], ["--trl-sft-logits"], ["--trl-chunked-nll"]):
+        global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24, SFT_LOGITS, CHUNKED_NLL
+        CHUNKED_NLL = sys.argv[1] == "--trl-chunked-nll"
+        SFT_LOGITS = CHUNKED_NLL or sys.argv[1] == "--trl-sft-logits"
         DPO_LOGITS_0_24 = sys.argv[1] == "--trl-dpo-logits-0.24"
         DPO_LOGITS = DPO_LOGITS_0_24 or sys.argv[1] == "--trl-dpo-logits"
-        FUSED_HEAD = not DPO_LOGITS
+        FUSED_HEAD = not (DPO_LOGITS or SFT_LOGITS)
         DPO = sys.argv[1] in ("--trl-dpo", "--trl-dpo-logits", "--trl-dpo-logits-0.24")
         BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
         families(measure, sys.argv[2:], trl=True, quant=quant, prep=False)

@@ -540,6 +540,10 @@ pub const ZH: &[(&str, &str)] = &[
         "fused LM head, 4096 × 32768 tiles (TRL ≥ 1.15)",
         "融合 LM head，4096 × 32768 分块 (TRL ≥ 1.15)",
     ),
+    (
+        "chunked NLL, 256-token chunks (TRL 1.7–1.14 SFT)",
+        "分块 NLL，每块 256 个 token (TRL 1.7–1.14 SFT)",
+    ),
     ("full fine-tune / pretrain", "全参数微调 / 预训练"),
     ("LoRA", "LoRA"),
     ("QLoRA (4-bit base)", "QLoRA（4 位基座）"),

@@ -2636,10 +2636,19 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // computes its loss there whatever the loss column calls it (TRL refuses
     // Liger's fused cross-entropy beside it); any other TRL row took the
     // model's logits, as the Trainer does, unless its column says otherwise.
+    // From 1.7.0 to 1.14 its `SFTTrainer` defaulted to its chunked NLL
+    // unless Liger was on or the notes name `loss_type` "nll".
     if let Some(release) = trl {
+        let sft = plan.training.objective == Objective::Sft;
+        let chunked_nll = sft
+            && release.is_some_and(|v| (TRL_CHUNKED_NLL..TRL_FUSED_LM_HEAD).contains(&v))
+            && !lower.contains("liger")
+            && !stated_nll_loss_type(&lower);
         if release.is_some_and(|v| v >= TRL_FUSED_LM_HEAD) && !fused_linear_ce(&lower) {
             plan.training.loss = Loss::TiledLogprob;
-        } else if plan.training.loss == Loss::TiledLogprob {
+        } else if chunked_nll && !fused_linear_ce(&lower) {
+            plan.training.loss = Loss::ChunkedNll;
+        } else if matches!(plan.training.loss, Loss::TiledLogprob | Loss::ChunkedNll) {
             plan.training.loss = Loss::Standard;
         }
     }
@@ -2937,6 +2946,26 @@ fn runs_trl(framework: Framework, notes: &str) -> bool {
 /// `trainer/utils.py`, called by `SFTTrainer`, `DPOTrainer`, `KTOTrainer`,
 /// `GRPOTrainer`, `RLOOTrainer`; absent from 1.14.2, read in the wheels).
 const TRL_FUSED_LM_HEAD: (u32, u32, u32) = (1, 15, 0);
+
+/// The first TRL release whose `SFTTrainer` defaults to its chunked NLL
+/// ([`Loss::ChunkedNll`], `loss_type=None` read as `"chunked_nll"` unless
+/// `use_liger_kernel`): 1.7.0 (1.4.0 to 1.6.x offered it, defaulting to
+/// `"nll"`; read in the wheels).
+const TRL_CHUNKED_NLL: (u32, u32, u32) = (1, 7, 0);
+
+/// Notes that name TRL's `loss_type` as the plain NLL ("loss_type nll",
+/// `loss_type="nll"`).
+fn stated_nll_loss_type(lower: &str) -> bool {
+    [
+        "loss_type nll",
+        "loss_type=nll",
+        "loss_type=\"nll\"",
+        "loss_type='nll'",
+        "loss_type: nll",
+    ]
+    .iter()
+    .any(|k| lower.contains(k))
+}
 
 /// The TRL release the notes state ("TRL 0.21.0", "trl==0.9.6"), patch 0
 /// where they give none.

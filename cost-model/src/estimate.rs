@@ -218,7 +218,9 @@ use std::cell::Cell;
 /// logits and the metrics' copy at the forward's end, fp32 under the
 /// Trainer's AMP, instead of the causal-LM loss's tensors (replayed
 /// Llama-3.2-1B, Qwen2.5, Qwen3, SmolLM2, Gemma-2: −20.8 … +44.0 %
-/// allocated → within ±0.5 %).
+/// allocated → within ±0.5 %), and has TRL's chunked NLL, its SFT default
+/// from 1.7 to 1.14 ([`Loss::ChunkedNll`]; replayed +14.8 … +610 % read as
+/// the Trainer's loss → within 1.6 %).
 pub const MODEL_VERSION: u32 = 40;
 
 // ---------------------------------------------------------------------------
@@ -404,6 +406,18 @@ const TILED_LOGPROB_TOKENS: f64 = 4096.0;
 /// `_CHUNKED_LOGPROB_CHUNK_SIZE = 32768` (trl 1.15.0 and 1.16.0
 /// `trainer/utils.py`, passed as `chunk_size` by `add_fused_lm_head`).
 const TILED_LOGPROB_VOCAB: f64 = 32768.0;
+/// Positions per chunk of TRL's chunked NLL ([`Loss::ChunkedNll`]):
+/// `_CHUNKED_LM_HEAD_CHUNK_SIZE = 256` (trl 1.4.0 to 1.14.2
+/// `trainer/sft_trainer.py`).
+const CHUNKED_NLL_TOKENS: f64 = 256.0;
+/// fp32 chunk-sized tensors (256 positions × the vocabulary) alive at once in
+/// a chunk of TRL's chunked NLL, in its forward and again as backward
+/// recomputes it (`_chunk`): the upcast logits, their log-softmax, its
+/// exponential and their product for the entropy — in backward the
+/// log-softmax and exponential the recompute saved beside the NLL's and the
+/// log-softmax's gradients. Replayed with trl 1.14.2's code
+/// (`calibration/allocator_replay.py --trl-chunked-nll`).
+const CHUNKED_NLL_CHUNK_FP32_TENSORS: f64 = 4.0;
 /// Logits-sized tensors alive as TRL's DPO through the model's logits logs
 /// its metrics ([`Ctx::dpo_logits`]; trl 0.29.0 to 1.13.0
 /// `DPOTrainer._compute_loss`): the policy's logits, the reference's (bound
@@ -2861,8 +2875,13 @@ impl<'a> Ctx<'a> {
         let layers = self.stage_layers(s);
         // TRL's fused LM head casts the head's rows tile by tile outside
         // autocast (`weight[start:end].to(compute_dtype)`, counted with its
-        // tile: [`Self::tiled_logprob_moments`]): no whole cast of it.
-        let head_is_a_matmul = self.plan.training.loss != Loss::TiledLogprob;
+        // tile: [`Self::tiled_logprob_moments`]): no whole cast of it. Its
+        // chunked NLL casts the whole head for each checkpointed chunk, one
+        // at a time (counted with the chunk: [`Self::chunked_nll_moments`]).
+        let head_is_a_matmul = !matches!(
+            self.plan.training.loss,
+            Loss::TiledLogprob | Loss::ChunkedNll
+        );
         let head = if head_is_a_matmul {
             self.lm_head_params(s) * HALF
         } else {
@@ -5123,7 +5142,7 @@ impl<'a> Ctx<'a> {
                     + (LOSS_CHUNKED_FREE_EAGER_CHUNK_TENSORS_FP32 * FP32 + self.e)
                         / LOSS_CHUNKED_FREE_CHUNKS,
             ),
-            Loss::Fused | Loss::TiledLogprob => (0.0, 0.0),
+            Loss::Fused | Loss::TiledLogprob | Loss::ChunkedNll => (0.0, 0.0),
         };
         let fused_chunk = if self.plan.training.loss == Loss::Fused {
             // One 16-bit chunk of logits (its gradient in place) and the
@@ -5144,12 +5163,11 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let (tiled_fwd, tiled_loss_bwd, tiled_head_bwd) =
-            if self.plan.training.loss == Loss::TiledLogprob {
-                self.tiled_logprob_moments(tokens, v, h)
-            } else {
-                (0.0, 0.0, 0.0)
-            };
+        let (tiled_fwd, tiled_loss_bwd, tiled_head_bwd) = match self.plan.training.loss {
+            Loss::TiledLogprob => self.tiled_logprob_moments(tokens, v, h),
+            Loss::ChunkedNll => self.chunked_nll_moments(tokens, v, h),
+            _ => (0.0, 0.0, 0.0),
+        };
         // At the head's backward: the logits' 16-bit gradient, beside the
         // logits the loop holds (LitGPT's chunks, a transformers output); a
         // fused loss has no separate moment (it makes the head's gradient in
@@ -5179,7 +5197,7 @@ impl<'a> Ctx<'a> {
             Loss::Standard => self.e + held,
             Loss::ChunkedKeep => HALF + self.e,
             Loss::ChunkedFree => self.e,
-            Loss::Fused | Loss::TiledLogprob => 0.0,
+            Loss::Fused | Loss::TiledLogprob | Loss::ChunkedNll => 0.0,
         };
         let logits = tokens * v;
         // The held output outlives backward: the loops that keep it drop it
@@ -5239,6 +5257,37 @@ impl<'a> Ctx<'a> {
         } else {
             self.e
         }
+    }
+
+    /// TRL's chunked NLL over `tokens` positions of a `v`-wide vocabulary
+    /// ([`Loss::ChunkedNll`]; trl 1.7.0–1.14.2 `_chunked_cross_entropy_loss`):
+    /// at its forward's end, at its backward and as that returns. Forward: the
+    /// packed copy of the final hidden states (in the residual stream's
+    /// dtype; the shifted, flattened copy it is packed from is freed as it is
+    /// made) and one chunk's fp32 tensors ([`CHUNKED_NLL_CHUNK_FP32_TENSORS`]).
+    /// Backward: the same, recomputed chunk by chunk, beside the hidden
+    /// states' gradient that the chunks' slices accumulate. Under autocast an
+    /// fp32 head is cast for each chunk's matmul, one cast alive at a time.
+    fn chunked_nll_moments(&self, tokens: f64, v: f64, h: f64) -> (f64, f64, f64) {
+        let packed = tokens * h * self.residual_bytes() / self.rep;
+        let chunk = CHUNKED_NLL_TOKENS.min(tokens) * v * CHUNKED_NLL_CHUNK_FP32_TENSORS * FP32;
+        // An fp32 head under autocast: each chunk's matmul casts all of it
+        // (cached through a trained head's forward, saved by the recomputed
+        // chunk's matmul for its backward), one cast alive at a time.
+        let fp32_head = if self.full_finetune() {
+            self.trainable_weight_bytes() >= FP32
+        } else {
+            self.base_bits().is_some_and(|b| b >= 32)
+        };
+        let head_cast = if fp32_head && self.runs_autocast() && self.e < FP32 {
+            v * h * self.e
+        } else {
+            0.0
+        };
+        let chunk = chunk + head_cast;
+        let fwd = packed + chunk;
+        let bwd = fwd + packed;
+        (fwd, bwd, packed + packed)
     }
 
     /// TRL's fused LM head over `tokens` positions of a `v`-wide vocabulary
@@ -6728,6 +6777,49 @@ mod tests {
         let mut sft = p.clone();
         sft.training.objective = Objective::Sft;
         assert!(!Ctx::new(&sft, None).dpo_logits());
+    }
+
+    /// TRL's chunked NLL (1.7 to 1.14's SFT default) keeps, beside the final
+    /// norm's tensors, the packed final hidden states and one 256-position
+    /// chunk's four fp32 tensors; in backward the hidden states' gradient too;
+    /// under autocast an fp32 head's cast for the chunk's matmul, and no whole
+    /// cast of the head kept with the others.
+    #[test]
+    fn trls_chunked_nll_keeps_the_packed_hidden_states_and_one_chunk() {
+        // Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA over a
+        // bf16 base, 8 × 2048 = 16,384 positions.
+        let mut p = qlora("llama-3.2-1b", Framework::Trl);
+        p.training.finetune.set_base_bits(16);
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 8;
+        p.training.seq_len = 2048;
+        p.training.loss = Loss::ChunkedNll;
+        let c = Ctx::new(&p, None);
+        let lg = c.logits(0);
+        let (tokens, h, v) = (16384.0, 2048.0, 128_256.0);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        let packed = tokens * h * 2.0;
+        let chunk = 256.0 * v * 4.0 * 4.0;
+        assert_eq!(lg.forward, norm + packed + chunk);
+        assert_eq!(lg.loss_backward, norm + 2.0 * packed + chunk);
+        assert_eq!(lg.head_backward, norm + 2.0 * packed);
+        // LoRA over an fp32 base under autocast: the stream is fp32, and each
+        // chunk's matmul casts the frozen head (one cast at a time); no whole
+        // cast is kept with the blocks' casts.
+        let mut amp = p.clone();
+        amp.training.finetune.set_base_bits(32);
+        amp.training.precision = Precision::AmpBf16;
+        let c = Ctx::new(&amp, None);
+        let lg = c.logits(0);
+        let hidden = c.residual_bytes();
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        let fwd = tokens * h * hidden + chunk + v * h * 2.0;
+        assert_eq!(lg.forward, norm + fwd);
+        let mut standard = amp.clone();
+        standard.training.loss = Loss::Standard;
+        let head_cast = v * h * 2.0;
+        let kept = |p: &Plan| Ctx::new(p, None).autocast_copies(0).after_forward;
+        assert!((kept(&standard) - kept(&amp) - head_cast).abs() < 1.0);
     }
 
     /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.

@@ -360,6 +360,15 @@ pub enum Loss {
     /// hidden states; backward recomputes each tile and accumulates the
     /// input's (and a trained head's) gradient in fp32.
     TiledLogprob,
+    /// TRL's chunked negative log-likelihood (`SFTTrainer`'s
+    /// `loss_type="chunked_nll"`, its default from 1.7.0 to 1.14.x unless
+    /// Liger is on: trl 1.7.0–1.14.2 `trainer/sft_trainer.py`
+    /// `_chunked_cross_entropy_loss`): the backbone's final hidden states,
+    /// shifted, flattened and packed valid-first (a copy kept for backward),
+    /// go through the head 256 positions at a time, each chunk under
+    /// non-reentrant checkpointing (its fp32 logits, log-softmax and entropy
+    /// recomputed in backward); the logits never exist whole.
+    ChunkedNll,
 }
 
 /// Which matrices LoRA adapts.

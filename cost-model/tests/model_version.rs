@@ -134,7 +134,10 @@ use cost_model::presets::presets;
 /// Version 40 (DPO through the model's logits, TRL 0.29 to 1.13) was recorded
 /// with the replayed file of that path in the set
 /// (calibration/replay-trl-dpo-logits-2026-12-05, and TRL 0.24's path for
-/// comparison, replay-trl-dpo-logits-0.24-2026-12-05).
+/// comparison, replay-trl-dpo-logits-0.24-2026-12-05), and re-recorded before
+/// it landed for TRL's chunked NLL ([`Loss::ChunkedNll`]) with TRL's SFT
+/// files in the set (replay-trl-sft-logits-2026-12-05,
+/// replay-trl-chunked-nll-2026-12-05).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -174,7 +177,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
     (39, 0x6892_66b0_a35c_e04b),
-    (40, 0x45d7_8c9a_5603_0f97),
+    (40, 0x6491_2944_f362_17cf),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -237,6 +240,8 @@ fn project_plans() -> Vec<Plan> {
         "replay-trl-qlora-2026-12-05.csv",
         "replay-trl-dpo-logits-2026-12-05.csv",
         "replay-trl-dpo-logits-0.24-2026-12-05.csv",
+        "replay-trl-sft-logits-2026-12-05.csv",
+        "replay-trl-chunked-nll-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));

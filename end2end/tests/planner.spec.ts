@@ -657,7 +657,7 @@ test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fuse
   await expect.poll(used).toBeCloseTo(trainerUsed, 1);
 });
 
-test("choosing TRL seeds its own fused LM head (1.15 on), which keeps no logits, with or without JavaScript", async ({ page }, info) => {
+test("choosing TRL seeds its own fused LM head (1.15 on), which keeps no logits, as its chunked NLL (1.7–1.14) does not either, with or without JavaScript", async ({ page }, info) => {
   // Llama-3.1-8B LoRA, 4 × 2048 on one GPU: the Trainer's loss keeps the
   // 16-bit logits and their fp32 copies (about 8 GiB at 128,256 entries);
   // TRL's tiles of 4,096 positions × 32,768 entries never hold them.
@@ -677,6 +677,12 @@ test("choosing TRL seeds its own fused LM head (1.15 on), which keeps no logits,
   if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
   await expect(page).toHaveURL(/loss=standard/);
   await expect.poll(used).toBeCloseTo(trainerUsed, 1);
+  // TRL 1.7 to 1.14's SFT default, its chunked NLL (256 positions at a time,
+  // checkpointed): no logits either.
+  await page.getByTestId("loss").selectOption("chunked-nll");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/loss=chunked-nll/);
+  await expect.poll(used).toBeLessThan(trainerUsed - 4);
 });
 
 test("a GPU's memory can be changed (a MIG slice) or entered for a GPU not in the list, and it travels in the URL, with or without JavaScript", async ({ page }, info) => {

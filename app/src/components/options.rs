@@ -291,6 +291,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("chunked-free", "chunked, freed per chunk (torchtune)"),
                         ("fused", "fused linear + CE (Liger, CCE, Unsloth)"),
                         ("tiled-logprob", "fused LM head, 4096 × 32768 tiles (TRL ≥ 1.15)"),
+                        ("chunked-nll", "chunked NLL, 256-token chunks (TRL 1.7–1.14 SFT)"),
                     ]),
                 ),
                 (
