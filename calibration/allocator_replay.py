@@ -84,6 +84,10 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-2-2b > calibration/replay-trl-dpo-logits-2026-12-05.csv   # TRL 0.29-1.13's DPO, the model's logits
     v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.24 llama-3.2-1b qwen2.5-1.5b
                                                  # TRL 0.13-0.28's DPO (concatenated_forward), for comparison
+    v/bin/python calibration/allocator_replay.py --trl-sft-logits llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        gemma-2-2b > calibration/replay-trl-sft-logits-2026-12-05.csv   # TRL <= 1.6's SFT: the Trainer's loss, metrics
+    v/bin/python calibration/allocator_replay.py --trl-chunked-nll llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        gemma-2-2b > calibration/replay-trl-chunked-nll-2026-12-05.csv   # TRL 1.7-1.14's SFT default, chunked NLL
     v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
