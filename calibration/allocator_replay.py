@@ -1539,15 +1539,9 @@ DPO_LOGITS_RUNS = (
     ("amp-bf16", True, 2, 2048, None),
     ("bf16", True, 4, 2048, None),
 )
-# TRL's SFT through the Trainer's loss and its logged metrics (`--trl-sft-logits`).
-SFT_LOGITS_RUNS = (
-    ("amp-bf16", True, 4, 2048, (16, "all-linear")),
-    ("amp-bf16", False, 2, 2048, (16, "all-linear")),
-    ("bf16", True, 8, 2048, (16, "all-linear")),
-    ("bf16", False, 4, 2048, (16, "all-linear")),
-    ("amp-bf16", True, 4, 2048, None),
-    ("bf16", True, 8, 2048, None),
-)
+# TRL's SFT through the Trainer's loss and its logged metrics (`--trl-sft-logits`) and its chunked NLL
+# (`--trl-chunked-nll`): the DPO runs' sequences, one per row rather than two per pair.
+SFT_LOGITS_RUNS = tuple((prec, ckpt, 2 * pairs, seq, lora) for prec, ckpt, pairs, seq, lora in DPO_LOGITS_RUNS)
 NO_DROPOUT_RUNS = (
     ("bf16", False, 4, 2048, (16, "all-linear")),
     ("bf16", True, 8, 2048, (16, "all-linear")),

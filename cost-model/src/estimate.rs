@@ -6678,13 +6678,8 @@ mod tests {
     /// accumulator): never the logits.
     #[test]
     fn trls_fused_lm_head_keeps_one_tile_and_fp32_gradients() {
-        // Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA over a
-        // bf16 base, 4 × 2048 = 8192 positions.
-        let mut p = qlora("llama-3.2-1b", Framework::Trl);
-        p.training.finetune.set_base_bits(16);
-        p.training.precision = Precision::Bf16;
-        p.training.micro_batch = 4;
-        p.training.seq_len = 2048;
+        // 4 × 2048 = 8192 positions.
+        let p = trl_lora_1b(4);
         assert_eq!(p.training.loss, Loss::TiledLogprob);
         let c = Ctx::new(&p, None);
         let lg = c.logits(0);
@@ -6738,14 +6733,10 @@ mod tests {
     /// backward holds four fp32 logits-sized tensors.
     #[test]
     fn trls_dpo_through_the_logits_keeps_them_with_the_references() {
-        // Llama-3.2-1B LoRA over a bf16 base, 4 pairs × 2048 = 16,384 positions.
-        let mut p = qlora("llama-3.2-1b", Framework::Trl);
-        p.training.finetune.set_base_bits(16);
-        p.training.precision = Precision::Bf16;
+        // 4 pairs × 2048 = 16,384 positions.
+        let mut p = trl_lora_1b(4);
         p.training.objective = Objective::Dpo;
         p.training.loss = Loss::Standard;
-        p.training.micro_batch = 4;
-        p.training.seq_len = 2048;
         let c = Ctx::new(&p, None);
         assert!(c.dpo_logits());
         let lg = c.logits(0);
@@ -6786,13 +6777,8 @@ mod tests {
     /// cast of the head kept with the others.
     #[test]
     fn trls_chunked_nll_keeps_the_packed_hidden_states_and_one_chunk() {
-        // Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA over a
-        // bf16 base, 8 × 2048 = 16,384 positions.
-        let mut p = qlora("llama-3.2-1b", Framework::Trl);
-        p.training.finetune.set_base_bits(16);
-        p.training.precision = Precision::Bf16;
-        p.training.micro_batch = 8;
-        p.training.seq_len = 2048;
+        // 8 × 2048 = 16,384 positions.
+        let mut p = trl_lora_1b(8);
         p.training.loss = Loss::ChunkedNll;
         let c = Ctx::new(&p, None);
         let lg = c.logits(0);
@@ -6820,6 +6806,17 @@ mod tests {
         let head_cast = v * h * 2.0;
         let kept = |p: &Plan| Ctx::new(p, None).autocast_copies(0).after_forward;
         assert!((kept(&standard) - kept(&amp) - head_cast).abs() < 1.0);
+    }
+
+    /// TRL's Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA r 8
+    /// on q and v over a bf16 base, `batch` × 2048 on one GPU.
+    fn trl_lora_1b(batch: u32) -> Plan {
+        let mut p = qlora("llama-3.2-1b", Framework::Trl);
+        p.training.finetune.set_base_bits(16);
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = batch;
+        p.training.seq_len = 2048;
+        p
     }
 
     /// A QLoRA plan (NF4 base, r 8 on q and v) of `model` under `fw`, one GPU.
