@@ -220,7 +220,9 @@ use std::cell::Cell;
 /// Llama-3.2-1B, Qwen2.5, Qwen3, SmolLM2, Gemma-2: −20.8 … +44.0 %
 /// allocated → within ±0.5 %), and has TRL's chunked NLL, its SFT default
 /// from 1.7 to 1.14 ([`Loss::ChunkedNll`]; replayed +14.8 … +610 % read as
-/// the Trainer's loss → within 1.6 %).
+/// the Trainer's loss → within 1.6 %), and reserves the segment of TRL's SFT
+/// metrics' copy of the logits under the Trainer's AMP
+/// ([`Ctx::trl_metrics_copy_segment`]).
 pub const MODEL_VERSION: u32 = 40;
 
 // ---------------------------------------------------------------------------
@@ -406,6 +408,11 @@ const TILED_LOGPROB_TOKENS: f64 = 4096.0;
 /// `_CHUNKED_LOGPROB_CHUNK_SIZE = 32768` (trl 1.15.0 and 1.16.0
 /// `trainer/utils.py`, passed as `chunk_size` by `add_fused_lm_head`).
 const TILED_LOGPROB_VOCAB: f64 = 32768.0;
+/// The caching allocator rounds a large allocation to a multiple of 2 MiB
+/// (`kRoundLarge`, c10/cuda/CUDACachingAllocator.cpp `round_size` for sizes
+/// over `kSmallSize`; PyTorch 2.0–2.11): a free block serves a request only
+/// if it is at least the rounded size.
+const ALLOCATOR_LARGE_ROUND: f64 = 2.0 * 1024.0 * 1024.0;
 /// Positions per chunk of TRL's chunked NLL ([`Loss::ChunkedNll`]):
 /// `_CHUNKED_LM_HEAD_CHUNK_SIZE = 256` (trl 1.4.0 to 1.14.2
 /// `trainer/sft_trainer.py`).
@@ -6025,6 +6032,55 @@ impl<'a> Ctx<'a> {
     /// (the blocks come back from the host), on a stage without the loss, or
     /// with a loss that makes no logits-sized tensor (chunked, fused; a
     /// classification head), whose pieces the idle segments can hold.
+    /// The segment of TRL's SFT metrics' copy of the logits, idle beside the
+    /// loss's backward: with the Trainer's loss `SFTTrainer.compute_loss`
+    /// (TRL 0.16 to 1.6; 1.7 to 1.14 under a named "nll" `loss_type`) logs
+    /// the token accuracy and, from about 0.22, the entropy from the
+    /// model's shifted logits, copying them (`.contiguous()`, or
+    /// `entropy_from_logits`'s `reshape`; trl 0.16.0–1.6.0
+    /// `trainer/sft_trainer.py`). Under the Trainer's AMP the logits are
+    /// Accelerate's fp32 conversion (`convert_outputs_to_fp32`), which takes
+    /// the segment the loss's upcast just freed, so the copy — one position a
+    /// sequence short of the logits — maps a segment of its own; the loss's
+    /// backward makes logits-sized tensors, which fit it only where the
+    /// caching allocator's 2 MiB rounding ([`ALLOCATOR_LARGE_ROUND`]) makes
+    /// the two sizes one. Replayed (`calibration/allocator_replay.py
+    /// --trl-sft-logits`, trl 1.6.0's code copied; the segment history):
+    /// checkpointed LoRA under AMP, Qwen3-0.6B and Qwen2.5-1.5B (151,936
+    /// entries) reserved 4.2 and 4.7 GiB over the count without it, Gemma-2-2B
+    /// (256,000) 8.0, against copies of 4.6, 4.6 and 7.8 GiB; Llama-3.2-1B's
+    /// and SmolLM2-360M's (128,256 and 49,152 entries × 4 sequences × 4 bytes,
+    /// under 2 MiB a position) round to the logits' own size and were within
+    /// 0.3 GiB. Only where the loss's segments are stranded anyway
+    /// ([`Self::loss_strands_segments`]: an adapter, whose frozen base makes
+    /// nothing parameter-shaped to fill them) under full checkpointing: in
+    /// pure bf16 the 16-bit copy fits the freed fp32 upcast's segment, and
+    /// without checkpointing the replays reused it.
+    fn trl_metrics_copy_segment(&self, s: u32) -> f64 {
+        let t = &self.plan.training;
+        let applies = self.plan.framework == Framework::Trl
+            && t.objective == Objective::Sft
+            && t.loss == Loss::Standard
+            && t.checkpointing == Checkpointing::Full
+            && self.runs_autocast()
+            && !self.compiled_loss()
+            && self.loss_strands_segments(s);
+        if !applies {
+            return 0.0;
+        }
+        let positions = self.logit_positions();
+        let sequences = positions / self.decoder_s().max(1.0);
+        let per_position = self.m.vocab as f64 / self.t * FP32;
+        let full = positions * per_position;
+        let shifted = (positions - sequences) * per_position;
+        let round = |b: f64| (b / ALLOCATOR_LARGE_ROUND).ceil();
+        if round(shifted) < round(full) {
+            shifted
+        } else {
+            0.0
+        }
+    }
+
     fn idle_block_transients(&self, s: u32, recomputed_block: f64) -> f64 {
         if self.loss_strands_segments(s) {
             recomputed_block
@@ -6276,7 +6332,8 @@ impl<'a> Ctx<'a> {
         let idle_later = self.idle_classifier_block_segments(recomputed_block);
         // And, once the loss's backward starts, the logits' own segment when
         // the loop has dropped them.
-        let idle_loss_backward = idle + self.dropped_logits_segment(s);
+        let idle_loss_backward =
+            idle + self.dropped_logits_segment(s) + self.trl_metrics_copy_segment(s);
         let ipg = self.zero3_ipg_bucket(s);
         let (gathered, comm_b) = self.comm_buffers(s);
         let (comm_f, comm_b) = (gathered + ipg, comm_b + ipg);
@@ -6806,6 +6863,36 @@ mod tests {
         let head_cast = v * h * 2.0;
         let kept = |p: &Plan| Ctx::new(p, None).autocast_copies(0).after_forward;
         assert!((kept(&standard) - kept(&amp) - head_cast).abs() < 1.0);
+    }
+
+    /// TRL's SFT metrics' fp32 copy of the shifted logits keeps a segment of
+    /// its own under the Trainer's AMP, checkpointed, over an adapter — where
+    /// the 2 MiB rounding tells it from the logits: Qwen's 151,936 entries ×
+    /// 4 sequences × 4 bytes is over 2 MiB a position, Llama-3's 128,256 is
+    /// not; not in pure bf16, nor for a full fine-tune, nor under TRL's later
+    /// losses.
+    #[test]
+    fn trls_sft_metrics_copy_keeps_a_segment_where_the_rounding_parts_it() {
+        let mut p = trl_lora_1b(4);
+        p.training.precision = Precision::AmpBf16;
+        p.training.loss = Loss::Standard;
+        p.training.checkpointing = Checkpointing::Full;
+        assert_eq!(Ctx::new(&p, None).trl_metrics_copy_segment(0), 0.0);
+        let mut qwen = p.clone();
+        qwen.model.vocab = 151_936;
+        let copy = 4.0 * 2047.0 * 151_936.0 * 4.0;
+        assert_eq!(Ctx::new(&qwen, None).trl_metrics_copy_segment(0), copy);
+        for change in [
+            |p: &mut Plan| p.training.precision = Precision::Bf16,
+            |p: &mut Plan| p.training.finetune = Finetune::Full,
+            |p: &mut Plan| p.training.checkpointing = Checkpointing::None,
+            |p: &mut Plan| p.training.loss = Loss::ChunkedNll,
+            |p: &mut Plan| p.set_framework(Framework::HfAccelerate),
+        ] {
+            let mut q = qwen.clone();
+            change(&mut q);
+            assert_eq!(Ctx::new(&q, None).trl_metrics_copy_segment(0), 0.0);
+        }
     }
 
     /// TRL's Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA r 8

@@ -137,7 +137,8 @@ use cost_model::presets::presets;
 /// comparison, replay-trl-dpo-logits-0.24-2026-12-05), and re-recorded before
 /// it landed for TRL's chunked NLL ([`Loss::ChunkedNll`]) with TRL's SFT
 /// files in the set (replay-trl-sft-logits-2026-12-05,
-/// replay-trl-chunked-nll-2026-12-05).
+/// replay-trl-chunked-nll-2026-12-05), and for the segment of TRL's SFT
+/// metrics' copy of the logits.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -177,7 +178,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
     (39, 0x6892_66b0_a35c_e04b),
-    (40, 0x6491_2944_f362_17cf),
+    (40, 0x5155_1374_05fb_0efb),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
