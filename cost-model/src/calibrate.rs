@@ -2967,10 +2967,26 @@ fn stated_nll_loss_type(lower: &str) -> bool {
     .any(|k| lower.contains(k))
 }
 
-/// The TRL release the notes state ("TRL 0.21.0", "trl==0.9.6"), patch 0
-/// where they give none.
+/// The TRL release the notes state ("TRL 0.21.0", "trl==0.9.6", "trl>=1.8",
+/// "TRL version 1.10.0", "TRL: v0.12.1"), patch 0 where they give none.
 fn stated_trl_release(notes: &str) -> Option<(u32, u32, u32)> {
-    stated_full_release(notes, &["TRL ", "trl ", "trl==", "TRL=="])
+    const AFTER: [&str; 7] = ["==", ">=", "~=", "=", " version ", ": ", " "];
+    let lower = notes.to_ascii_lowercase();
+    // "trl" as a word of its own (not "ctrl"), then the release.
+    let starts = lower.match_indices("trl").map(|(i, _)| i).filter(|&i| {
+        !lower[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    let starts: Vec<usize> = starts.collect();
+    AFTER
+        .iter()
+        .find_map(|after| {
+            starts
+                .iter()
+                .find_map(|&i| lower[i + 3..].strip_prefix(after).and_then(release_at))
+        })
         .map(|(major, minor, patch)| (major, minor, patch.unwrap_or(0)))
 }
 

@@ -2811,13 +2811,23 @@ fn trl_computes_the_loss_through_its_fused_lm_head_from_1_15_and_its_chunked_nll
     // From 1.7 to 1.14 its SFTTrainer's own default, the chunked NLL — not
     // with Liger, nor where the notes name the plain NLL, nor for DPO (its
     // trainer takes the model's logits).
-    for notes in ["trl 1.7.0", "trl 1.10.0; SFTTrainer", "TRL 1.14.2"] {
+    for notes in [
+        "trl 1.7.0",
+        "trl 1.10.0; SFTTrainer",
+        "TRL 1.14.2",
+        "trl>=1.8",
+        "TRL version 1.10.0",
+        "Trl: v1.12.1",
+        "pip install trl==1.11.0",
+    ] {
         assert_eq!(row("trl", "standard", notes), Loss::ChunkedNll, "{notes}");
     }
     assert_eq!(
         row("trl", "standard", "trl 1.10.0; loss_type nll"),
         Loss::Standard
     );
+    // "ctrl 1.6" is no TRL release.
+    assert_eq!(row("trl", "standard", "CTRL 1.6 tokenizer"), Loss::Standard);
     assert_eq!(
         row("trl", "standard", "DPOTrainer; trl 1.10.0"),
         Loss::Standard
