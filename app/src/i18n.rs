@@ -260,6 +260,15 @@ pub const ZH: &[(&str, &str)] = &[
         "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 与 KTO 的全参微调还要保留一份冻结的参考模型。完整 logits 下的 DPO（TRL 1.13 及以前）同时持有策略模型与参考模型的 logits，以及一份用于指标的拷贝；在 Trainer 的 bf16 下为 fp32",
     ),
     ("SFT / pre-training", "SFT / 预训练"),
+    ("Reference log-probs precomputed", "预先计算参考模型 log-probs"),
+    (
+        "TRL's precompute_ref_log_probs: DPO's and KTO's reference log-probabilities computed once before training. No reference pass in the steps, and a full fine-tune keeps no reference model (under FSDP TRL still wraps one)",
+        "TRL 的 precompute_ref_log_probs：DPO 与 KTO 的参考 log-probabilities 在训练前一次算好。训练步中不再跑参考模型，全参微调也不必保留参考模型（FSDP 下 TRL 仍会包装一份）",
+    ),
+    (
+        "Precompute the reference log-probs (precompute_ref_log_probs)",
+        "预先计算参考 log-probs (precompute_ref_log_probs)",
+    ),
     ("DPO (reference model)", "DPO（含参考模型）"),
     ("ORPO / SimPO (no reference)", "ORPO / SimPO（无参考模型）"),
     ("KTO (reference model)", "KTO（含参考模型）"),

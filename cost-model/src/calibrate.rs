@@ -2463,6 +2463,11 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         t.frozen_layers = stated_frozen_layers(notes).unwrap_or(0);
     }
     t.objective = stated_objective(notes);
+    // TRL's `precompute_ref_log_probs` named without a no ("precompute_ref_log_probs",
+    // "precompute_ref_log_probs=True"; not "=False").
+    let lower_notes = notes.to_ascii_lowercase();
+    t.precompute_ref = lower_notes.contains("precompute_ref_log_probs")
+        && stated_flag(&lower_notes, "precompute_ref_log_probs") != Some(false);
     // A CUDA context the source measured ("incl. ~1343 MiB CUDA context": CUDA
     // before lazy module loading) replaces the default, as a user would enter it.
     if let Some(mib) = stated_number(notes, "MiB CUDA context") {

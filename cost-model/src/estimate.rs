@@ -2296,13 +2296,21 @@ impl<'a> Ctx<'a> {
     }
 
     /// Copies of the weights a full fine-tune keeps: DPO's and KTO's frozen
-    /// reference model beside the policy ([`Objective::Dpo`]); adapters have none.
+    /// reference model beside the policy ([`Objective::Dpo`]); adapters have
+    /// none, nor a run whose reference log-probabilities were computed before
+    /// training, unless FSDP wraps the reference anyway
+    /// ([`crate::plan::TrainingSpec::precompute_ref`]).
     fn model_copies(&self) -> f64 {
         let reference = matches!(
             self.plan.training.objective,
             Objective::Dpo | Objective::Kto
         );
-        if reference && self.full_finetune() {
+        let precomputed = self.plan.training.precompute_ref
+            && !matches!(
+                self.plan.parallel.sharding,
+                Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
+            );
+        if reference && self.full_finetune() && !precomputed {
             2.0
         } else {
             1.0
@@ -5083,10 +5091,14 @@ impl<'a> Ctx<'a> {
                 // Final-logit soft-capping keeps the policy's tanh output
                 // (the reference's, under `no_grad`, is not kept).
                 let softcap = if self.m.softcap { self.e } else { 0.0 };
-                (
-                    DPO_LOGITS_METRICS_TENSORS * l + rows + softcap,
-                    bwd + softcap,
-                )
+                // Reference log-probabilities computed before training: no
+                // reference logits beside the policy's.
+                let tensors = if self.plan.training.precompute_ref {
+                    DPO_LOGITS_METRICS_TENSORS - 1.0
+                } else {
+                    DPO_LOGITS_METRICS_TENSORS
+                };
+                (tensors * l + rows + softcap, bwd + softcap)
             }
             Loss::Standard if compiled_loss => (FP32 + held, FP32 + held),
             // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit

@@ -888,6 +888,15 @@ pub struct TrainingSpec {
     /// ([`crate::framework::Framework::fsdp_no_sync_accumulation`]).
     #[serde(default, skip_serializing_if = "is_false")]
     pub sync_each_batch: bool,
+    /// DPO's and KTO's reference log-probabilities computed once before
+    /// training (TRL's `precompute_ref_log_probs=True`, `DPOConfig` and
+    /// `KTOConfig`): no reference pass in the steps, and a full fine-tune
+    /// keeps no reference model — except under FSDP, where TRL still wraps
+    /// one (trl 1.16.0 `DPOTrainer.__init__`: `self.ref_model = None` when
+    /// `args.precompute_ref_log_probs and not self.is_fsdp_enabled`; 1.13.0
+    /// drops it under FSDP too). Off by default, as TRL runs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub precompute_ref: bool,
     pub finetune: Finetune,
 }
 
@@ -1129,6 +1138,7 @@ impl Default for Plan {
                 pytorch: PytorchRelease::Current,
                 transformers: TransformersRelease::Current,
                 sync_each_batch: false,
+                precompute_ref: false,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {

@@ -453,7 +453,7 @@ const MODEL_FLAGS: [(&str, Flag); 16] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 14] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 15] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -468,6 +468,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 14] = [
     ("dq", |t| &mut t.nf4_double_quant),
     ("bnb432", |t| &mut t.bnb_0_43_2),
     ("sync_each", |t| &mut t.sync_each_batch),
+    ("pre_ref", |t| &mut t.precompute_ref),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -1213,6 +1214,19 @@ mod tests {
         assert!(q.contains("obj=dpo"), "{q}");
         assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
         assert_eq!(decode_str("obj=ppo").unwrap_err().param, "obj");
+    }
+
+    #[test]
+    fn precomputed_reference_log_probs_travel_with_the_plan() {
+        assert!(!encode(&Plan::default()).contains("pre_ref"));
+        let p = apply(&Plan::default(), "obj", "dpo").unwrap();
+        let p = apply(&p, "pre_ref", "1").unwrap();
+        assert!(p.training.precompute_ref);
+        let q = encode(&p);
+        assert!(q.contains("pre_ref=1"), "{q}");
+        assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["training"]["precompute_ref"], serde_json::json!(true));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::error::PlanError;
 use crate::estimate::{estimate, Estimate};
 use crate::framework::Framework;
 use crate::model::{Mlp, Norm};
-use crate::plan::{Checkpointing, Loss, OffloadDevice, Plan, Precision, Sharding};
+use crate::plan::{Checkpointing, Loss, Objective, OffloadDevice, Plan, Precision, Sharding};
 use crate::query;
 use crate::units::Bytes;
 use crate::validate::{MAX_MICRO_BATCH, MAX_SEQ_LEN};
@@ -193,6 +193,10 @@ pub const COST_ZERO_3: i32 = 15;
 pub const COST_TP: i32 = 15;
 pub const COST_OFFLOAD_OPTIMIZER: i32 = 50;
 pub const COST_OFFLOAD_PARAMS: i32 = 100;
+/// - DPO's or KTO's reference log-probabilities precomputed (TRL's
+///   `precompute_ref_log_probs`): one reference forward per example before
+///   training instead of one in every step — over one epoch the same work: 0 %.
+pub const COST_PRECOMPUTE_REF: i32 = 0;
 
 /// Headroom below this fraction of capacity counts as thin: the ladder is
 /// offered even though the plan fits (fragmentation and the model's own
@@ -295,6 +299,17 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     // SDPA then gets no mask, so no block keeps one, nor grouped k/v
     // expanded to every head. Faster too.
     if l.cur.training.padded && l.edit("unpadded", COST_UNPADDED, |p| p.training.padded = false) {
+        return Ok(l.out);
+    }
+    // 1a, preference objectives: the reference log-probabilities computed
+    // once before training — a full fine-tune keeps no reference model (but
+    // under FSDP), and DPO through the logits no reference logits.
+    if matches!(l.cur.training.objective, Objective::Dpo | Objective::Kto)
+        && !l.cur.training.precompute_ref
+        && l.edit("precompute-ref", COST_PRECOMPUTE_REF, |p| {
+            p.training.precompute_ref = true
+        })
+    {
         return Ok(l.out);
     }
     // 1b. torch.compile: faster and smaller, so before anything that costs speed.
@@ -889,6 +904,43 @@ mod tests {
             .unwrap()
             .iter()
             .all(|r| r.id != "unpadded"));
+    }
+
+    #[test]
+    fn dpo_full_fine_tunes_are_offered_precomputed_reference_log_probs() {
+        // Llama-3.1-8B's DPO full fine-tune under TRL on one H100: the frozen
+        // reference model (16 GB in bf16) is the first thing to go, at no
+        // cost in speed.
+        let mut p = Plan::default();
+        p.set_framework(Framework::Trl);
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.precision = Precision::Bf16;
+        p.training.objective = Objective::Dpo;
+        p.training.micro_batch = 1;
+        p.training.seq_len = 2048;
+        assert!(!estimate(&p).unwrap().fits);
+        let ladder = fix_ladder(&p).unwrap();
+        assert_eq!(
+            ladder[0].id,
+            "precompute-ref",
+            "{:?}",
+            ladder.iter().map(|r| &r.id).collect::<Vec<_>>()
+        );
+        assert!(ladder[0].plan.training.precompute_ref);
+        assert_eq!(ladder[0].speed_cost_pct, COST_PRECOMPUTE_REF);
+        let reference = p.model.params() as f64 * 2.0;
+        assert!(
+            ladder[0].saving.get() as f64 >= reference,
+            "{}",
+            ladder[0].saving.get()
+        );
+        // Not offered to supervised fine-tuning.
+        p.training.objective = Objective::Sft;
+        assert!(fix_ladder(&p)
+            .unwrap()
+            .iter()
+            .all(|r| r.id != "precompute-ref"));
     }
 
     #[test]

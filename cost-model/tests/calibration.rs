@@ -2853,6 +2853,21 @@ fn trl_computes_the_loss_through_its_fused_lm_head_from_1_15_and_its_chunked_nll
 }
 
 #[test]
+fn a_precomputed_reference_is_read_from_the_notes() {
+    let read = |notes: &str| {
+        qlora_row(
+            &[("precision", "bf16")],
+            &[("framework", "trl"), ("notes", notes)],
+        )
+        .precompute_ref
+    };
+    assert!(read("DPOTrainer; precompute_ref_log_probs"));
+    assert!(read("DPO; precompute_ref_log_probs=True"));
+    assert!(!read("DPO; precompute_ref_log_probs=False"));
+    assert!(!read("DPOTrainer"));
+}
+
+#[test]
 fn trl_keeps_the_adapters_in_16_bits_by_its_release() {
     let read = |set: &[(&str, &str)]| {
         let base = [

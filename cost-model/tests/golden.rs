@@ -652,6 +652,42 @@ fn dpo_doubles_the_batch_and_keeps_a_reference_model() {
     assert_eq!(w(&est(&plan)), w(&lora_sft));
 }
 
+/// TRL's `precompute_ref_log_probs`: a full fine-tune's DPO or KTO keeps no
+/// reference model (but under FSDP, where TRL still wraps one), and DPO
+/// through the model's logits holds no reference logits — one 16-bit
+/// logits-sized tensor fewer at the forward's end.
+#[test]
+fn precomputed_reference_log_probs_drop_the_reference_model_and_logits() {
+    use cost_model::plan::{Loss, Objective};
+    let mut plan = llama2_7b(Framework::Trl);
+    plan.training.precision = Precision::Bf16;
+    plan.training.seq_len = 1024;
+    plan.training.micro_batch = 2;
+    plan.training.loss = Loss::Standard;
+    plan.training.objective = Objective::Dpo;
+    let est = |p: &Plan| estimate(p).unwrap();
+    let w = |e: &cost_model::Estimate| phase(e, Phase::Step).weights.get() as f64;
+    let lg = |e: &cost_model::Estimate| phase(e, Phase::Forward).logits.get() as f64;
+    let with_ref = est(&plan);
+    plan.training.precompute_ref = true;
+    let precomputed = est(&plan);
+    let psi = 6_738_415_616.0;
+    assert!((w(&with_ref) - w(&precomputed) - 2.0 * psi).abs() < 1024.0);
+    // 4 sequences × 1024 positions × 32,000 entries × 2 bytes.
+    let logits = 4.0 * 1024.0 * 32000.0 * 2.0;
+    assert!((lg(&with_ref) - lg(&precomputed) - logits).abs() < 1024.0);
+    // KTO's reference model goes too; FSDP keeps it.
+    plan.training.objective = Objective::Kto;
+    let kto = est(&plan);
+    assert!((w(&kto) - w(&precomputed)).abs() < 1024.0);
+    plan.training.objective = Objective::Dpo;
+    plan.parallel.num_gpus = 8;
+    plan.parallel.sharding = Sharding::FsdpFull;
+    let fsdp = est(&plan);
+    plan.training.precompute_ref = false;
+    assert_eq!(w(&fsdp), w(&est(&plan)));
+}
+
 /// The trainable counts of methods whose size the model's shape decides, as
 /// the frameworks define their parameters (LitGPT `adapter.py` /
 /// `adapter_v2.py`, PEFT's IA³, LN tuning and prefix tuning), counted by hand.

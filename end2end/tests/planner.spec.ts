@@ -685,6 +685,23 @@ test("choosing TRL seeds its own fused LM head (1.15 on), which keeps no logits,
   await expect.poll(used).toBeLessThan(trainerUsed - 4);
 });
 
+test("a DPO full fine-tune is offered precomputed reference log-probs first, and the setting travels in the URL, with or without JavaScript", async ({ page }, info) => {
+  // Llama-3.1-8B's DPO full fine-tune under TRL on one H100 does not fit:
+  // its frozen reference model (16 GB in bf16) is the first thing to go, at
+  // no cost in speed.
+  await page.goto("/?fw=trl&gpus=1&shard=none&prec=bf16&obj=dpo&mb=1&seq=2048");
+  if (hydrated(info)) await waitForHydration(page);
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  await expect(page.getByTestId("pre-ref")).not.toBeChecked();
+  await expect(page.getByTestId("rung-0")).toContainText("Precompute the reference log-probs");
+  const used = () => deviceUsedGiB(page);
+  const before = await used();
+  await page.getByTestId("rung-0").click();
+  await expect(page).toHaveURL(/pre_ref=1/);
+  await expect(page.getByTestId("pre-ref")).toBeChecked();
+  await expect.poll(used).toBeLessThan(before - 14);
+});
+
 test("a GPU's memory can be changed (a MIG slice) or entered for a GPU not in the list, and it travels in the URL, with or without JavaScript", async ({ page }, info) => {
   await page.goto("/?gpus=1&shard=none");
   await expect(page.getByTestId("gpu")).toHaveValue("h100-sxm-80gb");

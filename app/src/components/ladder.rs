@@ -23,6 +23,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
         "grad-accum" => "Smaller micro-batch + gradient accumulation",
         "sync-each-batch" => "Reduce gradients every micro-batch (sync_each_batch)",
         "unpadded" => "Pack the batches (or flash-attn varlen): no padding mask",
+        "precompute-ref" => "Precompute the reference log-probs (precompute_ref_log_probs)",
         "zero-1" => "ZeRO-1",
         "distributed-optimizer" => "Distributed optimizer (shard master weights and Adam states)",
         "zero-2" => "ZeRO-2",

@@ -305,6 +305,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("kto", "KTO (reference model)"),
                     ]),
                 ),
+                (
+                    "pre_ref",
+                    "Reference log-probs precomputed",
+                    "TRL's precompute_ref_log_probs: DPO's and KTO's reference log-probabilities computed once before training. No reference pass in the steps, and a full fine-tune keeps no reference model (under FSDP TRL still wraps one)",
+                    Kind::Check,
+                ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
                 ("compile", "torch.compile", "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept", Kind::Check),
                 (
