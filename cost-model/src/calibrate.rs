@@ -1654,6 +1654,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         None => framework_word,
     };
     let framework = match framework_word.as_str() {
+        // The Trainer running TRL's trainers ("TRL SFTTrainer"): TRL's profile
+        // (the schema has no `trl` value; [`runs_trl`]).
+        "hf-trainer" if other_framework(r.get("notes")) == Some(Framework::Trl) => Framework::Trl,
         "hf-trainer" => Framework::HfTrainer,
         "hf-accelerate" => Framework::HfAccelerate,
         "litgpt" => Framework::Litgpt,
@@ -2169,7 +2172,7 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         "selective" => Checkpointing::Selective,
         // TRL before 0.22 left checkpointing off, as the Trainer does.
         "" if framework == Framework::Trl
-            && stated_release(notes, &["TRL ", "trl ", "trl=="]).is_some_and(|v| v < (0, 22)) =>
+            && stated_trl_release(notes).is_some_and(|v| v < (0, 22, 0)) =>
         {
             Checkpointing::None
         }

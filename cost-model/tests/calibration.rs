@@ -2853,6 +2853,22 @@ fn trl_computes_the_loss_through_its_fused_lm_head_from_1_15_and_its_chunked_nll
 }
 
 #[test]
+fn a_trainer_row_naming_trls_trainers_runs_trls_profile() {
+    use cost_model::framework::Framework;
+    let id = "litgpt_resource_tables_2023-10-012";
+    let framework = |notes: &str| {
+        let text = with_fields(id, &[("framework", "hf-trainer"), ("notes", notes)]);
+        cost_model::calibrate::case_plan(&text, id).unwrap().framework
+    };
+    assert_eq!(framework("TRL SFTTrainer; packed"), Framework::Trl);
+    assert_eq!(framework("DPOTrainer"), Framework::Trl);
+    // A tool that wraps the model before TRL sees it keeps its own profile
+    // (`other_framework`'s order), and a plain Trainer row stays one.
+    assert_ne!(framework("Unsloth; TRL SFTTrainer"), Framework::Trl);
+    assert_eq!(framework("Trainer; bf16=True"), Framework::HfTrainer);
+}
+
+#[test]
 fn a_precomputed_reference_is_read_from_the_notes() {
     let read = |notes: &str| {
         qlora_row(
