@@ -1634,43 +1634,9 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 if trl:
                     import trl as trl_package
 
-                    if CHUNKED_NLL:
-                        r.update(framework="trl", notes=r["notes"] + (
-                            "; trl 1.14.2 SFTTrainer loss_type chunked_nll (its default from 1.7) copied: the "
-                            "backbone's last hidden states shifted and flattened, packed valid-first, then 256 "
-                            "positions at a time through the LM head under non-reentrant checkpointing (the chunk's "
-                            "logits, fp32 upcast, log-softmax, accuracy and entropy); every position labelled"))
-                        w.writerow(r)
-                        continue
-                    if SFT_LOGITS:
-                        r.update(framework="trl", notes=r["notes"] + (
-                            "; trl 1.6.0 SFTTrainer.compute_loss copied (loss_type nll): the model's loss and "
-                            "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), then under "
-                            "no_grad the logged entropy (entropy_from_logits over the shifted logits, flattened) "
-                            "and token accuracy (argmax); the outputs dropped before backward"))
-                        w.writerow(r)
-                        continue
-                    if DPO_LOGITS:
-                        r.update(framework="trl", precision=precision,
-                                 notes=r["notes"] + (
-                                     "; trl 0.24.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
-                                     "concatenated, twice micro_batch sequences; output_hidden_states; the model's "
-                                     "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), "
-                                     "unshifted with the labels rolled, selective_log_softmax; the mean chosen and "
-                                     "rejected logits by boolean mask; nothing of the outputs kept once it returns; "
-                                     "the reference pass the same under no_grad with the adapters disabled or, for a "
-                                     "full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; every "
-                                     "position a completion token"
-                                     if DPO_LOGITS_0_24 else
-                                     "; trl 1.13.0 DPOTrainer._compute_loss copied: "
-                                     "chosen and rejected concatenated, twice micro_batch sequences; the model's "
-                                     "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), "
-                                     "selective_log_softmax; the reference pass under no_grad with the adapters "
-                                     "disabled or, for a full fine-tune, a frozen copy of the model in its dtype, its "
-                                     "logits alive until the loss returns; sigmoid loss; the logged metrics (entropy "
-                                     "of the reshaped shifted logits, mean chosen and rejected logits by boolean mask, "
-                                     "token accuracy); every position a completion token; the outputs dropped before "
-                                     "backward"))
+                    copied = trl_copied_notes()
+                    if copied:
+                        r.update(framework="trl", notes=r["notes"] + copied)
                         w.writerow(r)
                         continue
                     r.update(framework="trl",
@@ -1698,6 +1664,41 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                              [prep])
                 w.writerow(r)
             sys.stdout.flush()
+
+
+def trl_copied_notes():
+    """What the rows of a replay that runs TRL's code copied (rather than imported) add to their notes, by mode;
+    `None` for the modes that import trl."""
+    if CHUNKED_NLL:
+        return ("; trl 1.14.2 SFTTrainer loss_type chunked_nll (its default from 1.7) copied: the "
+                "backbone's last hidden states shifted and flattened, packed valid-first, then 256 "
+                "positions at a time through the LM head under non-reentrant checkpointing (the chunk's "
+                "logits, fp32 upcast, log-softmax, accuracy and entropy); every position labelled")
+    if SFT_LOGITS:
+        return ("; trl 1.6.0 SFTTrainer.compute_loss copied (loss_type nll): the model's loss and "
+                "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), then under "
+                "no_grad the logged entropy (entropy_from_logits over the shifted logits, flattened) "
+                "and token accuracy (argmax); the outputs dropped before backward")
+    if DPO_LOGITS_0_24:
+        return ("; trl 0.24.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
+                "concatenated, twice micro_batch sequences; output_hidden_states; the model's "
+                "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), "
+                "unshifted with the labels rolled, selective_log_softmax; the mean chosen and "
+                "rejected logits by boolean mask; nothing of the outputs kept once it returns; "
+                "the reference pass the same under no_grad with the adapters disabled or, for a "
+                "full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; every "
+                "position a completion token")
+    if DPO_LOGITS:
+        return ("; trl 1.13.0 DPOTrainer._compute_loss copied: "
+                "chosen and rejected concatenated, twice micro_batch sequences; the model's "
+                "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), "
+                "selective_log_softmax; the reference pass under no_grad with the adapters "
+                "disabled or, for a full fine-tune, a frozen copy of the model in its dtype, its "
+                "logits alive until the loss returns; sigmoid loss; the logged metrics (entropy "
+                "of the reshaped shifted logits, mean chosen and rejected logits by boolean mask, "
+                "token accuracy); every position a completion token; the outputs dropped before "
+                "backward")
+    return None
 
 
 # The public rows of the Trainer's performance guide (hf_transformers_perf_train_gpu_one-128 … 136: BERT-large
