@@ -2858,7 +2858,9 @@ fn a_trainer_row_naming_trls_trainers_runs_trls_profile() {
     let id = "litgpt_resource_tables_2023-10-012";
     let framework = |notes: &str| {
         let text = with_fields(id, &[("framework", "hf-trainer"), ("notes", notes)]);
-        cost_model::calibrate::case_plan(&text, id).unwrap().framework
+        cost_model::calibrate::case_plan(&text, id)
+            .unwrap()
+            .framework
     };
     assert_eq!(framework("TRL SFTTrainer; packed"), Framework::Trl);
     assert_eq!(framework("DPOTrainer"), Framework::Trl);
