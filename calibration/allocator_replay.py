@@ -88,6 +88,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-2-2b > calibration/replay-trl-sft-logits-2026-12-05.csv   # TRL <= 1.6's SFT: the Trainer's loss, metrics
     v/bin/python calibration/allocator_replay.py --trl-chunked-nll llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2-2b > calibration/replay-trl-chunked-nll-2026-12-05.csv   # TRL 1.7-1.14's SFT default, chunked NLL
+    v/bin/python calibration/allocator_replay.py --llamafactory-dpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        gemma-2-2b > calibration/replay-llamafactory-dpo-2026-12-05.csv   # LLaMA-Factory 0.9.5's DPO
     v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
@@ -907,6 +909,56 @@ def chunked_nll_loss(model, batch, amp):
         return loss / n_valid
 
 
+# LLaMA-Factory's DPO (`--llamafactory-dpo`, copied from the llamafactory 0.9.5 wheel: `train/dpo/trainer.py`
+# `concatenated_forward`, `compute_reference_log_probs`, `get_batch_loss_metrics`; `train/trainer_utils.py`
+# `get_batch_logps`): the logits upcast (`.to(torch.float32)`) whatever the precision, a whole log-softmax of the
+# shifted logits gathered, the policy's logits kept for the metrics through the reference's pass (the adapters
+# disabled, or a frozen copy), the sigmoid loss; every position a completion token.
+LLAMAFACTORY_DPO = False
+
+
+def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
+    """llamafactory 0.9.5 `CustomDPOTrainer.get_batch_loss_metrics` for one concatenated micro-batch (sigmoid
+    loss, no ftx), through the Trainer's Accelerate wrapper under AMP."""
+    import torch.nn.functional as F
+
+    ids = batch["input_ids"]
+
+    def get_batch_logps(logits, labels):
+        labels = labels[:, 1:].clone()
+        logits = logits[:, :-1, :]
+        loss_mask = labels != -100
+        labels[labels == -100] = 0
+        per_token_logps = torch.gather(logits.log_softmax(-1), dim=2, index=labels.unsqueeze(2)).squeeze(2)
+        return (per_token_logps * loss_mask).sum(-1), loss_mask.sum(-1)
+
+    def concatenated_forward(m):
+        with Autocasting(amp):
+            out = m(input_ids=ids, use_cache=False)
+        logits = out.logits.float() if amp is not None else out.logits  # convert_outputs_to_fp32
+        del out
+        all_logits = logits.to(torch.float32)
+        del logits
+        all_logps, _ = get_batch_logps(all_logits, ids)
+        n = ids.shape[0] // 2
+        chosen_logps, rejected_logps = all_logps.split(n, dim=0)
+        chosen_logits, rejected_logits = all_logits.split(n, dim=0)
+        return chosen_logps, rejected_logps, chosen_logits, rejected_logits
+
+    chosen, rejected, chosen_logits, rejected_logits = concatenated_forward(model)
+    with torch.no_grad():
+        if REFERENCE:
+            ref_chosen, ref_rejected, _, _ = concatenated_forward(REFERENCE[0])
+        else:
+            with model.disable_adapter():
+                ref_chosen, ref_rejected, _, _ = concatenated_forward(model)
+    logits = beta * ((chosen - ref_chosen) - (rejected - ref_rejected))
+    losses = -F.logsigmoid(logits)
+    chosen_logits.mean()
+    rejected_logits.mean()
+    return losses.mean()
+
+
 class _NoKernel:
     """A Triton kernel's launch that allocates nothing: `kernel[grid](...)` folds a tile into buffers made before."""
 
@@ -974,7 +1026,9 @@ def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     backward, the optimizer's step, `zero_grad`."""
     for _ in range(steps):
         # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
-        if CHUNKED_NLL:
+        if LLAMAFACTORY_DPO:
+            out, loss = None, llamafactory_dpo_loss(model, batch, amp)
+        elif CHUNKED_NLL:
             out, loss = None, chunked_nll_loss(model, batch, amp)
         elif SFT_LOGITS:
             out, loss = None, sft_loss_logits(model, batch, amp)
@@ -1636,7 +1690,8 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
 
                     copied = trl_copied_notes()
                     if copied:
-                        r.update(framework="trl", notes=r["notes"] + copied)
+                        # LLaMA-Factory's rows read as the schema's "other" with the tool in the notes.
+                        r.update(framework="other" if LLAMAFACTORY_DPO else "trl", notes=r["notes"] + copied)
                         w.writerow(r)
                         continue
                     r.update(framework="trl",
@@ -1679,6 +1734,13 @@ def trl_copied_notes():
                 "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), then under "
                 "no_grad the logged entropy (entropy_from_logits over the shifted logits, flattened) "
                 "and token accuracy (argmax); the outputs dropped before backward")
+    if LLAMAFACTORY_DPO:
+        return ("; LLaMA-Factory 0.9.5 DPO (CustomDPOTrainer) copied: chosen and rejected concatenated, twice "
+                "micro_batch sequences; the model's logits (.float()ed by Accelerate's convert_outputs_to_fp32 "
+                "under autocast) upcast with .to(torch.float32) in any case; get_batch_logps: a whole "
+                "log_softmax of the shifted logits gathered; the policy's logits kept for the metrics through "
+                "the reference pass under no_grad (the adapters disabled or, for a full fine-tune, a frozen copy "
+                "of the model in its dtype); sigmoid loss; every position a completion token")
     if DPO_LOGITS_0_24:
         return ("; trl 0.24.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
                 "concatenated, twice micro_batch sequences; output_hidden_states; the model's "
@@ -1937,14 +1999,17 @@ def main():
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
     if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"], ["--trl-dpo-logits"],
-                         ["--trl-dpo-logits-0.24"], ["--trl-sft-logits"], ["--trl-chunked-nll"]):
+                         ["--trl-dpo-logits-0.24"], ["--trl-sft-logits"], ["--trl-chunked-nll"],
+                         ["--llamafactory-dpo"]):
         global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24, SFT_LOGITS, CHUNKED_NLL
+        global LLAMAFACTORY_DPO
+        LLAMAFACTORY_DPO = sys.argv[1] == "--llamafactory-dpo"
         CHUNKED_NLL = sys.argv[1] == "--trl-chunked-nll"
         SFT_LOGITS = CHUNKED_NLL or sys.argv[1] == "--trl-sft-logits"
         DPO_LOGITS_0_24 = sys.argv[1] == "--trl-dpo-logits-0.24"
-        DPO_LOGITS = DPO_LOGITS_0_24 or sys.argv[1] == "--trl-dpo-logits"
+        DPO_LOGITS = DPO_LOGITS_0_24 or LLAMAFACTORY_DPO or sys.argv[1] == "--trl-dpo-logits"
         FUSED_HEAD = not (DPO_LOGITS or SFT_LOGITS)
-        DPO = sys.argv[1] in ("--trl-dpo", "--trl-dpo-logits", "--trl-dpo-logits-0.24")
+        DPO = sys.argv[1] in ("--trl-dpo", "--trl-dpo-logits", "--trl-dpo-logits-0.24", "--llamafactory-dpo")
         BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
         families(measure, sys.argv[2:], trl=True, quant=quant, prep=False)
         return

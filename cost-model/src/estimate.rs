@@ -222,7 +222,8 @@ use std::cell::Cell;
 /// from 1.7 to 1.14 ([`Loss::ChunkedNll`]; replayed +14.8 … +610 % read as
 /// the Trainer's loss → within 1.6 %), and reserves the segment of TRL's SFT
 /// metrics' copy of the logits under the Trainer's AMP
-/// ([`Ctx::trl_metrics_copy_segment`]).
+/// ([`Ctx::trl_metrics_copy_segment`]), and reads LLaMA-Factory's DPO logits
+/// as fp32 whatever the precision ([`Ctx::dpo_logit_bytes`]).
 pub const MODEL_VERSION: u32 = 40;
 
 // ---------------------------------------------------------------------------
@@ -5266,12 +5267,16 @@ impl<'a> Ctx<'a> {
     /// [`Self::held_logit_bytes`]), a head's fp32 bias promotes them
     /// ([`Self::promoted_logits`]) or the model computes in fp32; the compute
     /// dtype otherwise (transformers ≥ 4.45 upcasts only for its own loss,
-    /// which DPO does not ask for: it passes no labels).
+    /// which DPO does not ask for: it passes no labels). LLaMA-Factory's DPO
+    /// upcasts them itself whatever the precision (llamafactory 0.9.5
+    /// `train/dpo/trainer.py` `concatenated_forward`:
+    /// `.logits.to(torch.float32)`; replayed with its code,
+    /// `calibration/allocator_replay.py --llamafactory-dpo`).
     fn dpo_logit_bytes(&self) -> f64 {
         let f = self.plan.framework;
         let wrapped =
             self.runs_autocast() && (f.trains_through_trainer() || f == Framework::HfAccelerate);
-        if wrapped || self.promoted_logits() {
+        if wrapped || f == Framework::LlamaFactory || self.promoted_logits() {
             FP32
         } else {
             self.e

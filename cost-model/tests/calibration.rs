@@ -886,6 +886,24 @@ fn trl_sft_logits_replayed_holds_the_recorded_accuracy() {
     allocated_within(&r, 0.5, 1.1);
 }
 
+/// LLaMA-Factory's DPO (`CustomDPOTrainer`, llamafactory 0.9.5's code
+/// copied; `--llamafactory-dpo`), five families: its `concatenated_forward`
+/// upcasts the logits to fp32 whatever the precision and takes a whole
+/// log-softmax. Under the Trainer's AMP it peaks where TRL's path does; in
+/// pure bf16 the model had read 16-bit logits (−19 … −44 % allocated on
+/// Llama-3.2-1B) until the framework's own upcast was counted.
+#[test]
+fn llamafactory_dpo_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-llamafactory-dpo-2026-12-05.csv",
+        60,
+        (1.5, 13.0, -11.0),
+        |_| true,
+        (30, 1.0),
+    );
+    allocated_within(&r, 0.4, 0.8);
+}
+
 /// TRL 1.7 to 1.14's SFT default, its chunked NLL (`loss_type="chunked_nll"`,
 /// trl 1.14.2's `_chunked_cross_entropy_loss` copied; `--trl-chunked-nll`),
 /// five families: read as the Trainer's loss (every TRL row before 1.15 was)

@@ -137,8 +137,9 @@ use cost_model::presets::presets;
 /// comparison, replay-trl-dpo-logits-0.24-2026-12-05), and re-recorded before
 /// it landed for TRL's chunked NLL ([`Loss::ChunkedNll`]) with TRL's SFT
 /// files in the set (replay-trl-sft-logits-2026-12-05,
-/// replay-trl-chunked-nll-2026-12-05), and for the segment of TRL's SFT
-/// metrics' copy of the logits.
+/// replay-trl-chunked-nll-2026-12-05), for the segment of TRL's SFT
+/// metrics' copy of the logits, and for LLaMA-Factory's DPO upcasting its
+/// logits (replay-llamafactory-dpo-2026-12-05 in the set).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -178,7 +179,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (37, 0x485a_eccf_462f_7494),
     (38, 0x33e9_ffff_240a_eba8),
     (39, 0x6892_66b0_a35c_e04b),
-    (40, 0x5155_1374_05fb_0efb),
+    (40, 0x0134_d8fd_5290_04af),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -243,6 +244,7 @@ fn project_plans() -> Vec<Plan> {
         "replay-trl-dpo-logits-0.24-2026-12-05.csv",
         "replay-trl-sft-logits-2026-12-05.csv",
         "replay-trl-chunked-nll-2026-12-05.csv",
+        "replay-llamafactory-dpo-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
