@@ -1021,23 +1021,28 @@ class FusedHeadLog(AllocationLog):
         return super().__torch_dispatch__(func, types, args, kwargs)
 
 
+def mode_loss():
+    """The loss the replay's mode computes itself from the model's outputs, as its framework does (the first mode
+    set, in this order); `None` where the model's own loss (or TRL's fused head) is the step's."""
+    modes = (
+        (LLAMAFACTORY_DPO, llamafactory_dpo_loss),
+        (CHUNKED_NLL, chunked_nll_loss),
+        (SFT_LOGITS, sft_loss_logits),
+        (DPO_LOGITS_0_24, dpo_loss_logits_0_24),
+        (DPO_LOGITS, dpo_loss_logits),
+        (DPO, dpo_loss),
+    )
+    return next((loss for on, loss in modes if on), None)
+
+
 def train_steps(log, model, opt, batch, amp, steps, set_to_none):
     """measure.py's loop, marking each phase in the log: forward with labels (under `amp` autocast, if any),
     backward, the optimizer's step, `zero_grad`."""
     for _ in range(steps):
         # GradScaler's scaling and unscaling (amp-fp16) multiply in place: nothing the size of a tensor.
-        if LLAMAFACTORY_DPO:
-            out, loss = None, llamafactory_dpo_loss(model, batch, amp)
-        elif CHUNKED_NLL:
-            out, loss = None, chunked_nll_loss(model, batch, amp)
-        elif SFT_LOGITS:
-            out, loss = None, sft_loss_logits(model, batch, amp)
-        elif DPO_LOGITS_0_24:
-            out, loss = None, dpo_loss_logits_0_24(model, batch, amp)
-        elif DPO_LOGITS:
-            out, loss = None, dpo_loss_logits(model, batch, amp)
-        elif DPO:
-            out, loss = None, dpo_loss(model, batch, amp)
+        loss_of_mode = mode_loss()
+        if loss_of_mode is not None:
+            out, loss = None, loss_of_mode(model, batch, amp)
         else:
             with Autocasting(amp):
                 out = model(**batch, fused_lm_head=True) if FUSED_HEAD else model(**batch)
