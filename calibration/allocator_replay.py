@@ -737,6 +737,17 @@ def entropy_from_logits_1_13(logits, chunk_size=128):
     return torch.cat(entropies).reshape(logits.shape[:-1])
 
 
+def wrapped_logits(model, ids, amp):
+    """The model's logits as the Trainer's Accelerate wrapper returns them: the forward under autocast, its 16-bit
+    outputs `.float()`ed (`convert_outputs_to_fp32`) and the originals dropped; without AMP as the model gives
+    them."""
+    with Autocasting(amp):
+        out = model(input_ids=ids, use_cache=False)
+    logits = out.logits.float() if amp is not None else out.logits
+    del out
+    return logits
+
+
 def dpo_loss_logits(model, batch, amp, beta=0.1):
     """trl 1.13.0 `DPOTrainer._compute_loss` for one concatenated micro-batch (chosen rows first, every position a
     completion token), sigmoid loss, through the Trainer's Accelerate wrapper (`convert_outputs_to_fp32` under
@@ -744,15 +755,7 @@ def dpo_loss_logits(model, batch, amp, beta=0.1):
     import torch.nn.functional as F
 
     ids = batch["input_ids"]
-
-    def forward(m):
-        with Autocasting(amp):
-            out = m(input_ids=ids, use_cache=False)
-        logits = out.logits.float() if amp is not None else out.logits
-        del out
-        return logits
-
-    logits = forward(model)
+    logits = wrapped_logits(model, ids, amp)
     shift_logits = logits[..., :-1, :]
     shift_labels = ids[..., 1:]
     shift_completion_mask = torch.ones_like(shift_labels)
@@ -761,10 +764,10 @@ def dpo_loss_logits(model, batch, amp, beta=0.1):
     chosen_logps, rejected_logps = per_token_logps.sum(dim=1).chunk(2, dim=0)
     with torch.no_grad():
         if REFERENCE:
-            ref_logits = forward(REFERENCE[0])
+            ref_logits = wrapped_logits(REFERENCE[0], ids, amp)
         else:
             with model.disable_adapter():
-                ref_logits = forward(model)
+                ref_logits = wrapped_logits(model, ids, amp)
         ref_per_token_logps = selective_log_softmax_1_13(ref_logits[..., :-1, :], shift_labels)
         ref_per_token_logps[shift_completion_mask == 0] = 0.0
         ref_chosen_logps, ref_rejected_logps = ref_per_token_logps.sum(dim=1).chunk(2, dim=0)
@@ -933,10 +936,7 @@ def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
         return (per_token_logps * loss_mask).sum(-1), loss_mask.sum(-1)
 
     def concatenated_forward(m):
-        with Autocasting(amp):
-            out = m(input_ids=ids, use_cache=False)
-        logits = out.logits.float() if amp is not None else out.logits  # convert_outputs_to_fp32
-        del out
+        logits = wrapped_logits(m, ids, amp)
         all_logits = logits.to(torch.float32)
         del logits
         all_logps, _ = get_batch_logps(all_logits, ids)

@@ -2468,9 +2468,8 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     t.objective = stated_objective(notes);
     // TRL's `precompute_ref_log_probs` named without a no ("precompute_ref_log_probs",
     // "precompute_ref_log_probs=True"; not "=False").
-    let lower_notes = notes.to_ascii_lowercase();
-    t.precompute_ref = lower_notes.contains("precompute_ref_log_probs")
-        && stated_flag(&lower_notes, "precompute_ref_log_probs") != Some(false);
+    t.precompute_ref = lower.contains("precompute_ref_log_probs")
+        && stated_flag(&lower, "precompute_ref_log_probs") != Some(false);
     // A CUDA context the source measured ("incl. ~1343 MiB CUDA context": CUDA
     // before lazy module loading) replaces the default, as a user would enter it.
     if let Some(mib) = stated_number(notes, "MiB CUDA context") {
@@ -2647,14 +2646,14 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // From 1.7.0 to 1.14 its `SFTTrainer` defaulted to its chunked NLL
     // unless Liger was on or the notes name `loss_type` "nll".
     if let Some(release) = trl {
-        let sft = plan.training.objective == Objective::Sft;
-        let chunked_nll = sft
+        let own_head = !fused_linear_ce(&lower);
+        let chunked_nll = plan.training.objective == Objective::Sft
             && release.is_some_and(|v| (TRL_CHUNKED_NLL..TRL_FUSED_LM_HEAD).contains(&v))
             && !lower.contains("liger")
             && !stated_nll_loss_type(&lower);
-        if release.is_some_and(|v| v >= TRL_FUSED_LM_HEAD) && !fused_linear_ce(&lower) {
+        if own_head && release.is_some_and(|v| v >= TRL_FUSED_LM_HEAD) {
             plan.training.loss = Loss::TiledLogprob;
-        } else if chunked_nll && !fused_linear_ce(&lower) {
+        } else if own_head && chunked_nll {
             plan.training.loss = Loss::ChunkedNll;
         } else if matches!(plan.training.loss, Loss::TiledLogprob | Loss::ChunkedNll) {
             plan.training.loss = Loss::Standard;
@@ -2981,13 +2980,16 @@ fn stated_trl_release(notes: &str) -> Option<(u32, u32, u32)> {
     const AFTER: [&str; 7] = ["==", ">=", "~=", "=", " version ", ": ", " "];
     let lower = notes.to_ascii_lowercase();
     // "trl" as a word of its own (not "ctrl"), then the release.
-    let starts = lower.match_indices("trl").map(|(i, _)| i).filter(|&i| {
-        !lower[..i]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-    });
-    let starts: Vec<usize> = starts.collect();
+    let starts: Vec<usize> = lower
+        .match_indices("trl")
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            !lower[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .collect();
     AFTER
         .iter()
         .find_map(|after| {

@@ -5283,6 +5283,23 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The LM head's weights are stored in fp32: the model's stored dtype,
+    /// trained in fp32 or a frozen fp32 base.
+    fn lm_head_fp32(&self) -> bool {
+        if self.full_finetune() {
+            self.trainable_weight_bytes() >= FP32
+        } else {
+            self.base_bits().is_some_and(|b| b >= 32)
+        }
+    }
+
+    /// An fp32 LM head whose matmul autocast runs in the 16-bit `compute`
+    /// dtype: TRL's own heads cast it piece by piece
+    /// ([`Self::tiled_logprob_moments`], [`Self::chunked_nll_moments`]).
+    fn casts_an_fp32_head(&self, compute: f64) -> bool {
+        self.lm_head_fp32() && self.runs_autocast() && compute < FP32
+    }
+
     /// TRL's chunked NLL over `tokens` positions of a `v`-wide vocabulary
     /// ([`Loss::ChunkedNll`]; trl 1.7.0–1.14.2 `_chunked_cross_entropy_loss`):
     /// at its forward's end, at its backward and as that returns. Forward: the
@@ -5298,12 +5315,7 @@ impl<'a> Ctx<'a> {
         // An fp32 head under autocast: each chunk's matmul casts all of it
         // (cached through a trained head's forward, saved by the recomputed
         // chunk's matmul for its backward), one cast alive at a time.
-        let fp32_head = if self.full_finetune() {
-            self.trainable_weight_bytes() >= FP32
-        } else {
-            self.base_bits().is_some_and(|b| b >= 32)
-        };
-        let head_cast = if fp32_head && self.runs_autocast() && self.e < FP32 {
+        let head_cast = if self.casts_an_fp32_head(self.e) {
             v * h * self.e
         } else {
             0.0
@@ -5346,15 +5358,8 @@ impl<'a> Ctx<'a> {
             0.0
         };
         let head_trains = self.full_finetune();
-        // The head's weights are the model's stored dtype: fp32 under
-        // autocast over fp32 weights (trained, or a frozen fp32 base), where
-        // each tile's rows are cast.
-        let fp32_head = if head_trains {
-            self.trainable_weight_bytes() >= FP32
-        } else {
-            self.base_bits().is_some_and(|b| b >= 32)
-        };
-        let head_cast = if fp32_head && self.runs_autocast() && compute < FP32 {
+        // Each tile's rows of an fp32 head are cast under autocast.
+        let head_cast = if self.casts_an_fp32_head(compute) {
             cols * h * compute
         } else {
             0.0
@@ -5371,7 +5376,11 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        let head_accumulator = if fp32_head { 0.0 } else { accumulator };
+        let head_accumulator = if self.lm_head_fp32() {
+            0.0
+        } else {
+            accumulator
+        };
         // The tile and the last tile's casts are the backward's locals, alive
         // as it returns.
         let head_bwd = fwd + grad_hidden + hidden_grad_cast + head_accumulator;
@@ -6206,29 +6215,23 @@ impl<'a> Ctx<'a> {
         // tensors of its log-probabilities, no longer holds the reference's:
         // two idle segments beside the four fp32 tensors of backward (the
         // allocator's replay of the AMP LoRA runs, `--trl-dpo-logits`).
-        if self.dpo_logits() {
-            let two = self.is_last(s)
-                && self.plan.training.loss == Loss::Standard
-                && self.m.head == ModelHead::Lm
-                && !self.plan.runtime.expandable_segments
-                && self.dpo_logit_bytes() > logits;
-            return if two {
-                DPO_DROPPED_OUTPUTS * self.logits_tensor(logits)
-            } else {
-                0.0
-            };
-        }
-        let dropped = self.is_last(s)
+        let (outputs, wider) = if self.dpo_logits() {
+            (DPO_DROPPED_OUTPUTS, self.dpo_logit_bytes() > logits)
+        } else {
+            let wider = !self.compiled_loss()
+                && !self.defaults().inplace_cross_entropy
+                && !self.half_to_float_loss()
+                && !self.loop_holds_logits()
+                && self.loss_bytes() > logits;
+            (1.0, wider)
+        };
+        let dropped = wider
+            && self.is_last(s)
             && self.plan.training.loss == Loss::Standard
             && self.m.head == ModelHead::Lm
-            && !self.plan.runtime.expandable_segments
-            && !self.compiled_loss()
-            && !self.defaults().inplace_cross_entropy
-            && !self.half_to_float_loss()
-            && !self.loop_holds_logits()
-            && self.loss_bytes() > logits;
+            && !self.plan.runtime.expandable_segments;
         if dropped {
-            self.logits_tensor(logits)
+            outputs * self.logits_tensor(logits)
         } else {
             0.0
         }
