@@ -90,6 +90,12 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-2-2b > calibration/replay-trl-chunked-nll-2026-12-05.csv   # TRL 1.7-1.14's SFT default, chunked NLL
     v/bin/python calibration/allocator_replay.py --llamafactory-dpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2-2b > calibration/replay-llamafactory-dpo-2026-12-05.csv   # LLaMA-Factory 0.9.5's DPO
+    v/bin/python calibration/allocator_replay.py --llamafactory-orpo llama-3.2-1b qwen2.5-1.5b smollm2-360m \
+        qwen3-0.6b gemma-2-2b > calibration/replay-llamafactory-orpo-2026-12-05.csv   # its pref_loss orpo, no reference
+    v/bin/python calibration/allocator_replay.py --trl-orpo-kernel llama-3.2-1b qwen2.5-1.5b smollm2-360m \
+        qwen3-0.6b gemma-2-2b > calibration/replay-trl-orpo-2026-12-05.csv   # TRL's ORPOTrainer, 1.14 on (its kernel)
+    v/bin/python calibration/allocator_replay.py --trl-orpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
+        gemma-2-2b > calibration/replay-trl-orpo-1.13-2026-12-05.csv   # the same up to 1.13 (row-wise log-probs)
     v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
@@ -618,7 +624,7 @@ def trace(measure, c, steps=3):
         cfg, model = measure.build(c, rec)
         if FUSED_HEAD:
             trl_fused_head(model)
-        if DPO and not c["lora"]:
+        if DPO and not c["lora"] and not (LLAMAFACTORY_ORPO or TRL_ORPO):
             # TRL loads the reference in the policy's dtype (`create_model_from_path(..., dtype=model.dtype)`).
             _, ref = measure.build(c, {})
             if FUSED_HEAD:
@@ -920,9 +926,17 @@ def chunked_nll_loss(model, batch, amp):
 LLAMAFACTORY_DPO = False
 
 
+# Its reference-free preference losses (`--llamafactory-orpo`): the same trainer with `pref_loss: orpo` (or
+# `simpo`) has `use_ref_model` false (`hparams/finetuning_args.py`), so `compute_reference_log_probs` returns
+# nothing and no reference model is loaded; the log-probabilities are averaged over each row's length and the odds
+# ratio (ORPO) or the margin (SimPO) taken on them — a few numbers a row.
+LLAMAFACTORY_ORPO = False
+
+
 def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
     """llamafactory 0.9.5 `CustomDPOTrainer.get_batch_loss_metrics` for one concatenated micro-batch (sigmoid
-    loss, no ftx), through the Trainer's Accelerate wrapper under AMP."""
+    loss, no ftx; or, with `LLAMAFACTORY_ORPO`, the odds-ratio loss with its SFT term and no reference pass),
+    through the Trainer's Accelerate wrapper under AMP."""
     import torch.nn.functional as F
 
     ids = batch["input_ids"]
@@ -946,6 +960,14 @@ def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
         return chosen_logps, rejected_logps, chosen_logits, rejected_logits
 
     chosen, rejected, chosen_logits, rejected_logits = concatenated_forward(model)
+    if LLAMAFACTORY_ORPO:
+        # `odds_ratio_loss` over the length-averaged log-probabilities (every position a completion token).
+        chosen, rejected = chosen / ids.shape[1], rejected / ids.shape[1]
+        log_odds = (chosen - rejected) - (torch.log1p(-torch.exp(chosen)) - torch.log1p(-torch.exp(rejected)))
+        losses = -chosen + beta * -F.logsigmoid(log_odds)
+        chosen_logits.mean()
+        rejected_logits.mean()
+        return losses.mean()
     with torch.no_grad():
         if REFERENCE:
             ref_chosen, ref_rejected, _, _ = concatenated_forward(REFERENCE[0])
@@ -957,6 +979,83 @@ def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
     chosen_logits.mean()
     rejected_logits.mean()
     return losses.mean()
+
+
+# TRL's ORPO (`--trl-orpo`, copied from trl 1.16.0's `experimental/orpo/orpo_trainer.py`, the code it has run
+# since 0.8 but for the log-probabilities' kernel): chosen and rejected concatenated, the model's logits through
+# the Trainer's Accelerate wrapper, the chosen half's NLL (`cross_entropy_loss`: the shifted half made contiguous,
+# then `nn.CrossEntropyLoss`), the per-token log-probabilities of every row (`get_batch_logps`, averaged) with trl
+# 1.13.0's `selective_log_softmax` (from 1.14 a Triton kernel computes them on CUDA), the odds-ratio loss and the
+# mean chosen and rejected logits it logs. No reference model.
+TRL_ORPO = False
+# The same from trl 1.14.0 (`--trl-orpo-kernel`): `selective_log_softmax` runs the Triton kernel on CUDA
+# (`kernels/logprob_entropy.py` `_LogProbEntropyFunction`): four fp32 numbers a row made in forward, the logits
+# saved as they are, and in backward their gradient made contiguous in their dtype (`torch.empty_like(logits,
+# memory_format=torch.contiguous_format)`), which the kernel fills.
+TRL_LOGPROB_KERNEL = False
+
+
+class LogProbKernelLike(torch.autograd.Function):
+    """trl 1.16.0 `_LogProbEntropyFunction` as it allocates on CUDA (the kernels themselves allocate nothing)."""
+
+    @staticmethod
+    def forward(ctx, logits, index):
+        logprobs = torch.empty(logits.shape[:-1], device=logits.device, dtype=torch.float32)
+        log_z = torch.empty_like(logprobs)
+        expected_logit = torch.empty_like(logprobs)
+        torch.empty_like(logprobs)  # the entropy, dropped by `selective_log_softmax`
+        ctx.save_for_backward(logits, index, log_z, expected_logit)
+        return logprobs
+
+    @staticmethod
+    def backward(ctx, grad_logprobs):
+        logits = ctx.saved_tensors[0]
+        grad_logprobs.contiguous()
+        return torch.empty_like(logits, memory_format=torch.contiguous_format), None
+
+
+def trl_orpo_loss(model, batch, amp, beta=0.1):
+    """trl 1.16.0 `ORPOTrainer.concatenated_forward` and `get_batch_loss_metrics` for one concatenated micro-batch
+    (chosen rows first, every position a completion token), decoder-only, no auxiliary loss."""
+    import torch.nn.functional as F
+
+    ids = batch["input_ids"]
+    all_logits = wrapped_logits(model, ids, amp)
+    len_chosen = ids.shape[0] // 2
+
+    def cross_entropy_loss(logits, labels):
+        logits = logits[..., :-1, :].contiguous()
+        labels = labels[..., 1:].contiguous()
+        loss_fct = torch.nn.CrossEntropyLoss()
+        logits = logits.view(-1, logits.shape[-1])
+        labels = labels.view(-1)
+        return loss_fct(logits, labels)
+
+    labels = ids.clone()
+    chosen_nll_loss = cross_entropy_loss(all_logits[:len_chosen], labels[:len_chosen])
+    # get_batch_logps(all_logits, labels, average_log_prob=True)
+    shifted = ids[:, 1:].clone()
+    logits = all_logits[:, :-1, :]
+    loss_mask = shifted != -100
+    shifted = torch.where(shifted == -100, 0, shifted)
+    if TRL_LOGPROB_KERNEL:
+        per_token_logps = LogProbKernelLike.apply(logits, shifted)
+    else:
+        per_token_logps = selective_log_softmax_1_13(logits, shifted)
+    all_logps = (per_token_logps * loss_mask).sum(-1) / loss_mask.sum(-1)
+    chosen_logps, rejected_logps = all_logps[:len_chosen], all_logps[len_chosen:]
+    chosen_logits = all_logits[:len_chosen, :-1, :]
+    rejected_logits = all_logits[len_chosen:, :-1, :]
+    # odds_ratio_loss
+    log_odds = (chosen_logps - rejected_logps) - (
+        torch.log1p(-torch.exp(chosen_logps)) - torch.log1p(-torch.exp(rejected_logps))
+    )
+    ratio = F.logsigmoid(log_odds)
+    losses = beta * ratio
+    loss = chosen_nll_loss - losses.mean()
+    rejected_logits.detach().mean()
+    chosen_logits.detach().mean()
+    return loss
 
 
 class _NoKernel:
@@ -1026,6 +1125,7 @@ def mode_loss():
     set, in this order); `None` where the model's own loss (or TRL's fused head) is the step's."""
     modes = (
         (LLAMAFACTORY_DPO, llamafactory_dpo_loss),
+        (TRL_ORPO, trl_orpo_loss),
         (CHUNKED_NLL, chunked_nll_loss),
         (SFT_LOGITS, sft_loss_logits),
         (DPO_LOGITS_0_24, dpo_loss_logits_0_24),
@@ -1662,7 +1762,7 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
             if quant:
                 kind = "q" + kind + {True: "", False: "-noprep", "trl": "-trl"}[prep]
             if DPO:
-                kind = "dpo-" + kind
+                kind = ("orpo-" if LLAMAFACTORY_ORPO or TRL_ORPO else "dpo-") + kind
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
                              lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant and prep)
@@ -1739,6 +1839,30 @@ def trl_copied_notes():
                 "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), then under "
                 "no_grad the logged entropy (entropy_from_logits over the shifted logits, flattened) "
                 "and token accuracy (argmax); the outputs dropped before backward")
+    if LLAMAFACTORY_ORPO:
+        return ("; LLaMA-Factory 0.9.5 CustomDPOTrainer with pref_loss orpo copied: chosen and rejected "
+                "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
+                "convert_outputs_to_fp32 under autocast) upcast with .to(torch.float32) in any case; "
+                "get_batch_logps: a whole log_softmax of the shifted logits gathered, averaged over each row; no "
+                "reference model (use_ref_model false); the odds-ratio loss with its SFT term; the mean chosen and "
+                "rejected logits logged; every position a completion token")
+    if TRL_ORPO and TRL_LOGPROB_KERNEL:
+        return ("; trl 1.16.0 ORPOTrainer copied with its selective_log_softmax's Triton kernel (from trl 1.14.0 "
+                "on CUDA): chosen and rejected "
+                "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
+                "convert_outputs_to_fp32 under autocast); the chosen half's NLL over its shifted logits made "
+                "contiguous (nn.CrossEntropyLoss); the averaged per-token log-probabilities of every row, their "
+                "logits saved and a contiguous gradient made in backward; no "
+                "reference model; the odds-ratio loss; the mean chosen and rejected logits logged; every position "
+                "a completion token")
+    if TRL_ORPO:
+        return ("; trl 1.13.0 ORPOTrainer (the code 1.16.0 still runs; copied) with its row-wise "
+                "selective_log_softmax: chosen and rejected "
+                "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
+                "convert_outputs_to_fp32 under autocast); the chosen half's NLL over its shifted logits made "
+                "contiguous (nn.CrossEntropyLoss); the averaged per-token log-probabilities of every row; no "
+                "reference model; the odds-ratio loss; the mean chosen and rejected logits logged; every position "
+                "a completion token")
     if LLAMAFACTORY_DPO:
         return ("; LLaMA-Factory 0.9.5 DPO (CustomDPOTrainer) copied: chosen and rejected concatenated, twice "
                 "micro_batch sequences; the model's logits (.float()ed by Accelerate's convert_outputs_to_fp32 "
@@ -2005,16 +2129,20 @@ def main():
         return families(measure, sys.argv[2:], quant=True, prep="trl")
     if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"], ["--trl-dpo-logits"],
                          ["--trl-dpo-logits-0.24"], ["--trl-sft-logits"], ["--trl-chunked-nll"],
-                         ["--llamafactory-dpo"]):
+                         ["--llamafactory-dpo"], ["--llamafactory-orpo"], ["--trl-orpo"],
+                         ["--trl-orpo-kernel"]):
         global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24, SFT_LOGITS, CHUNKED_NLL
-        global LLAMAFACTORY_DPO
-        LLAMAFACTORY_DPO = sys.argv[1] == "--llamafactory-dpo"
+        global LLAMAFACTORY_DPO, LLAMAFACTORY_ORPO, TRL_ORPO, TRL_LOGPROB_KERNEL
+        LLAMAFACTORY_ORPO = sys.argv[1] == "--llamafactory-orpo"
+        TRL_LOGPROB_KERNEL = sys.argv[1] == "--trl-orpo-kernel"
+        TRL_ORPO = TRL_LOGPROB_KERNEL or sys.argv[1] == "--trl-orpo"
+        LLAMAFACTORY_DPO = LLAMAFACTORY_ORPO or sys.argv[1] == "--llamafactory-dpo"
         CHUNKED_NLL = sys.argv[1] == "--trl-chunked-nll"
         SFT_LOGITS = CHUNKED_NLL or sys.argv[1] == "--trl-sft-logits"
         DPO_LOGITS_0_24 = sys.argv[1] == "--trl-dpo-logits-0.24"
-        DPO_LOGITS = DPO_LOGITS_0_24 or LLAMAFACTORY_DPO or sys.argv[1] == "--trl-dpo-logits"
+        DPO_LOGITS = DPO_LOGITS_0_24 or LLAMAFACTORY_DPO or TRL_ORPO or sys.argv[1] == "--trl-dpo-logits"
         FUSED_HEAD = not (DPO_LOGITS or SFT_LOGITS)
-        DPO = sys.argv[1] in ("--trl-dpo", "--trl-dpo-logits", "--trl-dpo-logits-0.24", "--llamafactory-dpo")
+        DPO = DPO_LOGITS or sys.argv[1] == "--trl-dpo"
         BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
         families(measure, sys.argv[2:], trl=True, quant=quant, prep=False)
         return

@@ -256,14 +256,19 @@ pub const ZH: &[(&str, &str)] = &[
     ("Frozen layers", "冻结层数"),
     ("Objective", "训练目标"),
     (
-        "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model. DPO over full logits (TRL up to 1.13) holds the policy's and the reference's logits and a copy for its metrics, fp32 under the Trainer's bf16",
-        "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 与 KTO 的全参微调还要保留一份冻结的参考模型。完整 logits 下的 DPO（TRL 1.13 及以前）同时持有策略模型与参考模型的 logits，以及一份用于指标的拷贝；在 Trainer 的 bf16 下为 fp32",
+        "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model. DPO over full logits (TRL up to 1.13) holds the policy's and the reference's logits and a copy for its metrics, fp32 under the Trainer's bf16; ORPO (TRL's trainer, LLaMA-Factory) always takes the full logits",
+        "DPO 与 ORPO 把 chosen 和 rejected 拼成两倍大小的批次；DPO 与 KTO 的全参微调还要保留一份冻结的参考模型。完整 logits 下的 DPO（TRL 1.13 及以前）同时持有策略模型与参考模型的 logits，以及一份用于指标的拷贝；在 Trainer 的 bf16 下为 fp32；ORPO（TRL 的 trainer、LLaMA-Factory）总是使用完整 logits",
     ),
     ("SFT / pre-training", "SFT / 预训练"),
     ("Reference log-probs precomputed", "预先计算参考模型 log-probs"),
     (
         "TRL's precompute_ref_log_probs: DPO's and KTO's reference log-probabilities computed once before training. No reference pass in the steps, and a full fine-tune keeps no reference model (under FSDP TRL still wraps one)",
         "TRL 的 precompute_ref_log_probs：DPO 与 KTO 的参考 log-probabilities 在训练前一次算好。训练步中不再跑参考模型，全参微调也不必保留参考模型（FSDP 下 TRL 仍会包装一份）",
+    ),
+    ("TRL log-prob kernel (TRL ≥ 1.14)", "TRL log-prob 内核（TRL ≥ 1.14）"),
+    (
+        "TRL's Triton kernel for per-token log-probabilities (selective_log_softmax on CUDA from TRL 1.14): its ORPO keeps the logits and one gradient, where TRL up to 1.13 took them row by row and held more in fp32",
+        "TRL 计算逐 token log-probabilities 的 Triton 内核（TRL 1.14 起 CUDA 上的 selective_log_softmax）：其 ORPO 只保留 logits 与一份梯度；TRL 1.13 及以前逐行计算，在 fp32 下占用更多",
     ),
     (
         "Precompute the reference log-probs (precompute_ref_log_probs)",

@@ -725,14 +725,18 @@ fn named_adapter_method(notes: &str) -> Option<AdapterMethod> {
 
 /// The preference objective the notes (or a task column such as `dpo`)
 /// name: DPO with its reference model; ORPO, SimPO and CPO without one; KTO.
+/// A reference-free loss named beside DPO is the one run: LLaMA-Factory's
+/// `stage: dpo` with `pref_loss: orpo` (or `simpo`) loads no reference model
+/// (`use_ref_model = stage == "dpo" and pref_loss not in ["orpo", "simpo"]`,
+/// llamafactory 0.9.5 `hparams/finetuning_args.py`).
 fn stated_objective(notes: &str) -> Objective {
     let lower = notes.to_ascii_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
     let named = |names: &[&str]| words.iter().any(|w| names.contains(w));
-    if named(&["dpo", "dpotrainer"]) {
-        Objective::Dpo
-    } else if named(&["orpo", "simpo", "cpo", "orpotrainer", "cpotrainer"]) {
+    if named(&["orpo", "simpo", "cpo", "orpotrainer", "cpotrainer"]) {
         Objective::Orpo
+    } else if named(&["dpo", "dpotrainer"]) {
+        Objective::Dpo
     } else if named(&["kto", "ktotrainer"]) {
         Objective::Kto
     } else {
@@ -2644,9 +2648,10 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
     // Liger's fused cross-entropy beside it); any other TRL row took the
     // model's logits, as the Trainer does, unless its column says otherwise.
     // From 1.7.0 to 1.14 its `SFTTrainer` defaulted to its chunked NLL
-    // unless Liger was on or the notes name `loss_type` "nll".
+    // unless Liger was on or the notes name `loss_type` "nll". Its ORPO and
+    // CPO trainers never took the fused head ([`Plan::default_loss`]).
     if let Some(release) = trl {
-        let own_head = !fused_linear_ce(&lower);
+        let own_head = !fused_linear_ce(&lower) && plan.training.objective != Objective::Orpo;
         let chunked_nll = plan.training.objective == Objective::Sft
             && release.is_some_and(|v| (TRL_CHUNKED_NLL..TRL_FUSED_LM_HEAD).contains(&v))
             && !lower.contains("liger")
@@ -2658,6 +2663,9 @@ fn plan_for(r: &Row) -> Result<Plan, String> {
         } else if matches!(plan.training.loss, Loss::TiledLogprob | Loss::ChunkedNll) {
             plan.training.loss = Loss::Standard;
         }
+        // Its log-probabilities' Triton kernel from 1.14.0; an unstated
+        // release is read as an earlier one, as for its k-bit preparation.
+        plan.training.logprob_kernel = release.is_some_and(|v| v >= TRL_LOGPROB_KERNEL);
     }
     plan.training.adapters_16bit = stated_flag(&lower, "autocast_adapter_dtype") == Some(false)
         || trl.flatten().is_some_and(|release| {
@@ -2959,6 +2967,12 @@ const TRL_FUSED_LM_HEAD: (u32, u32, u32) = (1, 15, 0);
 /// `use_liger_kernel`): 1.7.0 (1.4.0 to 1.6.x offered it, defaulting to
 /// `"nll"`; read in the wheels).
 const TRL_CHUNKED_NLL: (u32, u32, u32) = (1, 7, 0);
+
+/// The first TRL release whose `selective_log_softmax` runs its Triton kernel
+/// on CUDA ([`crate::plan::TrainingSpec::logprob_kernel`]): 1.14.0
+/// (`_fused_logprob_entropy` in `trainer/utils.py`; 1.13.0 took a logsumexp
+/// or a log-softmax row by row).
+const TRL_LOGPROB_KERNEL: (u32, u32, u32) = (1, 14, 0);
 
 /// Notes that name TRL's `loss_type` as the plain NLL ("loss_type nll",
 /// `loss_type="nll"`).

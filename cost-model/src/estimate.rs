@@ -224,7 +224,7 @@ use std::cell::Cell;
 /// metrics' copy of the logits under the Trainer's AMP
 /// ([`Ctx::trl_metrics_copy_segment`]), and reads LLaMA-Factory's DPO logits
 /// as fp32 whatever the precision ([`Ctx::dpo_logit_bytes`]).
-pub const MODEL_VERSION: u32 = 40;
+pub const MODEL_VERSION: u32 = 41;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -435,6 +435,35 @@ const CHUNKED_NLL_CHUNK_FP32_TENSORS: f64 = 4.0;
 /// `selective_log_softmax` keeps for backward. Replayed with trl 1.13.0's
 /// code (`calibration/allocator_replay.py --trl-dpo-logits`).
 const DPO_LOGITS_METRICS_TENSORS: f64 = 3.0;
+/// Logits-sized tensors alive at the forward of a reference-free preference
+/// loss ([`Ctx::orpo_logits`]): as TRL's ORPO computes its chosen rows' NLL
+/// (trl 1.16.0 `experimental/orpo/orpo_trainer.py` `concatenated_forward`),
+/// the model's logits, the chosen half's shifted logits made contiguous for
+/// `nn.CrossEntropyLoss` and that loss's log-softmax output (each half the
+/// rows); in LLaMA-Factory's, the logits and their whole log-softmax.
+/// Replayed with their code (`calibration/allocator_replay.py
+/// --trl-orpo-kernel`, `--llamafactory-orpo`).
+const ORPO_LOGITS_FWD_TENSORS: f64 = 2.0;
+/// Logits-sized tensors at the backward of TRL's ORPO from 1.14.0, whose
+/// `selective_log_softmax` runs a Triton kernel on CUDA that saves the logits
+/// and makes their gradient contiguous (`_LogProbEntropyFunction`, trl 1.16.0
+/// `kernels/logprob_entropy.py`): the logits, that gradient and the shift's
+/// `slice_backward` into a zeroed logits-sized one; in LLaMA-Factory's, the
+/// saved log-softmax, the gather's zeroed gradient and the log-softmax's.
+/// Replayed (`--trl-orpo-kernel`, `--llamafactory-orpo`): 3 × 4 B a logit
+/// under the Trainer's AMP (and in any precision for LLaMA-Factory, which
+/// upcasts), 3 × 2 B in TRL's pure bf16 (trl ≤ 1.13's row-wise
+/// `selective_log_softmax` keeps more in fp32:
+/// [`ORPO_ROWWISE_FP32_BWD_TENSORS`]).
+const ORPO_LOGITS_BWD_TENSORS: f64 = 3.0;
+/// fp32 logits-sized tensors at the backward of TRL's ORPO up to 1.13, whose
+/// `selective_log_softmax` takes a logsumexp row by row
+/// ([`crate::plan::TrainingSpec::logprob_kernel`] off): DPO's four
+/// ([`DPO_LOGITS_FP32_BWD_TENSORS`]) and the chosen half's log-softmax, still
+/// saved for its NLL's backward. Replayed with trl 1.13.0's
+/// `selective_log_softmax` (`calibration/allocator_replay.py --trl-orpo`);
+/// 16-bit logits hold the kernel's three ([`ORPO_LOGITS_BWD_TENSORS`]).
+const ORPO_ROWWISE_FP32_BWD_TENSORS: f64 = 4.5;
 /// 16-bit outputs a DPO step under the Trainer's AMP drops for their fp32
 /// copies, each leaving a segment idle at its backward's peak: the policy's
 /// and the reference's ([`Ctx::dropped_output`]).
@@ -5092,14 +5121,28 @@ impl<'a> Ctx<'a> {
                 // Final-logit soft-capping keeps the policy's tanh output
                 // (the reference's, under `no_grad`, is not kept).
                 let softcap = if self.m.softcap { self.e } else { 0.0 };
-                // Reference log-probabilities computed before training: no
-                // reference logits beside the policy's.
+                // Reference log-probabilities computed before training (or
+                // no reference at all): no reference logits beside the
+                // policy's.
                 let tensors = if self.plan.training.precompute_ref {
                     DPO_LOGITS_METRICS_TENSORS - 1.0
                 } else {
                     DPO_LOGITS_METRICS_TENSORS
                 };
                 (tensors * l + rows + softcap, bwd + softcap)
+            }
+            Loss::Standard if self.orpo_logits() => {
+                let l = self.dpo_logit_bytes();
+                let softcap = if self.m.softcap { self.e } else { 0.0 };
+                let rowwise = self.plan.framework != Framework::LlamaFactory
+                    && !self.plan.training.logprob_kernel
+                    && l >= FP32;
+                let bwd = if rowwise {
+                    ORPO_ROWWISE_FP32_BWD_TENSORS
+                } else {
+                    ORPO_LOGITS_BWD_TENSORS
+                };
+                (ORPO_LOGITS_FWD_TENSORS * l + softcap, bwd * l + softcap)
             }
             Loss::Standard if compiled_loss => (FP32 + held, FP32 + held),
             // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit
@@ -5203,7 +5246,7 @@ impl<'a> Ctx<'a> {
             // gives: [`Self::compiled_tied_head_keeps_logits`].)
             // The shift's `slice_backward` gradient and, under the wrapper's
             // `.float()`, its 16-bit cast for the head's matmul.
-            Loss::Standard if self.dpo_logits() => {
+            Loss::Standard if self.dpo_logits() || self.orpo_logits() => {
                 let l = self.dpo_logit_bytes();
                 if l > self.e {
                     l + self.e
@@ -5259,6 +5302,23 @@ impl<'a> Ctx<'a> {
     /// (`calibration/allocator_replay.py --trl-dpo-logits`).
     fn dpo_logits(&self) -> bool {
         self.plan.training.objective == Objective::Dpo && !self.compiled_loss()
+    }
+
+    /// ORPO, SimPO or CPO through the model's logits, without a reference
+    /// model or an entropy: as TRL's `ORPOTrainer` and `CPOTrainer` run them
+    /// (and the tools that call them: axolotl, Unsloth) — the chosen rows'
+    /// NLL over a contiguous copy of their shifted logits, then every row's
+    /// per-token log-probabilities — and as LLaMA-Factory's
+    /// `CustomDPOTrainer` runs `pref_loss: orpo` or `simpo` (its DPO forward,
+    /// a whole log-softmax of the fp32 logits, without the reference pass:
+    /// `use_ref_model` false, llamafactory 0.9.5
+    /// `hparams/finetuning_args.py`). Both hold [`ORPO_LOGITS_FWD_TENSORS`]
+    /// logits-sized tensors at the forward's end and
+    /// [`ORPO_LOGITS_BWD_TENSORS`] in backward (replayed,
+    /// `calibration/allocator_replay.py --trl-orpo-kernel` and
+    /// `--llamafactory-orpo`).
+    fn orpo_logits(&self) -> bool {
+        self.plan.training.objective == Objective::Orpo && !self.compiled_loss()
     }
 
     /// Bytes per logit of the logits DPO reads ([`Self::dpo_logits`]): fp32
@@ -6107,6 +6167,48 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The segments a reference-free preference loss's forward leaves that
+    /// its backward's logits-sized tensors cannot use ([`Self::orpo_logits`]):
+    /// TRL's ORPO makes its chosen half's contiguous copy and that half's
+    /// log-softmax in segments of half the logits (one logits-sized tensor's
+    /// worth, idle once the half's NLL has run backward), and wherever the
+    /// caching allocator's 2 MiB rounding ([`ALLOCATOR_LARGE_ROUND`]) parts
+    /// the shifted logits' size from the logits', a shifted tensor's segment
+    /// cannot hold the full-sized gradient the shift's `slice_backward`
+    /// makes. Replayed (`calibration/allocator_replay.py --trl-orpo-kernel`,
+    /// `--llamafactory-orpo`, the segment history): Qwen3-0.6B (151,936
+    /// entries), checkpointed LoRA in pure bf16, TRL's ORPO reserved four
+    /// logits-sized segments and two halves over a peak of three tensors,
+    /// LLaMA-Factory's four fp32 ones (and its dropped 16-bit output) over
+    /// three.
+    fn orpo_idle_segments(&self, s: u32) -> f64 {
+        if !self.orpo_logits() || !self.loss_strands_segments(s) {
+            return 0.0;
+        }
+        let l = self.dpo_logit_bytes();
+        let halves = if self.plan.framework == Framework::LlamaFactory {
+            0.0
+        } else if l > self.e {
+            // Under the Trainer's AMP one fp32 half fits the segment of the
+            // 16-bit output dropped for the fp32 logits ([`Self::dropped_output`]).
+            self.logits_tensor(l) / 2.0
+        } else {
+            self.logits_tensor(l)
+        };
+        let positions = self.logit_positions();
+        let sequences = positions / self.decoder_s().max(1.0);
+        let per_position = self.m.vocab as f64 / self.t * l;
+        let full = positions * per_position;
+        let shifted = (positions - sequences) * per_position;
+        let round = |b: f64| (b / ALLOCATOR_LARGE_ROUND).ceil();
+        let mismatch = if round(shifted) < round(full) {
+            shifted
+        } else {
+            0.0
+        };
+        halves + mismatch
+    }
+
     fn idle_block_transients(&self, s: u32, recomputed_block: f64) -> f64 {
         if self.loss_strands_segments(s) {
             recomputed_block
@@ -6215,8 +6317,12 @@ impl<'a> Ctx<'a> {
         // tensors of its log-probabilities, no longer holds the reference's:
         // two idle segments beside the four fp32 tensors of backward (the
         // allocator's replay of the AMP LoRA runs, `--trl-dpo-logits`).
-        let (outputs, wider) = if self.dpo_logits() {
+        // Without a reference pass (precomputed, or a reference-free loss)
+        // only the policy's output is dropped.
+        let (outputs, wider) = if self.dpo_logits() && !self.plan.training.precompute_ref {
             (DPO_DROPPED_OUTPUTS, self.dpo_logit_bytes() > logits)
+        } else if self.dpo_logits() || self.orpo_logits() {
+            (1.0, self.dpo_logit_bytes() > logits)
         } else {
             let wider = !self.compiled_loss()
                 && !self.defaults().inplace_cross_entropy
@@ -6296,7 +6402,7 @@ impl<'a> Ctx<'a> {
         // replayed full fine-tunes, `--trl-dpo-logits`, within −6.2 … +6.6 %
         // reserved with them; −11.2 … +0.7 % without the term, up to +16 %
         // counting fp32 ones).
-        let l = if self.dpo_logits() {
+        let l = if self.dpo_logits() || self.orpo_logits() {
             self.logits_tensor(self.dpo_logit_bytes())
         } else {
             self.loss_logits_tensor()
@@ -6352,8 +6458,10 @@ impl<'a> Ctx<'a> {
         let idle_later = self.idle_classifier_block_segments(recomputed_block);
         // And, once the loss's backward starts, the logits' own segment when
         // the loop has dropped them.
-        let idle_loss_backward =
-            idle + self.dropped_logits_segment(s) + self.trl_metrics_copy_segment(s);
+        let idle_loss_backward = idle
+            + self.dropped_logits_segment(s)
+            + self.trl_metrics_copy_segment(s)
+            + self.orpo_idle_segments(s);
         let ipg = self.zero3_ipg_bucket(s);
         let (gathered, comm_b) = self.comm_buffers(s);
         let (comm_f, comm_b) = (gathered + ipg, comm_b + ipg);
@@ -6845,6 +6953,65 @@ mod tests {
         let mut sft = p.clone();
         sft.training.objective = Objective::Sft;
         assert!(!Ctx::new(&sft, None).dpo_logits());
+    }
+
+    /// ORPO through TRL's `ORPOTrainer` (no fused head, no reference): two
+    /// logits-sized tensors at its chosen rows' NLL (the logits, the chosen
+    /// half's contiguous copy and its log-softmax), three as the
+    /// log-probabilities' kernel runs backward, in the dtype the Trainer
+    /// hands them over in (fp32 under its AMP); LLaMA-Factory's ORPO runs
+    /// its DPO code without the reference's logits; the default loss under
+    /// TRL is the model's logits for ORPO and the fused head otherwise.
+    #[test]
+    fn orpo_counts_its_trainers_logits() {
+        // 4 pairs × 2048 = 16,384 positions.
+        let mut p = trl_lora_1b(4);
+        p.training.objective = Objective::Orpo;
+        assert_eq!(p.default_loss(), Loss::Standard);
+        p.training.loss = p.default_loss();
+        let c = Ctx::new(&p, None);
+        assert!(c.orpo_logits() && !c.dpo_logits());
+        let lg = c.logits(0);
+        let (tokens, h, v) = (16384.0, 2048.0, 128_256.0);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        assert_eq!(lg.forward, norm + 2.0 * 2.0 * tokens * v);
+        assert_eq!(lg.loss_backward, norm + 3.0 * 2.0 * tokens * v);
+        assert_eq!(lg.head_backward, norm + 2.0 * tokens * v);
+        let mut amp = p.clone();
+        amp.training.precision = Precision::AmpBf16;
+        let c = Ctx::new(&amp, None);
+        let lg = c.logits(0);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        assert_eq!(lg.forward, norm + 2.0 * 4.0 * tokens * v);
+        assert_eq!(lg.loss_backward, norm + 3.0 * 4.0 * tokens * v);
+        assert_eq!(lg.head_backward, norm + (4.0 + 2.0) * tokens * v);
+        // TRL ≤ 1.13's row-wise log-probabilities (no kernel): four and a
+        // half fp32 tensors in backward; 16-bit logits as with the kernel.
+        assert!(amp.training.logprob_kernel);
+        let mut rowwise = amp.clone();
+        rowwise.training.logprob_kernel = false;
+        let lg = Ctx::new(&rowwise, None).logits(0);
+        assert_eq!(lg.loss_backward, norm + 4.5 * 4.0 * tokens * v);
+        let mut rowwise16 = p.clone();
+        rowwise16.training.logprob_kernel = false;
+        let (a, b) = (Ctx::new(&rowwise16, None), Ctx::new(&p, None));
+        assert_eq!(a.logits(0).forward, b.logits(0).forward);
+        assert_eq!(a.logits(0).loss_backward, b.logits(0).loss_backward);
+        // SFT and DPO under TRL keep its fused head as their default.
+        let mut sft = p.clone();
+        sft.training.objective = Objective::Sft;
+        assert_eq!(sft.default_loss(), Loss::TiledLogprob);
+        sft.training.objective = Objective::Dpo;
+        assert_eq!(sft.default_loss(), Loss::TiledLogprob);
+        // LLaMA-Factory: the same counts, its logits fp32 in any precision.
+        let mut lf = p.clone();
+        lf.set_framework(Framework::LlamaFactory);
+        lf.training.objective = Objective::Orpo;
+        lf.training.loss = Loss::Standard;
+        let c = Ctx::new(&lf, None);
+        assert!(c.orpo_logits() && !c.dpo_logits());
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        assert_eq!(c.logits(0).loss_backward, norm + 3.0 * 4.0 * tokens * v);
     }
 
     /// TRL's chunked NLL (1.7 to 1.14's SFT default) keeps, beside the final

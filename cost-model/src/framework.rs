@@ -126,6 +126,9 @@ pub struct FrameworkDefaults {
     /// Fused Triton kernels for the norms, RoPE and SwiGLU (Unsloth's patched
     /// forward; Liger Kernel is the same switch where a plan turns it on).
     pub fused_kernels: bool,
+    /// TRL's Triton kernel for per-token log-probabilities
+    /// ([`crate::plan::TrainingSpec::logprob_kernel`]): its current release's.
+    pub logprob_kernel: bool,
     /// A bitsandbytes 4-bit base double-quantized
     /// (`bnb_4bit_use_double_quant = True`), as the tools built on the Trainer
     /// configure it: Unsloth's loader (unsloth 2024.12.1 and 2026.10.9
@@ -596,6 +599,7 @@ impl Framework {
             fused_swiglu: false,
             activation_offload: false,
             fused_kernels: false,
+            logprob_kernel: false,
             nf4_double_quant: false,
         };
         // The Trainer's own: its `adamw_torch_fused` default.
@@ -624,6 +628,8 @@ impl Framework {
             Framework::Trl => FrameworkDefaults {
                 checkpointing: Checkpointing::Full,
                 loss: Loss::TiledLogprob,
+                // trl 1.14.0 on (`selective_log_softmax` on CUDA).
+                logprob_kernel: true,
                 ..trainer
             },
             Framework::Peft => FrameworkDefaults {

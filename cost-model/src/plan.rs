@@ -897,6 +897,19 @@ pub struct TrainingSpec {
     /// drops it under FSDP too). Off by default, as TRL runs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub precompute_ref: bool,
+    /// TRL's per-token log-probabilities through its Triton kernel: from
+    /// trl 1.14.0 `selective_log_softmax` runs `_LogProbEntropyFunction` on
+    /// CUDA (`kernels/logprob_entropy.py`), which saves the logits and makes
+    /// only their gradient, where trl ≤ 1.13 ran a log-softmax or a
+    /// logsumexp row by row. Its ORPO and CPO trainers (which take the
+    /// model's logits) keep three logits-sized tensors in backward with it,
+    /// four and a half fp32 ones without it under the Trainer's AMP
+    /// (replayed: `calibration/allocator_replay.py --trl-orpo-kernel`,
+    /// `--trl-orpo`). On in TRL's profile (its current release); DPO through
+    /// the logits is counted as trl ≤ 1.13 ran it either way (1.14's kernel
+    /// path, one release before its fused head, keeps less).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub logprob_kernel: bool,
     pub finetune: Finetune,
 }
 
@@ -1139,6 +1152,7 @@ impl Default for Plan {
                 transformers: TransformersRelease::Current,
                 sync_each_batch: false,
                 precompute_ref: false,
+                logprob_kernel: d.logprob_kernel,
                 finetune: Finetune::Full,
             },
             parallel: Parallelism {
@@ -1203,6 +1217,24 @@ impl Plan {
         }
     }
 
+    /// The loss variant the plan computes unless it says otherwise: the
+    /// framework's ([`crate::framework::FrameworkDefaults::loss`]), but for
+    /// the objectives whose trainers never took TRL's fused LM head: its
+    /// `ORPOTrainer` and `CPOTrainer` (ORPO, SimPO, CPO; `trl/experimental/`
+    /// in trl 1.16.0) compute the per-token log-probabilities from the
+    /// model's logits (`concatenated_forward`), where its SFT, DPO and KTO
+    /// trainers call `add_fused_lm_head`. Like the checkpointing policy it
+    /// depends on more than the framework, so a planner URL re-seeds an
+    /// absent `loss` once the plan is read.
+    pub fn default_loss(&self) -> Loss {
+        let framework = self.framework.defaults().loss;
+        if framework == Loss::TiledLogprob && self.training.objective == Objective::Orpo {
+            Loss::Standard
+        } else {
+            framework
+        }
+    }
+
     /// PEFT's `prepare_model_for_kbit_training` prepares a 4- or 8-bit base,
     /// which with its defaults also turns checkpointing on
     /// ([`Plan::default_checkpointing`]).
@@ -1231,12 +1263,13 @@ impl Plan {
     pub fn set_framework(&mut self, f: Framework) {
         let d = f.defaults();
         self.framework = f;
-        self.training.loss = d.loss;
+        self.training.loss = self.default_loss();
         self.training.optimizer_impl = d.optimizer_impl;
         self.training.fp32_upcasts = d.fp32_upcasts;
         self.training.kbit_fp32_prep = d.kbit_fp32_prep;
         self.training.activation_offload = d.activation_offload;
         self.training.fused_kernels = d.fused_kernels;
+        self.training.logprob_kernel = d.logprob_kernel;
         self.training.nf4_double_quant = d.nf4_double_quant;
         self.training.checkpointing = self.default_checkpointing();
         self.parallel.sequence_parallel = d.sequence_parallel;

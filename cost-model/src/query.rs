@@ -204,8 +204,9 @@ pub fn value_of(plan: &Plan, key: &str) -> Option<String> {
 
 /// The keys whose values a framework's profile decides: a change of framework
 /// re-seeds them (in the planner's form, hydrated or not).
-const SEEDED_BY_FRAMEWORK: [&str; 10] = [
+const SEEDED_BY_FRAMEWORK: [&str; 11] = [
     "loss",
+    "lpk",
     "ckpt",
     "ad16",
     "opt_impl",
@@ -250,6 +251,11 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     }
     if key == "ft" {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
+    }
+    // The objective's default loss follows it (TRL's ORPO trainer takes the
+    // logits, its others its fused head); a loss the user chose stays.
+    if key == "obj" && plan.training.loss == plan.default_loss() {
+        pairs.retain(|(k, _)| k != "loss");
     }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
@@ -453,7 +459,7 @@ const MODEL_FLAGS: [(&str, Flag); 16] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 15] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 16] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
@@ -469,6 +475,7 @@ const TRAINING_FLAGS: [(&str, TrainingFlag); 15] = [
     ("bnb432", |t| &mut t.bnb_0_43_2),
     ("sync_each", |t| &mut t.sync_each_batch),
     ("pre_ref", |t| &mut t.precompute_ref),
+    ("lpk", |t| &mut t.logprob_kernel),
 ];
 
 fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
@@ -596,7 +603,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
         enum_id(&plan.default_checkpointing()),
     );
     put("attn", enum_id(&t.attention), enum_id(&dt.attention));
-    put("loss", enum_id(&t.loss), enum_id(&dt.loss));
+    // The default loss depends on the objective (TRL's ORPO trainer takes
+    // the logits): an absent `loss` is re-seeded once the plan is read.
+    put("loss", enum_id(&t.loss), enum_id(&plan.default_loss()));
     put("obj", enum_id(&t.objective), enum_id(&dt.objective));
     put(
         "ckpt_every",
@@ -1066,7 +1075,22 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if get("ckpt").is_none() {
         plan.training.checkpointing = plan.default_checkpointing();
     }
-    // Likewise the adapters' dtype (TRL's over a quantized base).
+    // Likewise the loss (TRL's ORPO) and the adapters' dtype (TRL's over a
+    // quantized base). A form submitted without JavaScript whose objective
+    // select changed (`obj_prev` names the objective the page showed) sends
+    // the loss it showed: still the old objective's default, it follows the
+    // new one, as it does when the hydrated form applies the change.
+    let loss_followed = match (changed_select(&get, "obj"), get("obj_prev"), get("loss")) {
+        (Some(_), Some(prev), Some(loss)) => {
+            let mut before = plan.clone();
+            before.training.objective = parse_enum("obj_prev", prev)?;
+            enum_id(&before.default_loss()) == loss
+        }
+        _ => false,
+    };
+    if get("loss").is_none() || loss_followed {
+        plan.training.loss = plan.default_loss();
+    }
     if get("ad16").is_none() {
         plan.training.adapters_16bit = plan.default_adapters_16bit();
     }
@@ -1214,6 +1238,49 @@ mod tests {
         assert!(q.contains("obj=dpo"), "{q}");
         assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
         assert_eq!(decode_str("obj=ppo").unwrap_err().param, "obj");
+    }
+
+    /// Under TRL the objective's default loss follows it (ORPO's trainer
+    /// takes the logits, SFT's its fused head); a loss chosen stays.
+    #[test]
+    fn the_objectives_default_loss_follows_it() {
+        use crate::plan::Loss;
+        let trl = apply(&Plan::default(), "fw", "trl").unwrap();
+        assert_eq!(trl.training.loss, Loss::TiledLogprob);
+        let orpo = apply(&trl, "obj", "orpo").unwrap();
+        assert_eq!(orpo.training.loss, Loss::Standard);
+        assert!(!encode(&orpo).contains("loss="), "{}", encode(&orpo));
+        assert_eq!(decode_str(&encode(&orpo)).unwrap(), orpo);
+        let back = apply(&orpo, "obj", "sft").unwrap();
+        assert_eq!(back.training.loss, Loss::TiledLogprob);
+        // TRL's profile runs its log-probabilities' kernel; another
+        // framework's does not, and switching re-seeds it.
+        assert!(orpo.training.logprob_kernel);
+        assert!(!encode(&orpo).contains("lpk"), "{}", encode(&orpo));
+        let off = apply(&orpo, "lpk", "0").unwrap();
+        assert!(!off.training.logprob_kernel);
+        assert!(encode(&off).contains("lpk=0"), "{}", encode(&off));
+        assert_eq!(decode_str(&encode(&off)).unwrap(), off);
+        let axolotl = apply(&off, "fw", "axolotl").unwrap();
+        assert!(!axolotl.training.logprob_kernel);
+        assert!(
+            apply(&axolotl, "fw", "trl")
+                .unwrap()
+                .training
+                .logprob_kernel
+        );
+        // Without JavaScript the form sends the loss it showed and the
+        // objective it showed (`obj_prev`): the seeded loss follows.
+        let form = "fw=trl&obj=orpo&obj_prev=sft&loss=tiled-logprob";
+        assert_eq!(decode_str(form).unwrap().training.loss, Loss::Standard);
+        let form = "fw=trl&obj=orpo&obj_prev=sft&loss=chunked-free";
+        assert_eq!(decode_str(form).unwrap().training.loss, Loss::ChunkedFree);
+        let form = "fw=trl&obj=orpo&obj_prev=orpo&loss=tiled-logprob";
+        assert_eq!(decode_str(form).unwrap().training.loss, Loss::TiledLogprob);
+        // A loss the user chose is kept through a change of objective.
+        let chosen = apply(&trl, "loss", "chunked-free").unwrap();
+        let chosen = apply(&chosen, "obj", "orpo").unwrap();
+        assert_eq!(chosen.training.loss, Loss::ChunkedFree);
     }
 
     #[test]

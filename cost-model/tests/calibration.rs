@@ -904,6 +904,57 @@ fn llamafactory_dpo_replayed_holds_the_recorded_accuracy() {
     allocated_within(&r, 0.4, 0.8);
 }
 
+/// TRL's ORPO as 1.14 to 1.16 run it (`ORPOTrainer`, trl 1.16.0's copied,
+/// its log-probabilities' Triton kernel; `--trl-orpo-kernel`), five
+/// families: read as TRL's fused LM head (which that trainer never takes)
+/// they were −75.7 … −9.4 % allocated; now within 0.5 %. The reserve's worst
+/// rows are full fine-tunes' (Gemma-2's under AMP, −15.7 %).
+#[test]
+fn trl_orpo_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-trl-orpo-2026-12-05.csv",
+        60,
+        (0.5, 5.5, -16.0),
+        |_| true,
+        (30, 0.5),
+    );
+    allocated_within(&r, 0.3, 0.45);
+}
+
+/// The same trainer with trl ≤ 1.13's row-wise `selective_log_softmax`
+/// (`--trl-orpo`; the rows state 1.13.0, so the kernel is off): −28.3 …
+/// +86.4 % allocated read as the causal-LM loss, now within 0.5 %. Its
+/// row-by-row temporaries fragment the reserve more than any term counts
+/// (checkpointed runs under AMP to −21 %).
+#[test]
+fn trl_orpo_before_its_kernel_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-trl-orpo-1.13-2026-12-05.csv",
+        60,
+        (0.5, 9.5, -22.5),
+        |_| true,
+        (30, 0.5),
+    );
+    allocated_within(&r, 0.3, 0.45);
+}
+
+/// LLaMA-Factory's ORPO (`CustomDPOTrainer` with `pref_loss: orpo`, no
+/// reference; `--llamafactory-orpo`): allocated within 0.4 % as before; the
+/// reserve's p90 14.7 → 6.3 %, worst −19.1 → −11.7 % (Gemma-2's AMP full
+/// fine-tune) once the segment its shifted logits part from the full ones
+/// is counted.
+#[test]
+fn llamafactory_orpo_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-llamafactory-orpo-2026-12-05.csv",
+        60,
+        (0.5, 6.5, -12.0),
+        |_| true,
+        (30, 0.45),
+    );
+    allocated_within(&r, 0.3, 0.45);
+}
+
 /// TRL 1.7 to 1.14's SFT default, its chunked NLL (`loss_type="chunked_nll"`,
 /// trl 1.14.2's `_chunked_cross_entropy_loss` copied; `--trl-chunked-nll`),
 /// five families: read as the Trainer's loss (every TRL row before 1.15 was)
@@ -2226,10 +2277,47 @@ fn a_preference_objective_named_in_the_notes_or_the_task_reaches_the_plan() {
         (Objective::Dpo, false)
     );
     assert_eq!(objective("full", "SimPO"), (Objective::Orpo, true));
+    // LLaMA-Factory's `stage: dpo` with a reference-free `pref_loss` loads no
+    // reference model: the loss named is the one run.
+    assert_eq!(
+        objective("lora", "LLaMA-Factory stage dpo; pref_loss orpo"),
+        (Objective::Orpo, false)
+    );
     assert_eq!(objective("KTO", ""), (Objective::Kto, true));
     assert_eq!(objective("full", "plain SFT"), (Objective::Sft, true));
     // Not a word of its own: no objective.
     assert_eq!(objective("full", "dpos1 run"), (Objective::Sft, true));
+}
+
+/// TRL's ORPO and CPO trainers take the model's logits whatever TRL release
+/// a row states (its fused LM head is its SFT, DPO and KTO trainers').
+#[test]
+fn trls_orpo_rows_take_the_logits_at_any_release() {
+    use cost_model::plan::{Loss, Objective};
+    let id = "litgpt_resource_tables_2023-10-042";
+    let loss = |notes: &str| {
+        let fields = [("framework", "trl"), ("loss", "standard"), ("notes", notes)];
+        let p = cost_model::calibrate::case_plan(&with_fields(id, &fields), id).unwrap();
+        (p.training.objective, p.training.loss)
+    };
+    assert_eq!(
+        loss("TRL 1.16.0 ORPOTrainer"),
+        (Objective::Orpo, Loss::Standard)
+    );
+    assert_eq!(
+        loss("TRL 1.16.0 DPOTrainer"),
+        (Objective::Dpo, Loss::TiledLogprob)
+    );
+    // Its log-probabilities' Triton kernel from 1.14.0; an unstated release
+    // is an earlier one.
+    let kernel = |notes: &str| {
+        let fields = [("framework", "trl"), ("notes", notes)];
+        let p = cost_model::calibrate::case_plan(&with_fields(id, &fields), id).unwrap();
+        p.training.logprob_kernel
+    };
+    assert!(kernel("trl 1.14.0; ORPOTrainer"));
+    assert!(!kernel("trl 1.13.0; ORPOTrainer"));
+    assert!(!kernel("ORPOTrainer"));
 }
 
 #[test]

@@ -139,7 +139,12 @@ use cost_model::presets::presets;
 /// files in the set (replay-trl-sft-logits-2026-12-05,
 /// replay-trl-chunked-nll-2026-12-05), for the segment of TRL's SFT
 /// metrics' copy of the logits, and for LLaMA-Factory's DPO upcasting its
-/// logits (replay-llamafactory-dpo-2026-12-05 in the set).
+/// logits (replay-llamafactory-dpo-2026-12-05 in the set). Version 41
+/// (ORPO through the logits as TRL's `ORPOTrainer` and LLaMA-Factory run it,
+/// TRL's log-probabilities kernel) was recorded with the replayed ORPO files
+/// in the set (replay-trl-orpo-2026-12-05, replay-trl-orpo-1.13-2026-12-05,
+/// replay-llamafactory-orpo-2026-12-05); every earlier calibration report
+/// was byte-identical.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -180,6 +185,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (38, 0x33e9_ffff_240a_eba8),
     (39, 0x6892_66b0_a35c_e04b),
     (40, 0x0134_d8fd_5290_04af),
+    (41, 0xfad1_f3d0_9eb3_8e2f),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -245,6 +251,9 @@ fn project_plans() -> Vec<Plan> {
         "replay-trl-sft-logits-2026-12-05.csv",
         "replay-trl-chunked-nll-2026-12-05.csv",
         "replay-llamafactory-dpo-2026-12-05.csv",
+        "replay-trl-orpo-2026-12-05.csv",
+        "replay-trl-orpo-1.13-2026-12-05.csv",
+        "replay-llamafactory-orpo-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));

@@ -685,6 +685,29 @@ test("choosing TRL seeds its own fused LM head (1.15 on), which keeps no logits,
   await expect.poll(used).toBeLessThan(trainerUsed - 4);
 });
 
+test("ORPO under TRL takes the model's logits (its loss follows the objective), and TRL's log-prob kernel (1.14 on) travels in the URL, with or without JavaScript", async ({ page }, info) => {
+  // Llama-3.1-8B LoRA, 2 pairs × 2048 on one GPU under the Trainer's AMP:
+  // TRL's SFT computes its loss in its fused head, its ORPO trainer from the
+  // fp32 logits (4 × 2048 × 128,256 × 4 B = 3.9 GiB a tensor, three in
+  // backward), and four and a half without the kernel (TRL ≤ 1.13).
+  await page.goto("/?fw=trl&model=llama-3.1-8b&gpus=1&shard=none&prec=amp-bf16&mb=2&seq=2048&ft=lora&rank=16");
+  if (hydrated(info)) await waitForHydration(page);
+  const used = () => deviceUsedGiB(page);
+  const sftUsed = await used();
+  await expect(page.getByTestId("loss")).toHaveValue("tiled-logprob");
+  await expect(page.getByTestId("lpk")).toBeChecked();
+  await page.getByTestId("obj").selectOption("orpo");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/obj=orpo/);
+  await expect(page.getByTestId("loss")).toHaveValue("standard");
+  await expect.poll(used).toBeGreaterThan(sftUsed + 12);
+  const kernelUsed = await used();
+  await page.getByTestId("lpk").uncheck();
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/lpk=0/);
+  await expect.poll(used).toBeGreaterThan(kernelUsed + 4);
+});
+
 test("a DPO full fine-tune is offered precomputed reference log-probs first, and the setting travels in the URL, with or without JavaScript", async ({ page }, info) => {
   // Llama-3.1-8B's DPO full fine-tune under TRL on one H100 does not fit:
   // its frozen reference model (16 GB in bf16) is the first thing to go, at

@@ -297,7 +297,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "obj",
                     "Objective",
-                    "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model. DPO over full logits (TRL up to 1.13) holds the policy's and the reference's logits and a copy for its metrics, fp32 under the Trainer's bf16",
+                    "DPO and ORPO run chosen and rejected as one batch of twice the size; DPO's and KTO's full fine-tunes keep a frozen reference model. DPO over full logits (TRL up to 1.13) holds the policy's and the reference's logits and a copy for its metrics, fp32 under the Trainer's bf16; ORPO (TRL's trainer, LLaMA-Factory) always takes the full logits",
                     opts(&[
                         ("sft", "SFT / pre-training"),
                         ("dpo", "DPO (reference model)"),
@@ -309,6 +309,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "pre_ref",
                     "Reference log-probs precomputed",
                     "TRL's precompute_ref_log_probs: DPO's and KTO's reference log-probabilities computed once before training. No reference pass in the steps, and a full fine-tune keeps no reference model (under FSDP TRL still wraps one)",
+                    Kind::Check,
+                ),
+                (
+                    "lpk",
+                    "TRL log-prob kernel (TRL ≥ 1.14)",
+                    "TRL's Triton kernel for per-token log-probabilities (selective_log_softmax on CUDA from TRL 1.14): its ORPO keeps the logits and one gradient, where TRL up to 1.13 took them row by row and held more in fp32",
                     Kind::Check,
                 ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
