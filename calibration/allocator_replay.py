@@ -96,6 +96,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         qwen3-0.6b gemma-2-2b > calibration/replay-trl-orpo-2026-12-05.csv   # TRL's ORPOTrainer, 1.14 on (its kernel)
     v/bin/python calibration/allocator_replay.py --trl-orpo llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2-2b > calibration/replay-trl-orpo-1.13-2026-12-05.csv   # the same up to 1.13 (row-wise log-probs)
+    v/bin/python calibration/allocator_replay.py --llamafactory-kto llama-3.2-1b qwen2.5-1.5b smollm2-360m \
+        qwen3-0.6b gemma-2-2b > calibration/replay-llamafactory-kto-2026-12-05.csv   # LLaMA-Factory 0.9.5's KTO
     v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
@@ -653,7 +655,8 @@ def trace(measure, c, steps=3):
             opt = torch.optim.AdamW(params, lr=1e-5, foreach=True)  # CUDA's default
         else:
             opt = torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
-        rows = 2 * c["mb"] if DPO else c["mb"]  # DPO: chosen and rejected, concatenated
+        # DPO: chosen and rejected, concatenated (KTO: one sequence an example).
+        rows = 2 * c["mb"] if DPO and not LLAMAFACTORY_KTO else c["mb"]
         ids = torch.randint(0, cfg.vocab_size, (rows, c["seq"]), device="meta")
         log.mark("load")
         amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(c["precision"])
@@ -926,6 +929,17 @@ def chunked_nll_loss(model, batch, amp):
 LLAMAFACTORY_DPO = False
 
 
+def llamafactory_batch_logps(logits, labels):
+    """llamafactory 0.9.5 `train/trainer_utils.py` `get_batch_logps`: a whole log-softmax of the shifted logits,
+    gathered; each row's sum and its count of labelled positions."""
+    labels = labels[:, 1:].clone()
+    logits = logits[:, :-1, :]
+    loss_mask = labels != -100
+    labels[labels == -100] = 0
+    per_token_logps = torch.gather(logits.log_softmax(-1), dim=2, index=labels.unsqueeze(2)).squeeze(2)
+    return (per_token_logps * loss_mask).sum(-1), loss_mask.sum(-1)
+
+
 # Its reference-free preference losses (`--llamafactory-orpo`): the same trainer with `pref_loss: orpo` (or
 # `simpo`) has `use_ref_model` false (`hparams/finetuning_args.py`), so `compute_reference_log_probs` returns
 # nothing and no reference model is loaded; the log-probabilities are averaged over each row's length and the odds
@@ -941,19 +955,11 @@ def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
 
     ids = batch["input_ids"]
 
-    def get_batch_logps(logits, labels):
-        labels = labels[:, 1:].clone()
-        logits = logits[:, :-1, :]
-        loss_mask = labels != -100
-        labels[labels == -100] = 0
-        per_token_logps = torch.gather(logits.log_softmax(-1), dim=2, index=labels.unsqueeze(2)).squeeze(2)
-        return (per_token_logps * loss_mask).sum(-1), loss_mask.sum(-1)
-
     def concatenated_forward(m):
         logits = wrapped_logits(m, ids, amp)
         all_logits = logits.to(torch.float32)
         del logits
-        all_logps, _ = get_batch_logps(all_logits, ids)
+        all_logps, _ = llamafactory_batch_logps(all_logits, ids)
         n = ids.shape[0] // 2
         chosen_logps, rejected_logps = all_logps.split(n, dim=0)
         chosen_logits, rejected_logits = all_logits.split(n, dim=0)
@@ -979,6 +985,59 @@ def llamafactory_dpo_loss(model, batch, amp, beta=0.1):
     chosen_logits.mean()
     rejected_logits.mean()
     return losses.mean()
+
+
+# LLaMA-Factory's KTO (`--llamafactory-kto`, copied from the llamafactory 0.9.5 wheel: `train/kto/trainer.py`
+# `forward`, `concatenated_forward`, `compute_reference_log_probs`, `get_batch_loss_metrics`; TRL's `kto_loss`):
+# one sequence an example (half of each micro-batch desirable), the target forward with its logits upcast and a
+# whole log-softmax gathered, the KL forward over mismatched completions (as many rows) under `no_grad`, the
+# desirable and undesirable rows' logits and log-probabilities selected by boolean mask (a copy of those rows, as
+# CUDA's boolean indexing makes), then the same under `no_grad` for the reference (the adapters disabled, or a
+# frozen copy), the loss, and the sums of the selected logits it logs.
+LLAMAFACTORY_KTO = False
+
+
+def llamafactory_kto_loss(model, batch, amp, beta=0.1):
+    """llamafactory 0.9.5 `CustomKTOTrainer.get_batch_loss_metrics` for one micro-batch (its first half desirable;
+    no ftx), through the Trainer's Accelerate wrapper under AMP."""
+    ids = batch["input_ids"]
+    n = ids.shape[0]
+    chosen_rows = torch.arange(0, n // 2, device=ids.device)
+    rejected_rows = torch.arange(n // 2, n, device=ids.device)
+
+    def forward(m):
+        logits = wrapped_logits(m, ids.clone(), amp)
+        logits = logits.to(torch.float32)
+        logps, valid_length = llamafactory_batch_logps(logits, ids)
+        return logits, logps, logps / valid_length
+
+    def concatenated_forward(m):
+        target_logits, target_logps, target_logps_avg = forward(m)
+        with torch.no_grad():
+            _, kl_logps, _ = forward(m)
+        # `target_logits[batch["kto_tags"]]`: a boolean mask's rows, copied.
+        chosen_logits = target_logits.index_select(0, chosen_rows)
+        chosen_logps = target_logps.index_select(0, chosen_rows)
+        rejected_logits = target_logits.index_select(0, rejected_rows)
+        rejected_logps = target_logps.index_select(0, rejected_rows)
+        chosen_logps_avg = target_logps_avg.index_select(0, chosen_rows)
+        return chosen_logps, rejected_logps, chosen_logits, rejected_logits, kl_logps, chosen_logps_avg
+
+    chosen, rejected, chosen_logits, rejected_logits, kl_logps, _ = concatenated_forward(model)
+    with torch.no_grad():
+        if REFERENCE:
+            ref_chosen, ref_rejected, _, _, ref_kl, _ = concatenated_forward(REFERENCE[0])
+        else:
+            with model.disable_adapter():
+                ref_chosen, ref_rejected, _, _, ref_kl, _ = concatenated_forward(model)
+    # TRL's `kto_loss`.
+    kl = (kl_logps - ref_kl).mean().clamp(min=0).detach()
+    chosen_losses = 1 - torch.sigmoid(beta * ((chosen - ref_chosen) - kl))
+    rejected_losses = 1 - torch.sigmoid(beta * (kl - (rejected - ref_rejected)))
+    losses = torch.cat((chosen_losses, rejected_losses), 0).nanmean()
+    chosen_logits.nansum()
+    rejected_logits.nansum()
+    return losses
 
 
 # TRL's ORPO (`--trl-orpo`, copied from trl 1.16.0's `experimental/orpo/orpo_trainer.py`, the code it has run
@@ -1124,6 +1183,7 @@ def mode_loss():
     """The loss the replay's mode computes itself from the model's outputs, as its framework does (the first mode
     set, in this order); `None` where the model's own loss (or TRL's fused head) is the step's."""
     modes = (
+        (LLAMAFACTORY_KTO, llamafactory_kto_loss),
         (LLAMAFACTORY_DPO, llamafactory_dpo_loss),
         (TRL_ORPO, trl_orpo_loss),
         (CHUNKED_NLL, chunked_nll_loss),
@@ -1762,7 +1822,7 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
             if quant:
                 kind = "q" + kind + {True: "", False: "-noprep", "trl": "-trl"}[prep]
             if DPO:
-                kind = ("orpo-" if LLAMAFACTORY_ORPO or TRL_ORPO else "dpo-") + kind
+                kind = ("orpo-" if LLAMAFACTORY_ORPO or TRL_ORPO else "kto-" if LLAMAFACTORY_KTO else "dpo-") + kind
             cid = f"replay-{name}{'-cls' if head else ''}-{precision}-{'ckpt' if ckpt else 'nock'}-b{mb}-s{seq}-{kind}"
             c = measure.case(cid, name, mb, seq, precision, ckpt=ckpt, lora=lora, attn=attn, head=head,
                              lora_dropout=lora_dropout, quant=4 if quant else None, prep=quant and prep)
@@ -1839,6 +1899,14 @@ def trl_copied_notes():
                 "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast), then under "
                 "no_grad the logged entropy (entropy_from_logits over the shifted logits, flattened) "
                 "and token accuracy (argmax); the outputs dropped before backward")
+    if LLAMAFACTORY_KTO:
+        return ("; LLaMA-Factory 0.9.5 KTO (CustomKTOTrainer) copied: one sequence an example, half of each "
+                "micro-batch desirable; the model's logits (.float()ed by Accelerate's convert_outputs_to_fp32 "
+                "under autocast) upcast with .to(torch.float32) in any case; get_batch_logps: a whole log_softmax "
+                "of the shifted logits gathered; the KL forward over as many mismatched completions under "
+                "no_grad; the desirable and undesirable rows' logits selected by boolean mask (copies); the "
+                "reference's passes under no_grad (the adapters disabled or, for a full fine-tune, a frozen copy "
+                "of the model in its dtype); TRL's kto_loss; every position a completion token")
     if LLAMAFACTORY_ORPO:
         return ("; LLaMA-Factory 0.9.5 CustomDPOTrainer with pref_loss orpo copied: chosen and rejected "
                 "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
@@ -2130,13 +2198,14 @@ def main():
     if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"], ["--trl-dpo-logits"],
                          ["--trl-dpo-logits-0.24"], ["--trl-sft-logits"], ["--trl-chunked-nll"],
                          ["--llamafactory-dpo"], ["--llamafactory-orpo"], ["--trl-orpo"],
-                         ["--trl-orpo-kernel"]):
+                         ["--trl-orpo-kernel"], ["--llamafactory-kto"]):
         global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24, SFT_LOGITS, CHUNKED_NLL
-        global LLAMAFACTORY_DPO, LLAMAFACTORY_ORPO, TRL_ORPO, TRL_LOGPROB_KERNEL
+        global LLAMAFACTORY_DPO, LLAMAFACTORY_ORPO, TRL_ORPO, TRL_LOGPROB_KERNEL, LLAMAFACTORY_KTO
         LLAMAFACTORY_ORPO = sys.argv[1] == "--llamafactory-orpo"
+        LLAMAFACTORY_KTO = sys.argv[1] == "--llamafactory-kto"
         TRL_LOGPROB_KERNEL = sys.argv[1] == "--trl-orpo-kernel"
         TRL_ORPO = TRL_LOGPROB_KERNEL or sys.argv[1] == "--trl-orpo"
-        LLAMAFACTORY_DPO = LLAMAFACTORY_ORPO or sys.argv[1] == "--llamafactory-dpo"
+        LLAMAFACTORY_DPO = LLAMAFACTORY_ORPO or LLAMAFACTORY_KTO or sys.argv[1] == "--llamafactory-dpo"
         CHUNKED_NLL = sys.argv[1] == "--trl-chunked-nll"
         SFT_LOGITS = CHUNKED_NLL or sys.argv[1] == "--trl-sft-logits"
         DPO_LOGITS_0_24 = sys.argv[1] == "--trl-dpo-logits-0.24"

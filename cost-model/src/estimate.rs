@@ -456,6 +456,15 @@ const ORPO_LOGITS_FWD_TENSORS: f64 = 2.0;
 /// `selective_log_softmax` keeps more in fp32:
 /// [`ORPO_ROWWISE_FP32_BWD_TENSORS`]).
 const ORPO_LOGITS_BWD_TENSORS: f64 = 3.0;
+/// fp32 logits-sized tensors at the forward's peak of LLaMA-Factory's KTO
+/// ([`Ctx::kto_logits`]; llamafactory 0.9.5 `train/kto/trainer.py`): the
+/// policy's upcast logits, their saved log-softmax and its desirable and
+/// undesirable rows' logits (boolean-mask copies, the logits' size between
+/// them), then as the reference's passes run the reference's logits and a
+/// log-softmax of its. Replayed with its code
+/// (`calibration/allocator_replay.py --llamafactory-kto`): five in AMP and in
+/// pure bf16, LoRA and full fine-tunes.
+const KTO_LOGITS_FWD_TENSORS: f64 = 5.0;
 /// fp32 logits-sized tensors at the backward of TRL's ORPO up to 1.13, whose
 /// `selective_log_softmax` takes a logsumexp row by row
 /// ([`crate::plan::TrainingSpec::logprob_kernel`] off): DPO's four
@@ -5144,6 +5153,18 @@ impl<'a> Ctx<'a> {
                 };
                 (ORPO_LOGITS_FWD_TENSORS * l + softcap, bwd * l + softcap)
             }
+            Loss::Standard if self.kto_logits() => {
+                let l = self.dpo_logit_bytes();
+                let softcap = if self.m.softcap { self.e } else { 0.0 };
+                // Reference log-probabilities computed before training: no
+                // reference logits or log-softmax beside the policy's.
+                let fwd = if self.plan.training.precompute_ref {
+                    KTO_LOGITS_FWD_TENSORS - 1.0
+                } else {
+                    KTO_LOGITS_FWD_TENSORS
+                };
+                (fwd * l + softcap, ORPO_LOGITS_BWD_TENSORS * l + softcap)
+            }
             Loss::Standard if compiled_loss => (FP32 + held, FP32 + held),
             // Megatron's vocab-parallel loss: the fp32 copy beside the 16-bit
             // logits inside the loss forward (`.float()` copies nothing in an
@@ -5246,7 +5267,7 @@ impl<'a> Ctx<'a> {
             // gives: [`Self::compiled_tied_head_keeps_logits`].)
             // The shift's `slice_backward` gradient and, under the wrapper's
             // `.float()`, its 16-bit cast for the head's matmul.
-            Loss::Standard if self.dpo_logits() || self.orpo_logits() => {
+            Loss::Standard if self.dpo_logits() || self.orpo_logits() || self.kto_logits() => {
                 let l = self.dpo_logit_bytes();
                 if l > self.e {
                     l + self.e
@@ -5319,6 +5340,21 @@ impl<'a> Ctx<'a> {
     /// `--llamafactory-orpo`).
     fn orpo_logits(&self) -> bool {
         self.plan.training.objective == Objective::Orpo && !self.compiled_loss()
+    }
+
+    /// KTO through the model's logits as LLaMA-Factory's `CustomKTOTrainer`
+    /// runs it (its own `forward`: the logits upcast in any precision, a
+    /// whole log-softmax gathered; the KL completions' forward under
+    /// `no_grad`; the desirable and undesirable rows' logits copied by
+    /// boolean mask; the reference's passes under `no_grad`):
+    /// [`KTO_LOGITS_FWD_TENSORS`] at the forward's peak, backward as its
+    /// reference-free DPO code's ([`ORPO_LOGITS_BWD_TENSORS`]). TRL's own KTO
+    /// up to 1.14 (from 1.15 its fused head) is not replayed and keeps the
+    /// causal-LM loss's count.
+    fn kto_logits(&self) -> bool {
+        self.plan.training.objective == Objective::Kto
+            && self.plan.framework == Framework::LlamaFactory
+            && !self.compiled_loss()
     }
 
     /// Bytes per logit of the logits DPO reads ([`Self::dpo_logits`]): fp32
@@ -6154,9 +6190,18 @@ impl<'a> Ctx<'a> {
         if !applies {
             return 0.0;
         }
+        self.shifted_logits_apart(FP32)
+    }
+
+    /// The shifted logits (one position a sequence short) at `bytes` a
+    /// logit, where the caching allocator's 2 MiB rounding
+    /// ([`ALLOCATOR_LARGE_ROUND`]) makes their segment smaller than the full
+    /// logits' — so that it cannot hold a full-sized tensor; nothing where
+    /// the two sizes round to one.
+    fn shifted_logits_apart(&self, bytes: f64) -> f64 {
         let positions = self.logit_positions();
         let sequences = positions / self.decoder_s().max(1.0);
-        let per_position = self.m.vocab as f64 / self.t * FP32;
+        let per_position = self.m.vocab as f64 / self.t * bytes;
         let full = positions * per_position;
         let shifted = (positions - sequences) * per_position;
         let round = |b: f64| (b / ALLOCATOR_LARGE_ROUND).ceil();
@@ -6195,18 +6240,7 @@ impl<'a> Ctx<'a> {
         } else {
             self.logits_tensor(l)
         };
-        let positions = self.logit_positions();
-        let sequences = positions / self.decoder_s().max(1.0);
-        let per_position = self.m.vocab as f64 / self.t * l;
-        let full = positions * per_position;
-        let shifted = (positions - sequences) * per_position;
-        let round = |b: f64| (b / ALLOCATOR_LARGE_ROUND).ceil();
-        let mismatch = if round(shifted) < round(full) {
-            shifted
-        } else {
-            0.0
-        };
-        halves + mismatch
+        halves + self.shifted_logits_apart(l)
     }
 
     fn idle_block_transients(&self, s: u32, recomputed_block: f64) -> f64 {
@@ -7012,6 +7046,37 @@ mod tests {
         assert!(c.orpo_logits() && !c.dpo_logits());
         let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
         assert_eq!(c.logits(0).loss_backward, norm + 3.0 * 4.0 * tokens * v);
+    }
+
+    /// LLaMA-Factory's KTO: at the forward's peak the policy's fp32 logits,
+    /// their log-softmax and the desirable and undesirable rows' copies, and
+    /// the reference's logits and log-softmax — five fp32 logits-sized
+    /// tensors over one sequence an example (four without a reference pass);
+    /// three in backward. TRL's KTO through the logits keeps the causal-LM
+    /// loss's count.
+    #[test]
+    fn llamafactory_kto_counts_its_logits() {
+        // 8 examples × 2048 = 16,384 positions.
+        let mut p = trl_lora_1b(8);
+        p.set_framework(Framework::LlamaFactory);
+        p.training.objective = Objective::Kto;
+        p.training.loss = Loss::Standard;
+        let c = Ctx::new(&p, None);
+        assert!(c.kto_logits());
+        let (tokens, h, v) = (16384.0, 2048.0, 128_256.0);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        let lg = c.logits(0);
+        assert_eq!(lg.forward, norm + 5.0 * 4.0 * tokens * v);
+        assert_eq!(lg.loss_backward, norm + 3.0 * 4.0 * tokens * v);
+        let mut pre = p.clone();
+        pre.training.precompute_ref = true;
+        let lg = Ctx::new(&pre, None).logits(0);
+        assert_eq!(lg.forward, norm + 4.0 * 4.0 * tokens * v);
+        let mut trl = p.clone();
+        trl.set_framework(Framework::Trl);
+        trl.training.objective = Objective::Kto;
+        trl.training.loss = Loss::Standard;
+        assert!(!Ctx::new(&trl, None).kto_logits());
     }
 
     /// TRL's chunked NLL (1.7 to 1.14's SFT default) keeps, beside the final

@@ -955,6 +955,23 @@ fn llamafactory_orpo_replayed_holds_the_recorded_accuracy() {
     allocated_within(&r, 0.3, 0.45);
 }
 
+/// LLaMA-Factory's KTO (`CustomKTOTrainer`, its code copied;
+/// `--llamafactory-kto`), five families: read as the causal-LM loss's
+/// tensors over one sequence an example they were −37.1 … −3.6 % allocated;
+/// now −1.5 … +6.7 % (over under AMP's full fine-tunes, whose autocast copies
+/// of the weights are gone by the reference's pass, where the logits peak).
+#[test]
+fn llamafactory_kto_replayed_holds_the_recorded_accuracy() {
+    let r = holds_its_accuracy(
+        "replay-llamafactory-kto-2026-12-05.csv",
+        60,
+        (2.6, 6.5, -14.0),
+        |c| !c.id.contains("amp-bf16-ckpt-b2-s2048-kto-full"),
+        (25, 1.5),
+    );
+    allocated_within(&r, 0.3, 5.6);
+}
+
 /// TRL 1.7 to 1.14's SFT default, its chunked NLL (`loss_type="chunked_nll"`,
 /// trl 1.14.2's `_chunked_cross_entropy_loss` copied; `--trl-chunked-nll`),
 /// five families: read as the Trainer's loss (every TRL row before 1.15 was)

@@ -143,8 +143,9 @@ use cost_model::presets::presets;
 /// (ORPO through the logits as TRL's `ORPOTrainer` and LLaMA-Factory run it,
 /// TRL's log-probabilities kernel) was recorded with the replayed ORPO files
 /// in the set (replay-trl-orpo-2026-12-05, replay-trl-orpo-1.13-2026-12-05,
-/// replay-llamafactory-orpo-2026-12-05); every earlier calibration report
-/// was byte-identical.
+/// replay-llamafactory-orpo-2026-12-05), and re-recorded before it landed
+/// for LLaMA-Factory's KTO (replay-llamafactory-kto-2026-12-05 in the set);
+/// every earlier calibration report was byte-identical.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -185,7 +186,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (38, 0x33e9_ffff_240a_eba8),
     (39, 0x6892_66b0_a35c_e04b),
     (40, 0x0134_d8fd_5290_04af),
-    (41, 0xfad1_f3d0_9eb3_8e2f),
+    (41, 0x5571_ad50_c06f_a467),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -254,6 +255,7 @@ fn project_plans() -> Vec<Plan> {
         "replay-trl-orpo-2026-12-05.csv",
         "replay-trl-orpo-1.13-2026-12-05.csv",
         "replay-llamafactory-orpo-2026-12-05.csv",
+        "replay-llamafactory-kto-2026-12-05.csv",
     ] {
         let path = format!("{}/../calibration/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
