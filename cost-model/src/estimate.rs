@@ -223,7 +223,16 @@ use std::cell::Cell;
 /// the Trainer's loss → within 1.6 %), and reserves the segment of TRL's SFT
 /// metrics' copy of the logits under the Trainer's AMP
 /// ([`Ctx::trl_metrics_copy_segment`]), and reads LLaMA-Factory's DPO logits
-/// as fp32 whatever the precision ([`Ctx::dpo_logit_bytes`]).
+/// as fp32 whatever the precision ([`Ctx::dpo_logit_bytes`]). 41 counts ORPO
+/// (SimPO, CPO) through the model's logits as TRL's `ORPOTrainer` and
+/// LLaMA-Factory run it ([`Ctx::orpo_logits`]; under TRL its default loss,
+/// [`Plan::default_loss`], where it had been read with TRL's fused head:
+/// replayed −75.7 … −9.4 % allocated → within 0.5 %), with TRL's log-prob
+/// kernel as a setting ([`crate::plan::TrainingSpec::logprob_kernel`]) and
+/// the segments its backward cannot use ([`Ctx::orpo_idle_segments`]), and
+/// LLaMA-Factory's KTO through its logits ([`Ctx::kto_logits`]: −37.1 …
+/// −3.6 % → −1.5 … +6.7 %); a precomputed reference drops no reference
+/// output under AMP.
 pub const MODEL_VERSION: u32 = 41;
 
 // ---------------------------------------------------------------------------
@@ -5130,9 +5139,8 @@ impl<'a> Ctx<'a> {
                 // Final-logit soft-capping keeps the policy's tanh output
                 // (the reference's, under `no_grad`, is not kept).
                 let softcap = if self.m.softcap { self.e } else { 0.0 };
-                // Reference log-probabilities computed before training (or
-                // no reference at all): no reference logits beside the
-                // policy's.
+                // Reference log-probabilities computed before training: no
+                // reference logits beside the policy's.
                 let tensors = if self.plan.training.precompute_ref {
                     DPO_LOGITS_METRICS_TENSORS - 1.0
                 } else {
