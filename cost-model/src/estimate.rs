@@ -6204,17 +6204,18 @@ impl<'a> Ctx<'a> {
     /// The shifted logits (one position a sequence short) at `bytes` a
     /// logit, where the caching allocator's 2 MiB rounding
     /// ([`ALLOCATOR_LARGE_ROUND`]) makes their segment smaller than the full
-    /// logits' — so that it cannot hold a full-sized tensor; nothing where
-    /// the two sizes round to one.
+    /// logits' — so that it cannot hold a full-sized tensor. That is certain
+    /// once the position each sequence drops spans a rounding step (Qwen's
+    /// 151,936 and Gemma's 256,000 entries over four fp32 sequences); under
+    /// it the two sizes may round to one (Llama-3's 128,256 and SmolLM2's
+    /// 49,152 did in the replays) and nothing is counted, so the term never
+    /// falls as the batch or the sequence grows.
     fn shifted_logits_apart(&self, bytes: f64) -> f64 {
         let positions = self.logit_positions();
         let sequences = positions / self.decoder_s().max(1.0);
         let per_position = self.m.vocab as f64 / self.t * bytes;
-        let full = positions * per_position;
-        let shifted = (positions - sequences) * per_position;
-        let round = |b: f64| (b / ALLOCATOR_LARGE_ROUND).ceil();
-        if round(shifted) < round(full) {
-            shifted
+        if sequences * per_position >= ALLOCATOR_LARGE_ROUND {
+            (positions - sequences) * per_position
         } else {
             0.0
         }

@@ -214,7 +214,8 @@ const LOSSES: [Loss; 4] = [
 ];
 
 /// The implementation switches, one bit each: torch.compile, soft-capping,
-/// gelu_new, fused projections, eager attention, transformers model code.
+/// gelu_new, fused projections, eager attention, transformers model code,
+/// TRL's log-prob kernel, precomputed reference log-probabilities.
 fn set_flags(p: &mut Plan, flags: u8) {
     let on = |bit: u8| flags & (1 << bit) != 0;
     p.training.compile = on(0);
@@ -225,6 +226,8 @@ fn set_flags(p: &mut Plan, flags: u8) {
         p.training.attention = Attention::Eager;
     }
     p.training.fp32_upcasts = on(5);
+    p.training.logprob_kernel = on(6);
+    p.training.precompute_ref = on(7);
 }
 
 /// An MoE model's dense blocks are averaged into its stack
@@ -353,11 +356,18 @@ proptest! {
         prec in 0usize..6,
         ft in 0usize..FINETUNES,
         loss in 0usize..LOSSES.len(),
+        framework in 0usize..Framework::ALL.len(),
+        objective in 0usize..4,
     ) {
         let mut p = Plan {
             model: presets()[preset % presets().len()].spec(),
             ..Plan::default()
         };
+        // Every framework profile and objective (the preference losses'
+        // logits, the segments a shifted size cannot reuse).
+        p.set_framework(Framework::ALL[framework]);
+        p.training.objective =
+            [Objective::Sft, Objective::Dpo, Objective::Orpo, Objective::Kto][objective];
         set_flags(&mut p, flags);
         p.training.precision = PRECISIONS[prec];
         // A frozen base of any width (a chunked head casts a frozen fp32
