@@ -1914,23 +1914,19 @@ def trl_copied_notes():
                 "get_batch_logps: a whole log_softmax of the shifted logits gathered, averaged over each row; no "
                 "reference model (use_ref_model false); the odds-ratio loss with its SFT term; the mean chosen and "
                 "rejected logits logged; every position a completion token")
-    if TRL_ORPO and TRL_LOGPROB_KERNEL:
-        return ("; trl 1.16.0 ORPOTrainer copied with its selective_log_softmax's Triton kernel (from trl 1.14.0 "
-                "on CUDA): chosen and rejected "
-                "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
-                "convert_outputs_to_fp32 under autocast); the chosen half's NLL over its shifted logits made "
-                "contiguous (nn.CrossEntropyLoss); the averaged per-token log-probabilities of every row, their "
-                "logits saved and a contiguous gradient made in backward; no "
-                "reference model; the odds-ratio loss; the mean chosen and rejected logits logged; every position "
-                "a completion token")
     if TRL_ORPO:
-        return ("; trl 1.13.0 ORPOTrainer (the code 1.16.0 still runs; copied) with its row-wise "
-                "selective_log_softmax: chosen and rejected "
-                "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
-                "convert_outputs_to_fp32 under autocast); the chosen half's NLL over its shifted logits made "
-                "contiguous (nn.CrossEntropyLoss); the averaged per-token log-probabilities of every row; no "
-                "reference model; the odds-ratio loss; the mean chosen and rejected logits logged; every position "
-                "a completion token")
+        # One trainer's code; the releases differ in how `selective_log_softmax` takes the log-probabilities.
+        release, kept = (
+            ("trl 1.16.0 ORPOTrainer copied with its selective_log_softmax's Triton kernel (from trl 1.14.0 on CUDA)",
+             ", their logits saved and a contiguous gradient made in backward")
+            if TRL_LOGPROB_KERNEL else
+            ("trl 1.13.0 ORPOTrainer (the code 1.16.0 still runs; copied) with its row-wise selective_log_softmax",
+             ""))
+        return (f"; {release}: chosen and rejected concatenated, twice micro_batch sequences; the model's logits "
+                "(.float()ed by Accelerate's convert_outputs_to_fp32 under autocast); the chosen half's NLL over its "
+                "shifted logits made contiguous (nn.CrossEntropyLoss); the averaged per-token log-probabilities of "
+                f"every row{kept}; no reference model; the odds-ratio loss; the mean chosen and rejected logits "
+                "logged; every position a completion token")
     if LLAMAFACTORY_DPO:
         return ("; LLaMA-Factory 0.9.5 DPO (CustomDPOTrainer) copied: chosen and rejected concatenated, twice "
                 "micro_batch sequences; the model's logits (.float()ed by Accelerate's convert_outputs_to_fp32 "

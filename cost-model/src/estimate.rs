@@ -5117,6 +5117,10 @@ impl<'a> Ctx<'a> {
         };
         let compiled = self.plan.training.compile;
         let compiled_loss = self.compiled_loss();
+        // Final-logit soft-capping keeps its tanh output wherever the logits
+        // are taken whole (a preference loss's policy's; the reference's,
+        // under `no_grad`, is not kept).
+        let softcap = if self.m.softcap { self.e } else { 0.0 };
         // Bytes per logit at the end of the loss forward and as backward starts.
         let (fwd, bwd) = match self.plan.training.loss {
             // A transformers model computes its loss inside `forward`, so a
@@ -5136,9 +5140,6 @@ impl<'a> Ctx<'a> {
                 } else {
                     DPO_LOGITS_FP32_BWD_TENSORS * l
                 };
-                // Final-logit soft-capping keeps the policy's tanh output
-                // (the reference's, under `no_grad`, is not kept).
-                let softcap = if self.m.softcap { self.e } else { 0.0 };
                 // Reference log-probabilities computed before training: no
                 // reference logits beside the policy's.
                 let tensors = if self.plan.training.precompute_ref {
@@ -5150,7 +5151,6 @@ impl<'a> Ctx<'a> {
             }
             Loss::Standard if self.orpo_logits() => {
                 let l = self.dpo_logit_bytes();
-                let softcap = if self.m.softcap { self.e } else { 0.0 };
                 let rowwise = self.plan.framework != Framework::LlamaFactory
                     && !self.plan.training.logprob_kernel
                     && l >= FP32;
@@ -5163,7 +5163,6 @@ impl<'a> Ctx<'a> {
             }
             Loss::Standard if self.kto_logits() => {
                 let l = self.dpo_logit_bytes();
-                let softcap = if self.m.softcap { self.e } else { 0.0 };
                 // Reference log-probabilities computed before training: no
                 // reference logits or log-softmax beside the policy's.
                 let fwd = if self.plan.training.precompute_ref {
@@ -5186,8 +5185,6 @@ impl<'a> Ctx<'a> {
             // makes the NLL's gradient and the input's, beside the output.
             Loss::Standard => {
                 let up = self.loss_bytes();
-                // Final-logit soft-capping keeps the tanh output.
-                let softcap = if self.m.softcap { self.e } else { 0.0 };
                 // No fp32 copy when the loss reads the 16-bit scores as they
                 // are (CUDA's `half_to_float`, or a loss in 16 bits).
                 let half_to_float = self.half_to_float_loss();

@@ -1227,8 +1227,13 @@ impl Plan {
     /// depends on more than the framework, so a planner URL re-seeds an
     /// absent `loss` once the plan is read.
     pub fn default_loss(&self) -> Loss {
+        self.default_loss_for(self.training.objective)
+    }
+
+    /// [`Plan::default_loss`] under another objective.
+    pub fn default_loss_for(&self, objective: Objective) -> Loss {
         let framework = self.framework.defaults().loss;
-        if framework == Loss::TiledLogprob && self.training.objective == Objective::Orpo {
+        if framework == Loss::TiledLogprob && objective == Objective::Orpo {
             Loss::Standard
         } else {
             framework

@@ -253,9 +253,10 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
         pairs.retain(|(k, _)| !matches!(k.as_str(), "bits"));
     }
     // The objective's default loss follows it (TRL's ORPO trainer takes the
-    // logits, its others its fused head); a loss the user chose stays.
-    if key == "obj" && plan.training.loss == plan.default_loss() {
-        pairs.retain(|(k, _)| k != "loss");
+    // logits, its others its fused head); a loss the user chose stays —
+    // decided in `decode` from the objective the plan had, as for the form.
+    if key == "obj" {
+        pairs.push(("obj_prev".to_string(), enum_id(&plan.training.objective)));
     }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
@@ -1079,16 +1080,15 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     // quantized base). A form submitted without JavaScript whose objective
     // select changed (`obj_prev` names the objective the page showed) sends
     // the loss it showed: still the old objective's default, it follows the
-    // new one, as it does when the hydrated form applies the change.
-    let loss_followed = match (changed_select(&get, "obj"), get("obj_prev"), get("loss")) {
+    // new one (the hydrated form's [`apply`] names the old objective the
+    // same way).
+    let reseed_loss = match (changed_select(&get, "obj"), get("obj_prev"), get("loss")) {
         (Some(_), Some(prev), Some(loss)) => {
-            let mut before = plan.clone();
-            before.training.objective = parse_enum("obj_prev", prev)?;
-            enum_id(&before.default_loss()) == loss
+            enum_id(&plan.default_loss_for(parse_enum("obj_prev", prev)?)) == loss
         }
-        _ => false,
+        (_, _, loss) => loss.is_none(),
     };
-    if get("loss").is_none() || loss_followed {
+    if reseed_loss {
         plan.training.loss = plan.default_loss();
     }
     if get("ad16").is_none() {
