@@ -18,6 +18,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "clippy (wasm32, app/hydrate)"
 cargo clippy -p app --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
+step "cost-model docs (every intra-doc link resolves, private items included)"
+RUSTDOCFLAGS="-D warnings" cargo doc -p cost-model --no-deps --document-private-items
+
 step "calibration data: the committed CSV is what its raw measurements give"
 python3 calibration/to_csv.py calibration/h200-2026-11-30 | diff -u calibration/h200-2026-11-30.csv -
 

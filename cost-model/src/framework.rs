@@ -526,7 +526,7 @@ impl Framework {
     /// `integrations/deepspeed.py` `trainer_config_process`), and the tools
     /// built on it ship ZeRO-3 configs that say "auto" (ms-swift 4.6.0
     /// `config/zero3.json`, axolotl 0.19.0 `deepspeed_configs/zero3.json`;
-    /// the bucket matters to ZeRO-3 only, [`crate::estimate`]); Accelerate's
+    /// the bucket matters to ZeRO-3 only, [`crate::estimate()`]); Accelerate's
     /// DeepSpeed plugin writes no `reduce_bucket_size` into the config it builds
     /// (`DeepSpeedPlugin.__post_init__`, accelerate 0.17–1.15), so its
     /// `deepspeed_config_process` has no "auto" to fill and DeepSpeed's own

@@ -2,6 +2,10 @@
 //! transformer, per component and phase. Pure Rust: no I/O, no printing, no
 //! globals; the same code runs natively and in the browser (wasm32).
 
+// The coefficients' doc comments name the private functions that use them
+// (read with `cargo doc --document-private-items`, as CI builds them).
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod gpu;
 pub mod model;
 pub mod presets;

@@ -340,7 +340,7 @@ fn model_version_moves_with_the_numbers() {
             f,
             h.0,
             "the estimates changed: bump MODEL_VERSION (now {MODEL_VERSION}) in \
-             cost-model/src/estimate.rs and record ({}, {:#018x}) in FINGERPRINTS",
+             cost-model/src/estimate/mod.rs and record ({}, {:#018x}) in FINGERPRINTS",
             MODEL_VERSION + 1,
             h.0
         ),
