@@ -5,371 +5,11 @@ use super::*;
 /// Builds the plan a case row describes. Settings the schema does not carry
 /// come from the framework profile, as for any user.
 pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
-    // A note in parentheses after the framework ("torchtune (recipe)"), or
-    // the tool inside them after `other` ("other (axolotl)").
-    let framework_word = r.word("framework");
-    let framework_word = match with_note(&framework_word) {
-        Some(("" | "other", tool)) => tool.to_string(),
-        Some((name, _)) => name.to_string(),
-        None => framework_word,
-    };
-    let framework = match framework_word.as_str() {
-        // The Trainer running TRL's trainers ("TRL SFTTrainer"): TRL's profile
-        // (the schema has no `trl` value; [`runs_trl`]).
-        "hf-trainer" if other_framework(r.get("notes")) == Some(Framework::Trl) => Framework::Trl,
-        "hf-trainer" => Framework::HfTrainer,
-        "hf-accelerate" => Framework::HfAccelerate,
-        "litgpt" => Framework::Litgpt,
-        "torchtune" => Framework::Torchtune,
-        "torchtitan" => Framework::Torchtitan,
-        "deepspeed" => Framework::Deepspeed,
-        "megatron" => Framework::Megatron,
-        "fsdp-qlora" => Framework::FsdpQlora,
-        // A tool the notes name: NeMo and Megatron-Bridge run Megatron-Core;
-        // axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL have profiles of
-        // their own over transformers' `Trainer`.
-        "other" => other_framework(r.get("notes")).unwrap_or(Framework::PlainPytorch),
-        "plain-pytorch" | "" => Framework::PlainPytorch,
-        // Other names of the schema's frameworks.
-        "peft" => Framework::Peft,
-        "accelerate" => Framework::HfAccelerate,
-        "transformers"
-        | "hf-transformers"
-        | "huggingface-trainer"
-        | "transformers-trainer"
-        | "hf-trainer-api"
-        | "huggingface"
-        | "hugging-face"
-        | "hf"
-        | "hugging-face-transformers"
-        | "trainer" => Framework::HfTrainer,
-        "lit-gpt" | "lit-llama" => Framework::Litgpt,
-        "torch-titan" => Framework::Torchtitan,
-        // Oumi trains through transformers' `Trainer` (or TRL's) by default.
-        "oumi" => Framework::HfTrainer,
-        // Megatron-DeepSpeed runs Megatron-LM's model code (its ZeRO stage is
-        // the sharding column's).
-        // EleutherAI's GPT-NeoX library is built on Megatron-DeepSpeed.
-        "megatron-lm" | "megatron-deepspeed" | "gpt-neox" | "neox" => Framework::Megatron,
-        "deepspeed-chat" | "openrlhf" => Framework::Deepspeed,
-        // ms-swift by its command and project names (`swift sft`, ModelScope's
-        // SWIFT); the notes need "ms-swift", "swift" being a word of its own.
-        "swift" | "modelscope-swift" | "ms-swift" => Framework::MsSwift,
-        // A loop of one's own, under torchrun or Lightning, or a PyTorch tool
-        // running its own (or the given) model code with the sharding the
-        // columns state: nanoGPT, MosaicML's Composer and LLM Foundry,
-        // fairseq, Colossal-AI, XTuner (mmengine), verl.
-        "pytorch"
-        | "torch"
-        | "torchrun"
-        | "lightning"
-        | "pytorch-lightning"
-        | "fabric"
-        | "lightning-fabric"
-        | "pytorch-fsdp"
-        | "fsdp"
-        | "fsdp2"
-        | "pytorch-ddp"
-        | "ddp"
-        | "nanogpt"
-        | "composer"
-        | "mosaic-composer"
-        | "mosaicml-composer"
-        | "llm-foundry"
-        | "mosaicml"
-        | "llmfoundry"
-        | "mosaicml-llm-foundry"
-        | "fairseq"
-        | "metaseq"
-        | "colossalai"
-        | "colossal-ai"
-        | "xtuner"
-        | "mmengine"
-        | "verl" => Framework::PlainPytorch,
-        // Not PyTorch: XLA's and MLX's memory is not a caching allocator's
-        // (JAX preallocates 75 % of the GPU unless told otherwise).
-        f @ ("jax" | "flax" | "maxtext" | "levanter" | "t5x" | "paxml" | "praxis" | "easylm"
-        | "tensorflow" | "tf" | "keras" | "mlx") => {
-            return Err(format!(
-                "framework `{f}` is not PyTorch: the model describes PyTorch's allocator (JAX \
-                 and TensorFlow preallocate most of the GPU through XLA; MLX runs on Apple's \
-                 unified memory)"
-            ))
-        }
-        // A tool written in the column instead of `other` + notes
-        // (`axolotl`, `NeMo`): read as the notes would be, and with its
-        // hyphens as spaces ("trl-sft", "axolotl-v0.6").
-        f => other_framework(f)
-            .or_else(|| other_framework(&f.replace('-', " ")))
-            .ok_or(format!("framework `{f}` is not in the schema"))?,
-    };
-    // The preset the model column names (its hub id, or the name as people
-    // write it: "TinyLlama-1.1B (litgpt config)", "Llama 2 7B"): it fills
-    // architecture columns a row leaves empty, and says what the columns
-    // cannot (below).
-    let preset = crate::presets::by_name(r.get("model"));
-    let named = preset.map(|p| p.spec());
-    let from_preset = |col: &str, v: Option<u32>, pick: fn(&ModelSpec) -> u32| {
-        v.or(named.as_ref().map(pick)).ok_or_else(|| {
-            format!(
-                "{col} is empty and `model` ({}) names no preset to take it from",
-                r.get("model")
-            )
-        })
-    };
-    let arch = match r.word("arch").as_str() {
-        "" => named.as_ref().map_or(Arch::Decoder, |m| m.arch),
-        "decoder" => Arch::Decoder,
-        "encoder" => Arch::Encoder,
-        "encoder-decoder" => Arch::EncoderDecoder,
-        // The same kinds as people name them (transformers' `AutoModelFor…`
-        // heads, "decoder-only", "seq2seq").
-        "decoder-only" | "causal-lm" | "causal" | "clm" | "causallm" | "autoregressive" | "gpt" => {
-            Arch::Decoder
-        }
-        "encoder-only" | "masked-lm" | "mlm" | "bert" => Arch::Encoder,
-        "seq2seq" | "seq2seq-lm" | "seq-2-seq" | "enc-dec" | "encoder+decoder" | "t5" => {
-            Arch::EncoderDecoder
-        }
-        a => {
-            return Err(format!(
-                "arch `{a}` is not in the schema (decoder, encoder or encoder-decoder)"
-            ))
-        }
-    };
-    let mlp = match r.word("mlp").as_str() {
-        "" => named.as_ref().map_or(Mlp::Plain, |m| m.mlp),
-        "gated" => Mlp::Gated,
-        "plain" => Mlp::Plain,
-        // By the activation's name: the GLU family has three matrices
-        // (Shazeer 2020, "GLU Variants Improve Transformer"), the rest two.
-        "swiglu" | "geglu" | "reglu" | "glu" | "gated-mlp" | "gated-silu" | "gated-gelu"
-        | "silu-gated" => Mlp::Gated,
-        "gelu" | "gelu-new" | "relu" | "squared-relu" | "mlp" | "standard" | "dense" | "ffn" => {
-            Mlp::Plain
-        }
-        m => return Err(format!("mlp `{m}` is not in the schema (gated or plain)")),
-    };
-    let layers = from_preset("n_layers", r.u32("n_layers")?, |m| m.layers)?;
-    let hidden = from_preset("hidden", r.u32("hidden")?, |m| m.hidden)?;
-    let heads = from_preset("n_heads", r.u32("n_heads")?, |m| m.heads)?;
-    // Without GQA unless the named preset (with these heads) has it.
-    let kv_heads = match (r.u32("n_kv_heads")?, &named) {
-        (Some(k), _) => k,
-        (None, Some(m)) if m.heads == heads => m.kv_heads,
-        (None, _) => heads,
-    };
-    // The schema has no norm or position column: gated-MLP models are the
-    // Llama lineage (RMSNorm, rotary); plain-MLP ones GPT/BERT (LayerNorm);
-    // T5-style encoder–decoders use RMS-style norms and relative positions.
-    let (norm, positions, linear_bias) = match (arch, mlp) {
-        (Arch::EncoderDecoder, _) => (Norm::RmsNorm, Positions::Relative, false),
-        (_, Mlp::Gated) => (Norm::RmsNorm, Positions::Rotary, false),
-        (Arch::Encoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Learned, true),
-        (Arch::Decoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Rotary, true),
-    };
-    // Empty expert columns are unknown, not dense: the named preset's (a row
-    // for gpt-oss-20b that leaves them empty is its 32 experts, 4 a token).
-    let experts = match r.u32("n_experts")? {
-        Some(n) => n,
-        None => named.as_ref().map_or(0, |m| m.experts),
-    };
-    let experts_per_token = match (r.u32("experts_per_token")?, &named) {
-        (Some(k), _) => k,
-        (None, Some(m)) if experts > 0 && m.experts == experts => m.experts_per_token,
-        (None, _) => 0,
-    };
-    let mut model = ModelSpec {
-        name: r.get("model").to_string(),
-        arch,
-        layers,
-        encoder_layers: if arch == Arch::EncoderDecoder {
-            layers
-        } else {
-            0
-        },
-        hidden,
-        heads,
-        kv_heads,
-        head_dim: hidden / heads.max(1),
-        ffn: from_preset("ffn_hidden", r.u32("ffn_hidden")?, |m| m.ffn)?,
-        mlp,
-        vocab: from_preset("vocab", r.u32("vocab")?, |m| m.vocab)?,
-        tied_embeddings: match r.get("tied_embeddings") {
-            "" => named.as_ref().is_some_and(|m| m.tied_embeddings),
-            _ => r.bool("tied_embeddings")?,
-        },
-        norm,
-        norms_per_layer: 2,
-        positions,
-        max_positions: if positions == Positions::Learned {
-            512
-        } else {
-            0
-        },
-        linear_bias,
-        qkv_bias: false,
-        experts,
-        experts_per_token,
-        shared_experts: 0,
-        dense_layers: 0,
-        dense_ffn: 0,
-        mla: None,
-        fused_projections: false,
-        fused_gate_up: false,
-        attention_sinks: false,
-        dense_experts: false,
-        clamped_glu: false,
-        gelu_new: false,
-        relu: false,
-        qk_norm: false,
-        logits_bias: false,
-        sdpa_mask: false,
-        softcap: false,
-        parallel_residual: false,
-        norm_fp32_affine: false,
-        python_norm: false,
-        head: ModelHead::Lm,
-        sliding_window: 0,
-    };
-    // What the schema's columns cannot say about the architecture (norm kind
-    // and how many a block has, positions, biases, parallel blocks,
-    // soft-capping, head width, a sliding window) comes from the preset the
-    // model column names, when its dimensions agree with the row's; how
-    // transformers implements it (fused projections, the Python GELU) only
-    // when the column is a hub id (`org/name`, or one word: `gpt2`), the
-    // checkpoint transformers loads, or the Trainer runs it: a free-form name
-    // ("GPT-2 124M (from scratch)") may be any code.
-    let transformers_code =
-        !r.get("model").trim().contains(char::is_whitespace) || framework.trains_through_trainer();
-    // Whether the named checkpoint's config trains with dropout in its blocks.
-    let mut config_dropout = None;
-    // The named preset of the row's shape says the rest; a size of a preset
-    // family no preset has (Pythia-70M, Falcon-180B) takes its family's
-    // implementation, not its dimensions (head width, window). Whether the
-    // head width came from a preset of the row's shape:
-    let shape = (model.layers, model.hidden, model.arch);
-    let head_width_known = match named
-        .as_ref()
-        .filter(|s| (s.layers, s.hidden, s.arch) == shape)
-    {
-        Some(s) => {
-            config_dropout = preset.map(|p| p.config_dropout());
-            copy_implementation(&mut model, s, transformers_code);
-            model.sliding_window = s.sliding_window;
-            model.head_dim = s.head_dim;
-            // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
-            if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
-                model.mla = s.mla;
-            }
-            // An MoE preset's layout the columns cannot hold: its shared
-            // experts and dense blocks (DeepSeek-MoE, Llama-4 Maverick), when
-            // the row's experts are its routed ones (or routed and shared:
-            // "total experts") and its width the experts' (or the dense
-            // blocks').
-            let experts_agree = model.experts > 0
-                && (model.experts == s.experts || model.experts == s.experts + s.shared_experts);
-            let width_agrees =
-                model.ffn == s.ffn || (s.dense_layers > 0 && model.ffn == s.dense_ffn);
-            if s.is_moe() && experts_agree && width_agrees {
-                model.experts = s.experts;
-                model.ffn = s.ffn;
-                model.shared_experts = s.shared_experts;
-                model.dense_layers = s.dense_layers;
-                model.dense_ffn = s.dense_ffn;
-            }
-            true
-        }
-        None => {
-            let member = crate::presets::family_member(r.get("model"), model.hidden)
-                .filter(|p| p.spec().arch == model.arch);
-            if let Some(p) = member {
-                config_dropout = Some(p.config_dropout());
-                copy_implementation(&mut model, &p.spec(), transformers_code);
-            }
-            false
-        }
-    };
-    // What the notes state about the implementation.
+    let framework = framework_of(r)?;
+    let (model, config_dropout) = model_of(r, framework)?;
     let notes = r.get("notes");
-    // A fused projection the LoRA targets or the notes name: the model's own
-    // code computes q/k/v (or gate/up) in one matmul, which PEFT adapts as one
-    // module — for a model no preset describes (ChatGLM's `query_key_value`,
-    // Baichuan's `W_pack`, InternLM2's `wqkv`, Qwen 1's `c_attn`, MPT's
-    // `Wqkv`). Replayed: MPT-7B with LoRA on every linear, +6.1 % until its
-    // one adapter on `Wqkv` was counted as one.
-    let targets_and_notes = format!("{} {notes}", r.get("lora_targets"));
-    if transformers_code && names_fused_module(&targets_and_notes) {
-        model.fused_projections = true;
-    }
-    // "n_layers is per stack (24 enc + 24 dec)", "12 encoder + 6 decoder".
-    if let (Arch::EncoderDecoder, Some((enc, dec))) = (arch, stated_stacks(notes)) {
-        model.encoder_layers = enc;
-        model.layers = dec;
-    }
-    // "sequence classification head only (no LM head; no vocab logits)", a
-    // reward model, a `*ForSequenceClassification` class, or a task column
-    // that names one.
-    if names_classifier_head(notes, &r.word("task")) {
-        model.head = ModelHead::Classifier;
-    }
-    // MoE shared experts the schema has no column for ("2 shared experts",
-    // `n_shared_experts=2`), counted in routed experts' widths (DeepSeek-MoE's
-    // `n_shared_experts` are; Qwen-MoE's one shared expert 4 routed widths wide
-    // is "4 shared experts").
-    if model.experts > 0 {
-        let lower = notes.to_ascii_lowercase();
-        let n = stated_number(&lower, " shared expert")
-            .or_else(|| stated_after(&lower, &["n_shared_experts", "num_shared_experts"]));
-        if let Some(n) = n {
-            model.shared_experts = n;
-        }
-    }
-    // A from-scratch model whose LayerNorm / GELU are written as tensor ops
-    // ("custom LayerNorm/GELU").
-    if notes.contains("custom LayerNorm") {
-        model.python_norm = true;
-    }
-    if notes.contains("custom LayerNorm/GELU") || notes.contains("custom GELU") {
-        model.gelu_new = true;
-    }
-    // A head width the columns cannot give: heads × head width need not be
-    // the hidden size (Qwen3, Gemma, ERNIE-4.5, Seed-OSS: 128- or 256-wide
-    // heads over a narrower hidden), and the attention's projections — its
-    // parameters and its q/k/v activations — follow it. Where no preset of
-    // the row's shape says, the stated `params_total` does, when the usual
-    // width (hidden / heads) misses it by more than
-    // [`HEAD_WIDTH_MISMATCH_PCT`] and a common width
-    // ([`COMMON_HEAD_WIDTHS`]) meets it within [`HEAD_WIDTH_MATCH_PCT`].
-    // Replayed: Seed-OSS-36B (80 heads of 128 over 5120) −9 … −10 % on every
-    // counter with 64-wide heads, ERNIE-4.5-0.3B −8 %.
-    if !head_width_known && model.mla.is_none() {
-        if let Some(stated) = r.f64("params_total").ok().flatten().filter(|p| *p > 0.0) {
-            model.head_dim = head_width_for(&model, stated * 1e9);
-        }
-    }
     let oom = r.oom().unwrap_or(false);
-    // The capacity: the column, else the board size the name states ("RTX
-    // 2080 Ti 11GB"), else, on an OOM row, its measurement (the schema's
-    // lower bound: the capacity the run hit).
-    let mem_gib = match gpu_mem_gib(r.get("gpu_mem_gib"))? {
-        Some(g) if !(g.is_finite() && g > 0.0) => {
-            return Err(format!(
-                "gpu_mem_gib: `{}` is not a capacity (a number of GiB above 0)",
-                r.get("gpu_mem_gib")
-            ))
-        }
-        Some(g) => Some(g),
-        None => stated_board_gib(r.get("gpu")).or(if oom {
-            r.f64("measured_gib").ok().flatten()
-        } else {
-            None
-        }),
-    };
-    if let Some(why) = not_a_gpu(r.get("gpu")) {
-        return Err(why);
-    }
-    let gpu = gpu_for(r.get("gpu"), mem_gib);
+    let gpu = gpu_of(r, oom)?;
 
     // Not stated in its column: the count the GPU column may carry ("8x H100").
     let num_gpus = r
@@ -1034,4 +674,387 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
         plan.training.checkpointing = Checkpointing::Full;
     }
     Ok(plan)
+}
+
+/// The framework a row runs: the column, a tool in parentheses after it, or
+/// the one its notes name behind `other`.
+fn framework_of(r: &Row) -> Result<Framework, String> {
+    // A note in parentheses after the framework ("torchtune (recipe)"), or
+    // the tool inside them after `other` ("other (axolotl)").
+    let framework_word = r.word("framework");
+    let framework_word = match with_note(&framework_word) {
+        Some(("" | "other", tool)) => tool.to_string(),
+        Some((name, _)) => name.to_string(),
+        None => framework_word,
+    };
+    let framework = match framework_word.as_str() {
+        // The Trainer running TRL's trainers ("TRL SFTTrainer"): TRL's profile
+        // (the schema has no `trl` value; [`runs_trl`]).
+        "hf-trainer" if other_framework(r.get("notes")) == Some(Framework::Trl) => Framework::Trl,
+        "hf-trainer" => Framework::HfTrainer,
+        "hf-accelerate" => Framework::HfAccelerate,
+        "litgpt" => Framework::Litgpt,
+        "torchtune" => Framework::Torchtune,
+        "torchtitan" => Framework::Torchtitan,
+        "deepspeed" => Framework::Deepspeed,
+        "megatron" => Framework::Megatron,
+        "fsdp-qlora" => Framework::FsdpQlora,
+        // A tool the notes name: NeMo and Megatron-Bridge run Megatron-Core;
+        // axolotl, LLaMA-Factory, Unsloth, ms-swift and TRL have profiles of
+        // their own over transformers' `Trainer`.
+        "other" => other_framework(r.get("notes")).unwrap_or(Framework::PlainPytorch),
+        "plain-pytorch" | "" => Framework::PlainPytorch,
+        // Other names of the schema's frameworks.
+        "peft" => Framework::Peft,
+        "accelerate" => Framework::HfAccelerate,
+        "transformers"
+        | "hf-transformers"
+        | "huggingface-trainer"
+        | "transformers-trainer"
+        | "hf-trainer-api"
+        | "huggingface"
+        | "hugging-face"
+        | "hf"
+        | "hugging-face-transformers"
+        | "trainer" => Framework::HfTrainer,
+        "lit-gpt" | "lit-llama" => Framework::Litgpt,
+        "torch-titan" => Framework::Torchtitan,
+        // Oumi trains through transformers' `Trainer` (or TRL's) by default.
+        "oumi" => Framework::HfTrainer,
+        // Megatron-DeepSpeed runs Megatron-LM's model code (its ZeRO stage is
+        // the sharding column's).
+        // EleutherAI's GPT-NeoX library is built on Megatron-DeepSpeed.
+        "megatron-lm" | "megatron-deepspeed" | "gpt-neox" | "neox" => Framework::Megatron,
+        "deepspeed-chat" | "openrlhf" => Framework::Deepspeed,
+        // ms-swift by its command and project names (`swift sft`, ModelScope's
+        // SWIFT); the notes need "ms-swift", "swift" being a word of its own.
+        "swift" | "modelscope-swift" | "ms-swift" => Framework::MsSwift,
+        // A loop of one's own, under torchrun or Lightning, or a PyTorch tool
+        // running its own (or the given) model code with the sharding the
+        // columns state: nanoGPT, MosaicML's Composer and LLM Foundry,
+        // fairseq, Colossal-AI, XTuner (mmengine), verl.
+        "pytorch"
+        | "torch"
+        | "torchrun"
+        | "lightning"
+        | "pytorch-lightning"
+        | "fabric"
+        | "lightning-fabric"
+        | "pytorch-fsdp"
+        | "fsdp"
+        | "fsdp2"
+        | "pytorch-ddp"
+        | "ddp"
+        | "nanogpt"
+        | "composer"
+        | "mosaic-composer"
+        | "mosaicml-composer"
+        | "llm-foundry"
+        | "mosaicml"
+        | "llmfoundry"
+        | "mosaicml-llm-foundry"
+        | "fairseq"
+        | "metaseq"
+        | "colossalai"
+        | "colossal-ai"
+        | "xtuner"
+        | "mmengine"
+        | "verl" => Framework::PlainPytorch,
+        // Not PyTorch: XLA's and MLX's memory is not a caching allocator's
+        // (JAX preallocates 75 % of the GPU unless told otherwise).
+        f @ ("jax" | "flax" | "maxtext" | "levanter" | "t5x" | "paxml" | "praxis" | "easylm"
+        | "tensorflow" | "tf" | "keras" | "mlx") => {
+            return Err(format!(
+                "framework `{f}` is not PyTorch: the model describes PyTorch's allocator (JAX \
+                 and TensorFlow preallocate most of the GPU through XLA; MLX runs on Apple's \
+                 unified memory)"
+            ))
+        }
+        // A tool written in the column instead of `other` + notes
+        // (`axolotl`, `NeMo`): read as the notes would be, and with its
+        // hyphens as spaces ("trl-sft", "axolotl-v0.6").
+        f => other_framework(f)
+            .or_else(|| other_framework(&f.replace('-', " ")))
+            .ok_or(format!("framework `{f}` is not in the schema"))?,
+    };
+    Ok(framework)
+}
+
+/// The model a row trains: its architecture columns, completed and told
+/// apart by the preset its `model` column names and by its notes; and
+/// whether that checkpoint's config trains with dropout in its blocks. The
+/// framework says whether transformers' own code runs it.
+fn model_of(r: &Row, framework: Framework) -> Result<(ModelSpec, Option<bool>), String> {
+    // The preset the model column names (its hub id, or the name as people
+    // write it: "TinyLlama-1.1B (litgpt config)", "Llama 2 7B"): it fills
+    // architecture columns a row leaves empty, and says what the columns
+    // cannot (below).
+    let preset = crate::presets::by_name(r.get("model"));
+    let named = preset.map(|p| p.spec());
+    let from_preset = |col: &str, v: Option<u32>, pick: fn(&ModelSpec) -> u32| {
+        v.or(named.as_ref().map(pick)).ok_or_else(|| {
+            format!(
+                "{col} is empty and `model` ({}) names no preset to take it from",
+                r.get("model")
+            )
+        })
+    };
+    let arch = match r.word("arch").as_str() {
+        "" => named.as_ref().map_or(Arch::Decoder, |m| m.arch),
+        "decoder" => Arch::Decoder,
+        "encoder" => Arch::Encoder,
+        "encoder-decoder" => Arch::EncoderDecoder,
+        // The same kinds as people name them (transformers' `AutoModelFor…`
+        // heads, "decoder-only", "seq2seq").
+        "decoder-only" | "causal-lm" | "causal" | "clm" | "causallm" | "autoregressive" | "gpt" => {
+            Arch::Decoder
+        }
+        "encoder-only" | "masked-lm" | "mlm" | "bert" => Arch::Encoder,
+        "seq2seq" | "seq2seq-lm" | "seq-2-seq" | "enc-dec" | "encoder+decoder" | "t5" => {
+            Arch::EncoderDecoder
+        }
+        a => {
+            return Err(format!(
+                "arch `{a}` is not in the schema (decoder, encoder or encoder-decoder)"
+            ))
+        }
+    };
+    let mlp = match r.word("mlp").as_str() {
+        "" => named.as_ref().map_or(Mlp::Plain, |m| m.mlp),
+        "gated" => Mlp::Gated,
+        "plain" => Mlp::Plain,
+        // By the activation's name: the GLU family has three matrices
+        // (Shazeer 2020, "GLU Variants Improve Transformer"), the rest two.
+        "swiglu" | "geglu" | "reglu" | "glu" | "gated-mlp" | "gated-silu" | "gated-gelu"
+        | "silu-gated" => Mlp::Gated,
+        "gelu" | "gelu-new" | "relu" | "squared-relu" | "mlp" | "standard" | "dense" | "ffn" => {
+            Mlp::Plain
+        }
+        m => return Err(format!("mlp `{m}` is not in the schema (gated or plain)")),
+    };
+    let layers = from_preset("n_layers", r.u32("n_layers")?, |m| m.layers)?;
+    let hidden = from_preset("hidden", r.u32("hidden")?, |m| m.hidden)?;
+    let heads = from_preset("n_heads", r.u32("n_heads")?, |m| m.heads)?;
+    // Without GQA unless the named preset (with these heads) has it.
+    let kv_heads = match (r.u32("n_kv_heads")?, &named) {
+        (Some(k), _) => k,
+        (None, Some(m)) if m.heads == heads => m.kv_heads,
+        (None, _) => heads,
+    };
+    // The schema has no norm or position column: gated-MLP models are the
+    // Llama lineage (RMSNorm, rotary); plain-MLP ones GPT/BERT (LayerNorm);
+    // T5-style encoder–decoders use RMS-style norms and relative positions.
+    let (norm, positions, linear_bias) = match (arch, mlp) {
+        (Arch::EncoderDecoder, _) => (Norm::RmsNorm, Positions::Relative, false),
+        (_, Mlp::Gated) => (Norm::RmsNorm, Positions::Rotary, false),
+        (Arch::Encoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Learned, true),
+        (Arch::Decoder, Mlp::Plain) => (Norm::LayerNorm, Positions::Rotary, true),
+    };
+    // Empty expert columns are unknown, not dense: the named preset's (a row
+    // for gpt-oss-20b that leaves them empty is its 32 experts, 4 a token).
+    let experts = match r.u32("n_experts")? {
+        Some(n) => n,
+        None => named.as_ref().map_or(0, |m| m.experts),
+    };
+    let experts_per_token = match (r.u32("experts_per_token")?, &named) {
+        (Some(k), _) => k,
+        (None, Some(m)) if experts > 0 && m.experts == experts => m.experts_per_token,
+        (None, _) => 0,
+    };
+    let mut model = ModelSpec {
+        name: r.get("model").to_string(),
+        arch,
+        layers,
+        encoder_layers: if arch == Arch::EncoderDecoder {
+            layers
+        } else {
+            0
+        },
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: hidden / heads.max(1),
+        ffn: from_preset("ffn_hidden", r.u32("ffn_hidden")?, |m| m.ffn)?,
+        mlp,
+        vocab: from_preset("vocab", r.u32("vocab")?, |m| m.vocab)?,
+        tied_embeddings: match r.get("tied_embeddings") {
+            "" => named.as_ref().is_some_and(|m| m.tied_embeddings),
+            _ => r.bool("tied_embeddings")?,
+        },
+        norm,
+        norms_per_layer: 2,
+        positions,
+        max_positions: if positions == Positions::Learned {
+            512
+        } else {
+            0
+        },
+        linear_bias,
+        qkv_bias: false,
+        experts,
+        experts_per_token,
+        shared_experts: 0,
+        dense_layers: 0,
+        dense_ffn: 0,
+        mla: None,
+        fused_projections: false,
+        fused_gate_up: false,
+        attention_sinks: false,
+        dense_experts: false,
+        clamped_glu: false,
+        gelu_new: false,
+        relu: false,
+        qk_norm: false,
+        logits_bias: false,
+        sdpa_mask: false,
+        softcap: false,
+        parallel_residual: false,
+        norm_fp32_affine: false,
+        python_norm: false,
+        head: ModelHead::Lm,
+        sliding_window: 0,
+    };
+    // What the schema's columns cannot say about the architecture (norm kind
+    // and how many a block has, positions, biases, parallel blocks,
+    // soft-capping, head width, a sliding window) comes from the preset the
+    // model column names, when its dimensions agree with the row's; how
+    // transformers implements it (fused projections, the Python GELU) only
+    // when the column is a hub id (`org/name`, or one word: `gpt2`), the
+    // checkpoint transformers loads, or the Trainer runs it: a free-form name
+    // ("GPT-2 124M (from scratch)") may be any code.
+    let transformers_code =
+        !r.get("model").trim().contains(char::is_whitespace) || framework.trains_through_trainer();
+    // Whether the named checkpoint's config trains with dropout in its blocks.
+    let mut config_dropout = None;
+    // The named preset of the row's shape says the rest; a size of a preset
+    // family no preset has (Pythia-70M, Falcon-180B) takes its family's
+    // implementation, not its dimensions (head width, window). Whether the
+    // head width came from a preset of the row's shape:
+    let shape = (model.layers, model.hidden, model.arch);
+    let head_width_known = match named
+        .as_ref()
+        .filter(|s| (s.layers, s.hidden, s.arch) == shape)
+    {
+        Some(s) => {
+            config_dropout = preset.map(|p| p.config_dropout());
+            copy_implementation(&mut model, s, transformers_code);
+            model.sliding_window = s.sliding_window;
+            model.head_dim = s.head_dim;
+            // Latent attention (DeepSeek-V2/V3): the heads' shape comes with it.
+            if s.mla.is_some() && model.heads == s.heads && model.kv_heads == model.heads {
+                model.mla = s.mla;
+            }
+            // An MoE preset's layout the columns cannot hold: its shared
+            // experts and dense blocks (DeepSeek-MoE, Llama-4 Maverick), when
+            // the row's experts are its routed ones (or routed and shared:
+            // "total experts") and its width the experts' (or the dense
+            // blocks').
+            let experts_agree = model.experts > 0
+                && (model.experts == s.experts || model.experts == s.experts + s.shared_experts);
+            let width_agrees =
+                model.ffn == s.ffn || (s.dense_layers > 0 && model.ffn == s.dense_ffn);
+            if s.is_moe() && experts_agree && width_agrees {
+                model.experts = s.experts;
+                model.ffn = s.ffn;
+                model.shared_experts = s.shared_experts;
+                model.dense_layers = s.dense_layers;
+                model.dense_ffn = s.dense_ffn;
+            }
+            true
+        }
+        None => {
+            let member = crate::presets::family_member(r.get("model"), model.hidden)
+                .filter(|p| p.spec().arch == model.arch);
+            if let Some(p) = member {
+                config_dropout = Some(p.config_dropout());
+                copy_implementation(&mut model, &p.spec(), transformers_code);
+            }
+            false
+        }
+    };
+    // What the notes state about the implementation.
+    let notes = r.get("notes");
+    // A fused projection the LoRA targets or the notes name: the model's own
+    // code computes q/k/v (or gate/up) in one matmul, which PEFT adapts as one
+    // module — for a model no preset describes (ChatGLM's `query_key_value`,
+    // Baichuan's `W_pack`, InternLM2's `wqkv`, Qwen 1's `c_attn`, MPT's
+    // `Wqkv`). Replayed: MPT-7B with LoRA on every linear, +6.1 % until its
+    // one adapter on `Wqkv` was counted as one.
+    let targets_and_notes = format!("{} {notes}", r.get("lora_targets"));
+    if transformers_code && names_fused_module(&targets_and_notes) {
+        model.fused_projections = true;
+    }
+    // "n_layers is per stack (24 enc + 24 dec)", "12 encoder + 6 decoder".
+    if let (Arch::EncoderDecoder, Some((enc, dec))) = (arch, stated_stacks(notes)) {
+        model.encoder_layers = enc;
+        model.layers = dec;
+    }
+    // "sequence classification head only (no LM head; no vocab logits)", a
+    // reward model, a `*ForSequenceClassification` class, or a task column
+    // that names one.
+    if names_classifier_head(notes, &r.word("task")) {
+        model.head = ModelHead::Classifier;
+    }
+    // MoE shared experts the schema has no column for ("2 shared experts",
+    // `n_shared_experts=2`), counted in routed experts' widths (DeepSeek-MoE's
+    // `n_shared_experts` are; Qwen-MoE's one shared expert 4 routed widths wide
+    // is "4 shared experts").
+    if model.experts > 0 {
+        let lower = notes.to_ascii_lowercase();
+        let n = stated_number(&lower, " shared expert")
+            .or_else(|| stated_after(&lower, &["n_shared_experts", "num_shared_experts"]));
+        if let Some(n) = n {
+            model.shared_experts = n;
+        }
+    }
+    // A from-scratch model whose LayerNorm / GELU are written as tensor ops
+    // ("custom LayerNorm/GELU").
+    if notes.contains("custom LayerNorm") {
+        model.python_norm = true;
+    }
+    if notes.contains("custom LayerNorm/GELU") || notes.contains("custom GELU") {
+        model.gelu_new = true;
+    }
+    // A head width the columns cannot give: heads × head width need not be
+    // the hidden size (Qwen3, Gemma, ERNIE-4.5, Seed-OSS: 128- or 256-wide
+    // heads over a narrower hidden), and the attention's projections — its
+    // parameters and its q/k/v activations — follow it. Where no preset of
+    // the row's shape says, the stated `params_total` does, when the usual
+    // width (hidden / heads) misses it by more than
+    // [`HEAD_WIDTH_MISMATCH_PCT`] and a common width
+    // ([`COMMON_HEAD_WIDTHS`]) meets it within [`HEAD_WIDTH_MATCH_PCT`].
+    // Replayed: Seed-OSS-36B (80 heads of 128 over 5120) −9 … −10 % on every
+    // counter with 64-wide heads, ERNIE-4.5-0.3B −8 %.
+    if !head_width_known && model.mla.is_none() {
+        if let Some(stated) = r.f64("params_total").ok().flatten().filter(|p| *p > 0.0) {
+            model.head_dim = head_width_for(&model, stated * 1e9);
+        }
+    }
+    Ok((model, config_dropout))
+}
+
+/// The GPU a row ran on, with its capacity: the `gpu_mem_gib` column, else
+/// the board size its name states, else an OOM row's measurement.
+fn gpu_of(r: &Row, oom: bool) -> Result<GpuSpec, String> {
+    // The capacity: the column, else the board size the name states ("RTX
+    // 2080 Ti 11GB"), else, on an OOM row, its measurement (the schema's
+    // lower bound: the capacity the run hit).
+    let mem_gib = match gpu_mem_gib(r.get("gpu_mem_gib"))? {
+        Some(g) if !(g.is_finite() && g > 0.0) => {
+            return Err(format!(
+                "gpu_mem_gib: `{}` is not a capacity (a number of GiB above 0)",
+                r.get("gpu_mem_gib")
+            ))
+        }
+        Some(g) => Some(g),
+        None => stated_board_gib(r.get("gpu")).or(if oom {
+            r.f64("measured_gib").ok().flatten()
+        } else {
+            None
+        }),
+    };
+    if let Some(why) = not_a_gpu(r.get("gpu")) {
+        return Err(why);
+    }
+    Ok(gpu_for(r.get("gpu"), mem_gib))
 }
