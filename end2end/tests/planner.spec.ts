@@ -22,6 +22,25 @@ test("server renders the planner with a verdict", async ({ page }) => {
   await expect(page.getByTestId("device-used")).toHaveText(/GiB$/);
 });
 
+test("on a wide screen the verdict stays in view while the long form scrolls; a plan with room shows no empty ladder", async ({ page }) => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto("/");
+  await expect(page.getByTestId("verdict")).toBeInViewport();
+  // The default plan fits with more than the thin-headroom margin: no rungs.
+  await expect(page.getByTestId("ladder")).toBeHidden();
+  // Down the form, at the optimizer and further at the LoRA settings.
+  await page.getByTestId("opt").scrollIntoViewIfNeeded();
+  await expect(page.getByTestId("opt")).toBeInViewport();
+  await expect(page.getByTestId("verdict")).toBeInViewport();
+  await page.getByTestId("ckpt").scrollIntoViewIfNeeded();
+  await expect(page.getByTestId("verdict")).toBeInViewport();
+  // A plan that does not fit shows its ladder, in view beside the form too.
+  await page.goto("/?model=llama-3.1-70b&gpus=1&shard=none");
+  await expect(page.getByTestId("ladder")).toBeVisible();
+  await page.getByTestId("opt").scrollIntoViewIfNeeded();
+  await expect(page.getByTestId("verdict")).toBeInViewport();
+});
+
 test("the planner, a saved plan and the team page load without a console error or a failed request", async ({ page }, info) => {
   const problems: string[] = [];
   page.on("console", (m) => {
