@@ -1118,6 +1118,72 @@ mod findings_and_verdicts {
     }
 
     #[test]
+    fn a_log_from_another_card_says_so() {
+        // smi_table_07: eight A800 80GB PCIe, the name cut to "NVIDIA A800 80G...",
+        // 81920 MiB each; the default plan is on an H100 80GB HBM3 (81559 MiB).
+        let t = parse("smi_table_07.txt");
+        let plan = cost_model::Plan::default();
+        let f = findings::findings(&t, Some(&plan));
+        let m: Vec<_> = f.iter().filter(|x| x.kind == "gpu-mismatch").collect();
+        assert_eq!(m.len(), 1, "{f:?}");
+        assert!(
+            m[0].detail
+                .contains("GPUs 0, 1, 2, 3, 4, 5, 6, 7 are NVIDIA A800 80G")
+                && m[0].detail.contains("NVIDIA H100 80GB HBM3 with 81559 MiB"),
+            "{}",
+            m[0].detail
+        );
+        assert_eq!(m[0].gpu, None);
+        // Without a plan there is nothing to compare with.
+        assert!(findings::findings(&t, None)
+            .iter()
+            .all(|x| x.kind != "gpu-mismatch"));
+        // On the A800's catalogue entry the log is the plan's card.
+        let mut a800 = plan.clone();
+        a800.gpu = cost_model::gpu::gpu("a800-80gb").unwrap();
+        assert!(findings::findings(&t, Some(&a800))
+            .iter()
+            .all(|x| x.kind != "gpu-mismatch"));
+        // The same chip in another form with the same memory is the plan's card
+        // (an A100 80GB PCIe plan against SXM4 names); another capacity is not.
+        let sxm = "timestamp, index, name, memory.used [MiB], memory.total [MiB]\n\
+                   2024/01/01 00:00:00.000, 0, NVIDIA A100-SXM4-80GB, 60000 MiB, 81920 MiB\n\
+                   2024/01/01 00:00:01.000, 1, NVIDIA A100-SXM4-80GB, 60000 MiB, 81920 MiB\n";
+        let t = trace::parse(sxm, &ParseOptions::default()).unwrap();
+        let mut a100 = plan.clone();
+        a100.gpu = cost_model::gpu::gpu("a100-pcie-80gb").unwrap();
+        assert!(findings::findings(&t, Some(&a100))
+            .iter()
+            .all(|x| x.kind != "gpu-mismatch"));
+        a100.gpu = cost_model::gpu::gpu("a100-sxm4-40gb").unwrap();
+        let f = findings::findings(&t, Some(&a100));
+        let m: Vec<_> = f.iter().filter(|x| x.kind == "gpu-mismatch").collect();
+        assert_eq!(m.len(), 1, "{f:?}");
+        assert!(m[0].detail.contains("with 81920 MiB"), "{}", m[0].detail);
+        // A plan whose memory was set by hand (a card the list lacks) is
+        // compared by capacity alone: a log without names, of that size, matches.
+        let unnamed = trace::parse(
+            &csv((0..2).map(|g| (g, 50_000.0))),
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        let mut custom = plan.clone();
+        custom.gpu.id = "custom".into();
+        custom.gpu.name = "my card".into();
+        custom.gpu.capacity_mib = 81_559;
+        assert!(findings::findings(&unnamed, Some(&custom))
+            .iter()
+            .all(|x| x.kind != "gpu-mismatch"));
+        custom.gpu.capacity_mib = 24_576;
+        let f = findings::findings(&unnamed, Some(&custom));
+        assert!(
+            f.iter()
+                .any(|x| x.kind == "gpu-mismatch" && x.detail.contains("a card with 81559 MiB")),
+            "{f:?}"
+        );
+    }
+
+    #[test]
     fn an_oom_with_a_plan_links_the_change_that_fits() {
         let mut plan = cost_model::Plan::default();
         plan.training.micro_batch = 16;

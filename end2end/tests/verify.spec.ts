@@ -62,6 +62,8 @@ test("upload an nvidia-smi CSV log: chart, verdict and findings", async ({ page 
   await expect(v.getByTestId("trace-chart").locator("svg")).toBeVisible();
   await expect(v.getByTestId("trace-verdict")).toContainText(/over-estimated|under-estimated|held/);
   await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
+  // The log's cards are not the plan's: said before the verdict is trusted.
+  await expect(v.locator('[data-kind="gpu-mismatch"]')).toContainText("GPUs 0, 1 are NVIDIA RTX A6000 with 49140 MiB");
 });
 
 test("upload a gzip-compressed log: the server reads the text inside", async ({ page }, info) => {

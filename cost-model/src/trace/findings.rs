@@ -42,11 +42,20 @@ const FOREIGN_MIN_MIB: f64 = 100.0;
 /// `expandable_segments:True` reduces it).
 const FRAGMENTATION_FACTOR: f64 = 1.25;
 const FRAGMENTATION_MIN_MIB: f64 = 1024.0;
+/// A log's GPU whose `memory.total` differs from the plan's capacity by more
+/// than this share is another card (or a MIG slice): 40 against 80 GB, 24
+/// against 48. Within it the same card reads differently by driver and ECC
+/// setting (nvidia-smi's A100-40GB 40960 or 40536 MiB, T4 15360 or 15109).
+const GPU_CAPACITY_MISMATCH_SHARE: f64 = 0.03;
+/// Words a GPU's name carries or drops by tool and driver ("Tesla V100",
+/// "NVIDIA GeForce RTX 4090", "A100-SXM4-80GB"): left out of the comparison.
+const GPU_NAME_NOISE: &[&str] = &["nvidia", "tesla", "geforce", "quadro", "amd", "instinct"];
 
 /// One observation, with its evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// `leak`, `imbalance`, `foreign-process`, `fragmentation`, `oom`.
+    /// `leak`, `imbalance`, `foreign-process`, `fragmentation`, `oom`,
+    /// `gpu-mismatch`.
     pub kind: String,
     pub gpu: Option<u32>,
     pub detail: String,
@@ -82,9 +91,99 @@ fn trend(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, r2))
 }
 
-/// Findings of a trace (with a plan: the OOM fix).
+/// The chip a GPU name names: its first word with a digit once the vendor
+/// and brand words are dropped ([`GPU_NAME_NOISE`]) — `a100` for
+/// "NVIDIA A100-SXM4-80GB" and "NVIDIA A100 80GB PCIe", `4090` for "NVIDIA
+/// GeForce RTX 4090", `mi300x` for "AMD Instinct MI300X" — and whether that
+/// word may be cut short (nvidia-smi's table ends a long name with `...`).
+/// Variants of one chip (SXM or PCIe, 40 or 80 GB) hold the same; their
+/// capacities tell them apart.
+fn gpu_chip(name: &str) -> Option<(String, bool)> {
+    let lower = name.trim().to_ascii_lowercase();
+    let cut = lower.ends_with("...") || lower.ends_with('…');
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !GPU_NAME_NOISE.contains(w))
+        .collect();
+    let i = words
+        .iter()
+        .position(|w| w.chars().any(|c| c.is_ascii_digit()))?;
+    Some((words[i].to_string(), cut && i + 1 == words.len()))
+}
+
+/// Whether a log's GPU name names the plan's chip ([`gpu_chip`]); a name
+/// without one says nothing against it.
+fn same_chip(log_name: &str, plan_name: &str) -> bool {
+    match (gpu_chip(log_name), gpu_chip(plan_name)) {
+        (Some((log, cut)), Some((plan, _))) => log == plan || (cut && plan.starts_with(&log)),
+        _ => true,
+    }
+}
+
+/// The log's GPUs that are not the plan's card: another chip (where the
+/// plan's GPU is a catalogue entry, whose name is nvidia-smi's:
+/// [`same_chip`]) or another capacity ([`GPU_CAPACITY_MISMATCH_SHARE`]). One finding per kind of card,
+/// naming its GPUs: the verdict then compares a plan with another card's run.
+fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
+    let catalogue = crate::gpu::gpu(&plan.gpu.id).is_some_and(|g| g.name == plan.gpu.name);
+    let cap = plan.gpu.capacity_mib as f64;
+    // (name, total) of each kind of card, with its GPU indices.
+    let mut kinds: Vec<(Option<&str>, Option<f64>, Vec<u32>)> = Vec::new();
+    for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
+        let name = g
+            .name
+            .as_deref()
+            .filter(|n| catalogue && !same_chip(n, &plan.gpu.name));
+        let total = g
+            .total_mib
+            .filter(|m| cap > 0.0 && (m - cap).abs() > GPU_CAPACITY_MISMATCH_SHARE * cap);
+        if name.is_none() && total.is_none() {
+            continue;
+        }
+        match kinds.iter_mut().find(|k| k.0 == name && k.1 == total) {
+            Some(k) => k.2.push(g.index),
+            None => kinds.push((name, total, vec![g.index])),
+        }
+    }
+    kinds
+        .into_iter()
+        .filter_map(|(name, total, gpus)| {
+            let card = match (name, total) {
+                (Some(n), Some(m)) => format!("{n} with {m:.0} MiB"),
+                (Some(n), None) => n.to_string(),
+                (None, Some(m)) => format!("a card with {m:.0} MiB"),
+                (None, None) => return None,
+            };
+            let list = gpus
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let which = if gpus.len() == 1 {
+                format!("GPU {list} is")
+            } else {
+                format!("GPUs {list} are")
+            };
+            Some(Finding {
+                kind: "gpu-mismatch".into(),
+                gpu: (gpus.len() == 1).then(|| gpus[0]),
+                detail: format!(
+                    "the log's {which} {card}, the plan's {} with {} MiB: the comparison is \
+                     with another card's run; set the plan's GPU (or its memory) to match",
+                    plan.gpu.name, plan.gpu.capacity_mib
+                ),
+                fix_query: None,
+            })
+        })
+        .collect()
+}
+
+/// Findings of a trace (with a plan: the OOM fix, and a log from another card).
 pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
     let mut out = Vec::new();
+    if let Some(p) = plan {
+        out.extend(gpu_mismatches(t, p));
+    }
     let timed = matches!(
         t.format,
         Format::NvidiaSmiCsv | Format::NvidiaSmiTable | Format::Gpustat
@@ -556,5 +655,40 @@ pub fn report(t: &Trace, plan: Option<&Plan>) -> VerifyReport {
             })
             .collect(),
         lines: t.lines,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_names_are_compared_by_their_chip() {
+        let chip = |n: &str| gpu_chip(n).map(|c| c.0);
+        assert_eq!(chip("NVIDIA A100-SXM4-80GB").as_deref(), Some("a100"));
+        assert_eq!(chip("NVIDIA A100 80GB PCIe").as_deref(), Some("a100"));
+        assert_eq!(chip("Tesla V100-SXM2-16GB").as_deref(), Some("v100"));
+        assert_eq!(chip("NVIDIA GeForce RTX 4090").as_deref(), Some("4090"));
+        assert_eq!(chip("AMD Instinct MI300X").as_deref(), Some("mi300x"));
+        assert_eq!(chip("NVIDIA Graphics Device"), None);
+        assert!(same_chip("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"));
+        assert!(same_chip("A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB"));
+        assert!(same_chip("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"));
+        assert!(!same_chip("NVIDIA A800 80GB PCIe", "NVIDIA A100 80GB PCIe"));
+        assert!(!same_chip("NVIDIA L40", "NVIDIA L40S"));
+        assert!(!same_chip(
+            "NVIDIA RTX 6000 Ada Generation",
+            "NVIDIA RTX A6000"
+        ));
+        assert!(!same_chip("NVIDIA A10", "NVIDIA A100-SXM4-80GB"));
+        // nvidia-smi's table cuts long names: a cut word is a prefix.
+        assert!(same_chip(
+            "NVIDIA GeForce RTX 30...",
+            "NVIDIA GeForce RTX 3090"
+        ));
+        assert!(same_chip("NVIDIA A800 80G...", "NVIDIA A800 80GB PCIe"));
+        assert!(!same_chip("NVIDIA A800 80G...", "NVIDIA H100 80GB HBM3"));
+        // A name without a chip says nothing against the plan's.
+        assert!(same_chip("NVIDIA Graphics Device", "NVIDIA H100 80GB HBM3"));
     }
 }
