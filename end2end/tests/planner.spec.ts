@@ -41,6 +41,18 @@ test("on a wide screen the verdict stays in view while the long form scrolls; a 
   await expect(page.getByTestId("verdict")).toBeInViewport();
 });
 
+test("a long hint shows two lines until its field is focused", async ({ page }) => {
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto("/");
+  const hint = page.locator(".field", { has: page.getByTestId("prec") }).locator(".hint");
+  const clamped = (await hint.boundingBox())!.height;
+  // 0.78rem at 1.45 line height: two lines are about 36 px.
+  expect(clamped).toBeLessThan(40);
+  await page.getByTestId("prec").focus();
+  await expect.poll(async () => (await hint.boundingBox())!.height).toBeGreaterThan(2 * clamped);
+  await expect(hint).toContainText("ms-swift trains in the checkpoint's dtype");
+});
+
 test("the planner, a saved plan and the team page load without a console error or a failed request", async ({ page }, info) => {
   const problems: string[] = [];
   page.on("console", (m) => {
