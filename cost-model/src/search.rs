@@ -234,6 +234,36 @@ impl Ladder {
         edit(&mut p);
         self.take(id, p, cost)
     }
+
+    /// The rungs that shrink the activations, each taken when it saves
+    /// memory: full activation checkpointing, then a smaller micro-batch with
+    /// more accumulation (the same global batch). True once the headroom is
+    /// comfortable.
+    fn activation_rungs(&mut self) -> bool {
+        if self.cur.training.checkpointing != Checkpointing::Full
+            && self.edit("checkpointing", COST_CHECKPOINTING, |p| {
+                p.training.checkpointing = Checkpointing::Full
+            })
+        {
+            return true;
+        }
+        self.cur.training.micro_batch > 1
+            && self.edit("grad-accum", COST_GRAD_ACCUM, |p| {
+                let global = p.training.micro_batch as u64 * p.training.grad_accum as u64;
+                // Accumulating under FSDP, reduced every micro-batch (else the
+                // unsharded gradients would cost more than the micro-batch saves).
+                p.training.sync_each_batch |=
+                    p.parallel.sharding.is_fsdp() && p.framework.fsdp_no_sync_accumulation();
+                while p.training.micro_batch > 1 {
+                    p.training.micro_batch /= 2;
+                    let mb = p.training.micro_batch.max(1) as u64;
+                    p.training.grad_accum = global.div_ceil(mb).min(u32::MAX as u64) as u32;
+                    if fits(p) {
+                        break;
+                    }
+                }
+            })
+    }
 }
 
 /// The fix ladder for a plan: each rung applied on top of the ones before,
@@ -366,32 +396,8 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     {
         return Ok(l.out);
     }
-    // 2. Activation checkpointing.
-    if l.cur.training.checkpointing != Checkpointing::Full
-        && l.edit("checkpointing", COST_CHECKPOINTING, |p| {
-            p.training.checkpointing = Checkpointing::Full
-        })
-    {
-        return Ok(l.out);
-    }
-    // 3. Smaller micro-batch, more accumulation (same global batch).
-    if l.cur.training.micro_batch > 1
-        && l.edit("grad-accum", COST_GRAD_ACCUM, |p| {
-            let global = p.training.micro_batch as u64 * p.training.grad_accum as u64;
-            // Accumulating under FSDP, reduced every micro-batch (else the
-            // unsharded gradients would cost more than the micro-batch saves).
-            p.training.sync_each_batch |=
-                p.parallel.sharding.is_fsdp() && p.framework.fsdp_no_sync_accumulation();
-            while p.training.micro_batch > 1 {
-                p.training.micro_batch /= 2;
-                let mb = p.training.micro_batch.max(1) as u64;
-                p.training.grad_accum = global.div_ceil(mb).min(u32::MAX as u64) as u32;
-                if fits(p) {
-                    break;
-                }
-            }
-        })
-    {
+    // 2. Activation checkpointing; 3. a smaller micro-batch.
+    if l.activation_rungs() {
         return Ok(l.out);
     }
     // 4. Shard model states (ZeRO-1 → 2 → 3, or FSDP).
@@ -479,6 +485,11 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             return Ok(l.out);
         }
     }
+    // 7. Once the states are sharded or on the host the activations may be
+    // the peak: checkpointing and a smaller micro-batch, if they saved nothing
+    // while the states were (a 70B full fine-tune on one GPU: the weights and
+    // gradients held the peak until offloaded, then the activations did).
+    l.activation_rungs();
     Ok(l.out)
 }
 
@@ -529,6 +540,36 @@ mod tests {
         p.parallel.num_gpus = 1;
         p.parallel.sharding = Sharding::None;
         assert_eq!(max_micro_batch(&p).unwrap(), None);
+    }
+
+    #[test]
+    fn activations_are_shrunk_again_once_the_states_leave_the_gpu() {
+        // Llama-3.1-70B trained in full on one H100: the weights, gradients
+        // and states hold the peak, so checkpointing saves nothing at first;
+        // once they are offloaded the activations are the peak and it does.
+        let mut p = Plan::default();
+        p.model = crate::presets::preset("llama-3.1-70b").unwrap().spec();
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.checkpointing = Checkpointing::None;
+        let ladder = fix_ladder(&p).unwrap();
+        let ids: Vec<&str> = ladder.iter().map(|r| r.id.as_str()).collect();
+        let off = ids
+            .iter()
+            .position(|i| *i == "offload-params")
+            .expect("params offloaded");
+        let ck = ids
+            .iter()
+            .position(|i| *i == "checkpointing")
+            .expect("checkpointing offered");
+        assert!(ck > off, "{ids:?}");
+        let last = ladder.last().unwrap();
+        assert!(last.fits, "{ids:?}");
+        assert_eq!(last.plan.training.checkpointing, Checkpointing::Full);
+        // Every rung still saves memory over the one before.
+        for w in ladder.windows(2) {
+            assert!(w[1].device_used < w[0].device_used, "{ids:?}");
+        }
     }
 
     #[test]
