@@ -199,6 +199,7 @@ pub const ZH: &[(&str, &str)] = &[
         "Smaller micro-batch + gradient accumulation",
         "减小微批次 + 梯度累积",
     ),
+    ("Offload the checkpointed activations to CPU", "检查点激活卸载到 CPU"),
     ("Offload optimizer states to CPU", "优化器状态卸载到 CPU"),
     ("Offload parameters to CPU too", "参数也卸载到 CPU"),
     ("DDP: gradients as bucket views", "DDP：梯度作为通信桶的视图"),

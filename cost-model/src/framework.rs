@@ -222,6 +222,25 @@ impl Framework {
         )
     }
 
+    /// Whether the framework can keep the checkpointed activations on the
+    /// host, a switch away (the fix ladder offers it only there): torchtune's
+    /// `enable_activation_offloading`, Unsloth's
+    /// `use_gradient_checkpointing="unsloth"`, axolotl's
+    /// `gradient_checkpointing: offload`, DeepSpeed's activation-checkpointing
+    /// `cpu_checkpointing`, Megatron-LM's `--cpu-offloading`, and a loop of
+    /// one's own under `torch.autograd.graph.save_on_cpu`.
+    pub fn offloads_activations(self) -> bool {
+        matches!(
+            self,
+            Framework::Torchtune
+                | Framework::Unsloth
+                | Framework::Axolotl
+                | Framework::Deepspeed
+                | Framework::Megatron
+                | Framework::PlainPytorch
+        )
+    }
+
     /// The framework runs the model's own implementation (transformers', or a
     /// hand-written model's), not one of its own (LitGPT, Megatron-LM,
     /// torchtitan and torchtune bring their model code).

@@ -156,6 +156,8 @@ fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Est
 /// - ZeRO-1/2 communicate as much as DDP; ZeRO-3 1.5× (Rajbhandari et al. 2020 §7);
 /// - tensor parallelism within a node: ≈ 15 % at t ≤ 8 (Narayanan et al. 2021, Fig. 13);
 /// - CPU offload: PCIe transfers of states each step, ≈ 50–100 % (ZeRO-Offload, Ren et al. 2021);
+///   of the checkpointed activations, one block input each way per block, copied on a side stream
+///   beside the compute: ≈ 10 % (torchtune's `OffloadActivations` overlaps them with CUDA streams);
 /// - torch.compile: fused element-wise kernels, measured −16 % step time on the H200 for
 ///   Llama-3.2-1B in bf16 and amp-bf16 (calibration/h200-2026-11-30, `step_s` after the first step).
 /// - a QLoRA base's embeddings and norms left in 16 bits: the same matmuls (the 4-bit ones
@@ -191,6 +193,7 @@ pub const COST_SYNC_EACH_BATCH: i32 = 5;
 pub const COST_ZERO_1_2: i32 = 0;
 pub const COST_ZERO_3: i32 = 15;
 pub const COST_TP: i32 = 15;
+pub const COST_OFFLOAD_ACTIVATIONS: i32 = 10;
 pub const COST_OFFLOAD_OPTIMIZER: i32 = 50;
 pub const COST_OFFLOAD_PARAMS: i32 = 100;
 /// - DPO's or KTO's reference log-probabilities precomputed (TRL's
@@ -233,6 +236,17 @@ impl Ladder {
         let mut p = self.cur.clone();
         edit(&mut p);
         self.take(id, p, cost)
+    }
+
+    /// The checkpointed activations kept on the host, where the framework
+    /// has the switch ([`Framework::offloads_activations`]). True once the
+    /// headroom is comfortable.
+    fn offload_activations(&mut self) -> bool {
+        !self.cur.training.activation_offload
+            && self.cur.framework.offloads_activations()
+            && self.edit("offload-activations", COST_OFFLOAD_ACTIVATIONS, |p| {
+                p.training.activation_offload = true
+            })
     }
 
     /// The rungs that shrink the activations, each taken when it saves
@@ -454,7 +468,11 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             }
         }
     }
-    // 6. Offload to CPU: optimizer states, then parameters.
+    // 6. Offload to CPU: the checkpointed activations (where the framework
+    // has the switch), the optimizer states, then the parameters.
+    if l.offload_activations() {
+        return Ok(l.out);
+    }
     for (params, id, cost) in [
         (false, "offload-optimizer", COST_OFFLOAD_OPTIMIZER),
         (true, "offload-params", COST_OFFLOAD_PARAMS),
@@ -486,10 +504,13 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         }
     }
     // 7. Once the states are sharded or on the host the activations may be
-    // the peak: checkpointing and a smaller micro-batch, if they saved nothing
-    // while the states were (a 70B full fine-tune on one GPU: the weights and
-    // gradients held the peak until offloaded, then the activations did).
-    l.activation_rungs();
+    // the peak: checkpointing, a smaller micro-batch and their offload, if
+    // they saved nothing while the states were (a 70B full fine-tune on one
+    // GPU: the weights and gradients held the peak until offloaded, then the
+    // activations did).
+    if !l.activation_rungs() {
+        l.offload_activations();
+    }
     Ok(l.out)
 }
 
@@ -570,6 +591,41 @@ mod tests {
         for w in ladder.windows(2) {
             assert!(w[1].device_used < w[0].device_used, "{ids:?}");
         }
+    }
+
+    #[test]
+    fn activation_offload_is_offered_where_the_framework_has_the_switch() {
+        // Gemma-2-9B with LoRA at 4 × 32,768 tokens on one A100-40GB:
+        // checkpointed, at micro-batch 1 it is still over the card.
+        let mut p = Plan::default();
+        p.model = crate::presets::preset("gemma-2-9b").unwrap().spec();
+        p.gpu = gpu::gpu("a100-sxm4-40gb").unwrap();
+        p.parallel.num_gpus = 1;
+        p.parallel.sharding = Sharding::None;
+        p.training.finetune = crate::plan::Finetune::Lora {
+            rank: 16,
+            targets: crate::plan::LoraTargets::ALL_LINEAR,
+            base_bits: 16,
+            dropout: false,
+            variant: crate::plan::LoraVariant::Lora,
+        };
+        p.training.micro_batch = 4;
+        p.training.seq_len = 32_768;
+        let ids = |p: &Plan| -> Vec<String> {
+            fix_ladder(p).unwrap().into_iter().map(|r| r.id).collect()
+        };
+        p.set_framework(Framework::Torchtune);
+        let tune = fix_ladder(&p).unwrap();
+        let names: Vec<&str> = tune.iter().map(|r| r.id.as_str()).collect();
+        let off = tune
+            .iter()
+            .find(|r| r.id == "offload-activations")
+            .expect("offered");
+        assert!(off.plan.training.activation_offload, "{names:?}");
+        assert!(tune.last().unwrap().fits, "{names:?}");
+        // The Trainer has no such switch: not offered.
+        p.set_framework(Framework::HfTrainer);
+        assert!(!ids(&p).iter().any(|i| i == "offload-activations"));
     }
 
     #[test]

@@ -30,6 +30,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
         "zero-3" => "ZeRO-3",
         "fsdp-grad-op" => "FSDP shard grad op",
         "fsdp-full" => "FSDP full shard",
+        "offload-activations" => "Offload the checkpointed activations to CPU",
         "offload-optimizer" => "Offload optimizer states to CPU",
         "offload-params" => "Offload parameters to CPU too",
         other => return other.to_string(),
