@@ -676,6 +676,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Total", "总量"),
     ("Samples", "采样数"),
     ("Open the plan that fits", "打开能放下的方案"),
+    ("Open the plan on the log's GPU", "在日志中的 GPU 上打开此方案"),
     ("PyTorch allocator peak: allocated", "PyTorch 分配器峰值：已分配"),
     ("last reading: allocated", "最近一次读数：已分配"),
     ("Process", "进程"),

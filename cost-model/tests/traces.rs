@@ -1134,6 +1134,11 @@ mod findings_and_verdicts {
             m[0].detail
         );
         assert_eq!(m[0].gpu, None);
+        // Its link opens the plan on the log's card, with the memory the log reports.
+        let on_card = cost_model::query::decode_str(m[0].fix_query.as_deref().unwrap()).unwrap();
+        assert_eq!(on_card.gpu.id, "a800-80gb");
+        assert_eq!(on_card.gpu.capacity_mib, 81_920);
+        assert_eq!(on_card.training, plan.training);
         // Without a plan there is nothing to compare with.
         assert!(findings::findings(&t, None)
             .iter()
@@ -1160,6 +1165,12 @@ mod findings_and_verdicts {
         let m: Vec<_> = f.iter().filter(|x| x.kind == "gpu-mismatch").collect();
         assert_eq!(m.len(), 1, "{f:?}");
         assert!(m[0].detail.contains("with 81920 MiB"), "{}", m[0].detail);
+        let q = m[0].fix_query.as_deref().unwrap();
+        assert_eq!(
+            cost_model::query::decode_str(q).unwrap().gpu.id,
+            "a100-sxm4-80gb",
+            "{q}"
+        );
         // A plan whose memory was set by hand (a card the list lacks) is
         // compared by capacity alone: a log without names, of that size, matches.
         let unnamed = trace::parse(
@@ -1176,10 +1187,17 @@ mod findings_and_verdicts {
             .all(|x| x.kind != "gpu-mismatch"));
         custom.gpu.capacity_mib = 24_576;
         let f = findings::findings(&unnamed, Some(&custom));
-        assert!(
-            f.iter()
-                .any(|x| x.kind == "gpu-mismatch" && x.detail.contains("a card with 81559 MiB")),
-            "{f:?}"
+        let m = f
+            .iter()
+            .find(|x| x.kind == "gpu-mismatch")
+            .expect("a mismatch");
+        assert!(m.detail.contains("a card with 81559 MiB"), "{f:?}");
+        // Without a name: the plan with the log's memory.
+        let q = m.fix_query.as_deref().unwrap();
+        assert_eq!(
+            cost_model::query::decode_str(q).unwrap().gpu.capacity_mib,
+            81_559,
+            "{q}"
         );
     }
 

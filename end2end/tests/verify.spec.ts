@@ -63,7 +63,12 @@ test("upload an nvidia-smi CSV log: chart, verdict and findings", async ({ page 
   await expect(v.getByTestId("trace-verdict")).toContainText(/over-estimated|under-estimated|held/);
   await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
   // The log's cards are not the plan's: said before the verdict is trusted.
-  await expect(v.locator('[data-kind="gpu-mismatch"]')).toContainText("GPUs 0, 1 are NVIDIA RTX A6000 with 49140 MiB");
+  const mismatch = v.locator('[data-kind="gpu-mismatch"]');
+  await expect(mismatch).toContainText("GPUs 0, 1 are NVIDIA RTX A6000 with 49140 MiB");
+  // Its link opens the same plan on the log's card, with the memory the log reports.
+  await mismatch.getByTestId("finding-fix").click();
+  await expect(page.getByTestId("gpu")).toHaveValue("a6000-48gb");
+  await expect(page.getByTestId("capacity")).toHaveText("47.99 GiB");
 });
 
 test("upload a gzip-compressed log: the server reads the text inside", async ({ page }, info) => {

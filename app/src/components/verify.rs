@@ -270,11 +270,16 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                             {findings
                                 .into_iter()
                                 .map(|f| {
+                                    let label = if f.kind == "gpu-mismatch" {
+                                        "Open the plan on the log's GPU"
+                                    } else {
+                                        "Open the plan that fits"
+                                    };
                                     let fix = f.fix_query.clone().map(|q| {
                                         view! {
                                             " "
                                             <a href=format!("/?{q}") data-testid="finding-fix">
-                                                {move || lang.get().t("Open the plan that fits")}
+                                                {move || lang.get().t(label)}
                                             </a>
                                         }
                                     });

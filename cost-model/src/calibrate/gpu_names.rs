@@ -135,7 +135,7 @@ pub(super) fn not_a_gpu(name: &str) -> Option<String> {
 /// Every chip token of the name must be one of the GPU's (so "H20" is not a
 /// GH200); among those, the one sharing most tokens wins (catalogue order on
 /// ties); a stated capacity must agree within 10 %.
-pub(super) fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
+pub(crate) fn gpu_for(name: &str, mem_gib: Option<f64>) -> GpuSpec {
     let want = gpu_tokens(name);
     let words = gpu_words(name);
     let mut chips: Vec<String> = words

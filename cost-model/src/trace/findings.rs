@@ -59,7 +59,8 @@ pub struct Finding {
     pub kind: String,
     pub gpu: Option<u32>,
     pub detail: String,
-    /// Planner link with the change that would have fitted (OOM with a plan).
+    /// Planner link: the change that would have fitted (`oom`), or the plan on
+    /// the log's card (`gpu-mismatch`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fix_query: Option<String>,
 }
@@ -154,6 +155,20 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
                 (None, Some(m)) => format!("a card with {m:.0} MiB"),
                 (None, None) => return None,
             };
+            // The plan on the log's card: its catalogue entry where the name
+            // says which, with the memory the log reports.
+            let mut on_card = plan.clone();
+            let first = t.gpus.iter().find(|g| g.index == gpus[0]);
+            let mib = total.or_else(|| first.and_then(|g| g.total_mib));
+            let log_name = name.or_else(|| first.and_then(|g| g.name.as_deref()));
+            on_card.gpu =
+                crate::calibrate::gpu_named(log_name.unwrap_or(""), mib.map(|m| m / 1024.0));
+            if let Some(m) = mib {
+                on_card.gpu.capacity_mib = m.round() as u64;
+            }
+            let fix_query = crate::validate::validate(&on_card)
+                .is_ok()
+                .then(|| crate::query::encode(&on_card));
             let list = gpus
                 .iter()
                 .map(u32::to_string)
@@ -172,7 +187,7 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
                      with another card's run; set the plan's GPU (or its memory) to match",
                     plan.gpu.name, plan.gpu.capacity_mib
                 ),
-                fix_query: None,
+                fix_query,
             })
         })
         .collect()
