@@ -367,6 +367,125 @@ pub fn ids() -> impl Iterator<Item = (&'static str, &'static str)> {
     CATALOGUE.iter().map(|r| (r.0, r.1))
 }
 
+/// Lower-case alphanumeric tokens of a GPU name, without the vendor and
+/// product-line words ("NVIDIA GeForce RTX 4090" → `rtx`, `4090`), plus each
+/// pair of neighbours joined (`rtx4090`, as catalogue ids spell it).
+fn name_tokens(s: &str) -> Vec<String> {
+    let words = name_words(s);
+    let mut out = words.clone();
+    out.extend(words.windows(2).map(|w| format!("{}{}", w[0], w[1])));
+    out
+}
+
+/// Lower-case alphanumeric words of a GPU name, without the vendor and
+/// product-line words ("NVIDIA GeForce RTX 4090" → `rtx`, `4090`).
+pub fn name_words(s: &str) -> Vec<String> {
+    const NOISE: [&str; 6] = ["nvidia", "tesla", "geforce", "amd", "instinct", "quadro"];
+    s.to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !NOISE.contains(w))
+        .map(String::from)
+        .collect()
+}
+
+/// A token that names the chip ("h100", "a6000", "4090", "t4"), not its
+/// memory ("80gb"), form factor ("sxm5", "pcie", "hbm3"), or a count ("8x").
+pub fn is_chip_token(t: &str) -> bool {
+    const FORM: [&str; 10] = [
+        "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "pcie", "hbm2", "hbm2e", "hbm3", "hbm3e",
+    ];
+    let digits = t.chars().filter(|c| c.is_ascii_digit()).count();
+    let tail = t.trim_start_matches(|c: char| c.is_ascii_digit());
+    // A bare number is a chip only when it has four digits ("4090", "6000");
+    // "8" in "8 x A100" and "x8" in "A100 x8" are counts.
+    let count = (tail.is_empty() && digits < 4)
+        || t.strip_prefix('x')
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    digits > 0 && !count && !FORM.contains(&t) && !matches!(tail, "gb" | "g" | "x" | "gib")
+}
+
+/// The catalogue GPU a free-text name means (a case file's `gpu` column, a
+/// log's GPU name); else a custom entry with the stated capacity.
+/// Every chip token of the name must be one of the GPU's (so "H20" is not a
+/// GH200); among those, the one sharing most tokens wins (catalogue order on
+/// ties); a stated capacity must agree within 10 %.
+pub fn by_name(name: &str, mem_gib: Option<f64>) -> GpuSpec {
+    let want = name_tokens(name);
+    let words = name_words(name);
+    let mut chips: Vec<String> = words.iter().filter(|t| is_chip_token(t)).cloned().collect();
+    // The one chip named without a digit: a TITAN, with the word after it
+    // (TITAN RTX, TITAN V, TITAN Xp are different boards).
+    if let Some(i) = words.iter().position(|w| w == "titan") {
+        chips.extend(words[i..].iter().take(2).cloned());
+    }
+    let cap_mib = mem_gib.map(|g| (g * 1024.0).round() as u64);
+    let mut best: Option<(usize, GpuSpec)> = None;
+    if !chips.is_empty() {
+        for g in catalogue() {
+            let mut have = name_tokens(&g.name);
+            have.extend(name_tokens(&g.id));
+            if !chips.iter().all(|c| have.contains(c)) {
+                continue;
+            }
+            // A stated capacity must agree within 10 % (48 GB board ≈ 46068 MiB).
+            let cap_ok = cap_mib
+                .map(|c| (g.capacity_mib as f64 - c as f64).abs() / (c as f64) < 0.1)
+                .unwrap_or(true);
+            if !cap_ok {
+                continue;
+            }
+            let score = want.iter().filter(|t| have.contains(t)).count();
+            if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                best = Some((score, g));
+            }
+        }
+    }
+    let best = best.map(|(_, g)| g);
+    // Words in brackets are prose around the board's name ("A10G (AWS g5)",
+    // "H100 (SXM5, 80 GB)"): when they name no catalogue entry, the name
+    // without them may.
+    if best.is_none() && name.contains('(') {
+        let bare = without_brackets(name);
+        if !bare.trim().is_empty() && bare != name {
+            let g = by_name(&bare, mem_gib);
+            if g.id != "custom" {
+                return g;
+            }
+        }
+    }
+    best.unwrap_or_else(|| GpuSpec {
+        id: "custom".into(),
+        name: if name.is_empty() {
+            "GPU (not stated)".into()
+        } else {
+            name.into()
+        },
+        capacity_mib: cap_mib.unwrap_or(80 * 1024),
+        bandwidth_gbps: 0.0,
+        bf16_tflops: 0.0,
+        fp16_tflops: 0.0,
+        fp8_tflops: 0.0,
+    })
+}
+
+/// The text with every bracketed part (and the brackets) left out.
+fn without_brackets(text: &str) -> String {
+    let mut depth = 0u32;
+    text.chars()
+        .filter(|c| match c {
+            '(' => {
+                depth += 1;
+                false
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            _ => depth == 0,
+        })
+        .collect()
+}
+
 fn to_spec(r: &Row) -> GpuSpec {
     GpuSpec {
         id: r.0.to_string(),
