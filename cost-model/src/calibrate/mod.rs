@@ -23,6 +23,8 @@ use serde::{Deserialize, Serialize};
 mod gpu_names;
 mod notes;
 mod reader;
+/// The catalogue GPU a free-text name means (for a log's GPU names too).
+pub(crate) use gpu_names::gpu_for as gpu_named;
 use gpu_names::*;
 use notes::*;
 use reader::*;

@@ -1056,5 +1056,5 @@ fn gpu_of(r: &Row, oom: bool) -> Result<GpuSpec, String> {
     if let Some(why) = not_a_gpu(r.get("gpu")) {
         return Err(why);
     }
-    Ok(gpu::by_name(r.get("gpu"), mem_gib))
+    Ok(gpu_for(r.get("gpu"), mem_gib))
 }

@@ -4,7 +4,7 @@
 //! plan's `device_used`, PyTorch allocator figures against `allocated` /
 //! `reserved`.
 
-use super::{Format, GpuTrace, Trace};
+use super::{Format, Trace};
 use crate::estimate::Estimate;
 use crate::Plan;
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,9 @@ const FRAGMENTATION_MIN_MIB: f64 = 1024.0;
 /// against 48. Within it the same card reads differently by driver and ECC
 /// setting (nvidia-smi's A100-40GB 40960 or 40536 MiB, T4 15360 or 15109).
 const GPU_CAPACITY_MISMATCH_SHARE: f64 = 0.03;
+/// Words a GPU's name carries or drops by tool and driver ("Tesla V100",
+/// "NVIDIA GeForce RTX 4090", "A100-SXM4-80GB"): left out of the comparison.
+const GPU_NAME_NOISE: &[&str] = &["nvidia", "tesla", "geforce", "quadro", "amd", "instinct"];
 
 /// One observation, with its evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,29 +92,24 @@ fn trend(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, r2))
 }
 
-/// The chip a GPU name names: its first chip word in the catalogue's reading
-/// ([`crate::gpu::name_words`], [`crate::gpu::is_chip_token`]) — `a100` for
+/// The chip a GPU name names: its first word with a digit once the vendor
+/// and brand words are dropped ([`GPU_NAME_NOISE`]) — `a100` for
 /// "NVIDIA A100-SXM4-80GB" and "NVIDIA A100 80GB PCIe", `4090` for "NVIDIA
 /// GeForce RTX 4090", `mi300x` for "AMD Instinct MI300X" — and whether that
 /// word may be cut short (nvidia-smi's table ends a long name with `...`).
 /// Variants of one chip (SXM or PCIe, 40 or 80 GB) hold the same; their
 /// capacities tell them apart.
 fn gpu_chip(name: &str) -> Option<(String, bool)> {
-    let trimmed = name.trim_end();
-    let cut = trimmed.ends_with("...") || trimmed.ends_with('…');
-    let words = crate::gpu::name_words(name);
-    // A log's name holds no count, so a bare number is the chip there too
-    // ("GeForce GTX 680"), where a case file's "8 x A100" would not be.
+    let lower = name.trim().to_ascii_lowercase();
+    let cut = lower.ends_with("...") || lower.ends_with('…');
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty() && !GPU_NAME_NOISE.contains(w))
+        .collect();
     let i = words
         .iter()
-        .position(|w| crate::gpu::is_chip_token(w))
-        .or_else(|| {
-            words
-                .iter()
-                .position(|w| w.chars().any(|c| c.is_ascii_digit()))
-        })?;
-    let last = i + 1 == words.len();
-    Some((words[i].clone(), cut && last))
+        .position(|w| w.chars().any(|c| c.is_ascii_digit()))?;
+    Some((words[i].to_string(), cut && i + 1 == words.len()))
 }
 
 /// Whether a log's GPU name names the plan's chip ([`gpu_chip`]); a name
@@ -123,15 +121,6 @@ fn same_chip(log_name: &str, plan_name: &str) -> bool {
     }
 }
 
-/// One kind of card in a log that is not the plan's: its name where the chip
-/// differs, its memory where that does, its first GPU and every index.
-struct CardKind<'t> {
-    name: Option<&'t str>,
-    total: Option<f64>,
-    first: &'t GpuTrace,
-    gpus: Vec<u32>,
-}
-
 /// The log's GPUs that are not the plan's card: another chip (where the
 /// plan's GPU is a catalogue entry, whose name is nvidia-smi's:
 /// [`same_chip`]) or another capacity ([`GPU_CAPACITY_MISMATCH_SHARE`]). One finding per kind of card,
@@ -139,7 +128,8 @@ struct CardKind<'t> {
 fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
     let catalogue = crate::gpu::gpu(&plan.gpu.id).is_some_and(|g| g.name == plan.gpu.name);
     let cap = plan.gpu.capacity_mib as f64;
-    let mut kinds: Vec<CardKind> = Vec::new();
+    // (name, total) of each kind of card, with its GPU indices.
+    let mut kinds: Vec<(Option<&str>, Option<f64>, Vec<u32>)> = Vec::new();
     for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
         let name = g
             .name
@@ -151,68 +141,55 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
         if name.is_none() && total.is_none() {
             continue;
         }
-        match kinds
-            .iter_mut()
-            .find(|k| k.name == name && k.total == total)
-        {
-            Some(k) => k.gpus.push(g.index),
-            None => kinds.push(CardKind {
-                name,
-                total,
-                first: g,
-                gpus: vec![g.index],
-            }),
+        match kinds.iter_mut().find(|k| k.0 == name && k.1 == total) {
+            Some(k) => k.2.push(g.index),
+            None => kinds.push((name, total, vec![g.index])),
         }
     }
     kinds
         .into_iter()
-        .filter_map(
-            |CardKind {
-                 name,
-                 total,
-                 first,
-                 gpus,
-             }| {
-                let card = match (name, total) {
-                    (Some(n), Some(m)) => format!("{n} with {m:.0} MiB"),
-                    (Some(n), None) => n.to_string(),
-                    (None, Some(m)) => format!("a card with {m:.0} MiB"),
-                    (None, None) => return None,
-                };
-                // The plan on the log's card: its catalogue entry where the name
-                // says which, with the memory the log reports.
-                let mut on_card = plan.clone();
-                let mib = total.or(first.total_mib);
-                let log_name = name.or(first.name.as_deref());
-                on_card.gpu = crate::gpu::by_name(log_name.unwrap_or(""), mib.map(|m| m / 1024.0));
-                if let Some(m) = mib {
-                    on_card.gpu.capacity_mib = m.round() as u64;
-                }
-                let fix_query = crate::validate::validate(&on_card)
-                    .is_ok()
-                    .then(|| crate::query::encode(&on_card));
-                let list = gpus
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let which = if gpus.len() == 1 {
-                    format!("GPU {list} is")
-                } else {
-                    format!("GPUs {list} are")
-                };
-                Some(Finding {
-                    kind: "gpu-mismatch".into(),
-                    gpu: (gpus.len() == 1).then(|| gpus[0]),
-                    detail: format!(
-                        "the log's {which} {card}, the plan's {} with {} MiB: the comparison is \
+        .filter_map(|(name, total, gpus)| {
+            let card = match (name, total) {
+                (Some(n), Some(m)) => format!("{n} with {m:.0} MiB"),
+                (Some(n), None) => n.to_string(),
+                (None, Some(m)) => format!("a card with {m:.0} MiB"),
+                (None, None) => return None,
+            };
+            // The plan on the log's card: its catalogue entry where the name
+            // says which, with the memory the log reports.
+            let mut on_card = plan.clone();
+            let first = t.gpus.iter().find(|g| g.index == gpus[0]);
+            let mib = total.or_else(|| first.and_then(|g| g.total_mib));
+            let log_name = name.or_else(|| first.and_then(|g| g.name.as_deref()));
+            on_card.gpu =
+                crate::calibrate::gpu_named(log_name.unwrap_or(""), mib.map(|m| m / 1024.0));
+            if let Some(m) = mib {
+                on_card.gpu.capacity_mib = m.round() as u64;
+            }
+            let fix_query = crate::validate::validate(&on_card)
+                .is_ok()
+                .then(|| crate::query::encode(&on_card));
+            let list = gpus
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let which = if gpus.len() == 1 {
+                format!("GPU {list} is")
+            } else {
+                format!("GPUs {list} are")
+            };
+            Some(Finding {
+                kind: "gpu-mismatch".into(),
+                gpu: (gpus.len() == 1).then(|| gpus[0]),
+                detail: format!(
+                    "the log's {which} {card}, the plan's {} with {} MiB: the comparison is \
                      with another card's run; set the plan's GPU (or its memory) to match",
-                        plan.gpu.name, plan.gpu.capacity_mib
-                    ),
-                    fix_query,
-                })
-            },
-        )
+                    plan.gpu.name, plan.gpu.capacity_mib
+                ),
+                fix_query,
+            })
+        })
         .collect()
 }
 
