@@ -289,6 +289,55 @@ fn two() -> u32 {
 }
 
 impl ModelSpec {
+    /// A model of no size with every variant switch off (decoder, gated MLP,
+    /// RMSNorm, rotary positions, two norms a block, no biases or experts):
+    /// where a reader of a description starts (a Hugging Face config, a
+    /// calibration row) before it sets what the description says.
+    pub(crate) fn unset(name: &str) -> ModelSpec {
+        ModelSpec {
+            name: name.to_string(),
+            arch: Arch::Decoder,
+            layers: 0,
+            encoder_layers: 0,
+            hidden: 0,
+            heads: 0,
+            kv_heads: 0,
+            head_dim: 0,
+            ffn: 0,
+            mlp: Mlp::Gated,
+            vocab: 0,
+            tied_embeddings: false,
+            norm: Norm::RmsNorm,
+            norms_per_layer: two(),
+            positions: Positions::Rotary,
+            max_positions: 0,
+            linear_bias: false,
+            qkv_bias: false,
+            experts: 0,
+            experts_per_token: 0,
+            shared_experts: 0,
+            dense_layers: 0,
+            dense_ffn: 0,
+            mla: None,
+            fused_projections: false,
+            fused_gate_up: false,
+            attention_sinks: false,
+            dense_experts: false,
+            clamped_glu: false,
+            gelu_new: false,
+            relu: false,
+            qk_norm: false,
+            logits_bias: false,
+            sdpa_mask: false,
+            softcap: false,
+            parallel_residual: false,
+            norm_fp32_affine: false,
+            python_norm: false,
+            head: ModelHead::Lm,
+            sliding_window: 0,
+        }
+    }
+
     /// Whether a model no preset or config describes trains with dropout in
     /// its blocks, by its era's habit, which its positions tell: the learned-
     /// and relative-position families (GPT-2, BERT, RoBERTa, OPT, BART,

@@ -23,7 +23,10 @@ pub(super) fn gpu_tokens(s: &str) -> Vec<String> {
     out
 }
 
-pub(super) fn gpu_words(s: &str) -> Vec<String> {
+/// Lower-case alphanumeric words of a GPU name, the vendor and product-line
+/// words dropped — they come and go by tool and driver ("Tesla V100",
+/// "NVIDIA GeForce RTX 4090", "A100-SXM4-80GB").
+pub(crate) fn gpu_words(s: &str) -> Vec<String> {
     const NOISE: [&str; 6] = ["nvidia", "tesla", "geforce", "amd", "instinct", "quadro"];
     s.to_ascii_lowercase()
         .split(|c: char| !c.is_ascii_alphanumeric())

@@ -23,9 +23,10 @@ use serde::{Deserialize, Serialize};
 mod gpu_names;
 mod notes;
 mod reader;
-/// The catalogue GPU a free-text name means (for a log's GPU names too).
-pub(crate) use gpu_names::gpu_for as gpu_named;
 use gpu_names::*;
+/// The catalogue GPU a free-text name means, and a name's words without the
+/// vendor's (for a log's GPU names too).
+pub(crate) use gpu_names::{gpu_for as gpu_named, gpu_words};
 use notes::*;
 use reader::*;
 

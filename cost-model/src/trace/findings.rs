@@ -5,6 +5,7 @@
 //! `reserved`.
 
 use super::{Format, Trace};
+use crate::calibrate::{gpu_named, gpu_words};
 use crate::estimate::Estimate;
 use crate::Plan;
 use serde::{Deserialize, Serialize};
@@ -47,9 +48,6 @@ const FRAGMENTATION_MIN_MIB: f64 = 1024.0;
 /// against 48. Within it the same card reads differently by driver and ECC
 /// setting (nvidia-smi's A100-40GB 40960 or 40536 MiB, T4 15360 or 15109).
 const GPU_CAPACITY_MISMATCH_SHARE: f64 = 0.03;
-/// Words a GPU's name carries or drops by tool and driver ("Tesla V100",
-/// "NVIDIA GeForce RTX 4090", "A100-SXM4-80GB"): left out of the comparison.
-const GPU_NAME_NOISE: &[&str] = &["nvidia", "tesla", "geforce", "quadro", "amd", "instinct"];
 
 /// One observation, with its evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -93,23 +91,21 @@ fn trend(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
 }
 
 /// The chip a GPU name names: its first word with a digit once the vendor
-/// and brand words are dropped ([`GPU_NAME_NOISE`]) — `a100` for
+/// and brand words are dropped ([`gpu_words`]) — `a100` for
 /// "NVIDIA A100-SXM4-80GB" and "NVIDIA A100 80GB PCIe", `4090` for "NVIDIA
 /// GeForce RTX 4090", `mi300x` for "AMD Instinct MI300X" — and whether that
 /// word may be cut short (nvidia-smi's table ends a long name with `...`).
 /// Variants of one chip (SXM or PCIe, 40 or 80 GB) hold the same; their
 /// capacities tell them apart.
 fn gpu_chip(name: &str) -> Option<(String, bool)> {
-    let lower = name.trim().to_ascii_lowercase();
-    let cut = lower.ends_with("...") || lower.ends_with('…');
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty() && !GPU_NAME_NOISE.contains(w))
-        .collect();
+    let name = name.trim();
+    let cut = name.ends_with("...") || name.ends_with('…');
+    let mut words = gpu_words(name);
     let i = words
         .iter()
         .position(|w| w.chars().any(|c| c.is_ascii_digit()))?;
-    Some((words[i].to_string(), cut && i + 1 == words.len()))
+    let last = i + 1 == words.len();
+    Some((words.swap_remove(i), cut && last))
 }
 
 /// Whether a log's GPU name names the plan's chip ([`gpu_chip`]); a name
@@ -161,8 +157,7 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
             let first = t.gpus.iter().find(|g| g.index == gpus[0]);
             let mib = total.or_else(|| first.and_then(|g| g.total_mib));
             let log_name = name.or_else(|| first.and_then(|g| g.name.as_deref()));
-            on_card.gpu =
-                crate::calibrate::gpu_named(log_name.unwrap_or(""), mib.map(|m| m / 1024.0));
+            on_card.gpu = gpu_named(log_name.unwrap_or(""), mib.map(|m| m / 1024.0));
             if let Some(m) = mib {
                 on_card.gpu.capacity_mib = m.round() as u64;
             }
