@@ -706,6 +706,39 @@ pub const ZH: &[(&str, &str)] = &[
     ("Largest micro-batch that fits", "能放下的最大微批次"),
     ("longest sequence", "最长序列"),
     ("What to change", "如何调整"),
+    // The layout search (/layouts)
+    ("Fastest layouts that fit", "能放下的最快并行方案"),
+    ("Parallel layouts that fit", "能放下的并行方案"),
+    ("← Back to the plan", "← 返回方案"),
+    ("global batch", "全局批次"),
+    ("tokens", "个 token"),
+    ("layouts considered", "种方案已考察"),
+    ("fit", "种能放下"),
+    ("estimates", "次估算"),
+    ("Speed", "速度"),
+    ("Layout", "并行方案"),
+    ("Micro-batch × accumulation", "微批次 × 梯度累积"),
+    ("Peak per GPU", "每卡峰值"),
+    (
+        "None fits: no sharding, tensor or pipeline split, recomputation or offload this framework runs brings the peak under the card at this global batch and sequence. Try more GPUs, a larger card, LoRA or QLoRA, or a shorter sequence.",
+        "没有能放下的方案：该框架支持的分片、张量/流水线切分、重计算和卸载都无法在此全局批次和序列长度下把峰值压到显存以内。可以尝试更多 GPU、更大显存的卡、LoRA 或 QLoRA，或更短的序列。",
+    ),
+    (
+        "Fastest first; each layout below is slower than the ones above it and leaves more memory free. Speed is the change in step time against your plan, from the fix ladder's costs (recomputation, ZeRO-3, TP, offload) and the pipeline bubble; a layout fits when its peak fits at the high edge of the model's uncertainty band.",
+        "最快的在前；越往下越慢，但留出的显存越多。速度是相对你的方案的单步耗时变化，取自调整阶梯的代价（重计算、ZeRO-3、TP、卸载）和流水线气泡；峰值在模型不确定区间的上沿仍能放下，才算放得下。",
+    ),
+    ("one GPU", "单卡"),
+    ("Megatron distributed optimizer", "Megatron 分布式优化器"),
+    ("HSDP (hybrid)", "HSDP（混合分片）"),
+    ("interleaved, virtual stages", "交错调度，虚拟阶段"),
+    ("full recomputation", "完全重计算"),
+    ("selective recomputation", "选择性重计算"),
+    ("per-op selective recomputation", "逐算子选择性重计算"),
+    ("every k blocks", "每 k 个块"),
+    ("activations on CPU", "激活卸载到 CPU"),
+    ("parameters and optimizer on CPU", "参数和优化器卸载到 CPU"),
+    ("optimizer on CPU", "优化器卸载到 CPU"),
+    ("gradients reduced every micro-batch", "每个微批次都归约梯度"),
     ("saves", "节省"),
     ("speed", "速度"),
     // Charts and table
@@ -817,6 +850,12 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+        // A layout's words (/layouts); bare ids (DDP, ZeRO-2, TP) stay.
+        for l in cost_model::layouts::LAYOUT_LABELS {
+            if !zh(l) && l.contains(' ') {
+                missing.push(l.to_string());
             }
         }
         for c in cost_model::estimate::Component::ALL {

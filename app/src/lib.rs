@@ -148,6 +148,11 @@ pub fn App() -> impl IntoView {
                     view={Lazy::<routes::plans::PlansRoute>::new()}
                     ssr=SsrMode::Async
                 />
+                <Route
+                    path=StaticSegment("layouts")
+                    view={Lazy::<routes::layouts::LayoutsRoute>::new()}
+                    ssr=SsrMode::Async
+                />
             </Routes>
         </Router>
     }

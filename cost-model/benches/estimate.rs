@@ -1,7 +1,8 @@
-//! `cargo bench -p cost-model`: one estimate, the searches and the fix ladder.
+//! `cargo bench -p cost-model`: one estimate, the searches, the fix ladder and
+//! the layout search.
 #![allow(clippy::field_reassign_with_default)] // one field at a time reads best here
 use cost_model::plan::{Plan, Sharding};
-use cost_model::{estimate, search};
+use cost_model::{estimate, layouts, query, search};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 /// The preset over 64 GPUs: TP 8 with sequence parallelism × PP 8.
@@ -50,7 +51,29 @@ fn benches(c: &mut Criterion) {
     c.bench_function("search/fix_ladder", |b| {
         b.iter(|| search::fix_ladder(black_box(&oom)))
     });
+    // The layout search (DESIGN.md §4's auto-planner): the planner's default
+    // plan, a 70B full fine-tune that does not fit 8 GPUs under the Trainer,
+    // and Megatron-LM over 64 GPUs (TP, PP and interleaving in the space).
+    for (name, q) in LAYOUT_PLANS {
+        let p = query::decode_str(q).unwrap();
+        c.bench_function(&format!("layouts/{name}"), |b| {
+            b.iter(|| layouts::search_layouts(black_box(&p), layouts::LAYOUTS_SHOWN))
+        });
+    }
 }
+
+/// The layout search's benchmark plans, as planner URLs.
+const LAYOUT_PLANS: [(&str, &str); 3] = [
+    ("default-8xh100", ""),
+    (
+        "llama-3.1-70b-8xh100-trainer",
+        "?model=llama-3.1-70b&gpus=8&mb=4&ga=8",
+    ),
+    (
+        "llama-3.1-70b-64xh100-megatron",
+        "?model=llama-3.1-70b&gpus=64&fw=megatron&mb=1&ga=16&seq=8192",
+    ),
+];
 
 criterion_group!(g, benches);
 criterion_main!(g);

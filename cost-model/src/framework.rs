@@ -2,7 +2,7 @@
 //! defaults fill the settings users rarely state (DESIGN.md §3b). Every default
 //! is shown in the UI and can be overridden in the plan.
 
-use crate::plan::{Checkpointing, LoraTargets, Loss, OptimizerImpl, Precision};
+use crate::plan::{Checkpointing, LoraTargets, Loss, OptimizerImpl, Precision, Sharding};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,6 +32,22 @@ pub enum Framework {
 pub const DEEPSPEED_DEFAULT_BUCKET_ELEMENTS: f64 = 5e8;
 
 /// The defaults a framework applies when the user does not say otherwise.
+/// The parallel layouts a framework runs ([`Framework::layouts`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayoutSupport {
+    /// Shardings over more than one data-parallel rank (none: one GPU only).
+    pub shardings: &'static [Sharding],
+    /// Tensor parallelism (with sequence parallelism) within a node.
+    pub tensor_parallel: bool,
+    pub pipeline_parallel: bool,
+    /// Korthikanti et al.'s selective recomputation ([`Checkpointing::Selective`]).
+    pub selective_recompute: bool,
+    /// The optimizer states alone on the host.
+    pub offload_optimizer: bool,
+    /// The parameters on the host, with the optimizer states.
+    pub offload_params: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameworkDefaults {
     pub loss: Loss,
@@ -239,6 +255,110 @@ impl Framework {
                 | Framework::Megatron
                 | Framework::PlainPytorch
         )
+    }
+
+    /// The parallel layouts the framework runs, a setting away: the layout
+    /// search's space ([`crate::layouts`]). Sources, by framework:
+    /// - the Trainer and the tools on it (Accelerate, PEFT, TRL, LLaMA-Factory,
+    ///   ms-swift, axolotl): DDP, DeepSpeed ZeRO-1/2/3 through `--deepspeed`
+    ///   (`offload_optimizer`, and `offload_param` at stage 3) and FSDP
+    ///   `full_shard` / `shard_grad_op` with `offload` (transformers
+    ///   `TrainingArguments.fsdp`, "DeepSpeed" and "FSDP" guides); no tensor
+    ///   or pipeline parallelism of their own;
+    /// - Unsloth: one GPU (its open-source trainer; `device_map` per process);
+    /// - torchtune: FSDP2 `fully_shard` in its distributed recipes, with
+    ///   `fsdp_cpu_offload` (parameters, gradients and optimizer together);
+    /// - torchtitan: FSDP2 (`data_parallel_shard_degree`) or replicas
+    ///   (`data_parallel_replicate_degree`), tensor parallelism with sequence
+    ///   parallelism, pipeline parallelism, `training.enable_cpu_offload`;
+    ///   its `selective` checkpointing is per-op or every k blocks, not
+    ///   Korthikanti's;
+    /// - LitGPT: Fabric's DDP or `FSDPStrategy` (`FULL_SHARD`,
+    ///   `SHARD_GRAD_OP`), no offload switch in its scripts;
+    /// - DeepSpeed: ZeRO stages 0–3, ZeRO-Offload of the optimizer (stages
+    ///   1–3) and ZeRO-Infinity's parameter offload (stage 3);
+    /// - Megatron-LM: DDP or the distributed optimizer
+    ///   (`--use-distributed-optimizer`, read as ZeRO-1), `--tensor-model-
+    ///   parallel-size` with `--sequence-parallel`,
+    ///   `--pipeline-model-parallel-size`, `--recompute-granularity
+    ///   selective|full`, `--optimizer-cpu-offload`; no parameter offload;
+    /// - Answer.AI's fsdp_qlora: `--sharding_strategy` full_shard,
+    ///   shard_grad_op or ddp, `--use_cpu_offload`;
+    /// - a loop of one's own: DDP or FSDP (`FULL_SHARD`, `SHARD_GRAD_OP`)
+    ///   with `CPUOffload(offload_params=True)`.
+    pub fn layouts(self) -> LayoutSupport {
+        const TRAINER: &[Sharding] = &[
+            Sharding::Ddp,
+            Sharding::Zero1,
+            Sharding::Zero2,
+            Sharding::FsdpGradOp,
+            Sharding::Zero3,
+            Sharding::FsdpFull,
+        ];
+        const FSDP: &[Sharding] = &[Sharding::Ddp, Sharding::FsdpGradOp, Sharding::FsdpFull];
+        let data_parallel = LayoutSupport {
+            shardings: TRAINER,
+            tensor_parallel: false,
+            pipeline_parallel: false,
+            selective_recompute: false,
+            offload_optimizer: true,
+            offload_params: true,
+        };
+        match self {
+            Framework::HfTrainer
+            | Framework::HfAccelerate
+            | Framework::Peft
+            | Framework::Trl
+            | Framework::LlamaFactory
+            | Framework::MsSwift
+            | Framework::Axolotl => data_parallel,
+            Framework::Unsloth => LayoutSupport {
+                shardings: &[],
+                offload_optimizer: false,
+                offload_params: false,
+                ..data_parallel
+            },
+            Framework::Torchtune => LayoutSupport {
+                shardings: &[Sharding::FsdpFull],
+                offload_optimizer: false,
+                ..data_parallel
+            },
+            Framework::Torchtitan => LayoutSupport {
+                shardings: &[Sharding::Ddp, Sharding::FsdpFull],
+                tensor_parallel: true,
+                pipeline_parallel: true,
+                offload_optimizer: false,
+                ..data_parallel
+            },
+            Framework::Litgpt => LayoutSupport {
+                shardings: FSDP,
+                offload_optimizer: false,
+                offload_params: false,
+                ..data_parallel
+            },
+            Framework::Deepspeed => LayoutSupport {
+                shardings: &[
+                    Sharding::Ddp,
+                    Sharding::Zero1,
+                    Sharding::Zero2,
+                    Sharding::Zero3,
+                ],
+                ..data_parallel
+            },
+            Framework::Megatron => LayoutSupport {
+                shardings: &[Sharding::Ddp, Sharding::Zero1],
+                tensor_parallel: true,
+                pipeline_parallel: true,
+                selective_recompute: true,
+                offload_optimizer: true,
+                offload_params: false,
+            },
+            Framework::FsdpQlora | Framework::PlainPytorch => LayoutSupport {
+                shardings: FSDP,
+                offload_optimizer: false,
+                ..data_parallel
+            },
+        }
     }
 
     /// The framework runs the model's own implementation (transformers', or a

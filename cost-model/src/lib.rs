@@ -23,6 +23,7 @@ pub use plan::Plan;
 pub mod calibrate;
 pub mod csv;
 pub mod hf_config;
+pub mod layouts;
 pub mod query;
 pub mod report;
 pub mod schema;

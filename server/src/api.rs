@@ -161,6 +161,7 @@ pub fn routes() -> Router<AppState> {
                 .layer(DefaultBodyLimit::max(MAX_TRACE_BYTES as usize)),
         )
         .route("/estimate", post(estimate))
+        .route("/layouts", post(layouts))
 }
 
 /// The body, or why it could not be read (too large: 413).
@@ -243,12 +244,14 @@ async fn list_plans(
     Ok(Json(store::list(&*store, &p.query, page).await?))
 }
 
-async fn estimate(
-    headers: axum::http::HeaderMap,
+/// The plan a JSON body holds, or where it is wrong (line and column of a
+/// syntax error, else the field).
+fn plan_body(
+    headers: &axum::http::HeaderMap,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<cost_model::Plan, ApiError> {
     let body = body(raw)?;
-    check_json(&headers)?;
+    check_json(headers)?;
     let text = std::str::from_utf8(&body)
         .map_err(|e| InputError::field("body", format!("not UTF-8: {e}")))?;
     let plan =
@@ -263,9 +266,56 @@ async fn estimate(
                 e.to_string(),
             ),
         })?;
+    Ok(plan)
+}
+
+async fn estimate(
+    headers: axum::http::HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let plan = plan_body(&headers, raw)?;
     let report = cost_model::report::report(&plan)
         .map_err(|e| InputError::field(e.field(), e.to_string()))?;
     Ok(Json(report).into_response())
+}
+
+#[derive(Deserialize)]
+struct LayoutParams {
+    /// How many layouts to return (default `LAYOUTS_SHOWN`, at most 100).
+    #[serde(default)]
+    top: Option<String>,
+}
+
+/// Most layouts one request returns.
+const MAX_LAYOUTS_RETURNED: usize = 100;
+
+/// The layout search for a plan (`cost_model::layouts`): off the async
+/// workers, as a search over thousands of GPUs takes tens of milliseconds.
+async fn layouts(
+    Query(q): Query<LayoutParams>,
+    headers: axum::http::HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let top = match q.top.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        None => cost_model::layouts::LAYOUTS_SHOWN,
+        Some(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LAYOUTS_RETURNED).contains(n))
+            .ok_or_else(|| {
+                InputError::field(
+                    "top",
+                    format!("`{s}` is not a count from 1 to {MAX_LAYOUTS_RETURNED}"),
+                )
+            })?,
+    };
+    let plan = plan_body(&headers, raw)?;
+    let found =
+        tokio::task::spawn_blocking(move || cost_model::layouts::search_layouts(&plan, top))
+            .await
+            .map_err(|e| ApiError::Internal(format!("layout search: {e}")))?
+            .map_err(|e| InputError::field(e.field(), e.to_string()))?;
+    Ok(Json(found).into_response())
 }
 
 /// Options of an upload, in the query string or as form fields.

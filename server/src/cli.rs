@@ -60,6 +60,9 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Predict every case of a calibration CSV and report the errors.
     Calibrate(CalibrateArgs),
+    /// Search the parallel layouts of a plan file's GPUs (sharding, TP, PP,
+    /// checkpointing, offload, micro-batch) for the fastest that fit.
+    Layouts(LayoutsArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -113,6 +116,19 @@ pub struct VerifyArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct LayoutsArgs {
+    /// Plan JSON file (see docs/plan-format.md): its model, GPUs, framework
+    /// and global batch are kept; its layout is searched.
+    pub plan: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// How many layouts to list.
+    #[arg(long, default_value_t = cost_model::layouts::LAYOUTS_SHOWN)]
+    pub top: usize,
+}
+
+#[derive(Args, Debug)]
 pub struct CalibrateArgs {
     /// Calibration cases CSV (schema: shared/calibration/SCHEMA.md).
     pub cases: PathBuf,
@@ -130,6 +146,78 @@ pub fn run_offline(cmd: Command) -> ExitCode {
         Command::Estimate(a) => estimate_cmd(a),
         Command::Verify(a) => verify_cmd(a),
         Command::Calibrate(a) => calibrate_cmd(a),
+        Command::Layouts(a) => layouts_cmd(a),
+    }
+}
+
+/// Reads a plan file, or says why not (exit code 2).
+fn read_plan(cmd: &str, path: &std::path::Path) -> Result<Plan, ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("memplan {cmd}: cannot read {}: {e}", path.display());
+        ExitCode::from(2)
+    })?;
+    Plan::from_json(&text).map_err(|e| {
+        eprintln!("memplan {cmd}: {}: {e}", path.display());
+        ExitCode::from(2)
+    })
+}
+
+fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
+    let plan = match read_plan("layouts", &a.plan) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let found = match cost_model::layouts::search_layouts(&plan, a.top.max(1)) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("memplan layouts: {}: {e}", a.plan.display());
+            return ExitCode::from(2);
+        }
+    };
+    if a.json {
+        match serde_json::to_string_pretty(&found) {
+            Ok(s) => out!("{s}"),
+            Err(e) => {
+                eprintln!("memplan layouts: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        out!(
+            "{} on {} × {} ({}): {} layouts considered, {} fit ({} estimates)",
+            plan.model.name,
+            plan.parallel.num_gpus,
+            plan.gpu.name,
+            plan.framework.label(),
+            found.considered,
+            found.fitting,
+            found.estimated
+        );
+        out!(
+            "  {:>6}  {:<24} {:>12} {:>12}  layout",
+            "speed",
+            "micro-batch × accum",
+            "device_used",
+            "headroom"
+        );
+        for l in &found.best {
+            out!(
+                "  {:>+5}%  {:<24} {:>12} {:>12}  {}",
+                l.speed_cost_pct,
+                format!(
+                    "{} × {}",
+                    l.plan.training.micro_batch, l.plan.training.grad_accum
+                ),
+                l.device_used.to_string(),
+                l.headroom.to_string(),
+                cost_model::layouts::describe(&l.plan)
+            );
+        }
+    }
+    if found.best.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

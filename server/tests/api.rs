@@ -319,6 +319,47 @@ async fn estimate_endpoint_answers_like_the_cli() {
 }
 
 #[tokio::test]
+async fn layouts_endpoint_searches_the_plans_layouts() {
+    let (app, _d) = common::app().await;
+    let mut p = Plan {
+        model: cost_model::presets::preset("llama-3.1-70b").unwrap().spec(),
+        ..Default::default()
+    };
+    p.training.micro_batch = 4;
+    p.training.grad_accum = 8;
+    let body = serde_json::to_string(&p).unwrap();
+    let r = post_json(&app, "/api/v1/layouts", body.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let want = serde_json::to_value(
+        cost_model::layouts::search_layouts(&p, cost_model::layouts::LAYOUTS_SHOWN).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(r.json(), want);
+    assert!(r.json()["best"][0]["query"]
+        .as_str()
+        .unwrap()
+        .contains("shard=zero3"));
+    let r = post_json(&app, "/api/v1/layouts?top=1", body.clone()).await;
+    assert_eq!(r.json()["best"].as_array().unwrap().len(), 1);
+    // A count out of range, a broken body and an invalid plan: 4xx by field.
+    let r = post_json(&app, "/api/v1/layouts?top=0", body).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["field"], "top");
+    let r = post_json(&app, "/api/v1/layouts", "{\"version\": 2,").await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let mut bad = Plan::default();
+    bad.parallel.pp = 1000;
+    let r = post_json(
+        &app,
+        "/api/v1/layouts",
+        serde_json::to_string(&bad).unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["field"], "parallel.pp");
+}
+
+#[tokio::test]
 async fn the_save_form_works_without_javascript() {
     let (app, _d) = common::app().await;
     // What a browser without JavaScript posts from the planner's form.

@@ -18,7 +18,7 @@ fn memplan(args: &[&str]) -> (i32, String, String) {
 fn help_lists_the_subcommands() {
     let (code, out, _) = memplan(&["--help"]);
     assert_eq!(code, 0);
-    for sub in ["serve", "estimate", "verify", "calibrate"] {
+    for sub in ["serve", "estimate", "verify", "calibrate", "layouts"] {
         assert!(out.contains(sub), "{sub} missing from --help");
     }
 }
@@ -294,4 +294,47 @@ fn a_closed_pipe_on_standard_output_ends_the_command_quietly() {
         assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn layouts_lists_the_fastest_layouts_that_fit() {
+    let dir = std::env::temp_dir().join(format!("memplan-layouts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut p = cost_model::Plan {
+        model: cost_model::presets::preset("llama-3.1-70b").unwrap().spec(),
+        ..Default::default()
+    };
+    p.training.micro_batch = 4;
+    p.training.grad_accum = 8;
+    let path = dir.join("plan.json");
+    std::fs::write(&path, serde_json::to_string(&p).unwrap()).unwrap();
+    let (code, out, err) = memplan(&["layouts", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("layouts considered"), "{out}");
+    assert!(
+        out.contains("ZeRO-3 · full recomputation · optimizer on CPU"),
+        "{out}"
+    );
+    let (code, json, _) = memplan(&["layouts", path.to_str().unwrap(), "--json", "--top", "2"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["best"].as_array().unwrap().len(), 2);
+    assert!(v["considered"].as_u64().unwrap() >= v["fitting"].as_u64().unwrap());
+    // Nothing fits: exit code 1; a broken file: 2, naming the line.
+    let mut big = cost_model::Plan {
+        model: cost_model::presets::preset("llama-3.1-405b")
+            .unwrap()
+            .spec(),
+        gpu: cost_model::gpu::gpu("rtx3060-12gb").unwrap(),
+        ..Default::default()
+    };
+    big.parallel.num_gpus = 1;
+    big.parallel.sharding = cost_model::plan::Sharding::None;
+    std::fs::write(&path, serde_json::to_string(&big).unwrap()).unwrap();
+    let (code, out, _) = memplan(&["layouts", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    std::fs::write(&path, "{\"version\": 2,\n").unwrap();
+    let (code, _, err) = memplan(&["layouts", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("line 2"), "{err}");
 }

@@ -53,6 +53,18 @@ pub fn Ladder(plan: RwSignal<Plan>, searches: Memo<(Option<u32>, Option<u32>)>) 
                 <strong data-testid="max-mb">{move || show(searches.get().0)}</strong>
                 {move || format!(" · {}: ", lang.get().t("longest sequence"))}
                 <strong data-testid="max-seq">{move || show(searches.get().1)}</strong>
+                " · "
+                <a
+                    href=move || {
+                        let suffix = lang_suffix();
+                        let q = plan.with(cost_model::query::encode);
+                        let sep = if q.is_empty() || suffix.is_empty() { "" } else { "&" };
+                        format!("/layouts?{q}{sep}{suffix}")
+                    }
+                    data-testid="find-layouts"
+                >
+                    {move || lang.get().t("Fastest layouts that fit")}
+                </a>
             </p>
         </section>
         <section class="ladder" data-testid="ladder">

@@ -1,3 +1,4 @@
+pub mod layouts;
 pub mod not_found;
 pub mod planner;
 pub mod plans;
