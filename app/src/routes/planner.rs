@@ -162,6 +162,11 @@ fn replace_url(url: &str) {
     let Some(window) = web_sys::window() else {
         return;
     };
+    // The page may have been left within the throttle (a link to the layout
+    // search, a saved plan): the URL is then another page's, not the plan's.
+    if window.location().pathname().ok().as_deref() != Some("/") {
+        return;
+    }
     let Ok(history) = window.history() else {
         return;
     };
