@@ -446,8 +446,10 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             }
         }
     }
-    // 5. Tensor parallelism within a node (with sequence parallelism).
-    if l.cur.parallel.tp == 1 {
+    // 5. Tensor parallelism within a node (with sequence parallelism), where
+    // the framework has it ([`Framework::layouts`]).
+    let runs = l.cur.framework.layouts();
+    if l.cur.parallel.tp == 1 && runs.tensor_parallel {
         let node = l.cur.parallel.gpus_per_node.min(l.cur.parallel.num_gpus);
         for t in [2u32, 4, 8] {
             if t > node || !l.cur.model.heads.is_multiple_of(t) {
@@ -481,9 +483,12 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
         if (params && have.params_offloaded()) || (!params && have.optimizer_offloaded()) {
             continue;
         }
-        // Megatron-LM has no parameter offload (its CPU offload is the
-        // optimizer's, `--optimizer-cpu-offload`).
-        if params && l.cur.framework == Framework::Megatron {
+        // Only the offloads the framework has a switch for
+        // ([`Framework::layouts`]): Megatron-LM's is the optimizer's alone
+        // (`--optimizer-cpu-offload`), FSDP's moves the parameters with it
+        // (torchtune, torchtitan, fsdp_qlora, a loop of one's own), LitGPT's
+        // scripts and Unsloth have none.
+        if (params && !runs.offload_params) || (!params && !runs.offload_optimizer) {
             continue;
         }
         if l.edit(id, cost, |p| {
@@ -1095,5 +1100,48 @@ mod tests {
     #[test]
     fn ladder_is_empty_when_it_fits() {
         assert!(fix_ladder(&Plan::default()).unwrap().is_empty());
+    }
+
+    /// A rung is a switch the framework has: no tensor parallelism under the
+    /// Trainer, no optimizer-only offload under FSDP-based torchtune (its
+    /// `fsdp_cpu_offload` moves the parameters too), no parameter offload
+    /// under Megatron-LM, no offload at all under Unsloth.
+    #[test]
+    fn rungs_are_switches_the_framework_has() {
+        let ids = |q: &str| -> Vec<String> {
+            let p = crate::query::decode_str(q).unwrap();
+            fix_ladder(&p).unwrap().into_iter().map(|r| r.id).collect()
+        };
+        let trainer = ids("?model=llama-3.1-70b&gpus=8&mb=4&ga=8");
+        assert!(!trainer.iter().any(|r| r.starts_with("tp-")), "{trainer:?}");
+        assert!(
+            trainer.iter().any(|r| r == "offload-optimizer"),
+            "{trainer:?}"
+        );
+        let megatron = ids("?model=llama-3.1-70b&gpus=8&mb=4&ga=8&fw=megatron");
+        assert!(
+            megatron.iter().any(|r| r.starts_with("tp-")),
+            "{megatron:?}"
+        );
+        assert!(
+            !megatron.iter().any(|r| r == "offload-params"),
+            "{megatron:?}"
+        );
+        let torchtune = ids("?model=llama-3.1-70b&gpus=8&mb=4&ga=8&fw=torchtune&shard=fsdp-full");
+        assert!(
+            !torchtune.iter().any(|r| r == "offload-optimizer"),
+            "{torchtune:?}"
+        );
+        assert!(
+            torchtune.iter().any(|r| r == "offload-params"),
+            "{torchtune:?}"
+        );
+        let unsloth = ids("?model=llama-3.1-70b&gpus=1&shard=none&fw=unsloth");
+        assert!(
+            !unsloth
+                .iter()
+                .any(|r| r.starts_with("offload-o") || r.starts_with("offload-p")),
+            "{unsloth:?}"
+        );
     }
 }
