@@ -264,7 +264,11 @@ impl Framework {
     ///   (`offload_optimizer`, and `offload_param` at stage 3) and FSDP
     ///   `full_shard` / `shard_grad_op` with `offload` (transformers
     ///   `TrainingArguments.fsdp`, "DeepSpeed" and "FSDP" guides); no tensor
-    ///   or pipeline parallelism of their own;
+    ///   or pipeline parallelism of their own (Accelerate 1.10's ND-parallel
+    ///   `ParallelismConfig(tp_size=…)` over FSDP2, for models with a
+    ///   transformers `tp_plan`, is not offered yet: it shards the matmuls
+    ///   without Megatron-LM's sequence parallelism, which the model's TP
+    ///   terms are written for);
     /// - Unsloth: one GPU (its open-source trainer; `device_map` per process);
     /// - torchtune: FSDP2 `fully_shard` in its distributed recipes, with
     ///   `fsdp_cpu_offload` (parameters, gradients and optimizer together);
