@@ -150,6 +150,20 @@ pub fn run_offline(cmd: Command) -> ExitCode {
     }
 }
 
+/// Prints `v` as pretty JSON; false (after saying why) when it cannot be.
+fn print_json<T: serde::Serialize>(cmd: &str, v: &T) -> bool {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            out!("{s}");
+            true
+        }
+        Err(e) => {
+            eprintln!("memplan {cmd}: {e}");
+            false
+        }
+    }
+}
+
 /// Reads a plan file, or says why not (exit code 2).
 fn read_plan(cmd: &str, path: &std::path::Path) -> Result<Plan, ExitCode> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -175,12 +189,8 @@ fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
         }
     };
     if a.json {
-        match serde_json::to_string_pretty(&found) {
-            Ok(s) => out!("{s}"),
-            Err(e) => {
-                eprintln!("memplan layouts: {e}");
-                return ExitCode::FAILURE;
-            }
+        if !print_json("layouts", &found) {
+            return ExitCode::FAILURE;
         }
     } else {
         out!(
@@ -223,34 +233,19 @@ fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
 
 fn estimate_cmd(a: EstimateArgs) -> ExitCode {
     if a.print_example {
-        match serde_json::to_string_pretty(&Plan::default()) {
-            Ok(s) => {
-                out!("{s}");
-                return ExitCode::SUCCESS;
-            }
-            Err(e) => {
-                eprintln!("memplan estimate: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        return if print_json("estimate", &Plan::default()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
     let Some(path) = a.plan else {
         eprintln!("memplan estimate: give a PLAN.json (or --print-example)");
         return ExitCode::from(2);
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("memplan estimate: cannot read {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
-    };
-    let plan = match Plan::from_json(&text) {
+    let plan = match read_plan("estimate", &path) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("memplan estimate: {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let rep = match cost_model::report::report(&plan) {
         Ok(r) => r,
@@ -266,12 +261,8 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
         &rep.fix_ladder,
     );
     if a.json {
-        match serde_json::to_string_pretty(&rep) {
-            Ok(s) => out!("{s}"),
-            Err(e) => {
-                eprintln!("memplan estimate: {e}");
-                return ExitCode::FAILURE;
-            }
+        if !print_json("estimate", &rep) {
+            return ExitCode::FAILURE;
         }
     } else {
         out!(
@@ -366,12 +357,8 @@ fn calibrate_cmd(a: CalibrateArgs) -> ExitCode {
         eprintln!("memplan calibrate: warning: {w}");
     }
     if a.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(s) => out!("{s}"),
-            Err(e) => {
-                eprintln!("memplan calibrate: {e}");
-                return ExitCode::FAILURE;
-            }
+        if !print_json("calibrate", &report) {
+            return ExitCode::FAILURE;
         }
         return ExitCode::SUCCESS;
     }
@@ -474,12 +461,8 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
     };
     let rep = findings::report(&t, plan.as_ref());
     if a.json {
-        match serde_json::to_string_pretty(&rep) {
-            Ok(s) => out!("{s}"),
-            Err(e) => {
-                eprintln!("memplan verify: {e}");
-                return ExitCode::FAILURE;
-            }
+        if !print_json("verify", &rep) {
+            return ExitCode::FAILURE;
         }
     } else {
         out!("{} ({} lines)", rep.format.id(), rep.lines);
