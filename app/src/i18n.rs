@@ -719,6 +719,7 @@ pub const ZH: &[(&str, &str)] = &[
     ("Layout", "并行方案"),
     ("Micro-batch × accumulation", "微批次 × 梯度累积"),
     ("Peak per GPU", "每卡峰值"),
+    ("your plan", "当前方案"),
     (
         "None fits: no sharding, tensor or pipeline split, recomputation or offload this framework runs brings the peak under the card at this global batch and sequence. Try more GPUs, a larger card, LoRA or QLoRA, or a shorter sequence.",
         "没有能放下的方案：该框架支持的分片、张量/流水线切分、重计算和卸载都无法在此全局批次和序列长度下把峰值压到显存以内。可以尝试更多 GPU、更大显存的卡、LoRA 或 QLoRA，或更短的序列。",

@@ -61,6 +61,9 @@ pub struct Layout {
     /// Approximate change in step time against the plan as given, percent
     /// (negative = faster): [`speed_cost`].
     pub speed_cost_pct: i32,
+    /// This layout is the plan as given.
+    #[serde(default)]
+    pub is_plan: bool,
 }
 
 /// What a layout search looked at and what it found.
@@ -296,8 +299,6 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
         * plan.training.grad_accum.max(1) as u64
         * base.data_parallel.max(1) as u64;
     let node = par.gpus_per_node.max(1).min(gpus);
-    let plain_mb = plan.training.micro_batch;
-    let own_cost = speed_cost(plan, plain_mb);
 
     // Tensor degrees: powers of two within a node dividing the GPU count.
     let mut tps = vec![1u32];
@@ -429,14 +430,9 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
                                 }
                                 p.training.checkpointing = ckpt;
                                 p.training.activation_offload = act;
-                                if let Some(l) = search_one(
-                                    &mut p,
-                                    &mbs,
-                                    per_replica,
-                                    plain_mb,
-                                    own_cost,
-                                    &mut out,
-                                ) {
+                                if let Some(l) =
+                                    search_one(plan, &mut p, &mbs, per_replica, &mut out)
+                                {
                                     found.push(l);
                                 }
                             }
@@ -458,13 +454,14 @@ pub const LAYOUT_MIN_SAVING: f64 = 0.01;
 /// The layouts no other beats on both speed and memory, fastest first, at
 /// most `shown`: each one after the first is slower than those above it and
 /// leaves more memory free ([`LAYOUT_MIN_SAVING`] of `capacity` more). Among
-/// equally fast ones the larger micro-batch, then the fewer GPUs a model
-/// replica spans, then the lower peak goes first.
+/// equally fast ones the plan's own layout, then the larger micro-batch, then
+/// the fewer GPUs a model replica spans, then the lower peak goes first.
 fn pareto(mut found: Vec<Layout>, shown: usize, capacity: Bytes) -> Vec<Layout> {
     let span = |l: &Layout| l.plan.parallel.tp as u64 * l.plan.parallel.pp as u64;
     found.sort_by(|a, b| {
         a.speed_cost_pct
             .cmp(&b.speed_cost_pct)
+            .then(b.is_plan.cmp(&a.is_plan))
             .then(
                 b.plan
                     .training
@@ -502,13 +499,14 @@ fn fits_with_band(e: &Estimate) -> bool {
 /// considered, finds the largest that fits, and returns the cheapest of
 /// those that fit with its estimate.
 fn search_one(
+    plan: &Plan,
     p: &mut Plan,
     mbs: &[u32],
     per_replica: u64,
-    plain_mb: u32,
-    own_cost: i32,
     out: &mut LayoutSearch,
 ) -> Option<Layout> {
+    let plain_mb = plan.training.micro_batch;
+    let own_cost = speed_cost(plan, plain_mb);
     let set = |p: &mut Plan, mb: u32| {
         p.training.micro_batch = mb;
         p.training.grad_accum = (per_replica / mb as u64).min(u32::MAX as u64) as u32;
@@ -574,6 +572,7 @@ fn search_one(
         device_used: e.peak.device_used,
         headroom: e.headroom,
         speed_cost_pct: speed_cost(p, plain_mb) - own_cost,
+        is_plan: p == plan,
         plan: p.clone(),
     })
 }
@@ -630,8 +629,16 @@ mod tests {
             let r = search_layouts(&p, LAYOUTS_SHOWN).unwrap();
             check_layouts(&p, &r, LAYOUTS_SHOWN);
             // The plan's own layout is in the space: the fastest layout found
-            // is at least as fast.
+            // is at least as fast, and the plan is found as itself.
             assert!(r.best[0].speed_cost_pct <= 0, "{q}: {:?}", r.best[0]);
+            // Fitting, it is first unless another layout is faster.
+            assert!(r.best[0].is_plan || r.best[0].speed_cost_pct < 0, "{q}");
+            let all = search_layouts(&p, usize::MAX).unwrap();
+            assert!(all.best.iter().filter(|l| l.is_plan).count() <= 1);
+            for l in r.best.iter().filter(|l| l.is_plan) {
+                assert_eq!(l.plan, p);
+                assert_eq!(l.speed_cost_pct, 0);
+            }
         }
     }
 

@@ -71,6 +71,16 @@ test("the layout search's table: fastest first, each slower layout with more roo
   await expect(page.getByTestId("verdict")).toBeVisible();
 });
 
+test("a plan that fits is the first row when nothing is faster, marked as the plan", async ({ page }, info) => {
+  await page.goto("/layouts?gpus=8&shard=zero2");
+  await waitForHydration(page, info);
+  const first = page.getByTestId("layouts-table").locator("tbody tr").first();
+  await expect(first.getByTestId("layout-current")).toHaveText("your plan");
+  await expect(first.getByTestId("layout-0")).toHaveText("ZeRO-2");
+  await expect(first.locator("td.speed")).toHaveText("+0 %");
+  await expect(page.getByTestId("layout-current")).toHaveCount(1);
+});
+
 test("a plan nothing fits says so, in the page's language; a broken plan names its field", async ({ page }, info) => {
   await page.goto("/layouts?model=llama-3.1-405b&gpu=rtx3060-12gb&gpus=1&shard=none&lang=zh");
   await waitForHydration(page, info);

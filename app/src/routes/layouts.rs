@@ -108,12 +108,22 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
             let link = href(&x.query, &suffix);
             let t = &x.plan.training;
             view! {
-                <tr>
+                <tr class:current=x.is_plan>
                     <td class="speed">{format!("{:+} %", x.speed_cost_pct)}</td>
                     <td>
                         <a href=link data-testid=format!("layout-{i}")>
                             {layout_label(l, &x.plan)}
                         </a>
+                        {x
+                            .is_plan
+                            .then(|| {
+                                view! {
+                                    " "
+                                    <span class="tag" data-testid="layout-current">
+                                        {l.t("your plan")}
+                                    </span>
+                                }
+                            })}
                     </td>
                     <td class="num">{format!("{} × {}", t.micro_batch, t.grad_accum)}</td>
                     <td class="num">{gib(x.device_used)}</td>
