@@ -901,10 +901,15 @@ pub fn lang_suffix() -> String {
 
 /// Joins a plan query and the language suffix into `/?…`.
 pub fn href(query: &str, suffix: &str) -> String {
+    page_href("/", query, suffix)
+}
+
+/// Joins a page, a plan query and the language suffix (`/layouts?…`).
+pub fn page_href(path: &str, query: &str, suffix: &str) -> String {
     match (query.is_empty(), suffix.is_empty()) {
-        (true, true) => "/".to_string(),
-        (false, true) => format!("/?{query}"),
-        (true, false) => format!("/?{suffix}"),
-        (false, false) => format!("/?{query}&{suffix}"),
+        (true, true) => path.to_string(),
+        (false, true) => format!("{path}?{query}"),
+        (true, false) => format!("{path}?{suffix}"),
+        (false, false) => format!("{path}?{query}&{suffix}"),
     }
 }

@@ -31,8 +31,8 @@ pub enum Framework {
 /// elements each (deepspeed/runtime/zero/config.py).
 pub const DEEPSPEED_DEFAULT_BUCKET_ELEMENTS: f64 = 5e8;
 
-/// The defaults a framework applies when the user does not say otherwise.
-/// The parallel layouts a framework runs ([`Framework::layouts`]).
+/// The parallel layouts and offloads a framework runs, a switch away
+/// ([`Framework::layouts`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LayoutSupport {
     /// Shardings over more than one data-parallel rank (none: one GPU only).
@@ -46,8 +46,16 @@ pub struct LayoutSupport {
     pub offload_optimizer: bool,
     /// The parameters on the host, with the optimizer states.
     pub offload_params: bool,
+    /// The checkpointed activations on the host: torchtune's
+    /// `enable_activation_offloading`, Unsloth's
+    /// `use_gradient_checkpointing="unsloth"`, axolotl's
+    /// `gradient_checkpointing: offload`, DeepSpeed's activation-checkpointing
+    /// `cpu_checkpointing`, Megatron-LM's `--cpu-offloading`, and a loop of
+    /// one's own under `torch.autograd.graph.save_on_cpu`.
+    pub offload_activations: bool,
 }
 
+/// The defaults a framework applies when the user does not say otherwise.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameworkDefaults {
     pub loss: Loss,
@@ -238,25 +246,6 @@ impl Framework {
         )
     }
 
-    /// Whether the framework can keep the checkpointed activations on the
-    /// host, a switch away (the fix ladder offers it only there): torchtune's
-    /// `enable_activation_offloading`, Unsloth's
-    /// `use_gradient_checkpointing="unsloth"`, axolotl's
-    /// `gradient_checkpointing: offload`, DeepSpeed's activation-checkpointing
-    /// `cpu_checkpointing`, Megatron-LM's `--cpu-offloading`, and a loop of
-    /// one's own under `torch.autograd.graph.save_on_cpu`.
-    pub fn offloads_activations(self) -> bool {
-        matches!(
-            self,
-            Framework::Torchtune
-                | Framework::Unsloth
-                | Framework::Axolotl
-                | Framework::Deepspeed
-                | Framework::Megatron
-                | Framework::PlainPytorch
-        )
-    }
-
     /// The parallel layouts the framework runs, a setting away: the layout
     /// search's space ([`crate::layouts`]). Sources, by framework:
     /// - the Trainer and the tools on it (Accelerate, PEFT, TRL, LLaMA-Factory,
@@ -307,6 +296,7 @@ impl Framework {
             selective_recompute: false,
             offload_optimizer: true,
             offload_params: true,
+            offload_activations: false,
         };
         match self {
             Framework::HfTrainer
@@ -314,17 +304,22 @@ impl Framework {
             | Framework::Peft
             | Framework::Trl
             | Framework::LlamaFactory
-            | Framework::MsSwift
-            | Framework::Axolotl => data_parallel,
+            | Framework::MsSwift => data_parallel,
+            Framework::Axolotl => LayoutSupport {
+                offload_activations: true,
+                ..data_parallel
+            },
             Framework::Unsloth => LayoutSupport {
                 shardings: &[],
                 offload_optimizer: false,
                 offload_params: false,
+                offload_activations: true,
                 ..data_parallel
             },
             Framework::Torchtune => LayoutSupport {
                 shardings: &[Sharding::FsdpFull],
                 offload_optimizer: false,
+                offload_activations: true,
                 ..data_parallel
             },
             Framework::Torchtitan => LayoutSupport {
@@ -347,6 +342,7 @@ impl Framework {
                     Sharding::Zero2,
                     Sharding::Zero3,
                 ],
+                offload_activations: true,
                 ..data_parallel
             },
             Framework::Megatron => LayoutSupport {
@@ -356,10 +352,17 @@ impl Framework {
                 selective_recompute: true,
                 offload_optimizer: true,
                 offload_params: false,
+                offload_activations: true,
             },
-            Framework::FsdpQlora | Framework::PlainPytorch => LayoutSupport {
+            Framework::FsdpQlora => LayoutSupport {
                 shardings: FSDP,
                 offload_optimizer: false,
+                ..data_parallel
+            },
+            Framework::PlainPytorch => LayoutSupport {
+                shardings: FSDP,
+                offload_optimizer: false,
+                offload_activations: true,
                 ..data_parallel
             },
         }

@@ -249,11 +249,17 @@ pub const LAYOUT_LABELS: [&str; 22] = [
 
 /// [`layout_parts`] as one line: `ZeRO-3 · TP 8 · full recomputation`.
 pub fn describe(plan: &Plan) -> String {
+    describe_in(plan, |label| label)
+}
+
+/// [`describe`] with each label put through `translate` (the planner's
+/// language).
+pub fn describe_in<'a>(plan: &Plan, translate: impl Fn(&'static str) -> &'a str) -> String {
     layout_parts(plan)
         .into_iter()
         .map(|(label, n)| match n {
-            Some(n) => format!("{label} {n}"),
-            None => label.to_string(),
+            Some(n) => format!("{} {n}", translate(label)),
+            None => translate(label).to_string(),
         })
         .collect::<Vec<_>>()
         .join(" · ")
@@ -286,18 +292,15 @@ fn with<T: PartialEq + Copy>(mut v: Vec<T>, extra: T) -> Vec<T> {
     v
 }
 
-/// The layout search over `plan`'s framework, GPUs and global batch
-/// (module docs): the `shown` fastest layouts that fit, and how many were
-/// considered, estimated and found to fit. The plan itself must be valid.
-pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanError> {
-    let base = estimate(plan)?;
+/// Calls `f` with each layout of `plan`'s space (module docs) — the plan with
+/// that layout, its micro-batch not yet set — with the micro-batches that
+/// divide its per-replica batch and that batch.
+fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
     let support = plan.framework.layouts();
     let par = &plan.parallel;
     let gpus = par.num_gpus.max(1);
     let cp = par.cp.max(1);
-    let global = plan.training.micro_batch.max(1) as u64
-        * plan.training.grad_accum.max(1) as u64
-        * base.data_parallel.max(1) as u64;
+    let global = plan.global_batch();
     let node = par.gpus_per_node.max(1).min(gpus);
 
     // Tensor degrees: powers of two within a node dividing the GPU count.
@@ -310,6 +313,9 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
         }
     }
     let tps = with(tps, par.tp.max(1));
+    // Recomputation and offload, the same for every parallel split: each
+    // checkpointing policy with each state offload, and the checkpointed
+    // activations on the host where the framework has the switch.
     let mut checkpointing = vec![Checkpointing::None, Checkpointing::Full];
     if support.selective_recompute {
         checkpointing.push(Checkpointing::Selective);
@@ -330,9 +336,18 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
         });
     }
     let offloads = with(offloads, par.offload);
+    let mut memory = Vec::new();
+    for &ckpt in &checkpointing {
+        for &offload in &offloads {
+            memory.push((ckpt, offload, false));
+            if (ckpt == Checkpointing::Full && support.offload_activations)
+                || (ckpt == plan.training.checkpointing && plan.training.activation_offload)
+            {
+                memory.push((ckpt, offload, true));
+            }
+        }
+    }
 
-    let mut out = LayoutSearch::default();
-    let mut found: Vec<Layout> = Vec::new();
     let mut mb_cache: Vec<(u64, Vec<u32>)> = Vec::new();
     for &tp in &tps {
         if !gpus.is_multiple_of(tp.saturating_mul(cp)) {
@@ -353,6 +368,17 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
                 continue;
             }
             let per_replica = global / dp as u64;
+            let mbs = match mb_cache.iter().find(|(n, _)| *n == per_replica) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    let v = divisors(per_replica, crate::validate::MAX_MICRO_BATCH);
+                    mb_cache.push((per_replica, v.clone()));
+                    v
+                }
+            };
+            if mbs.is_empty() {
+                continue;
+            }
             // Shardings: over the data-parallel ranks; with one replica the
             // plain runtime, and the parameter-sharding ones only to offload.
             let shardings: Vec<Sharding> = if dp > 1 {
@@ -374,17 +400,6 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
             } else {
                 shardings
             };
-            let mbs = match mb_cache.iter().find(|(n, _)| *n == per_replica) {
-                Some((_, v)) => v.clone(),
-                None => {
-                    let v = divisors(per_replica, crate::validate::MAX_MICRO_BATCH);
-                    mb_cache.push((per_replica, v.clone()));
-                    v
-                }
-            };
-            if mbs.is_empty() {
-                continue;
-            }
             // Pipeline schedules: 1F1B, and interleaved where the layers split.
             let mut schedules = vec![(PipelineSchedule::OneFOneB, 1u32)];
             if pp > 1 && support.pipeline_parallel {
@@ -397,51 +412,51 @@ pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanErr
             if pp == par.pp.max(1) {
                 schedules = with(schedules, (par.pp_schedule, par.virtual_stages.max(1)));
             }
+            let mut p = plan.clone();
+            p.parallel.tp = tp;
+            p.parallel.sequence_parallel = if tp == par.tp.max(1) {
+                par.sequence_parallel
+            } else {
+                tp > 1
+            };
+            p.parallel.pp = pp;
+            p.parallel.pp_microbatches = 0;
             for &(schedule, virtual_stages) in &schedules {
+                p.parallel.pp_schedule = schedule;
+                p.parallel.virtual_stages = virtual_stages;
                 for &sharding in &shardings {
-                    for &ckpt in &checkpointing {
-                        for &offload in &offloads {
-                            // The checkpointed activations on the host, where the
-                            // framework has the switch ([`Framework::offloads_activations`]).
-                            let mut act_offloads = vec![false];
-                            if (ckpt == Checkpointing::Full
-                                && plan.framework.offloads_activations())
-                                || (ckpt == plan.training.checkpointing
-                                    && plan.training.activation_offload)
-                            {
-                                act_offloads.push(true);
-                            }
-                            for act in act_offloads {
-                                let mut p = plan.clone();
-                                p.parallel.tp = tp;
-                                p.parallel.sequence_parallel = if tp == par.tp.max(1) {
-                                    par.sequence_parallel
-                                } else {
-                                    tp > 1
-                                };
-                                p.parallel.pp = pp;
-                                p.parallel.pp_microbatches = 0;
-                                p.parallel.pp_schedule = schedule;
-                                p.parallel.virtual_stages = virtual_stages;
-                                p.parallel.sharding = sharding;
-                                p.parallel.offload = offload;
-                                if ckpt != plan.training.checkpointing {
-                                    p.training.checkpoint_every = 1;
-                                }
-                                p.training.checkpointing = ckpt;
-                                p.training.activation_offload = act;
-                                if let Some(l) =
-                                    search_one(plan, &mut p, &mbs, per_replica, &mut out)
-                                {
-                                    found.push(l);
-                                }
-                            }
-                        }
+                    p.parallel.sharding = sharding;
+                    for &(ckpt, offload, act) in &memory {
+                        p.parallel.offload = offload;
+                        p.training.checkpoint_every = if ckpt == plan.training.checkpointing {
+                            plan.training.checkpoint_every
+                        } else {
+                            1
+                        };
+                        p.training.checkpointing = ckpt;
+                        p.training.activation_offload = act;
+                        p.training.sync_each_batch = plan.training.sync_each_batch;
+                        f(&mut p, &mbs, per_replica);
                     }
                 }
             }
         }
     }
+}
+
+/// The layout search over `plan`'s framework, GPUs and global batch
+/// (module docs): the `shown` fastest layouts that fit, and how many were
+/// considered, estimated and found to fit. The plan itself must be valid.
+pub fn search_layouts(plan: &Plan, shown: usize) -> Result<LayoutSearch, PlanError> {
+    let base = estimate(plan)?;
+    let own_cost = speed_cost(plan, plan.training.micro_batch);
+    let mut out = LayoutSearch::default();
+    let mut found: Vec<Layout> = Vec::new();
+    for_each_layout(plan, |p, mbs, per_replica| {
+        if let Some(l) = search_one(plan, own_cost, p, mbs, per_replica, &mut out) {
+            found.push(l);
+        }
+    });
     out.best = pareto(found, shown, base.capacity);
     Ok(out)
 }
@@ -495,76 +510,59 @@ fn fits_with_band(e: &Estimate) -> bool {
     e.fits && e.band_high <= e.capacity
 }
 
+/// Sets `p`'s micro-batch to `mb` and its accumulation to the rest of the
+/// per-replica batch. Accumulating under FSDP where the framework keeps the
+/// unsharded gradients between micro-batches, they are reduced every
+/// micro-batch instead, as the fix ladder's smaller micro-batch does.
+fn set_micro_batch(p: &mut Plan, mb: u32, per_replica: u64, sync_each_batch: bool) {
+    p.training.micro_batch = mb;
+    p.training.grad_accum = (per_replica / mb as u64).min(u32::MAX as u64) as u32;
+    p.training.sync_each_batch = sync_each_batch
+        || (p.training.grad_accum > 1
+            && p.parallel.sharding.is_fsdp()
+            && p.framework.fsdp_no_sync_accumulation());
+}
+
 /// One layout (`p`, its micro-batch unset): counts its micro-batches as
-/// considered, finds the largest that fits, and returns the cheapest of
-/// those that fit with its estimate.
+/// considered, finds the largest that fits ([`crate::search::largest`]),
+/// and returns the cheapest of those that fit with its estimate; `own_cost`
+/// is the plan's own [`speed_cost`].
 fn search_one(
     plan: &Plan,
+    own_cost: i32,
     p: &mut Plan,
     mbs: &[u32],
     per_replica: u64,
     out: &mut LayoutSearch,
 ) -> Option<Layout> {
     let plain_mb = plan.training.micro_batch;
-    let own_cost = speed_cost(plan, plain_mb);
-    let set = |p: &mut Plan, mb: u32| {
-        p.training.micro_batch = mb;
-        p.training.grad_accum = (per_replica / mb as u64).min(u32::MAX as u64) as u32;
-        // Accumulating under FSDP where the framework keeps the unsharded
-        // gradients between micro-batches: reduced every micro-batch instead,
-        // as the fix ladder's smaller micro-batch does.
-        p.training.sync_each_batch |= p.training.grad_accum > 1
-            && p.parallel.sharding.is_fsdp()
-            && p.framework.fsdp_no_sync_accumulation();
-    };
     let sync = p.training.sync_each_batch;
-    let fits_at = |p: &mut Plan, i: usize, out: &mut LayoutSearch| -> Option<bool> {
-        p.training.sync_each_batch = sync;
-        set(p, mbs[i]);
+    let mut fits_at = |p: &mut Plan, i: usize| -> Option<bool> {
+        set_micro_batch(p, mbs[i], per_replica, sync);
         out.estimated += 1;
         estimate(p).ok().map(|e| fits_with_band(&e))
     };
     // An invalid layout (heads not divisible by TP, a schedule the layers
     // do not split into) is not in the space.
-    let first = fits_at(p, 0, out)?;
-    out.considered += mbs.len() as u64;
-    if !first {
+    if !fits_at(p, 0)? {
+        out.considered += mbs.len() as u64;
         return None;
     }
-    // Gallop, then bisect, over the divisors' indices.
-    let (mut good, mut bad) = (0usize, mbs.len());
-    let mut step = 1usize;
-    while good + step < mbs.len() {
-        if fits_at(p, good + step, out) == Some(true) {
-            good += step;
-            step *= 2;
-        } else {
-            bad = good + step;
-            break;
-        }
-    }
-    while bad - good > 1 {
-        let mid = good + (bad - good) / 2;
-        if fits_at(p, mid, out) == Some(true) {
-            good = mid;
-        } else {
-            bad = mid;
-        }
-    }
+    let last = (mbs.len() - 1) as u32;
+    let good = crate::search::largest(0, last, |i| i == 0 || fits_at(p, i as usize) == Some(true))
+        .unwrap_or(0) as usize;
+    out.considered += mbs.len() as u64;
     out.fitting += good as u64 + 1;
     // The cheapest micro-batch of those that fit (the pipeline's bubble
     // shrinks with more of them; elsewhere the largest).
-    let cost_at = |p: &mut Plan, i: usize| {
-        p.training.sync_each_batch = sync;
-        set(p, mbs[i]);
-        speed_cost(p, plain_mb)
-    };
     let pick = (0..=good)
         .rev()
-        .min_by_key(|&i| cost_at(p, i))
+        .min_by_key(|&i| {
+            set_micro_batch(p, mbs[i], per_replica, sync);
+            speed_cost(p, plain_mb)
+        })
         .unwrap_or(good);
-    p.training.sync_each_batch = sync;
-    set(p, mbs[pick]);
+    set_micro_batch(p, mbs[pick], per_replica, sync);
     out.estimated += 1;
     let e = estimate(p).ok()?;
     Some(Layout {
@@ -587,10 +585,6 @@ mod tests {
         decode_str(q).unwrap()
     }
 
-    fn global(p: &Plan) -> u64 {
-        p.training.micro_batch as u64 * p.training.grad_accum as u64 * p.parallel.dp() as u64
-    }
-
     /// Every layout shown fits at the band's high edge, keeps the global
     /// batch and everything outside the layout, and opens as itself.
     fn check_layouts(p: &Plan, r: &LayoutSearch, shown: usize) {
@@ -600,7 +594,7 @@ mod tests {
             let e = estimate(&l.plan).unwrap();
             assert!(fits_with_band(&e), "{:?}", l.query);
             assert_eq!(e.peak.device_used, l.device_used);
-            assert_eq!(global(&l.plan), global(p), "{}", l.query);
+            assert_eq!(l.plan.global_batch(), p.global_batch(), "{}", l.query);
             assert_eq!(l.plan.model, p.model);
             assert_eq!(l.plan.gpu, p.gpu);
             assert_eq!(l.plan.parallel.num_gpus, p.parallel.num_gpus);
@@ -703,22 +697,16 @@ mod tests {
         ] {
             let p = plan(q);
             let r = search_layouts(&p, usize::MAX).unwrap();
-            // Brute force over the same space: every layout in `r` came from
-            // a template; count its fitting micro-batches directly.
+            // Brute force over the same space: every micro-batch of every
+            // layout estimated.
             let mut brute = 0u64;
             let mut considered = 0u64;
-            let mut seen: Vec<Plan> = Vec::new();
-            for_each_template(&p, |t, mbs, per_replica| {
-                let mut t = t.clone();
+            for_each_layout(&p, |t, mbs, per_replica| {
+                let sync = t.training.sync_each_batch;
                 let mut valid = false;
                 for &mb in mbs {
-                    t.training.micro_batch = mb;
-                    t.training.grad_accum = (per_replica / mb as u64) as u32;
-                    t.training.sync_each_batch = p.training.sync_each_batch
-                        || (t.training.grad_accum > 1
-                            && t.parallel.sharding.is_fsdp()
-                            && t.framework.fsdp_no_sync_accumulation());
-                    if let Ok(e) = estimate(&t) {
+                    set_micro_batch(t, mb, per_replica, sync);
+                    if let Ok(e) = estimate(t) {
                         valid = true;
                         brute += fits_with_band(&e) as u64;
                     }
@@ -726,115 +714,10 @@ mod tests {
                 if valid {
                     considered += mbs.len() as u64;
                 }
-                seen.push(t);
             });
             assert_eq!(r.considered, considered, "{q}");
             assert_eq!(r.fitting, brute, "{q}");
             assert!(r.estimated < considered, "{q}: the search estimates fewer");
-        }
-    }
-
-    /// The search's space written out again, loop by loop, for the
-    /// brute-force test (plans whose own layout is tp = pp = 1 and whose
-    /// data-parallel ranks stay above one unless the framework offloads no
-    /// parameters).
-    fn for_each_template(p: &Plan, mut f: impl FnMut(&Plan, &[u32], u64)) {
-        let support = p.framework.layouts();
-        let par = &p.parallel;
-        let gpus = par.num_gpus;
-        let global = global(p);
-        let mut tps = vec![1u32];
-        if support.tensor_parallel {
-            let mut t = 2;
-            while t <= par.gpus_per_node.min(gpus).min(MAX_TP) && gpus.is_multiple_of(t) {
-                tps.push(t);
-                t *= 2;
-            }
-        }
-        for tp in with(tps, par.tp) {
-            let rest = gpus / tp;
-            let pps = if support.pipeline_parallel {
-                divisors(rest as u64, p.model.layers as u64)
-            } else {
-                vec![1]
-            };
-            for pp in with(pps, par.pp) {
-                let dp = rest / pp;
-                if !global.is_multiple_of(dp as u64) {
-                    continue;
-                }
-                let per = global / dp as u64;
-                let mbs = divisors(per, crate::validate::MAX_MICRO_BATCH);
-                let shardings = if dp > 1 {
-                    support.shardings.to_vec()
-                } else {
-                    vec![Sharding::Ddp]
-                };
-                let shardings = if tp == par.tp && pp == par.pp {
-                    with(shardings, par.sharding)
-                } else {
-                    shardings
-                };
-                let mut schedules = vec![(PipelineSchedule::OneFOneB, 1)];
-                if pp > 1 && support.pipeline_parallel {
-                    for v in VIRTUAL_STAGES {
-                        if p.model.layers.is_multiple_of(pp * v) {
-                            schedules.push((PipelineSchedule::Interleaved, v));
-                        }
-                    }
-                }
-                let mut ckpts = vec![Checkpointing::None, Checkpointing::Full];
-                if support.selective_recompute {
-                    ckpts.push(Checkpointing::Selective);
-                }
-                let ckpts = with(ckpts, p.training.checkpointing);
-                let mut offs = vec![Offload::NONE];
-                if support.offload_optimizer {
-                    offs.push(Offload {
-                        optimizer: OffloadDevice::Cpu,
-                        params: OffloadDevice::None,
-                    });
-                }
-                if support.offload_params {
-                    offs.push(Offload {
-                        optimizer: OffloadDevice::Cpu,
-                        params: OffloadDevice::Cpu,
-                    });
-                }
-                let offs = with(offs, par.offload);
-                for &(sched, v) in &schedules {
-                    for &s in &shardings {
-                        for &c in &ckpts {
-                            for &o in &offs {
-                                let acts: &[bool] = if c == Checkpointing::Full
-                                    && p.framework.offloads_activations()
-                                {
-                                    &[false, true]
-                                } else {
-                                    &[false]
-                                };
-                                for &a in acts {
-                                    let mut t = p.clone();
-                                    t.parallel.tp = tp;
-                                    t.parallel.sequence_parallel = tp > 1;
-                                    t.parallel.pp = pp;
-                                    t.parallel.pp_microbatches = 0;
-                                    t.parallel.pp_schedule = sched;
-                                    t.parallel.virtual_stages = v;
-                                    t.parallel.sharding = s;
-                                    t.parallel.offload = o;
-                                    if c != p.training.checkpointing {
-                                        t.training.checkpoint_every = 1;
-                                    }
-                                    t.training.checkpointing = c;
-                                    t.training.activation_offload = a;
-                                    f(&t, &mbs, per);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
         }
     }
 

@@ -1177,6 +1177,14 @@ impl Default for Plan {
 }
 
 impl Plan {
+    /// Sequences per optimizer step: micro-batch × accumulation steps ×
+    /// data-parallel ranks.
+    pub fn global_batch(&self) -> u64 {
+        self.training.micro_batch as u64
+            * self.training.grad_accum as u64
+            * self.parallel.dp() as u64
+    }
+
     /// Whether a 4-bit base's block scales are quantized too: stated for
     /// bitsandbytes ([`TrainingSpec::nf4_double_quant`]), always under
     /// torchtune ([`Framework::nf4_double_quantized`]).

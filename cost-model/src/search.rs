@@ -5,6 +5,8 @@
 use crate::error::PlanError;
 use crate::estimate::{estimate, Estimate};
 use crate::framework::Framework;
+#[cfg(doc)]
+use crate::framework::LayoutSupport;
 use crate::model::{Mlp, Norm};
 use crate::plan::{Checkpointing, Loss, Objective, OffloadDevice, Plan, Precision, Sharding};
 use crate::query;
@@ -18,7 +20,7 @@ fn fits(plan: &Plan) -> bool {
 
 /// Largest `x` in `[lo, hi]` with `ok(x)`, assuming `ok` is monotone
 /// (true up to some point, false after). `None` when `ok(lo)` fails.
-fn largest(lo: u32, hi: u32, mut ok: impl FnMut(u32) -> bool) -> Option<u32> {
+pub(crate) fn largest(lo: u32, hi: u32, mut ok: impl FnMut(u32) -> bool) -> Option<u32> {
     if lo > hi || !ok(lo) {
         return None;
     }
@@ -239,11 +241,11 @@ impl Ladder {
     }
 
     /// The checkpointed activations kept on the host, where the framework
-    /// has the switch ([`Framework::offloads_activations`]). True once the
+    /// has the switch ([`LayoutSupport::offload_activations`]). True once the
     /// headroom is comfortable.
     fn offload_activations(&mut self) -> bool {
         !self.cur.training.activation_offload
-            && self.cur.framework.offloads_activations()
+            && self.cur.framework.layouts().offload_activations
             && self.edit("offload-activations", COST_OFFLOAD_ACTIVATIONS, |p| {
                 p.training.activation_offload = true
             })

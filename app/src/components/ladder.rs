@@ -1,7 +1,7 @@
 //! Largest micro-batch / sequence that fit, and the fix ladder when it does not.
 
 use crate::components::verdict::gib;
-use crate::i18n::{href, lang_suffix, use_lang};
+use crate::i18n::{href, lang_suffix, page_href, use_lang};
 use cost_model::search::fix_ladder;
 use cost_model::Plan;
 use leptos::prelude::*;
@@ -56,10 +56,7 @@ pub fn Ladder(plan: RwSignal<Plan>, searches: Memo<(Option<u32>, Option<u32>)>) 
                 " · "
                 <a
                     href=move || {
-                        let suffix = lang_suffix();
-                        let q = plan.with(cost_model::query::encode);
-                        let sep = if q.is_empty() || suffix.is_empty() { "" } else { "&" };
-                        format!("/layouts?{q}{sep}{suffix}")
+                        page_href("/layouts", &plan.with(cost_model::query::encode), &lang_suffix())
                     }
                     data-testid="find-layouts"
                 >

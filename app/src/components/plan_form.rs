@@ -43,8 +43,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                 {move || {
                     let l = lang.get();
                     plan.with(|p| {
-                        let dp = p.parallel.dp() as u64;
-                        let g = p.training.micro_batch as u64 * p.training.grad_accum as u64 * dp;
+                        let g = p.global_batch();
                         format!(
                             "{}: {g} {} ({} {})",
                             l.t("Global batch"),

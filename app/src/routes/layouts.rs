@@ -7,7 +7,7 @@
 use crate::components::site_header::SiteHeader;
 use crate::components::verdict::gib;
 use crate::i18n::{href, use_lang, Lang};
-use cost_model::layouts::{layout_parts, search_layouts, LayoutSearch, LAYOUTS_SHOWN};
+use cost_model::layouts::{describe_in, search_layouts, LayoutSearch, LAYOUTS_SHOWN};
 use cost_model::{query, Plan};
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
@@ -26,18 +26,6 @@ impl LazyRoute for LayoutsRoute {
     fn view(_this: Self) -> AnyView {
         view! { <LayoutsPage /> }.into_any()
     }
-}
-
-/// A layout's settings in the page language (`TP 8 · PP 4 · …`).
-fn layout_label(l: Lang, plan: &Plan) -> String {
-    layout_parts(plan)
-        .into_iter()
-        .map(|(label, n)| match n {
-            Some(n) => format!("{} {n}", l.t(label)),
-            None => l.t(label).to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" · ")
 }
 
 #[component]
@@ -79,9 +67,6 @@ pub fn LayoutsPage() -> impl IntoView {
 #[component]
 fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView {
     let lang = use_lang();
-    let global = plan.training.micro_batch as u64
-        * plan.training.grad_accum.max(1) as u64
-        * plan.parallel.dp() as u64;
     let l = lang.get_untracked();
     let summary = format!(
         "{} · {} × {} · {} · {} {} × {} {} — {} {}, {} {}, {} {}.",
@@ -90,7 +75,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
         plan.gpu.name,
         plan.framework.label(),
         l.t("global batch"),
-        global,
+        plan.global_batch(),
         plan.training.seq_len,
         l.t("tokens"),
         found.considered,
@@ -112,7 +97,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
                     <td class="speed">{format!("{:+} %", x.speed_cost_pct)}</td>
                     <td>
                         <a href=link data-testid=format!("layout-{i}")>
-                            {layout_label(l, &x.plan)}
+                            {describe_in(&x.plan, |label| l.t(label))}
                         </a>
                         {x
                             .is_plan
