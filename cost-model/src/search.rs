@@ -282,6 +282,56 @@ impl Ladder {
     }
 }
 
+/// How far a sharding shards the model states: 1 the optimizer's, 2 with the
+/// gradients, 3 with the parameters (Rajbhandari et al. 2020, Fig. 1; FSDP's
+/// SHARD_GRAD_OP is ZeRO-2's split, FULL_SHARD and HSDP within a group ZeRO-3's).
+fn sharding_depth(s: Sharding) -> u8 {
+    match s {
+        Sharding::Zero1 => 1,
+        Sharding::Zero2 | Sharding::FsdpGradOp => 2,
+        Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp => 3,
+        Sharding::None | Sharding::DataParallel | Sharding::Ddp => 0,
+    }
+}
+
+/// The sharding rungs from `current`: each of the framework's `shardings`
+/// that shards deeper, in order, within one family — FSDP's when the plan is
+/// on FSDP and the framework has it, or the framework has no ZeRO (torchtune,
+/// torchtitan, LitGPT, a loop of one's own); ZeRO's otherwise. Megatron-LM's ZeRO-1 is its
+/// distributed optimizer (`--use-distributed-optimizer`; it has no ZeRO-2/3).
+fn sharding_rungs(
+    framework: Framework,
+    shardings: &[Sharding],
+    current: Sharding,
+) -> Vec<(Sharding, &'static str, i32)> {
+    let has = |fsdp: bool| {
+        shardings
+            .iter()
+            .any(|s| sharding_depth(*s) > 0 && s.is_fsdp() == fsdp)
+    };
+    let fsdp = (current.is_fsdp() && has(true)) || !has(false);
+    shardings
+        .iter()
+        .filter(|s| sharding_depth(**s) > sharding_depth(current) && s.is_fsdp() == fsdp)
+        .filter_map(|&s| {
+            let (id, cost) = match s {
+                Sharding::Zero1 if framework == Framework::Megatron => {
+                    ("distributed-optimizer", COST_ZERO_1_2)
+                }
+                Sharding::Zero1 => ("zero-1", COST_ZERO_1_2),
+                Sharding::Zero2 => ("zero-2", COST_ZERO_1_2),
+                Sharding::Zero3 => ("zero-3", COST_ZERO_3),
+                Sharding::FsdpGradOp => ("fsdp-grad-op", COST_ZERO_1_2),
+                Sharding::FsdpFull => ("fsdp-full", COST_ZERO_3),
+                // HSDP is not a rung: it shards less than FULL_SHARD over the
+                // same ranks, to communicate less, not to save memory.
+                _ => return None,
+            };
+            Some((s, id, cost))
+        })
+        .collect()
+}
+
 /// The fix ladder for a plan: each rung applied on top of the ones before,
 /// kept only when it saves memory. Offered when the plan does not fit or its
 /// headroom is thin; stops after the first rung that leaves comfortable headroom.
@@ -416,41 +466,20 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     if l.activation_rungs() {
         return Ok(l.out);
     }
-    // 4. Shard model states (ZeRO-1 → 2 → 3, or FSDP).
+    // 4. Shard model states — ZeRO-1 → 2 → 3 or FSDP's SHARD_GRAD_OP → FULL_SHARD,
+    // among the shardings the framework runs ([`Framework::layouts`]).
+    let runs = l.cur.framework.layouts();
     if l.cur.parallel.dp() > 1 {
-        let steps: &[(Sharding, &str, i32)] = if l.cur.parallel.sharding.is_fsdp() {
-            &[
-                (Sharding::FsdpGradOp, "fsdp-grad-op", COST_ZERO_1_2),
-                (Sharding::FsdpFull, "fsdp-full", COST_ZERO_3),
-            ]
-        } else if l.cur.framework == Framework::Megatron {
-            // Megatron-LM shards the master weights and optimizer states
-            // (`--use-distributed-optimizer`); it has no ZeRO-2/3.
-            &[(Sharding::Zero1, "distributed-optimizer", COST_ZERO_1_2)]
-        } else {
-            &[
-                (Sharding::Zero1, "zero-1", COST_ZERO_1_2),
-                (Sharding::Zero2, "zero-2", COST_ZERO_1_2),
-                (Sharding::Zero3, "zero-3", COST_ZERO_3),
-            ]
-        };
-        let rank = |s: Sharding| match s {
-            Sharding::Zero1 => 1,
-            Sharding::Zero2 | Sharding::FsdpGradOp => 2,
-            Sharding::Zero3 | Sharding::FsdpFull | Sharding::Hsdp => 3,
-            _ => 0,
-        };
-        for &(s, id, cost) in steps {
-            if rank(s) > rank(l.cur.parallel.sharding)
-                && l.edit(id, cost, |p| p.parallel.sharding = s)
-            {
+        for (s, id, cost) in
+            sharding_rungs(l.cur.framework, runs.shardings, l.cur.parallel.sharding)
+        {
+            if l.edit(id, cost, |p| p.parallel.sharding = s) {
                 return Ok(l.out);
             }
         }
     }
     // 5. Tensor parallelism within a node (with sequence parallelism), where
     // the framework has it ([`Framework::layouts`]).
-    let runs = l.cur.framework.layouts();
     if l.cur.parallel.tp == 1 && runs.tensor_parallel {
         let node = l.cur.parallel.gpus_per_node.min(l.cur.parallel.num_gpus);
         for t in [2u32, 4, 8] {
@@ -1145,5 +1174,44 @@ mod tests {
                 .any(|r| r.starts_with("offload-o") || r.starts_with("offload-p")),
             "{unsloth:?}"
         );
+    }
+
+    #[test]
+    fn sharding_rungs_are_the_frameworks_own() {
+        let shard = |q: &str| -> Vec<String> {
+            let p = crate::query::decode_str(q).unwrap();
+            fix_ladder(&p)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id)
+                .filter(|id| {
+                    id.starts_with("zero-")
+                        || id.starts_with("fsdp-")
+                        || id == "distributed-optimizer"
+                })
+                .collect()
+        };
+        let plan = "?model=llama-3.1-70b&gpus=8&mb=4&ga=8&shard=ddp";
+        // The Trainer family: DeepSpeed's ZeRO from DDP.
+        assert_eq!(shard(plan), ["zero-1", "zero-2", "zero-3"]);
+        // No ZeRO in torchtune (FSDP2 `fully_shard`), torchtitan or a loop of
+        // one's own: FSDP's rungs.
+        assert_eq!(shard(&format!("{plan}&fw=torchtune")), ["fsdp-full"]);
+        assert_eq!(shard(&format!("{plan}&fw=torchtitan")), ["fsdp-full"]);
+        assert_eq!(
+            shard(&format!("{plan}&fw=plain-pytorch")),
+            ["fsdp-grad-op", "fsdp-full"]
+        );
+        assert_eq!(
+            shard(&format!("{plan}&fw=megatron")),
+            ["distributed-optimizer"]
+        );
+        // On FSDP already, FSDP's deeper strategy, not ZeRO.
+        assert_eq!(
+            shard("?model=llama-3.1-70b&gpus=8&mb=4&ga=8&shard=fsdp-grad-op"),
+            ["fsdp-full"]
+        );
+        // One GPU: nothing to shard over.
+        assert!(shard("?model=llama-3.1-70b&gpus=1&shard=none").is_empty());
     }
 }
