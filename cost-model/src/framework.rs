@@ -40,6 +40,9 @@ pub struct LayoutSupport {
     /// Tensor parallelism (with sequence parallelism) within a node.
     pub tensor_parallel: bool,
     pub pipeline_parallel: bool,
+    /// Context parallelism: the sequence split over ranks, attention run as
+    /// a ring over them.
+    pub context_parallel: bool,
     /// Korthikanti et al.'s selective recomputation ([`Checkpointing::Selective`]).
     pub selective_recompute: bool,
     /// The optimizer states alone on the host.
@@ -263,7 +266,9 @@ impl Framework {
     ///   `fsdp_cpu_offload` (parameters, gradients and optimizer together);
     /// - torchtitan: FSDP2 (`data_parallel_shard_degree`) or replicas
     ///   (`data_parallel_replicate_degree`), tensor parallelism with sequence
-    ///   parallelism, pipeline parallelism, `training.enable_cpu_offload`;
+    ///   parallelism, pipeline parallelism, context parallelism
+    ///   (`parallelism.context_parallel_degree`, PyTorch's experimental
+    ///   `context_parallel` ring over SDPA), `training.enable_cpu_offload`;
     ///   its `selective` checkpointing is per-op or every k blocks, not
     ///   Korthikanti's;
     /// - LitGPT: Fabric's DDP or `FSDPStrategy` (`FULL_SHARD`,
@@ -273,7 +278,9 @@ impl Framework {
     /// - Megatron-LM: DDP or the distributed optimizer
     ///   (`--use-distributed-optimizer`, read as ZeRO-1), `--tensor-model-
     ///   parallel-size` with `--sequence-parallel`,
-    ///   `--pipeline-model-parallel-size`, `--recompute-granularity
+    ///   `--pipeline-model-parallel-size`, `--context-parallel-size`
+    ///   (Megatron-Core's ring attention through Transformer Engine),
+    ///   `--recompute-granularity
     ///   selective|full`, `--optimizer-cpu-offload`; no parameter offload;
     /// - Answer.AI's fsdp_qlora: `--sharding_strategy` full_shard,
     ///   shard_grad_op or ddp, `--use_cpu_offload`;
@@ -293,6 +300,7 @@ impl Framework {
             shardings: TRAINER,
             tensor_parallel: false,
             pipeline_parallel: false,
+            context_parallel: false,
             selective_recompute: false,
             offload_optimizer: true,
             offload_params: true,
@@ -326,6 +334,7 @@ impl Framework {
                 shardings: &[Sharding::Ddp, Sharding::FsdpFull],
                 tensor_parallel: true,
                 pipeline_parallel: true,
+                context_parallel: true,
                 offload_optimizer: false,
                 ..data_parallel
             },
@@ -349,6 +358,7 @@ impl Framework {
                 shardings: &[Sharding::Ddp, Sharding::Zero1],
                 tensor_parallel: true,
                 pipeline_parallel: true,
+                context_parallel: true,
                 selective_recompute: true,
                 offload_optimizer: true,
                 offload_params: false,

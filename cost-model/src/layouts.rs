@@ -4,10 +4,14 @@
 //! micro-batch / accumulation split of the same global batch — evaluated by
 //! the model, the ones that fit ranked by their cost in step time.
 //!
+//! Context parallelism is in the space where the framework has it and the
+//! sequence is long enough to split ([`crate::search::MIN_CP_LOCAL_SEQ`]
+//! tokens a rank).
+//!
 //! What stays as the plan has it: the model, the GPUs (type, count, node
 //! size), the framework, precision, optimizer, fine-tuning method, sequence
-//! length, context and expert parallelism, and the global batch (micro-batch
-//! × accumulation × data-parallel ranks). A layout whose data-parallel degree
+//! length, expert parallelism, and the global batch (micro-batch ×
+//! accumulation × data-parallel ranks). A layout whose data-parallel degree
 //! does not divide the global batch is not in the space.
 //!
 //! The micro-batches of one layout are searched, not each estimated: memory
@@ -22,8 +26,9 @@ use crate::framework::Framework;
 use crate::plan::{Checkpointing, Offload, OffloadDevice, PipelineSchedule, Plan, Sharding};
 use crate::query;
 use crate::search::{
-    COST_CHECKPOINTING, COST_GRAD_ACCUM, COST_OFFLOAD_ACTIVATIONS, COST_OFFLOAD_OPTIMIZER,
-    COST_OFFLOAD_PARAMS, COST_SYNC_EACH_BATCH, COST_TP, COST_ZERO_3,
+    context_parallel_degrees, COST_CHECKPOINTING, COST_CP, COST_GRAD_ACCUM,
+    COST_OFFLOAD_ACTIVATIONS, COST_OFFLOAD_OPTIMIZER, COST_OFFLOAD_PARAMS, COST_SYNC_EACH_BATCH,
+    COST_TP, COST_ZERO_3,
 };
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
@@ -144,6 +149,9 @@ pub fn speed_cost(plan: &Plan, plain_micro_batch: u32) -> i32 {
     }
     if p.tp > 1 {
         c += COST_TP;
+    }
+    if p.cp > 1 {
+        c += COST_CP;
     }
     c += pipeline_bubble_pct(plan);
     if p.offload.optimizer_offloaded() {
@@ -299,15 +307,21 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
     let support = plan.framework.layouts();
     let par = &plan.parallel;
     let gpus = par.num_gpus.max(1);
-    let cp = par.cp.max(1);
     let global = plan.global_batch();
     let node = par.gpus_per_node.max(1).min(gpus);
 
+    // Context degrees: the plan's, and where the framework splits sequences
+    // those long enough to split over the GPUs.
+    let mut cps = vec![1u32];
+    if support.context_parallel {
+        cps.extend(context_parallel_degrees(plan, gpus));
+    }
+    let cps = with(cps, par.cp.max(1));
     // Tensor degrees: powers of two within a node dividing the GPU count.
     let mut tps = vec![1u32];
     if support.tensor_parallel {
         let mut t = 2u32;
-        while t <= node.min(MAX_TP) && gpus.is_multiple_of(t * cp) {
+        while t <= node.min(MAX_TP) && gpus.is_multiple_of(t) {
             tps.push(t);
             t *= 2;
         }
@@ -349,10 +363,11 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
     }
 
     let mut mb_cache: Vec<(u64, Vec<u32>)> = Vec::new();
-    for &tp in &tps {
+    for (&cp, &tp) in cps.iter().flat_map(|c| tps.iter().map(move |t| (c, t))) {
         if !gpus.is_multiple_of(tp.saturating_mul(cp)) {
             continue;
         }
+        let as_planned = tp == par.tp.max(1) && cp == par.cp.max(1);
         let rest = gpus / (tp * cp);
         let pps = if support.pipeline_parallel {
             divisors(rest as u64, plan.model.layers.max(1) as u64)
@@ -395,7 +410,7 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
                 }
                 v
             };
-            let shardings = if tp == par.tp.max(1) && pp == par.pp.max(1) {
+            let shardings = if as_planned && pp == par.pp.max(1) {
                 with(shardings, par.sharding)
             } else {
                 shardings
@@ -414,6 +429,7 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
             }
             let mut p = plan.clone();
             p.parallel.tp = tp;
+            p.parallel.cp = cp;
             p.parallel.sequence_parallel = if tp == par.tp.max(1) {
                 par.sequence_parallel
             } else {
@@ -687,6 +703,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn long_sequences_get_context_parallel_layouts() {
+        // Llama-3.1-8B at 128K tokens on 8 × H100 under torchtitan: context
+        // parallelism splits the sequence; the Trainer has none.
+        let q = "?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=torchtitan&shard=fsdp-full";
+        let p = plan(q);
+        let r = search_layouts(&p, 100).unwrap();
+        check_layouts(&p, &r, 100);
+        let cp: Vec<&Layout> = r.best.iter().filter(|l| l.plan.parallel.cp > 1).collect();
+        assert!(!cp.is_empty(), "{r:?}");
+        for l in cp {
+            let par = &l.plan.parallel;
+            assert!(l.plan.training.seq_len / par.cp >= crate::search::MIN_CP_LOCAL_SEQ);
+            assert!(describe(&l.plan).contains(&format!("CP {}", par.cp)));
+        }
+        let p = plan(&q.replace("torchtitan", "hf-trainer"));
+        let r = search_layouts(&p, 100).unwrap();
+        assert!(r.best.iter().all(|l| l.plan.parallel.cp == 1));
+        // A short sequence is not split: each rank would keep under
+        // MIN_CP_LOCAL_SEQ tokens.
+        let p = plan("?model=llama-3.1-70b&gpus=64&fw=megatron&mb=1&ga=16&seq=8192");
+        let mut cps = Vec::new();
+        for_each_layout(&p, |t, _, _| cps.push(t.parallel.cp));
+        assert!(cps.iter().all(|&c| c == 1));
+        // A plan on CP keeps its degree among those searched.
+        let p = plan("?model=llama-3.1-70b&gpus=64&fw=megatron&mb=1&ga=16&seq=8192&cp=2");
+        let mut cps = Vec::new();
+        for_each_layout(&p, |t, _, _| cps.push(t.parallel.cp));
+        assert!(cps.contains(&2) && cps.contains(&1));
+    }
+
     /// The micro-batch search agrees with estimating every micro-batch of
     /// every layout.
     #[test]
@@ -694,6 +741,7 @@ mod tests {
         for q in [
             "?model=llama-3.1-8b&gpus=8&mb=4&ga=8&seq=4096",
             "?model=llama-3.1-70b&gpus=16&fw=megatron&mb=1&ga=8&seq=4096",
+            "?model=llama-3.1-8b&gpus=8&fw=torchtitan&mb=1&ga=2&seq=65536",
         ] {
             let p = plan(q);
             let r = search_layouts(&p, usize::MAX).unwrap();
@@ -733,6 +781,7 @@ mod tests {
         for q in [
             "?model=llama-3.1-405b&gpus=1048576&fw=megatron",
             "?model=llama-3.1-8b&gpus=65536&mb=1024&ga=1000&seq=16",
+            "?model=llama-3.1-405b&gpus=1048576&fw=megatron&seq=1048576",
         ] {
             let p = plan(q);
             let r = search_layouts(&p, LAYOUTS_SHOWN).unwrap();

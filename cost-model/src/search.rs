@@ -157,6 +157,10 @@ fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Est
 /// - smaller micro-batches with more accumulation: smaller matmuls, ≈ 10 %;
 /// - ZeRO-1/2 communicate as much as DDP; ZeRO-3 1.5× (Rajbhandari et al. 2020 §7);
 /// - tensor parallelism within a node: ≈ 15 % at t ≤ 8 (Narayanan et al. 2021, Fig. 13);
+/// - context parallelism: the ring's key/value exchange overlapped with the
+///   attention it feeds; Llama 3's 128K-token phase (TP 8, CP 16, PP 16) ran
+///   at 380 TFLOP/s a GPU against 400 at 8K tokens without CP (Dubey et al.
+///   2024, "The Llama 3 Herd of Models", Table 4): ≈ 5 %;
 /// - CPU offload: PCIe transfers of states each step, ≈ 50–100 % (ZeRO-Offload, Ren et al. 2021);
 ///   of the checkpointed activations, one block input each way per block, copied on a side stream
 ///   beside the compute: ≈ 10 % (torchtune's `OffloadActivations` overlaps them with CUDA streams);
@@ -195,6 +199,7 @@ pub const COST_SYNC_EACH_BATCH: i32 = 5;
 pub const COST_ZERO_1_2: i32 = 0;
 pub const COST_ZERO_3: i32 = 15;
 pub const COST_TP: i32 = 15;
+pub const COST_CP: i32 = 5;
 pub const COST_OFFLOAD_ACTIVATIONS: i32 = 10;
 pub const COST_OFFLOAD_OPTIMIZER: i32 = 50;
 pub const COST_OFFLOAD_PARAMS: i32 = 100;
@@ -202,6 +207,47 @@ pub const COST_OFFLOAD_PARAMS: i32 = 100;
 ///   `precompute_ref_log_probs`): one reference forward per example before
 ///   training instead of one in every step — over one epoch the same work: 0 %.
 pub const COST_PRECOMPUTE_REF: i32 = 0;
+
+/// Context parallelism is offered only where each rank keeps at least this
+/// many tokens of the sequence: the local length of Llama 3's CP layout
+/// (131,072 tokens over CP 16; Dubey et al. 2024, Table 4). The ring's
+/// exchange per step grows with the local length and the attention it
+/// hides behind with its square, so shorter splits stop hiding it.
+pub const MIN_CP_LOCAL_SEQ: u32 = 8192;
+
+/// The context-parallel degrees past 1 a plan's sequence can take: powers of
+/// two dividing `ranks` and the sequence (and an encoder–decoder's target),
+/// each leaving a rank at least [`MIN_CP_LOCAL_SEQ`] tokens.
+pub fn context_parallel_degrees(plan: &Plan, ranks: u32) -> Vec<u32> {
+    let t = &plan.training;
+    let mut out = Vec::new();
+    let mut c = 2u32;
+    while ranks.is_multiple_of(c)
+        && t.seq_len.is_multiple_of(c)
+        && t.seq_len / c >= MIN_CP_LOCAL_SEQ
+        && t.target_len.is_none_or(|n| n.is_multiple_of(c))
+    {
+        out.push(c);
+        c = match c.checked_mul(2) {
+            Some(c) => c,
+            None => break,
+        };
+    }
+    out
+}
+
+/// `plan` at tensor- and context-parallel degrees `tp` and `cp`, its
+/// accumulation grown to keep the global batch as the data-parallel ranks
+/// shrink.
+fn with_model_parallel(plan: &Plan, tp: u32, cp: u32) -> Plan {
+    let global = plan.global_batch();
+    let mut p = plan.clone();
+    p.parallel.tp = tp;
+    p.parallel.cp = cp;
+    let per_step = p.training.micro_batch.max(1) as u64 * p.parallel.dp() as u64;
+    p.training.grad_accum = global.div_ceil(per_step).clamp(1, u32::MAX as u64) as u32;
+    p
+}
 
 /// Headroom below this fraction of capacity counts as thin: the ladder is
 /// offered even though the plan fits (fragmentation and the model's own
@@ -249,6 +295,41 @@ impl Ladder {
             && self.edit("offload-activations", COST_OFFLOAD_ACTIVATIONS, |p| {
                 p.training.activation_offload = true
             })
+    }
+
+    /// Of `plans`, each at one parallel degree, ascending, the first that is
+    /// valid and fits — else, unless `must_fit`, the last valid one — taken
+    /// as rung `{prefix}-{degree}`. True once the headroom is comfortable.
+    fn degree(&mut self, prefix: &str, cost: i32, must_fit: bool, plans: Vec<(u32, Plan)>) -> bool {
+        let mut valid: Vec<(u32, Plan)> = plans
+            .into_iter()
+            .filter(|(_, p)| crate::validate::validate(p).is_ok())
+            .collect();
+        let pick = match valid.iter().position(|(_, p)| fits(p)) {
+            Some(i) => i,
+            None if must_fit || valid.is_empty() => return false,
+            None => valid.len() - 1,
+        };
+        let (d, p) = valid.swap_remove(pick);
+        self.take(&format!("{prefix}-{d}"), p, cost)
+    }
+
+    /// Context parallelism over the ranks left beside tensor and pipeline
+    /// parallelism, where the framework has it and the sequence is long
+    /// enough to split ([`context_parallel_degrees`]): the smallest degree
+    /// that fits, else (unless `must_fit`) the largest. The global batch is
+    /// kept. True once the headroom is comfortable.
+    fn context_parallel(&mut self, must_fit: bool) -> bool {
+        let par = &self.cur.parallel;
+        if par.cp > 1 || !self.cur.framework.layouts().context_parallel {
+            return false;
+        }
+        let ranks = par.num_gpus / (par.tp.max(1) * par.pp.max(1));
+        let plans = context_parallel_degrees(&self.cur, ranks)
+            .into_iter()
+            .map(|c| (c, with_model_parallel(&self.cur, par.tp, c)))
+            .collect();
+        self.degree("cp", COST_CP, must_fit, plans)
     }
 
     /// The rungs that shrink the activations, each taken when it saves
@@ -478,28 +559,32 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
             }
         }
     }
-    // 5. Tensor parallelism within a node (with sequence parallelism), where
-    // the framework has it ([`Framework::layouts`]).
+    // 5. Context parallelism where a degree alone makes the plan fit: cheaper
+    // than tensor parallelism, and it splits what a long sequence fills.
+    if l.context_parallel(true) {
+        return Ok(l.out);
+    }
+    // 5'. Tensor parallelism within a node (with sequence parallelism), where
+    // the framework has it ([`Framework::layouts`]): the smallest degree that
+    // fits, else the largest there is.
     if l.cur.parallel.tp == 1 && runs.tensor_parallel {
         let node = l.cur.parallel.gpus_per_node.min(l.cur.parallel.num_gpus);
-        for t in [2u32, 4, 8] {
-            if t > node || !l.cur.model.heads.is_multiple_of(t) {
-                continue;
-            }
-            let mut p = l.cur.clone();
-            p.parallel.tp = t;
-            p.parallel.sequence_parallel = true;
-            if crate::validate::validate(&p).is_err() {
-                continue;
-            }
-            let fit = fits(&p);
-            if fit || t * 2 > node {
-                if l.take(&format!("tp-{t}"), p, COST_TP) {
-                    return Ok(l.out);
-                }
-                break;
-            }
+        let plans = [2u32, 4, 8]
+            .into_iter()
+            .filter(|&t| t <= node && l.cur.model.heads.is_multiple_of(t))
+            .map(|t| {
+                let mut p = with_model_parallel(&l.cur, t, l.cur.parallel.cp);
+                p.parallel.sequence_parallel = true;
+                (t, p)
+            })
+            .collect();
+        if l.degree("tp", COST_TP, false, plans) {
+            return Ok(l.out);
         }
+    }
+    // 5''. Context parallelism over the ranks tensor parallelism left.
+    if l.context_parallel(false) {
+        return Ok(l.out);
     }
     // 6. Offload to CPU: the checkpointed activations (where the framework
     // has the switch), the optimizer states, then the parameters.
@@ -1174,6 +1259,70 @@ mod tests {
                 .any(|r| r.starts_with("offload-o") || r.starts_with("offload-p")),
             "{unsloth:?}"
         );
+    }
+
+    #[test]
+    fn context_parallel_degrees_leave_a_rank_enough_tokens() {
+        let at =
+            |q: &str, ranks| context_parallel_degrees(&crate::query::decode_str(q).unwrap(), ranks);
+        assert_eq!(at("?seq=131072", 8), [2, 4, 8]);
+        assert_eq!(at("?seq=131072", 64), [2, 4, 8, 16]);
+        assert_eq!(at("?seq=131072", 6), [2]);
+        assert_eq!(at("?seq=16384", 8), [2]);
+        assert!(at("?seq=8192", 8).is_empty());
+        assert!(at("?seq=131072", 1).is_empty());
+        // 12,288 tokens a rank at CP 2, 6,144 at CP 4.
+        assert_eq!(at("?seq=24576", 8), [2]);
+        assert!(
+            at("?seq=4294967295", 1 << 20).is_empty(),
+            "odd: no even split"
+        );
+    }
+
+    #[test]
+    fn long_sequences_get_a_context_parallel_rung() {
+        let ids =
+            |q: &str| -> Vec<Rung> { fix_ladder(&crate::query::decode_str(q).unwrap()).unwrap() };
+        // Llama-3.1-8B at 128K on 8 × H100 under torchtitan: checkpointed and
+        // sharded it is still too big; CP 2 splits the sequence and fits.
+        let q = "?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=torchtitan&shard=fsdp-full&ckpt=full";
+        let ladder = ids(q);
+        let cp = ladder
+            .iter()
+            .position(|r| r.id.starts_with("cp-"))
+            .expect("a CP rung");
+        assert!(
+            ladder[cp].fits,
+            "{:?}",
+            ladder.iter().map(|r| &r.id).collect::<Vec<_>>()
+        );
+        assert!(ladder[cp].saving.get() > 0);
+        assert_eq!(ladder[cp].speed_cost_pct, COST_CP);
+        // Before tensor parallelism (cheaper), the global batch kept.
+        assert!(ladder[..cp].iter().all(|r| !r.id.starts_with("tp-")));
+        let p = crate::query::decode_str(q).unwrap();
+        for r in &ladder {
+            assert_eq!(r.plan.global_batch(), p.global_batch(), "{}", r.id);
+        }
+        // The Trainer has no CP, and a 4K sequence is not split.
+        assert!(!ids(&q.replace("torchtitan", "hf-trainer"))
+            .iter()
+            .any(|r| r.id.starts_with("cp-")));
+        assert!(!ids(&q.replace("131072", "4096").replace("mb=1", "mb=64"))
+            .iter()
+            .any(|r| r.id.starts_with("cp-")));
+        // Llama-3.1-70B at 128K on 64 GPUs under Megatron-LM: no CP degree
+        // alone fits, so TP 8 first, then CP over the ranks it left (Llama 3
+        // trained at 128K with TP 8 and CP 16 beside PP 16).
+        let ladder = ids(
+            "?model=llama-3.1-70b&gpus=64&mb=1&ga=1&seq=131072&fw=megatron&shard=zero1&ckpt=full",
+        );
+        let names: Vec<&str> = ladder.iter().map(|r| r.id.as_str()).collect();
+        let tp = names.iter().position(|n| *n == "tp-8").expect("tp-8");
+        let cp = names.iter().position(|n| n.starts_with("cp-")).expect("cp");
+        assert!(tp < cp, "{names:?}");
+        let par = &ladder[cp].plan.parallel;
+        assert_eq!(par.tp * par.cp * par.dp(), 64);
     }
 
     #[test]

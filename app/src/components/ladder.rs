@@ -11,6 +11,9 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
     if let Some(t) = id.strip_prefix("tp-") {
         return format!("{} {t}", l.t("Tensor parallel"));
     }
+    if let Some(c) = id.strip_prefix("cp-") {
+        return format!("{} {c}", l.t("Context parallel"));
+    }
     let en = match id {
         "mixed-precision" => "Mixed precision",
         "compile" => "torch.compile",
