@@ -45,6 +45,11 @@ pub struct LayoutSupport {
     pub context_parallel: bool,
     /// Korthikanti et al.'s selective recomputation ([`Checkpointing::Selective`]).
     pub selective_recompute: bool,
+    /// Full recomputation of some blocks only (`TrainingSpec::checkpoint_every`):
+    /// torchtitan's `activation_checkpoint.selective_ac_option = "k"` (every
+    /// k-th block wrapped whole), Megatron-LM's `--recompute-method block
+    /// --recompute-num-layers N` (N blocks of each stage).
+    pub checkpoint_every: bool,
     /// The optimizer states alone on the host.
     pub offload_optimizer: bool,
     /// The parameters on the host, with the optimizer states.
@@ -269,7 +274,7 @@ impl Framework {
     ///   parallelism, pipeline parallelism, context parallelism
     ///   (`parallelism.context_parallel_degree`, PyTorch's experimental
     ///   `context_parallel` ring over SDPA), `training.enable_cpu_offload`;
-    ///   its `selective` checkpointing is per-op or every k blocks, not
+    ///   its `selective` checkpointing is per-op or of every k-th block, not
     ///   Korthikanti's;
     /// - LitGPT: Fabric's DDP or `FSDPStrategy` (`FULL_SHARD`,
     ///   `SHARD_GRAD_OP`), no offload switch in its scripts;
@@ -302,6 +307,7 @@ impl Framework {
             pipeline_parallel: false,
             context_parallel: false,
             selective_recompute: false,
+            checkpoint_every: false,
             offload_optimizer: true,
             offload_params: true,
             offload_activations: false,
@@ -335,6 +341,7 @@ impl Framework {
                 tensor_parallel: true,
                 pipeline_parallel: true,
                 context_parallel: true,
+                checkpoint_every: true,
                 offload_optimizer: false,
                 ..data_parallel
             },
@@ -360,6 +367,7 @@ impl Framework {
                 pipeline_parallel: true,
                 context_parallel: true,
                 selective_recompute: true,
+                checkpoint_every: true,
                 offload_optimizer: true,
                 offload_params: false,
                 offload_activations: true,

@@ -197,6 +197,18 @@ test("Megatron's fix ladder offers its distributed optimizer; fp8 needs float8 t
   await expect(page.getByTestId("plan-error")).toContainText("training.precision: fp8 needs float8 tensor cores");
 });
 
+test("a long sequence's fix ladder splits it over ranks where the framework can (context parallelism)", async ({ page }) => {
+  // Llama-3.1-8B at 128K tokens on 8 × H100 under torchtitan, checkpointed and fully sharded.
+  await page.goto("/?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=torchtitan&shard=fsdp-full&ckpt=full");
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  const ladder = page.getByTestId("ladder");
+  await expect(ladder).toContainText("Context parallel 2");
+  // The Trainer has no context parallelism: no such rung.
+  await page.goto("/?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=hf-trainer&shard=fsdp-full&ckpt=full");
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  await expect(page.getByTestId("ladder")).not.toContainText("Context parallel");
+});
+
 test("charts are server-rendered SVG", async ({ page }) => {
   await page.goto("/?pp=4&gpus=8");
   for (const id of ["chart-breakdown", "chart-batch", "chart-seq"]) {
