@@ -771,9 +771,6 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         if id == "custom" {
             let m = &mut plan.model;
             m.name = get("model_name").unwrap_or("custom").into();
-            if let Some(a) = get("arch") {
-                m.arch = parse_enum("arch", a)?;
-            }
         } else {
             let p = presets::preset(id)
                 .ok_or_else(|| err("model", format!("unknown model preset `{id}`")))?;
@@ -786,6 +783,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     let switched = changed_select(&get, "model").is_some_and(|now| now != "custom");
     if !switched {
         let m = &mut plan.model;
+        if let Some(a) = get("arch") {
+            m.arch = parse_enum("arch", a)?;
+        }
         for (k, slot) in [
             ("layers", &mut m.layers),
             ("enc_layers", &mut m.encoder_layers),
@@ -2048,6 +2048,29 @@ mod apply_tests {
         // A preset chosen afterwards drops them all.
         let llama = apply(&p, "model", "llama-3.1-8b").unwrap();
         assert_eq!(llama.model, presets::preset("llama-3.1-8b").unwrap().spec());
+    }
+
+    /// The planner's model controls change a preset's model too (it then
+    /// reads as custom dimensions); the architecture select was read only
+    /// for a model already custom, so it snapped back.
+    #[test]
+    fn model_controls_apply_to_a_preset() {
+        let p = Plan::default();
+        for (k, v) in [
+            ("arch", "encoder-decoder"),
+            ("enc_layers", "6"),
+            ("norm", "layer-norm"),
+            ("pos", "learned"),
+            ("tied", "1"),
+            ("mlp", "plain"),
+            ("layers", "7"),
+        ] {
+            let q = apply(&p, k, v).unwrap();
+            assert_eq!(value_of(&q, k).as_deref(), Some(v), "{k}");
+            assert_eq!(value_of(&q, "model").as_deref(), Some("custom"), "{k}");
+            // And back through the URL.
+            assert_eq!(decode_str(&encode(&q)).unwrap(), q, "{k}");
+        }
     }
 
     #[test]

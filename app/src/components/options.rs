@@ -71,12 +71,20 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ("gpu", "GPU", "Capacity as nvidia-smi reports it", gpus),
                 ("gpu_mib", "GPU memory (MiB)", "memory.total as nvidia-smi prints it: change it for a MIG slice or a card not in the list", Kind::Number { min: 1, max: 100_000_000 }),
                 ("gpus", "GPUs", "All GPUs in the run", Kind::Number { min: 1, max: 100_000 }),
+                ("per_node", "GPUs per node", "Tensor parallelism stays within a node; HSDP shards within one", Kind::Number { min: 1, max: 100_000 }),
                 ("fw", "Framework", "Its documented defaults fill loss, checkpointing, activation offload, fused kernels, optimizer, upcast, k-bit preparation, NF4 double quantization and sequence-parallel settings", fws),
             ],
         ),
         (
             "Model dimensions",
             vec![
+                (
+                    "arch",
+                    "Architecture",
+                    "An encoder attends both ways and has no vocab logits unless pre-trained with a masked-LM head",
+                    opts(&[("decoder", "decoder (causal LM)"), ("encoder", "encoder (BERT-like)"), ("encoder-decoder", "encoder–decoder (T5-like)")]),
+                ),
+                ("enc_layers", "Encoder layers", "Encoder–decoder models: the encoder's blocks", Kind::Number { min: 0, max: 10_000 }),
                 ("layers", "Layers", "Transformer blocks (decoder blocks for encoder–decoder models)", Kind::Number { min: 1, max: 10_000 }),
                 ("hidden", "Hidden size", "Model width h", Kind::Number { min: 1, max: 1 << 20 }),
                 ("heads", "Attention heads", "Query heads a", Kind::Number { min: 1, max: 1 << 20 }),
@@ -95,6 +103,14 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ("rope_dim", "Rotary head dim", "Latent attention: qk_rope_head_dim, the rotary part of each q/k head", Kind::Number { min: 0, max: 1 << 20 }),
                 ("v_dim", "Value head dim", "Latent attention: v_head_dim", Kind::Number { min: 0, max: 1 << 20 }),
                 ("mlp", "MLP", "Gated (SwiGLU) MLPs keep three ffn-wide tensors per token", opts(&[("gated", "gated (SwiGLU)"), ("plain", "plain (GELU)")])),
+                ("norm", "Norm", "What each norm keeps for its backward", opts(&[("rms-norm", "RMSNorm"), ("layer-norm", "LayerNorm")])),
+                (
+                    "pos",
+                    "Positions",
+                    "Learned positions are a table of weights; T5's relative bias and ALiBi add a bias per head to the scores",
+                    opts(&[("rotary", "rotary (RoPE)"), ("learned", "learned"), ("relative", "relative bias (T5)"), ("alibi", "ALiBi")]),
+                ),
+                ("tied", "Tied embeddings", "The LM head shares the input embedding's weights", Kind::Check),
             ],
         ),
         (
@@ -162,6 +178,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "Optimizer kernel",
                     "foreach makes a state-sized temporary at the step; fused does not. The Trainer's default: fused from transformers 4.51 with PyTorch ≥ 2.8, foreach before, a for-loop before transformers 4.32",
                     opts(&[("foreach", "foreach (PyTorch default)"), ("fused", "fused"), ("for-loop", "for-loop")]),
+                ),
+                (
+                    "opt_bwd",
+                    "Optimizer step in backward",
+                    "Each parameter is updated and its gradient freed as soon as the gradient is ready (torchtune's optimizer_in_bwd): the gradients never all exist at once",
+                    Kind::Check,
                 ),
                 (
                     "grad_none",
@@ -235,6 +257,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 ("pp_mb", "Pipeline micro-batches", "Micro-batches per flush (0 = gradient accumulation steps)", Kind::Number { min: 0, max: 1 << 20 }),
                 ("vstages", "Virtual stages", "Model chunks per GPU for the interleaved schedule", Kind::Number { min: 1, max: 1024 }),
                 ("cp", "Context parallel", "Splits the sequence across GPUs", Kind::Number { min: 1, max: 1024 }),
+                ("ep", "Expert parallel", "MoE: splits the routed experts across GPUs", Kind::Number { min: 1, max: 1 << 14 }),
                 (
                     "off_opt",
                     "Optimizer offload",
@@ -262,6 +285,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("op-selective", "per-op selective"),
                         ("full", "full"),
                     ]),
+                ),
+                (
+                    "ckpt_every",
+                    "Checkpoint every k-th block",
+                    "The policy on every k-th block only, the others keep all their activations: torchtitan's selective_ac_option = \"k\", Megatron-LM's --recompute-method block (1 = every block)",
+                    Kind::Number { min: 1, max: 10_000 },
                 ),
                 (
                     "attn",
@@ -318,6 +347,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     Kind::Check,
                 ),
                 ("act_off", "Activation offload", "Keeps only the block in flight on the GPU", Kind::Check),
+                (
+                    "upcast",
+                    "fp32 upcasts (softmax, norms, loss)",
+                    "Softmax, norms and cross-entropy computed in fp32 over 16-bit tensors, as transformers' and Megatron-LM's models do; plain PyTorch and LitGPT compute them in the tensors' dtype",
+                    Kind::Check,
+                ),
                 ("compile", "torch.compile", "Fuses norms, activations and the loss: their fp32 intermediates are recomputed, not kept", Kind::Check),
                 (
                     "fkern",
@@ -426,6 +461,24 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "emb16",
                     "Embeddings back in bf16 (TRL ≤ 0.21)",
                     "After the preparation, TRL's SFTTrainer up to 0.21 put a 4-bit model's embeddings and LM head back in bf16 under bf16=True, leaving the norms fp32: the embeddings weigh half and the head needs no 16-bit copy; the residual stream stays fp32",
+                    Kind::Check,
+                ),
+            ],
+        ),
+        (
+            "Runtime",
+            vec![
+                (
+                    "ctx_mib",
+                    "CUDA context (MiB)",
+                    "What a process holds outside PyTorch's allocator: CUDA context, kernels, cuBLAS workspaces; grows with the CUDA release",
+                    Kind::Number { min: 0, max: 1 << 20 },
+                ),
+                ("other_mib", "Other processes (MiB)", "Memory other processes hold on the same GPU", Kind::Number { min: 0, max: 100_000_000 }),
+                (
+                    "expandable",
+                    "Expandable segments",
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator grows segments in place, so little is reserved beyond what is allocated",
                     Kind::Check,
                 ),
             ],

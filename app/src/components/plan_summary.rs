@@ -75,4 +75,54 @@ mod tests {
         assert_eq!(get("Tensor parallel").as_deref(), Some("2"));
         assert!(get("Pipeline parallel").is_none());
     }
+
+    /// Every setting a plan's URL carries has a control on the planner (and
+    /// so a row here when it differs), but for a model's implementation
+    /// details, which its config.json sets (the planner's import), and a
+    /// custom GPU's name and speeds, which no memory term reads.
+    #[test]
+    fn every_setting_has_a_control() {
+        const FROM_CONFIG: [&str; 18] = [
+            "norms",
+            "max_pos",
+            "cglu",
+            "dense_moe",
+            "sinks",
+            "bias",
+            "qkv_bias",
+            "fproj",
+            "fgu",
+            "gelu_new",
+            "relu",
+            "qknorm",
+            "lbias",
+            "smask",
+            "softcap",
+            "parallel",
+            "norm32",
+            "pynorm",
+        ];
+        const GPU_SPEEDS: [&str; 5] = ["gpu_name", "gpu_bw", "gpu_bf16", "gpu_fp16", "gpu_fp8"];
+        let keys: Vec<&str> = crate::components::options::sections()
+            .into_iter()
+            .flat_map(|(_, fields)| fields.into_iter().map(|(k, ..)| k))
+            .collect();
+        let missing: Vec<&str> = cost_model::query::all_pairs(&cost_model::Plan::default())
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| !keys.contains(k) && !FROM_CONFIG.contains(k) && !GPU_SPEEDS.contains(k))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "settings without a control: {missing:?}"
+        );
+        let mut p = cost_model::Plan::default();
+        p.training.checkpointing = cost_model::plan::Checkpointing::Full;
+        p.training.checkpoint_every = 2;
+        let rows = super::rows(&p);
+        assert!(
+            rows.contains(&("Checkpoint every k-th block", "2".to_string())),
+            "{rows:?}"
+        );
+    }
 }
