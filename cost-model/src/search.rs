@@ -377,9 +377,10 @@ fn sharding_depth(s: Sharding) -> u8 {
 
 /// The sharding rungs from `current`: each of the framework's `shardings`
 /// that shards deeper, in order, within one family — FSDP's when the plan is
-/// on FSDP and the framework has it, or the framework has no ZeRO (torchtune,
-/// torchtitan, LitGPT, a loop of one's own); ZeRO's otherwise. Megatron-LM's ZeRO-1 is its
-/// distributed optimizer (`--use-distributed-optimizer`; it has no ZeRO-2/3).
+/// on FSDP and the framework has it, or the framework has no ZeRO
+/// (torchtune, torchtitan, LitGPT, a loop of one's own); ZeRO's otherwise.
+/// Megatron-LM's ZeRO-1 is its distributed optimizer
+/// (`--use-distributed-optimizer`; it has no ZeRO-2/3).
 fn sharding_rungs(
     framework: Framework,
     shardings: &[Sharding],

@@ -209,6 +209,24 @@ test("a long sequence's fix ladder splits it over ranks where the framework can 
   await expect(page.getByTestId("ladder")).not.toContainText("Context parallel");
 });
 
+test("the runtime and architecture controls travel in the URL and change the plan, with or without JavaScript", async ({ page }, info) => {
+  const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
+  await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
+  const before = await deviceUsedGiB(page);
+  // Another process holding 4 GiB of the same GPU.
+  await page.getByTestId("other-mib").fill("4096");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/other_mib=4096/);
+  await expect.poll(() => deviceUsedGiB(page)).toBeGreaterThan(before + 3.9);
+  // The architecture applies to a preset too, which then reads as custom dimensions.
+  await page.getByTestId("arch").selectOption("encoder");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/arch=encoder/);
+  await expect(page.getByTestId("arch")).toHaveValue("encoder");
+  await expect(page.getByTestId("model")).toHaveValue("custom");
+});
+
 test("charts are server-rendered SVG", async ({ page }) => {
   await page.goto("/?pp=4&gpus=8");
   for (const id of ["chart-breakdown", "chart-batch", "chart-seq"]) {
