@@ -53,7 +53,8 @@ fn benches(c: &mut Criterion) {
     });
     // The layout search (DESIGN.md §4's auto-planner): the planner's default
     // plan, a 70B full fine-tune that does not fit 8 GPUs under the Trainer,
-    // and Megatron-LM over 64 GPUs (TP, PP and interleaving in the space).
+    // and Megatron-LM over 64 GPUs (TP, PP and interleaving in the space; at
+    // 128K tokens context parallelism too).
     for (name, q) in LAYOUT_PLANS {
         let p = query::decode_str(q).unwrap();
         c.bench_function(&format!("layouts/{name}"), |b| {
@@ -63,7 +64,7 @@ fn benches(c: &mut Criterion) {
 }
 
 /// The layout search's benchmark plans, as planner URLs.
-const LAYOUT_PLANS: [(&str, &str); 3] = [
+const LAYOUT_PLANS: [(&str, &str); 4] = [
     ("default-8xh100", ""),
     (
         "llama-3.1-70b-8xh100-trainer",
@@ -72,6 +73,10 @@ const LAYOUT_PLANS: [(&str, &str); 3] = [
     (
         "llama-3.1-70b-64xh100-megatron",
         "?model=llama-3.1-70b&gpus=64&fw=megatron&mb=1&ga=16&seq=8192",
+    ),
+    (
+        "llama-3.1-70b-64xh100-megatron-128k",
+        "?model=llama-3.1-70b&gpus=64&fw=megatron&shard=zero1&mb=1&ga=16&seq=131072&ckpt=full",
     ),
 ];
 

@@ -13,6 +13,7 @@ const plans = {
   "default-8xh100": "/",
   "llama-3.1-70b-8xh100-trainer": "/?model=llama-3.1-70b&gpus=8&mb=4&ga=8",
   "llama-3.1-70b-64xh100-megatron": "/?model=llama-3.1-70b&gpus=64&fw=megatron&mb=1&ga=16&seq=8192",
+  "llama-3.1-70b-64xh100-megatron-128k": "/?model=llama-3.1-70b&gpus=64&fw=megatron&shard=zero1&mb=1&ga=16&seq=131072&ckpt=full",
 };
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
