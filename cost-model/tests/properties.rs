@@ -524,6 +524,50 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The fix ladder over presets, frameworks, GPU counts, batch shapes,
+    /// shardings and fine-tuning methods: each rung valid, saving memory on
+    /// the one before, and keeping at least the plan's global batch (a
+    /// smaller micro-batch, or fewer data-parallel ranks under TP or CP, is
+    /// made up by accumulation, rounded up).
+    #[test]
+    fn every_rung_is_valid_saves_memory_and_keeps_the_global_batch(
+        preset in 0usize..presets().len(),
+        fw in 0usize..Framework::ALL.len(),
+        gpus_log in 0u32..7,
+        mb_log in 0u32..6,
+        seq_log in 9u32..18,
+        shard in 0usize..5,
+        ft in 0usize..3,
+    ) {
+        let q = format!(
+            "?model={}&fw={}&gpus={}&mb={}&seq={}&shard={}&ft={}",
+            presets()[preset].id,
+            Framework::ALL[fw].id(),
+            1u32 << gpus_log,
+            1u32 << mb_log,
+            1u32 << seq_log,
+            ["ddp", "zero1", "zero2", "zero3", "fsdp-full"][shard],
+            ["full", "lora", "qlora"][ft],
+        );
+        let Ok(plan) = cost_model::query::decode_str(&q) else {
+            return Ok(());
+        };
+        let Ok(ladder) = cost_model::search::fix_ladder(&plan) else {
+            return Ok(());
+        };
+        let mut before = estimate(&plan).unwrap().peak.device_used;
+        for r in &ladder {
+            prop_assert!(cost_model::validate::validate(&r.plan).is_ok(), "{q}: {}", r.id);
+            prop_assert!(r.device_used < before, "{q}: {}", r.id);
+            prop_assert!(r.plan.global_batch() >= plan.global_batch(), "{q}: {}", r.id);
+            before = r.device_used;
+        }
+    }
+}
+
 /// Every setting a plan holds reaches the URL: each leaf of a plan's JSON is
 /// changed in turn — a flag flipped, a number moved, an enum set to each of
 /// its variants (read from serde's "expected one of" message, so a variant
