@@ -51,8 +51,9 @@ const VIRTUAL_STAGES: [u32; 2] = [2, 4];
 /// Full recomputation of every k-th block only, tried where the framework
 /// has the switch ([`crate::framework::LayoutSupport::checkpoint_every`]): half
 /// or a quarter of the blocks recomputed, for half or a quarter of full
-/// recomputation's cost. 2 is torchtitan's default option (`[activation_
-/// checkpoint] selective_ac_option = "2"`, "ac every positive int layer").
+/// recomputation's cost. 2 is torchtitan's default option
+/// (`selective_ac_option = "2"` in its `[activation_checkpoint]` section:
+/// "ac every positive int layer").
 const CHECKPOINT_EVERY: [u32; 2] = [2, 4];
 
 /// Micro-batch candidates are the divisors of the per-replica batch found by
