@@ -286,7 +286,9 @@ impl Framework {
     ///   `--pipeline-model-parallel-size`, `--context-parallel-size`
     ///   (Megatron-Core's ring attention through Transformer Engine),
     ///   `--recompute-granularity
-    ///   selective|full`, `--optimizer-cpu-offload`; no parameter offload;
+    ///   selective|full` (full on some blocks only: `--recompute-method
+    ///   block --recompute-num-layers N`), `--optimizer-cpu-offload`; no
+    ///   parameter offload;
     /// - Answer.AI's fsdp_qlora: `--sharding_strategy` full_shard,
     ///   shard_grad_op or ddp, `--use_cpu_offload`;
     /// - a loop of one's own: DDP or FSDP (`FULL_SHARD`, `SHARD_GRAD_OP`)
