@@ -170,10 +170,30 @@ fn read_plan(cmd: &str, path: &std::path::Path) -> Result<Plan, ExitCode> {
         eprintln!("memplan {cmd}: cannot read {}: {e}", path.display());
         ExitCode::from(2)
     })?;
-    Plan::from_json(&text).map_err(|e| {
+    bad_plan(cmd, path, Plan::from_json(&text))
+}
+
+/// `r`, or — its error said against the plan file — exit code 2.
+fn bad_plan<T, E: std::fmt::Display>(
+    cmd: &str,
+    path: &std::path::Path,
+    r: Result<T, E>,
+) -> Result<T, ExitCode> {
+    r.map_err(|e| {
         eprintln!("memplan {cmd}: {}: {e}", path.display());
         ExitCode::from(2)
     })
+}
+
+/// A plan's first line: model, GPUs and framework.
+fn headline(plan: &Plan) -> String {
+    format!(
+        "{} on {} × {} ({})",
+        plan.model.name,
+        plan.parallel.num_gpus,
+        plan.gpu.name,
+        plan.framework.label()
+    )
 }
 
 fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
@@ -181,12 +201,10 @@ fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let found = match cost_model::layouts::search_layouts(&plan, a.top.max(1)) {
+    let searched = cost_model::layouts::search_layouts(&plan, a.top.max(1));
+    let found = match bad_plan("layouts", &a.plan, searched) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("memplan layouts: {}: {e}", a.plan.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if a.json {
         if !print_json("layouts", &found) {
@@ -194,11 +212,8 @@ fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
         }
     } else {
         out!(
-            "{} on {} × {} ({}): {} layouts considered, {} fit ({} estimates)",
-            plan.model.name,
-            plan.parallel.num_gpus,
-            plan.gpu.name,
-            plan.framework.label(),
+            "{}: {} layouts considered, {} fit ({} estimates)",
+            headline(&plan),
             found.considered,
             found.fitting,
             found.estimated
@@ -247,12 +262,9 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let rep = match cost_model::report::report(&plan) {
+    let rep = match bad_plan("estimate", &path, cost_model::report::report(&plan)) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("memplan estimate: {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let (est, max_mb, max_seq, ladder) = (
         &rep.estimate,
@@ -265,13 +277,7 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     } else {
-        out!(
-            "{} on {} × {} ({})",
-            plan.model.name,
-            plan.parallel.num_gpus,
-            plan.gpu.name,
-            plan.framework.label()
-        );
+        out!("{}", headline(&plan));
         out!(
             "peak per GPU: {} device_used, {} reserved, {} allocated — stage {}, phase {}",
             est.peak.device_used,
