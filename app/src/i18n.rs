@@ -73,13 +73,7 @@ impl Lang {
     pub fn t(self, en: &str) -> &str {
         match self {
             Lang::En => en,
-            Lang::Zh => {
-                let table = zh_sorted();
-                match table.binary_search_by_key(&en, |p| p.0) {
-                    Ok(i) => table[i].1,
-                    Err(_) => en,
-                }
-            }
+            Lang::Zh => zh(en).unwrap_or(en),
         }
     }
 }
@@ -105,15 +99,18 @@ pub fn zh_pairs() -> impl Iterator<Item = (&'static str, &'static str)> {
         .filter_map(|l| l.split_once('\t'))
 }
 
-/// The pairs sorted by English, built once, for binary search.
-fn zh_sorted() -> &'static [(&'static str, &'static str)] {
+/// The Chinese for an English string, if the table has it: a binary search
+/// over the pairs, sorted by English once.
+fn zh(en: &str) -> Option<&'static str> {
     static SORTED: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
         std::sync::OnceLock::new();
-    SORTED.get_or_init(|| {
+    let table = SORTED.get_or_init(|| {
         let mut v: Vec<_> = zh_pairs().collect();
         v.sort_unstable_by_key(|p| p.0);
         v
-    })
+    });
+    let i = table.binary_search_by_key(&en, |p| p.0).ok()?;
+    Some(table[i].1)
 }
 
 #[cfg(test)]
@@ -138,15 +135,14 @@ mod tests {
     #[test]
     fn every_control_string_has_a_chinese_translation() {
         use crate::components::options::{sections, Kind};
-        let zh = |s: &str| zh_pairs().any(|(e, _)| e == s);
         let mut missing = Vec::new();
         for (title, fields) in sections() {
-            if !zh(title) {
+            if zh(title).is_none() {
                 missing.push(title.to_string());
             }
             for (key, label, hint, kind) in fields {
                 for s in [label, hint] {
-                    if !zh(s) {
+                    if zh(s).is_none() {
                         missing.push(s.to_string());
                     }
                 }
@@ -154,7 +150,7 @@ mod tests {
                 if let Kind::Select(options) = kind {
                     if !matches!(key, "model" | "gpu" | "fw" | "opt" | "shard" | "bits") {
                         for (_, l) in options {
-                            if !zh(&l) && l.chars().any(|c| c == ' ' || c == '(') {
+                            if zh(&l).is_none() && l.chars().any(|c| c == ' ' || c == '(') {
                                 missing.push(l);
                             }
                         }
@@ -164,17 +160,17 @@ mod tests {
         }
         // A layout's words (/layouts); bare ids (DDP, ZeRO-2, TP) stay.
         for l in cost_model::layouts::LAYOUT_LABELS {
-            if !zh(l) && l.contains(' ') {
+            if zh(l).is_none() && l.contains(' ') {
                 missing.push(l.to_string());
             }
         }
         for c in cost_model::estimate::Component::ALL {
-            if !zh(c.id()) {
+            if zh(c.id()).is_none() {
                 missing.push(c.id().to_string());
             }
         }
         for p in cost_model::estimate::Phase::ALL {
-            if !zh(p.id()) {
+            if zh(p.id()).is_none() {
                 missing.push(p.id().to_string());
             }
         }
