@@ -26,7 +26,7 @@ use crate::framework::Framework;
 use crate::plan::{Checkpointing, Offload, OffloadDevice, PipelineSchedule, Plan, Sharding};
 use crate::query;
 use crate::search::{
-    context_parallel_degrees, COST_CHECKPOINTING, COST_CP, COST_GRAD_ACCUM,
+    context_parallel_degrees, CHECKPOINT_EVERY, COST_CHECKPOINTING, COST_CP, COST_GRAD_ACCUM,
     COST_OFFLOAD_ACTIVATIONS, COST_OFFLOAD_OPTIMIZER, COST_OFFLOAD_PARAMS, COST_SYNC_EACH_BATCH,
     COST_TP, COST_ZERO_3,
 };
@@ -47,14 +47,6 @@ pub const MAX_TP: u32 = 8;
 /// evenly over `pp × v` chunks (Megatron-LM's `--num-layers-per-virtual-
 /// pipeline-stage`).
 const VIRTUAL_STAGES: [u32; 2] = [2, 4];
-
-/// Full recomputation of every k-th block only, tried where the framework
-/// has the switch ([`crate::framework::LayoutSupport::checkpoint_every`]): half
-/// or a quarter of the blocks recomputed, for half or a quarter of full
-/// recomputation's cost. 2 is torchtitan's default option
-/// (`selective_ac_option = "2"` in its `[activation_checkpoint]` section:
-/// "ac every positive int layer").
-const CHECKPOINT_EVERY: [u32; 2] = [2, 4];
 
 /// Micro-batch candidates are the divisors of the per-replica batch found by
 /// trial division up to this (and their cofactors): bounded work for any

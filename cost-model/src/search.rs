@@ -208,6 +208,16 @@ pub const COST_OFFLOAD_PARAMS: i32 = 100;
 ///   training instead of one in every step — over one epoch the same work: 0 %.
 pub const COST_PRECOMPUTE_REF: i32 = 0;
 
+/// Full recomputation of every k-th block only, where the framework has the
+/// switch ([`LayoutSupport::checkpoint_every`]): a half or a quarter of the
+/// blocks recomputed, for a half or a quarter of full recomputation's cost.
+/// The layout search tries each; the fix ladder tries them largest k first
+/// (the cheapest) before every block. 2 is torchtitan's default option
+/// (`selective_ac_option = "2"` in its `[activation_checkpoint]` section:
+/// "ac every positive int layer"); Megatron-LM's `--recompute-method block
+/// --recompute-num-layers N` recomputes N blocks of each stage.
+pub const CHECKPOINT_EVERY: [u32; 2] = [2, 4];
+
 /// Context parallelism is offered only where each rank keeps at least this
 /// many tokens of the sequence: the local length of Llama 3's CP layout
 /// (131,072 tokens over CP 16; Dubey et al. 2024, Table 4). The ring's
@@ -272,6 +282,12 @@ impl Ladder {
         let Some((r, e)) = rung(id, plan, &self.est, cost) else {
             return false;
         };
+        self.push(r, e)
+    }
+
+    /// Takes rung `r`, whose plan estimates to `e`; true once the headroom
+    /// is comfortable.
+    fn push(&mut self, r: Rung, e: Estimate) -> bool {
         self.cur = r.plan.clone();
         let done = comfortable(&e);
         self.est = e;
@@ -332,15 +348,54 @@ impl Ladder {
         self.degree("cp", COST_CP, must_fit, plans)
     }
 
+    /// Full recomputation of every k-th block only, where the framework has
+    /// the switch ([`LayoutSupport::checkpoint_every`]): of
+    /// [`CHECKPOINT_EVERY`], the largest k (the cheapest) fewer than
+    /// the plan's own whose plan has comfortable headroom, taken as rung
+    /// `checkpointing-every-{k}` at `COST_CHECKPOINTING / k`. True once taken
+    /// (the headroom is comfortable then); false when no k is enough, and
+    /// every block is left to [`Self::activation_rungs`].
+    fn checkpoint_every_kth(&mut self) -> bool {
+        let t = &self.cur.training;
+        if !self.cur.framework.layouts().checkpoint_every {
+            return false;
+        }
+        // A plan recomputing every k-th block already goes to fewer blocks
+        // between; one recomputing all of them has nothing to gain here.
+        let below = match t.checkpointing {
+            Checkpointing::Full => t.checkpoint_every.max(1),
+            _ => u32::MAX,
+        };
+        for &k in CHECKPOINT_EVERY.iter().rev() {
+            if k >= below || k > self.cur.model.layers {
+                continue;
+            }
+            let mut p = self.cur.clone();
+            p.training.checkpointing = Checkpointing::Full;
+            p.training.checkpoint_every = k;
+            let id = format!("checkpointing-every-{k}");
+            match rung(&id, p, &self.est, COST_CHECKPOINTING / k as i32) {
+                Some((r, e)) if comfortable(&e) => return self.push(r, e),
+                _ => {}
+            }
+        }
+        false
+    }
+
     /// The rungs that shrink the activations, each taken when it saves
-    /// memory: full activation checkpointing, then a smaller micro-batch with
-    /// more accumulation (the same global batch). True once the headroom is
-    /// comfortable.
+    /// memory: recomputation of every k-th block where that is enough
+    /// ([`Self::checkpoint_every_kth`]), else full activation checkpointing
+    /// of every block, then a smaller micro-batch with more accumulation
+    /// (the same global batch). True once the headroom is comfortable.
     fn activation_rungs(&mut self) -> bool {
-        if self.cur.training.checkpointing != Checkpointing::Full
-            && self.edit("checkpointing", COST_CHECKPOINTING, |p| {
-                p.training.checkpointing = Checkpointing::Full
-            })
+        let t = &self.cur.training;
+        let every_block = t.checkpointing == Checkpointing::Full && t.checkpoint_every <= 1;
+        if !every_block
+            && (self.checkpoint_every_kth()
+                || self.edit("checkpointing", COST_CHECKPOINTING, |p| {
+                    p.training.checkpointing = Checkpointing::Full;
+                    p.training.checkpoint_every = 1;
+                }))
         {
             return true;
         }
@@ -544,7 +599,9 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     {
         return Ok(l.out);
     }
-    // 2. Activation checkpointing; 3. a smaller micro-batch.
+    // 2. Activation checkpointing — every k-th block where the framework
+    // has the switch and that is enough, else every block; 3. a smaller
+    // micro-batch.
     if l.activation_rungs() {
         return Ok(l.out);
     }
@@ -1324,6 +1381,68 @@ mod tests {
         assert!(tp < cp, "{names:?}");
         let par = &ladder[cp].plan.parallel;
         assert_eq!(par.tp * par.cp * par.dp(), 64);
+    }
+
+    #[test]
+    fn every_kth_block_recomputed_first_where_that_is_enough() {
+        let ladder = |q: &str| fix_ladder(&crate::query::decode_str(q).unwrap()).unwrap();
+        // Llama-3.1-8B on 8 × H100 under torchtitan, sharded, no recomputation:
+        // some micro-batch is over the card without it and comfortable with
+        // every 4th or 2nd block recomputed.
+        let q = |mb: u32| {
+            format!("?model=llama-3.1-8b&gpus=8&mb={mb}&ga=1&seq=2048&fw=torchtitan&shard=fsdp-full&ckpt=none")
+        };
+        let mut seen = Vec::new();
+        for mb in 1..=16 {
+            let l = ladder(&q(mb));
+            let Some(i) = l
+                .iter()
+                .position(|r| r.id.starts_with("checkpointing-every-"))
+            else {
+                continue;
+            };
+            let k: u32 = l[i].id["checkpointing-every-".len()..].parse().unwrap();
+            let t = &l[i].plan.training;
+            assert_eq!(
+                (t.checkpointing, t.checkpoint_every),
+                (Checkpointing::Full, k)
+            );
+            assert_eq!(l[i].speed_cost_pct, COST_CHECKPOINTING / k as i32);
+            let e = estimate(&l[i].plan).unwrap();
+            assert!(comfortable(&e), "mb {mb}: every {k} taken without room");
+            // The ladder stops there, and every block was not needed.
+            assert_eq!(i, l.len() - 1);
+            assert!(!l.iter().any(|r| r.id == "checkpointing"));
+            // The cheaper k (4) is taken whenever it is enough.
+            if k == 2 {
+                let mut p = crate::query::decode_str(&q(mb)).unwrap();
+                p.training.checkpointing = Checkpointing::Full;
+                p.training.checkpoint_every = 4;
+                assert!(!comfortable(&estimate(&p).unwrap()), "mb {mb}");
+            }
+            // The Trainer has no such switch: every block.
+            let trainer = ladder(&q(mb).replace("torchtitan", "hf-trainer"));
+            assert!(!trainer
+                .iter()
+                .any(|r| r.id.starts_with("checkpointing-every-")));
+            seen.push(k);
+        }
+        assert!(seen.contains(&4) && seen.contains(&2), "{seen:?}");
+        // A plan already recomputing every 4th block and still over the card
+        // goes to every 2nd or every block — never to every 4th again — and
+        // the full rung recomputes every block.
+        let mut hit = false;
+        for mb in 1..=32 {
+            let l = ladder(&q(mb).replace("ckpt=none", "ckpt=full&ckpt_every=4"));
+            for r in l.iter().filter(|r| r.id.starts_with("checkpointing")) {
+                assert_ne!(r.id, "checkpointing-every-4");
+                if r.id == "checkpointing" {
+                    assert_eq!(r.plan.training.checkpoint_every, 1);
+                    hit = true;
+                }
+            }
+        }
+        assert!(hit, "no plan went to every block");
     }
 
     #[test]

@@ -209,6 +209,21 @@ test("a long sequence's fix ladder splits it over ranks where the framework can 
   await expect(page.getByTestId("ladder")).not.toContainText("Context parallel");
 });
 
+test("the fix ladder recomputes one block in k where the framework can and that is enough", async ({ page }) => {
+  // Llama-3.1-8B on 8 × H100 under torchtitan, fully sharded, micro-batch 5 of 2,048 tokens, no recomputation:
+  // recomputing every 4th block is enough, and cheaper than every block.
+  const plan = "/?model=llama-3.1-8b&gpus=8&mb=5&ga=1&seq=2048&fw=torchtitan&shard=fsdp-full&ckpt=none";
+  await page.goto(plan);
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  const ladder = page.getByTestId("ladder");
+  await expect(ladder).toContainText("Activation checkpointing · applied to one block in 4");
+  // The Trainer has no such switch: every block.
+  await page.goto(plan.replace("torchtitan", "hf-trainer"));
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  await expect(page.getByTestId("ladder")).toContainText("Activation checkpointing");
+  await expect(page.getByTestId("ladder")).not.toContainText("applied to one block in");
+});
+
 test("the runtime and architecture controls travel in the URL and change the plan, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
   await page.goto(plan);

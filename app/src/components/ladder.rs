@@ -6,13 +6,21 @@ use cost_model::search::fix_ladder;
 use cost_model::Plan;
 use leptos::prelude::*;
 
-/// A rung's name in the page language (`tp-4` → "Tensor parallel 4").
+/// A rung's name in the page language (`tp-4` → "Tensor parallel 4",
+/// `checkpointing-every-4` → "Activation checkpointing · applied to one block in 4").
 fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
     if let Some(t) = id.strip_prefix("tp-") {
         return format!("{} {t}", l.t("Tensor parallel"));
     }
     if let Some(c) = id.strip_prefix("cp-") {
         return format!("{} {c}", l.t("Context parallel"));
+    }
+    if let Some(k) = id.strip_prefix("checkpointing-every-") {
+        return format!(
+            "{} · {} {k}",
+            l.t("Activation checkpointing"),
+            l.t("applied to one block in")
+        );
     }
     let en = match id {
         "mixed-precision" => "Mixed precision",
