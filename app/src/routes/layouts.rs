@@ -123,7 +123,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
     view! {
         <p data-testid="layouts-summary">{summary}</p>
         <p class="note">
-            {l.t("Fastest first; each layout below is slower than the ones above it and leaves more memory free. Speed is the change in step time against your plan, from the fix ladder's costs (recomputation, ZeRO-3, TP, offload) and the pipeline bubble; a layout fits when its peak fits at the high edge of the model's uncertainty band.")}
+            {l.t("Fastest first; each layout below is slower than the ones above it and leaves more memory free. Speed is the change in step time against your plan, from the fix ladder's costs (recomputation, ZeRO-3, TP/CP, offload) and the pipeline bubble; a layout fits when its peak fits at the high edge of the model's uncertainty band.")}
         </p>
         {if found.fitting == 0 {
             view! { <p class="error" data-testid="layouts-none">{none}</p> }.into_any()
