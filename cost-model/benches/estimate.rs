@@ -51,6 +51,15 @@ fn benches(c: &mut Criterion) {
     c.bench_function("search/fix_ladder", |b| {
         b.iter(|| search::fix_ladder(black_box(&oom)))
     });
+    // A torchtitan plan whose ladder tries every 4th block recomputed (and
+    // takes it) before every block.
+    let every_k = query::decode_str(
+        "?model=llama-3.1-8b&gpus=8&mb=5&ga=1&seq=2048&fw=torchtitan&shard=fsdp-full&ckpt=none",
+    )
+    .unwrap();
+    c.bench_function("search/fix_ladder_torchtitan_every_k", |b| {
+        b.iter(|| search::fix_ladder(black_box(&every_k)))
+    });
     // The layout search (DESIGN.md §4's auto-planner): the planner's default
     // plan, a 70B full fine-tune that does not fit 8 GPUs under the Trainer,
     // and Megatron-LM over 64 GPUs (TP, PP and interleaving in the space; at
