@@ -541,9 +541,10 @@ proptest! {
         seq_log in 9u32..18,
         shard in 0usize..5,
         ft in 0usize..3,
+        ckpt in 0usize..4,
     ) {
         let q = format!(
-            "?model={}&fw={}&gpus={}&mb={}&seq={}&shard={}&ft={}",
+            "?model={}&fw={}&gpus={}&mb={}&seq={}&shard={}&ft={}{}",
             presets()[preset].id,
             Framework::ALL[fw].id(),
             1u32 << gpus_log,
@@ -551,6 +552,8 @@ proptest! {
             1u32 << seq_log,
             ["ddp", "zero1", "zero2", "zero3", "fsdp-full"][shard],
             ["full", "lora", "qlora"][ft],
+            // The framework's default, none, every 4th block, selective.
+            ["", "&ckpt=none", "&ckpt=full&ckpt_every=4", "&ckpt=selective"][ckpt],
         );
         let Ok(plan) = cost_model::query::decode_str(&q) else {
             return Ok(());
