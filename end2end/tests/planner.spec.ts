@@ -209,14 +209,20 @@ test("a long sequence's fix ladder splits it over ranks where the framework can 
   await expect(page.getByTestId("ladder")).not.toContainText("Context parallel");
 });
 
-test("the fix ladder recomputes one block in k where the framework can and that is enough", async ({ page }) => {
+test("the fix ladder recomputes one block in k where the framework can and that is enough", async ({ page }, info) => {
   // Llama-3.1-8B on 8 × H100 under torchtitan, fully sharded, micro-batch 5 of 2,048 tokens, no recomputation:
   // recomputing every 4th block is enough, and cheaper than every block.
   const plan = "/?model=llama-3.1-8b&gpus=8&mb=5&ga=1&seq=2048&fw=torchtitan&shard=fsdp-full&ckpt=none";
   await page.goto(plan);
+  if (hydrated(info)) await waitForHydration(page);
   await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
   const ladder = page.getByTestId("ladder");
   await expect(ladder).toContainText("Activation checkpointing · applied to one block in 4");
+  // The rung applies it (with the rungs above it): the plan fits, recomputing every 4th block.
+  await ladder.getByRole("link", { name: /applied to one block in 4/ }).click();
+  await expect(page.getByTestId("verdict")).toHaveText("Fits");
+  await expect(page).toHaveURL(/ckpt=full/);
+  await expect(page).toHaveURL(/ckpt_every=4/);
   // The Trainer has no such switch: every block.
   await page.goto(plan.replace("torchtitan", "hf-trainer"));
   await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
