@@ -1185,6 +1185,13 @@ impl Plan {
             * self.parallel.dp() as u64
     }
 
+    /// Sets the accumulation that keeps `global` sequences a step at the
+    /// plan's micro-batch and data-parallel ranks (rounded up, at least 1).
+    pub fn accumulate_to(&mut self, global: u64) {
+        let per_step = self.training.micro_batch.max(1) as u64 * self.parallel.dp() as u64;
+        self.training.grad_accum = global.div_ceil(per_step).clamp(1, u32::MAX as u64) as u32;
+    }
+
     /// Whether a 4-bit base's block scales are quantized too: stated for
     /// bitsandbytes ([`TrainingSpec::nf4_double_quant`]), always under
     /// torchtune ([`Framework::nf4_double_quantized`]).

@@ -133,6 +133,17 @@ pub struct Rung {
 
 fn rung(id: &str, plan: Plan, before: &Estimate, cost: i32) -> Option<(Rung, Estimate)> {
     let e = estimate(&plan).ok()?;
+    rung_at(id, plan, e, before, cost)
+}
+
+/// [`rung`] for a plan already estimated to `e`.
+fn rung_at(
+    id: &str,
+    plan: Plan,
+    e: Estimate,
+    before: &Estimate,
+    cost: i32,
+) -> Option<(Rung, Estimate)> {
     let saving = before.peak.device_used.saturating_sub(e.peak.device_used);
     if saving == Bytes::ZERO {
         return None;
@@ -250,12 +261,10 @@ pub fn context_parallel_degrees(plan: &Plan, ranks: u32) -> Vec<u32> {
 /// accumulation grown to keep the global batch as the data-parallel ranks
 /// shrink.
 fn with_model_parallel(plan: &Plan, tp: u32, cp: u32) -> Plan {
-    let global = plan.global_batch();
     let mut p = plan.clone();
     p.parallel.tp = tp;
     p.parallel.cp = cp;
-    let per_step = p.training.micro_batch.max(1) as u64 * p.parallel.dp() as u64;
-    p.training.grad_accum = global.div_ceil(per_step).clamp(1, u32::MAX as u64) as u32;
+    p.accumulate_to(plan.global_batch());
     p
 }
 
@@ -317,17 +326,28 @@ impl Ladder {
     /// valid and fits — else, unless `must_fit`, the last valid one — taken
     /// as rung `{prefix}-{degree}`. True once the headroom is comfortable.
     fn degree(&mut self, prefix: &str, cost: i32, must_fit: bool, plans: Vec<(u32, Plan)>) -> bool {
-        let mut valid: Vec<(u32, Plan)> = plans
+        // Each valid plan estimated once: the estimate that says whether it
+        // fits is the rung's.
+        let mut valid: Vec<(u32, Plan, Option<Estimate>)> = plans
             .into_iter()
             .filter(|(_, p)| crate::validate::validate(p).is_ok())
+            .map(|(d, p)| {
+                let e = estimate(&p).ok();
+                (d, p, e)
+            })
             .collect();
-        let pick = match valid.iter().position(|(_, p)| fits(p)) {
+        let fitting =
+            |(_, _, e): &(u32, Plan, Option<Estimate>)| e.as_ref().is_some_and(|e| e.fits);
+        let pick = match valid.iter().position(fitting) {
             Some(i) => i,
             None if must_fit || valid.is_empty() => return false,
             None => valid.len() - 1,
         };
-        let (d, p) = valid.swap_remove(pick);
-        self.take(&format!("{prefix}-{d}"), p, cost)
+        let (d, p, e) = valid.swap_remove(pick);
+        match e.and_then(|e| rung_at(&format!("{prefix}-{d}"), p, e, &self.est, cost)) {
+            Some((r, e)) => self.push(r, e),
+            None => false,
+        }
     }
 
     /// Context parallelism over the ranks left beside tensor and pipeline
@@ -401,15 +421,14 @@ impl Ladder {
         }
         self.cur.training.micro_batch > 1
             && self.edit("grad-accum", COST_GRAD_ACCUM, |p| {
-                let global = p.training.micro_batch as u64 * p.training.grad_accum as u64;
+                let global = p.global_batch();
                 // Accumulating under FSDP, reduced every micro-batch (else the
                 // unsharded gradients would cost more than the micro-batch saves).
                 p.training.sync_each_batch |=
                     p.parallel.sharding.is_fsdp() && p.framework.fsdp_no_sync_accumulation();
                 while p.training.micro_batch > 1 {
                     p.training.micro_batch /= 2;
-                    let mb = p.training.micro_batch.max(1) as u64;
-                    p.training.grad_accum = global.div_ceil(mb).min(u32::MAX as u64) as u32;
+                    p.accumulate_to(global);
                     if fits(p) {
                         break;
                     }
