@@ -197,26 +197,27 @@ test("Megatron's fix ladder offers its distributed optimizer; fp8 needs float8 t
   await expect(page.getByTestId("plan-error")).toContainText("training.precision: fp8 needs float8 tensor cores");
 });
 
+/** Opens `url`, a plan that does not fit, and returns its fix ladder. */
+async function ladderOf(page: Page, url: string) {
+  await page.goto(url);
+  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  return page.getByTestId("ladder");
+}
+
 test("a long sequence's fix ladder splits it over ranks where the framework can (context parallelism)", async ({ page }) => {
   // Llama-3.1-8B at 128K tokens on 8 × H100 under torchtitan, checkpointed and fully sharded.
-  await page.goto("/?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=torchtitan&shard=fsdp-full&ckpt=full");
-  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
-  const ladder = page.getByTestId("ladder");
-  await expect(ladder).toContainText("Context parallel 2");
+  const plan = "/?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=torchtitan&shard=fsdp-full&ckpt=full";
+  await expect(await ladderOf(page, plan)).toContainText("Context parallel 2");
   // The Trainer has no context parallelism: no such rung.
-  await page.goto("/?model=llama-3.1-8b&gpus=8&mb=1&ga=1&seq=131072&fw=hf-trainer&shard=fsdp-full&ckpt=full");
-  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
-  await expect(page.getByTestId("ladder")).not.toContainText("Context parallel");
+  await expect(await ladderOf(page, plan.replace("torchtitan", "hf-trainer"))).not.toContainText("Context parallel");
 });
 
 test("the fix ladder recomputes one block in k where the framework can and that is enough", async ({ page }, info) => {
   // Llama-3.1-8B on 8 × H100 under torchtitan, fully sharded, micro-batch 5 of 2,048 tokens, no recomputation:
   // recomputing every 4th block is enough, and cheaper than every block.
   const plan = "/?model=llama-3.1-8b&gpus=8&mb=5&ga=1&seq=2048&fw=torchtitan&shard=fsdp-full&ckpt=none";
-  await page.goto(plan);
+  const ladder = await ladderOf(page, plan);
   if (hydrated(info)) await waitForHydration(page);
-  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
-  const ladder = page.getByTestId("ladder");
   await expect(ladder).toContainText("Activation checkpointing · applied to one block in 4");
   // The rung applies it (with the rungs above it): the plan fits, recomputing every 4th block.
   await ladder.getByRole("link", { name: /applied to one block in 4/ }).click();
@@ -224,10 +225,9 @@ test("the fix ladder recomputes one block in k where the framework can and that 
   await expect(page).toHaveURL(/ckpt=full/);
   await expect(page).toHaveURL(/ckpt_every=4/);
   // The Trainer has no such switch: every block.
-  await page.goto(plan.replace("torchtitan", "hf-trainer"));
-  await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
-  await expect(page.getByTestId("ladder")).toContainText("Activation checkpointing");
-  await expect(page.getByTestId("ladder")).not.toContainText("applied to one block in");
+  const trainer = await ladderOf(page, plan.replace("torchtitan", "hf-trainer"));
+  await expect(trainer).toContainText("Activation checkpointing");
+  await expect(trainer).not.toContainText("applied to one block in");
 });
 
 test("the runtime and architecture controls travel in the URL and change the plan, with or without JavaScript", async ({ page }, info) => {
