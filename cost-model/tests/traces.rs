@@ -823,10 +823,20 @@ fn every_fixture_is_covered() {
 fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
     // `srun --label` (one task and several), `mpirun --tag-output`, `pdsh`,
     // `docker compose logs`, `kubectl logs --timestamps` (whose times vary in
-    // length: Go trims trailing zeros). Every fixture reads to the same report
-    // (or the same refusal) behind each.
+    // length: Go trims trailing zeros), Ray's worker prefix, torchrun's.
+    // Every fixture reads to the same report (or the same refusal) behind
+    // each.
     type Prefix = fn(usize) -> String;
-    let prefixes: [(&str, Prefix); 7] = [
+    let prefixes: [(&str, Prefix); 12] = [
+        ("Ray", |_| {
+            "(RayTrainWorker pid=48213, ip=10.0.3.17) ".into()
+        }),
+        ("Ray, local", |_| "(pid=48213) ".into()),
+        ("torchrun --tee", |_| "[default0]:".into()),
+        ("torchrun's rank prefix", |_| "[rank0]: ".into()),
+        ("torchrun --tee, rank prefix", |_| {
+            "[default0]:[rank0]: ".into()
+        }),
         ("srun --label", |_| "0: ".into()),
         ("srun --label, 8 tasks", |i| format!("{}: ", i % 8)),
         ("mpirun --tag-output", |i| format!("[1,{}]<stdout>:", i % 4)),
@@ -848,6 +858,143 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
             assert_eq!(report_json(&v), want, "{name} behind {what}");
         }
     }
+}
+
+/// A report's figures without the line numbers (which move when lines are
+/// added above): the same figures, or "refused".
+fn figures_without_lines(text: &str) -> String {
+    match trace::parse(text, &ParseOptions::default()) {
+        Ok(t) => {
+            let mut r = serde_json::to_value(trace::findings::report(&t, None)).unwrap();
+            let o = r.as_object_mut().unwrap();
+            o.remove("lines");
+            o.remove("warnings");
+            for f in r["findings"].as_array_mut().unwrap() {
+                f.as_object_mut().unwrap().remove("detail");
+            }
+            for o in r["oom"].as_array_mut().unwrap() {
+                o.as_object_mut().unwrap().remove("line");
+            }
+            r.to_string()
+        }
+        Err(_) => "refused".into(),
+    }
+}
+
+#[test]
+fn a_terminal_session_copied_whole_reads_as_the_tools_output() {
+    // The prompt and the command typed above the output, the `^C` that
+    // stopped a looping `nvidia-smi -l`/`dmon`, the next prompt below: each
+    // fixture reads to the same figures (or the same refusal) inside any of
+    // these shells' sessions.
+    let prompts = [
+        "user@gpu-box:~/run$ ",
+        "root@3f2a9c1b7d4e:/workspace# ",
+        "(base) user@gpu-box:~$ ",
+        "(.venv) me@node-07:/scratch/me/run$ ",
+        "[me@login01 run]$ ",
+        "me@MacBook-Pro run % ",
+        "$ ",
+        "PS C:\\Users\\me> ",
+    ];
+    for (name, text) in fixtures().into_iter().chain(samples()) {
+        let want = figures_without_lines(&text);
+        for p in prompts {
+            let v = format!("{p}nvidia-smi -l 1\n{text}^C\n{p}\n");
+            assert_eq!(figures_without_lines(&v), want, "{name} after `{p}`");
+        }
+    }
+    // What only looks like a prompt is read as it is.
+    for not_a_prompt in [
+        "me@example.com wrote:",
+        "$5.00 an hour",
+        "(note) GPU 0 is idle",
+        "PS: nvidia-smi below",
+    ] {
+        let text = format!("{not_a_prompt}\n{}", read("oom_11.txt"));
+        let t = trace::parse(&text, &ParseOptions::default()).unwrap();
+        assert_eq!(t.oom[0].line, 2, "{not_a_prompt}");
+    }
+}
+
+#[test]
+fn a_headerless_csv_takes_its_columns_from_the_command_above_it() {
+    // `--format=csv,noheader,nounits`: the rows alone cannot say which column
+    // is memory.used; the command pasted above them does.
+    let rows =
+        "2024/06/01 10:00:00.000, 0, 1234, 81559\n2024/06/01 10:00:00.500, 0, 40000, 81559\n\
+                2024/06/01 10:00:00.500, 1, 39000, 81559\n";
+    let cmd = "nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv,noheader,nounits -lms 500";
+    let err = refusal(rows);
+    assert!(err.to_string().contains("without its header"), "{err}");
+    for session in [
+        format!("{cmd}\n{rows}"),
+        format!("user@gpu-box:~$ {cmd}\n{rows}^C\nuser@gpu-box:~$ \n"),
+    ] {
+        let t = parse_text(&session);
+        assert_eq!(t.format, Format::NvidiaSmiCsv);
+        assert_eq!(
+            peaks_and_totals(&t),
+            vec![
+                (0, Some(40000.0), Some(81559.0)),
+                (1, Some(39000.0), Some(81559.0))
+            ],
+            "{session}"
+        );
+        assert!(
+            t.warnings.iter().any(|w| w.contains("command on line 1")),
+            "{:?}",
+            t.warnings
+        );
+    }
+    // With its header the output names its columns itself (the command's
+    // are not needed, and its line is no malformed row).
+    let with_header = "$ nvidia-smi --query-gpu=timestamp,index,memory.used --format=csv -l 1\n\
+         timestamp, index, memory.used [MiB]\n2024/06/01 10:00:00.000, 0, 1234 MiB\n";
+    let t = parse_text(with_header);
+    assert_eq!(peaks_and_totals(&t), vec![(0, Some(1234.0), None)]);
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    // A command that queries no memory.used is said so, at its line.
+    let e = refusal(
+        "$ nvidia-smi --query-gpu=timestamp,index,utilization.gpu --format=csv,noheader -l 1\n\
+         2024/06/01 10:00:00.000, 0, 97 %\n2024/06/01 10:00:01.000, 0, 98 %\n",
+    );
+    assert!(e.to_string().contains("queries no memory.used"), "{e}");
+}
+
+#[test]
+fn torchruns_prefix_keeps_the_rank_it_names() {
+    // One rank's prints behind `[default3]:` (`--tee`) or `[rank3]:`: read
+    // without the prefix, each figure still that rank's.
+    for prefix in ["[default3]:", "[rank3]: ", "[default3]:[rank3]: "] {
+        let text = format!(
+            "{prefix}step 1\n{prefix}Max memory allocated: 30.00 GiB\n{prefix}Max memory reserved: 34.00 GiB\n"
+        );
+        let a = parse_text(&text).allocator.unwrap();
+        let ranks: Vec<_> = a
+            .ranks
+            .iter()
+            .map(|r| (r.rank, r.peak_allocated_mib, r.peak_reserved_mib))
+            .collect();
+        assert_eq!(
+            ranks,
+            vec![(3, Some(30.0 * 1024.0), Some(34.0 * 1024.0))],
+            "{prefix}"
+        );
+    }
+    // A memory_summary() printed under `--tee` reads as printed bare.
+    let bare = parse("mem_summary_01.txt");
+    let tee: String = read("mem_summary_01.txt")
+        .lines()
+        .map(|l| format!("[default0]:{l}\n"))
+        .collect();
+    let t = parse_text(&tee);
+    assert_eq!(t.format, Format::PytorchMemorySummary);
+    let (a, b) = (t.allocator.unwrap(), bare.allocator.unwrap());
+    assert_eq!(
+        (a.peak_allocated_mib, a.peak_reserved_mib),
+        (b.peak_allocated_mib, b.peak_reserved_mib)
+    );
 }
 
 #[test]

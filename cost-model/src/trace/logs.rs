@@ -72,6 +72,7 @@ impl KeyedPeaks {
                 .map(|v| if self.decimal_gb { decimal_gb(v) } else { v })
         };
         let (allocated, reserved) = (first(self.allocated), first(self.reserved));
+        let line_rank = b.line_rank;
         let a = b.allocator();
         if let Some(v) = allocated {
             keep_max(&mut a.peak_allocated_mib, v);
@@ -80,7 +81,7 @@ impl KeyedPeaks {
             keep_max(&mut a.peak_reserved_mib, v);
         }
         if self.per_rank && (allocated.is_some() || reserved.is_some()) {
-            if let Some(r) = rank_of(line) {
+            if let Some(r) = rank_of(line).or(line_rank) {
                 keep_rank(a, r, allocated, reserved);
             }
         }
@@ -699,7 +700,14 @@ impl LineParser for LogParser {
             let max_reserved = mib("mem-max-reserved-gigabytes:");
             let alloc = mib("mem-allocated-gigabytes:");
             let reserved = mib("mem-reserved-gigabytes:");
-            let a = megatron_report(b, rank_of(line), alloc, max_alloc, reserved, max_reserved);
+            let a = megatron_report(
+                b,
+                rank_of(line).or(b.line_rank),
+                alloc,
+                max_alloc,
+                reserved,
+                max_reserved,
+            );
             a.current_allocated_mib = alloc.or(a.current_allocated_mib);
             a.current_reserved_mib = reserved.or(a.current_reserved_mib);
             // Its key for `num_alloc_retries` is spelled `mem-alloc-retires`.
@@ -741,7 +749,7 @@ impl LineParser for LogParser {
             let max_alloc = figure_after(line, "max allocated:", "MB");
             let reserved = figure_after(line, "| reserved:", "MB");
             let max_reserved = figure_after(line, "max reserved:", "MB");
-            let rank = rank_of(line);
+            let rank = rank_of(line).or(b.line_rank);
             megatron_report(b, rank, alloc, max_alloc, reserved, max_reserved);
             // `--log-device-memory-used` appends the device's used memory
             // (`torch.cuda.device_memory_used()`, what NVML and nvidia-smi
@@ -783,10 +791,11 @@ impl LineParser for LogParser {
                 "memory: "
             };
             if let Some(v) = figure_after(line, key, "GiB") {
+                let line_rank = b.line_rank;
                 let a = b.allocator();
                 keep_max(&mut a.peak_reserved_mib, v);
                 // torchrun's `[rank3]:` prefix when every rank logs.
-                if let Some(r) = rank_of(line) {
+                if let Some(r) = rank_of(line).or(line_rank) {
                     keep_rank(a, r, None, Some(v));
                 }
             }
@@ -972,7 +981,7 @@ impl LineParser for LogParser {
         let counters = peak_counters(line);
         if !counters.is_empty() {
             b.seen.get_or_insert(Format::PytorchPeakCounters);
-            let rank = rank_of(line);
+            let rank = rank_of(line).or(b.line_rank);
             for p in counters {
                 if p.counter == PrintedCounter::Unnamed && !self.warned_unnamed {
                     self.warned_unnamed = true;

@@ -391,6 +391,10 @@ pub struct Builder {
     pub warnings: Vec<String>,
     /// The log format a line-level parser recognised (for logs detected late).
     pub seen: Option<Format>,
+    /// The rank a torchrun prefix taken off the current line named
+    /// ([`LaunchPrefix::Torchrun`]): the per-rank readers' rank where the
+    /// line itself names none.
+    pub line_rank: Option<u32>,
     t0: Option<f64>,
 }
 
@@ -856,8 +860,10 @@ fn needs_cleaning(b: &[u8]) -> bool {
 /// `mpirun --tag-output` (`[1,0]<stdout>: `), `pdsh`/`clush` (`node7: `),
 /// `docker compose logs` (`trainer-1  | `), `kubectl logs --timestamps` (an
 /// RFC 3339 time and a space), and a Markdown quote (`> `, a bare `>` on an
-/// empty line) where a log was copied out of an issue's reply. torchrun's
-/// `[rank0]:` is not one of them: the readers that print per rank keep it.
+/// empty line) where a log was copied out of an issue's reply, Ray's
+/// worker prefix (`(RayTrainWorker pid=4242, ip=10.0.0.5) `), and torchrun's
+/// (`[default0]:`, `[rank0]:`, both), whose rank the per-rank readers still
+/// get ([`Builder::line_rank`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LaunchPrefix {
     SrunLabel,
@@ -866,16 +872,20 @@ enum LaunchPrefix {
     Compose,
     Rfc3339,
     Quote,
+    Ray,
+    Torchrun,
 }
 
 impl LaunchPrefix {
-    const ALL: [LaunchPrefix; 6] = [
+    const ALL: [LaunchPrefix; 8] = [
         LaunchPrefix::SrunLabel,
         LaunchPrefix::MpirunTag,
         LaunchPrefix::Host,
         LaunchPrefix::Compose,
         LaunchPrefix::Rfc3339,
         LaunchPrefix::Quote,
+        LaunchPrefix::Ray,
+        LaunchPrefix::Torchrun,
     ];
 
     /// The prefix's length in bytes at the start of `line`, if it has it.
@@ -949,6 +959,34 @@ impl LaunchPrefix {
                 [b'>'] => Some(1),
                 _ => None,
             },
+            LaunchPrefix::Ray => {
+                // `(Name pid=123) ` / `(Name pid=123, ip=10.0.0.5) ` / `(pid=123) `:
+                // the driver's copy of a worker's line (ray `_private/log_monitor.py`,
+                // `worker.py` `print_worker_logs`).
+                let rest = line.strip_prefix('(')?;
+                let close = rest.find(") ")?;
+                let inner = &rest[..close];
+                let (name, tail) = match inner.split_once(" pid=") {
+                    Some(x) => x,
+                    None => ("", inner.strip_prefix("pid=")?),
+                };
+                let name_ok = name
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':'));
+                let (pid, ip) = match tail.split_once(", ip=") {
+                    Some((p, ip)) => (p, Some(ip)),
+                    None => (tail, None),
+                };
+                let pid_ok = !pid.is_empty() && pid.bytes().all(|c| c.is_ascii_digit());
+                let ip_ok = ip.is_none_or(|ip| {
+                    !ip.is_empty()
+                        && ip
+                            .bytes()
+                            .all(|c| c.is_ascii_hexdigit() || matches!(c, b'.' | b':'))
+                });
+                (name_ok && pid_ok && ip_ok).then_some(1 + close + 2)
+            }
+            LaunchPrefix::Torchrun => torchrun_prefix(line).map(|(n, _)| n),
         }
     }
 
@@ -975,6 +1013,34 @@ impl LaunchPrefix {
             None => line,
         }
     }
+}
+
+/// torchrun's line prefix and the rank it names: `[default3]:` (its
+/// `--tee`/`--redirects` prefix, `log_line_prefix_template`'s default
+/// "[{role_name}{local_rank}]:" in torch.distributed.elastic), `[rank3]:`
+/// (the global rank, as torch ≥ 2.3 writes a worker's lines), or the first
+/// followed by the second (the second's rank kept). No space is taken: what
+/// follows keeps its indentation (one space every line shares goes with the
+/// shared indentation).
+fn torchrun_prefix(line: &str) -> Option<(usize, u32)> {
+    let one = |at: usize| -> Option<(usize, u32)> {
+        let rest = &line[at..];
+        let tag = ["[default", "[rank"]
+            .into_iter()
+            .find(|t| rest.starts_with(t))?;
+        let d = rest[tag.len()..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        let end = tag.len() + d;
+        if !(1..=6).contains(&d) || !rest[end..].starts_with("]:") {
+            return None;
+        }
+        let rank = rest[tag.len()..end].parse().ok()?;
+        Some((at + end + 2, rank))
+    };
+    let (n, rank) = one(0)?;
+    Some(one(n).unwrap_or((n, rank)))
 }
 
 /// What is taken off every line before the formats are told apart: a
@@ -1025,6 +1091,15 @@ impl Unwrap {
         u
     }
 
+    /// The rank a torchrun prefix on `line` names, where that is the prefix
+    /// taken off.
+    fn rank(&self, line: &str) -> Option<u32> {
+        match self.prefix {
+            Some(LaunchPrefix::Torchrun) => torchrun_prefix(line).map(|(_, r)| r),
+            _ => None,
+        }
+    }
+
     fn apply<'a>(&self, line: &'a str) -> &'a str {
         let line = match self.prefix {
             Some(p) => p.strip(line),
@@ -1032,6 +1107,15 @@ impl Unwrap {
         };
         // Every line passes here: a byte test before any comparison.
         let first = line.bytes().find(|c| !c.is_ascii_whitespace());
+        // A prompt's or `^C`'s first byte (a user's name starts with a letter).
+        if matches!(
+            first,
+            Some(b'$' | b'(' | b'[' | b'^' | b'_' | b'a'..=b'z' | b'A'..=b'Z')
+        ) {
+            if let Some(command) = console_chatter(line, first) {
+                return command;
+            }
+        }
         if matches!(first, Some(b'`' | b'~')) {
             let t = line.trim();
             if let Some(info) = t.strip_prefix("```").or_else(|| t.strip_prefix("~~~")) {
@@ -1048,6 +1132,108 @@ impl Unwrap {
         }
         line.strip_prefix(self.indent.as_str()).unwrap_or(line)
     }
+}
+
+/// What a terminal adds around a tool's output when a session is copied
+/// whole: the `^C` that stopped a looping `nvidia-smi -l`/`dmon`, and the
+/// shell's prompt lines with the commands typed. Such a line reads as an
+/// empty one — except an `nvidia-smi --query-gpu=…`/`--query-compute-apps=…`
+/// command, given without its prompt: its list names the columns of the CSV
+/// below it (what a `noheader` CSV does not say). `first` is the line's first
+/// byte that is not a space (the caller's byte test).
+fn console_chatter(line: &str, first: Option<u8>) -> Option<&str> {
+    // A prompt starts with `$`, `(` (a virtualenv's or conda's name), `[`
+    // (Red Hat's `[user@host dir]$`), `PS ` (PowerShell) or a user's name and
+    // `@` (`user@host:~$`); `^C` with `^`. Most lines fail these byte tests.
+    let t = match first? {
+        b'$' | b'(' | b'[' | b'^' => line.trim_start(),
+        c if c.is_ascii_alphabetic() || c == b'_' => {
+            let t = line.trim_start();
+            let word = t
+                .bytes()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+                .count();
+            if t.as_bytes().get(word) != Some(&b'@') && !t.starts_with("PS ") {
+                return None;
+            }
+            t
+        }
+        _ => return None,
+    };
+    if t.starts_with("^C") {
+        return Some("");
+    }
+    let command = shell_prompt_len(t).map(|n| t[n..].trim_start())?;
+    let query = command.starts_with("nvidia-smi")
+        && (command.contains("--query-gpu=") || command.contains("--query-compute-apps="));
+    Some(if query { command } else { "" })
+}
+
+/// The length of a shell prompt at the start of `t`: `$ ` (or a lone `$`),
+/// bash's `user@host:path$ ` / `# ` (root) behind an optional `(env) `, Red
+/// Hat's `[user@host dir]$ `, zsh's `user@host dir % `, PowerShell's
+/// `PS C:\path> `.
+fn shell_prompt_len(t: &str) -> Option<usize> {
+    let ends_prompt = |rest: &str| rest.is_empty() || rest.starts_with(' ');
+    if let Some(rest) = t.strip_prefix('$') {
+        return ends_prompt(rest).then_some(1);
+    }
+    if let Some(rest) = t.strip_prefix("PS ") {
+        let b = rest.as_bytes();
+        if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'\\' {
+            let close = rest.find('>')?;
+            return ends_prompt(&rest[close + 1..]).then_some(3 + close + 1);
+        }
+        return None;
+    }
+    // An environment's name: `(base) `, `(.venv) `.
+    let mut at = 0;
+    if t.starts_with('(') {
+        let close = t.find(") ")?;
+        if t[1..close].contains(char::is_whitespace) {
+            return None;
+        }
+        at = close + 2;
+    }
+    let rest = &t[at..];
+    let name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    // `user@host`, as the prompt's first word.
+    let user_host = |s: &str| -> Option<usize> {
+        let u = s.find(|c: char| !name(c)).unwrap_or(s.len());
+        if u == 0 || !s[u..].starts_with('@') {
+            return None;
+        }
+        let h = s[u + 1..]
+            .find(|c: char| !name(c))
+            .unwrap_or(s.len() - u - 1);
+        (h > 0).then_some(u + 1 + h)
+    };
+    if let Some(inner) = rest.strip_prefix('[') {
+        // `[user@host dir]$ `
+        user_host(inner)?;
+        let close = inner.find(']')?;
+        let after = &inner[close + 1..];
+        let sign = after.chars().next().filter(|c| matches!(c, '$' | '#'))?;
+        return ends_prompt(&after[sign.len_utf8()..]).then_some(at + 1 + close + 2);
+    }
+    let n = user_host(rest)?;
+    let after = &rest[n..];
+    // bash: `:path` then `$`/`#` at once.
+    if let Some(path) = after.strip_prefix(':') {
+        let end = path.find(['$', '#'])?;
+        if path[..end].contains(char::is_whitespace) {
+            return None;
+        }
+        return ends_prompt(&path[end + 1..]).then_some(at + n + 1 + end + 1);
+    }
+    if let Some(sign) = after.strip_prefix(['$', '#']) {
+        return ends_prompt(sign).then_some(at + n + 1);
+    }
+    // zsh: ` dir % `.
+    let dir = after.strip_prefix(' ')?;
+    let end = dir.find(' ')?;
+    let sign = dir[end..].strip_prefix(" %")?;
+    ends_prompt(sign).then_some(at + n + 1 + end + 2)
 }
 
 /// Text saved as UTF-16 (PowerShell's `>` on Windows) becomes UTF-8.
@@ -1224,6 +1410,13 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     // The lines as they came, kept only when a prefix is to be taken off.
     let prefix = LaunchPrefix::detect(&head);
     let original = prefix.map(|_| head.clone());
+    let head_ranks: Vec<Option<u32>> = match prefix {
+        Some(LaunchPrefix::Torchrun) => head
+            .iter()
+            .map(|l| torchrun_prefix(l).map(|(_, r)| r))
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut unwrap = Unwrap::learn(&mut head, prefix);
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
@@ -1255,8 +1448,11 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     let mut b = Builder::default();
     let mut oom = OomScanner::default();
     let mut no = 0u64;
-    for l in &head {
+    for (i, l) in head.iter().enumerate() {
         no += 1;
+        if unwrap.prefix == Some(LaunchPrefix::Torchrun) {
+            b.line_rank = head_ranks.get(i).copied().flatten();
+        }
         oom.line(no, l, &mut b);
         parser.line(no, l, &mut b)?;
     }
@@ -1275,6 +1471,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
             if !needs_cleaning(l.as_bytes()) {
                 // Plain ASCII, one line: as it is.
                 no += 1;
+                b.line_rank = unwrap.rank(l);
                 let l = unwrap.apply(l);
                 oom.line(no, l, &mut b);
                 parser.line(no, l, &mut b)?;
@@ -1283,6 +1480,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
             for seg in l.split('\r') {
                 no += 1;
                 let seg = clean_line(seg);
+                b.line_rank = unwrap.rank(&seg);
                 let seg = unwrap.apply(&seg);
                 oom.line(no, seg, &mut b);
                 parser.line(no, seg, &mut b)?;

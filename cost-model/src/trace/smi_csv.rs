@@ -166,6 +166,27 @@ pub struct CsvParser {
     sampled: std::collections::BTreeSet<u32>,
     /// The field separator, from the header (`,` unless it says otherwise).
     sep: char,
+    /// The columns an `nvidia-smi --query-gpu=…` command above the rows
+    /// queried, and its line: the names of a headerless CSV.
+    command: Option<(u64, Vec<String>)>,
+}
+
+/// The properties an `nvidia-smi --query-gpu=…` (or
+/// `--query-compute-apps=…`) command line queries, in order; `None` for any
+/// other line.
+fn queried_columns(line: &str) -> Option<Vec<String>> {
+    let rest = line.trim_start().strip_prefix("nvidia-smi")?;
+    let at = ["--query-gpu=", "--query-compute-apps="]
+        .into_iter()
+        .find_map(|k| rest.find(k).map(|i| i + k.len()))?;
+    let list = rest[at..].split_whitespace().next().unwrap_or("");
+    let list = list.trim_matches(['"', '\'']);
+    let names: Vec<String> = list
+        .split(',')
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    Some(names)
 }
 
 impl CsvParser {
@@ -178,6 +199,7 @@ impl CsvParser {
             cols,
             names,
             header_line: None,
+            command: None,
             ids: Vec::new(),
             rows: 0,
             guessed: false,
@@ -227,6 +249,16 @@ impl LineParser for CsvParser {
         if t.is_empty() || t.starts_with('#') {
             return Ok(());
         }
+        // The command that printed the CSV, pasted above it: its columns
+        // name the rows if no header follows.
+        if t.as_bytes()[0] == b'n' {
+            if let Some(names) = queried_columns(t) {
+                if self.cols.is_none() {
+                    self.command = Some((no, names));
+                }
+                return Ok(());
+            }
+        }
         if self.cols.is_none() {
             if let Some(sep) = header_sep(t) {
                 self.sep = sep;
@@ -267,20 +299,39 @@ impl LineParser for CsvParser {
                      upload the training log that printed it, W&B's system metrics, or an nvidia-smi log",
                 ));
             }
-            if !documented_query(&fields) {
+            if let Some((at, names)) = self.command.take().filter(|(_, n)| n.len() == fields.len())
+            {
+                let cols: Vec<Col> = names.iter().map(|n| column(n)).collect();
+                if !cols.contains(&Col::Used) && !cols.contains(&Col::ProcessUsed) {
+                    return Err(TraceError::at(
+                        at,
+                        format!(
+                            "the nvidia-smi command queries no memory.used ({}): nothing to compare",
+                            names.join(", ")
+                        ),
+                    ));
+                }
+                b.warnings.push(format!(
+                    "no header: the columns are those the nvidia-smi command on line {at} queried ({})",
+                    names.join(", ")
+                ));
+                self.names = names;
+                self.cols = Some(cols);
+            } else if !documented_query(&fields) {
                 return Err(TraceError::at(
                     no,
                     "a --query-gpu CSV without its header: which column is memory.used cannot be told; \
                      keep the header line or give the column names (e.g. --columns timestamp,index,memory.used,memory.total)",
                 ));
+            } else {
+                self.guessed = true;
+                self.names = DOCUMENTED_QUERY.split(',').map(String::from).collect();
+                self.cols = Some(self.names.iter().map(|n| column(n)).collect());
+                b.warnings.push(format!(
+                    "no header: read as NVIDIA's documented logging query ({DOCUMENTED_QUERY}) — its 13 \
+                     columns, bus id and P-state, and total = free + used (+ the driver's reserve) on line {no}"
+                ));
             }
-            self.guessed = true;
-            self.names = DOCUMENTED_QUERY.split(',').map(String::from).collect();
-            self.cols = Some(self.names.iter().map(|n| column(n)).collect());
-            b.warnings.push(format!(
-                "no header: read as NVIDIA's documented logging query ({DOCUMENTED_QUERY}) — its 13 \
-                 columns, bus id and P-state, and total = free + used (+ the driver's reserve) on line {no}"
-            ));
         }
         if self.header_line.as_deref() == Some(t) {
             return Ok(()); // repeated header (restarted loop)
