@@ -2607,10 +2607,25 @@ fn rank_prefixed_peak_prints_are_kept_per_rank_and_judged_per_rank() {
     let est = cost_model::estimate::estimate(&cost_model::Plan::default()).unwrap();
     let v = cost_model::trace::findings::verdict(&t, &est).unwrap();
     assert_eq!(v.gpus.len(), 2, "{v:?}");
-    // torchrun's `--tee` prefix names the local rank.
-    let tee = text.replace("[rank", "[default");
-    let t = parse_text(&tee);
-    assert_eq!(t.allocator.unwrap().ranks.len(), 2, "{tee}");
+    // torchrun's `--tee` prefix names the local rank; a script's own
+    // `Rank 1: …` the rank it printed.
+    for v in [
+        text.replace("[rank", "[default"),
+        text.replace("[rank", "Rank ").replace("]:", ":"),
+    ] {
+        let ranks: Vec<_> = parse_text(&v)
+            .allocator
+            .unwrap()
+            .ranks
+            .iter()
+            .map(|r| (r.rank, r.peak_reserved_mib))
+            .collect();
+        assert_eq!(
+            ranks,
+            vec![(0, Some(34.0 * 1024.0)), (1, Some(36.5 * 1024.0))],
+            "{v}"
+        );
+    }
     // Ranks that printed only the allocated peak: the log's reserved peak is judged.
     let t = parse_text("[rank0]: Max memory allocated: 30.00 GiB\nmax_memory_reserved: 34 GiB\n");
     let v = cost_model::trace::findings::verdict(&t, &est).unwrap();

@@ -592,12 +592,23 @@ fn megatron_report(
 
 /// `[Rank 3]` / `[rank3]:` anywhere in the line, else torchrun's `--tee`
 /// prefix `[default3]:` (`log_line_prefix_template` "[{role_name}{local_rank}]:",
-/// torch.distributed.elastic: the rank on its node, the global one on one node).
+/// torch.distributed.elastic: the rank on its node, the global one on one node),
+/// else a script's own `Rank 3: …` opening the line (`print(f"Rank {rank}: …")`).
 fn rank_of(line: &str) -> Option<u32> {
     let low = line.to_ascii_lowercase();
     let i = match low.find("[rank") {
         Some(i) => i + 5,
-        None => low.strip_prefix("[default").map(|_| 8)?,
+        None => match low.strip_prefix("[default") {
+            Some(_) => 8,
+            None => {
+                let rest = low.trim_start().strip_prefix("rank")?.trim_start();
+                let d = rest.bytes().take_while(u8::is_ascii_digit).count();
+                if d == 0 || !rest[d..].starts_with(':') {
+                    return None;
+                }
+                return rest[..d].parse().ok();
+            }
+        },
     };
     let digits: String = low[i..]
         .trim_start()
