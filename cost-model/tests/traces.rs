@@ -91,6 +91,11 @@ fn samples() -> Vec<(String, String)> {
         ),
         ("npu-smi info", NPU_SMI),
         (
+            "a Python session",
+            ">>> import torch\n>>> torch.cuda.max_memory_allocated()\n15032385536\n\
+             >>> round(torch.cuda.max_memory_reserved() / 2**30, 2)\n15.5\n",
+        ),
+        (
             "dcgmi dmon",
             "#Entity   FBTTL      FBFRE      FBUSD\nID\nGPU 0     81559      2233       78795\nGPU 1     81559      81020      0\n",
         ),
@@ -847,6 +852,17 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
             format!("2024-06-01T12:00:{:02}.{}Z ", i % 60, 1 + i * 37 % 1000)
         }),
     ];
+    // torchrun's prefix names a rank: the same report, but for the rank a
+    // script's prints are then kept under too.
+    let without_ranks = |report: String| {
+        let Ok(mut r) = serde_json::from_str::<serde_json::Value>(&report) else {
+            return report;
+        };
+        if let Some(a) = r["allocator"].as_object_mut() {
+            a.remove("ranks");
+        }
+        r.to_string()
+    };
     for (name, text) in fixtures().into_iter().chain(samples()) {
         let want = report_json(&text);
         for (what, prefix) in prefixes {
@@ -855,7 +871,15 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
                 .enumerate()
                 .map(|(i, l)| format!("{}{l}\n", prefix(i)))
                 .collect();
-            assert_eq!(report_json(&v), want, "{name} behind {what}");
+            if what.starts_with("torchrun") {
+                assert_eq!(
+                    without_ranks(report_json(&v)),
+                    without_ranks(want.clone()),
+                    "{name} behind {what}"
+                );
+            } else {
+                assert_eq!(report_json(&v), want, "{name} behind {what}");
+            }
         }
     }
 }
@@ -960,6 +984,39 @@ fn a_headerless_csv_takes_its_columns_from_the_command_above_it() {
          2024/06/01 10:00:00.000, 0, 97 %\n2024/06/01 10:00:01.000, 0, 98 %\n",
     );
     assert!(e.to_string().contains("queries no memory.used"), "{e}");
+}
+
+#[test]
+fn peaks_read_at_a_python_or_jupyter_prompt() {
+    // The counter and its unit come from the expression typed; the value
+    // from the next line (Python) or `Out[n]:` (IPython, Jupyter).
+    let gib = 1024.0;
+    let t = parse_text(
+        ">>> torch.cuda.max_memory_allocated()\n15032385536\n\
+         >>> torch.cuda.max_memory_reserved() >> 20\n16384\n",
+    );
+    assert_eq!(t.format, Format::PytorchPeakCounters);
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 14.0 * gib), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 16.0 * gib), "{a:?}");
+    let t = parse_text(
+        "In [7]: torch.cuda.max_memory_allocated() / 1e9\nOut[7]: 15.0\n\n\
+         In [8]: torch.cuda.memory_stats()['reserved_bytes.all.peak'] / 1024**3\n\nOut[8]: 16.0\n",
+    );
+    let a = t.allocator.unwrap();
+    assert!(close(a.peak_allocated_mib, 15e9 / 1048576.0), "{a:?}");
+    assert!(close(a.peak_reserved_mib, 16.0 * gib), "{a:?}");
+    // What the prompt's expression does not reduce to the counter over a
+    // constant is not read as it.
+    for text in [
+        ">>> torch.cuda.max_memory_allocated() - base\n1234567890\n",
+        ">>> torch.cuda.memory_allocated()\n1234567890\n",
+    ] {
+        assert!(
+            trace::parse(text, &ParseOptions::default()).is_err(),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -1154,6 +1211,7 @@ mod never_panics {
                 "_runtime,_timestamp,system.gpu.0.memoryAllocated,system.gpu.0.memoryAllocatedBytes\n31.2,1718000031.2,51.2,42949672960\n",
                 "\"Step\",\"a - system/gpu.1.memoryAllocatedBytes__MAX\"\n\"1\",\"2147483648\"\n",
                 "DeviceStatsMonitor.on_train_batch_end/allocated_bytes.all.peak,step\n12884901888,49\n",
+                ">>> torch.cuda.max_memory_allocated() / 2**30\n14.0\nIn [3]: round(torch.cuda.max_memory_reserved()/(1024*1024), 1)\nOut[3]: 1.5\n",
             ]
             .map(String::from),
         );

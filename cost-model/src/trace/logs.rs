@@ -631,9 +631,49 @@ pub struct LogParser {
     torchtune_decimal: bool,
     /// The largest `device memory used` of verl's lines, MiB.
     verl_device_used: Option<f64>,
+    /// An interactive session's prompt read a peak counter: which, the
+    /// bytes one printed unit stands for, and the prompt's line; its value
+    /// is on the next line ([`super::repl`]).
+    repl: Option<(PrintedCounter, f64, u64)>,
 }
 
 impl LogParser {
+    /// Keeps a script's peak prints (for the log, and for the rank that
+    /// printed them where the line or its prefix says), warning once about an
+    /// unnamed counter or a decimal-looking label.
+    fn record_peaks(&mut self, no: u64, line: &str, counters: &[PeakPrint], b: &mut Builder) {
+        let rank = rank_of(line).or(b.line_rank);
+        for p in counters {
+            if p.counter == PrintedCounter::Unnamed && !self.warned_unnamed {
+                self.warned_unnamed = true;
+                b.warnings.push(format!(
+                    "a peak that does not name its counter (line {no}): read as the reserved counter, the one \
+                     torch.cuda.max_memory_reserved() and most frameworks report"
+                ));
+            }
+            let a = b.allocator();
+            let (allocated, reserved) = if p.counter == PrintedCounter::Allocated {
+                keep_max(&mut a.peak_allocated_mib, p.mib);
+                (Some(p.mib), None)
+            } else {
+                keep_max(&mut a.peak_reserved_mib, p.mib);
+                (None, Some(p.mib))
+            };
+            // torchrun's `[rank3]:` prefix: each rank's own peak.
+            if let Some(r) = rank {
+                keep_rank(a, r, allocated, reserved);
+            }
+            if p.decimal_label && !self.warned_decimal_label {
+                self.warned_decimal_label = true;
+                b.warnings.push(format!(
+                    "figures labelled GB or MB (or G, M) (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
+                     PyTorch's counter by 1024**3 prints it; if it divided by 1e9, the \
+                     counter was 7 % below these figures"
+                ));
+            }
+        }
+    }
+
     /// torchtune 0.1–0.2 divided its memory stats by 10^9 and printed `GB`;
     /// from 0.3 it divides by 1024³ and prints `GiB` (`utils/memory.py`,
     /// `training/memory.py` `get_memory_stats`, `log_memory_stats`). The
@@ -661,6 +701,27 @@ impl LineParser for LogParser {
         // The tools' own keys below all hold `mem` or `vram`; most lines of a
         // long log have neither, so one test spares them the rest.
         let memish = line.contains("mem") || line.contains("vram");
+        if let Some(code) = super::repl::input(line) {
+            self.repl = super::repl::peak_call(code).map(|(c, per)| (c, per, no));
+            if self.repl.is_some() {
+                return Ok(());
+            }
+        } else if let Some((counter, per_unit, _)) = self.repl {
+            if line.trim().is_empty() {
+                return Ok(());
+            }
+            self.repl = None;
+            if let Some(v) = super::repl::output(line) {
+                b.seen.get_or_insert(Format::PytorchPeakCounters);
+                let p = PeakPrint {
+                    counter,
+                    mib: v * per_unit / (1024.0 * 1024.0),
+                    decimal_label: false,
+                };
+                self.record_peaks(no, line, &[p], b);
+                return Ok(());
+            }
+        }
         if is_deepspeed_line(line) {
             b.seen.get_or_insert(Format::DeepspeedSeeMemoryUsage);
             // ` MA 0.65 GB  Max_MA 0.66 GB  CA 0.68 GB  Max_CA 1 GB`
@@ -992,36 +1053,7 @@ impl LineParser for LogParser {
         let counters = peak_counters(line);
         if !counters.is_empty() {
             b.seen.get_or_insert(Format::PytorchPeakCounters);
-            let rank = rank_of(line).or(b.line_rank);
-            for p in counters {
-                if p.counter == PrintedCounter::Unnamed && !self.warned_unnamed {
-                    self.warned_unnamed = true;
-                    b.warnings.push(format!(
-                        "a peak that does not name its counter (line {no}): read as the reserved counter, the one \
-                         torch.cuda.max_memory_reserved() and most frameworks report"
-                    ));
-                }
-                let a = b.allocator();
-                let (allocated, reserved) = if p.counter == PrintedCounter::Allocated {
-                    keep_max(&mut a.peak_allocated_mib, p.mib);
-                    (Some(p.mib), None)
-                } else {
-                    keep_max(&mut a.peak_reserved_mib, p.mib);
-                    (None, Some(p.mib))
-                };
-                // torchrun's `[rank3]:` prefix: each rank's own peak.
-                if let Some(r) = rank {
-                    keep_rank(a, r, allocated, reserved);
-                }
-                if p.decimal_label && !self.warned_decimal_label {
-                    self.warned_decimal_label = true;
-                    b.warnings.push(format!(
-                        "figures labelled GB or MB (or G, M) (line {no}): read as 2^30 / 2^20 bytes, as a script dividing \
-                         PyTorch's counter by 1024**3 prints it; if it divided by 1e9, the \
-                         counter was 7 % below these figures"
-                    ));
-                }
-            }
+            self.record_peaks(no, line, &counters, b);
             return Ok(());
         }
         Ok(())

@@ -18,6 +18,7 @@ pub mod lightning;
 pub mod logs;
 pub mod npu_smi;
 pub mod oom;
+pub mod repl;
 pub mod smi_csv;
 pub mod smi_misc;
 pub mod smi_table;
@@ -538,6 +539,14 @@ const MAX_LINE_BYTES: u64 = 16 << 20;
 /// Recognises the format from the first lines.
 pub fn detect(head: &[String]) -> Option<Format> {
     let has = |needle: &str| head.iter().any(|l| l.contains(needle));
+    // Before the memory_stats() keys below: a prompt may read the counter
+    // through them (`memory_stats()['reserved_bytes.all.peak']`).
+    if head
+        .iter()
+        .any(|l| repl::input(l).and_then(repl::peak_call).is_some())
+    {
+        return Some(Format::PytorchPeakCounters);
+    }
     // Before the memory_stats() keys below: Lightning's CSV names its columns
     // with them.
     if head.iter().any(|l| lightning::is_header(l)) {
