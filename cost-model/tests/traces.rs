@@ -828,11 +828,20 @@ fn every_fixture_is_covered() {
 fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
     // `srun --label` (one task and several), `mpirun --tag-output`, `pdsh`,
     // `docker compose logs`, `kubectl logs --timestamps` (whose times vary in
-    // length: Go trims trailing zeros), Ray's worker prefix, torchrun's.
+    // length: Go trims trailing zeros), Ray's worker prefix, journald's and
+    // moreutils `ts`'s syslog times, torchrun's.
     // Every fixture reads to the same report (or the same refusal) behind
     // each.
     type Prefix = fn(usize) -> String;
-    let prefixes: [(&str, Prefix); 12] = [
+    let prefixes: [(&str, Prefix); 14] = [
+        ("journalctl", |i| {
+            format!(
+                "Jun  3 10:{:02}:{:02} gpu-node-07 python3[48213]: ",
+                i / 60 % 60,
+                i % 60
+            )
+        }),
+        ("moreutils ts", |i| format!("Dec 06 10:00:{:02} ", i % 60)),
         ("Ray", |_| {
             "(RayTrainWorker pid=48213, ip=10.0.3.17) ".into()
         }),

@@ -870,7 +870,9 @@ fn needs_cleaning(b: &[u8]) -> bool {
 /// `docker compose logs` (`trainer-1  | `), `kubectl logs --timestamps` (an
 /// RFC 3339 time and a space), and a Markdown quote (`> `, a bare `>` on an
 /// empty line) where a log was copied out of an issue's reply, Ray's
-/// worker prefix (`(RayTrainWorker pid=4242, ip=10.0.0.5) `), and torchrun's
+/// worker prefix (`(RayTrainWorker pid=4242, ip=10.0.0.5) `), a syslog time
+/// (`journalctl`'s `Jun 03 10:00:00 node7 python3[4242]: `, moreutils `ts`'s
+/// `Jun 03 10:00:00 `), and torchrun's
 /// (`[default0]:`, `[rank0]:`, both), whose rank the per-rank readers still
 /// get ([`Builder::line_rank`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -882,11 +884,12 @@ enum LaunchPrefix {
     Rfc3339,
     Quote,
     Ray,
+    Syslog,
     Torchrun,
 }
 
 impl LaunchPrefix {
-    const ALL: [LaunchPrefix; 8] = [
+    const ALL: [LaunchPrefix; 9] = [
         LaunchPrefix::SrunLabel,
         LaunchPrefix::MpirunTag,
         LaunchPrefix::Host,
@@ -894,6 +897,7 @@ impl LaunchPrefix {
         LaunchPrefix::Rfc3339,
         LaunchPrefix::Quote,
         LaunchPrefix::Ray,
+        LaunchPrefix::Syslog,
         LaunchPrefix::Torchrun,
     ];
 
@@ -994,6 +998,51 @@ impl LaunchPrefix {
                             .all(|c| c.is_ascii_hexdigit() || matches!(c, b'.' | b':'))
                 });
                 (name_ok && pid_ok && ip_ok).then_some(1 + close + 2)
+            }
+            LaunchPrefix::Syslog => {
+                // `Jun 03 10:00:00 ` (`Jun  3` too: day padded with a space),
+                // then, from journald or syslog, `host ident[pid]: `.
+                const MONTHS: [&[u8]; 12] = [
+                    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct",
+                    b"Nov", b"Dec",
+                ];
+                if b.len() < 16 || !MONTHS.contains(&&b[..3]) || b[3] != b' ' {
+                    return None;
+                }
+                let day = &b[4..6];
+                let day_ok = (day[0] == b' ' || day[0].is_ascii_digit()) && day[1].is_ascii_digit();
+                let time = &b[7..15];
+                let time_ok = b[6] == b' '
+                    && time.iter().enumerate().all(|(i, c)| {
+                        if i % 3 == 2 {
+                            *c == b':'
+                        } else {
+                            c.is_ascii_digit()
+                        }
+                    });
+                if !(day_ok && time_ok && b[15] == b' ') {
+                    return None;
+                }
+                // `host ident[pid]: `
+                let rest = &line[16..];
+                let tagged = rest.split_once(' ').and_then(|(host, tail)| {
+                    let colon = tail.find(": ")?;
+                    let ident = &tail[..colon];
+                    // The process's id in brackets, as journald prints it: a
+                    // script's own `GPU 0: ` after `ts`'s time is no tag.
+                    let pid = ident
+                        .strip_suffix(']')
+                        .and_then(|x| x.rsplit_once('['))
+                        .is_some_and(|(proc, pid)| {
+                            !proc.is_empty()
+                                && !proc.contains(' ')
+                                && !pid.is_empty()
+                                && pid.bytes().all(|c| c.is_ascii_digit())
+                        });
+                    let ok = !host.is_empty() && host.bytes().all(name) && pid;
+                    ok.then_some(16 + host.len() + 1 + colon + 2)
+                });
+                Some(tagged.unwrap_or(16))
             }
             LaunchPrefix::Torchrun => torchrun_prefix(line).map(|(n, _)| n),
         }
