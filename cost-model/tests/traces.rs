@@ -936,6 +936,9 @@ fn a_terminal_session_copied_whole_reads_as_the_tools_output() {
             let v = format!("{p}nvidia-smi -l 1\n{text}^C\n{p}\n");
             assert_eq!(figures_without_lines(&v), want, "{name} after `{p}`");
         }
+        // A job's log under bash's `set -x`: the traced command above.
+        let traced = format!("+ nvidia-smi -l 1\n++ date\n{text}");
+        assert_eq!(figures_without_lines(&traced), want, "{name} under set -x");
     }
     // What only looks like a prompt is read as it is.
     for not_a_prompt in [

@@ -1168,7 +1168,7 @@ impl Unwrap {
         // A prompt's or `^C`'s first byte (a user's name starts with a letter).
         if matches!(
             first,
-            Some(b'$' | b'(' | b'[' | b'^' | b'_' | b'a'..=b'z' | b'A'..=b'Z')
+            Some(b'$' | b'(' | b'[' | b'^' | b'+' | b'_' | b'a'..=b'z' | b'A'..=b'Z')
         ) {
             if let Some(command) = console_chatter(line, first) {
                 return command;
@@ -1201,10 +1201,11 @@ impl Unwrap {
 /// byte that is not a space (the caller's byte test).
 fn console_chatter(line: &str, first: Option<u8>) -> Option<&str> {
     // A prompt starts with `$`, `(` (a virtualenv's or conda's name), `[`
-    // (Red Hat's `[user@host dir]$`), `PS ` (PowerShell) or a user's name and
-    // `@` (`user@host:~$`); `^C` with `^`. Most lines fail these byte tests.
+    // (Red Hat's `[user@host dir]$`), `PS ` (PowerShell), `+` (`set -x`) or
+    // a user's name and `@` (`user@host:~$`); `^C` with `^`. Most lines fail
+    // these byte tests.
     let t = match first? {
-        b'$' | b'(' | b'[' | b'^' => line.trim_start(),
+        b'$' | b'(' | b'[' | b'^' | b'+' => line.trim_start(),
         c if c.is_ascii_alphabetic() || c == b'_' => {
             let t = line.trim_start();
             let word = t
@@ -1230,9 +1231,17 @@ fn console_chatter(line: &str, first: Option<u8>) -> Option<&str> {
 /// The length of a shell prompt at the start of `t`: `$ ` (or a lone `$`),
 /// bash's `user@host:path$ ` / `# ` (root) behind an optional `(env) `, Red
 /// Hat's `[user@host dir]$ `, zsh's `user@host dir % `, PowerShell's
-/// `PS C:\path> `.
+/// `PS C:\path> `, and bash's trace of a command under `set -x` (`+ `, `++ `
+/// nested) in a job's log.
 fn shell_prompt_len(t: &str) -> Option<usize> {
     let ends_prompt = |rest: &str| rest.is_empty() || rest.starts_with(' ');
+    let plus = t.bytes().take_while(|&c| c == b'+').count();
+    if plus > 0 {
+        let traced = plus <= 9
+            && t[plus..].starts_with(' ')
+            && t[plus + 1..].starts_with(|c: char| c.is_ascii_alphabetic());
+        return traced.then_some(plus + 1);
+    }
     if let Some(rest) = t.strip_prefix('$') {
         return ends_prompt(rest).then_some(1);
     }
