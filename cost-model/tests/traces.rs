@@ -1039,14 +1039,8 @@ fn torchruns_prefix_keeps_the_rank_it_names() {
         let text = format!(
             "{prefix}step 1\n{prefix}Max memory allocated: 30.00 GiB\n{prefix}Max memory reserved: 34.00 GiB\n"
         );
-        let a = parse_text(&text).allocator.unwrap();
-        let ranks: Vec<_> = a
-            .ranks
-            .iter()
-            .map(|r| (r.rank, r.peak_allocated_mib, r.peak_reserved_mib))
-            .collect();
         assert_eq!(
-            ranks,
+            rank_peaks(&text),
             vec![(3, Some(30.0 * 1024.0), Some(34.0 * 1024.0))],
             "{prefix}"
         );
@@ -1166,22 +1160,7 @@ fn pasted_copies_read_as_the_originals() {
             assert_eq!(json(&v), want, "{name} as {what}");
         }
         // Fences add lines: the same figures, refusals at lines one further.
-        let figures = |text: &str| match trace::parse(text, &ParseOptions::default()) {
-            Ok(t) => {
-                let mut r = serde_json::to_value(trace::findings::report(&t, None)).unwrap();
-                let o = r.as_object_mut().unwrap();
-                o.remove("lines");
-                o.remove("warnings");
-                for f in r["findings"].as_array_mut().unwrap() {
-                    f.as_object_mut().unwrap().remove("detail");
-                }
-                for o in r["oom"].as_array_mut().unwrap() {
-                    o.as_object_mut().unwrap().remove("line");
-                }
-                r.to_string()
-            }
-            Err(_) => "refused".into(),
-        };
+        let figures = figures_without_lines;
         let fenced = |indent: &str| {
             let body: Vec<String> = lines.iter().map(|l| format!("{indent}{l}")).collect();
             format!("```text\n{}\n```\n", body.join("\n"))
@@ -1773,6 +1752,15 @@ fn parse_text(text: &str) -> Trace {
     trace::parse(text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Each rank's peaks a log holds: (rank, allocated, reserved), MiB.
+fn rank_peaks(text: &str) -> Vec<(u32, Option<f64>, Option<f64>)> {
+    let a = parse_text(text).allocator.unwrap();
+    a.ranks
+        .iter()
+        .map(|r| (r.rank, r.peak_allocated_mib, r.peak_reserved_mib))
+        .collect()
+}
+
 #[test]
 fn framework_training_logs_give_their_peaks() {
     // torchtitan `components/metrics.py`: each step line holds the interval's
@@ -1792,15 +1780,12 @@ fn framework_training_logs_give_their_peaks() {
     let two = format!(
         "{titan}[rank1]:[titan] 2026-01-01 10:00:19,000 - root - INFO - step: 10  loss:  9.10000  memory: 47.00GiB(59.40%)  tps: 6,400\n"
     );
-    let a = parse_text(&two).allocator.unwrap();
-    let ranks: Vec<_> = a
-        .ranks
-        .iter()
-        .map(|r| (r.rank, r.peak_reserved_mib))
-        .collect();
     assert_eq!(
-        ranks,
-        vec![(0, Some(45.23 * 1024.0)), (1, Some(47.0 * 1024.0))]
+        rank_peaks(&two),
+        vec![
+            (0, None, Some(45.23 * 1024.0)),
+            (1, None, Some(47.0 * 1024.0))
+        ]
     );
 
     // torchtune `training/memory.py` `log_memory_stats` and its metric logger
@@ -2683,12 +2668,9 @@ fn rank_prefixed_peak_prints_are_kept_per_rank_and_judged_per_rank() {
         text.replace("[rank", "[default"),
         text.replace("[rank", "Rank ").replace("]:", ":"),
     ] {
-        let ranks: Vec<_> = parse_text(&v)
-            .allocator
-            .unwrap()
-            .ranks
-            .iter()
-            .map(|r| (r.rank, r.peak_reserved_mib))
+        let ranks: Vec<_> = rank_peaks(&v)
+            .into_iter()
+            .map(|(r, _, res)| (r, res))
             .collect();
         assert_eq!(
             ranks,

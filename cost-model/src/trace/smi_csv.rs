@@ -171,6 +171,20 @@ pub struct CsvParser {
     command: Option<(u64, Vec<String>)>,
 }
 
+/// Columns that hold memory used (the GPU's, or a process's), else the
+/// refusal `why` says, at `line`.
+fn require_memory_used(
+    cols: &[Col],
+    line: u64,
+    why: impl FnOnce() -> String,
+) -> Result<(), TraceError> {
+    if cols.contains(&Col::Used) || cols.contains(&Col::ProcessUsed) {
+        Ok(())
+    } else {
+        Err(TraceError::at(line, why()))
+    }
+}
+
 /// The properties an `nvidia-smi --query-gpu=…` (or
 /// `--query-compute-apps=…`) command line queries, in order; `None` for any
 /// other line.
@@ -274,15 +288,12 @@ impl LineParser for CsvParser {
                 || query_properties(&fields);
             let has_digits_only = fields.iter().any(|f| f.parse::<f64>().is_ok());
             if is_header && !has_digits_only {
-                if !cols.contains(&Col::Used) && !cols.contains(&Col::ProcessUsed) {
-                    return Err(TraceError::at(
-                        no,
-                        format!(
-                            "the CSV columns ({}) include no memory.used: nothing to compare (query memory.used)",
-                            fields.join(", ")
-                        ),
-                    ));
-                }
+                require_memory_used(&cols, no, || {
+                    format!(
+                        "the CSV columns ({}) include no memory.used: nothing to compare (query memory.used)",
+                        fields.join(", ")
+                    )
+                })?;
                 self.names = fields.iter().map(|s| s.to_string()).collect();
                 self.cols = Some(cols);
                 self.header_line = Some(t.to_string());
@@ -302,15 +313,12 @@ impl LineParser for CsvParser {
             if let Some((at, names)) = self.command.take().filter(|(_, n)| n.len() == fields.len())
             {
                 let cols: Vec<Col> = names.iter().map(|n| column(n)).collect();
-                if !cols.contains(&Col::Used) && !cols.contains(&Col::ProcessUsed) {
-                    return Err(TraceError::at(
-                        at,
-                        format!(
-                            "the nvidia-smi command queries no memory.used ({}): nothing to compare",
-                            names.join(", ")
-                        ),
-                    ));
-                }
+                require_memory_used(&cols, at, || {
+                    format!(
+                        "the nvidia-smi command queries no memory.used ({}): nothing to compare",
+                        names.join(", ")
+                    )
+                })?;
                 b.warnings.push(format!(
                     "no header: the columns are those the nvidia-smi command on line {at} queried ({})",
                     names.join(", ")
