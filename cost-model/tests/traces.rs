@@ -954,6 +954,54 @@ fn a_terminal_session_copied_whole_reads_as_the_tools_output() {
 }
 
 #[test]
+fn a_jupyter_notebook_reads_as_what_its_cells_printed() {
+    // Each fixture as a notebook cell's printed output (nbformat 4, its text
+    // a list of lines as Jupyter saves it, the file indented as Jupyter
+    // writes it): the same figures, or a refusal.
+    for (name, text) in fixtures().into_iter().chain(samples()) {
+        let lines: Vec<String> = text.split_inclusive('\n').map(String::from).collect();
+        let nb = serde_json::json!({
+            "cells": [
+                {"cell_type": "markdown", "metadata": {}, "source": ["# The run\n"]},
+                {"cell_type": "code", "execution_count": 3, "metadata": {}, "source": ["!nvidia-smi"],
+                 "outputs": [{"output_type": "stream", "name": "stdout", "text": lines}]}
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5
+        });
+        let file = serde_json::to_string_pretty(&nb).unwrap();
+        assert_eq!(
+            figures_without_lines(&file),
+            figures_without_lines(&text),
+            "{name} in a notebook"
+        );
+    }
+    // A counter a cell evaluated, and the error a cell died with.
+    let nb = serde_json::json!({"cells": [
+        {"cell_type": "code", "execution_count": 9, "source": ["trainer.train()\n", "torch.cuda.max_memory_reserved() / 2**30"],
+         "outputs": [{"output_type": "execute_result", "execution_count": 9, "metadata": {},
+                      "data": {"text/plain": ["71.5"]}}]},
+        {"cell_type": "code", "execution_count": 10, "source": ["trainer.train()"],
+         "outputs": [{"output_type": "error", "ename": "OutOfMemoryError",
+                      "evalue": "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.12 GiB memory in use. Of the allocated memory 74.50 GiB is allocated by PyTorch, and 2.80 GiB is reserved by PyTorch but unallocated.",
+                      "traceback": ["\u{1b}[0;31mOutOfMemoryError\u{1b}[0m Traceback (most recent call last)"]}]}
+    ], "nbformat": 4});
+    let t = parse_text(&serde_json::to_string_pretty(&nb).unwrap());
+    assert!(close(t.allocator.unwrap().peak_reserved_mib, 71.5 * 1024.0));
+    assert_eq!(t.oom.len(), 1, "{:?}", t.oom);
+    assert!(close(t.oom[0].capacity_mib, 79.19 * 1024.0), "{:?}", t.oom);
+    assert!(
+        t.warnings[0].contains("Jupyter notebook"),
+        "{:?}",
+        t.warnings
+    );
+    // Broken JSON is said so, with where.
+    let e = refusal("{\n \"cells\": [\n  {\"cell_type\": \"code\",\n");
+    assert!(e.to_string().contains("does not parse (line"), "{e}");
+}
+
+#[test]
 fn a_headerless_csv_takes_its_columns_from_the_command_above_it() {
     // `--format=csv,noheader,nounits`: the rows alone cannot say which column
     // is memory.used; the command pasted above them does.

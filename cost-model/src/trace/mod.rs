@@ -16,6 +16,7 @@ pub mod dcgm;
 pub mod findings;
 pub mod lightning;
 pub mod logs;
+pub mod notebook;
 pub mod npu_smi;
 pub mod oom;
 pub mod repl;
@@ -1395,6 +1396,49 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
     })
 }
 
+/// The most of a notebook read (it is read whole, to parse its JSON): the
+/// upload's own limit.
+const MAX_NOTEBOOK_BYTES: u64 = 64 << 20;
+
+/// A Jupyter notebook: its code cells' outputs read as one log
+/// ([`notebook`]); line numbers count the lines of those outputs.
+fn parse_notebook<R: BufRead>(
+    head: Vec<String>,
+    r: R,
+    opts: &ParseOptions,
+) -> Result<Trace, TraceError> {
+    let mut json = head.join("\n");
+    json.push('\n');
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(r, MAX_NOTEBOOK_BYTES + 1),
+        &mut rest,
+    )
+    .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+    if rest.len() as u64 > MAX_NOTEBOOK_BYTES {
+        return Err(TraceError::whole(format!(
+            "a Jupyter notebook of more than {} MiB: clear its large outputs (images) or upload the \
+             text of the cells that printed memory figures",
+            MAX_NOTEBOOK_BYTES >> 20
+        )));
+    }
+    json.push_str(&String::from_utf8_lossy(&rest));
+    let (text, cells) = notebook::outputs(&json).map_err(TraceError::whole)?;
+    let within = |e: TraceError| TraceError {
+        line: e.line,
+        message: format!("in the notebook's cell outputs: {}", e.message),
+    };
+    let mut t = parse(&text, opts).map_err(within)?;
+    t.warnings.insert(
+        0,
+        format!(
+            "a Jupyter notebook: the outputs of its {cells} code cell(s) read as one log (line numbers count \
+             lines of those outputs)"
+        ),
+    );
+    Ok(t)
+}
+
 /// Parses a whole text (see [`parse_reader`]).
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
     parse_reader(text.as_bytes(), opts)
@@ -1473,6 +1517,9 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     }
     if head.iter().all(|l| l.trim().is_empty()) {
         return Err(TraceError::whole("the input is empty"));
+    }
+    if notebook::looks_like(&head) {
+        return parse_notebook(head, r, opts);
     }
     // The lines as they came, kept only when a prefix is to be taken off.
     let prefix = LaunchPrefix::detect(&head);
