@@ -87,6 +87,35 @@ test("upload a gzip-compressed log: the server reads the text inside", async ({ 
   await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
 });
 
+test("upload a Jupyter notebook as saved: what its cells printed is the log", async ({ page }, info) => {
+  const id = await savePlan(page, `nb-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  const table = fs.readFileSync(path.join(traces, "smi_table_07.txt"), "utf8");
+  const nb = {
+    cells: [
+      { cell_type: "markdown", metadata: {}, source: ["# Llama pretraining\n"] },
+      {
+        cell_type: "code", execution_count: 2, metadata: {}, source: ["!nvidia-smi"],
+        outputs: [{ output_type: "stream", name: "stdout", text: table.split(/(?<=\n)/) }],
+      },
+    ],
+    metadata: {}, nbformat: 4, nbformat_minor: 5,
+  };
+  const buffer = Buffer.from(JSON.stringify(nb, null, 1));
+  await page.getByTestId("verify-file").setInputFiles({ name: "run.ipynb", mimeType: "application/x-ipynb+json", buffer });
+  if (hydrated(info)) {
+    const preview = page.getByTestId("verify-preview");
+    await expect(preview.getByTestId("trace-format")).toContainText("nvidia-smi-table");
+    await expect(preview).toContainText("Jupyter notebook");
+  }
+  const v = await submitVerification(page, id);
+  await expect(v).toContainText("run.ipynb");
+  await expect(v.getByTestId("trace-format")).toContainText("nvidia-smi-table");
+  await expect(v.getByTestId("trace-gpus")).toContainText("78.52 GiB");
+  await expect(v).toContainText("the outputs of its 1 code cell(s) read as one log");
+});
+
 test("paste an OOM message: the diagnosis and the plan change that fits", async ({ page }, info) => {
   const id = await savePlan(page, `oom-${info.project.name}-${Date.now()}`);
   // The preview's parsers are a WASM chunk of their own, fetched with the first preview, not with the page.
