@@ -829,11 +829,17 @@ fn logs_behind_a_launchers_line_prefix_read_as_the_originals() {
     // `srun --label` (one task and several), `mpirun --tag-output`, `pdsh`,
     // `docker compose logs`, `kubectl logs --timestamps` (whose times vary in
     // length: Go trims trailing zeros), Ray's worker prefix, journald's and
-    // moreutils `ts`'s syslog times, torchrun's.
+    // moreutils `ts`'s syslog times, a local date and time, torchrun's.
     // Every fixture reads to the same report (or the same refusal) behind
     // each.
     type Prefix = fn(usize) -> String;
-    let prefixes: [(&str, Prefix); 14] = [
+    let prefixes: [(&str, Prefix); 16] = [
+        ("date '+%F %T'", |i| {
+            format!("2024-06-01 12:{:02}:{:02} ", i / 60 % 60, i % 60)
+        }),
+        ("Python logging's asctime", |i| {
+            format!("2024-06-01 12:00:{:02},{:03} ", i % 60, i * 7 % 1000)
+        }),
         ("journalctl", |i| {
             format!(
                 "Jun  3 10:{:02}:{:02} gpu-node-07 python3[48213]: ",

@@ -873,7 +873,8 @@ fn needs_cleaning(b: &[u8]) -> bool {
 /// empty line) where a log was copied out of an issue's reply, Ray's
 /// worker prefix (`(RayTrainWorker pid=4242, ip=10.0.0.5) `), a syslog time
 /// (`journalctl`'s `Jun 03 10:00:00 node7 python3[4242]: `, moreutils `ts`'s
-/// `Jun 03 10:00:00 `), and torchrun's
+/// `Jun 03 10:00:00 `), a local date and time (`2024-06-01 12:00:00 `, a
+/// wrapper's `date '+%F %T'`), and torchrun's
 /// (`[default0]:`, `[rank0]:`, both), whose rank the per-rank readers still
 /// get ([`Builder::line_rank`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -886,11 +887,12 @@ enum LaunchPrefix {
     Quote,
     Ray,
     Syslog,
+    LocalTime,
     Torchrun,
 }
 
 impl LaunchPrefix {
-    const ALL: [LaunchPrefix; 9] = [
+    const ALL: [LaunchPrefix; 10] = [
         LaunchPrefix::SrunLabel,
         LaunchPrefix::MpirunTag,
         LaunchPrefix::Host,
@@ -899,6 +901,7 @@ impl LaunchPrefix {
         LaunchPrefix::Quote,
         LaunchPrefix::Ray,
         LaunchPrefix::Syslog,
+        LaunchPrefix::LocalTime,
         LaunchPrefix::Torchrun,
     ];
 
@@ -1044,6 +1047,25 @@ impl LaunchPrefix {
                     ok.then_some(16 + host.len() + 1 + colon + 2)
                 });
                 Some(tagged.unwrap_or(16))
+            }
+            LaunchPrefix::LocalTime => {
+                // 2024-06-01 12:00:00[.fraction or ,milliseconds] and a space: a
+                // wrapper's `date '+%F %T'`, `ts '%F %T'`, Python logging's
+                // asctime.
+                let shape = b"dddd-dd-dd dd:dd:dd";
+                if b.len() <= shape.len()
+                    || !shape.iter().zip(b).all(|(s, c)| match s {
+                        b'd' => c.is_ascii_digit(),
+                        s => s == c,
+                    })
+                {
+                    return None;
+                }
+                let mut i = shape.len();
+                if matches!(b[i], b'.' | b',') {
+                    i += 1 + run(i + 1, &|c| c.is_ascii_digit());
+                }
+                (b.get(i) == Some(&b' ')).then_some(i + 1)
             }
             LaunchPrefix::Torchrun => torchrun_prefix(line).map(|(n, _)| n),
         }
