@@ -1008,6 +1008,32 @@ fn a_jupyter_notebook_reads_as_what_its_cells_printed() {
 }
 
 #[test]
+fn a_csv_after_a_job_logs_own_lines_reads_as_the_csv() {
+    // A job's output file: its `echo`s, then nvidia-smi's CSV. The same
+    // figures as the CSV alone (or the same refusal), the skipped lines said.
+    for (name, text) in fixtures() {
+        if !name.starts_with("smi_csv") {
+            continue;
+        }
+        let job = format!("Job 4242 started on gpu-node-07\n=== GPU memory log ===\n{text}");
+        assert_eq!(
+            figures_without_lines(&job),
+            figures_without_lines(&text),
+            "{name}"
+        );
+        if let Ok(t) = trace::parse(&job, &ParseOptions::default()) {
+            assert!(
+                t.warnings
+                    .iter()
+                    .any(|w| w.contains("2 line(s) of text before the CSV")),
+                "{name}: {:?}",
+                t.warnings
+            );
+        }
+    }
+}
+
+#[test]
 fn a_headerless_csv_takes_its_columns_from_the_command_above_it() {
     // `--format=csv,noheader,nounits`: the rows alone cannot say which column
     // is memory.used; the command pasted above them does.

@@ -169,6 +169,9 @@ pub struct CsvParser {
     /// The columns an `nvidia-smi --query-gpu=…` command above the rows
     /// queried, and its line: the names of a headerless CSV.
     command: Option<(u64, Vec<String>)>,
+    /// Lines of text before the header or first row (a job log's own
+    /// `echo`s), and the first one's line.
+    preamble: Option<(u64, u64)>,
 }
 
 /// Columns that hold memory used (the GPU's, or a process's), else the
@@ -214,6 +217,7 @@ impl CsvParser {
             names,
             header_line: None,
             command: None,
+            preamble: None,
             ids: Vec::new(),
             rows: 0,
             guessed: false,
@@ -280,6 +284,14 @@ impl LineParser for CsvParser {
         }
         let fields: Vec<&str> = fields_of(t, self.sep);
         if self.cols.is_none() {
+            // A line of text before the CSV (`Job 4242 started on node7`,
+            // `=== GPU log ===`): one field, no column name, no figure.
+            if let [f] = fields.as_slice() {
+                if column(f) != Col::Used && !f.starts_with(|c: char| c.is_ascii_digit()) {
+                    self.preamble.get_or_insert((no, 0)).1 += 1;
+                    return Ok(());
+                }
+            }
             let cols: Vec<Col> = fields.iter().map(|f| column(f)).collect();
             // Or every field names a query property (`power.draw [W]`): a
             // header without memory columns.
@@ -435,6 +447,11 @@ impl LineParser for CsvParser {
     }
 
     fn finish(&mut self, b: &mut Builder) -> Result<(), TraceError> {
+        if let (Some((line, n)), Some(_)) = (self.preamble, &self.cols) {
+            b.warnings.push(format!(
+                "{n} line(s) of text before the CSV's header or first row skipped (first at line {line})"
+            ));
+        }
         if let Some((line, why)) = self.first_bad.take() {
             // A log cut mid-write ends in one partial row; many bad rows mean
             // the columns are not what the header says.
