@@ -72,7 +72,7 @@ impl KeyedPeaks {
                 .map(|v| if self.decimal_gb { decimal_gb(v) } else { v })
         };
         let (allocated, reserved) = (first(self.allocated), first(self.reserved));
-        let line_rank = b.line_rank;
+        let prefix_rank = b.line_rank;
         let a = b.allocator();
         if let Some(v) = allocated {
             keep_max(&mut a.peak_allocated_mib, v);
@@ -81,7 +81,7 @@ impl KeyedPeaks {
             keep_max(&mut a.peak_reserved_mib, v);
         }
         if self.per_rank && (allocated.is_some() || reserved.is_some()) {
-            if let Some(r) = rank_of(line).or(line_rank) {
+            if let Some(r) = rank_of(line, prefix_rank) {
                 keep_rank(a, r, allocated, reserved);
             }
         }
@@ -593,8 +593,14 @@ fn megatron_report(
 /// `[Rank 3]` / `[rank3]:` anywhere in the line, else torchrun's `--tee`
 /// prefix `[default3]:` (`log_line_prefix_template` "[{role_name}{local_rank}]:",
 /// torch.distributed.elastic: the rank on its node, the global one on one node),
-/// else a script's own `Rank 3: …` opening the line (`print(f"Rank {rank}: …")`).
-fn rank_of(line: &str) -> Option<u32> {
+/// else a script's own `Rank 3: …` opening the line (`print(f"Rank {rank}: …")`),
+/// else the rank of the torchrun prefix taken off the line (`prefix_rank`,
+/// [`super::Builder::line_rank`]).
+fn rank_of(line: &str, prefix_rank: Option<u32>) -> Option<u32> {
+    named_rank(line).or(prefix_rank)
+}
+
+fn named_rank(line: &str) -> Option<u32> {
     let low = line.to_ascii_lowercase();
     let i = match low.find("[rank") {
         Some(i) => i + 5,
@@ -642,7 +648,7 @@ impl LogParser {
     /// printed them where the line or its prefix says), warning once about an
     /// unnamed counter or a decimal-looking label.
     fn record_peaks(&mut self, no: u64, line: &str, counters: &[PeakPrint], b: &mut Builder) {
-        let rank = rank_of(line).or(b.line_rank);
+        let rank = rank_of(line, b.line_rank);
         for p in counters {
             if p.counter == PrintedCounter::Unnamed && !self.warned_unnamed {
                 self.warned_unnamed = true;
@@ -774,7 +780,7 @@ impl LineParser for LogParser {
             let reserved = mib("mem-reserved-gigabytes:");
             let a = megatron_report(
                 b,
-                rank_of(line).or(b.line_rank),
+                rank_of(line, b.line_rank),
                 alloc,
                 max_alloc,
                 reserved,
@@ -821,7 +827,7 @@ impl LineParser for LogParser {
             let max_alloc = figure_after(line, "max allocated:", "MB");
             let reserved = figure_after(line, "| reserved:", "MB");
             let max_reserved = figure_after(line, "max reserved:", "MB");
-            let rank = rank_of(line).or(b.line_rank);
+            let rank = rank_of(line, b.line_rank);
             megatron_report(b, rank, alloc, max_alloc, reserved, max_reserved);
             // `--log-device-memory-used` appends the device's used memory
             // (`torch.cuda.device_memory_used()`, what NVML and nvidia-smi
@@ -863,11 +869,11 @@ impl LineParser for LogParser {
                 "memory: "
             };
             if let Some(v) = figure_after(line, key, "GiB") {
-                let line_rank = b.line_rank;
+                let rank = rank_of(line, b.line_rank);
                 let a = b.allocator();
                 keep_max(&mut a.peak_reserved_mib, v);
                 // torchrun's `[rank3]:` prefix when every rank logs.
-                if let Some(r) = rank_of(line).or(line_rank) {
+                if let Some(r) = rank {
                     keep_rank(a, r, None, Some(v));
                 }
             }

@@ -908,7 +908,7 @@ impl LaunchPrefix {
     /// The prefix's length in bytes at the start of `line`, if it has it.
     fn len_in(self, line: &str) -> Option<usize> {
         let b = line.as_bytes();
-        let name = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
+        let name = name_byte;
         let run =
             |from: usize, ok: &dyn Fn(u8) -> bool| b[from..].iter().take_while(|&&c| ok(c)).count();
         match self {
@@ -951,19 +951,7 @@ impl LaunchPrefix {
             }
             LaunchPrefix::Rfc3339 => {
                 // 2024-06-01T12:00:00[.fraction](Z|±hh:mm) and a space.
-                let shape = b"dddd-dd-ddTdd:dd:dd";
-                if b.len() < shape.len()
-                    || !shape.iter().zip(b).all(|(s, c)| match s {
-                        b'd' => c.is_ascii_digit(),
-                        s => s == c,
-                    })
-                {
-                    return None;
-                }
-                let mut i = shape.len();
-                if b.get(i) == Some(&b'.') {
-                    i += 1 + run(i + 1, &|c| c.is_ascii_digit());
-                }
+                let mut i = date_time_len(b, b'T', b".")?;
                 match b.get(i) {
                     Some(b'Z') => i += 1,
                     Some(b'+' | b'-') => i += 6,
@@ -1052,19 +1040,7 @@ impl LaunchPrefix {
                 // 2024-06-01 12:00:00[.fraction or ,milliseconds] and a space: a
                 // wrapper's `date '+%F %T'`, `ts '%F %T'`, Python logging's
                 // asctime.
-                let shape = b"dddd-dd-dd dd:dd:dd";
-                if b.len() <= shape.len()
-                    || !shape.iter().zip(b).all(|(s, c)| match s {
-                        b'd' => c.is_ascii_digit(),
-                        s => s == c,
-                    })
-                {
-                    return None;
-                }
-                let mut i = shape.len();
-                if matches!(b[i], b'.' | b',') {
-                    i += 1 + run(i + 1, &|c| c.is_ascii_digit());
-                }
+                let i = date_time_len(b, b' ', b".,")?;
                 (b.get(i) == Some(&b' ')).then_some(i + 1)
             }
             LaunchPrefix::Torchrun => torchrun_prefix(line).map(|(n, _)| n),
@@ -1094,6 +1070,31 @@ impl LaunchPrefix {
             None => line,
         }
     }
+}
+
+/// A byte of a host's or user's name (`gpu-node-07`, `ip-10-0-0-5.ec2`).
+fn name_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-')
+}
+
+/// The length of `YYYY-MM-DD{sep}hh:mm:ss` at the start of `b` with its
+/// fraction of a second, if any (after one of `fraction_marks`).
+fn date_time_len(b: &[u8], sep: u8, fraction_marks: &[u8]) -> Option<usize> {
+    const SHAPE: &[u8] = b"dddd-dd-dd?dd:dd:dd";
+    if b.len() < SHAPE.len()
+        || !SHAPE.iter().zip(b).all(|(s, &c)| match s {
+            b'd' => c.is_ascii_digit(),
+            b'?' => c == sep,
+            s => *s == c,
+        })
+    {
+        return None;
+    }
+    let mut i = SHAPE.len();
+    if b.get(i).is_some_and(|c| fraction_marks.contains(c)) {
+        i += 1 + b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    }
+    Some(i)
 }
 
 /// torchrun's line prefix and the rank it names: `[default3]:` (its
@@ -1137,15 +1138,22 @@ struct Unwrap {
 
 impl Unwrap {
     /// Learns from the head (cleaned lines) and unwraps it in place, taking
-    /// `prefix` (what [`LaunchPrefix::detect`] found, or none) off each line.
-    fn learn(head: &mut [String], prefix: Option<LaunchPrefix>) -> Unwrap {
+    /// `prefix` (what [`LaunchPrefix::detect`] found, or none) off each line;
+    /// with the rank a torchrun prefix named on each line (empty for any
+    /// other prefix).
+    fn learn(head: &mut [String], prefix: Option<LaunchPrefix>) -> (Unwrap, Vec<Option<u32>>) {
         let mut u = Unwrap {
             prefix,
             indent: String::new(),
         };
-        // `apply` gives a suffix of the line (or nothing, for a fence).
+        let mut ranks = Vec::new();
+        // `apply_ranked` gives a suffix of the line (or nothing, for a fence).
         for l in head.iter_mut() {
-            let start = l.len() - u.apply(l).len();
+            let (rest, rank) = u.apply_ranked(l);
+            let start = l.len() - rest.len();
+            if prefix == Some(LaunchPrefix::Torchrun) {
+                ranks.push(rank);
+            }
             l.drain(..start);
         }
         let mut lines = head.iter().filter(|l| !l.trim().is_empty());
@@ -1169,33 +1177,30 @@ impl Unwrap {
                 }
             }
         }
-        u
+        (u, ranks)
     }
 
-    /// The rank a torchrun prefix on `line` names, where that is the prefix
-    /// taken off.
-    fn rank(&self, line: &str) -> Option<u32> {
-        match self.prefix {
-            Some(LaunchPrefix::Torchrun) => torchrun_prefix(line).map(|(_, r)| r),
-            _ => None,
-        }
-    }
-
-    fn apply<'a>(&self, line: &'a str) -> &'a str {
-        let line = match self.prefix {
-            Some(p) => p.strip(line),
-            None => line,
+    /// The line unwrapped, and the rank its torchrun prefix named where that
+    /// is the prefix taken off (read once, with the prefix's length).
+    fn apply_ranked<'a>(&self, line: &'a str) -> (&'a str, Option<u32>) {
+        let (line, rank) = match self.prefix {
+            Some(LaunchPrefix::Torchrun) => match torchrun_prefix(line) {
+                Some((n, rank)) => (&line[n..], Some(rank)),
+                None => (line, None),
+            },
+            Some(p) => (p.strip(line), None),
+            None => (line, None),
         };
+        (self.unwrap_rest(line), rank)
+    }
+
+    /// What is left of a line without its launcher's prefix: a fence or a
+    /// console's chatter read as empty, the shared indentation taken off.
+    fn unwrap_rest<'a>(&self, line: &'a str) -> &'a str {
         // Every line passes here: a byte test before any comparison.
         let first = line.bytes().find(|c| !c.is_ascii_whitespace());
-        // A prompt's or `^C`'s first byte (a user's name starts with a letter).
-        if matches!(
-            first,
-            Some(b'$' | b'(' | b'[' | b'^' | b'+' | b'_' | b'a'..=b'z' | b'A'..=b'Z')
-        ) {
-            if let Some(command) = console_chatter(line, first) {
-                return command;
-            }
+        if let Some(command) = console_chatter(line, first) {
+            return command;
         }
         if matches!(first, Some(b'`' | b'~')) {
             let t = line.trim();
@@ -1221,20 +1226,18 @@ impl Unwrap {
 /// empty one — except an `nvidia-smi --query-gpu=…`/`--query-compute-apps=…`
 /// command, given without its prompt: its list names the columns of the CSV
 /// below it (what a `noheader` CSV does not say). `first` is the line's first
-/// byte that is not a space (the caller's byte test).
+/// byte that is not a space: every line passes here, and most fail the byte
+/// test on it.
+#[inline]
 fn console_chatter(line: &str, first: Option<u8>) -> Option<&str> {
     // A prompt starts with `$`, `(` (a virtualenv's or conda's name), `[`
     // (Red Hat's `[user@host dir]$`), `PS ` (PowerShell), `+` (`set -x`) or
-    // a user's name and `@` (`user@host:~$`); `^C` with `^`. Most lines fail
-    // these byte tests.
+    // a user's name (a letter first) and `@` (`user@host:~$`); `^C` with `^`.
     let t = match first? {
         b'$' | b'(' | b'[' | b'^' | b'+' => line.trim_start(),
         c if c.is_ascii_alphabetic() || c == b'_' => {
             let t = line.trim_start();
-            let word = t
-                .bytes()
-                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-                .count();
+            let word = t.bytes().take_while(|&c| name_byte(c)).count();
             if t.as_bytes().get(word) != Some(&b'@') && !t.starts_with("PS ") {
                 return None;
             }
@@ -1246,9 +1249,11 @@ fn console_chatter(line: &str, first: Option<u8>) -> Option<&str> {
         return Some("");
     }
     let command = shell_prompt_len(t).map(|n| t[n..].trim_start())?;
-    let query = command.starts_with("nvidia-smi")
-        && (command.contains("--query-gpu=") || command.contains("--query-compute-apps="));
-    Some(if query { command } else { "" })
+    Some(if smi_csv::is_query_command(command) {
+        command
+    } else {
+        ""
+    })
 }
 
 /// The length of a shell prompt at the start of `t`: `$ ` (or a lone `$`),
@@ -1286,7 +1291,7 @@ fn shell_prompt_len(t: &str) -> Option<usize> {
         at = close + 2;
     }
     let rest = &t[at..];
-    let name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let name = |c: char| c.is_ascii() && name_byte(c as u8);
     // `user@host`, as the prompt's first word.
     let user_host = |s: &str| -> Option<usize> {
         let u = s.find(|c: char| !name(c)).unwrap_or(s.len());
@@ -1546,14 +1551,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     // The lines as they came, kept only when a prefix is to be taken off.
     let prefix = LaunchPrefix::detect(&head);
     let original = prefix.map(|_| head.clone());
-    let head_ranks: Vec<Option<u32>> = match prefix {
-        Some(LaunchPrefix::Torchrun) => head
-            .iter()
-            .map(|l| torchrun_prefix(l).map(|(_, r)| r))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut unwrap = Unwrap::learn(&mut head, prefix);
+    let (mut unwrap, mut head_ranks) = Unwrap::learn(&mut head, prefix);
     // Nothing recognisable at the top (a long training log whose OOM or
     // memory lines come later): scan the whole log for log-line formats.
     // Column names given for a headerless CSV say what it is.
@@ -1566,10 +1564,11 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     // what is left without the prefix reads as nothing, the lines as they
     // came are read.
     if let (None, Some(mut plain)) = (detected, original) {
-        let plain_unwrap = Unwrap::learn(&mut plain, None);
+        let (plain_unwrap, plain_ranks) = Unwrap::learn(&mut plain, None);
         if let Some(f) = detect(&plain) {
             head = plain;
             unwrap = plain_unwrap;
+            head_ranks = plain_ranks;
             detected = Some(f);
         }
     }
@@ -1586,9 +1585,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     let mut no = 0u64;
     for (i, l) in head.iter().enumerate() {
         no += 1;
-        if unwrap.prefix == Some(LaunchPrefix::Torchrun) {
-            b.line_rank = head_ranks.get(i).copied().flatten();
-        }
+        b.line_rank = head_ranks.get(i).copied().flatten();
         oom.line(no, l, &mut b);
         parser.line(no, l, &mut b)?;
     }
@@ -1607,8 +1604,8 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
             if !needs_cleaning(l.as_bytes()) {
                 // Plain ASCII, one line: as it is.
                 no += 1;
-                b.line_rank = unwrap.rank(l);
-                let l = unwrap.apply(l);
+                let (l, rank) = unwrap.apply_ranked(l);
+                b.line_rank = rank;
                 oom.line(no, l, &mut b);
                 parser.line(no, l, &mut b)?;
                 continue;
@@ -1616,8 +1613,8 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
             for seg in l.split('\r') {
                 no += 1;
                 let seg = clean_line(seg);
-                b.line_rank = unwrap.rank(&seg);
-                let seg = unwrap.apply(&seg);
+                let (seg, rank) = unwrap.apply_ranked(&seg);
+                b.line_rank = rank;
                 oom.line(no, seg, &mut b);
                 parser.line(no, seg, &mut b)?;
             }

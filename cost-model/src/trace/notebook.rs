@@ -50,6 +50,12 @@ pub fn outputs(json: &str) -> Result<(String, usize), String> {
         .and_then(Value::as_array)
         .ok_or("this JSON has no \"cells\" list: not a Jupyter notebook (nbformat 4)")?;
     let mut out = String::new();
+    let push = |out: &mut String, s: &str| {
+        out.push_str(s);
+        if !s.ends_with('\n') {
+            out.push('\n');
+        }
+    };
     let mut code_cells = 0;
     for cell in cells {
         if cell.get("cell_type").and_then(Value::as_str) != Some("code") {
@@ -61,12 +67,6 @@ pub fn outputs(json: &str) -> Result<(String, usize), String> {
             continue;
         };
         for o in outputs {
-            let push = |out: &mut String, s: &str| {
-                out.push_str(s);
-                if !s.ends_with('\n') {
-                    out.push('\n');
-                }
-            };
             match o.get("output_type").and_then(Value::as_str) {
                 Some("stream") => push(&mut out, &o.get("text").map(text).unwrap_or_default()),
                 Some("execute_result") => {

@@ -188,12 +188,22 @@ fn require_memory_used(
     }
 }
 
+/// The options that list the columns of nvidia-smi's CSV.
+const QUERY_OPTIONS: [&str; 2] = ["--query-gpu=", "--query-compute-apps="];
+
+/// An `nvidia-smi --query-gpu=…` (or `--query-compute-apps=…`) command line.
+pub fn is_query_command(line: &str) -> bool {
+    line.trim_start()
+        .strip_prefix("nvidia-smi")
+        .is_some_and(|rest| QUERY_OPTIONS.iter().any(|k| rest.contains(k)))
+}
+
 /// The properties an `nvidia-smi --query-gpu=…` (or
 /// `--query-compute-apps=…`) command line queries, in order; `None` for any
 /// other line.
 fn queried_columns(line: &str) -> Option<Vec<String>> {
     let rest = line.trim_start().strip_prefix("nvidia-smi")?;
-    let at = ["--query-gpu=", "--query-compute-apps="]
+    let at = QUERY_OPTIONS
         .into_iter()
         .find_map(|k| rest.find(k).map(|i| i + k.len()))?;
     let list = rest[at..].split_whitespace().next().unwrap_or("");
