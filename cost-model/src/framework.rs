@@ -262,10 +262,13 @@ impl Framework {
     ///   `full_shard` / `shard_grad_op` with `offload` (transformers
     ///   `TrainingArguments.fsdp`, "DeepSpeed" and "FSDP" guides); no tensor
     ///   or pipeline parallelism of their own (Accelerate 1.10's ND-parallel
-    ///   `ParallelismConfig(tp_size=…)` over FSDP2, for models with a
-    ///   transformers `tp_plan`, is not offered yet: it shards the matmuls
-    ///   without Megatron-LM's sequence parallelism, which the model's TP
-    ///   terms are written for);
+    ///   `ParallelismConfig(tp_size=…, cp_size=…)` over FSDP2, for models
+    ///   with a transformers `tp_plan`, is estimated when a plan states it —
+    ///   the blocks split as Megatron-LM's without sequence parallelism, the
+    ///   embedding whole and the logits gathered on every TP rank
+    ///   ([`Framework::tp_shards_embedding`],
+    ///   [`Framework::tp_vocab_parallel_loss`]) — but not searched: it needs
+    ///   FSDP2, and these profiles' FSDP is FSDP1, [`Framework::uses_fsdp2`]);
     /// - Unsloth: one GPU (its open-source trainer; `device_map` per process);
     /// - torchtune: FSDP2 `fully_shard` in its distributed recipes, with
     ///   `fsdp_cpu_offload` (parameters, gradients and optimizer together);
@@ -502,6 +505,43 @@ impl Framework {
             self,
             Framework::PlainPytorch | Framework::Torchtune | Framework::Torchtitan
         )
+    }
+
+    /// Whether tensor parallelism splits the input embedding over the TP
+    /// ranks. Megatron-LM's `VocabParallelEmbedding` (megatron-core 0.19.2
+    /// `tensor_parallel/layers.py`), torchtitan's and torchtune's TP plans
+    /// (`RowwiseParallel` on `tok_embeddings`: torchtune 0.6.1
+    /// `models/llama3/_parallelism.py`, torchtitan's Llama plan) and
+    /// DeepSpeed's AutoTP (`_slice_embedding` splits the hidden dimension,
+    /// deepspeed 0.19.8 `module_inject/auto_tp.py`) do. transformers'
+    /// `tp_plan`, which Accelerate's `ParallelismConfig(tp_size=…)`, the
+    /// Trainer and `from_pretrained(tp_plan="auto")` apply, names the blocks'
+    /// projections only for most models (Llama's `base_model_tp_plan`,
+    /// transformers 5.25 `models/llama/configuration_llama.py`): every TP rank
+    /// keeps the whole embedding.
+    pub fn tp_shards_embedding(self) -> bool {
+        matches!(
+            self,
+            Framework::Megatron
+                | Framework::Torchtitan
+                | Framework::Torchtune
+                | Framework::Deepspeed
+        )
+    }
+
+    /// Whether tensor parallelism keeps the logits split over the vocabulary
+    /// through the loss (a vocab-parallel cross-entropy): Megatron-LM's
+    /// `vocab_parallel_cross_entropy`, torchtitan's `_LossParallelCrossEntropy`
+    /// on the head's `Shard(-1)` output (torchtitan 0.3.0
+    /// `components/loss.py`). The others shard the head's weight by the
+    /// vocabulary but gather its output, so every TP rank holds the whole
+    /// logits and computes the loss on them: transformers' `lm_head:
+    /// "colwise_gather_output"` (`ColwiseParallel(output_layouts=Replicate())`,
+    /// transformers 5.25 `distributed/tensor_parallel.py`), torchtune's
+    /// `"output": ColwiseParallel(output_layouts=Replicate())`, DeepSpeed
+    /// AutoTP's training head (`LinearLayer(..., gather_output=True)`).
+    pub fn tp_vocab_parallel_loss(self) -> bool {
+        matches!(self, Framework::Megatron | Framework::Torchtitan)
     }
 
     /// Whether the framework pipelines FSDP2-sharded stages through

@@ -22,10 +22,11 @@ impl<'a> Ctx<'a> {
         self.logits_tensor(self.loss_bytes())
     }
 
-    /// One logits-sized tensor on this rank (vocab-parallel over TP) of
+    /// One logits-sized tensor on this rank (split over TP under a
+    /// vocab-parallel loss, [`Framework::tp_vocab_parallel_loss`]) of
     /// `bytes` per logit.
     pub(super) fn logits_tensor(&self, bytes: f64) -> f64 {
-        self.logit_positions() * self.m.vocab as f64 / self.t * bytes
+        self.logit_positions() * self.m.vocab as f64 / self.tv * bytes
     }
 
     /// The stage where the loss's logits-sized tensors meet cached segments
@@ -42,7 +43,8 @@ impl<'a> Ctx<'a> {
             && !self.plan.runtime.expandable_segments
     }
 
-    /// Logits and loss on the last stage (vocab-parallel over TP): what is
+    /// Logits and loss on the last stage (split over TP under a vocab-parallel
+    /// loss, [`Self::logits_tensor`]): what is
     /// alive at the end of the loss forward, as backward starts (the loss's
     /// backward) and at the LM head's backward, once the loss's tensors are
     /// freed and the 16-bit gradient of the logits (with whatever logits the
@@ -53,7 +55,7 @@ impl<'a> Ctx<'a> {
         }
         let m = self.m;
         let tokens = self.logit_positions();
-        let v = m.vocab as f64 / self.t;
+        let v = m.vocab as f64 / self.tv;
         let h = m.hidden as f64;
         // Final norm input (fp32 copy) and output (head input).
         let final_norm = (self.final_norm_kept_bytes() + self.e) * tokens * h / self.rep;

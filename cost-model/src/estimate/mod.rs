@@ -259,8 +259,15 @@ mod states;
 /// the segments its backward cannot use ([`Ctx::orpo_idle_segments`]), and
 /// LLaMA-Factory's KTO through its logits ([`Ctx::kto_logits`]: −37.1 …
 /// −3.6 % → −1.5 … +6.7 %); a precomputed reference drops no reference
-/// output under AMP.
-pub const MODEL_VERSION: u32 = 41;
+/// output under AMP. 42 splits a model's edges under tensor parallelism as
+/// the framework's TP plan does ([`Framework::tp_shards_embedding`],
+/// [`Framework::tp_vocab_parallel_loss`]): transformers' `tp_plan` (the
+/// Trainer, Accelerate's ND-parallel) keeps the whole embedding on every TP
+/// rank, and it, torchtune and DeepSpeed's AutoTP gather the head's output,
+/// so the loss runs on the whole logits; only Megatron-LM and torchtitan
+/// keep both split, as every plan was counted before. No calibration row
+/// runs TP: the reports are unchanged.
+pub const MODEL_VERSION: u32 = 42;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -1119,6 +1126,13 @@ struct Ctx<'a> {
     t: f64,
     /// Divisor of tensors replicated across TP ranks (t with sequence parallelism).
     rep: f64,
+    /// TP's divisor of the input embedding: t where the framework splits it
+    /// ([`Framework::tp_shards_embedding`]), else 1.
+    te: f64,
+    /// TP's divisor of the logits: t under a vocab-parallel loss
+    /// ([`Framework::tp_vocab_parallel_loss`]), else 1 (the head's output
+    /// gathered whole on every TP rank).
+    tv: f64,
     /// Micro-batch.
     b: f64,
     /// Local sequence length (after context parallelism).
@@ -1171,6 +1185,16 @@ impl<'a> Ctx<'a> {
             m: &plan.model,
             t,
             rep: if p.sequence_parallel { t } else { 1.0 },
+            te: if plan.framework.tp_shards_embedding() {
+                t
+            } else {
+                1.0
+            },
+            tv: if plan.framework.tp_vocab_parallel_loss() {
+                t
+            } else {
+                1.0
+            },
             // A preference objective runs chosen and rejected as one batch.
             b: plan.training.micro_batch as f64
                 * plan.training.objective.sequences_per_example() as f64,

@@ -250,37 +250,42 @@ impl<'a> Ctx<'a> {
         self.layer_matrix_params() + self.layer_norm_params()
     }
 
-    /// Embedding / head parameters on stage `s`, per rank (vocab-parallel over TP).
+    /// Embedding / head parameters on stage `s`, per rank: the head split
+    /// over TP, the embedding where the framework splits it
+    /// ([`Framework::tp_shards_embedding`]).
     pub(super) fn edge_params(&self, s: u32) -> f64 {
         let m = self.m;
         let mut p = 0.0;
         if self.is_first(s) {
-            p += m.embedding_params() as f64 / self.t;
+            p += m.embedding_params() as f64 / self.te;
         }
         if self.is_last(s) {
             p += m.norm_params() as f64;
             let head = if m.tied_embeddings && m.arch != Arch::Encoder && m.head == ModelHead::Lm {
-                // A tied head on a later stage keeps its own copy of the embedding.
+                // A tied head on a later stage keeps its own copy of the
+                // embedding, split as the embedding is.
                 if self.plan.parallel.pp > 1 {
-                    m.vocab as f64 * m.hidden as f64
+                    m.vocab as f64 * m.hidden as f64 / self.te
                 } else {
                     0.0
                 }
             } else {
-                m.head_params() as f64
+                m.head_params() as f64 / self.t
             };
-            p += head / self.t;
+            p += head;
         }
         p
     }
 
-    /// The LM head's weight on stage `s` (the embedding when tied), if last.
+    /// The LM head's weight on stage `s` (the embedding when tied, split
+    /// over TP as the embedding is), if last.
     pub(super) fn lm_head_params(&self, s: u32) -> f64 {
         let m = self.m;
         if !self.is_last(s) || m.head != ModelHead::Lm {
             return 0.0;
         }
-        m.vocab as f64 * m.hidden as f64 / self.t
+        let split = if m.tied_embeddings { self.te } else { self.t };
+        m.vocab as f64 * m.hidden as f64 / split
     }
 
     /// Full fine-tuning: every parameter trains, those outside the blocks too.
@@ -519,7 +524,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn stage_frozen(&self, s: u32) -> f64 {
         let mut p = self.frozen_blocks(s) * self.block_params();
         if self.is_first(s) && self.embedding_frozen() {
-            p += self.m.embedding_params() as f64 / self.t;
+            p += self.m.embedding_params() as f64 / self.te;
         }
         p
     }

@@ -87,7 +87,7 @@ impl<'a> Ctx<'a> {
                     // distance are still gathered; a single parameter larger
                     // than the cap (an embedding) is gathered whole.
                     let largest = if self.is_first(s) || self.is_last(s) {
-                        self.m.embedding_params() as f64 / self.t
+                        self.m.embedding_params() as f64 / self.te
                     } else {
                         0.0
                     };

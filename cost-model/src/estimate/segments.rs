@@ -83,7 +83,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn shifted_logits_apart(&self, bytes: f64) -> f64 {
         let positions = self.logit_positions();
         let sequences = positions / self.decoder_s().max(1.0);
-        let per_position = self.m.vocab as f64 / self.t * bytes;
+        let per_position = self.m.vocab as f64 / self.tv * bytes;
         if sequences * per_position >= ALLOCATOR_LARGE_ROUND {
             (positions - sequences) * per_position
         } else {

@@ -556,7 +556,7 @@ impl<'a> Ctx<'a> {
         };
         let root = self.edge_params(s) * bytes;
         let embedding = if self.is_first(s) {
-            self.m.embedding_params() as f64 / self.t
+            self.m.embedding_params() as f64 / self.te
         } else {
             0.0
         };
@@ -658,7 +658,7 @@ impl<'a> Ctx<'a> {
             return 0.0;
         }
         let embedding = if self.is_first(s) {
-            self.m.embedding_params() as f64 / self.t
+            self.m.embedding_params() as f64 / self.te
         } else {
             0.0
         };
@@ -873,7 +873,8 @@ impl<'a> Ctx<'a> {
             } else {
                 1.0
             };
-        let largest = (self.m.vocab as f64 * self.m.hidden as f64 / self.t).min(n);
+        // The embedding or the head, whichever TP splits less.
+        let largest = (self.m.vocab as f64 * self.m.hidden as f64 / self.te).min(n);
         // Muon orthogonalises one matrix at a time (`_single_tensor_muon`'s
         // Newton–Schulz iterations).
         let per_tensor = matches!(

@@ -444,3 +444,76 @@ fn bitsandbytes_dequantizes_the_weight_it_multiplies() {
     let c = Ctx::new(&p, dense.as_ref());
     assert_eq!(c.dequantized_weights(0).0, c.e * 2048.0 * 10944.0);
 }
+
+/// Tensor parallelism splits the blocks' projections everywhere, but the
+/// edges as each framework's TP plan does: transformers' `tp_plan` (the
+/// Trainer, Accelerate's ND-parallel, `from_pretrained(tp_plan="auto")`)
+/// keeps the whole embedding on every TP rank and gathers the head's
+/// output; torchtune and DeepSpeed's AutoTP split the embedding but gather
+/// the logits; Megatron-LM and torchtitan split both and run a
+/// vocab-parallel loss.
+#[test]
+fn tensor_parallel_splits_the_edges_as_the_framework_does() {
+    let llama = preset("llama-3.1-8b").unwrap().spec();
+    let (vocab, hidden) = (llama.vocab as f64, llama.hidden as f64);
+    let embedding = llama.embedding_params() as f64;
+    assert_eq!(embedding, vocab * hidden);
+    for (fw, embedding_split, logits_split) in [
+        (Framework::HfTrainer, 1.0, 1.0),
+        (Framework::HfAccelerate, 1.0, 1.0),
+        (Framework::Trl, 1.0, 1.0),
+        (Framework::PlainPytorch, 1.0, 1.0),
+        (Framework::Torchtune, 4.0, 1.0),
+        (Framework::Deepspeed, 4.0, 1.0),
+        (Framework::Megatron, 4.0, 4.0),
+        (Framework::Torchtitan, 4.0, 4.0),
+    ] {
+        let mut p = Plan {
+            model: llama.clone(),
+            ..Plan::default()
+        };
+        p.set_framework(fw);
+        p.parallel.num_gpus = 4;
+        p.parallel.sharding = Sharding::Ddp;
+        p.parallel.tp = 4;
+        let c = Ctx::new(&p, None);
+        // Untied: the head is split by the vocabulary whatever the plan.
+        let head = vocab * hidden / 4.0;
+        assert_eq!(
+            c.edge_params(0),
+            embedding / embedding_split + llama.norm_params() as f64 + head,
+            "{fw:?}"
+        );
+        assert_eq!(c.lm_head_params(0), head, "{fw:?}");
+        let mut one = p.clone();
+        one.parallel.tp = 1;
+        one.parallel.num_gpus = 1;
+        let one = Ctx::new(&one, None);
+        assert_eq!(
+            c.logits_tensor(4.0),
+            one.logits_tensor(4.0) / logits_split,
+            "{fw:?}"
+        );
+        // The loss's tensors: as without TP where the logits are gathered.
+        let (split, whole) = (c.logits(0).loss_backward, one.logits(0).loss_backward);
+        if logits_split > 1.0 {
+            assert!(split < whole / 2.0, "{fw:?}: {split} vs {whole}");
+        } else {
+            assert_eq!(split, whole, "{fw:?}");
+        }
+    }
+    // A tied embedding is the head: split as the embedding is.
+    let mut p = Plan {
+        model: preset("llama-3.2-1b").unwrap().spec(),
+        ..Plan::default()
+    };
+    assert!(p.model.tied_embeddings);
+    p.parallel.num_gpus = 2;
+    p.parallel.sharding = Sharding::Ddp;
+    p.parallel.tp = 2;
+    let tied = (p.model.vocab as f64) * p.model.hidden as f64;
+    for (fw, split) in [(Framework::HfTrainer, 1.0), (Framework::Megatron, 2.0)] {
+        p.set_framework(fw);
+        assert_eq!(Ctx::new(&p, None).lm_head_params(0), tied / split, "{fw:?}");
+    }
+}
