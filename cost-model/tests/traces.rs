@@ -2692,14 +2692,13 @@ fn profiler_operator_tables_are_refused_as_flows() {
 
 #[test]
 fn binary_uploads_are_named() {
+    // A pickle is read as a memory snapshot (tests/snapshots.rs); one cut
+    // short is refused at the byte where it ends.
     let pickle = [0x80u8, 0x04, 0x95, 0x10, 0x00, b'}', b'q'];
     let why = trace::parse_reader(&pickle[..], &ParseOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(
-        why.contains("pickle") && why.contains("memory_summary"),
-        "{why}"
-    );
+    assert!(why.contains("pickle at byte"), "{why}");
     let gz = [0x1Fu8, 0x8B, 0x08, 0x00];
     let why = trace::parse_reader(&gz[..], &ParseOptions::default())
         .unwrap_err()

@@ -87,6 +87,24 @@ test("upload a gzip-compressed log: the server reads the text inside", async ({ 
   await expect(v.getByTestId("trace-gpus")).toContainText("24.49 GiB");
 });
 
+test("upload a PyTorch memory snapshot: the peaks replayed from its history", async ({ page }, info) => {
+  const id = await savePlan(page, `snap-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  const pickle = fs.readFileSync(path.resolve(__dirname, "../../cost-model/tests/fixtures/snapshots/train.pickle"));
+  await page.getByTestId("verify-file").setInputFiles({ name: "dump_snapshot.pickle", mimeType: "application/octet-stream", buffer: pickle });
+  if (hydrated(info)) {
+    // Binary: not previewed as text, left to the server.
+    await expect(page.getByTestId("verify-note")).toContainText("memory snapshot");
+  }
+  const v = await submitVerification(page, id);
+  await expect(v).toContainText("dump_snapshot.pickle");
+  await expect(v.getByTestId("trace-format")).toContainText("pytorch-memory-snapshot");
+  await expect(v.getByTestId("trace-allocator")).toContainText("1.14 GiB");
+  await expect(v.getByTestId("trace-allocator")).toContainText("1.57 GiB");
+  await expect(v.getByTestId("trace-verdict")).toBeVisible();
+});
+
 test("upload a Jupyter notebook as saved: what its cells printed is the log", async ({ page }, info) => {
   const id = await savePlan(page, `nb-${info.project.name}-${Date.now()}`);
   await page.goto(`/p/${id}`);

@@ -97,8 +97,8 @@ pub struct VerifyArgs {
     /// Log file to parse, plain or gzip-compressed (nvidia-smi table/CSV/dmon/
     /// pmon/-q, nvitop, gpustat, rocm-smi, amd-smi, PyTorch OOM, memory_summary,
     /// memory_stats or list_gpu_processes, DeepSpeed, Megatron, HF Trainer,
-    /// torchtitan, torchtune, …: the formats `--format` names); `-` reads
-    /// standard input.
+    /// torchtitan, torchtune, a memory snapshot pickle, …: the formats
+    /// `--format` names); `-` reads standard input.
     pub trace: PathBuf,
     /// Plan JSON to compare against (adds the verdict).
     #[arg(long)]

@@ -503,6 +503,79 @@ async fn traces_attach_to_saved_plans_via_the_api() {
     assert_eq!(list.json().as_array().unwrap().len(), 3);
 }
 
+/// A PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot()`'s
+/// pickle) as the bytes it is: the API's raw body, gzip-compressed, and the
+/// page's form; its replayed peaks judged on the reserved counter.
+#[tokio::test]
+async fn a_memory_snapshot_uploads_as_the_binary_it_is() {
+    let (app, _d) = common::app().await;
+    let id = saved_plan(&app).await;
+    let pickle = std::fs::read(format!(
+        "{}/../cost-model/tests/fixtures/snapshots/train.pickle",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let expected = cost_model::trace::parse_reader(&pickle[..], &Default::default()).unwrap();
+    let peak = expected.allocator.unwrap().peak_reserved_mib.unwrap();
+    let gz = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&pickle).unwrap();
+        e.finish().unwrap()
+    };
+    for body in [pickle.clone(), gz] {
+        let r = post_raw(
+            &app,
+            format!("/api/v1/plans/{id}/traces?filename=snapshot.pickle"),
+            body,
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let v = r.json();
+        assert_eq!(v["report"]["format"], "pytorch-memory-snapshot");
+        assert_eq!(v["report"]["allocator"]["peak_reserved_mib"], peak);
+        assert_eq!(v["report"]["verdict"]["counter"], "reserved");
+    }
+    // The page's form, the file as a browser sends it.
+    let boundary = "XyZ123";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"trace\"; filename=\"dump_snapshot.pickle\"\r\n\
+         Content-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&pickle);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let r = send(
+        &app,
+        http::Request::post(format!("/p/{id}/traces"))
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(axum::body::Body::from(body))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = get(&app, &format!("/p/{id}")).await.body;
+    assert!(page.contains("dump_snapshot.pickle") && page.contains("pytorch-memory-snapshot"));
+    // Cut short: refused with the byte, nothing stored.
+    let r = post_raw(
+        &app,
+        format!("/api/v1/plans/{id}/traces"),
+        pickle[..pickle.len() / 3].to_vec(),
+    )
+    .await;
+    assert_eq!((r.status, r.json()["field"].as_str()), (422, Some("trace")));
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("byte"),
+        "{}",
+        r.body
+    );
+    let list = get(&app, &format!("/api/v1/plans/{id}/traces")).await;
+    assert_eq!(list.json().as_array().unwrap().len(), 3);
+}
+
 #[tokio::test]
 async fn the_page_form_uploads_a_file_and_shows_the_verification() {
     let (app, _d) = common::app().await;

@@ -372,7 +372,7 @@ pub fn VerifyPanel(
                 {move || {
                     lang.get()
                         .t(
-                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi, Ascend npu-smi, DCGM (dcgm-exporter, dcgmi dmon); a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print or the Transformers docs' GPU memory occupied; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, LLaMA-Factory, ms-swift, XTuner (mmengine), verl, Composer, Unsloth or LitGPT; a W&B run's system metrics or Lightning's DeviceStatsMonitor as CSV.",
+                            "Upload or paste what the run printed, plain or gzip-compressed: nvidia-smi (table, --query-gpu CSV, dmon, pmon, -q, -q -x), nvitop, gpustat, rocm-smi, amd-smi, Ascend npu-smi, DCGM (dcgm-exporter, dcgmi dmon); a PyTorch OOM message, memory_summary(), memory_stats() or list_gpu_processes(), your script's max_memory_allocated print or the Transformers docs' GPU memory occupied; the memory lines of DeepSpeed, Megatron, the Trainer, torchtitan, torchtune, axolotl, LLaMA-Factory, ms-swift, XTuner (mmengine), verl, Composer, Unsloth or LitGPT; a W&B run's system metrics or Lightning's DeviceStatsMonitor as CSV; a PyTorch memory snapshot (the pickle torch.cuda.memory._dump_snapshot() writes).",
                         )
                 }}
             </p>
@@ -504,7 +504,16 @@ fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal
         )));
         return;
     }
-    if file.name().to_ascii_lowercase().ends_with(".gz") {
+    let lower = file.name().to_ascii_lowercase();
+    if lower.ends_with(".pickle") || lower.ends_with(".pkl") {
+        into.set(None);
+        note.set(Some(format!(
+            "{}: a PyTorch memory snapshot (binary) — the server reads it when attached",
+            file.name()
+        )));
+        return;
+    }
+    if lower.ends_with(".gz") {
         into.set(None);
         note.set(Some(format!(
             "{}: gzip-compressed — the server decompresses and parses it when attached",

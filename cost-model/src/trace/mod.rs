@@ -23,6 +23,7 @@ pub mod repl;
 pub mod smi_csv;
 pub mod smi_misc;
 pub mod smi_table;
+pub mod snapshot;
 pub mod wandb;
 
 use serde::{Deserialize, Serialize};
@@ -106,10 +107,12 @@ pub enum Format {
     NvmlUsedPrint,
     ComposerMemoryMonitor,
     NpuSmi,
+    /// `torch.cuda.memory._dump_snapshot()`'s pickle ([`snapshot`]).
+    PytorchMemorySnapshot,
 }
 
 impl Format {
-    pub const ALL: [Format; 32] = [
+    pub const ALL: [Format; 33] = [
         Format::NvidiaSmiTable,
         Format::NvidiaSmiCsv,
         Format::NvidiaSmiDmon,
@@ -142,6 +145,7 @@ impl Format {
         Format::NvmlUsedPrint,
         Format::ComposerMemoryMonitor,
         Format::NpuSmi,
+        Format::PytorchMemorySnapshot,
     ];
 
     pub fn id(self) -> &'static str {
@@ -178,6 +182,7 @@ impl Format {
             Format::NvmlUsedPrint => "nvml-used-print",
             Format::ComposerMemoryMonitor => "composer-memory-monitor",
             Format::NpuSmi => "npu-smi",
+            Format::PytorchMemorySnapshot => "pytorch-memory-snapshot",
         }
     }
 
@@ -714,6 +719,21 @@ fn parser_for(f: Format, opts: &ParseOptions) -> Box<dyn LineParser> {
         | Format::NvmlUsedPrint
         | Format::ComposerMemoryMonitor
         | Format::PytorchPeakCounters => Box::new(logs::LogParser::default()),
+        Format::PytorchMemorySnapshot => Box::new(NotText),
+    }
+}
+
+/// The snapshot's reader is not a line reader: a text named a snapshot is
+/// refused at its first line.
+struct NotText;
+
+impl LineParser for NotText {
+    fn line(&mut self, no: u64, _line: &str, _b: &mut Builder) -> Result<(), TraceError> {
+        Err(TraceError::at(
+            no,
+            "a PyTorch memory snapshot is the binary pickle torch.cuda.memory._dump_snapshot() \
+             writes; this is text",
+        ))
     }
 }
 
@@ -1466,6 +1486,34 @@ fn parse_notebook<R: BufRead>(
     Ok(t)
 }
 
+/// The most of a memory snapshot read (it is read whole, to unpickle it):
+/// the upload's own limit is 64 MiB; the CLI reads up to this.
+const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
+
+/// A PyTorch memory snapshot's pickle ([`snapshot`]).
+fn parse_snapshot<R: BufRead>(r: R, opts: &ParseOptions) -> Result<Trace, TraceError> {
+    if let Some(f) = opts.format.filter(|&f| f != Format::PytorchMemorySnapshot) {
+        return Err(TraceError::whole(format!(
+            "this is a Python pickle (a PyTorch memory snapshot?), not {} output",
+            f.id()
+        )));
+    }
+    let mut all = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(r, MAX_SNAPSHOT_BYTES + 1),
+        &mut all,
+    )
+    .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+    if all.len() as u64 > MAX_SNAPSHOT_BYTES {
+        return Err(TraceError::whole(format!(
+            "a memory snapshot of more than {} MiB: record fewer entries \
+             (torch.cuda.memory._record_memory_history(max_entries=…)) or fewer steps",
+            MAX_SNAPSHOT_BYTES >> 20
+        )));
+    }
+    snapshot::read(&all)
+}
+
 /// Parses a whole text (see [`parse_reader`]).
 pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
     parse_reader(text.as_bytes(), opts)
@@ -1481,11 +1529,7 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
         .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
     // A pickle (protocol 2–5): `torch.cuda.memory._dump_snapshot()` writes one.
     if bom.len() >= 2 && bom[0] == 0x80 && (2..=5).contains(&bom[1]) {
-        return Err(TraceError::whole(
-            "this is a Python pickle — a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) is \
-             not read here; upload the text of torch.cuda.memory_summary(), the training log, or an \
-             nvidia-smi log",
-        ));
+        return parse_snapshot(r, opts);
     }
     if bom.starts_with(&[0x1F, 0x8B]) {
         return Err(TraceError::whole(
