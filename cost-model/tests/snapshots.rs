@@ -44,6 +44,10 @@ fn a_snapshot_with_its_history_reads_to_the_replayed_peaks() {
         assert_eq!(t.format, Format::PytorchMemorySnapshot, "{name}");
         let e = expected(name);
         let devices = e["devices"].as_array().unwrap();
+        // Its "lines" are the history's entries, over every device.
+        let entries: u64 = devices.iter().map(|d| d["entries"].as_u64().unwrap()).sum();
+        assert_eq!(t.lines, entries, "{name}");
+        assert_eq!(t.format.count_unit(), "history entries");
         // The device whose allocator reserved the most is compared.
         let d = devices
             .iter()

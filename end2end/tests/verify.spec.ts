@@ -99,7 +99,7 @@ test("upload a PyTorch memory snapshot: the peaks replayed from its history", as
   }
   const v = await submitVerification(page, id);
   await expect(v).toContainText("dump_snapshot.pickle");
-  await expect(v.getByTestId("trace-format")).toContainText("pytorch-memory-snapshot");
+  await expect(v.getByTestId("trace-format")).toContainText("pytorch-memory-snapshot · 279 history entries");
   await expect(v.getByTestId("trace-allocator")).toContainText("1.14 GiB");
   await expect(v.getByTestId("trace-allocator")).toContainText("1.57 GiB");
   await expect(v.getByTestId("trace-verdict")).toBeVisible();

@@ -471,7 +471,12 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     } else {
-        out!("{} ({} lines)", rep.format.id(), rep.lines);
+        out!(
+            "{} ({} {})",
+            rep.format.id(),
+            rep.lines,
+            rep.format.count_unit()
+        );
         let f = |v: Option<f64>| {
             v.map(|x| format!("{x:.0} MiB"))
                 .unwrap_or_else(|| "—".into())

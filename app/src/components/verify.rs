@@ -112,7 +112,7 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
             <p class="meta" data-testid="trace-format">
                 {report.format.id()}
                 {format!(" · {} ", report.lines)}
-                {move || lang.get().t("lines").to_string()}
+                {move || lang.get().t(report.format.count_unit()).to_string()}
             </p>
             {verdict}
             {(!svg.is_empty() && !gpus.is_empty())

@@ -213,6 +213,16 @@ impl Format {
         )
     }
 
+    /// What [`Trace::lines`] counts: a snapshot's history entries, else the
+    /// input's lines.
+    pub fn count_unit(self) -> &'static str {
+        if self == Format::PytorchMemorySnapshot {
+            "history entries"
+        } else {
+            "lines"
+        }
+    }
+
     /// Every format id, for error messages.
     pub fn known_list() -> String {
         Format::ALL.map(|f| f.id()).join(", ")
@@ -372,6 +382,7 @@ pub struct RankAllocator {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
     pub format: Format,
+    /// Lines read ([`Format::count_unit`]: a memory snapshot's history entries).
     pub lines: u64,
     pub gpus: Vec<GpuTrace>,
     pub processes: Vec<ProcessUse>,

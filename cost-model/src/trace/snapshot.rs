@@ -570,7 +570,7 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
     }
     let mut t = Trace {
         format: Format::PytorchMemorySnapshot,
-        lines: (segments.len() + entries) as u64,
+        lines: entries as u64,
         gpus: Vec::new(),
         processes: Vec::new(),
         oom: Vec::new(),
