@@ -37,8 +37,13 @@ pub const DEEPSPEED_DEFAULT_BUCKET_ELEMENTS: f64 = 5e8;
 pub struct LayoutSupport {
     /// Shardings over more than one data-parallel rank (none: one GPU only).
     pub shardings: &'static [Sharding],
-    /// Tensor parallelism (with sequence parallelism) within a node.
+    /// Tensor parallelism within a node.
     pub tensor_parallel: bool,
+    /// Its TP also splits the sequence between the blocks (Megatron-LM's
+    /// `--sequence-parallel`, torchtitan's `SequenceParallel` norms).
+    pub sequence_parallel: bool,
+    /// Its TP runs with adapters too, not only in full fine-tuning.
+    pub tensor_parallel_adapters: bool,
     pub pipeline_parallel: bool,
     /// Context parallelism: the sequence split over ranks, attention run as
     /// a ring over them.
@@ -61,6 +66,16 @@ pub struct LayoutSupport {
     /// `cpu_checkpointing`, Megatron-LM's `--cpu-offloading`, and a loop of
     /// one's own under `torch.autograd.graph.save_on_cpu`.
     pub offload_activations: bool,
+}
+
+impl LayoutSupport {
+    /// Whether tensor parallelism is a setting away for `plan`: the
+    /// framework has it, in `plan`'s kind of fine-tuning.
+    pub fn tensor_parallel_for(&self, plan: &crate::plan::Plan) -> bool {
+        self.tensor_parallel
+            && (self.tensor_parallel_adapters
+                || matches!(plan.training.finetune, crate::plan::Finetune::Full))
+    }
 }
 
 /// The defaults a framework applies when the user does not say otherwise.
@@ -272,6 +287,11 @@ impl Framework {
     /// - Unsloth: one GPU (its open-source trainer; `device_map` per process);
     /// - torchtune: FSDP2 `fully_shard` in its distributed recipes, with
     ///   `fsdp_cpu_offload` (parameters, gradients and optimizer together);
+    ///   tensor parallelism in its full fine-tune (`tensor_parallel_dim`
+    ///   with the model's `tensor_parallel_plan`, torchtune 0.6.1
+    ///   `recipes/full_finetune_distributed.py`; not in its LoRA recipes),
+    ///   without sequence parallelism (its Llama plan names the projections,
+    ///   the embedding and the output only, `models/llama3/_parallelism.py`);
     /// - torchtitan: FSDP2 (`data_parallel_shard_degree`) or replicas
     ///   (`data_parallel_replicate_degree`), tensor parallelism with sequence
     ///   parallelism, pipeline parallelism, context parallelism
@@ -309,6 +329,8 @@ impl Framework {
         let data_parallel = LayoutSupport {
             shardings: TRAINER,
             tensor_parallel: false,
+            sequence_parallel: false,
+            tensor_parallel_adapters: false,
             pipeline_parallel: false,
             context_parallel: false,
             selective_recompute: false,
@@ -337,6 +359,7 @@ impl Framework {
             },
             Framework::Torchtune => LayoutSupport {
                 shardings: &[Sharding::FsdpFull],
+                tensor_parallel: true,
                 offload_optimizer: false,
                 offload_activations: true,
                 ..data_parallel
@@ -344,6 +367,8 @@ impl Framework {
             Framework::Torchtitan => LayoutSupport {
                 shardings: &[Sharding::Ddp, Sharding::FsdpFull],
                 tensor_parallel: true,
+                sequence_parallel: true,
+                tensor_parallel_adapters: true,
                 pipeline_parallel: true,
                 context_parallel: true,
                 checkpoint_every: true,
@@ -369,6 +394,8 @@ impl Framework {
             Framework::Megatron => LayoutSupport {
                 shardings: &[Sharding::Ddp, Sharding::Zero1],
                 tensor_parallel: true,
+                sequence_parallel: true,
+                tensor_parallel_adapters: true,
                 pipeline_parallel: true,
                 context_parallel: true,
                 selective_recompute: true,

@@ -319,7 +319,7 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
     let cps = with(cps, par.cp.max(1));
     // Tensor degrees: powers of two within a node dividing the GPU count.
     let mut tps = vec![1u32];
-    if support.tensor_parallel {
+    if support.tensor_parallel_for(plan) {
         let mut t = 2u32;
         while t <= node.min(MAX_TP) && gpus.is_multiple_of(t) {
             tps.push(t);
@@ -459,7 +459,7 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
             p.parallel.sequence_parallel = if tp == par.tp.max(1) {
                 par.sequence_parallel
             } else {
-                tp > 1
+                tp > 1 && support.sequence_parallel
             };
             p.parallel.pp = pp;
             p.parallel.pp_microbatches = 0;
@@ -714,6 +714,16 @@ mod tests {
             assert!(par.tp <= MAX_TP && par.tp <= par.gpus_per_node);
             assert!(l.plan.model.heads.is_multiple_of(par.tp));
         }
+        // torchtune: TP in its full fine-tune, without sequence parallelism;
+        // none in its LoRA recipes.
+        let q = "?model=llama-3.1-70b&gpus=16&mb=1&ga=4&fw=torchtune&shard=fsdp-full";
+        let r = search_layouts(&plan(q), usize::MAX).unwrap();
+        let tp: Vec<&Layout> = r.best.iter().filter(|l| l.plan.parallel.tp > 1).collect();
+        assert!(!tp.is_empty(), "{r:?}");
+        assert!(tp.iter().all(|l| !l.plan.parallel.sequence_parallel));
+        let r = search_layouts(&plan(&format!("{q}&ft=lora&rank=16")), usize::MAX).unwrap();
+        assert!(r.fitting > 0);
+        assert!(r.best.iter().all(|l| l.plan.parallel.tp == 1), "{r:?}");
         // Unsloth on one GPU: no sharding, no state offload.
         let p = plan("?model=llama-3.1-8b&fw=unsloth&ft=qlora&gpus=1");
         assert_eq!(p.framework, Framework::Unsloth);

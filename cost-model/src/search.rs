@@ -641,17 +641,18 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     if l.context_parallel(true) {
         return Ok(l.out);
     }
-    // 5'. Tensor parallelism within a node (with sequence parallelism), where
-    // the framework has it ([`Framework::layouts`]): the smallest degree that
-    // fits, else the largest there is.
-    if l.cur.parallel.tp == 1 && runs.tensor_parallel {
+    // 5'. Tensor parallelism within a node (with sequence parallelism where
+    // its TP has it), where the framework has it for this kind of
+    // fine-tuning ([`Framework::layouts`]): the smallest degree that fits,
+    // else the largest there is.
+    if l.cur.parallel.tp == 1 && runs.tensor_parallel_for(&l.cur) {
         let node = l.cur.parallel.gpus_per_node.min(l.cur.parallel.num_gpus);
         let plans = [2u32, 4, 8]
             .into_iter()
             .filter(|&t| t <= node && l.cur.model.heads.is_multiple_of(t))
             .map(|t| {
                 let mut p = with_model_parallel(&l.cur, t, l.cur.parallel.cp);
-                p.parallel.sequence_parallel = true;
+                p.parallel.sequence_parallel = runs.sequence_parallel;
                 (t, p)
             })
             .collect();
@@ -1336,6 +1337,31 @@ mod tests {
                 .any(|r| r.starts_with("offload-o") || r.starts_with("offload-p")),
             "{unsloth:?}"
         );
+    }
+
+    /// torchtune's full fine-tune has tensor parallelism (`tensor_parallel_dim`)
+    /// without sequence parallelism; its LoRA recipes have none.
+    #[test]
+    fn torchtunes_tensor_parallel_rung_is_its_full_fine_tunes_without_sp() {
+        let ladder = |q: &str| {
+            let p = crate::query::decode_str(q).unwrap();
+            fix_ladder(&p).unwrap()
+        };
+        let full = ladder("?model=llama-3.1-70b&gpus=8&mb=4&ga=8&fw=torchtune&shard=fsdp-full");
+        let tp = full
+            .iter()
+            .find(|r| r.id.starts_with("tp-"))
+            .unwrap_or_else(|| panic!("{:?}", full.iter().map(|r| &r.id).collect::<Vec<_>>()));
+        assert!(!tp.plan.parallel.sequence_parallel);
+        assert_eq!(tp.plan.global_batch(), 8 * 4 * 8);
+        let lora = ladder(
+            "?model=llama-3.1-70b&gpus=8&mb=4&ga=8&fw=torchtune&shard=fsdp-full&ft=lora&rank=16",
+        );
+        assert!(!lora.iter().any(|r| r.id.starts_with("tp-")));
+        // Megatron-LM's comes with its sequence parallelism.
+        let megatron = ladder("?model=llama-3.1-70b&gpus=8&mb=4&ga=8&fw=megatron");
+        let tp = megatron.iter().find(|r| r.id.starts_with("tp-")).unwrap();
+        assert!(tp.plan.parallel.sequence_parallel);
     }
 
     #[test]
