@@ -4607,3 +4607,38 @@ fn a_fused_module_named_in_the_targets_or_notes_reads_as_fused() {
     };
     assert!(predicted("query_key_value") < predicted("q+k+v"));
 }
+
+/// A `deepspeed` row split over TP is Megatron-DeepSpeed (Megatron-LM's
+/// model code: vocab-parallel embedding and loss) unless its notes name
+/// DeepSpeed's AutoTP, which gathers the logits on every TP rank.
+#[test]
+fn deepspeed_over_tensor_parallelism_reads_as_megatron_deepspeed_unless_autotp() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::framework::Framework;
+    let id = "peft_docs_deepspeed_70b-146";
+    let read = |set: &[(&str, &str)]| case_plan(&with_fields(id, set), id).unwrap();
+    let base = [
+        ("framework", "deepspeed"),
+        ("num_gpus", "8"),
+        ("sharding", "zero1"),
+    ];
+    assert_eq!(read(&base).framework, Framework::Deepspeed);
+    let tp = [&base[..], &[("tp", "4")]].concat();
+    assert_eq!(read(&tp).framework, Framework::Megatron);
+    let autotp = [
+        &tp[..],
+        &[("notes", "DeepSpeed AutoTP training (autotp_size 4)")],
+    ]
+    .concat();
+    assert_eq!(read(&autotp).framework, Framework::Deepspeed);
+    let calibrate = |set: &[(&str, &str)]| {
+        cost_model::calibrate::calibrate(&with_fields(id, set))
+            .unwrap()
+            .cases[0]
+            .clone()
+    };
+    // Megatron-DeepSpeed's split logits: less than AutoTP's whole ones.
+    let (m, a) = (calibrate(&tp), calibrate(&autotp));
+    assert!(m.skipped.is_none() && a.skipped.is_none(), "{m:?} {a:?}");
+    assert!(m.predicted_gib < a.predicted_gib, "{m:?} {a:?}");
+}

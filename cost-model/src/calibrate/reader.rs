@@ -777,6 +777,26 @@ fn framework_of(r: &Row) -> Result<Framework, String> {
             .or_else(|| other_framework(&f.replace('-', " ")))
             .ok_or(format!("framework `{f}` is not in the schema"))?,
     };
+    // DeepSpeed with tensor parallelism: before its AutoTP training
+    // (March 2025, deepspeed 0.19.8's README news) a DeepSpeed run split over TP was
+    // Megatron-DeepSpeed — Megatron-LM's model code, its vocab-parallel
+    // embedding and loss (BLOOM, MT-NLG, GPT-NeoX) — and rows label it
+    // `deepspeed`; AutoTP only when the notes say so.
+    if framework == Framework::Deepspeed && r.u32("tp")?.unwrap_or(1) > 1 {
+        let lower = r.get("notes").to_ascii_lowercase();
+        let autotp = [
+            "autotp",
+            "auto tp",
+            "auto-tp",
+            "tp_model_init",
+            "tensor_parallel",
+        ]
+        .iter()
+        .any(|k| lower.contains(k));
+        if !autotp {
+            return Ok(Framework::Megatron);
+        }
+    }
     Ok(framework)
 }
 
