@@ -37,6 +37,18 @@ fn same(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-9)
 }
 
+/// The allocator's counters when the snapshot was taken are its segments'.
+fn state_at_the_snapshot(a: &trace::AllocatorStats, d: &Value, name: &str) {
+    assert!(
+        same(a.current_allocated_mib, mib(d, "allocated_now")),
+        "{name}"
+    );
+    assert!(
+        same(a.current_reserved_mib, mib(d, "reserved_now")),
+        "{name}"
+    );
+}
+
 #[test]
 fn a_snapshot_with_its_history_reads_to_the_replayed_peaks() {
     for name in ["train", "late", "two_devices"] {
@@ -62,14 +74,7 @@ fn a_snapshot_with_its_history_reads_to_the_replayed_peaks() {
             same(a.peak_reserved_mib, mib(d, "peak_reserved")),
             "{name}: {a:?} vs {d}"
         );
-        assert!(
-            same(a.current_allocated_mib, mib(d, "allocated_now")),
-            "{name}"
-        );
-        assert!(
-            same(a.current_reserved_mib, mib(d, "reserved_now")),
-            "{name}"
-        );
+        state_at_the_snapshot(a, d, name);
         // The peaks are not where the snapshot was taken.
         assert!(a.peak_allocated_mib > a.current_allocated_mib, "{name}");
         // What was allocated when the history began.
@@ -134,14 +139,7 @@ fn a_snapshot_without_history_gives_its_state_not_peaks() {
             (None, None),
             "{name}"
         );
-        assert!(
-            same(a.current_allocated_mib, mib(d, "allocated_now")),
-            "{name}"
-        );
-        assert!(
-            same(a.current_reserved_mib, mib(d, "reserved_now")),
-            "{name}"
-        );
+        state_at_the_snapshot(a, d, name);
         assert!(
             t.warnings
                 .iter()

@@ -404,6 +404,29 @@ async fn post_raw(
     .await
 }
 
+/// The boundary of the multipart bodies the page-form tests send.
+const BOUNDARY: &str = "XyZ123";
+
+/// POSTs `body` to a saved plan's page form as `multipart/form-data`
+/// (parts separated by [`BOUNDARY`]).
+async fn post_form(
+    app: &axum::Router,
+    id: &str,
+    body: impl Into<axum::body::Body>,
+) -> common::Reply {
+    send(
+        app,
+        http::Request::post(format!("/p/{id}/traces"))
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={BOUNDARY}"),
+            )
+            .body(body.into())
+            .unwrap(),
+    )
+    .await
+}
+
 async fn saved_plan(app: &axum::Router) -> String {
     let r = post_json(app, "/api/v1/plans", save_body("verified run")).await;
     r.json()["id"].as_str().unwrap().to_string()
@@ -537,7 +560,7 @@ async fn a_memory_snapshot_uploads_as_the_binary_it_is() {
         assert_eq!(v["report"]["verdict"]["counter"], "reserved");
     }
     // The page's form, the file as a browser sends it.
-    let boundary = "XyZ123";
+    let boundary = BOUNDARY;
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"trace\"; filename=\"dump_snapshot.pickle\"\r\n\
          Content-Type: application/octet-stream\r\n\r\n"
@@ -545,17 +568,7 @@ async fn a_memory_snapshot_uploads_as_the_binary_it_is() {
     .into_bytes();
     body.extend_from_slice(&pickle);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let r = send(
-        &app,
-        http::Request::post(format!("/p/{id}/traces"))
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(axum::body::Body::from(body))
-            .unwrap(),
-    )
-    .await;
+    let r = post_form(&app, &id, body).await;
     assert_eq!(r.status, 303, "{}", r.body);
     let page = get(&app, &format!("/p/{id}")).await.body;
     assert!(page.contains("dump_snapshot.pickle") && page.contains("pytorch-memory-snapshot"));
@@ -580,24 +593,14 @@ async fn a_memory_snapshot_uploads_as_the_binary_it_is() {
 async fn the_page_form_uploads_a_file_and_shows_the_verification() {
     let (app, _d) = common::app().await;
     let id = saved_plan(&app).await;
-    let boundary = "XyZ123";
+    let boundary = BOUNDARY;
     let body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"trace\"; filename=\"smi.txt\"\r\n\
          Content-Type: text/plain\r\n\r\n{}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\n\r\n\
          --{boundary}\r\nContent-Disposition: form-data; name=\"format\"\r\n\r\nauto\r\n--{boundary}--\r\n",
         fixture("smi_table_03.txt")
     );
-    let r = send(
-        &app,
-        http::Request::post(format!("/p/{id}/traces"))
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(axum::body::Body::from(body))
-            .unwrap(),
-    )
-    .await;
+    let r = post_form(&app, &id, body).await;
     assert_eq!(r.status, 303, "{}", r.body);
     let loc = r.header("location");
     assert!(loc.starts_with(&format!("/p/{id}#trace-")), "{loc}");
@@ -620,17 +623,7 @@ async fn the_page_form_uploads_a_file_and_shows_the_verification() {
     let body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nnot a log\r\n--{boundary}--\r\n"
     );
-    let r = send(
-        &app,
-        http::Request::post(format!("/p/{id}/traces"))
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(axum::body::Body::from(body))
-            .unwrap(),
-    )
-    .await;
+    let r = post_form(&app, &id, body).await;
     assert_eq!(r.status, 303);
     let loc = r.header("location");
     assert!(loc.contains("verify_error="), "{loc}");

@@ -1467,19 +1467,12 @@ fn parse_notebook<R: BufRead>(
 ) -> Result<Trace, TraceError> {
     let mut json = head.join("\n");
     json.push('\n');
-    let mut rest = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(r, MAX_NOTEBOOK_BYTES + 1),
-        &mut rest,
-    )
-    .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
-    if rest.len() as u64 > MAX_NOTEBOOK_BYTES {
-        return Err(TraceError::whole(format!(
-            "a Jupyter notebook of more than {} MiB: clear its large outputs (images) or upload the \
-             text of the cells that printed memory figures",
-            MAX_NOTEBOOK_BYTES >> 20
-        )));
-    }
+    let rest = read_whole(r, MAX_NOTEBOOK_BYTES, |cap| {
+        format!(
+            "a Jupyter notebook of more than {cap} MiB: clear its large outputs (images) or upload the \
+             text of the cells that printed memory figures"
+        )
+    })?;
     json.push_str(&String::from_utf8_lossy(&rest));
     let (text, cells) = notebook::outputs(&json).map_err(TraceError::whole)?;
     let within = |e: TraceError| TraceError {
@@ -1509,20 +1502,29 @@ fn parse_snapshot<R: BufRead>(r: R, opts: &ParseOptions) -> Result<Trace, TraceE
             f.id()
         )));
     }
-    let mut all = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(r, MAX_SNAPSHOT_BYTES + 1),
-        &mut all,
-    )
-    .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
-    if all.len() as u64 > MAX_SNAPSHOT_BYTES {
-        return Err(TraceError::whole(format!(
-            "a memory snapshot of more than {} MiB: record fewer entries \
-             (torch.cuda.memory._record_memory_history(max_entries=…)) or fewer steps",
-            MAX_SNAPSHOT_BYTES >> 20
-        )));
-    }
+    let all = read_whole(r, MAX_SNAPSHOT_BYTES, |cap| {
+        format!(
+            "a memory snapshot of more than {cap} MiB: record fewer entries \
+             (torch.cuda.memory._record_memory_history(max_entries=…)) or fewer steps"
+        )
+    })?;
     snapshot::read(&all)
+}
+
+/// The rest of an input read whole, up to `cap` bytes; beyond it, the
+/// error `too_large` words (given the cap in MiB).
+fn read_whole<R: BufRead>(
+    r: R,
+    cap: u64,
+    too_large: impl Fn(u64) -> String,
+) -> Result<Vec<u8>, TraceError> {
+    let mut all = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(r, cap + 1), &mut all)
+        .map_err(|e| TraceError::whole(format!("cannot read the input: {e}")))?;
+    if all.len() as u64 > cap {
+        return Err(TraceError::whole(too_large(cap >> 20)));
+    }
+    Ok(all)
 }
 
 /// Parses a whole text (see [`parse_reader`]).
