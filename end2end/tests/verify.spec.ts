@@ -94,8 +94,10 @@ test("upload a PyTorch memory snapshot: the peaks replayed from its history", as
   const pickle = fs.readFileSync(path.resolve(__dirname, "../../cost-model/tests/fixtures/snapshots/train.pickle"));
   await page.getByTestId("verify-file").setInputFiles({ name: "dump_snapshot.pickle", mimeType: "application/octet-stream", buffer: pickle });
   if (hydrated(info)) {
-    // Binary: not previewed as text, left to the server.
-    await expect(page.getByTestId("verify-note")).toContainText("memory snapshot");
+    // Read as the bytes it is and previewed in the browser, as the server reads it.
+    const preview = page.getByTestId("verify-preview");
+    await expect(preview.getByTestId("trace-format")).toContainText("pytorch-memory-snapshot · 279 history entries");
+    await expect(preview.getByTestId("trace-allocator")).toContainText("1.57 GiB");
   }
   const v = await submitVerification(page, id);
   await expect(v).toContainText("dump_snapshot.pickle");

@@ -312,13 +312,13 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
 /// "WASM bundle"). On the server it is a plain call.
 #[lazy]
 fn preview_report(
-    body: String,
+    body: Vec<u8>,
     format: String,
     columns: String,
     plan: Plan,
 ) -> Result<VerifyReport, String> {
     let opts = crate::api::trace_options(&format, &columns).map_err(|e| e.to_string())?;
-    trace::parse(&body, &opts)
+    trace::parse_reader(&body[..], &opts)
         .map(|t| report(&t, Some(&plan)))
         .map_err(|e| e.to_string())
 }
@@ -334,7 +334,9 @@ pub fn VerifyPanel(
 ) -> impl IntoView {
     let lang = use_lang();
     let text = RwSignal::new(String::new());
-    let file_text = RwSignal::new(None::<String>);
+    // The chosen file's bytes (a memory snapshot is binary; a text file is
+    // read as its bytes too, UTF-16 and all, as the server reads it).
+    let file_body = RwSignal::new(None::<Vec<u8>>);
     let note = RwSignal::new(None::<String>);
     let format = RwSignal::new("auto".to_string());
     let columns = RwSignal::new(String::new());
@@ -346,12 +348,12 @@ pub fn VerifyPanel(
     let preview = RwSignal::new(None::<Result<VerifyReport, String>>);
     let generation = StoredValue::new(0u64);
     Effect::new(move |_| {
-        let body = file_text.get().unwrap_or_else(|| text.get());
+        let body = file_body.get().unwrap_or_else(|| text.get().into_bytes());
         let (format, columns, plan) = (format.get(), columns.get(), preview_plan.clone());
         generation.update_value(|g| *g += 1);
         let this = generation.get_value();
         // Nothing to parse: no chunk to fetch.
-        if body.trim().is_empty() {
+        if body.iter().all(u8::is_ascii_whitespace) {
             preview.set(None);
             return;
         }
@@ -383,7 +385,7 @@ pub fn VerifyPanel(
                 action=action
                 class="verify-form"
                 on:dragover=|ev| ev.prevent_default()
-                on:drop=move |ev| on_drop(ev, file_input, file_text, note)
+                on:drop=move |ev| on_drop(ev, file_input, file_body, note)
             >
                 <label>
                     {move || lang.get().t("Log file")}
@@ -392,7 +394,7 @@ pub fn VerifyPanel(
                         name="trace"
                         node_ref=file_input
                         data-testid="verify-file"
-                        on:change=move |_| read_file(file_input, file_text, note)
+                        on:change=move |_| read_file(file_input, file_body, note)
                     />
                 </label>
                 <label>
@@ -494,7 +496,7 @@ fn Verifications(list: Vec<TraceView>, capacity_mib: f64) -> impl IntoView {
 }
 
 #[cfg(feature = "hydrate")]
-fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal<Option<String>>) {
+fn read_into(file: web_sys::File, into: RwSignal<Option<Vec<u8>>>, note: RwSignal<Option<String>>) {
     if file.size() > PREVIEW_MAX_BYTES {
         into.set(None);
         note.set(Some(format!(
@@ -504,16 +506,7 @@ fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal
         )));
         return;
     }
-    let lower = file.name().to_ascii_lowercase();
-    if lower.ends_with(".pickle") || lower.ends_with(".pkl") {
-        into.set(None);
-        note.set(Some(format!(
-            "{}: a PyTorch memory snapshot (binary) — the server reads it when attached",
-            file.name()
-        )));
-        return;
-    }
-    if lower.ends_with(".gz") {
+    if file.name().to_ascii_lowercase().ends_with(".gz") {
         into.set(None);
         note.set(Some(format!(
             "{}: gzip-compressed — the server decompresses and parses it when attached",
@@ -522,10 +515,10 @@ fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal
         return;
     }
     note.set(None);
-    let promise = file.text();
+    let promise = file.array_buffer();
     wasm_bindgen_futures::spawn_local(async move {
         if let Ok(v) = wasm_bindgen_futures::JsFuture::from(promise).await {
-            into.set(v.as_string());
+            into.set(Some(js_sys::Uint8Array::new(&v).to_vec()));
         }
     });
 }
@@ -533,7 +526,7 @@ fn read_into(file: web_sys::File, into: RwSignal<Option<String>>, note: RwSignal
 #[cfg(feature = "hydrate")]
 fn read_file(
     input: NodeRef<html::Input>,
-    into: RwSignal<Option<String>>,
+    into: RwSignal<Option<Vec<u8>>>,
     note: RwSignal<Option<String>>,
 ) {
     match input.get().and_then(|i| i.files()).and_then(|f| f.get(0)) {
@@ -546,7 +539,7 @@ fn read_file(
 fn on_drop(
     ev: web_sys::DragEvent,
     input: NodeRef<html::Input>,
-    into: RwSignal<Option<String>>,
+    into: RwSignal<Option<Vec<u8>>>,
     note: RwSignal<Option<String>>,
 ) {
     let Some(files) = ev.data_transfer().and_then(|d| d.files()) else {
@@ -567,7 +560,7 @@ fn on_drop(
 #[cfg(not(feature = "hydrate"))]
 fn read_file(
     _input: NodeRef<html::Input>,
-    _into: RwSignal<Option<String>>,
+    _into: RwSignal<Option<Vec<u8>>>,
     _note: RwSignal<Option<String>>,
 ) {
     let _ = PREVIEW_MAX_BYTES;
@@ -577,7 +570,7 @@ fn read_file(
 fn on_drop(
     _ev: leptos::ev::DragEvent,
     _input: NodeRef<html::Input>,
-    _into: RwSignal<Option<String>>,
+    _into: RwSignal<Option<Vec<u8>>>,
     _note: RwSignal<Option<String>>,
 ) {
 }
