@@ -536,10 +536,11 @@ impl Framework {
 
     /// Whether tensor parallelism splits the input embedding over the TP
     /// ranks. Megatron-LM's `VocabParallelEmbedding` (megatron-core 0.19.2
-    /// `tensor_parallel/layers.py`), torchtitan's and torchtune's TP plans
-    /// (`RowwiseParallel` on `tok_embeddings`: torchtune 0.6.1
-    /// `models/llama3/_parallelism.py`, torchtitan's Llama plan) and
-    /// DeepSpeed's AutoTP (`_slice_embedding` splits the hidden dimension,
+    /// `tensor_parallel/layers.py`), torchtitan's vocab-parallel `Embedding`
+    /// under a TP group (torchtitan 0.3.0 `models/common/embedding.py`),
+    /// torchtune's TP plan (`RowwiseParallel` on `tok_embeddings`, torchtune
+    /// 0.6.1 `models/llama3/_parallelism.py`) and DeepSpeed's AutoTP
+    /// (`nn.Embedding: _slice_embedding`, which splits the hidden dimension,
     /// deepspeed 0.19.8 `module_inject/auto_tp.py`) do. transformers'
     /// `tp_plan`, which Accelerate's `ParallelismConfig(tp_size=…)`, the
     /// Trainer and `from_pretrained(tp_plan="auto")` apply, names the blocks'
