@@ -12,13 +12,18 @@
 //! frames) are not kept, and shared objects (the snapshot's frames are
 //! shared between entries) are built once.
 //!
-//! The peaks come from replaying the history backwards from the segments:
-//! PyTorch's counters move as the trace says (torch 2.15
-//! `c10/cuda/CUDACachingAllocator.cpp`: `allocated_bytes` rises at `alloc`
-//! and falls at `free_requested`, before a block's other-stream uses end;
-//! reserved memory rises at `segment_alloc` / `segment_map` and falls at
-//! `segment_free` / `segment_unmap`), and the snapshot's segments are where
-//! the history ends (`allocated_size` and `total_size` summed per device).
+//! The peaks come from replaying the history backwards from the segments,
+//! with the counters moving as torch 2.15's `torch/cuda/memory.py` documents
+//! the snapshot: a segment's `allocated_size` is the memory "in use" and its
+//! `active_size` adds the blocks "in active_awaiting_free state", so the
+//! allocated counter rises at `alloc` and falls at `free_requested` (the
+//! tensor freed; `free_completed` only ends the wait on other streams);
+//! reserved memory is the segments' `total_size`, so it rises at
+//! `segment_alloc` (`cudaMalloc`) and falls at `segment_free`, and with
+//! expandable segments at `segment_map` / `segment_unmap` (action names not
+//! in the docstring; the strings of torch 2.15's `libc10_cuda.so`, beside
+//! `free_requested`). The snapshot's segments are where the history ends
+//! (`allocated_size` and `total_size` summed per device).
 //! Walking the entries back from there gives both counters at every entry,
 //! so `max_memory_allocated` / `max_memory_reserved` over the recorded
 //! window, and what was already allocated when the window opened.
@@ -480,7 +485,7 @@ struct Device {
     reserved_now: f64,
     segments: u64,
     largest_segment: f64,
-    /// (allocated delta, reserved delta, entry) per history entry, in order.
+    /// (allocated delta, reserved delta) per history entry, in order.
     history: Vec<(f64, f64)>,
     ooms: Vec<(usize, f64, Option<f64>)>,
 }
