@@ -180,18 +180,18 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    fn append(&mut self, items: Vec<u32>) -> Result<(), TraceError> {
+    fn append(&mut self, items: &[u32]) -> Result<(), TraceError> {
         let at = self.pos;
         let target = self.top()?;
         match &mut self.arena[target as usize] {
-            Node::List(l) => l.extend(items),
+            Node::List(l) => l.extend_from_slice(items),
             Node::Object => {}
             _ => return Err(err(at, "items appended to something not a list")),
         }
         Ok(())
     }
 
-    fn set_items(&mut self, items: Vec<u32>) -> Result<(), TraceError> {
+    fn set_items(&mut self, items: &[u32]) -> Result<(), TraceError> {
         let at = self.pos;
         if !items.len().is_multiple_of(2) {
             return Err(err(at, "a key without its value"));
@@ -282,54 +282,46 @@ impl<'a> Machine<'a> {
                     a.copy_from_slice(s);
                     self.push(Node::Float(f64::from_be_bytes(a)))?;
                 }
-                0x8c | b'C' | b'U' => {
-                    let n = usize::from(self.u8()?);
-                    let v = self.text(n)?;
-                    self.push(v)?;
-                }
-                b'X' | b'B' | b'T' => {
-                    let n = self.len(4)?;
-                    let v = self.text(n)?;
-                    self.push(v)?;
-                }
-                0x8d | 0x8e | 0x96 => {
-                    let n = self.len(8)?;
+                // Strings and bytes, by the width of their length.
+                0x8c | b'C' | b'U' | b'X' | b'B' | b'T' | 0x8d | 0x8e | 0x96 => {
+                    let n = match op {
+                        0x8c | b'C' | b'U' => usize::from(self.u8()?),
+                        b'X' | b'B' | b'T' => self.len(4)?,
+                        _ => self.len(8)?,
+                    };
                     let v = self.text(n)?;
                     self.push(v)?;
                 }
                 0x94 => self.memo_put(self.memo.len())?,
-                b'q' => {
-                    let i = usize::from(self.u8()?);
-                    self.memo_put(i)?;
-                }
-                b'r' => {
-                    let i = self.len(4)?;
-                    self.memo_put(i)?;
-                }
-                b'h' => {
-                    let i = usize::from(self.u8()?);
-                    self.memo_get(i)?;
-                }
-                b'j' => {
-                    let i = self.len(4)?;
-                    self.memo_get(i)?;
+                // The memo by a one- or four-byte index.
+                b'q' | b'r' | b'h' | b'j' => {
+                    let i = if matches!(op, b'q' | b'h') {
+                        usize::from(self.u8()?)
+                    } else {
+                        self.len(4)?
+                    };
+                    if matches!(op, b'q' | b'r') {
+                        self.memo_put(i)?;
+                    } else {
+                        self.memo_get(i)?;
+                    }
                 }
                 b'a' => {
                     let v = self.pop()?;
-                    self.append(vec![v])?;
+                    self.append(&[v])?;
                 }
                 b'e' | 0x90 => {
                     let items = self.pop_mark()?;
-                    self.append(items)?;
+                    self.append(&items)?;
                 }
                 b's' => {
                     let v = self.pop()?;
                     let k = self.pop()?;
-                    self.set_items(vec![k, v])?;
+                    self.set_items(&[k, v])?;
                 }
                 b'u' => {
                     let items = self.pop_mark()?;
-                    self.set_items(items)?;
+                    self.set_items(&items)?;
                 }
                 b't' | b'l' | 0x91 => {
                     let items = self.pop_mark()?;
@@ -478,16 +470,20 @@ impl<'a> View<'a> {
     }
 }
 
-/// One device's counters as the snapshot leaves them and its history.
+/// One device: its counters as the snapshot leaves them, and over its
+/// recorded history.
 #[derive(Default)]
 struct Device {
     allocated_now: f64,
     reserved_now: f64,
     segments: u64,
     largest_segment: f64,
-    /// (allocated delta, reserved delta) per history entry, in order.
-    history: Vec<(f64, f64)>,
-    ooms: Vec<(usize, f64, Option<f64>)>,
+    /// Entries of its recorded history.
+    entries: usize,
+    peak_allocated: f64,
+    peak_reserved: f64,
+    /// Allocated when the history begins.
+    start_allocated: f64,
 }
 
 /// A memory snapshot, read ([module docs](self)).
@@ -538,44 +534,9 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
         g.segments += 1;
         g.largest_segment = g.largest_segment.max(total);
     }
-    let mut entries = 0usize;
-    for (d, &list) in traces.iter().enumerate() {
-        let list = v.list(Some(list));
-        if list.is_empty() {
-            continue;
-        }
-        let d = dev(&mut devices, d);
-        for &e in list {
-            entries += 1;
-            let size = v.num(e, "size").unwrap_or(0.0).max(0.0);
-            let delta = match v.str(e, "action") {
-                Some("alloc") => (size, 0.0),
-                Some("free_requested") => (-size, 0.0),
-                Some("segment_alloc" | "segment_map") => (0.0, size),
-                Some("segment_free" | "segment_unmap") => (0.0, -size),
-                Some("oom") => {
-                    let free = v.num(e, "device_free");
-                    let at = devices[d].history.len();
-                    devices[d].ooms.push((at, size, free));
-                    (0.0, 0.0)
-                }
-                _ => (0.0, 0.0),
-            };
-            devices[d].history.push(delta);
-        }
-    }
-    if devices
-        .iter()
-        .all(|g| g.segments == 0 && g.history.is_empty())
-    {
-        return Err(TraceError::whole(
-            "a PyTorch memory snapshot with no segments and no recorded history: nothing was \
-             allocated on the GPU when it was taken",
-        ));
-    }
     let mut t = Trace {
         format: Format::PytorchMemorySnapshot,
-        lines: entries as u64,
+        lines: 0,
         gpus: Vec::new(),
         processes: Vec::new(),
         oom: Vec::new(),
@@ -583,112 +544,123 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
         notes: Vec::new(),
         warnings: Vec::new(),
     };
-    // Each device's peaks over its history, walked back from the segments.
-    let mut per_device = Vec::new();
-    for (d, g) in devices.iter().enumerate() {
-        if g.segments == 0 && g.history.is_empty() {
+    // Each device's history walked back from its segments: the counters
+    // after entry i are (a, r); before it, less what the entry changed.
+    for (d, &list) in traces.iter().enumerate() {
+        let list = v.list(Some(list));
+        if list.is_empty() {
             continue;
         }
+        let d = dev(&mut devices, d);
+        let g = &mut devices[d];
         let (mut a, mut r) = (g.allocated_now, g.reserved_now);
         let (mut peak_a, mut peak_r) = (a, r);
-        let mut at_entry = vec![(0.0, 0.0); g.history.len()];
-        for (i, &(da, dr)) in g.history.iter().enumerate().rev() {
-            // The counters after entry i are (a, r); before it, less its delta.
-            at_entry[i] = (a, r);
-            a -= da;
-            r -= dr;
+        let mut ooms = Vec::new();
+        for (i, &e) in list.iter().enumerate().rev() {
+            let size = v.num(e, "size").unwrap_or(0.0).max(0.0);
+            match v.str(e, "action") {
+                Some("alloc") => a -= size,
+                Some("free_requested") => a += size,
+                Some("segment_alloc" | "segment_map") => r -= size,
+                Some("segment_free" | "segment_unmap") => r += size,
+                Some("oom") => ooms.push(OomEvent {
+                    line: i as u64 + 1,
+                    gpu: Some(d as u32),
+                    tried_to_allocate_mib: Some(size / MIB),
+                    capacity_mib: None,
+                    free_mib: v.num(e, "device_free").map(|f| f / MIB),
+                    allocated_by_pytorch_mib: Some(a / MIB),
+                    reserved_by_pytorch_mib: Some(r / MIB),
+                }),
+                _ => {}
+            }
             peak_a = peak_a.max(a);
             peak_r = peak_r.max(r);
         }
-        let (start_a, start_r) = (a, r);
-        if start_a < -MIB || start_r < -MIB {
+        if a < -MIB || r < -MIB {
             t.warnings.push(format!(
                 "device {d}: the history does not end where the segments do (it frees {:.0} MiB more \
                  than it allocates); the peaks may be off — was the snapshot taken from another \
                  process or after torch.cuda.memory._record_memory_history(enabled=None)?",
-                (-start_a).max(-start_r) / MIB
+                (-a).max(-r) / MIB
             ));
         }
-        for &(i, size, free) in &g.ooms {
-            let (al, re) = at_entry
-                .get(i)
-                .copied()
-                .unwrap_or((g.allocated_now, g.reserved_now));
-            t.oom.push(OomEvent {
-                line: i as u64 + 1,
-                gpu: Some(d as u32),
-                tried_to_allocate_mib: Some(size / MIB),
-                capacity_mib: None,
-                free_mib: free.map(|f| f / MIB),
-                allocated_by_pytorch_mib: Some(al / MIB),
-                reserved_by_pytorch_mib: Some(re / MIB),
-            });
-        }
-        per_device.push((d, g, peak_a, peak_r, start_a.max(0.0)));
+        ooms.reverse();
+        t.oom.extend(ooms);
+        t.lines += list.len() as u64;
+        g.entries = list.len();
+        (g.peak_allocated, g.peak_reserved) = (peak_a, peak_r);
+        g.start_allocated = a.max(0.0);
+    }
+    // A device without a history peaks where it stands.
+    for g in devices.iter_mut().filter(|g| g.entries == 0) {
+        (g.peak_allocated, g.peak_reserved) = (g.allocated_now, g.reserved_now);
+    }
+    let mut seen: Vec<(usize, &Device)> = devices
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.segments > 0 || g.entries > 0)
+        .collect();
+    if seen.is_empty() {
+        return Err(TraceError::whole(
+            "a PyTorch memory snapshot with no segments and no recorded history: nothing was \
+             allocated on the GPU when it was taken",
+        ));
     }
     // The device whose allocator reserved the most is the one compared (a
     // training process has one); the others are noted.
-    per_device.sort_by(|x, y| y.3.total_cmp(&x.3).then(x.0.cmp(&y.0)));
-    let recorded = per_device.iter().any(|(_, g, ..)| !g.history.is_empty());
-    if let Some(&(d, g, peak_a, peak_r, start_a)) = per_device.first() {
-        t.allocator = Some(if g.history.is_empty() {
-            AllocatorStats {
-                current_allocated_mib: Some(g.allocated_now / MIB),
-                current_reserved_mib: Some(g.reserved_now / MIB),
-                ..AllocatorStats::default()
-            }
-        } else {
-            AllocatorStats {
-                peak_allocated_mib: Some(peak_a / MIB),
-                peak_reserved_mib: Some(peak_r / MIB),
-                current_allocated_mib: Some(g.allocated_now / MIB),
-                current_reserved_mib: Some(g.reserved_now / MIB),
-                ranks: Vec::new(),
-            }
-        });
-        if !g.history.is_empty() {
-            t.notes.push((
-                format!(
-                    "device {d}: allocated when the recorded history ({} entries) begins",
-                    g.history.len()
-                ),
-                start_a / MIB,
-            ));
-        }
+    seen.sort_by(|(i, x), (j, y)| y.peak_reserved.total_cmp(&x.peak_reserved).then(i.cmp(j)));
+    let (d, g) = seen[0];
+    let mut stats = AllocatorStats {
+        current_allocated_mib: Some(g.allocated_now / MIB),
+        current_reserved_mib: Some(g.reserved_now / MIB),
+        ..AllocatorStats::default()
+    };
+    if g.entries > 0 {
+        stats.peak_allocated_mib = Some(g.peak_allocated / MIB);
+        stats.peak_reserved_mib = Some(g.peak_reserved / MIB);
         t.notes.push((
             format!(
-                "device {d}: reserved at the snapshot ({} segments; the largest below)",
-                g.segments
+                "device {d}: allocated when the recorded history ({} entries) begins",
+                g.entries
             ),
-            g.reserved_now / MIB,
+            g.start_allocated / MIB,
         ));
-        t.notes.push((
-            format!("device {d}: largest segment"),
-            g.largest_segment / MIB,
-        ));
-        if !recorded {
-            t.warnings.push(
-                "no allocation history in the snapshot (torch.cuda.memory._record_memory_history() was \
-                 not on): its figures are the allocator's state when it was taken, not the run's peaks"
-                    .into(),
-            );
-        } else if start_a > MIB {
-            t.warnings.push(format!(
-                "the recorded history begins with {:.0} MiB already allocated on device {d}: recording \
-                 started late or its ring (`max_entries`) dropped older entries, so the peaks are \
-                 those of the recorded window",
-                start_a / MIB
-            ));
-        }
     }
-    for &(d, _, peak_a, peak_r, _) in per_device.iter().skip(1) {
+    t.allocator = Some(stats);
+    t.notes.push((
+        format!(
+            "device {d}: reserved at the snapshot ({} segments; the largest below)",
+            g.segments
+        ),
+        g.reserved_now / MIB,
+    ));
+    t.notes.push((
+        format!("device {d}: largest segment"),
+        g.largest_segment / MIB,
+    ));
+    if t.lines == 0 {
+        t.warnings.push(
+            "no allocation history in the snapshot (torch.cuda.memory._record_memory_history() was \
+             not on): its figures are the allocator's state when it was taken, not the run's peaks"
+                .into(),
+        );
+    } else if g.start_allocated > MIB {
+        t.warnings.push(format!(
+            "the recorded history begins with {:.0} MiB already allocated on device {d}: recording \
+             started late or its ring (`max_entries`) dropped older entries, so the peaks are \
+             those of the recorded window",
+            g.start_allocated / MIB
+        ));
+    }
+    for &(d, g) in &seen[1..] {
         t.notes.push((
             format!("device {d}: peak allocated in its history"),
-            peak_a / MIB,
+            g.peak_allocated / MIB,
         ));
         t.notes.push((
             format!("device {d}: peak reserved in its history"),
-            peak_r / MIB,
+            g.peak_reserved / MIB,
         ));
     }
     t.warnings.insert(
