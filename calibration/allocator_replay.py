@@ -1906,14 +1906,18 @@ def trl_copied_notes():
                 "of the shifted logits gathered; the KL forward over as many mismatched completions under "
                 "no_grad; the desirable and undesirable rows' logits selected by boolean mask (copies); the "
                 "reference's passes under no_grad (the adapters disabled or, for a full fine-tune, a frozen copy "
-                "of the model in its dtype); TRL's kto_loss; every position a completion token")
+                "of the model in its dtype); TRL's kto_loss; every position a completion token"
+                "; the weights in the run's dtype: a bf16 run's stay bf16 as under LLaMA-Factory's pure_bf16 "
+                "(without it, it casts trainable weights to fp32)")
     if LLAMAFACTORY_ORPO:
         return ("; LLaMA-Factory 0.9.5 CustomDPOTrainer with pref_loss orpo copied: chosen and rejected "
                 "concatenated, twice micro_batch sequences; the model's logits (.float()ed by Accelerate's "
                 "convert_outputs_to_fp32 under autocast) upcast with .to(torch.float32) in any case; "
                 "get_batch_logps: a whole log_softmax of the shifted logits gathered, averaged over each row; no "
                 "reference model (use_ref_model false); the odds-ratio loss with its SFT term; the mean chosen and "
-                "rejected logits logged; every position a completion token")
+                "rejected logits logged; every position a completion token"
+                "; the weights in the run's dtype: a bf16 run's stay bf16 as under LLaMA-Factory's pure_bf16 "
+                "(without it, it casts trainable weights to fp32)")
     if TRL_ORPO:
         # One trainer's code; the releases differ in how `selective_log_softmax` takes the log-probabilities.
         release, kept = (
@@ -1933,7 +1937,9 @@ def trl_copied_notes():
                 "under autocast) upcast with .to(torch.float32) in any case; get_batch_logps: a whole "
                 "log_softmax of the shifted logits gathered; the policy's logits kept for the metrics through "
                 "the reference pass under no_grad (the adapters disabled or, for a full fine-tune, a frozen copy "
-                "of the model in its dtype); sigmoid loss; every position a completion token")
+                "of the model in its dtype); sigmoid loss; every position a completion token"
+                "; the weights in the run's dtype: a bf16 run's stay bf16 as under LLaMA-Factory's pure_bf16 "
+                "(without it, it casts trainable weights to fp32)")
     if DPO_LOGITS_0_24:
         return ("; trl 0.24.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
                 "concatenated, twice micro_batch sequences; output_hidden_states; the model's "

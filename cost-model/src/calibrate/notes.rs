@@ -947,14 +947,49 @@ pub(super) fn gradient_checkpointing_argument(lower: &str) -> Option<&str> {
 /// README figures (~36 GiB a GPU on 8 × 48 GB accumulating 2 micro-batches)
 /// leave no room for the 39 GiB of unsharded gradients `no_sync` keeps.
 pub(super) fn fsdp2_reduced_each_micro_batch(lower: &str, sharding: &str) -> bool {
-    let fsdp2 = sharding.trim().eq_ignore_ascii_case("fsdp2")
-        || names_tool(lower, &["fsdp2", "fully_shard"])
-        || lower.contains("fsdp_version: 2")
-        || lower.contains("fsdp_version=2")
-        || lower.contains("fsdp_version 2");
+    let fsdp2 = names_fsdp2(lower, sharding);
     let accelerate = stated_release(lower, &["accelerate ", "accelerate==", "accelerate v"]);
     let axolotl = stated_release(lower, &["axolotl ", "axolotl==", "axolotl v"]);
     fsdp2 && (accelerate.is_some_and(|v| v < (1, 11)) || axolotl.is_some_and(|v| v < (0, 13)))
+}
+
+/// The row ran FSDP2: the sharding column says `fsdp2`, or the notes name
+/// it (FSDP2, `fully_shard`, `fsdp_version: 2`).
+pub(super) fn names_fsdp2(lower: &str, sharding: &str) -> bool {
+    sharding.trim().eq_ignore_ascii_case("fsdp2")
+        || names_tool(lower, &["fsdp2", "fully_shard"])
+        || lower.contains("fsdp_version: 2")
+        || lower.contains("fsdp_version=2")
+        || lower.contains("fsdp_version 2")
+}
+
+/// What the notes say of the run's mixed precision, the switch behind the
+/// Trainer's `--bf16`/`--fp16` (Accelerate's `mixed_precision`; `lower`: the
+/// notes, lower-cased). Off where they say so — `mixed_precision no`,
+/// `bf16=False`, LLaMA-Factory's `pure_bf16`, "pure bf16"; on where they name
+/// a mixed-precision dtype (`mixed_precision bf16`, `--mixed_precision fp16`)
+/// or set the flag (`bf16=True`, `--bf16`); else `None`.
+pub(super) fn stated_mixed_precision(lower: &str) -> Option<bool> {
+    const PURE: [&str; 4] = ["pure_bf16", "pure bf16", "pure_fp16", "pure fp16"];
+    let named = [
+        stated_flag(lower, "mixed_precision"),
+        stated_flag(lower, "mixed precision"),
+        stated_flag(lower, "bf16"),
+        stated_flag(lower, "fp16"),
+    ];
+    if PURE.iter().any(|w| lower.contains(w)) || named.contains(&Some(false)) {
+        return Some(false);
+    }
+    let dtype_named = ["mixed_precision", "mixed precision"].iter().any(|key| {
+        lower.match_indices(key).any(|(at, _)| {
+            let rest = lower[at + key.len()..].trim_start_matches([' ', '=', ':', '"', '\'', '`']);
+            ["bf16", "fp16", "fp8"].iter().any(|d| rest.starts_with(d))
+        })
+    });
+    let flag = lower
+        .split([' ', ';', ',', '(', ')'])
+        .any(|w| w == "--bf16" || w == "--fp16");
+    (dtype_named || flag || named.contains(&Some(true))).then_some(true)
 }
 
 /// A CUDA context larger than this (MiB) was created with eager module
