@@ -1102,6 +1102,9 @@ impl Parallelism {
     }
 }
 
+/// What the planner and the CLI say where [`Plan::framework_upcasts_trainable`].
+pub const UPCAST_CAVEAT: &str = "The Trainer's --bf16/--fp16 under FSDP (Accelerate) and LLaMA-Factory without pure_bf16 keep a full fine-tune's trainable weights, gradients and optimizer states in fp32: if your run does, choose AMP";
+
 impl Default for Plan {
     /// The example plan: Llama-3-8B on 8 × H100 80GB, bf16 AMP, ZeRO-2,
     /// Hugging Face Trainer defaults.
@@ -1260,6 +1263,42 @@ impl Plan {
     /// ([`Plan::default_checkpointing`]).
     pub fn kbit_preparation_checkpoints(&self) -> bool {
         matches!(self.training.finetune.base_bits(), Some(4 | 8)) && self.training.kbit_fp32_prep
+    }
+
+    /// Whether the framework, as it runs by default, keeps the trainable
+    /// weights of this pure 16-bit full fine-tune in fp32 all the same — so
+    /// the run stores what the plan calls AMP:
+    /// - the Trainer (and the tools on it) under FSDP: its `--bf16`/`--fp16`
+    ///   turns Accelerate's mixed precision on, and Accelerate then casts each
+    ///   trainable 16-bit parameter to fp32 as it prepares the model (FSDP1:
+    ///   `param.data = param.data.to(torch.float32)` on each trainable
+    ///   `FlatParameter` in `Accelerator.prepare_model`, accelerate 0.30.1 to
+    ///   1.16.0; FSDP2: `fsdp2_prepare_model`, the whole model in 1.6.0–1.12.0,
+    ///   the trainable parameters from 1.14.0 — 1.13.0's loop rebinds a local
+    ///   and casts nothing);
+    /// - LLaMA-Factory in any layout but DeepSpeed's (whose engine holds the
+    ///   module in 16 bits and its fp32 master in the optimizer):
+    ///   `cast_trainable_params_to_fp32` unless `pure_bf16` (llamafactory
+    ///   0.9.5 `model/adapter.py`).
+    ///
+    /// The plan's precision is what is stored, so this is a caveat the planner
+    /// and the CLI show ([`crate::estimate::Estimate::framework_upcasts`]),
+    /// and the case reader's default for a row that says `bf16` (`calibrate`);
+    /// adapters are left alone (PEFT makes them fp32).
+    pub fn framework_upcasts_trainable(&self) -> bool {
+        let t = &self.training;
+        if !matches!(t.finetune, Finetune::Full)
+            || !matches!(t.precision, Precision::Bf16 | Precision::Fp16)
+        {
+            return false;
+        }
+        let sharding = self.parallel.sharding;
+        let deepspeed = matches!(
+            sharding,
+            Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
+        );
+        (self.framework == Framework::LlamaFactory && !deepspeed)
+            || (sharding.is_fsdp() && self.framework.trains_through_trainer())
     }
 
     /// Each FSDP rank accumulates the full unsharded gradients between

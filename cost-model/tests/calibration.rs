@@ -4712,6 +4712,10 @@ fn a_pure_16_bit_full_fine_tune_reads_as_amp_where_the_framework_upcasts_its_tra
         &[("framework", "plain-pytorch")],
         &[("framework", "torchtitan")],
         &[
+            ("framework", "torchtitan"),
+            ("notes", "mixed_precision bf16"),
+        ],
+        &[
             ("framework", "other"),
             ("notes", "axolotl; fsdp_version: 2"),
         ],

@@ -1062,3 +1062,46 @@ fn transformers_4_46_to_4_48_copy_the_shifted_logits_inside_the_loss() {
         peak(&litgpt)
     );
 }
+
+/// Accelerate's FSDP preparation casts trainable 16-bit parameters to fp32
+/// when mixed precision is on (the Trainer's `--bf16`; accelerate 0.30.1–1.16.0
+/// `Accelerator.prepare_model`, `fsdp2_prepare_model`), and LLaMA-Factory does
+/// outside DeepSpeed unless `pure_bf16` (llamafactory 0.9.5 `model/adapter.py`):
+/// a pure bf16 full fine-tune there stores what the planner calls AMP, which
+/// the planner and the CLI say (`Estimate::framework_upcasts`).
+#[test]
+fn the_trainer_under_fsdp_and_llamafactory_keep_a_pure_16_bit_full_fine_tune_in_fp32() {
+    let trainer = |sharding| bf16_plan("llama-3.2-3b", Framework::HfTrainer, 1024, 4, sharding);
+    for s in [Sharding::FsdpFull, Sharding::FsdpGradOp, Sharding::Hsdp] {
+        assert!(trainer(s).framework_upcasts_trainable(), "{s:?}");
+    }
+    for s in [Sharding::Ddp, Sharding::Zero2, Sharding::Zero3] {
+        assert!(!trainer(s).framework_upcasts_trainable(), "{s:?}");
+    }
+    let fsdp = trainer(Sharding::FsdpFull);
+    let said = |p: &Plan| estimate(p).unwrap().framework_upcasts;
+    assert!(said(&fsdp));
+    // The figures stay the plan's as stated: AMP's are larger.
+    // Nothing to say when the plan already stores fp32, for adapters, or
+    // where the FSDP is not Accelerate's.
+    let mut amp = fsdp.clone();
+    amp.training.precision = Precision::AmpBf16;
+    let mut lora = fsdp.clone();
+    lora.training.finetune = lora_qv(16);
+    let titan = bf16_plan(
+        "llama-3.2-3b",
+        Framework::Torchtitan,
+        1024,
+        4,
+        Sharding::FsdpFull,
+    );
+    assert!(estimate(&amp).unwrap().peak.allocated > estimate(&fsdp).unwrap().peak.allocated);
+    for p in [&amp, &lora, &titan] {
+        assert!(!said(p), "{:?}", p.framework);
+    }
+    // LLaMA-Factory: on one GPU and under DDP too, not under DeepSpeed.
+    let lf = |gpus, s| bf16_plan("llama-3.2-3b", Framework::LlamaFactory, 1024, gpus, s);
+    assert!(lf(1, Sharding::None).framework_upcasts_trainable());
+    assert!(lf(4, Sharding::Ddp).framework_upcasts_trainable());
+    assert!(!lf(4, Sharding::Zero3).framework_upcasts_trainable());
+}

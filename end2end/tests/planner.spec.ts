@@ -847,3 +847,23 @@ test("a GPU's memory can be changed (a MIG slice) or entered for a GPU not in th
     await expect(page.getByTestId("capacity")).toHaveText("24.00 GiB");
   }
 });
+
+test("a pure bf16 full fine-tune under the Trainer's FSDP says Accelerate keeps its weights in fp32; AMP says nothing", async ({ page }, info) => {
+  await page.goto("/?fw=hf-trainer&shard=fsdp-full&prec=bf16");
+  if (hydrated(info)) await waitForHydration(page);
+  const caveat = page.getByTestId("caveat");
+  await expect(caveat).toHaveCount(1);
+  await expect(caveat).toContainText("--bf16");
+  await expect(caveat).toContainText("choose AMP");
+  if (hydrated(info)) {
+    // Recomputed in the browser: choosing AMP (what the run stores) clears it.
+    await page.getByTestId("prec").selectOption("amp-bf16");
+    await expect(caveat).toHaveCount(0);
+    await page.getByTestId("prec").selectOption("bf16");
+    await expect(caveat).toHaveCount(1);
+  }
+  // Not for DeepSpeed, whose engine keeps the module in 16 bits.
+  await page.goto("/?fw=hf-trainer&shard=zero2&prec=bf16");
+  await expect(page.getByTestId("verdict")).toBeVisible();
+  await expect(caveat).toHaveCount(0);
+});

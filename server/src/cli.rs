@@ -307,6 +307,9 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
             show(max_mb),
             show(max_seq)
         );
+        if est.framework_upcasts {
+            out!("note: {}", cost_model::plan::UPCAST_CAVEAT);
+        }
         for r in ladder {
             out!(
                 "  fix: {:<18} -> {} (saves {}, speed {:+}%){}",

@@ -54,6 +54,19 @@ fn example_plan_round_trips_through_estimate() {
         text.contains("offload needs per GPU: 16.83 GiB host RAM, 0 B NVMe"),
         "{text}"
     );
+    // Pure bf16 under the Trainer's FSDP: a note that Accelerate keeps the
+    // weights in fp32 under --bf16 (and in the JSON, `framework_upcasts`);
+    // none for the example's AMP.
+    assert!(!text.contains("note:"), "{text}");
+    let pure = example
+        .replace("\"zero2\"", "\"fsdp-full\"")
+        .replace("\"amp-bf16\"", "\"bf16\"");
+    std::fs::write(&path, &pure).unwrap();
+    let (_, text, _) = memplan(&["estimate", path.to_str().unwrap()]);
+    assert!(text.contains("note: The Trainer's --bf16"), "{text}");
+    let (_, json, _) = memplan(&["estimate", path.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["estimate"]["framework_upcasts"], true);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -94,6 +94,15 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                                         </p>
                                     }
                                 })}
+                            {est
+                                .framework_upcasts
+                                .then(|| {
+                                    view! {
+                                        <p class="caveat" data-testid="caveat" role="note">
+                                            {l.t(cost_model::plan::UPCAST_CAVEAT)}
+                                        </p>
+                                    }
+                                })}
                         }
                         .into_any()
                     }

@@ -675,9 +675,7 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     }
     // A full fine-tune stated in pure 16 bits whose framework keeps the
     // trainable weights in fp32 all the same runs as AMP over them.
-    if matches!(plan.training.finetune, Finetune::Full)
-        && upcasts_trainable_weights(&plan, &lower, r.get("sharding"))
-    {
+    if upcasts_trainable_weights(&plan, &lower, r.get("sharding")) {
         plan.training.precision = match plan.training.precision {
             Precision::Bf16 => Precision::AmpBf16,
             Precision::Fp16 => Precision::AmpFp16,
@@ -691,42 +689,30 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
 /// (`lower`: the notes, lower-cased; `sharding`: the column as written), so a
 /// run the row calls pure bf16 or fp16 — a 16-bit checkpoint under
 /// `--bf16`/`--fp16` — stores fp32 weights, gradients and optimizer states
-/// and computes under autocast: the planner's AMP (whose precision hint says
-/// so). Where the notes say mixed precision was off ([`stated_mixed_precision`])
-/// nothing is cast.
-/// - Accelerate under FSDP, when mixed precision is on: FSDP1 casts each
-///   trainable `FlatParameter` (`param.data = param.data.to(torch.float32)`
-///   in `Accelerator.prepare_model`, "we follow DeepSpeed's strategy to hold
-///   the parameters in full precision": accelerate 0.30.1 to 1.16.0; not in
-///   0.29.3), FSDP2 the model (`fsdp2_prepare_model`: `model.to(torch.float32)`
-///   in 1.6.0–1.12.0, the trainable parameters from 1.14.0; 1.13.0's loop
-///   rebinds a local, `param = param.to(torch.float32)`, and casts nothing).
-///   The Trainer sets it from `--bf16`/`--fp16`, which its recipes and the
-///   tools on it pass (TRL, LLaMA-Factory, ms-swift, Unsloth; axolotl's own
-///   FSDP2 preparation casts nothing), so a Trainer row is read with it on; a
-///   row of Accelerate's own loop only where the notes say so.
-/// - LLaMA-Factory in any layout but DeepSpeed's (whose engine casts the
-///   module back to 16 bits and keeps the fp32 master in its optimizer):
-///   `cast_trainable_params_to_fp32` unless `pure_bf16` or BAdam
-///   (llamafactory 0.9.5 `model/adapter.py` `init_adapter`,
-///   `_setup_full_tuning`).
+/// and computes under autocast: the planner's AMP. By default as the
+/// framework runs ([`Plan::framework_upcasts_trainable`]: the Trainer and the
+/// tools on it under FSDP, with the `--bf16` their recipes pass; LLaMA-Factory
+/// outside DeepSpeed), but not where the notes say mixed precision was off
+/// ([`stated_mixed_precision`]), nor for LLaMA-Factory's BAdam or axolotl's
+/// own FSDP2 preparation, which casts nothing; and for a loop of Accelerate's
+/// own (or PEFT's scripts, which run on it) under FSDP where the notes turn
+/// mixed precision on.
 fn upcasts_trainable_weights(plan: &Plan, lower: &str, sharding: &str) -> bool {
     let stated = stated_mixed_precision(lower);
-    if stated == Some(false) {
+    let framework = plan.framework;
+    if stated == Some(false)
+        || (framework == Framework::LlamaFactory && lower.contains("badam"))
+        || (framework == Framework::Axolotl && names_fsdp2(lower, sharding))
+    {
         return false;
     }
-    let framework = plan.framework;
-    let deepspeed = matches!(
-        plan.parallel.sharding,
-        Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
-    );
-    if framework == Framework::LlamaFactory && !deepspeed && !lower.contains("badam") {
-        return true;
-    }
-    let axolotl_fsdp2 = framework == Framework::Axolotl && names_fsdp2(lower, sharding);
-    plan.parallel.sharding.is_fsdp()
-        && !axolotl_fsdp2
-        && (stated == Some(true) || framework.trains_through_trainer())
+    let pure_full = matches!(plan.training.finetune, Finetune::Full)
+        && matches!(plan.training.precision, Precision::Bf16 | Precision::Fp16);
+    plan.framework_upcasts_trainable()
+        || (pure_full
+            && plan.parallel.sharding.is_fsdp()
+            && matches!(framework, Framework::HfAccelerate | Framework::Peft)
+            && stated == Some(true))
 }
 
 /// The framework a row runs: the column, a tool in parentheses after it, or

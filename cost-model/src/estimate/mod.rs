@@ -865,6 +865,12 @@ pub struct Estimate {
     pub host_offload: Bytes,
     /// NVMe space one rank's offloaded states need (ZeRO-Infinity).
     pub nvme_offload: Bytes,
+    /// The framework keeps this pure 16-bit full fine-tune's trainable
+    /// weights in fp32 all the same ([`Plan::framework_upcasts_trainable`]):
+    /// the run stores what the plan calls AMP, which the planner says
+    /// ([`crate::plan::UPCAST_CAVEAT`]). The figures are the plan's as stated.
+    #[serde(default, skip_serializing_if = "crate::plan::is_false")]
+    pub framework_upcasts: bool,
 }
 
 /// `in × in` matrices a BOFT layer keeps per forward in the activation dtype:
@@ -1113,6 +1119,7 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
         band_high: used.scale(1.0 + BAND_ABOVE),
         host_offload,
         nvme_offload,
+        framework_upcasts: plan.framework_upcasts_trainable(),
         stages,
     })
 }
