@@ -1103,7 +1103,7 @@ impl Parallelism {
 }
 
 /// What the planner and the CLI say where [`Plan::framework_upcasts_trainable`].
-pub const UPCAST_CAVEAT: &str = "The Trainer's --bf16/--fp16 under FSDP (Accelerate) and LLaMA-Factory without pure_bf16 keep a full fine-tune's trainable weights, gradients and optimizer states in fp32: if your run does, choose AMP";
+pub const UPCAST_CAVEAT: &str = "The Trainer's --fp16, its --bf16 under FSDP (Accelerate) and LLaMA-Factory without pure_bf16 keep a full fine-tune's trainable weights, gradients and optimizer states in fp32: if your run does, choose AMP";
 
 impl Default for Plan {
     /// The example plan: Llama-3-8B on 8 × H100 80GB, bf16 AMP, ZeRO-2,
@@ -1276,6 +1276,14 @@ impl Plan {
     ///   1.16.0; FSDP2: `fsdp2_prepare_model`, the whole model in 1.6.0–1.12.0,
     ///   the trainable parameters from 1.14.0 — 1.13.0's loop rebinds a local
     ///   and casts nothing);
+    /// - the Trainer's `--fp16` in any layout but DeepSpeed's: Accelerate's
+    ///   fp16 mixed precision steps through a `GradScaler`, whose `unscale_`
+    ///   refuses fp16 gradients ("Attempting to unscale FP16 gradients.",
+    ///   torch 2.15 `amp/grad_scaler.py` `_unscale_grads_` with `allow_fp16`
+    ///   false; accelerate 1.16.0 `Accelerator.__init__` builds the scaler for
+    ///   every distributed type but DeepSpeed and Megatron), so a full
+    ///   fine-tune that ran under it had fp32 weights (transformers 4 loads
+    ///   fp32 by default);
     /// - LLaMA-Factory in any layout but DeepSpeed's (whose engine holds the
     ///   module in 16 bits and its fp32 master in the optimizer):
     ///   `cast_trainable_params_to_fp32` unless `pure_bf16` (llamafactory
@@ -1297,8 +1305,10 @@ impl Plan {
             sharding,
             Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
         );
+        let trainer = self.framework.trains_through_trainer();
         (self.framework == Framework::LlamaFactory && !deepspeed)
-            || (sharding.is_fsdp() && self.framework.trains_through_trainer())
+            || (trainer && sharding.is_fsdp())
+            || (trainer && t.precision == Precision::Fp16 && !deepspeed)
     }
 
     /// Each FSDP rank accumulates the full unsharded gradients between

@@ -4700,6 +4700,12 @@ fn a_pure_16_bit_full_fine_tune_reads_as_amp_where_the_framework_upcasts_its_tra
             "{off}"
         );
     }
+    // `--fp16` cannot step fp16 weights (its GradScaler refuses fp16
+    // gradients): a Trainer's fp16 full fine-tune had fp32 ones, FSDP or not.
+    assert_eq!(
+        precision(&with(&[("precision", "fp16"), ("sharding", "ddp")])),
+        Precision::AmpFp16
+    );
     // Not sharded by FSDP, not a full fine-tune, not Accelerate's preparation.
     for other in [
         &[("sharding", "ddp")][..],

@@ -1078,6 +1078,15 @@ fn the_trainer_under_fsdp_and_llamafactory_keep_a_pure_16_bit_full_fine_tune_in_
     for s in [Sharding::Ddp, Sharding::Zero2, Sharding::Zero3] {
         assert!(!trainer(s).framework_upcasts_trainable(), "{s:?}");
     }
+    // `--fp16`'s GradScaler refuses fp16 gradients: on one GPU and under DDP
+    // the run had fp32 weights; DeepSpeed keeps its own fp32 master.
+    let fp16 = |s| {
+        let mut p = trainer(s);
+        p.training.precision = Precision::Fp16;
+        p.framework_upcasts_trainable()
+    };
+    assert!(fp16(Sharding::None) && fp16(Sharding::Ddp) && fp16(Sharding::FsdpFull));
+    assert!(!fp16(Sharding::Zero2));
     let fsdp = trainer(Sharding::FsdpFull);
     let said = |p: &Plan| estimate(p).unwrap().framework_upcasts;
     assert!(said(&fsdp));

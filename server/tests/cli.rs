@@ -63,7 +63,10 @@ fn example_plan_round_trips_through_estimate() {
         .replace("\"amp-bf16\"", "\"bf16\"");
     std::fs::write(&path, &pure).unwrap();
     let (_, text, _) = memplan(&["estimate", path.to_str().unwrap()]);
-    assert!(text.contains("note: The Trainer's --bf16"), "{text}");
+    assert!(
+        text.contains("note: The Trainer's --fp16, its --bf16 under FSDP"),
+        "{text}"
+    );
     let (_, json, _) = memplan(&["estimate", path.to_str().unwrap(), "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["estimate"]["framework_upcasts"], true);
