@@ -943,6 +943,12 @@ impl Sharding {
         )
     }
 
+    /// A DeepSpeed ZeRO stage: its engine holds the module in 16 bits and
+    /// the fp32 master in its optimizer (and does its own mixed precision).
+    pub fn is_zero(self) -> bool {
+        matches!(self, Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3)
+    }
+
     /// ZeRO-3 and FSDP in any strategy: the runtimes that shard the
     /// parameters and fetch each unit's before use — and so the only ones
     /// that can keep them on the host (`crate::validate`).
@@ -1294,21 +1300,22 @@ impl Plan {
     /// and the case reader's default for a row that says `bf16` (`calibrate`);
     /// adapters are left alone (PEFT makes them fp32).
     pub fn framework_upcasts_trainable(&self) -> bool {
-        let t = &self.training;
-        if !matches!(t.finetune, Finetune::Full)
-            || !matches!(t.precision, Precision::Bf16 | Precision::Fp16)
-        {
+        if !self.pure_16bit_full_fine_tune() {
             return false;
         }
         let sharding = self.parallel.sharding;
-        let deepspeed = matches!(
-            sharding,
-            Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
-        );
         let trainer = self.framework.trains_through_trainer();
-        (self.framework == Framework::LlamaFactory && !deepspeed)
+        (self.framework == Framework::LlamaFactory && !sharding.is_zero())
             || (trainer && sharding.is_fsdp())
-            || (trainer && t.precision == Precision::Fp16 && !deepspeed)
+            || (trainer && self.training.precision == Precision::Fp16 && !sharding.is_zero())
+    }
+
+    /// Every parameter trains, stored in pure bf16 or fp16: the plans whose
+    /// framework may keep them in fp32 all the same
+    /// ([`Plan::framework_upcasts_trainable`]).
+    pub(crate) fn pure_16bit_full_fine_tune(&self) -> bool {
+        matches!(self.training.finetune, Finetune::Full)
+            && matches!(self.training.precision, Precision::Bf16 | Precision::Fp16)
     }
 
     /// Each FSDP rank accumulates the full unsharded gradients between

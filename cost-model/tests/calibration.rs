@@ -4654,20 +4654,15 @@ fn a_pure_16_bit_full_fine_tune_reads_as_amp_where_the_framework_upcasts_its_tra
             .training
             .precision
     };
-    let fsdp = [
+    const FSDP: [(&str, &str); 4] = [
         ("precision", "bf16"),
         ("num_gpus", "4"),
         ("sharding", "fsdp-full"),
         ("notes", ""),
     ];
+    let fsdp = FSDP;
     fn with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let fsdp = [
-            ("precision", "bf16"),
-            ("num_gpus", "4"),
-            ("sharding", "fsdp-full"),
-            ("notes", ""),
-        ];
-        [&fsdp[..], extra].concat()
+        [&FSDP[..], extra].concat()
     }
     // The Trainer under FSDP: Accelerate's upcast, mixed precision on as its
     // recipes pass `--bf16`; fp16 alike.

@@ -706,10 +706,8 @@ fn upcasts_trainable_weights(plan: &Plan, lower: &str, sharding: &str) -> bool {
     {
         return false;
     }
-    let pure_full = matches!(plan.training.finetune, Finetune::Full)
-        && matches!(plan.training.precision, Precision::Bf16 | Precision::Fp16);
     plan.framework_upcasts_trainable()
-        || (pure_full
+        || (plan.pure_16bit_full_fine_tune()
             && plan.parallel.sharding.is_fsdp()
             && matches!(framework, Framework::HfAccelerate | Framework::Peft)
             && stated == Some(true))

@@ -644,10 +644,7 @@ impl<'a> Ctx<'a> {
     /// A ZeRO stage: DeepSpeed's optimizer wraps the model (and does its own
     /// mixed precision).
     pub(super) fn zero_sharding(&self) -> bool {
-        matches!(
-            self.plan.parallel.sharding,
-            Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3
-        )
+        self.plan.parallel.sharding.is_zero()
     }
 
     /// PEFT creates adapters in fp32 (`autocast_adapter_dtype=True`, PEFT ≥ 0.12);
