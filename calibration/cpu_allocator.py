@@ -23,8 +23,18 @@ the CPU writes an fp32 result and converts it, which cuBLAS does not (`MATMULS`)
     v/bin/python calibration/cpu_allocator.py scores fp32,selective,eager,16,0   # one run:
         # dtype, policy (none|full|selective), eager|sdpa (SDPA's math kernel),
         # kv heads, attention dropout
+    v/bin/python calibration/cpu_allocator.py torchtune-loss   # torchtune's loss, 0.2's
+        # recipes (the shifted, transposed fp32 logits) against 0.3's
     v/bin/python calibration/cpu_allocator.py compiled   # torch.compile (Inductor's C++
         # backend) against eager, with and without checkpointing: the loss and the blocks
+
+`torchtune-loss` (2026-12-06, torch 2.15.0; a bf16 head of 64 → 8,192 over 2 × 512
+tokens), bytes per logit at the forward's peak / as backward starts / at the backward
+peak: 0.3's recipes 8.00 / 4.00 / 12.00 (the upcast and log-softmax's output; then
+the output, the NLL's gradient and log-softmax's input gradient); 0.2's with `del
+logits` 11.98 / 3.99 / 11.98 (the shifted copy, log-softmax's contiguous copy of its
+transposed input and its output), keeping `logits` 11.98 / 7.99 / 15.97 (the shifted
+copy beside backward's three). `Ctx::torchtune_shifted_logits` counts these.
 
 `compiled` (2026-12-04, torch 2.15.0, transformers 4.57.6; a bf16 Llama with tied
 embeddings, batch 2 × 1024, each run compiled and stepped once before the profiled
@@ -143,6 +153,7 @@ class Live(NamedTuple):
     peak: int
     peak_op: str
     nodes: dict
+    forward_peak: int = 0
 
 
 def live_bytes(step):
@@ -205,7 +216,8 @@ def live_bytes(step):
     for total, op in after:
         if op.startswith("backward node"):
             nodes[op] = max(nodes.get(op, 0), total)
-    return Live(kept, peak, peak_op, nodes)
+    forward_peak = max(before, default=0)
+    return Live(kept, peak, peak_op, nodes, forward_peak)
 
 
 def scores(dtype, policy, impl="eager", kv=16, drop=0.0):
@@ -296,6 +308,44 @@ def loss(amp):
     print(f"loss {'autocast bf16' if amp else 'fp32':13s}: as backward starts {kept / u:.2f}, "
           f"backward peak {peak / u:.2f}, peak - kept {(peak - kept) / u:.2f} bytes per logit",
           flush=True)
+
+
+def torchtune_loss(release, keep):
+    """torchtune's LM head and standard loss as its recipes call them, over a
+    bf16 head input: `release` "0.2" (0.1.1–0.2.1: the decoder's
+    `self.output(h).float()`, `logits[..., :-1, :].contiguous()`, then
+    `CrossEntropyLoss` over `logits.transpose(1, 2)`) or "0.3" (0.3.1–0.6.x:
+    the labels shifted with an ignore index, `logits.reshape(-1, vocab)`, `del
+    logits`); `keep` leaves the recipe's `logits` alive through backward (0.1's
+    recipes, 0.2's but the LoRA distributed one). Bytes per logit at the
+    forward's peak, as backward starts and at the backward peak."""
+    B, S, H, V = 2, 512, 64, 8192
+    head = torch.nn.Linear(H, V, bias=False, dtype=torch.bfloat16)
+    h = torch.randn(B, S, H, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, V, (B, S))
+    ce = torch.nn.CrossEntropyLoss()
+
+    def step(mark):
+        logits = head(h).float()
+        if release == "0.2":
+            logits = logits[..., :-1, :].contiguous()
+            lab = labels[..., 1:].contiguous()
+            logits = logits.transpose(1, 2)
+            loss = ce(logits, lab)
+        else:
+            lab = torch.hstack((labels[..., 1:], torch.full((B, 1), -100)))
+            logits = logits.reshape(-1, V)
+            loss = ce(logits, lab.reshape(-1))
+        if not keep:
+            del logits
+        with mark():
+            loss.backward()
+
+    live = live_bytes(step)
+    u = B * S * V
+    print(f"torchtune-loss {release} {'kept' if keep else 'del '}: forward peak "
+          f"{live.forward_peak / u:.2f}, as backward starts {live.kept / u:.2f}, backward "
+          f"peak {live.peak / u:.2f} bytes per logit (at {live.peak_op})", flush=True)
 
 
 def working(kind, ffn, ckpt, tokens, final_norm=True, dtype=torch.bfloat16, lora=0, kv=2):
@@ -404,6 +454,9 @@ if __name__ == "__main__":
             if op in short.nodes:
                 grown = most - short.nodes[op] - long.kept + short.kept
                 print(f"{op:45s} {grown / 4096 / 512:7.2f}")
+    elif what == "torchtune-loss":
+        for release, keep in [("0.3", False), ("0.2", False), ("0.2", True)]:
+            torchtune_loss(release, keep)
     elif what == "compiled":
         compiled(2, 512, 1408, 32768)  # the loss dominates
         for layers in (4, 8):

@@ -279,6 +279,66 @@ impl TransformersRelease {
     }
 }
 
+/// torchtune releases, where they differ in what a step holds. Only a
+/// torchtune plan reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TorchtuneRelease {
+    /// 0.3 or later: the recipes shard with FSDP2 (`training.shard_model`,
+    /// `fully_shard`), shift the labels instead of the logits (an ignore
+    /// index appended, `logits.reshape(-1, vocab)`) and `del logits` before
+    /// backward (`_loss_step`, torchtune 0.3.1 to 0.6.1).
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    /// 0.2: the recipes wrap the model in FSDP1
+    /// (`FullyShardedDataParallel`, `FULL_SHARD`, `mixed_precision=None`,
+    /// one unit per decoder layer and the root holding the embedding, the
+    /// final norm and the head), copy the shifted fp32 logits
+    /// (`logits[..., :-1, :].contiguous()`) and hand cross-entropy their
+    /// transpose (`logits.transpose(1, 2)`, whose log-softmax makes a
+    /// contiguous copy first); the single-device recipes and the full
+    /// distributed one keep that copy through backward, the LoRA distributed
+    /// recipe `del`s it (torchtune 0.2.0 and 0.2.1, `recipes/*_finetune_*.py`).
+    #[serde(rename = "0.2")]
+    V0_2,
+    /// 0.1: as 0.2, and the LoRA distributed recipe keeps the copy too
+    /// (torchtune 0.1.1 `recipes/lora_finetune_distributed.py`).
+    #[serde(rename = "0.1")]
+    V0_1,
+}
+
+impl TorchtuneRelease {
+    pub fn is_current(&self) -> bool {
+        *self == TorchtuneRelease::Current
+    }
+
+    /// The release a stated `major.minor` falls in.
+    pub fn of(major: u32, minor: u32) -> TorchtuneRelease {
+        match (major, minor) {
+            (0, 0..=1) => TorchtuneRelease::V0_1,
+            (0, 2) => TorchtuneRelease::V0_2,
+            _ => TorchtuneRelease::Current,
+        }
+    }
+
+    /// The recipes wrap with FSDP1 and copy the shifted, transposed logits
+    /// (0.1 and 0.2).
+    pub fn before_0_3(self) -> bool {
+        self != TorchtuneRelease::Current
+    }
+
+    /// The recipe keeps its shifted fp32 logits through backward and the
+    /// optimizer's step (`logits` is rebound by the next iteration): every
+    /// recipe of 0.1, and of 0.2 all but the LoRA distributed one.
+    pub fn loop_keeps_shifted_logits(self, lora_distributed: bool) -> bool {
+        match self {
+            TorchtuneRelease::Current => false,
+            TorchtuneRelease::V0_2 => !lora_distributed,
+            TorchtuneRelease::V0_1 => true,
+        }
+    }
+}
+
 /// Activation checkpointing policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -879,6 +939,11 @@ pub struct TrainingSpec {
     /// 4.49 or later (or 4.45 or earlier, which hold as much).
     #[serde(default, skip_serializing_if = "TransformersRelease::is_current")]
     pub transformers: TransformersRelease,
+    /// The torchtune release whose recipes run, where releases differ in
+    /// how they shard and what their loss holds ([`TorchtuneRelease`]); read
+    /// only under torchtune. Default: 0.3 or later.
+    #[serde(default, skip_serializing_if = "TorchtuneRelease::is_current")]
+    pub torchtune: TorchtuneRelease,
     /// Gradients are reduced after every micro-batch of an accumulation, not
     /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
     /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
@@ -1159,6 +1224,7 @@ impl Default for Plan {
                 bnb_0_43_2: true,
                 pytorch: PytorchRelease::Current,
                 transformers: TransformersRelease::Current,
+                torchtune: TorchtuneRelease::Current,
                 sync_each_batch: false,
                 precompute_ref: false,
                 logprob_kernel: d.logprob_kernel,
@@ -1199,6 +1265,27 @@ impl Plan {
     pub fn accumulate_to(&mut self, global: u64) {
         let per_step = self.training.micro_batch.max(1) as u64 * self.parallel.dp() as u64;
         self.training.grad_accum = global.div_ceil(per_step).clamp(1, u32::MAX as u64) as u32;
+    }
+
+    /// Whether the plan's FSDP is FSDP2 (`fully_shard`): the framework's
+    /// ([`Framework::uses_fsdp2`]), except torchtune before 0.3, whose
+    /// recipes wrapped with FSDP1 ([`TorchtuneRelease::V0_2`]).
+    pub fn uses_fsdp2(&self) -> bool {
+        self.framework.uses_fsdp2() && !self.old_torchtune()
+    }
+
+    /// Whether the plan's FSDP makes the output projection a unit of its
+    /// own ([`Framework::fsdp_head_is_own_unit`]); torchtune's FSDP1
+    /// recipes before 0.3 left it in the root unit (`memory_efficient_fsdp_wrap`
+    /// off in their configs).
+    pub fn fsdp_head_is_own_unit(&self) -> bool {
+        self.framework.fsdp_head_is_own_unit() && !self.old_torchtune()
+    }
+
+    /// A torchtune plan run by its 0.1 or 0.2 recipes
+    /// ([`TorchtuneRelease::before_0_3`]).
+    pub fn old_torchtune(&self) -> bool {
+        self.framework == Framework::Torchtune && self.training.torchtune.before_0_3()
     }
 
     /// Whether a 4-bit base's block scales are quantized too: stated for

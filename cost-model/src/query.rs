@@ -595,6 +595,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     );
     put("torch", enum_id(&t.pytorch), enum_id(&dt.pytorch));
     put("tf", enum_id(&t.transformers), enum_id(&dt.transformers));
+    put("ttr", enum_id(&t.torchtune), enum_id(&dt.torchtune));
     // The default policy depends on the GPU count and a k-bit base's
     // preparation, which `decode` reads after the framework: it re-seeds an
     // absent `ckpt` once the plan is read.
@@ -895,6 +896,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("tf") {
         t.transformers = parse_enum("tf", s)?;
     }
+    if let Some(s) = get("ttr") {
+        t.torchtune = parse_enum("ttr", s)?;
+    }
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;
     }
@@ -1133,10 +1137,13 @@ mod tests {
         p.parallel.sharding = Sharding::FsdpFull;
         p.parallel.num_gpus = 4;
         p.training.transformers = crate::plan::TransformersRelease::V4_46To4_48;
+        p.training.torchtune = crate::plan::TorchtuneRelease::V0_2;
         let q = encode(&p);
         assert!(q.contains("lora_var=dora"), "{q}");
         assert!(q.contains("tf=4.46-4.48"), "{q}");
+        assert!(q.contains("ttr=0.2"), "{q}");
         assert_eq!(decode_str("tf=4.45").unwrap_err().param, "tf");
+        assert_eq!(decode_str("ttr=0.4").unwrap_err().param, "ttr");
         assert_eq!(decode_str(&q).unwrap(), p, "query: {q}");
         // A classification head keeps the preset's id and survives a new preset.
         p.model.head = ModelHead::Classifier;

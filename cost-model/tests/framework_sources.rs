@@ -1063,6 +1063,106 @@ fn transformers_4_46_to_4_48_copy_the_shifted_logits_inside_the_loss() {
     );
 }
 
+/// torchtune's 0.1 and 0.2 recipes copy the shifted fp32 logits
+/// (`logits[..., :-1, :].contiguous()`) and hand cross-entropy their
+/// transpose, whose log-softmax makes a contiguous copy first: one fp32
+/// logits-sized tensor more at the loss's forward than 0.3's reshaped
+/// logits; the recipes that do not `del logits` (all of 0.1's, 0.2's but the
+/// LoRA distributed one) keep the shifted copy through backward, one more
+/// there (torchtune 0.1.1, 0.2.0 and 0.2.1 `recipes/*_finetune_*.py`). And
+/// their distributed recipes wrap with FSDP1, whose root unit keeps the
+/// embedding and head gathered, where 0.3 on shards with FSDP2, the head a
+/// unit of its own. Only a torchtune plan reads the release.
+#[test]
+fn torchtune_before_0_3_copies_its_shifted_logits_and_wraps_with_fsdp1() {
+    use cost_model::plan::TorchtuneRelease;
+    let with = |mut p: Plan, r: TorchtuneRelease| {
+        p.training.torchtune = r;
+        p
+    };
+    let mut single = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Torchtune,
+        4096,
+        1,
+        Sharding::None,
+    );
+    single.training.finetune = common::lora16_all();
+    single.training.checkpointing = Checkpointing::Full;
+    // The 0.1–0.2 recipes had no chunked loss (the profile's default, 0.6.1's).
+    single.training.loss = Loss::Standard;
+    let grown = |p: &Plan, r, ph| logits_bytes(&with(p.clone(), r), ph) - logits_bytes(p, ph);
+    for r in [TorchtuneRelease::V0_1, TorchtuneRelease::V0_2] {
+        for (ph, bytes) in [(Phase::Forward, 4.0), (Phase::Backward, 4.0)] {
+            let g = grown(&single, r, ph);
+            assert!(
+                (g - bytes * LOGITS).abs() < 1e-6 * LOGITS,
+                "{r:?} {ph:?}: {} B per logit more",
+                g / LOGITS
+            );
+        }
+        let old = with(single.clone(), r);
+        assert!(old.old_torchtune() && !old.uses_fsdp2() && !old.fsdp_head_is_own_unit());
+    }
+    // 0.2's LoRA distributed recipe `del`s its logits before backward; 0.1's
+    // does not.
+    let mut lora_fsdp = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Torchtune,
+        4096,
+        2,
+        Sharding::FsdpFull,
+    );
+    lora_fsdp.training.finetune = common::lora16_all();
+    lora_fsdp.training.checkpointing = Checkpointing::Full;
+    lora_fsdp.training.loss = Loss::Standard;
+    let loss_bwd = |r| logits_bytes(&with(lora_fsdp.clone(), r), Phase::Backward);
+    assert_eq!(
+        loss_bwd(TorchtuneRelease::V0_2),
+        loss_bwd(TorchtuneRelease::Current)
+    );
+    let kept = loss_bwd(TorchtuneRelease::V0_1) - loss_bwd(TorchtuneRelease::Current);
+    assert!(
+        (kept - 4.0 * LOGITS).abs() < 1e-6 * LOGITS,
+        "{}",
+        kept / LOGITS
+    );
+    // FSDP1 under the old recipes: the root unit's embedding and head stay
+    // gathered, so a full fine-tune over four ranks holds more than FSDP2's.
+    let full = bf16_plan(
+        "llama-3.1-8b",
+        Framework::Torchtune,
+        2048,
+        4,
+        Sharding::FsdpFull,
+    );
+    let comm = |p: &Plan| {
+        phase(&estimate(p).unwrap(), Phase::Backward)
+            .comm_buffers
+            .get()
+    };
+    assert!(comm(&with(full.clone(), TorchtuneRelease::V0_2)) > comm(&full));
+    assert!(full.uses_fsdp2() && full.fsdp_head_is_own_unit() && !full.old_torchtune());
+    // Other frameworks ignore it; releases from 0.3 are the current one.
+    let trainer = bf16_plan(
+        "llama-3.1-8b",
+        Framework::HfTrainer,
+        4096,
+        1,
+        Sharding::None,
+    );
+    assert_eq!(
+        estimate(&with(trainer.clone(), TorchtuneRelease::V0_1))
+            .unwrap()
+            .peak,
+        estimate(&trainer).unwrap().peak
+    );
+    assert_eq!(TorchtuneRelease::of(0, 1), TorchtuneRelease::V0_1);
+    assert_eq!(TorchtuneRelease::of(0, 2), TorchtuneRelease::V0_2);
+    assert_eq!(TorchtuneRelease::of(0, 3), TorchtuneRelease::Current);
+    assert_eq!(TorchtuneRelease::of(0, 6), TorchtuneRelease::Current);
+}
+
 /// Accelerate's FSDP preparation casts trainable 16-bit parameters to fp32
 /// when mixed precision is on (the Trainer's `--bf16`; accelerate 0.30.1–1.16.0
 /// `Accelerator.prepare_model`, `fsdp2_prepare_model`), and LLaMA-Factory does

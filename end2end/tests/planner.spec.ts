@@ -713,6 +713,32 @@ test("transformers release: the select and the URL key agree, and 4.46–4.48's 
   expect(await deviceUsedGiB(page)).toBeCloseTo(used, 1);
 });
 
+test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep them through backward, raising the peak", async ({ page }, info) => {
+  // Llama-3.1-8B LoRA under torchtune's single-device recipe, 2 × 4096,
+  // checkpointed, the standard loss (0.2 had no chunked one): the shifted
+  // fp32 copy the recipe keeps is 2 × 4096 × 128,256 × 4 B = 3.91 GiB more
+  // at backward's start.
+  const plan =
+    "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=torchtune&prec=bf16&mb=2&seq=4096&ckpt=full&loss=standard&ft=lora&targets=all-linear&rank=16";
+  const allocatedGiB = async () => {
+    const band = (await page.getByTestId("band").textContent()) ?? "";
+    return parseFloat(band.match(/allocated ([\d.]+) GiB/)?.[1] ?? "NaN");
+  };
+  await page.goto(plan);
+  await expect(page.getByTestId("ttr")).toHaveValue("current");
+  const before = await allocatedGiB();
+  expect(before).toBeGreaterThan(20);
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("ttr").selectOption("0.2");
+    await expect(page).toHaveURL(/ttr=0\.2/);
+  } else {
+    await page.goto(`${plan}&ttr=0.2`);
+    await expect(page.getByTestId("ttr")).toHaveValue("0.2");
+  }
+  await expect.poll(allocatedGiB).toBeGreaterThan(before + 3.5);
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);

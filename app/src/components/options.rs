@@ -208,6 +208,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "Releases differ in what the causal-LM loss holds: 4.46–4.48 copy the shifted fp32 logits beside their upcast inside the loss, 4 bytes per logit more at the loss's forward (2 more allocated at the peak under the Trainer, which drops the logits before backward); other releases hold as much as 4.49 and later",
                     opts(&[("current", "4.49 or later (or 4.45 or older)"), ("4.46-4.48", "4.46 – 4.48")]),
                 ),
+                (
+                    "ttr",
+                    "torchtune release",
+                    "0.1–0.2 recipes wrap with FSDP1 and copy the shifted fp32 logits",
+                    opts(&[("current", "0.3+"), ("0.2", "0.2"), ("0.1", "0.1")]),
+                ),
             ],
         ),
         (

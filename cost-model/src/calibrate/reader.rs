@@ -262,6 +262,12 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     t.transformers = transformers_release.map_or(TransformersRelease::Current, |(major, minor)| {
         TransformersRelease::of(major, minor)
     });
+    // The torchtune release the notes state ("torchtune 0.2.1",
+    // "torchtune==0.1.1"); unstated, the current recipes.
+    t.torchtune = stated_release(notes, &["torchtune ", "torchtune==", "torchtune v"])
+        .map_or(TorchtuneRelease::Current, |(major, minor)| {
+            TorchtuneRelease::of(major, minor)
+        });
     let kbit_prep_stated = stated_kbit_prep(&lower);
     if let Some(prep) = kbit_prep_stated {
         t.kbit_fp32_prep = prep;

@@ -76,6 +76,11 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        // torchtune before 0.3: the shifted fp32 copy the recipe's `logits`
+        // holds (its transpose is the loss's input) and, where the recipe
+        // keeps it, through backward and the step
+        // ([`Self::torchtune_shifted_logits`]).
+        let (shifted, kept) = self.torchtune_shifted_logits();
         let compiled = self.plan.training.compile;
         let compiled_loss = self.compiled_loss();
         // Final-logit soft-capping keeps its tanh output wherever the logits
@@ -157,7 +162,7 @@ impl<'a> Ctx<'a> {
                     up
                 };
                 let grad = if half_to_float { HALF } else { up };
-                let fwd = copy + up + held + softcap;
+                let fwd = copy + up + held + softcap + shifted;
                 // transformers 4.46–4.48 also copy the shifted upcast logits
                 // inside the loss, while the model's output is still alive
                 // ([`Self::loss_copies_shifted_logits`]).
@@ -175,7 +180,8 @@ impl<'a> Ctx<'a> {
                 } else {
                     0.0
                 };
-                let bwd = (LOSS_STANDARD_TENSORS - 1.0) * up + grad + held + softcap + kept_input;
+                let bwd =
+                    (LOSS_STANDARD_TENSORS - 1.0) * up + grad + held + softcap + kept_input + kept;
                 (fwd, bwd)
             }
             // The kept chunks and, in backward, all their 16-bit gradients.
@@ -244,7 +250,7 @@ impl<'a> Ctx<'a> {
             Loss::Standard if compiled_loss && !self.trains_tied_head() => FP32 + held,
             // The fp32 gradient and its 16-bit cast for the head's matmul.
             Loss::Standard if self.defaults().inplace_cross_entropy => FP32 + self.beside_fp32(),
-            Loss::Standard => self.e + held,
+            Loss::Standard => self.e + held + kept,
             Loss::ChunkedKeep => HALF + self.e,
             Loss::ChunkedFree => self.e,
             Loss::Fused | Loss::TiledLogprob | Loss::ChunkedNll => 0.0,
@@ -258,7 +264,8 @@ impl<'a> Ctx<'a> {
         // the first step at weights, gradients, states, AdamW's temporaries and
         // the 2.3 GiB of 16-bit logits, 73.5 GiB.
         let step = match self.plan.training.loss {
-            Loss::Standard | Loss::ChunkedKeep => held * logits,
+            Loss::Standard => (held + kept) * logits,
+            Loss::ChunkedKeep => held * logits,
             _ => 0.0,
         };
         let blocks = if self.compiled_tied_head_keeps_logits() {
@@ -637,6 +644,48 @@ impl<'a> Ctx<'a> {
             && !self.m.python_norm
             && self.plan.framework.runs_the_models_own_code()
             && !self.compiled_loss()
+    }
+
+    /// Bytes per logit of torchtune's shifted logits before 0.3
+    /// ([`crate::plan::TorchtuneRelease::before_0_3`]), under its standard
+    /// loss over an LM head: what the loss's forward holds beside the
+    /// count of the current recipes, and what the recipe keeps through
+    /// backward and the step. The 0.1–0.2 recipes upcast in the decoder
+    /// (`self.output(h).float()`), copy the shifted logits
+    /// (`logits[..., :-1, :].contiguous()`, dropping the upcast) and pass
+    /// their transpose to `CrossEntropyLoss`, whose log-softmax makes the
+    /// strided input contiguous before it writes its output (ATen
+    /// `host_softmax`: `input_.contiguous()`): the shifted copy, that
+    /// contiguous copy and the output are alive at once — one fp32 tensor
+    /// more than 0.3's `reshape`d logits, whose upcast is the loss's input.
+    /// The recipes that do not `del logits` keep the shifted copy until the
+    /// next iteration rebinds it ([`TorchtuneRelease::loop_keeps_shifted_logits`]).
+    /// Counted on the CPU allocator (`calibration/cpu_allocator.py
+    /// torchtune-loss`, torch 2.15.0), bytes per logit at the forward's peak
+    /// and backward's: 0.3's recipes 8.00 / 12.00, 0.2's 11.98 / 11.98 with
+    /// `del logits` and 11.98 / 15.97 keeping them.
+    ///
+    /// [`TorchtuneRelease::loop_keeps_shifted_logits`]: crate::plan::TorchtuneRelease::loop_keeps_shifted_logits
+    pub(super) fn torchtune_shifted_logits(&self) -> (f64, f64) {
+        if !self.plan.old_torchtune()
+            || self.plan.training.loss != Loss::Standard
+            || self.m.head != ModelHead::Lm
+        {
+            return (0.0, 0.0);
+        }
+        let up = self.loss_bytes();
+        let lora_distributed = !self.full_finetune() && self.plan.parallel.sharding.is_fsdp();
+        let kept = if self
+            .plan
+            .training
+            .torchtune
+            .loop_keeps_shifted_logits(lora_distributed)
+        {
+            up
+        } else {
+            0.0
+        };
+        (up, kept)
     }
 
     /// A transformers model returns its loss and logits in one `ModelOutput`,

@@ -71,7 +71,7 @@ impl<'a> Ctx<'a> {
         // DeepSpeed, the rest), or one per parameter shard (FSDP1).
         let (optimizer, fsdp1_grads) = if sharding.is_fsdp() {
             let states = trainable * self.optimizer_bytes_per_param(s);
-            if self.plan.framework.uses_fsdp2() {
+            if self.plan.uses_fsdp2() {
                 (states + trainable * w, 0.0)
             } else {
                 (states, at_rest)

@@ -106,12 +106,12 @@ impl<'a> Ctx<'a> {
                 // in the post-forward for `FULL_SHARD`"). A framework that
                 // keeps a loaded full copy ([`Self::load_kept`], LitGPT's
                 // measured term) already counts those weights. The head's own
-                // FSDP2 unit ([`Framework::fsdp_head_is_own_unit`]) is in flight
+                // FSDP2 unit ([`Plan::fsdp_head_is_own_unit`]) is in flight
                 // beside one block at the loss, with its gradient.
                 let trains = if self.full_finetune() { 1.0 } else { 0.0 };
                 let (edges, edge_grads) = if p.sharding == Sharding::Zero3 {
                     (0.0, 0.0)
-                } else if self.plan.framework.fsdp_head_is_own_unit() {
+                } else if self.plan.fsdp_head_is_own_unit() {
                     let head = self.lm_head_params(s); // zero before the last stage
                     (
                         (unit_bytes + head * eb - resident).max(0.0),
@@ -174,7 +174,7 @@ impl<'a> Ctx<'a> {
             || (matches!(
                 p.sharding,
                 Sharding::FsdpFull | Sharding::FsdpGradOp | Sharding::Hsdp
-            ) && self.plan.framework.uses_fsdp2())
+            ) && self.plan.uses_fsdp2())
     }
 
     /// FSDP2 gathering on a single rank with its parameters on the GPU

@@ -519,7 +519,7 @@ impl<'a> Ctx<'a> {
     /// What FSDP1 leaves cached on the default stream as it wraps a model
     /// loaded on the host, when every unit then goes back to the host
     /// (`CPUOffload(offload_params=True)` under a framework that wraps with
-    /// FSDP1, [`Framework::uses_fsdp2`]; without offload the shards stay in
+    /// FSDP1, [`Plan::uses_fsdp2`]; without offload the shards stay in
     /// those segments): `(bytes, largest segment)`, the largest segment being
     /// the largest unit as loaded, the root (embeddings, final norm, head) or
     /// a block. Each block leaves
@@ -543,7 +543,7 @@ impl<'a> Ctx<'a> {
     /// stream, 4,037 over what it held at its peak.
     pub(super) fn fsdp1_wrap_cache(&self, s: u32) -> (f64, f64) {
         if !self.plan.parallel.sharding.is_fsdp()
-            || self.plan.framework.uses_fsdp2()
+            || self.plan.uses_fsdp2()
             || !self.offload.params_offloaded()
         {
             return (0.0, 0.0);
