@@ -70,9 +70,12 @@ pub struct LayoutSupport {
 
 impl LayoutSupport {
     /// Whether tensor parallelism is a setting away for `plan`: the
-    /// framework has it, in `plan`'s kind of fine-tuning.
+    /// framework has it, in `plan`'s kind of fine-tuning and release
+    /// (torchtune's 0.1–0.2 recipes had none: FSDP1 only, 0.2.1
+    /// `recipes/full_finetune_distributed.py`).
     pub fn tensor_parallel_for(&self, plan: &crate::plan::Plan) -> bool {
         self.tensor_parallel
+            && !plan.old_torchtune()
             && (self.tensor_parallel_adapters
                 || matches!(plan.training.finetune, crate::plan::Finetune::Full))
     }

@@ -1143,6 +1143,10 @@ fn torchtune_before_0_3_copies_its_shifted_logits_and_wraps_with_fsdp1() {
     };
     assert!(comm(&with(full.clone(), TorchtuneRelease::V0_2)) > comm(&full));
     assert!(full.uses_fsdp2() && full.fsdp_head_is_own_unit() && !full.old_torchtune());
+    // Nor did they have tensor parallelism, which 0.6.1's full fine-tune has.
+    let runs = Framework::Torchtune.layouts();
+    assert!(runs.tensor_parallel_for(&full));
+    assert!(!runs.tensor_parallel_for(&with(full.clone(), TorchtuneRelease::V0_2)));
     // Other frameworks ignore it; releases from 0.3 are the current one.
     let trainer = bf16_plan(
         "llama-3.1-8b",
