@@ -1080,17 +1080,16 @@ fn torchtune_before_0_3_copies_its_shifted_logits_and_wraps_with_fsdp1() {
         p.training.torchtune = r;
         p
     };
-    let mut single = bf16_plan(
-        "llama-3.1-8b",
-        Framework::Torchtune,
-        4096,
-        1,
-        Sharding::None,
-    );
-    single.training.finetune = common::lora16_all();
-    single.training.checkpointing = Checkpointing::Full;
-    // The 0.1–0.2 recipes had no chunked loss (the profile's default, 0.6.1's).
-    single.training.loss = Loss::Standard;
+    // LoRA at 2 × 4096, checkpointed, under the standard loss: the 0.1–0.2
+    // recipes had no chunked one (the profile's default, 0.6.1's).
+    let lora = |gpus, sharding| {
+        let mut p = bf16_plan("llama-3.1-8b", Framework::Torchtune, 4096, gpus, sharding);
+        p.training.finetune = common::lora16_all();
+        p.training.checkpointing = Checkpointing::Full;
+        p.training.loss = Loss::Standard;
+        p
+    };
+    let single = lora(1, Sharding::None);
     let grown = |p: &Plan, r, ph| logits_bytes(&with(p.clone(), r), ph) - logits_bytes(p, ph);
     for r in [TorchtuneRelease::V0_1, TorchtuneRelease::V0_2] {
         for (ph, bytes) in [(Phase::Forward, 4.0), (Phase::Backward, 4.0)] {
@@ -1106,16 +1105,7 @@ fn torchtune_before_0_3_copies_its_shifted_logits_and_wraps_with_fsdp1() {
     }
     // 0.2's LoRA distributed recipe `del`s its logits before backward; 0.1's
     // does not.
-    let mut lora_fsdp = bf16_plan(
-        "llama-3.1-8b",
-        Framework::Torchtune,
-        4096,
-        2,
-        Sharding::FsdpFull,
-    );
-    lora_fsdp.training.finetune = common::lora16_all();
-    lora_fsdp.training.checkpointing = Checkpointing::Full;
-    lora_fsdp.training.loss = Loss::Standard;
+    let lora_fsdp = lora(2, Sharding::FsdpFull);
     let loss_bwd = |r| logits_bytes(&with(lora_fsdp.clone(), r), Phase::Backward);
     assert_eq!(
         loss_bwd(TorchtuneRelease::V0_2),

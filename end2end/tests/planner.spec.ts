@@ -394,6 +394,12 @@ async function deviceUsedGiB(page: Page): Promise<number> {
   return parseFloat((await page.getByTestId("device-used").textContent()) ?? "NaN");
 }
 
+/** The band's allocated figure, in GiB (NaN until it renders). */
+async function allocatedGiB(page: Page): Promise<number> {
+  const band = (await page.getByTestId("band").textContent()) ?? "";
+  return parseFloat(band.match(/allocated ([\d.]+) GiB/)?.[1] ?? "NaN");
+}
+
 /**
  * Sets a checkbox of the plan at `plan`: hydrated by clicking it (the URL must
  * then carry `param`), without JavaScript by loading the plan with `param`.
@@ -692,13 +698,10 @@ test("transformers release: the select and the URL key agree, and 4.46–4.48's 
   // bytes a logit of segments (the dropped 16-bit output's beside its 12).
   const plan =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=hf-trainer&prec=bf16&mb=2&seq=4096&ckpt=full&ft=lora&targets=all-linear&rank=16";
-  const allocatedGiB = async () => {
-    const band = (await page.getByTestId("band").textContent()) ?? "";
-    return parseFloat(band.match(/allocated ([\d.]+) GiB/)?.[1] ?? "NaN");
-  };
+  const allocated = () => allocatedGiB(page);
   await page.goto(plan);
   await expect(page.getByTestId("tf")).toHaveValue("current");
-  const before = await allocatedGiB();
+  const before = await allocated();
   const used = await deviceUsedGiB(page);
   expect(before).toBeGreaterThan(20);
   if (hydrated(info)) {
@@ -709,7 +712,7 @@ test("transformers release: the select and the URL key agree, and 4.46–4.48's 
     await page.goto(`${plan}&tf=4.46-4.48`);
     await expect(page.getByTestId("tf")).toHaveValue("4.46-4.48");
   }
-  await expect.poll(allocatedGiB).toBeGreaterThan(before + 1.5);
+  await expect.poll(allocated).toBeGreaterThan(before + 1.5);
   expect(await deviceUsedGiB(page)).toBeCloseTo(used, 1);
 });
 
@@ -720,13 +723,10 @@ test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep the
   // at backward's start.
   const plan =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=torchtune&prec=bf16&mb=2&seq=4096&ckpt=full&loss=standard&ft=lora&targets=all-linear&rank=16";
-  const allocatedGiB = async () => {
-    const band = (await page.getByTestId("band").textContent()) ?? "";
-    return parseFloat(band.match(/allocated ([\d.]+) GiB/)?.[1] ?? "NaN");
-  };
+  const allocated = () => allocatedGiB(page);
   await page.goto(plan);
   await expect(page.getByTestId("ttr")).toHaveValue("current");
-  const before = await allocatedGiB();
+  const before = await allocated();
   expect(before).toBeGreaterThan(20);
   if (hydrated(info)) {
     await waitForHydration(page);
@@ -736,7 +736,7 @@ test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep the
     await page.goto(`${plan}&ttr=0.2`);
     await expect(page.getByTestId("ttr")).toHaveValue("0.2");
   }
-  await expect.poll(allocatedGiB).toBeGreaterThan(before + 3.5);
+  await expect.poll(allocated).toBeGreaterThan(before + 3.5);
 });
 
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
