@@ -4815,6 +4815,8 @@ fn liger_examples_at_their_length_cap_are_not_under_predicted() {
 /// over, as an upper bound must be.
 #[test]
 fn torchtune_0_2_readme_rows_are_read_as_that_releases_recipes() {
+    use cost_model::calibrate::case_plan;
+    use cost_model::plan::Loss;
     let text = project_text("torchtune-readme-0.2.1.csv");
     let report = calibrate(&text).unwrap();
     assert_eq!(report.cases.len(), 7);
@@ -4831,4 +4833,14 @@ fn torchtune_0_2_readme_rows_are_read_as_that_releases_recipes() {
         before += b.error_pct.unwrap().abs();
     }
     assert!(now < before / 1.5, "{now} against {before}");
+    // A loss the row leaves unstated is the only one those recipes had;
+    // under the current release, the profile's chunked one.
+    let id = "torchtune_readme_0.2.1-7b-lora-4090";
+    let unstated = text.replace(",flash,standard,", ",flash,,");
+    let loss = |t: &str| case_plan(t, id).unwrap().training.loss;
+    assert_eq!(loss(&unstated), Loss::Standard);
+    assert_ne!(
+        loss(&unstated.replace("torchtune 0.2.1", "torchtune")),
+        Loss::Standard
+    );
 }

@@ -355,6 +355,10 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
             Framework::Litgpt => Loss::ChunkedKeep,
             _ => Loss::ChunkedFree,
         },
+        // Unstated under torchtune 0.1–0.2: their recipes had only
+        // `CrossEntropyLoss` (the chunked one came with 0.3's recipes, whose
+        // default the profile holds).
+        _ if framework == Framework::Torchtune && t.torchtune.before_0_3() => Loss::Standard,
         _ => t.loss,
     };
     // A task left empty is LoRA when a rank or targets are stated.
