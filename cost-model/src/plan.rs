@@ -1334,17 +1334,21 @@ impl Plan {
     /// `ORPOTrainer` and `CPOTrainer` (ORPO, SimPO, CPO; `trl/experimental/`
     /// in trl 1.16.0) compute the per-token log-probabilities from the
     /// model's logits (`concatenated_forward`), where its SFT, DPO and KTO
-    /// trainers call `add_fused_lm_head`. Like the checkpointing policy it
+    /// trainers call `add_fused_lm_head`; and for torchtune's 0.1–0.2
+    /// recipes, which had only `CrossEntropyLoss` (`CEWithChunkedOutputLoss`,
+    /// the profile's, came with 0.3). Like the checkpointing policy it
     /// depends on more than the framework, so a planner URL re-seeds an
     /// absent `loss` once the plan is read.
     pub fn default_loss(&self) -> Loss {
-        self.default_loss_for(self.training.objective)
+        self.default_loss_for(self.training.objective, self.training.torchtune)
     }
 
-    /// [`Plan::default_loss`] under another objective.
-    pub fn default_loss_for(&self, objective: Objective) -> Loss {
+    /// [`Plan::default_loss`] under another objective and torchtune release.
+    pub fn default_loss_for(&self, objective: Objective, torchtune: TorchtuneRelease) -> Loss {
         let framework = self.framework.defaults().loss;
-        if framework == Loss::TiledLogprob && objective == Objective::Orpo {
+        let orpo_logits = framework == Loss::TiledLogprob && objective == Objective::Orpo;
+        let old_torchtune = self.framework == Framework::Torchtune && torchtune.before_0_3();
+        if orpo_logits || old_torchtune {
             Loss::Standard
         } else {
             framework

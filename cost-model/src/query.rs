@@ -258,6 +258,10 @@ pub fn apply(plan: &Plan, key: &str, value: &str) -> Result<Plan, QueryError> {
     if key == "obj" {
         pairs.push(("obj_prev".to_string(), enum_id(&plan.training.objective)));
     }
+    // So does torchtune's release (0.1–0.2 had only the standard loss).
+    if key == "ttr" {
+        pairs.push(("ttr_prev".to_string(), enum_id(&plan.training.torchtune)));
+    }
     // A trainable count that is the method's own on this model (or none yet)
     // follows a change of method, model or virtual tokens; an entered one stays.
     let follows = matches!(key, "adapter" | "model" | "vtokens") || is_model_key(key);
@@ -1080,17 +1084,27 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if get("ckpt").is_none() {
         plan.training.checkpointing = plan.default_checkpointing();
     }
-    // Likewise the loss (TRL's ORPO) and the adapters' dtype (TRL's over a
-    // quantized base). A form submitted without JavaScript whose objective
-    // select changed (`obj_prev` names the objective the page showed) sends
-    // the loss it showed: still the old objective's default, it follows the
-    // new one (the hydrated form's [`apply`] names the old objective the
-    // same way).
-    let reseed_loss = match (changed_select(&get, "obj"), get("obj_prev"), get("loss")) {
-        (Some(_), Some(prev), Some(loss)) => {
-            enum_id(&plan.default_loss_for(parse_enum("obj_prev", prev)?)) == loss
+    // Likewise the loss (TRL's ORPO, torchtune before 0.3) and the adapters'
+    // dtype (TRL's over a quantized base). A form submitted without
+    // JavaScript whose objective or torchtune release select changed
+    // (`obj_prev`, `ttr_prev` name what the page showed) sends the loss it
+    // showed: still the old default, it follows the new one (the hydrated
+    // form's [`apply`] names the old setting the same way).
+    let objective = changed_select(&get, "obj").and(get("obj_prev"));
+    let release = changed_select(&get, "ttr").and(get("ttr_prev"));
+    let reseed_loss = match get("loss") {
+        Some(loss) if objective.is_some() || release.is_some() => {
+            let objective = match objective {
+                Some(prev) => parse_enum("obj_prev", prev)?,
+                None => plan.training.objective,
+            };
+            let release = match release {
+                Some(prev) => parse_enum("ttr_prev", prev)?,
+                None => plan.training.torchtune,
+            };
+            enum_id(&plan.default_loss_for(objective, release)) == loss
         }
-        (_, _, loss) => loss.is_none(),
+        loss => loss.is_none(),
     };
     if reseed_loss {
         plan.training.loss = plan.default_loss();
@@ -1288,6 +1302,46 @@ mod tests {
         let chosen = apply(&trl, "loss", "chunked-free").unwrap();
         let chosen = apply(&chosen, "obj", "orpo").unwrap();
         assert_eq!(chosen.training.loss, Loss::ChunkedFree);
+    }
+
+    /// torchtune's 0.1–0.2 recipes had only the standard loss: choosing
+    /// such a release re-seeds a loss still at the profile's chunked default,
+    /// hydrated (`apply`) and without JavaScript (`ttr_prev`), and back; a
+    /// loss the user chose stays.
+    #[test]
+    fn a_torchtune_release_before_0_3_seeds_the_standard_loss() {
+        use crate::plan::Loss;
+        let tt = decode_str("fw=torchtune").unwrap();
+        assert_eq!(tt.training.loss, Loss::ChunkedFree);
+        let old = apply(&tt, "ttr", "0.2").unwrap();
+        assert_eq!(old.training.loss, Loss::Standard);
+        assert!(!encode(&old).contains("loss="), "{}", encode(&old));
+        assert_eq!(decode_str(&encode(&old)).unwrap(), old);
+        assert_eq!(
+            decode_str("fw=torchtune&ttr=0.1").unwrap().training.loss,
+            Loss::Standard
+        );
+        let back = apply(&old, "ttr", "current").unwrap();
+        assert_eq!(back.training.loss, Loss::ChunkedFree);
+        let form = "fw=torchtune&ttr=0.2&ttr_prev=current&loss=chunked-free";
+        assert_eq!(decode_str(form).unwrap().training.loss, Loss::Standard);
+        let form = "fw=torchtune&ttr=0.2&ttr_prev=0.2&loss=chunked-free";
+        assert_eq!(decode_str(form).unwrap().training.loss, Loss::ChunkedFree);
+        let form = "fw=torchtune&ttr=0.2&ttr_prev=current&loss=fused";
+        assert_eq!(decode_str(form).unwrap().training.loss, Loss::Fused);
+        assert_eq!(
+            decode_str("fw=torchtune&ttr=0.2&ttr_prev=x&loss=chunked-free")
+                .unwrap_err()
+                .param,
+            "ttr_prev"
+        );
+        let chosen = apply(&apply(&tt, "loss", "fused").unwrap(), "ttr", "0.2").unwrap();
+        assert_eq!(chosen.training.loss, Loss::Fused);
+        // Another framework's loss does not follow the release.
+        let trainer = apply(&decode_str("fw=hf-trainer").unwrap(), "ttr", "0.2").unwrap();
+        assert_eq!(trainer.training.loss, Loss::Standard);
+        let trl = apply(&decode_str("fw=trl").unwrap(), "ttr", "0.2").unwrap();
+        assert_eq!(trl.training.loss, Loss::TiledLogprob);
     }
 
     #[test]

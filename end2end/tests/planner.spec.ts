@@ -716,7 +716,7 @@ test("transformers release: the select and the URL key agree, and 4.46–4.48's 
   expect(await deviceUsedGiB(page)).toBeCloseTo(used, 1);
 });
 
-test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep them through backward, raising the peak", async ({ page }, info) => {
+test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep them through backward, raising the peak; 0.1–0.2 seed the standard loss", async ({ page }, info) => {
   // Llama-3.1-8B LoRA under torchtune's single-device recipe, 2 × 4096,
   // checkpointed, the standard loss (0.2 had no chunked one): the shifted
   // fp32 copy the recipe keeps is 2 × 4096 × 128,256 × 4 B = 3.91 GiB more
@@ -737,6 +737,17 @@ test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep the
     await expect(page.getByTestId("ttr")).toHaveValue("0.2");
   }
   await expect.poll(allocated).toBeGreaterThan(before + 3.5);
+  // Left at the profile's chunked loss, which 0.1–0.2 did not have, the
+  // choice re-seeds the standard one: hydrated and through the form.
+  await page.goto(plan.replace("&loss=standard", ""));
+  if (hydrated(info)) await waitForHydration(page);
+  await expect(page.getByTestId("loss")).toHaveValue("chunked-free");
+  await page.getByTestId("ttr").selectOption("0.1");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/ttr=0\.1/);
+  await expect(page.getByTestId("loss")).toHaveValue("standard");
+  // (The form sends every field; the hydrated URL only what differs.)
+  if (hydrated(info)) expect(page.url()).not.toContain("loss=");
 });
 
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {

@@ -76,12 +76,17 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                 name="fw_prev"
                 value=move || plan.with(|p| p.framework.id().to_string())
             />
-            // … the objective it showed: a changed objective select then
-            // re-seeds a loss still at the old objective's default.
+            // … the objective and the torchtune release it showed: a changed
+            // select then re-seeds a loss still at the old default.
             <input
                 type="hidden"
                 name="obj_prev"
                 value=move || plan.with(|p| cost_model::query::value_of(p, "obj").unwrap_or_default())
+            />
+            <input
+                type="hidden"
+                name="ttr_prev"
+                value=move || plan.with(|p| cost_model::query::value_of(p, "ttr").unwrap_or_default())
             />
             // … and the adapter count it showed when that was the method's own,
             // which then follows a changed method or model.
