@@ -27,6 +27,13 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     // On the row's GPU count: a framework may decide its defaults by it
     // (`Framework::default_checkpointing`).
     plan.parallel.num_gpus = num_gpus;
+    // … and on the torchtune release the notes state ("torchtune 0.2.1",
+    // "torchtune==0.1.1"; unstated, the current recipes), whose 0.1–0.2 had
+    // only the standard loss (`Plan::default_loss`).
+    plan.training.torchtune = stated_release(notes, &["torchtune ", "torchtune==", "torchtune v"])
+        .map_or(TorchtuneRelease::Current, |(major, minor)| {
+            TorchtuneRelease::of(major, minor)
+        });
     plan.set_framework(framework);
     // Block dropout (below), from the named checkpoint's config.
     let dropout = plan.dropout_for(config_dropout);
@@ -262,12 +269,6 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     t.transformers = transformers_release.map_or(TransformersRelease::Current, |(major, minor)| {
         TransformersRelease::of(major, minor)
     });
-    // The torchtune release the notes state ("torchtune 0.2.1",
-    // "torchtune==0.1.1"); unstated, the current recipes.
-    t.torchtune = stated_release(notes, &["torchtune ", "torchtune==", "torchtune v"])
-        .map_or(TorchtuneRelease::Current, |(major, minor)| {
-            TorchtuneRelease::of(major, minor)
-        });
     let kbit_prep_stated = stated_kbit_prep(&lower);
     if let Some(prep) = kbit_prep_stated {
         t.kbit_fp32_prep = prep;
@@ -355,10 +356,6 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
             Framework::Litgpt => Loss::ChunkedKeep,
             _ => Loss::ChunkedFree,
         },
-        // Unstated under torchtune 0.1–0.2: their recipes had only
-        // `CrossEntropyLoss` (the chunked one came with 0.3's recipes, whose
-        // default the profile holds).
-        _ if framework == Framework::Torchtune && t.torchtune.before_0_3() => Loss::Standard,
         _ => t.loss,
     };
     // A task left empty is LoRA when a rank or targets are stated.
