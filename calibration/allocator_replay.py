@@ -100,6 +100,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         qwen3-0.6b gemma-2-2b > calibration/replay-llamafactory-kto-2026-12-05.csv   # LLaMA-Factory 0.9.5's KTO
     v/bin/python calibration/allocator_replay.py --trl-qlora llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
+    v/bin/python calibration/allocator_replay.py --segments --trl-chunked-nll smollm2-360m:bf16:ckpt:8:2048
+                                                 # a full fine-tune's segment history under a mode (or --families)
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -2177,10 +2179,58 @@ def qlora(measure, ids):
                   f"{m.get('peak_alloc_' + phase, 0) / GIB:.3f})", flush=True)
 
 
+def segment_history(measure, spec):
+    """One family's replay (`NAME:PRECISION:ckpt|nock:MB:SEQ`, a full fine-tune, under the mode the flags set),
+    printed as its segment history: the counters at each phase's end of each step, the segments each step's phases
+    mapped, and every segment mapped after the first step, with the request that mapped it — which of the first
+    step's tensors took the segments the later steps make again."""
+    name, precision, ckpt, mb, seq = spec.split(":")
+    config, _ = family_configs()[name]
+    measure.MODELS[name] = config
+    c = measure.case(f"segments-{name}", name, int(mb), int(seq), precision, ckpt=ckpt == "ckpt", lora=None,
+                     attn=family_attention(name), head=None, lora_dropout=0.05, quant=None, prep=False)
+    events, _ = trace(measure, c)
+    a = CachingAllocator()
+    live, maps = {}, []
+    step, phase = 0, "forward"
+    for e in events:
+        if e[0] == "a":
+            before = a.reserved
+            live[e[1]] = a.malloc(e[2])
+            if a.reserved > before:
+                maps.append((step, phase, e[2], a.reserved - before, a.reserved))
+        elif e[0] == "f":
+            b = live.pop(e[1], None)
+            if b is not None:
+                a.release(b)
+        else:
+            print(f"step {step} {e[1]}: allocated {a.allocated / GIB:.3f} peak {a.peak_allocated / GIB:.3f} "
+                  f"reserved {a.reserved / GIB:.3f} GiB")
+            phase = {"load": "forward", "forward": "backward", "backward": "step"}.get(e[1], "forward")
+            if e[1] == "step":
+                step += 1
+    for key in sorted({(s, ph) for s, ph, *_ in maps}):
+        segs = [m for m in maps if m[:2] == key]
+        print(f"step {key[0]} {key[1]}: mapped {sum(m[3] for m in segs) / GIB:.3f} GiB in {len(segs)} segments")
+    for s, ph, request, seg, reserved in maps:
+        if s >= 1:
+            print(f"  step {s} {ph}: a {request / 2**20:.1f} MiB request mapped {seg / 2**20:.1f} MiB "
+                  f"(reserved {reserved / GIB:.3f} GiB)")
+    print(f"peak allocated {a.peak_allocated / GIB:.3f} GiB, peak reserved {a.peak_reserved / GIB:.3f} GiB")
+
+
 def main():
     if sys.argv[1:] == ["--bert-guide"]:
         return bert_guide()
     measure = load_measure()
+    # `--segments MODE SPEC...`: the segment history of each SPEC under a mode's flags (`--families` or a TRL mode).
+    segments = sys.argv[1:2] == ["--segments"]
+    if segments:
+        del sys.argv[1]
+        if sys.argv[1:2] == ["--families"]:
+            for spec in sys.argv[2:]:
+                segment_history(measure, spec)
+            return
     if sys.argv[1:] == ["--grid"]:
         return grid(measure)
     if sys.argv[1:2] == ["--dropped-output"]:
@@ -2215,6 +2265,10 @@ def main():
         FUSED_HEAD = not (DPO_LOGITS or SFT_LOGITS)
         DPO = DPO_LOGITS or sys.argv[1] == "--trl-dpo"
         BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
+        if segments:
+            for spec in sys.argv[2:]:
+                segment_history(measure, spec)
+            return
         families(measure, sys.argv[2:], trl=True, quant=quant, prep=False)
         return
     if sys.argv[1:2] == ["--no-lora-dropout"]:

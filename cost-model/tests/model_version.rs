@@ -188,6 +188,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (40, 0x0134_d8fd_5290_04af),
     (41, 0x5571_ad50_c06f_a467),
     (42, 0xa6da_f9f2_4414_be92),
+    (43, 0x0332_b485_48b7_0f1a),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

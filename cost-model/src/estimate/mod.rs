@@ -214,7 +214,7 @@ mod states;
 /// without dropout: classifiers under autocast −4.9 … −1.4 % → +0.2 … +0.3 %,
 /// checkpointed bf16 −1.9 … −1.3 % → 0.0 %). 35 keeps the checkpointed
 /// forward's block segments idle through a classifier's full fine-tune
-/// ([`Ctx::idle_classifier_block_segments`]; replayed reserved −13.0 … −5.0 %
+/// ([`Ctx::idle_block_segments_without_logits`]; replayed reserved −13.0 … −5.0 %
 /// → −5.5 … +4.7 %, Gemma's eager blocks over). 36 makes a recomputed
 /// block's MLP backward and its attention backward two moments
 /// ([`Ctx::recomputed_attention_moment`]: replayed eager Gemma classifiers
@@ -266,8 +266,13 @@ mod states;
 /// rank, and it, torchtune and DeepSpeed's AutoTP gather the head's output,
 /// so the loss runs on the whole logits; only Megatron-LM and torchtitan
 /// keep both split, as every plan was counted before. No calibration row
-/// runs TP: the reports are unchanged.
-pub const MODEL_VERSION: u32 = 42;
+/// runs TP: the reports are unchanged. 43 keeps the checkpointed forward's
+/// block segments idle through the backward and the step of a language
+/// model's full fine-tune whose loss makes nothing logits-sized (TRL's
+/// chunked NLL and fused head, a fused linear cross-entropy), as a
+/// classifier's ([`Ctx::idle_block_segments_without_logits`]; replayed pure
+/// bf16 checkpointed, reserved −17.7 … −2.1 % → −10.8 … +8.0 %).
+pub const MODEL_VERSION: u32 = 43;
 
 // ---------------------------------------------------------------------------
 // Coefficients

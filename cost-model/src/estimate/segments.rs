@@ -133,24 +133,53 @@ impl<'a> Ctx<'a> {
     /// The segments a checkpointed forward's blocks made for their
     /// transients ([`Self::idle_block_transients`]), idle through the
     /// backward and the step of a full fine-tune whose head makes no
-    /// logits-sized tensor — a classifier (a reward model): the checkpoints
-    /// the forward kept split those segments (each block's output lands in
-    /// the free part of one its transients left, so the next block's widest
+    /// logits-sized tensor — a classifier (a reward model), or a language
+    /// model whose loss never holds the logits whole (TRL's chunked NLL and
+    /// fused LM head, a fused linear cross-entropy): the checkpoints the
+    /// forward kept split those segments (each block's output lands in the
+    /// free part of one its transients left, so the next block's widest
     /// transient takes a new one), and nothing logits-sized comes to be
-    /// stranded beside them as a language model's full fine-tune strands
-    /// ([`Self::stranded_loss_segments`]). Replayed through the caching
-    /// allocator's rules (`calibration/allocator_replay.py --classifiers`,
-    /// checkpointed bf16 full fine-tunes): the reserve over the allocated
-    /// peak was 0.15 to 1.6 times what a recomputed block makes, median 1.0
-    /// (SmolLM2-360M: fifteen 80 MiB segments made by the first forward's
-    /// MLPs; reserved −13.0 → −5.5 %, RoBERTa-large −11.4 → −5.5 %,
-    /// Llama-3.2-1B −5.0 → +1.4 %; Gemma's eager blocks, whose recomputed
-    /// scores the count includes, +3.7 → +13.3 %).
-    pub(super) fn idle_classifier_block_segments(&self, recomputed_block: f64) -> f64 {
-        if self.full_finetune()
-            && self.m.head == ModelHead::Classifier
-            && !self.plan.runtime.expandable_segments
-        {
+    /// stranded beside them as a standard loss's full fine-tune strands
+    /// ([`Self::stranded_loss_segments`]): the first step's optimizer states
+    /// take the blocks' freed segments instead, and the second step's blocks
+    /// map theirs again. Replayed through the
+    /// caching allocator's rules (`calibration/allocator_replay.py
+    /// --classifiers`, checkpointed bf16 full fine-tunes): the reserve over
+    /// the allocated peak was 0.15 to 1.6 times what a recomputed block
+    /// makes, median 1.0 (SmolLM2-360M: fifteen 80 MiB segments made by the
+    /// first forward's MLPs; reserved −13.0 → −5.5 %, RoBERTa-large −11.4 →
+    /// −5.5 %, Llama-3.2-1B −5.0 → +1.4 %; Gemma's eager blocks, whose
+    /// recomputed scores the count includes, +3.7 → +13.3 %). The same
+    /// replays of TRL's chunked NLL (`--trl-chunked-nll`), its fused head
+    /// (`--trl-fused-head`) and its DPO through that head (`--trl-dpo`),
+    /// pure bf16 full fine-tunes checkpointed (Qwen3-0.6B, SmolLM2-360M,
+    /// Qwen2.5-1.5B, Llama-3.2-1B, Gemma): 0.55 to 1.9 times, median 1.4
+    /// (reserved −17.7 … −2.1 % → −10.8 … +8.0 %). Their segment history
+    /// shows the states' part: SmolLM2-360M's first step made 1.35 GiB of
+    /// bf16 AdamW states but mapped 0.46 GiB at its step — the rest took the
+    /// segments the blocks' transients had freed — and the second step's
+    /// forward then mapped twelve 80 MiB MLP segments again, its backward
+    /// nine more (1.58 GiB over the first step's reserve; Qwen3-0.6B 1.82,
+    /// Llama-3.2-1B 1.99, Gemma-2-2B 4.05, Gemma-2B 2.95). Where the
+    /// allocator's share of the phase is larger, it stands (every autocast
+    /// run replayed: its fp32 weights and states make the share the larger).
+    /// A language model's only on one GPU, `nn.DataParallel` and DDP, which
+    /// make the states on the blocks' stream (ZeRO and FSDP make them from
+    /// buffers of their own, as [`Self::stranded_loss_segments`] says).
+    pub(super) fn idle_block_segments_without_logits(&self, recomputed_block: f64) -> f64 {
+        let no_logits = match self.m.head {
+            ModelHead::Classifier => true,
+            ModelHead::Lm => {
+                matches!(
+                    self.plan.training.loss,
+                    Loss::ChunkedNll | Loss::TiledLogprob | Loss::Fused
+                ) && matches!(
+                    self.plan.parallel.sharding,
+                    Sharding::None | Sharding::DataParallel | Sharding::Ddp
+                )
+            }
+        };
+        if self.full_finetune() && no_logits && !self.plan.runtime.expandable_segments {
             recomputed_block
         } else {
             0.0

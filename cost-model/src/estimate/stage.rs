@@ -12,8 +12,9 @@ impl<'a> Ctx<'a> {
         // The segments the checkpointed forward's blocks left, idle beside
         // the loss's tensors.
         let idle = self.idle_block_transients(s, recomputed_block);
-        // A classifier's full fine-tune: those segments idle past its forward.
-        let idle_later = self.idle_classifier_block_segments(recomputed_block);
+        // A full fine-tune that makes nothing logits-sized (a classifier,
+        // a chunked or fused loss): those segments idle past its forward.
+        let idle_later = self.idle_block_segments_without_logits(recomputed_block);
         // And, once the loss's backward starts, the logits' own segment when
         // the loop has dropped them.
         let idle_loss_backward = idle
