@@ -530,17 +530,29 @@ fn thirteen_more_replayed_families_hold_the_recorded_accuracy() {
 /// replay's error (−7.8 %: SDPA's math composite dropped out through
 /// `at::dropout`, whose meta-device path keeps an fp32 noise tensor where
 /// CUDA keeps a 1-byte mask; its two rows replayed again with CUDA's).
-/// Left: GPT-Neo's fp32 q and k (−2.2 %).
+/// Left: GPT-Neo's fp32 q and k (−2.2 %). Its checkpointed full
+/// fine-tune's reserve was −17.2 % until model version 44 counted its first
+/// forward's idle block segments (its eager fp32 scores') under the
+/// stranded loss segments: −3.7 %.
 #[test]
 fn fourteen_more_replayed_families_hold_the_recorded_accuracy() {
     let r = holds_its_accuracy(
         "replay-families-2026-12-05b.csv",
         180,
-        (1.0, 6.5, -17.5),
+        (1.0, 6.5, -15.0),
         |_| true,
         (90, 2.5),
     );
     allocated_within(&r, 0.3, 1.2);
+    let neo = "replay-gpt-neo-1.3b-bf16-ckpt-b8-s2048-full-resv";
+    let e = r
+        .cases
+        .iter()
+        .find(|c| c.id == neo)
+        .unwrap()
+        .error_pct
+        .unwrap();
+    assert!((-6.0..=3.0).contains(&e), "{neo}: {e:+.2} %");
     // What this session's presets and mechanisms carry (the error without
     // them in the comment).
     rows_within(

@@ -189,6 +189,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (41, 0x5571_ad50_c06f_a467),
     (42, 0xa6da_f9f2_4414_be92),
     (43, 0x0332_b485_48b7_0f1a),
+    (44, 0xbefc_3cfa_cb66_fe8b),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

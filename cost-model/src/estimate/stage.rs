@@ -335,7 +335,7 @@ impl<'a> Ctx<'a> {
             },
             idle_later,
         );
-        self.reserve_stranded_loss_segments(s, &mut backward, &forward, &step, o);
+        self.reserve_stranded_loss_segments(s, &mut backward, &forward, &step, o, recomputed_block);
         let phases = vec![load, init, forward, backward, step];
         let peak = phases
             .iter()
