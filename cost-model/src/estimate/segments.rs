@@ -386,10 +386,10 @@ impl<'a> Ctx<'a> {
         if stranded <= 0.0 {
             return;
         }
-        let frac = 1.0 + self.reserve_fraction();
+        let frac = self.reserve_fraction();
         let before_states = |p: &PhaseEstimate| {
             let a = p.counters.allocated.as_f64() - states;
-            a + (a * (frac - 1.0)).max(recomputed_block)
+            a + (a * frac).max(recomputed_block)
         };
         let first_step = before_states(forward)
             .max(before_states(backward))
