@@ -324,7 +324,7 @@ impl TorchtuneRelease {
     /// The recipes wrap with FSDP1 and copy the shifted, transposed logits
     /// (0.1 and 0.2).
     pub fn before_0_3(self) -> bool {
-        self != TorchtuneRelease::Current
+        !self.is_current()
     }
 
     /// The recipe keeps its shifted fp32 logits through backward and the
@@ -1012,6 +1012,16 @@ impl Sharding {
     /// the fp32 master in its optimizer (and does its own mixed precision).
     pub fn is_zero(self) -> bool {
         matches!(self, Sharding::Zero1 | Sharding::Zero2 | Sharding::Zero3)
+    }
+
+    /// One GPU, `nn.DataParallel` or DDP: every rank holds the whole model
+    /// states, made per parameter on the training stream (ZeRO and FSDP
+    /// shard them and make them from buffers of their own).
+    pub fn is_replicated(self) -> bool {
+        matches!(
+            self,
+            Sharding::None | Sharding::DataParallel | Sharding::Ddp
+        )
     }
 
     /// ZeRO-3 and FSDP in any strategy: the runtimes that shard the

@@ -675,12 +675,8 @@ impl<'a> Ctx<'a> {
         }
         let up = self.loss_bytes();
         let lora_distributed = !self.full_finetune() && self.plan.parallel.sharding.is_fsdp();
-        let kept = if self
-            .plan
-            .training
-            .torchtune
-            .loop_keeps_shifted_logits(lora_distributed)
-        {
+        let release = self.plan.training.torchtune;
+        let kept = if release.loop_keeps_shifted_logits(lora_distributed) {
             up
         } else {
             0.0

@@ -329,9 +329,6 @@ impl<'a> Ctx<'a> {
             && p.training.checkpointing == Checkpointing::None
             && !p.training.activation_offload
             && p.parallel.pp == 1
-            && matches!(
-                p.parallel.sharding,
-                Sharding::None | Sharding::DataParallel | Sharding::Ddp
-            )
+            && p.parallel.sharding.is_replicated()
     }
 }

@@ -173,10 +173,7 @@ impl<'a> Ctx<'a> {
                 matches!(
                     self.plan.training.loss,
                     Loss::ChunkedNll | Loss::TiledLogprob | Loss::Fused
-                ) && matches!(
-                    self.plan.parallel.sharding,
-                    Sharding::None | Sharding::DataParallel | Sharding::Ddp
-                )
+                ) && self.plan.parallel.sharding.is_replicated()
             }
         };
         if self.full_finetune() && no_logits && !self.plan.runtime.expandable_segments {
@@ -220,10 +217,7 @@ impl<'a> Ctx<'a> {
     /// with it). The allocator's share of the phase, where larger, stands (a
     /// run without checkpointing whose activations dwarf the logits).
     pub(super) fn dropped_logits_segment(&self, s: u32) -> f64 {
-        let unsharded = matches!(
-            self.plan.parallel.sharding,
-            Sharding::None | Sharding::DataParallel | Sharding::Ddp
-        );
+        let unsharded = self.plan.parallel.sharding.is_replicated();
         // ZeRO-1/2 flattens only what trains: over a frozen base its
         // start-up segments ([`Self::zero12_flatten_cache`]) are the
         // adapters', at most their partition in fp32, which the logits
@@ -319,10 +313,7 @@ impl<'a> Ctx<'a> {
     /// allocated peak where this term would add 23.5).
     pub(super) fn stranded_loss_segments(&self, s: u32, states: f64) -> f64 {
         let t = &self.plan.training;
-        if !matches!(
-            self.plan.parallel.sharding,
-            Sharding::None | Sharding::DataParallel | Sharding::Ddp
-        ) {
+        if !self.plan.parallel.sharding.is_replicated() {
             return 0.0;
         }
         let standard = t.loss == Loss::Standard

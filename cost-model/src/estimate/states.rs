@@ -263,10 +263,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn shards_optimizer(&self) -> bool {
-        !matches!(
-            self.plan.parallel.sharding,
-            Sharding::None | Sharding::DataParallel | Sharding::Ddp
-        )
+        !self.plan.parallel.sharding.is_replicated()
     }
     pub(super) fn shards_grads(&self) -> bool {
         matches!(
