@@ -24,6 +24,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/python calibration/saved_tensors.py --t5           # T5 encoder / decoder blocks under SDPA
     v/bin/python calibration/saved_tensors.py --padded       # padding under the CPU's own SDPA
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
+    v/bin/python calibration/saved_tensors.py --tp       # DTensor TP (torchtitan's plan), with and without SP
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -143,6 +144,7 @@ Only tensors still alive when the forward returns are counted (a graph built and
 inside the forward, as DoRA's detached weight norm, saves tensors that are freed).
 """
 
+import gc
 import importlib
 import os
 import shutil
@@ -726,6 +728,169 @@ def padded_main():
                   f"decoder block {bart(2, 3, pad, dtype) - base} B", flush=True)
 
 
+# --tp: PyTorch's DTensor tensor parallelism (torchtitan's layer plan: the sequence-sharded norm output gathered to
+# `Replicate` before attention and the MLP, q/k/v and w1/w3 column-wise, wo and w2 row-wise back to the shard).
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor.parallel import (parallelize_module, ColwiseParallel, RowwiseParallel,
+                                               SequenceParallel, PrepareModuleInput)
+from torch.distributed.tensor import DTensor, Shard, Replicate
+
+TP_H, TP_NH, TP_KV, TP_FF, TP_B, TP_T = 1024, 16, 8, 3584, 2, 64
+TP_HD = TP_H // TP_NH
+
+def rope_cache(n):
+    freqs = 1.0 / (500000 ** (torch.arange(0, TP_HD, 2)[: TP_HD // 2].float() / TP_HD))
+    return torch.polar(torch.ones(n, TP_HD // 2), torch.outer(torch.arange(n).float(), freqs))
+
+def apply_rotary_emb(xq, xk, cis):  # torchtitan ComplexRoPE.apply_rotary_emb
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    cis = cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
+    return torch.view_as_real(xq_ * cis).flatten(3).type_as(xq), torch.view_as_real(xk_ * cis).flatten(3).type_as(xk)
+
+class TpAttention(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.wq = torch.nn.Linear(TP_H, TP_NH * TP_HD, bias=False); s.wk = torch.nn.Linear(TP_H, TP_KV * TP_HD, bias=False)
+        s.wv = torch.nn.Linear(TP_H, TP_KV * TP_HD, bias=False); s.wo = torch.nn.Linear(TP_NH * TP_HD, TP_H, bias=False)
+    def forward(s, x, cis):
+        bs, sl, _ = x.shape
+        q, k, v = s.wq(x).view(bs, sl, -1, TP_HD), s.wk(x).view(bs, sl, -1, TP_HD), s.wv(x).view(bs, sl, -1, TP_HD)
+        q, k = apply_rotary_emb(q, k, cis)
+        rep = q.shape[2] // k.shape[2]
+        k = k.repeat_interleave(rep, dim=2); v = v.repeat_interleave(rep, dim=2)  # torchtitan 0.1 repeat_kv
+        out = flash_like(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return s.wo(out.transpose(1, 2).contiguous().view(bs, sl, -1))
+
+class TpFFN(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.w1 = torch.nn.Linear(TP_H, TP_FF, bias=False); s.w2 = torch.nn.Linear(TP_FF, TP_H, bias=False); s.w3 = torch.nn.Linear(TP_H, TP_FF, bias=False)
+    def forward(s, x): return s.w2(F.silu(s.w1(x)) * s.w3(x))
+
+class TpBlock(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.attention_norm = torch.nn.RMSNorm(TP_H, eps=1e-5); s.ffn_norm = torch.nn.RMSNorm(TP_H, eps=1e-5)
+        s.attention = TpAttention(); s.feed_forward = TpFFN()
+    def forward(s, x, cis):
+        h = x + s.attention(s.attention_norm(x), cis)
+        return h + s.feed_forward(s.ffn_norm(h))
+
+def tp_plan(sp):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding configs: the same layouts)
+    seq = Shard(1) if sp else Replicate()
+    p = {"attention": PrepareModuleInput(input_layouts=(seq, None), desired_input_layouts=(Replicate(), None)),
+         "attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(), "attention.wv": ColwiseParallel(),
+         "attention.wo": RowwiseParallel(output_layouts=seq),
+         "feed_forward": PrepareModuleInput(input_layouts=(seq,), desired_input_layouts=(Replicate(),)),
+         "feed_forward.w1": ColwiseParallel(), "feed_forward.w2": RowwiseParallel(output_layouts=seq),
+         "feed_forward.w3": ColwiseParallel()}
+    if sp:
+        p["attention_norm"] = SequenceParallel(); p["ffn_norm"] = SequenceParallel()
+    return p
+
+def tp_kept(n, tp, sp, dtype=torch.bfloat16):
+    torch.manual_seed(0)
+    blocks = [TpBlock().to(dtype) for _ in range(n)]
+    if tp > 1:
+        mesh = init_device_mesh("cpu", (tp,))
+        for b in blocks:
+            parallelize_module(b, mesh, tp_plan(sp))
+    local = lambda t: t._local_tensor if isinstance(t, DTensor) else t
+    fixed = set()
+    for b in blocks:
+        for p in list(b.parameters()) + list(b.buffers()):
+            fixed.add(local(p).untyped_storage().data_ptr())
+    tl = TP_T // tp if (sp and tp > 1) else TP_T
+    x0 = torch.randn(TP_B, tl, TP_H, dtype=dtype, requires_grad=True)
+    cis = rope_cache(TP_T)
+    fixed |= {x0.untyped_storage().data_ptr(), cis.untyped_storage().data_ptr()}
+    class Local(SavedBytes):
+        def pack(self, t):
+            super().pack(local(t))
+            return t
+    with Local(fixed) as c:
+        x = x0
+        for b in blocks:
+            x = b(x, cis)
+        kept = c.total()
+    return kept
+
+def tp_policy():
+    """torchtitan's per-op selective checkpointing policy (0.3.0 `SelectiveAC._wrap_block`): save what is on
+    its save list (compute-intensive ops, SDPA, `reduce_scatter_tensor`, ...) except every second matmul."""
+    from torch.utils.checkpoint import CheckpointPolicy
+    from torchtitan.distributed.activation_checkpoint import _get_default_save_ops
+
+    save, mms = _get_default_save_ops(), (torch.ops.aten.mm.default, torch.ops.aten.linear.default)
+    meta = {"forward_mm_count": 0, "recompute_mm_count": 0}
+
+    def policy(ctx, func, *args, **kwargs):
+        key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
+        if func in mms:
+            meta[key] += 1
+        if func in save:
+            if func in mms and meta[key] % 2 == 0:
+                return CheckpointPolicy.PREFER_RECOMPUTE
+            return CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.PREFER_RECOMPUTE
+
+    return policy
+
+
+def tp_live_storages(exclude=()):
+    """Bytes of the CPU storages Python reaches (checkpointing keeps what it saves in Python objects)."""
+    seen = {}
+    for o in gc.get_objects():
+        if isinstance(o, torch.Tensor) and not isinstance(o, DTensor) and o.device.type == "cpu":
+            s = o.untyped_storage()
+            if s.data_ptr() not in exclude and s.nbytes() > 0:
+                seen[s.data_ptr()] = s.nbytes()
+    return seen
+
+
+def tp_checkpointed(n, tp, sp, mode, dtype=torch.bfloat16):
+    """What `n` blocks keep after forward under torchtitan's `op` selective or full checkpointing."""
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+    torch.manual_seed(0)
+    blocks = [TpBlock().to(dtype) for _ in range(n)]
+    if tp > 1:
+        mesh = init_device_mesh("cpu", (tp,))
+        for b in blocks:
+            parallelize_module(b, mesh, tp_plan(sp))
+    x = torch.randn(TP_B, TP_T // tp if sp else TP_T, TP_H, dtype=dtype, requires_grad=True)
+    cis = rope_cache(TP_T)
+    gc.collect()
+    before = set(tp_live_storages())
+    kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
+    for b in blocks:
+        x = checkpoint(b, x, cis, use_reentrant=False, **kw)
+    gc.collect()
+    out = (x._local_tensor if isinstance(x, DTensor) else x).untyped_storage().nbytes()
+    return sum(tp_live_storages(before).values()) - out
+
+
+def tp_main():
+    """A torchtitan Llama block (RMSNorm, wq/wk/wv/wo, its complex RoPE, SDPA as the flash kernel saves, SwiGLU)
+    under PyTorch's DTensor tensor parallelism as torchtitan's plan applies it, on rank 0 of a fake process
+    group on the CPU: bytes it keeps per token per block / hidden, with and without sequence parallelism."""
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
+    print(f"torch {torch.__version__}; hidden {TP_H}, heads {TP_NH} over {TP_KV} kv, FFN {TP_FF}, "
+          f"B {TP_B}, T {TP_T}, bf16")
+    for tp, sp in [(1, False), (2, False), (2, True), (4, False), (4, True), (8, True)]:
+        per_block = (tp_kept(3, tp, sp) - tp_kept(2, tp, sp)) / (TP_B * TP_T * TP_H)
+        print(f"TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden", flush=True)
+    for mode in ("op", "full"):
+        for tp, sp in [(1, False), (4, False), (4, True)]:
+            per_block = (tp_checkpointed(3, tp, sp, mode) - tp_checkpointed(2, tp, sp, mode)) / (TP_B * TP_T * TP_H)
+            print(f"{mode} checkpointing, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden",
+                  flush=True)
+
+
 MODES = {
     "--t5": t5_main,
     "--padded": padded_main,
@@ -736,6 +901,7 @@ MODES = {
     "--osf": osf_main,
     "--compile": compile_main,
     "--compile-backward": compile_backward_main,
+    "--tp": tp_main,
 }
 
 

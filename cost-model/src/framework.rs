@@ -560,6 +560,28 @@ impl Framework {
         )
     }
 
+    /// Whether a column-parallel projection under sequence parallelism keeps
+    /// its input gathered whole for its weight gradient. PyTorch's DTensor
+    /// tensor parallelism — torchtitan's plan and any loop built on
+    /// `torch.distributed.tensor.parallel` — gathers the sequence-sharded norm
+    /// output before attention and the MLP (`PrepareModuleInput(Shard(1) →
+    /// Replicate())` ahead of `ColwiseParallel`; torchtitan 0.3.0
+    /// `models/common/decoder_sharding.py`: `x_BLD` and `x` to `Replicate`),
+    /// and the matmuls save that gathered tensor. Counted with
+    /// `calibration/saved_tensors.py --tp` (torch 2.15, a fake process
+    /// group): a Llama block keeps 56.07·hidden bytes per token unsplit and
+    /// 30.04, 17.02, 10.51 under TP 2, 4, 8 with sequence parallelism — the
+    /// two gathered 16-bit inputs, 4·hidden, whole. Megatron-LM saves the
+    /// local shard and gathers it again in backward
+    /// (`LinearWithGradAccumulationAndAsyncCommunication`:
+    /// `ctx.save_for_backward(input, weight)` before the all-gather;
+    /// megatron-core 0.16.1 `tensor_parallel/layers.py`), Korthikanti et
+    /// al.'s count, as does Megatron-DeepSpeed, which a DeepSpeed plan with
+    /// TP is read as.
+    pub fn tp_keeps_gathered_inputs(self) -> bool {
+        !matches!(self, Framework::Megatron | Framework::Deepspeed)
+    }
+
     /// Whether tensor parallelism keeps the logits split over the vocabulary
     /// through the loss (a vocab-parallel cross-entropy): Megatron-LM's
     /// `vocab_parallel_cross_entropy`, torchtitan's `_LossParallelCrossEntropy`

@@ -3364,3 +3364,106 @@ fn a_recomputed_blocks_mlp_and_attention_backward_are_two_moments() {
     let got = allocated_gib(&row);
     assert!((got / 11.367 - 1.0).abs() < 0.03, "{got:.3} GiB");
 }
+
+/// One block's forward activations per token per hidden unit (the
+/// difference between the model with one block more and as it is).
+fn per_token_one_block(p: &Plan) -> f64 {
+    let acts = |layers: u32| {
+        let mut q = p.clone();
+        q.model.layers = layers;
+        phase(&estimate(&q).unwrap(), Phase::Forward)
+            .activations
+            .get() as f64
+    };
+    let l = p.model.layers;
+    let tokens = (p.training.micro_batch * p.training.seq_len) as f64;
+    (acts(l + 1) - acts(l)) / (tokens * p.model.hidden as f64)
+}
+
+#[test]
+fn sequence_parallel_blocks_keep_the_gathered_input_under_dtensor_tp_and_the_shard_under_megatron()
+{
+    // calibration/saved_tensors.py --tp (torch 2.15, a fake process group, a
+    // torchtitan Llama block, bf16): the block keeps 56.07·hidden bytes per
+    // token unsplit and 30.04, 17.02, 10.51 under TP 2, 4, 8 with sequence
+    // parallelism — the unsplit count over t plus 2.04, 3.02, 3.51: the
+    // gathered 16-bit inputs of attention and the MLP (4·hidden) stay whole.
+    // Megatron-LM keeps the local shard (Korthikanti et al.: every tensor
+    // of the block split by t).
+    let counted = [(2, 30.04, 56.07), (4, 17.02, 56.07), (8, 10.51, 56.07)];
+    for fw in [
+        Framework::Torchtitan,
+        Framework::PlainPytorch,
+        Framework::Megatron,
+    ] {
+        let plan = |tp: u32| {
+            let mut p = Plan::default();
+            p.model = by_hub_id("meta-llama/Llama-3.1-8B").unwrap().spec();
+            p.set_framework(fw);
+            p.training.precision = Precision::Bf16;
+            p.training.micro_batch = 1;
+            p.training.seq_len = 1024;
+            p.training.checkpointing = Checkpointing::None;
+            p.training.dropout = false;
+            p.training.finetune = Finetune::Full;
+            p.parallel.num_gpus = tp;
+            p.parallel.tp = tp;
+            p.parallel.sequence_parallel = tp > 1;
+            p.parallel.sharding = Sharding::None;
+            p
+        };
+        let whole = per_token_one_block(&plan(1));
+        for (tp, split, unsplit) in counted {
+            let excess = per_token_one_block(&plan(tp)) - whole / tp as f64;
+            let want = if fw == Framework::Megatron {
+                0.0
+            } else {
+                split - unsplit / tp as f64
+            };
+            assert!(
+                (excess - want).abs() < 0.1,
+                "{fw:?} TP {tp}: {excess:.2}·hidden per token beyond the split block, counted {want:.2}"
+            );
+        }
+    }
+}
+
+#[test]
+fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_their_reduce_scatter()
+{
+    // calibration/saved_tensors.py --tp: torchtitan 0.3.0's per-op policy over
+    // its TP plan keeps a block of hidden 1024, 16 heads over 8, MLP 3584 at
+    // 14.04·hidden bytes per token unsplit, 6.54 under TP 4, 6.04 under TP 4
+    // with sequence parallelism. The CPU's SDPA is not on the save list;
+    // CUDA's flash kernel's output (2·hidden over t) is, and is added here.
+    let counted = [
+        (1, false, 14.04 + 2.0),
+        (4, false, 6.54 + 0.5),
+        (4, true, 6.04 + 0.5),
+    ];
+    for (tp, sp, want) in counted {
+        let mut p = Plan::default();
+        p.model = by_hub_id("meta-llama/Llama-3.1-8B").unwrap().spec();
+        p.model.hidden = 1024;
+        p.model.heads = 16;
+        p.model.kv_heads = 8;
+        p.model.head_dim = 64;
+        p.model.ffn = 3584;
+        p.set_framework(Framework::Torchtitan);
+        p.training.precision = Precision::Bf16;
+        p.training.micro_batch = 1;
+        p.training.seq_len = 1024;
+        p.training.checkpointing = Checkpointing::OpSelective;
+        p.training.dropout = false;
+        p.training.finetune = Finetune::Full;
+        p.parallel.num_gpus = tp;
+        p.parallel.tp = tp;
+        p.parallel.sequence_parallel = sp;
+        p.parallel.sharding = Sharding::None;
+        let got = per_token_one_block(&p);
+        assert!(
+            (got - want).abs() < 0.1,
+            "TP {tp} SP {sp}: model {got:.2}·hidden bytes per token per block, counted {want:.2}"
+        );
+    }
+}

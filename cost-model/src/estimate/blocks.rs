@@ -41,7 +41,8 @@ impl<'a> Ctx<'a> {
                                             // q/k/v input (the norm output, or its casts)
         let attn_inputs = inputs_kept(&[tg.q, tg.k, tg.v], m.fused_projections);
         let li = self.linear_input_bytes();
-        attn += attn_inputs * li * sb * h / rep;
+        let gathered = self.colwise_input_split();
+        attn += attn_inputs * li * sb * h / gathered;
         // q, k, v (rotated) for the attention backward; grouped k/v are expanded
         // to every query head by HF's eager path (`repeat_kv`) and by LitGPT.
         let attention = self.attention();
@@ -159,9 +160,9 @@ impl<'a> Ctx<'a> {
         // Experts in fp32: one fp32 copy of each routed input (gate and up are
         // one grouped weight, `gate_up_proj`) instead of per-matmul casts.
         mlp += if experts_fp32 {
-            FP32 * sb * h / rep * k
+            FP32 * sb * h / gathered * k
         } else {
-            mlp_inputs * li * sb * h / rep * if m.is_moe() { k } else { 1.0 }
+            mlp_inputs * li * sb * h / gathered * if m.is_moe() { k } else { 1.0 }
         };
         let e = self.mlp_bytes();
         // fc2's input: in float8 under TE, else in the MLP's dtype.
@@ -916,6 +917,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Divisor of the hidden-sized input the column-parallel projections
+    /// (q/k/v, gate/up) keep: split by sequence parallelism only where the
+    /// framework saves the local shard ([`Framework::tp_keeps_gathered_inputs`]).
+    pub(super) fn colwise_input_split(&self) -> f64 {
+        if self.plan.framework.tp_keeps_gathered_inputs() {
+            1.0
+        } else {
+            self.rep
+        }
+    }
+
     /// What a checkpointed block keeps: its input (residual stream dtype).
     pub(super) fn layer_input_bytes(&self) -> f64 {
         self.residual_bytes() * self.s * self.b * self.m.hidden as f64 / self.rep
@@ -968,21 +980,41 @@ impl<'a> Ctx<'a> {
             let mats = if gated { 2.0 } else { 1.0 };
             return self.layer_input_bytes() + e * sb * (hq + 2.0 * hkv + hq + mats * f) / t;
         }
-        // The block's matmul outputs in forward order (widths per token): q/k/v
-        // (one fused qkv), o, then gate/up (one fused gate_up) and down.
+        // The block's matmul outputs in forward order (widths per token, and
+        // whether the matrix is row-parallel under TP): q/k/v (one fused
+        // qkv), o, then gate/up (one fused gate_up) and down.
         let qkv = hq + 2.0 * hkv;
-        let attn: &[f64] = if m.fused_projections {
-            &[qkv, h]
+        let attn: &[(f64, bool)] = if m.fused_projections {
+            &[(qkv, false), (h, true)]
         } else {
-            &[hq, hkv, hkv, h]
+            &[(hq, false), (hkv, false), (hkv, false), (h, true)]
         };
-        let mlp: &[f64] = match (gated, m.gate_up_fused()) {
-            (true, true) => &[2.0 * f, h],
-            (true, false) => &[f, f, h],
-            (false, _) => &[f, h],
+        let mlp: &[(f64, bool)] = match (gated, m.gate_up_fused()) {
+            (true, true) => &[(2.0 * f, false), (h, true)],
+            (true, false) => &[(f, false), (f, false), (h, true)],
+            (false, _) => &[(f, false), (h, true)],
         };
-        let kept_mms: f64 = attn.iter().chain(mlp).step_by(2).sum();
-        self.layer_input_bytes() + e * sb * (kept_mms + hq) / t
+        // Under TP a row-parallel matmul's output is its rank's partial sum,
+        // whole until reduced: kept whole when the count keeps it. Under
+        // sequence parallelism the reduce-scatter after o and after down is
+        // on the save list too (`reduce_scatter_tensor`), its output the
+        // rank's shard. Counted with `calibration/saved_tensors.py --tp`
+        // (torchtitan 0.3.0's policy over its TP plan, TP 4): 6.54·hidden
+        // bytes per token per block without sequence parallelism, 6.04 with,
+        // where splitting every kept output gives 5.04 and 3.54 (the CPU's
+        // SDPA is not on the save list: CUDA's flash kernel's output is).
+        let kept_mms: f64 = attn
+            .iter()
+            .chain(mlp)
+            .step_by(2)
+            .map(|&(width, row_parallel)| if row_parallel { width } else { width / t })
+            .sum();
+        let reduce_scattered = if self.plan.parallel.sequence_parallel && t > 1.0 {
+            ROW_PARALLEL_OUTPUTS_PER_BLOCK * h / t
+        } else {
+            0.0
+        };
+        self.layer_input_bytes() + e * sb * (kept_mms + hq / t + reduce_scattered)
     }
 
     /// Micro-batches a pipeline runs per step: the stated count, else the

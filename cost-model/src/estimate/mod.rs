@@ -276,7 +276,14 @@ mod states;
 /// too, under the standard loss, before its states strand the loss's
 /// segments (`Ctx::reserve_stranded_loss_segments`; replayed GPT-Neo-1.3B
 /// −17.2 → −3.7 %, the encoder–decoders over with it as their adapters were).
-pub const MODEL_VERSION: u32 = 44;
+/// 45 counts tensor parallelism's blocks as PyTorch's DTensor TP keeps them:
+/// under sequence parallelism the column-parallel projections keep their
+/// gathered input whole outside Megatron-LM
+/// ([`Framework::tp_keeps_gathered_inputs`]), and torchtitan's per-op
+/// checkpointing keeps a row-parallel matmul's partial sums whole and each
+/// reduce-scatter's output (`Ctx::op_selective_layer`). No calibration row
+/// runs TP: the reports are unchanged.
+pub const MODEL_VERSION: u32 = 45;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -545,6 +552,14 @@ const DPO_LOGITS_FP32_BWD_TENSORS: f64 = 4.0;
 /// `unbind`'s backward and the shift's `slice_backward` (the logits themselves
 /// are not saved: a log-softmax keeps its output).
 const DPO_LOGITS_16BIT_BWD_TENSORS: f64 = 2.0;
+
+/// Row-parallel projections in a transformer block under tensor parallelism
+/// — attention's output projection and the MLP's down projection — each
+/// followed by the reduction of its partial sums: under sequence parallelism
+/// a reduce-scatter, whose output torchtitan's per-op checkpointing saves
+/// (`_c10d_functional.reduce_scatter_tensor` on its save list, torchtitan
+/// 0.3.0 `distributed/activation_checkpoint.py`; 0.1.0 `_save_list`).
+const ROW_PARALLEL_OUTPUTS_PER_BLOCK: f64 = 2.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
 /// while a recomputed block (or one whose activations come back from the CPU)
