@@ -56,6 +56,14 @@ copy is 4 bytes, CUDA's 1):
     q+v r8, dropout 0.05 / none                      45.63 / 37.63
     all-linear r16, dropout 0.05 / none              100.01 / 65.01
 
+`--tp` (2026-12-07, torch 2.15.0; torchtitan's Llama block, hidden 1024, 16 heads over 8, MLP 3584, B 2, T 64,
+bf16; rank 0 of a fake process group; per-op checkpointing is torchtitan 0.3.0's policy, installed with
+`pip install --no-deps torchtitan==0.3.0 spmd_types==0.2.3 tyro einops torchdata torch_checkpointing`):
+
+    no checkpointing   TP 1 56.07; TP 2 38.04, with SP 30.04; TP 4 29.02, with SP 17.02; TP 8 with SP 10.51
+    per-op (`op` SAC)  TP 1 14.04; TP 4 6.54, with SP 6.04 (the CPU's SDPA is not on the save list)
+    full               TP 1 2.04; TP 4 2.04, with SP 0.54
+
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
 

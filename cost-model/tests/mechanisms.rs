@@ -3386,7 +3386,7 @@ fn sequence_parallel_blocks_keep_the_gathered_input_under_dtensor_tp_and_the_sha
     // calibration/saved_tensors.py --tp (torch 2.15, a fake process group, a
     // torchtitan Llama block, bf16): the block keeps 56.07·hidden bytes per
     // token unsplit and 30.04, 17.02, 10.51 under TP 2, 4, 8 with sequence
-    // parallelism — the unsplit count over t plus 2.04, 3.02, 3.51: the
+    // parallelism — the unsplit count over t plus 2.00, 3.00, 3.50: the
     // gathered 16-bit inputs of attention and the MLP (4·hidden) stay whole.
     // Megatron-LM keeps the local shard (Korthikanti et al.: every tensor
     // of the block split by t).
