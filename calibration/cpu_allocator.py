@@ -25,6 +25,8 @@ the CPU writes an fp32 result and converts it, which cuBLAS does not (`MATMULS`)
         # kv heads, attention dropout
     v/bin/python calibration/cpu_allocator.py torchtune-loss   # torchtune's loss, 0.2's
         # recipes (the shifted, transposed fp32 logits) against 0.3's
+    v/bin/python calibration/cpu_allocator.py tp-backward   # saved_tensors.py's torchtitan block under
+        # DTensor TP: each backward node's most-alive moment, with and without sequence parallelism
     v/bin/python calibration/cpu_allocator.py compiled   # torch.compile (Inductor's C++
         # backend) against eager, with and without checkpointing: the loss and the blocks
 
@@ -423,6 +425,38 @@ def compiled(layers, hidden, ffn, vocab):
                   f"{r.peak / n:.2f} B/logit ({r.peak / 2**20:.1f} MiB) at {r.peak_op}", flush=True)
 
 
+def tp_backward(tp, sp, tokens, n=3, dtype=torch.bfloat16):
+    """`n` of saved_tensors.py's torchtitan blocks under DTensor TP (rank 0 of a fake process group), no
+    checkpointing, one sequence of `tokens`: `Live` of their backward from the last block's output."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import parallelize_module
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    import saved_tensors as st
+
+    if not dist.is_initialized():
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
+    torch.manual_seed(0)
+    blocks = [st.TpBlock().to(dtype) for _ in range(n)]
+    if tp > 1:
+        mesh = init_device_mesh("cpu", (tp,))
+        for b in blocks:
+            parallelize_module(b, mesh, st.tp_plan(sp))
+    x0 = torch.randn(1, tokens // tp if sp else tokens, st.TP_H, dtype=dtype, requires_grad=True)
+    cis = st.rope_cache(tokens)
+
+    def step(mark):
+        x = x0
+        for b in blocks:
+            x = b(x, cis)
+        g = torch.ones_like(x)
+        with mark():
+            x.backward(g)
+
+    return live_bytes(step)
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "scores"
     runs = sys.argv[2:]
@@ -461,6 +495,16 @@ if __name__ == "__main__":
         compiled(2, 512, 1408, 32768)  # the loss dominates
         for layers in (4, 8):
             compiled(layers, 1024, 2816, 512)  # the blocks dominate
+    elif what == "tp-backward":
+        # the most alive during each backward node over what backward starts with, bytes per token per hidden
+        # unit, from the growth 512 → 1,024 tokens (the weights' gradients cancel)
+        for tp, sp in [(1, False), (4, False), (4, True), (8, True)]:
+            short, long = (tp_backward(tp, sp, n) for n in (512, 1024))
+            grown = {op: (most - short.nodes[op] - long.kept + short.kept) / 512 / 1024
+                     for op, most in long.nodes.items() if op in short.nodes}
+            top = sorted(grown.items(), key=lambda kv: -kv[1])[:3]
+            print(f"tp-backward TP {tp} SP {sp}: kept {(long.kept - short.kept) / 512 / 1024:.2f}; "
+                  + "; ".join(f"{op} {v:+.2f}" for op, v in top), flush=True)
     elif what == "working-none":
         for spec in runs or [f"llama,{f},bf16,{n},0" for f in (1792, 2816) for n in (1, 0)]:
             kind, ffn, args = working_spec(spec)
