@@ -429,20 +429,13 @@ def tp_backward(tp, sp, tokens, n=3, dtype=torch.bfloat16):
     """`n` of saved_tensors.py's torchtitan blocks under DTensor TP (rank 0 of a fake process group), no
     checkpointing, one sequence of `tokens`: `Live` of their backward from the last block's output."""
     import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import parallelize_module
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     import saved_tensors as st
 
     if not dist.is_initialized():
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
-    torch.manual_seed(0)
-    blocks = [st.TpBlock().to(dtype) for _ in range(n)]
-    if tp > 1:
-        mesh = init_device_mesh("cpu", (tp,))
-        for b in blocks:
-            parallelize_module(b, mesh, st.tp_plan(sp))
+    blocks = st.tp_blocks(n, tp, sp, dtype)
     x0 = torch.randn(1, tokens // tp if sp else tokens, st.TP_H, dtype=dtype, requires_grad=True)
     cis = st.rope_cache(tokens)
 

@@ -797,13 +797,19 @@ def tp_plan(sp):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding con
         p["attention_norm"] = SequenceParallel(); p["ffn_norm"] = SequenceParallel()
     return p
 
-def tp_kept(n, tp, sp, dtype=torch.bfloat16):
+def tp_blocks(n, tp, sp, dtype=torch.bfloat16):
+    """`n` TpBlocks in `dtype`, under `tp_plan(sp)` over a TP mesh of `tp` ranks when `tp` > 1."""
     torch.manual_seed(0)
     blocks = [TpBlock().to(dtype) for _ in range(n)]
     if tp > 1:
         mesh = init_device_mesh("cpu", (tp,))
         for b in blocks:
             parallelize_module(b, mesh, tp_plan(sp))
+    return blocks
+
+
+def tp_kept(n, tp, sp, dtype=torch.bfloat16):
+    blocks = tp_blocks(n, tp, sp, dtype)
     local = lambda t: t._local_tensor if isinstance(t, DTensor) else t
     fixed = set()
     for b in blocks:
@@ -861,12 +867,7 @@ def tp_checkpointed(n, tp, sp, mode, dtype=torch.bfloat16):
     """What `n` blocks keep after forward under torchtitan's `op` selective or full checkpointing."""
     from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
-    torch.manual_seed(0)
-    blocks = [TpBlock().to(dtype) for _ in range(n)]
-    if tp > 1:
-        mesh = init_device_mesh("cpu", (tp,))
-        for b in blocks:
-            parallelize_module(b, mesh, tp_plan(sp))
+    blocks = tp_blocks(n, tp, sp, dtype)
     x = torch.randn(TP_B, TP_T // tp if sp else TP_T, TP_H, dtype=dtype, requires_grad=True)
     cis = rope_cache(TP_T)
     gc.collect()

@@ -3380,6 +3380,25 @@ fn per_token_one_block(p: &Plan) -> f64 {
     (acts(l + 1) - acts(l)) / (tokens * p.model.hidden as f64)
 }
 
+/// A bf16 full fine-tune of Llama-3.1-8B, one sequence of 1,024 tokens, over
+/// `tp` tensor-parallel ranks and nothing else.
+fn tp_block_plan(fw: Framework, tp: u32, sp: bool, ckpt: Checkpointing) -> Plan {
+    let mut p = Plan::default();
+    p.model = by_hub_id("meta-llama/Llama-3.1-8B").unwrap().spec();
+    p.set_framework(fw);
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 1;
+    p.training.seq_len = 1024;
+    p.training.checkpointing = ckpt;
+    p.training.dropout = false;
+    p.training.finetune = Finetune::Full;
+    p.parallel.num_gpus = tp;
+    p.parallel.tp = tp;
+    p.parallel.sequence_parallel = sp;
+    p.parallel.sharding = Sharding::None;
+    p
+}
+
 #[test]
 fn sequence_parallel_blocks_keep_the_gathered_input_under_dtensor_tp_and_the_shard_under_megatron()
 {
@@ -3396,22 +3415,7 @@ fn sequence_parallel_blocks_keep_the_gathered_input_under_dtensor_tp_and_the_sha
         Framework::PlainPytorch,
         Framework::Megatron,
     ] {
-        let plan = |tp: u32| {
-            let mut p = Plan::default();
-            p.model = by_hub_id("meta-llama/Llama-3.1-8B").unwrap().spec();
-            p.set_framework(fw);
-            p.training.precision = Precision::Bf16;
-            p.training.micro_batch = 1;
-            p.training.seq_len = 1024;
-            p.training.checkpointing = Checkpointing::None;
-            p.training.dropout = false;
-            p.training.finetune = Finetune::Full;
-            p.parallel.num_gpus = tp;
-            p.parallel.tp = tp;
-            p.parallel.sequence_parallel = tp > 1;
-            p.parallel.sharding = Sharding::None;
-            p
-        };
+        let plan = |tp: u32| tp_block_plan(fw, tp, tp > 1, Checkpointing::None);
         let whole = per_token_one_block(&plan(1));
         for (tp, split, unsplit) in counted {
             let excess = per_token_one_block(&plan(tp)) - whole / tp as f64;
@@ -3442,24 +3446,12 @@ fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_th
         (4, true, 6.04 + 0.5),
     ];
     for (tp, sp, want) in counted {
-        let mut p = Plan::default();
-        p.model = by_hub_id("meta-llama/Llama-3.1-8B").unwrap().spec();
+        let mut p = tp_block_plan(Framework::Torchtitan, tp, sp, Checkpointing::OpSelective);
         p.model.hidden = 1024;
         p.model.heads = 16;
         p.model.kv_heads = 8;
         p.model.head_dim = 64;
         p.model.ffn = 3584;
-        p.set_framework(Framework::Torchtitan);
-        p.training.precision = Precision::Bf16;
-        p.training.micro_batch = 1;
-        p.training.seq_len = 1024;
-        p.training.checkpointing = Checkpointing::OpSelective;
-        p.training.dropout = false;
-        p.training.finetune = Finetune::Full;
-        p.parallel.num_gpus = tp;
-        p.parallel.tp = tp;
-        p.parallel.sequence_parallel = sp;
-        p.parallel.sharding = Sharding::None;
         let got = per_token_one_block(&p);
         assert!(
             (got - want).abs() < 0.1,
