@@ -63,6 +63,7 @@ bf16; rank 0 of a fake process group; per-op checkpointing is torchtitan 0.3.0's
     no checkpointing   TP 1 56.07; TP 2 38.04, with SP 30.04; TP 4 29.02, with SP 17.02; TP 8 with SP 10.51
     per-op (`op` SAC)  TP 1 14.04; TP 4 6.54, with SP 6.04 (the CPU's SDPA is not on the save list)
     full               TP 1 2.04; TP 4 2.04, with SP 0.54
+    final norm + head  TP 1 10.00; TP 4 10.00, with SP 4.00 (bytes per token / hidden; the logits not counted)
 
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
@@ -830,6 +831,36 @@ def tp_kept(n, tp, sp, dtype=torch.bfloat16):
         kept = c.total()
     return kept
 
+def tp_head_kept(tp, sp, vocab=8192, dtype=torch.bfloat16):
+    """Bytes torchtitan's final norm and LM head keep for backward (its plan: the norm sequence-parallel, the
+    head column-parallel over the vocabulary from the gathered norm output, its output left sharded for the
+    loss-parallel cross-entropy), the logits themselves not counted."""
+    torch.manual_seed(0)
+    head = torch.nn.ModuleDict({"norm": torch.nn.RMSNorm(TP_H, eps=1e-5),
+                                "output": torch.nn.Linear(TP_H, vocab, bias=False)}).to(dtype)
+    if tp > 1:
+        seq = Shard(1) if sp else Replicate()
+        plan = {"output": ColwiseParallel(input_layouts=seq, output_layouts=Shard(-1), use_local_output=False)}
+        if sp:
+            plan["norm"] = SequenceParallel()
+        parallelize_module(head, init_device_mesh("cpu", (tp,)), plan)
+    local = lambda t: t._local_tensor if isinstance(t, DTensor) else t
+    fixed = {local(p).untyped_storage().data_ptr() for p in head.parameters()}
+    x = torch.randn(TP_B, TP_T // tp if (sp and tp > 1) else TP_T, TP_H, dtype=dtype, requires_grad=True)
+    fixed.add(x.untyped_storage().data_ptr())
+
+    class Local(SavedBytes):
+        def pack(self, t):
+            super().pack(local(t))
+            return t
+
+    with Local(fixed) as c:
+        logits = head["output"](head["norm"](x))
+        kept = c.total()
+    del logits
+    return kept
+
+
 def tp_policy():
     """torchtitan's per-op selective checkpointing policy (0.3.0 `SelectiveAC._wrap_block`): save what is on
     its save list (compute-intensive ops, SDPA, `reduce_scatter_tensor`, ...) except every second matmul."""
@@ -893,6 +924,9 @@ def tp_main():
     for tp, sp in [(1, False), (2, False), (2, True), (4, False), (4, True), (8, True)]:
         per_block = (tp_kept(3, tp, sp) - tp_kept(2, tp, sp)) / (TP_B * TP_T * TP_H)
         print(f"TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden", flush=True)
+    for tp, sp in [(1, False), (4, False), (4, True)]:
+        print(f"final norm and LM head, TP {tp} SP {sp!s:5s}: "
+              f"{tp_head_kept(tp, sp) / (TP_B * TP_T * TP_H):6.2f} bytes per token / hidden", flush=True)
     for mode in ("op", "full"):
         for tp, sp in [(1, False), (4, False), (4, True)]:
             per_block = (tp_checkpointed(3, tp, sp, mode) - tp_checkpointed(2, tp, sp, mode)) / (TP_B * TP_T * TP_H)

@@ -3433,6 +3433,27 @@ fn sequence_parallel_blocks_keep_the_gathered_input_under_dtensor_tp_and_the_sha
 }
 
 #[test]
+fn torchtitans_lm_head_keeps_the_gathered_final_norm_output_under_sequence_parallelism() {
+    // calibration/saved_tensors.py --tp: torchtitan's final norm and LM head
+    // keep 10.00·hidden bytes per token unsplit and 4.00 under TP 4 with
+    // sequence parallelism: the head's 16-bit input (2.00) whole, the rest
+    // split. Its loss-parallel logits are split by t, so what the last stage's
+    // forward holds of the logits and loss exceeds a quarter of the unsplit
+    // by the head input's other three quarters.
+    let logits = |tp: u32| {
+        let mut p = tp_block_plan(Framework::Torchtitan, tp, tp > 1, Checkpointing::None);
+        p.model.vocab = 8192;
+        phase(&estimate(&p).unwrap(), Phase::Forward).logits.get() as f64
+    };
+    let tokens_hidden = 1024.0 * 4096.0;
+    let excess = (logits(4) - logits(1) / 4.0) / tokens_hidden;
+    assert!(
+        (excess - 2.0 * 0.75).abs() < 0.01,
+        "{excess:.3}·hidden per token beyond a quarter of the unsplit head, counted 1.50"
+    );
+}
+
+#[test]
 fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_their_reduce_scatter()
 {
     // calibration/saved_tensors.py --tp: torchtitan 0.3.0's per-op policy over

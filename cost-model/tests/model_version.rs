@@ -191,6 +191,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (43, 0x0332_b485_48b7_0f1a),
     (44, 0xbefc_3cfa_cb66_fe8b),
     (45, 0xf923_9da1_289b_f6d2),
+    (46, 0x5996_2a91_6a8f_7e82),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

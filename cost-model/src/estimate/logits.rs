@@ -57,8 +57,16 @@ impl<'a> Ctx<'a> {
         let tokens = self.logit_positions();
         let v = m.vocab as f64 / self.tv;
         let h = m.hidden as f64;
-        // Final norm input (fp32 copy) and output (head input).
-        let final_norm = (self.final_norm_kept_bytes() + self.e) * tokens * h / self.rep;
+        // Final norm input (fp32 copy) and output (head input): the output
+        // gathered whole before the head where the framework's TP keeps its
+        // gathered inputs (torchtitan's `pre_lm_head_norm_config`; counted
+        // with `calibration/saved_tensors.py --tp`: the norm and head keep
+        // 10.00·hidden bytes per token unsplit, 4.00 under TP 4 with
+        // sequence parallelism — the head's 16-bit input, 2.00, whole).
+        let final_norm = (self.final_norm_kept_bytes() / self.rep
+            + self.e / self.colwise_input_split())
+            * tokens
+            * h;
         if m.head == ModelHead::Classifier {
             // A classification head's logits are a few numbers per token (or
             // per sequence, pooled): nothing vocab-sized.

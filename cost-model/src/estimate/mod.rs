@@ -282,8 +282,9 @@ mod states;
 /// ([`Framework::tp_keeps_gathered_inputs`]), and torchtitan's per-op
 /// checkpointing keeps a row-parallel matmul's partial sums whole and each
 /// reduce-scatter's output (`Ctx::op_selective_layer`). No calibration row
-/// runs TP: the reports are unchanged.
-pub const MODEL_VERSION: u32 = 45;
+/// runs TP: the reports are unchanged. 46 keeps the LM head's gathered input
+/// whole too (`Ctx::logits`' final norm output, under the same predicate).
+pub const MODEL_VERSION: u32 = 46;
 
 // ---------------------------------------------------------------------------
 // Coefficients
