@@ -576,8 +576,12 @@ impl Framework {
     /// (`LinearWithGradAccumulationAndAsyncCommunication`:
     /// `ctx.save_for_backward(input, weight)` before the all-gather;
     /// megatron-core 0.16.1 `tensor_parallel/layers.py`), Korthikanti et
-    /// al.'s count, as does Megatron-DeepSpeed, which a DeepSpeed plan with
-    /// TP is read as.
+    /// al.'s count; so do Transformer Engine's layers, Megatron-LM's default
+    /// (`LayerNormLinear` frees the gathered `ln_out_total` after the GEMM
+    /// and saves `ln_out`, gathering it again in backward when
+    /// `ctx.ln_out_needs_gather`; transformer_engine 2.20.2
+    /// `pytorch/module/layernorm_linear.py`), and Megatron-DeepSpeed, which a
+    /// DeepSpeed plan with TP is read as.
     pub fn tp_keeps_gathered_inputs(self) -> bool {
         !matches!(self, Framework::Megatron | Framework::Deepspeed)
     }
