@@ -558,8 +558,9 @@ const DPO_LOGITS_16BIT_BWD_TENSORS: f64 = 2.0;
 /// — attention's output projection and the MLP's down projection — each
 /// followed by the reduction of its partial sums: under sequence parallelism
 /// a reduce-scatter, whose output torchtitan's per-op checkpointing saves
-/// (`_c10d_functional.reduce_scatter_tensor` on its save list, torchtitan
-/// 0.3.0 `distributed/activation_checkpoint.py`; 0.1.0 `_save_list`).
+/// (`_c10d_functional.reduce_scatter_tensor` on its save list: torchtitan
+/// 0.3.0 `distributed/activation_checkpoint.py`, 0.2.0 `_op_sac_save_list`
+/// and 0.1.0 `_save_list` in `models/llama3/infra/parallelize.py`).
 const ROW_PARALLEL_OUTPUTS_PER_BLOCK: f64 = 2.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
