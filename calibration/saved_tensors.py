@@ -163,6 +163,10 @@ import weakref
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor, Replicate, Shard
+from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                               SequenceParallel, parallelize_module)
 
 MODULES = ["config.py", "model.py", "lora.py", "adapter.py", "adapter_v2.py"]
 
@@ -739,23 +743,21 @@ def padded_main():
 
 # --tp: PyTorch's DTensor tensor parallelism (torchtitan's layer plan: the sequence-sharded norm output gathered to
 # `Replicate` before attention and the MLP, q/k/v and w1/w3 column-wise, wo and w2 row-wise back to the shard).
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor.parallel import (parallelize_module, ColwiseParallel, RowwiseParallel,
-                                               SequenceParallel, PrepareModuleInput)
-from torch.distributed.tensor import DTensor, Shard, Replicate
-
 TP_H, TP_NH, TP_KV, TP_FF, TP_B, TP_T = 1024, 16, 8, 3584, 2, 64
 TP_HD = TP_H // TP_NH
+
 
 def rope_cache(n):
     freqs = 1.0 / (500000 ** (torch.arange(0, TP_HD, 2)[: TP_HD // 2].float() / TP_HD))
     return torch.polar(torch.ones(n, TP_HD // 2), torch.outer(torch.arange(n).float(), freqs))
+
 
 def apply_rotary_emb(xq, xk, cis):  # torchtitan ComplexRoPE.apply_rotary_emb
     xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
     xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
     cis = cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
     return torch.view_as_real(xq_ * cis).flatten(3).type_as(xq), torch.view_as_real(xk_ * cis).flatten(3).type_as(xk)
+
 
 class TpAttention(torch.nn.Module):
     def __init__(s):
@@ -771,11 +773,13 @@ class TpAttention(torch.nn.Module):
         out = flash_like(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
         return s.wo(out.transpose(1, 2).contiguous().view(bs, sl, -1))
 
+
 class TpFFN(torch.nn.Module):
     def __init__(s):
         super().__init__()
         s.w1 = torch.nn.Linear(TP_H, TP_FF, bias=False); s.w2 = torch.nn.Linear(TP_FF, TP_H, bias=False); s.w3 = torch.nn.Linear(TP_H, TP_FF, bias=False)
     def forward(s, x): return s.w2(F.silu(s.w1(x)) * s.w3(x))
+
 
 class TpBlock(torch.nn.Module):
     def __init__(s):
@@ -785,6 +789,7 @@ class TpBlock(torch.nn.Module):
     def forward(s, x, cis):
         h = x + s.attention(s.attention_norm(x), cis)
         return h + s.feed_forward(s.ffn_norm(h))
+
 
 def tp_plan(sp):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding configs: the same layouts)
     seq = Shard(1) if sp else Replicate()
@@ -798,6 +803,25 @@ def tp_plan(sp):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding con
         p["attention_norm"] = SequenceParallel(); p["ffn_norm"] = SequenceParallel()
     return p
 
+
+def tp_local(t):
+    """A DTensor's local shard (what this rank's allocator holds); any other tensor as it is."""
+    return t._local_tensor if isinstance(t, DTensor) else t
+
+
+def tp_input(tp, sp, dtype=torch.bfloat16):
+    """The block input one rank holds: the sequence shard under sequence parallelism, else all of it."""
+    return torch.randn(TP_B, TP_T // tp if sp and tp > 1 else TP_T, TP_H, dtype=dtype, requires_grad=True)
+
+
+class TpSavedBytes(SavedBytes):
+    """`SavedBytes` over the local shards of the DTensors autograd saves."""
+
+    def pack(self, t):
+        super().pack(tp_local(t))
+        return t
+
+
 def tp_blocks(n, tp, sp, dtype=torch.bfloat16):
     """`n` TpBlocks in `dtype`, under `tp_plan(sp)` over a TP mesh of `tp` ranks when `tp` > 1."""
     torch.manual_seed(0)
@@ -810,26 +834,19 @@ def tp_blocks(n, tp, sp, dtype=torch.bfloat16):
 
 
 def tp_kept(n, tp, sp, dtype=torch.bfloat16):
+    """Bytes `n` blocks keep for backward without checkpointing."""
     blocks = tp_blocks(n, tp, sp, dtype)
-    local = lambda t: t._local_tensor if isinstance(t, DTensor) else t
-    fixed = set()
-    for b in blocks:
-        for p in list(b.parameters()) + list(b.buffers()):
-            fixed.add(local(p).untyped_storage().data_ptr())
-    tl = TP_T // tp if (sp and tp > 1) else TP_T
-    x0 = torch.randn(TP_B, tl, TP_H, dtype=dtype, requires_grad=True)
-    cis = rope_cache(TP_T)
+    x0, cis = tp_input(tp, sp, dtype), rope_cache(TP_T)
+    fixed = {tp_local(p).untyped_storage().data_ptr()
+             for b in blocks for p in list(b.parameters()) + list(b.buffers())}
     fixed |= {x0.untyped_storage().data_ptr(), cis.untyped_storage().data_ptr()}
-    class Local(SavedBytes):
-        def pack(self, t):
-            super().pack(local(t))
-            return t
-    with Local(fixed) as c:
+    with TpSavedBytes(fixed) as c:
         x = x0
         for b in blocks:
             x = b(x, cis)
         kept = c.total()
     return kept
+
 
 def tp_head_kept(tp, sp, vocab=8192, dtype=torch.bfloat16):
     """Bytes torchtitan's final norm and LM head keep for backward (its plan: the norm sequence-parallel, the
@@ -844,17 +861,10 @@ def tp_head_kept(tp, sp, vocab=8192, dtype=torch.bfloat16):
         if sp:
             plan["norm"] = SequenceParallel()
         parallelize_module(head, init_device_mesh("cpu", (tp,)), plan)
-    local = lambda t: t._local_tensor if isinstance(t, DTensor) else t
-    fixed = {local(p).untyped_storage().data_ptr() for p in head.parameters()}
-    x = torch.randn(TP_B, TP_T // tp if (sp and tp > 1) else TP_T, TP_H, dtype=dtype, requires_grad=True)
+    x = tp_input(tp, sp, dtype)
+    fixed = {tp_local(p).untyped_storage().data_ptr() for p in head.parameters()}
     fixed.add(x.untyped_storage().data_ptr())
-
-    class Local(SavedBytes):
-        def pack(self, t):
-            super().pack(local(t))
-            return t
-
-    with Local(fixed) as c:
+    with TpSavedBytes(fixed) as c:
         logits = head["output"](head["norm"](x))
         kept = c.total()
     del logits
@@ -899,15 +909,14 @@ def tp_checkpointed(n, tp, sp, mode, dtype=torch.bfloat16):
     from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
     blocks = tp_blocks(n, tp, sp, dtype)
-    x = torch.randn(TP_B, TP_T // tp if sp else TP_T, TP_H, dtype=dtype, requires_grad=True)
-    cis = rope_cache(TP_T)
+    x, cis = tp_input(tp, sp, dtype), rope_cache(TP_T)
     gc.collect()
     before = set(tp_live_storages())
     kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
     for b in blocks:
         x = checkpoint(b, x, cis, use_reentrant=False, **kw)
     gc.collect()
-    out = (x._local_tensor if isinstance(x, DTensor) else x).untyped_storage().nbytes()
+    out = tp_local(x).untyped_storage().nbytes()
     return sum(tp_live_storages(before).values()) - out
 
 

@@ -1009,7 +1009,7 @@ impl<'a> Ctx<'a> {
             .step_by(2)
             .map(|&(width, row_parallel)| if row_parallel { width } else { width / t })
             .sum();
-        let reduce_scattered = if self.plan.parallel.sequence_parallel && t > 1.0 {
+        let reduce_scattered = if self.rep > 1.0 {
             ROW_PARALLEL_OUTPUTS_PER_BLOCK * h / t
         } else {
             0.0
