@@ -25,6 +25,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/python calibration/saved_tensors.py --padded       # padding under the CPU's own SDPA
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
     v/bin/python calibration/saved_tensors.py --tp       # DTensor TP (torchtitan's plan), with and without SP
+    v/bin/python calibration/saved_tensors.py --moe      # torchtitan 0.3.0's MoE layers (same install as --tp)
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -64,6 +65,17 @@ bf16; rank 0 of a fake process group; per-op checkpointing is torchtitan 0.3.0's
     per-op (`op` SAC)  TP 1 14.04; TP 4 6.54, with SP 6.04 (the CPU's SDPA is not on the save list)
     full               TP 1 2.04; TP 4 2.04, with SP 0.54
     final norm + head  TP 1 10.00; TP 4 10.00, with SP 4.00 (bytes per token / hidden; the logits not counted)
+
+`--moe` (2026-12-07, torch 2.15.0, torchtitan 0.3.0 wheel; the MoE modules of its Qwen3 `debugmodel_moe` — hidden
+256, 64 experts of FFN 768, top 8, no shared expert — and DeepSeek-V3 `debugmodel` — 8 experts of FFN 256, top 3, two
+shared experts as one FFN of 512; B 2, T 64, bf16; bytes per token per MoE layer / hidden, `x + moe(x)`):
+
+    Qwen3        no checkpointing top 4 122.95, top 8 243.39: 30.11 per routed token (8·FFN 24.00, the routed
+                 input 2, its fp32 copy scaled by the score 4, two int64 indices); per-op 2.97; full 2.15
+    DeepSeek-V3  no checkpointing top 4 74.47, top 8 130.88: 14.10 per routed token (8·FFN 8.00); per-op 6.33
+                 (the shared up projection's output 4 more); full 2.15
+
+(The CPU leaves autocast off: on CUDA 0.3.0's router gate runs under fp32 autocast, its input and scores fp32.)
 
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
@@ -943,6 +955,92 @@ def tp_main():
                   flush=True)
 
 
+# --moe: torchtitan 0.3.0's MoE layer (router, token dispatcher, grouped-mm experts, shared experts), from its
+# wheel, on the CPU: what it keeps per token, by routed token, and under torchtitan's per-op and full checkpointing.
+def moe_layers(flavor, dtype=torch.bfloat16):
+    """The MoE modules of torchtitan 0.3.0's `flavor` ("qwen3" debugmodel_moe: 64 experts, top 8, no shared
+    experts; "deepseek_v3" debugmodel: 8 experts, top 3, two shared experts), hidden 256, expert FFN 768 / 256,
+    initialised and cast to `dtype`."""
+    torch.manual_seed(0)
+    if flavor == "qwen3":
+        from torchtitan.models.qwen3 import model_registry
+        model = model_registry("debugmodel_moe", attn_backend="flex").model.build()
+    else:
+        from torchtitan.models.deepseek_v3 import model_registry
+        model = model_registry("debugmodel", attn_backend="flex").model.build()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.02)
+    model = model.to(dtype)
+    return [b.moe for b in model.layers.values() if getattr(b, "moe_enabled", False)]
+
+
+def moe_set_top_k(mods, k):
+    for m in mods:
+        m.router.top_k = k
+        m.routed_experts.token_dispatcher.top_k = k
+
+
+MOE_B, MOE_T = 2, 64
+
+
+def moe_kept(mods, n, dtype=torch.bfloat16):
+    """Bytes `n` MoE layers (each `x + moe(x)`) keep for backward without checkpointing."""
+    mods = mods[:n]
+    D = mods[0].router.gate.weight.shape[1]
+    x0 = torch.randn(MOE_B, MOE_T, D, dtype=dtype, requires_grad=True)
+    fixed = {p.untyped_storage().data_ptr() for m in mods for p in list(m.parameters()) + list(m.buffers())}
+    fixed.add(x0.untyped_storage().data_ptr())
+    with SavedBytes(fixed) as c:
+        x = x0
+        for m in mods:
+            x = x + m(x)
+        return c.total()
+
+
+def moe_checkpointed(mods, n, mode, dtype=torch.bfloat16):
+    """What `n` MoE layers keep after forward under torchtitan's per-op (`op`) or full checkpointing. The
+    policy's matmul count starts at zero, as it does after a block's attention (an even number of mms: fused
+    wqkv and wo in 0.3.0, wq/wk/wv/wo in 0.1-0.2)."""
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+    mods = mods[:n]
+    D = mods[0].router.gate.weight.shape[1]
+    x = torch.randn(MOE_B, MOE_T, D, dtype=dtype, requires_grad=True)
+    gc.collect()
+    before = set(tp_live_storages())
+    for m in mods:
+        kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
+        x = checkpoint(lambda y, m=m: y + m(y), x, use_reentrant=False, **kw)
+    gc.collect()
+    return sum(tp_live_storages(before).values()) - x.untyped_storage().nbytes()
+
+
+def moe_main():
+    """Bytes per token per MoE layer / hidden: kept without checkpointing (and their growth per routed token,
+    from top-k 4 to 8), under per-op and full checkpointing. The CPU leaves autocast off, so the router's gate
+    runs in bf16 here; on CUDA 0.3.0 runs it under fp32 autocast (`TokenChoiceTopKRouter.forward`)."""
+    print(f"torch {torch.__version__}; B {MOE_B}, T {MOE_T}, bf16")
+    for flavor in ("qwen3", "deepseek_v3"):
+        mods = moe_layers(flavor)
+        D = mods[0].router.gate.weight.shape[1]
+        tok = MOE_B * MOE_T * D
+        E, K = mods[0].router.num_experts, mods[0].router.top_k
+        F_ = mods[0].routed_experts.inner_experts.w1_EFD.shape[1]
+        shared = mods[0].shared_experts.w1.weight.shape[0] if mods[0].shared_experts is not None else 0
+        print(f"{flavor}: hidden {D}, {E} experts of FFN {F_}, top {K}, shared FFN {shared}")
+        per = {}
+        for k in (4, 8) if E >= 8 else (K,):
+            moe_set_top_k(mods, k)
+            per[k] = (moe_kept(mods, 2) - moe_kept(mods, 1)) / tok
+            print(f"  no checkpointing, top {k}: {per[k]:7.2f}", flush=True)
+        if len(per) == 2:
+            print(f"  per routed token: {(per[8] - per[4]) / 4:7.2f} (of which 8·FFN/hidden = {8 * F_ / D:.2f})")
+        moe_set_top_k(mods, K)
+        for mode in ("op", "full"):
+            kept = (moe_checkpointed(mods, 2, mode) - moe_checkpointed(mods, 1, mode)) / tok
+            print(f"  {mode} checkpointing, top {K}: {kept:7.2f}", flush=True)
+
+
 MODES = {
     "--t5": t5_main,
     "--padded": padded_main,
@@ -954,6 +1052,7 @@ MODES = {
     "--compile": compile_main,
     "--compile-backward": compile_backward_main,
     "--tp": tp_main,
+    "--moe": moe_main,
 }
 
 

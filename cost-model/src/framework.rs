@@ -188,6 +188,23 @@ pub struct FrameworkDefaults {
     /// `arguments/base_args/quant_args.py`) and axolotl's QLoRA (0.19.0
     /// `loaders/model.py`); transformers' `BitsAndBytesConfig` defaults to off.
     pub nf4_double_quant: bool,
+    /// An MoE layer scales each routed token by its routing score in fp32
+    /// and keeps that fp32 copy for the score's gradient, and adds the shared
+    /// experts' output unscaled: torchtitan's
+    /// `routed_output.to(torch.float32) * top_scores_experts_sorted`
+    /// (0.2.0 `models/moe/moe.py` with
+    /// `score_before_experts=False`, as its DeepSeek-V3 and Qwen3 set it;
+    /// 0.3.0 `LocalTokenDispatcher.combine`), or the routed input scaled the
+    /// same way before the experts (0.1.0 `experiments/llama4/model/moe.py`,
+    /// `score_before_experts`): one fp32 hidden vector per routed token either
+    /// way. transformers multiplies 16-bit expert outputs by routing weights
+    /// cast to their dtype, keeping those outputs (the estimate's MoE term).
+    /// Counted with `calibration/saved_tensors.py --moe` (torchtitan
+    /// 0.3.0's layers on the CPU): each routed token kept 30.11·hidden bytes
+    /// in Qwen3's layer (FFN 3·hidden) and 14.10 in DeepSeek-V3's (FFN
+    /// hidden): 8·FFN for the experts, 2 for the routed input, 4 for this
+    /// copy, and two int64 indices.
+    pub fp32_scored_routed_tokens: bool,
 }
 
 impl Framework {
@@ -864,6 +881,7 @@ impl Framework {
             fused_kernels: false,
             logprob_kernel: false,
             nf4_double_quant: false,
+            fp32_scored_routed_tokens: false,
         };
         // The Trainer's own: its `adamw_torch_fused` default.
         let trainer = FrameworkDefaults {
@@ -963,6 +981,7 @@ impl Framework {
                 checkpointing: Checkpointing::OpSelective,
                 optimizer_impl: OptimizerImpl::Fused,
                 sequence_parallel: true,
+                fp32_scored_routed_tokens: true,
                 ..hf
             },
             Framework::Litgpt => FrameworkDefaults {

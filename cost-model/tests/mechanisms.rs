@@ -3480,3 +3480,79 @@ fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_th
         );
     }
 }
+
+/// A bf16 full fine-tune of Qwen3-30B-A3B's shape (128 experts of FFN 768,
+/// no shared expert) under `fw`, one sequence of 512 tokens on one GPU,
+/// `k` experts per token.
+fn moe_block_plan(fw: Framework, k: u32, ckpt: Checkpointing) -> Plan {
+    let mut p = Plan::default();
+    p.model = preset("qwen3-30b-a3b").unwrap().spec();
+    p.model.experts_per_token = k;
+    p.set_framework(fw);
+    p.training.precision = Precision::Bf16;
+    p.training.micro_batch = 1;
+    p.training.seq_len = 512;
+    p.training.checkpointing = ckpt;
+    p.training.dropout = false;
+    p.training.finetune = Finetune::Full;
+    p.parallel.num_gpus = 1;
+    p.parallel.tp = 1;
+    p.parallel.sequence_parallel = false;
+    p.parallel.sharding = Sharding::None;
+    p
+}
+
+#[test]
+fn torchtitans_moe_keeps_each_routed_token_in_fp32_for_its_score() {
+    // calibration/saved_tensors.py --moe (torchtitan 0.3.0's Qwen3 MoE layer
+    // on the CPU, hidden 256, FFN 768 = 3·hidden, bf16): each routed token
+    // kept 30.11·hidden bytes without checkpointing — the experts' 8·FFN,
+    // the routed input (2) and the fp32 copy scaled by its score (4), with
+    // two int64 indices (0.06). transformers keeps the 16-bit expert output
+    // instead: 2 where torchtitan keeps 4.
+    let per_routed = |fw: Framework| {
+        let block = |k: u32| {
+            let mut p = moe_block_plan(fw, k, Checkpointing::None);
+            p.model.ffn = 3 * p.model.hidden;
+            per_token_one_block(&p)
+        };
+        (block(8) - block(4)) / 4.0
+    };
+    let titan = per_routed(Framework::Torchtitan);
+    assert!((titan - 30.11).abs() < 0.2, "torchtitan: {titan:.3}");
+    for fw in [Framework::HfTrainer, Framework::PlainPytorch] {
+        let hf = per_routed(fw);
+        assert!((hf - 28.0).abs() < 0.01, "{fw:?}: {hf:.3}");
+    }
+}
+
+#[test]
+fn torchtitans_per_op_checkpointing_recomputes_the_routed_experts_and_keeps_the_routing() {
+    // calibration/saved_tensors.py --moe: under torchtitan's per-op policy
+    // its MoE layers keep their input, the router gate's output and the
+    // top-k (2.97·hidden bytes per token for Qwen3's 64 experts, top 8, at
+    // hidden 256), and with shared experts their up projection's output too
+    // (6.33 for DeepSeek-V3's two shared experts of 256): `_grouped_mm` is
+    // not on the save list, so no routed expert's output is kept.
+    let op = |k: u32, ffn: u32, shared: u32| {
+        let mut p = moe_block_plan(Framework::Torchtitan, k, Checkpointing::OpSelective);
+        p.model.ffn = ffn;
+        p.model.shared_experts = shared;
+        per_token_one_block(&p)
+    };
+    let h = 2048.0;
+    let base = op(8, 768, 0);
+    // Neither the experts' width nor their number per token keeps more than
+    // the top-k's fp32 score and int64 index.
+    assert!((op(8, 3 * 768, 0) - base).abs() < 1e-9, "{base}");
+    assert!((op(4, 768, 0) - (base - 4.0 * 12.0 / h)).abs() < 1e-9);
+    // Two shared experts of 768 are one MLP of 1,536: its up projection's
+    // output is kept (the router's gate is the fifth matmul, kept; the
+    // shared gate, up and down the sixth to eighth).
+    assert!((op(8, 768, 2) - (base + 2.0 * 1536.0 / h)).abs() < 1e-9);
+    // What stays: the block input (2), q and v of separate projections
+    // (4,096 + 512 wide), the attention output (4,096), the router's fp32
+    // scores over 128 experts and the top 8.
+    let want = 2.0 + (2.0 * (4096.0 + 512.0 + 4096.0) + 4.0 * 128.0 + 12.0 * 8.0) / h;
+    assert!((base - want).abs() < 1e-9, "{base} vs {want}");
+}

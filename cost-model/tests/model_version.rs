@@ -192,6 +192,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (44, 0xbefc_3cfa_cb66_fe8b),
     (45, 0xf923_9da1_289b_f6d2),
     (46, 0x5996_2a91_6a8f_7e82),
+    (47, 0x7c5b_a6e7_2341_1840),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

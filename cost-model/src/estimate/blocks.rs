@@ -261,7 +261,13 @@ impl<'a> Ctx<'a> {
                 } else {
                     k
                 };
-                mlp += e * sb * h / rep * (1.0 + routed);
+                mlp += if self.defaults().fp32_scored_routed_tokens {
+                    // The router's input, and one fp32 copy per routed token
+                    // ([`FrameworkDefaults::fp32_scored_routed_tokens`]).
+                    sb * h / rep * (e + FP32 * m.experts_per_token as f64)
+                } else {
+                    e * sb * h / rep * (1.0 + routed)
+                };
             }
         }
         if dropout {
@@ -964,9 +970,19 @@ impl<'a> Ctx<'a> {
     /// `distributed/activation_checkpoint.py` `SelectiveAC`, 0.1.0
     /// `parallelize.py` `_save_list` with `mm_count % 2 == 0` recomputed; the
     /// count restarts in every block). In forward order a Llama block's mms are
-    /// wq, wk, wv, wo, w1, w3, w2: q, v, w1's and w2's outputs are kept. MoE
-    /// blocks keep every matmul output (their router and grouped expert mms do
-    /// not follow the count), an upper bound.
+    /// wq, wk, wv, wo, w1, w3, w2: q, v, w1's and w2's outputs are kept. In an
+    /// MoE block the router's gate and the shared experts' matmuls follow the
+    /// attention's in the count; the routed experts' grouped matmuls
+    /// (`torch._grouped_mm`) are not on the save list (torch 2.15's
+    /// partitioner lists `mm`, `bmm`, `addmm`, `_scaled_mm`, the SDPA kernels
+    /// and `convolution` as compute-intensive, not `_grouped_mm`), so the
+    /// routed experts are recomputed, and `aten.topk` is saved to keep the
+    /// routing stable ([`TOPK_BYTES_PER_ROUTED_TOKEN`]). Counted with
+    /// `calibration/saved_tensors.py --moe` (torchtitan 0.3.0's MoE layers,
+    /// hidden 256): 2.97·hidden bytes per token for Qwen3's (64 experts, top
+    /// 8, no shared expert: the input, the gate's output, the top-k) and 6.33
+    /// for DeepSeek-V3's (two shared experts of 256: their up projection's
+    /// output more); 243.39 and 130.88 without checkpointing.
     pub(super) fn op_selective_layer(&self) -> f64 {
         let m = self.m;
         let sb = self.s * self.b;
@@ -976,23 +992,33 @@ impl<'a> Ctx<'a> {
         let hkv = m.kv_width() as f64;
         let f = m.ffn as f64;
         let gated = m.mlp == Mlp::Gated;
-        if m.is_moe() {
-            let mats = if gated { 2.0 } else { 1.0 };
-            return self.layer_input_bytes() + e * sb * (hq + 2.0 * hkv + hq + mats * f) / t;
-        }
         // The block's matmul outputs in forward order (widths per token, and
         // whether the matrix is row-parallel under TP): q/k/v (one fused
-        // qkv), o, then gate/up (one fused gate_up) and down.
+        // qkv), o, then gate/up (one fused gate_up) and down — in an MoE
+        // block the router's gate (its fp32 scores, whole on every rank) and
+        // the shared experts' (all of them as one MLP) instead.
         let qkv = hq + 2.0 * hkv;
         let attn: &[(f64, bool)] = if m.fused_projections {
             &[(qkv, false), (h, true)]
         } else {
             &[(hq, false), (hkv, false), (hkv, false), (h, true)]
         };
-        let mlp: &[(f64, bool)] = match (gated, m.gate_up_fused()) {
-            (true, true) => &[(2.0 * f, false), (h, true)],
-            (true, false) => &[(f, false), (f, false), (h, true)],
-            (false, _) => &[(f, false), (h, true)],
+        let (ffn, router) = if m.is_moe() {
+            let scores = FP32 / e * m.experts as f64;
+            (m.shared_experts as f64 * f, Some((scores, true)))
+        } else {
+            (f, None)
+        };
+        let dense: &[(f64, bool)] = match (ffn > 0.0, gated, m.gate_up_fused()) {
+            (false, _, _) => &[],
+            (true, true, true) => &[(2.0 * ffn, false), (h, true)],
+            (true, true, false) => &[(ffn, false), (ffn, false), (h, true)],
+            (true, false, _) => &[(ffn, false), (h, true)],
+        };
+        let topk = if m.is_moe() {
+            TOPK_BYTES_PER_ROUTED_TOKEN * m.experts_per_token as f64
+        } else {
+            0.0
         };
         // Under TP a row-parallel matmul's output is its rank's partial sum,
         // whole until reduced: kept whole when the count keeps it. Under
@@ -1005,7 +1031,8 @@ impl<'a> Ctx<'a> {
         // SDPA is not on the save list: CUDA's flash kernel's output is).
         let kept_mms: f64 = attn
             .iter()
-            .chain(mlp)
+            .chain(router.iter())
+            .chain(dense)
             .step_by(2)
             .map(|&(width, row_parallel)| if row_parallel { width } else { width / t })
             .sum();
@@ -1014,7 +1041,7 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        self.layer_input_bytes() + e * sb * (kept_mms + hq / t + reduce_scattered)
+        self.layer_input_bytes() + e * sb * (kept_mms + hq / t + reduce_scattered) + sb * topk
     }
 
     /// Micro-batches a pipeline runs per step: the stated count, else the

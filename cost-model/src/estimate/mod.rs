@@ -284,7 +284,14 @@ mod states;
 /// reduce-scatter's output (`Ctx::op_selective_layer`). No calibration row
 /// runs TP: the reports are unchanged. 46 keeps the LM head's gathered input
 /// whole too (`Ctx::logits`' final norm output, under the same predicate).
-pub const MODEL_VERSION: u32 = 46;
+/// 47 counts torchtitan's MoE layers as its code keeps them: one fp32 copy of
+/// each routed token scaled by its score
+/// ([`crate::framework::FrameworkDefaults::fp32_scored_routed_tokens`]), and
+/// under its per-op checkpointing the routed experts recomputed, the router's
+/// scores and top-k kept, the shared experts in the matmul count
+/// (`Ctx::op_selective_layer`). No calibration row runs an MoE under
+/// torchtitan.
+pub const MODEL_VERSION: u32 = 47;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -562,6 +569,13 @@ const DPO_LOGITS_16BIT_BWD_TENSORS: f64 = 2.0;
 /// 0.3.0 `distributed/activation_checkpoint.py`, 0.2.0 `_op_sac_save_list`
 /// and 0.1.0 `_save_list` in `models/llama3/infra/parallelize.py`).
 const ROW_PARALLEL_OUTPUTS_PER_BLOCK: f64 = 2.0;
+
+/// Bytes per token per routed expert of a top-k router's choice as
+/// torchtitan's per-op checkpointing keeps it: `aten.topk` is on its save list
+/// ("topk can be non-deterministic; save to keep MoE expert assignments
+/// stable", torchtitan 0.3.0 `distributed/activation_checkpoint.py`), its
+/// values the fp32 scores and its indices int64.
+const TOPK_BYTES_PER_ROUTED_TOKEN: f64 = FP32 + 8.0;
 
 /// Blocks' worth of activation-sized tensors alive on top of the kept ones
 /// while a recomputed block (or one whose activations come back from the CPU)
