@@ -188,23 +188,43 @@ pub struct FrameworkDefaults {
     /// `arguments/base_args/quant_args.py`) and axolotl's QLoRA (0.19.0
     /// `loaders/model.py`); transformers' `BitsAndBytesConfig` defaults to off.
     pub nf4_double_quant: bool,
-    /// An MoE layer scales each routed token by its routing score in fp32
-    /// and keeps that fp32 copy for the score's gradient, and adds the shared
-    /// experts' output unscaled: torchtitan's
-    /// `routed_output.to(torch.float32) * top_scores_experts_sorted`
-    /// (0.2.0 `models/moe/moe.py` with
-    /// `score_before_experts=False`, as its DeepSeek-V3 and Qwen3 set it;
-    /// 0.3.0 `LocalTokenDispatcher.combine`), or the routed input scaled the
-    /// same way before the experts (0.1.0 `experiments/llama4/model/moe.py`,
-    /// `score_before_experts`): one fp32 hidden vector per routed token either
-    /// way. transformers multiplies 16-bit expert outputs by routing weights
-    /// cast to their dtype, keeping those outputs (the estimate's MoE term).
-    /// Counted with `calibration/saved_tensors.py --moe` (torchtitan
-    /// 0.3.0's layers on the CPU): each routed token kept 30.11·hidden bytes
-    /// in Qwen3's layer (FFN 3·hidden) and 14.10 in DeepSeek-V3's (FFN
-    /// hidden): 8·FFN for the experts, 2 for the routed input, 4 for this
-    /// copy, and two int64 indices.
-    pub fp32_scored_routed_tokens: bool,
+    /// Where an MoE layer applies its routing scores, which sets what it keeps
+    /// for the scores' gradient ([`MoeScoring`]).
+    pub moe_scoring: MoeScoring,
+}
+
+/// Where an MoE layer multiplies its routed tokens by their routing scores,
+/// and so what it keeps for the scores' gradient beyond the experts' own
+/// tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoeScoring {
+    /// On each expert's 16-bit output, with the routing weights cast to its
+    /// dtype, keeping that output (transformers' Mixtral, Qwen-MoE, DeepSeek:
+    /// `expert_layer(current_state) * routing_weights[top_x, idx, None]`;
+    /// replayed, `calibration/replay-families-*.csv`).
+    ExpertOutput,
+    /// In fp32 on the routed token, keeping that fp32 copy: torchtitan's
+    /// `routed_output.to(torch.float32) * top_scores_experts_sorted` (0.2.0
+    /// `models/moe/moe.py` with `score_before_experts=False`, as its
+    /// DeepSeek-V3 and Qwen3 set it; 0.3.0 `LocalTokenDispatcher.combine`), or
+    /// on the routed input before the experts the same way (0.1.0
+    /// `experiments/llama4/model/moe.py`, `score_before_experts`). Counted
+    /// with `calibration/saved_tensors.py --moe` (torchtitan 0.3.0's layers on
+    /// the CPU): each routed token kept 30.11·hidden bytes in Qwen3's layer
+    /// (FFN 3·hidden) and 14.10 in DeepSeek-V3's (FFN hidden): 8·FFN for the
+    /// experts, 2 for the routed input, 4 for this copy, and two int64
+    /// indices. The shared experts' output is added unscaled.
+    Fp32Copy,
+    /// Inside the experts' activation, before their down projection, whose
+    /// input (kept anyway) is the weighted activation: Megatron-Core's experts
+    /// pass the probabilities as `per_token_scale` to `MLP.forward`
+    /// (`SequentialMLP`) or to `weighted_bias_swiglu_impl` (`TEGroupedMLP`,
+    /// `GroupedMLP`'s `activation_func_with_probs`), and the token
+    /// dispatcher's `unpermute` gets no probabilities (megatron-core 0.16.1
+    /// `transformer/moe/experts.py`, `transformer/mlp.py`,
+    /// `transformer/moe/token_dispatcher.py`): nothing per routed token beyond
+    /// the experts' own tensors.
+    InActivation,
 }
 
 impl Framework {
@@ -881,7 +901,7 @@ impl Framework {
             fused_kernels: false,
             logprob_kernel: false,
             nf4_double_quant: false,
-            fp32_scored_routed_tokens: false,
+            moe_scoring: MoeScoring::ExpertOutput,
         };
         // The Trainer's own: its `adamw_torch_fused` default.
         let trainer = FrameworkDefaults {
@@ -981,7 +1001,7 @@ impl Framework {
                 checkpointing: Checkpointing::OpSelective,
                 optimizer_impl: OptimizerImpl::Fused,
                 sequence_parallel: true,
-                fp32_scored_routed_tokens: true,
+                moe_scoring: MoeScoring::Fp32Copy,
                 ..hf
             },
             Framework::Litgpt => FrameworkDefaults {
@@ -1006,6 +1026,7 @@ impl Framework {
                 fp32_grad_buffers: true,
                 inplace_cross_entropy: true,
                 fused_swiglu: true,
+                moe_scoring: MoeScoring::InActivation,
                 // Megatron-Bridge's (and NeMo's) `LoRA.dropout` defaults to 0.0
                 // (megatron-bridge 0.6.2 `peft/lora.py`).
                 lora_dropout: false,

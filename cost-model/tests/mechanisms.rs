@@ -3503,7 +3503,7 @@ fn moe_block_plan(fw: Framework, k: u32, ckpt: Checkpointing) -> Plan {
 }
 
 #[test]
-fn torchtitans_moe_keeps_each_routed_token_in_fp32_for_its_score() {
+fn moe_layers_keep_what_their_framework_scores_routed_tokens_on() {
     // calibration/saved_tensors.py --moe (torchtitan 0.3.0's Qwen3 MoE layer
     // on the CPU, hidden 256, FFN 768 = 3·hidden, bf16): each routed token
     // kept 30.11·hidden bytes without checkpointing — the experts' 8·FFN,
@@ -3524,6 +3524,12 @@ fn torchtitans_moe_keeps_each_routed_token_in_fp32_for_its_score() {
         let hf = per_routed(fw);
         assert!((hf - 28.0).abs() < 0.01, "{fw:?}: {hf:.3}");
     }
+    // Megatron-Core weights the experts' fused SwiGLU by the probabilities
+    // (`weighted_bias_swiglu_impl`, `per_token_scale`: megatron-core 0.16.1),
+    // so a routed token keeps its input (2), the fc1 output (2 × 2·FFN) and
+    // the weighted fc2 input (2·FFN), and no expert output: 2 + 6·3.
+    let megatron = per_routed(Framework::Megatron);
+    assert!((megatron - 20.0).abs() < 0.01, "Megatron-LM: {megatron:.3}");
 }
 
 #[test]

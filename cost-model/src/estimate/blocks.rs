@@ -261,13 +261,14 @@ impl<'a> Ctx<'a> {
                 } else {
                     k
                 };
-                mlp += if self.defaults().fp32_scored_routed_tokens {
-                    // The router's input, and one fp32 copy per routed token
-                    // ([`FrameworkDefaults::fp32_scored_routed_tokens`]).
-                    sb * h / rep * (e + FP32 * m.experts_per_token as f64)
-                } else {
-                    e * sb * h / rep * (1.0 + routed)
-                };
+                // Then the router's input, and what scoring the routed
+                // tokens keeps ([`MoeScoring`]).
+                mlp += sb * h / rep
+                    * match self.defaults().moe_scoring {
+                        MoeScoring::ExpertOutput => e * (1.0 + routed),
+                        MoeScoring::Fp32Copy => e + FP32 * m.experts_per_token as f64,
+                        MoeScoring::InActivation => e,
+                    };
             }
         }
         if dropout {

@@ -22,7 +22,7 @@
 //! - `stage`: one pipeline stage's phases assembled from the components.
 
 use crate::error::PlanError;
-use crate::framework::Framework;
+use crate::framework::{Framework, MoeScoring};
 use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
@@ -285,13 +285,13 @@ mod states;
 /// runs TP: the reports are unchanged. 46 keeps the LM head's gathered input
 /// whole too (`Ctx::logits`' final norm output, under the same predicate).
 /// 47 counts torchtitan's MoE layers as its code keeps them: one fp32 copy of
-/// each routed token scaled by its score
-/// ([`crate::framework::FrameworkDefaults::fp32_scored_routed_tokens`]), and
+/// each routed token scaled by its score ([`MoeScoring::Fp32Copy`]), and
 /// under its per-op checkpointing the routed experts recomputed, the router's
 /// scores and top-k kept, the shared experts in the matmul count
-/// (`Ctx::op_selective_layer`). No calibration row runs an MoE under
-/// torchtitan.
-pub const MODEL_VERSION: u32 = 47;
+/// (`Ctx::op_selective_layer`). 48 counts Megatron-LM's, which scale inside
+/// the experts' activation and keep no expert output
+/// ([`MoeScoring::InActivation`]). No calibration row runs an MoE under either.
+pub const MODEL_VERSION: u32 = 48;
 
 // ---------------------------------------------------------------------------
 // Coefficients
