@@ -26,6 +26,7 @@ counted modules do not need, so they are taken straight out of the wheel):
     v/bin/pip install peft==0.20.0 && v/bin/python calibration/saved_tensors.py --osf   # and 0.21.2, --osf fp32
     v/bin/python calibration/saved_tensors.py --tp       # DTensor TP (torchtitan's plan), with and without SP
     v/bin/python calibration/saved_tensors.py --moe      # torchtitan 0.3.0's MoE layers (same install as --tp)
+    v/bin/python calibration/saved_tensors.py --mla      # its DeepSeek-V3 blocks, latent attention and MoE
 
 Results of 2026-11-30 (litgpt 0.5.13, torch 2.15.0; B=2, T=64, bf16), bytes per token
 per block / hidden (blocks 1, 2, 3 of a 4-block model):
@@ -76,6 +77,16 @@ shared experts as one FFN of 512; B 2, T 64, bf16; bytes per token per MoE layer
                  (the shared up projection's output 4 more); full 2.15
 
 (The CPU leaves autocast off: on CUDA 0.3.0's router gate runs under fp32 autocast, its input and scores fp32.)
+
+`--mla` (the same install; torchtitan 0.3.0's DeepSeek-V3 `debugmodel` MoE blocks — 16 heads of 192 with 64 rotary,
+values 128, a 512-wide kv latent — with no q latent and with one of 384, the inner attention `flash_like`; bytes per
+token per block / hidden):
+
+    q latent 0:    none 194.67, op 110.33, full 2.15
+    q latent 384:  none 209.68, op 65.77, full 2.15
+
+(Under `op` the CPU's SDPA math kernel is on the save list and its norms keep fp32 copies, alike in both: the
+difference, 44.56, is the count's.)
 
 (lit-gpt as of 0.2.0 under torch 2.1.2 gave the same LoRA counts except for RMSNorm,
 whose `mean` then also kept its fp32 input: Llama-2-7b 52.29.)
@@ -1041,6 +1052,71 @@ def moe_main():
             print(f"  {mode} checkpointing, top {K}: {kept:7.2f}", flush=True)
 
 
+def mla_blocks(q_rank, dtype=torch.bfloat16):
+    """The MoE blocks of torchtitan 0.3.0's DeepSeek-V3 `debugmodel` (latent attention: 16 heads of 192 with 64
+    rotary, values 128, a 512-wide kv latent, a q latent `q_rank` wide or none), their inner attention replaced by
+    `flash_like` (the flex kernel needs a compiler); initialised and cast to `dtype`."""
+    import torchtitan.models.deepseek_v3 as ds
+
+    orig = ds._build_dsv3_layers
+    ds._build_dsv3_layers = lambda **kw: orig(**{**kw, "q_lora_rank": q_rank})
+    try:
+        cfg = ds.deepseekv3_configs["debugmodel"](attn_backend="flex", moe_comm_backend="standard")
+    finally:
+        ds._build_dsv3_layers = orig
+    torch.manual_seed(0)
+    model = cfg.build()
+    model.init_states(buffer_device=None)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.02)
+    model = model.to(dtype)
+
+    class Inner(torch.nn.Module):
+        def forward(self, q, k, v, attention_masks=None, scale=None, **kw):
+            return flash_like(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True).transpose(1, 2)
+
+    blocks = [b for b in model.layers.values() if b.moe_enabled]
+    for b in blocks:
+        b.attention.inner_attention = Inner()
+    return blocks
+
+
+def mla_kept(blocks, n, mode, dtype=torch.bfloat16):
+    """What `n` blocks keep after forward: without checkpointing (`none`), under torchtitan's per-op (`op`) or
+    full checkpointing."""
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+    blocks = blocks[:n]
+    D = blocks[0].attention.dim
+    x = torch.randn(MOE_B, MOE_T, D, dtype=dtype, requires_grad=True)
+    if mode == "none":
+        fixed = {p.untyped_storage().data_ptr() for b in blocks for p in list(b.parameters()) + list(b.buffers())}
+        fixed.add(x.untyped_storage().data_ptr())
+        with SavedBytes(fixed) as c:
+            for b in blocks:
+                x = b(x, None)
+            return c.total()
+    gc.collect()
+    before = set(tp_live_storages())
+    for b in blocks:
+        kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
+        x = checkpoint(lambda y, b=b: b(y, None), x, use_reentrant=False, **kw)
+    gc.collect()
+    return sum(tp_live_storages(before).values()) - x.untyped_storage().nbytes()
+
+
+def mla_main():
+    """Bytes per token per block / hidden of torchtitan's DeepSeek-V3 blocks (latent attention and MoE), with and
+    without a q latent. Under per-op checkpointing the CPU's attention is counted too (its math kernel is on the
+    save list, and it keeps fp32 scores), the same in both: compare the two."""
+    print(f"torch {torch.__version__}; B {MOE_B}, T {MOE_T}, bf16")
+    for q_rank in (0, 384):
+        blocks = mla_blocks(q_rank)
+        tok = MOE_B * MOE_T * blocks[0].attention.dim
+        counts = {mode: (mla_kept(blocks, 3, mode) - mla_kept(blocks, 2, mode)) / tok for mode in ("none", "op", "full")}
+        print(f"q latent {q_rank}: " + ", ".join(f"{mode} {v:.2f}" for mode, v in counts.items()), flush=True)
+
+
 MODES = {
     "--t5": t5_main,
     "--padded": padded_main,
@@ -1053,6 +1129,7 @@ MODES = {
     "--compile-backward": compile_backward_main,
     "--tp": tp_main,
     "--moe": moe_main,
+    "--mla": mla_main,
 }
 
 

@@ -11,7 +11,7 @@ use cost_model::estimate::{
     ALLOCATOR_RESERVE_FRACTION_FROZEN_NO_RECOMPUTE,
 };
 use cost_model::framework::Framework;
-use cost_model::model::{Mlp, Norm};
+use cost_model::model::{Mla, Mlp, Norm};
 use cost_model::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Optimizer,
     OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
@@ -3561,4 +3561,36 @@ fn torchtitans_per_op_checkpointing_recomputes_the_routed_experts_and_keeps_the_
     // scores over 128 experts and the top 8.
     let want = 2.0 + (2.0 * (4096.0 + 512.0 + 4096.0) + 4.0 * 128.0 + 12.0 * 8.0) / h;
     assert!((base - want).abs() < 1e-9, "{base} vs {want}");
+}
+
+#[test]
+fn torchtitans_per_op_checkpointing_counts_latent_attentions_matmuls() {
+    // calibration/saved_tensors.py --mla: torchtitan 0.3.0's DeepSeek-V3
+    // `debugmodel` blocks (hidden 256, 16 heads of 192 (64 rotary), values
+    // 128, a 512-wide kv latent, 8 experts of 256, top 3, two shared) under
+    // its per-op policy keep 110.33·hidden bytes per token without a q
+    // latent and 65.77 with one of 384 (the CPU's attention adds the same
+    // to both). The matmuls alternate through wq (or wq_a, wq_b), wkv_a,
+    // wkv_b and wo: without a q latent wq and wkv_b are kept and the router
+    // is the fifth matmul; with one wq_a, wkv_a and wo, and the router is
+    // dropped — 44.56 apart, where keeping q and v as separate projections
+    // kept the same for both.
+    let op = |q_rank: u32| {
+        let mut p = moe_block_plan(Framework::Torchtitan, 3, Checkpointing::OpSelective);
+        let m = &mut p.model;
+        (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn) = (256, 16, 16, 192, 256);
+        (m.experts, m.shared_experts, m.qk_norm) = (8, 2, false);
+        m.mla = Some(Mla {
+            q_rank,
+            kv_rank: 512,
+            rope_dim: 64,
+            v_dim: 128,
+        });
+        per_token_one_block(&p)
+    };
+    let apart = op(0) - op(384);
+    // The router's scores: fp32 as CUDA's autocast makes them (8 × 4 bytes),
+    // bf16 on the CPU: 16 bytes a token more than counted.
+    let want = 44.56 + 16.0 / 256.0;
+    assert!((apart - want).abs() < 0.01, "{apart:.3} vs {want:.3}");
 }

@@ -983,7 +983,12 @@ impl<'a> Ctx<'a> {
     /// hidden 256): 2.97·hidden bytes per token for Qwen3's (64 experts, top
     /// 8, no shared expert: the input, the gate's output, the top-k) and 6.33
     /// for DeepSeek-V3's (two shared experts of 256: their up projection's
-    /// output more); 243.39 and 130.88 without checkpointing.
+    /// output more); 243.39 and 130.88 without checkpointing. Latent attention
+    /// runs wq_a and wq_b (or one wq), wkv_a, wkv_b and wo through the count,
+    /// and its output is its value heads' width (`--mla`: torchtitan's
+    /// DeepSeek-V3 blocks keep 44.56·hidden bytes a token more without a q
+    /// latent than with one of 384, where wq and wkv_b are kept and the router
+    /// is the fifth matmul).
     pub(super) fn op_selective_layer(&self) -> f64 {
         let m = self.m;
         let sb = self.s * self.b;
@@ -999,10 +1004,30 @@ impl<'a> Ctx<'a> {
         // block the router's gate (its fp32 scores, whole on every rank) and
         // the shared experts' (all of them as one MLP) instead.
         let qkv = hq + 2.0 * hkv;
-        let attn: &[(f64, bool)] = if m.fused_projections {
-            &[(qkv, false), (h, true)]
-        } else {
-            &[(hq, false), (hkv, false), (hkv, false), (h, true)]
+        let latent;
+        let attn: &[(f64, bool)] = match m.mla {
+            // Latent attention (torchtitan's DeepSeek-V3 `Attention`): wq_a
+            // and wq_b (one wq without a q latent), wkv_a, wkv_b, wo; the
+            // latent down projections are replicated under TP (`NoParallel`
+            // in its plan), so their outputs stay whole.
+            Some(a) => {
+                let heads = m.heads as f64;
+                let nope = (m.head_dim as f64 - a.rope_dim as f64).max(0.0);
+                latent = [
+                    (a.q_rank as f64, true),
+                    (hq, false),
+                    (a.kv_rank as f64 + a.rope_dim as f64, true),
+                    (heads * (nope + a.v_dim as f64), false),
+                    (h, true),
+                ];
+                if a.q_rank > 0 {
+                    &latent[..]
+                } else {
+                    &latent[1..]
+                }
+            }
+            None if m.fused_projections => &[(qkv, false), (h, true)],
+            None => &[(hq, false), (hkv, false), (hkv, false), (h, true)],
         };
         let (ffn, router) = if m.is_moe() {
             let scores = FP32 / e * m.experts as f64;
@@ -1042,7 +1067,8 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        self.layer_input_bytes() + e * sb * (kept_mms + hq / t + reduce_scattered) + sb * topk
+        let attn_out = m.attn_out_width() as f64;
+        self.layer_input_bytes() + e * sb * (kept_mms + attn_out / t + reduce_scattered) + sb * topk
     }
 
     /// Micro-batches a pipeline runs per step: the stated count, else the

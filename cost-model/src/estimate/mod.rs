@@ -291,7 +291,10 @@ mod states;
 /// (`Ctx::op_selective_layer`). 48 counts Megatron-LM's, which scale inside
 /// the experts' activation and keep no expert output
 /// ([`MoeScoring::InActivation`]). No calibration row runs an MoE under either.
-pub const MODEL_VERSION: u32 = 48;
+/// 49 runs torchtitan's per-op checkpointing through latent attention's own
+/// matmuls (wq_a, wq_b, wkv_a, wkv_b, wo) and keeps its narrower attention
+/// output (`Ctx::op_selective_layer`).
+pub const MODEL_VERSION: u32 = 49;
 
 // ---------------------------------------------------------------------------
 // Coefficients
