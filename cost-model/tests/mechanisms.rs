@@ -3594,3 +3594,23 @@ fn torchtitans_per_op_checkpointing_counts_latent_attentions_matmuls() {
     let want = 44.56 + 16.0 / 256.0;
     assert!((apart - want).abs() < 0.01, "{apart:.3} vs {want:.3}");
 }
+
+#[test]
+fn torchtitans_rmsnorm_is_cudas_fused_kernel_keeping_only_its_input() {
+    // calibration/saved_tensors.py --tp counted torchtitan's Llama block
+    // (hidden 1024, 16 heads over 8, MLP 3584, bf16) at 56.07·hidden bytes a
+    // token without checkpointing, its two `nn.RMSNorm`s taking the CPU's
+    // composite path: an fp32 copy of the input and the fp32 normalised
+    // tensor, 8 bytes an element each. On CUDA `F.rms_norm` is one
+    // `aten._fused_rms_norm` (torch 2.15 traced on a fake CUDA tensor; the
+    // kernel is in torch 2.9's libtorch_cuda, not 2.8's), which keeps the
+    // 16-bit input and a per-row fp32 rstd: 2·(8 − 2) less, 44.07. The
+    // count repeated k and v to every head (0.1's and 0.2's `repeat_kv`);
+    // 0.3.0 hands SDPA `enable_gqa` instead, keeping them at their 512-wide
+    // heads, 2·2·(1024 − 512) bytes less: 42.07.
+    let mut p = tp_block_plan(Framework::Torchtitan, 1, false, Checkpointing::None);
+    let m = &mut p.model;
+    (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn) = (1024, 16, 8, 64, 3584);
+    let block = per_token_one_block(&p);
+    assert!((block - 42.07).abs() < 0.05, "{block:.3}");
+}

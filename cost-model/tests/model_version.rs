@@ -195,6 +195,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (47, 0x7c5b_a6e7_2341_1840),
     (48, 0x45c4_1fdf_298c_cade),
     (49, 0x55c3_067a_5475_dde1),
+    (50, 0x63bd_6c9c_b107_6eb8),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -333,12 +333,22 @@ impl<'a> Ctx<'a> {
     }
 
     /// Megatron/TransformerEngine (and DeepSpeed's) fused norm kernels keep only
-    /// their input and statistics, in the activation dtype.
+    /// their input and statistics, in the activation dtype. So does
+    /// torchtitan's RMSNorm, PyTorch's `nn.RMSNorm` (0.1.0
+    /// `models/llama3/model/model.py`; 0.3.0 `models/common/nn_modules.py`
+    /// `class RMSNorm(nn.RMSNorm, Module)`): on CUDA `F.rms_norm` is one
+    /// `aten._fused_rms_norm`, which saves the input and a per-row fp32 rstd
+    /// (torch 2.15 traced under `FakeTensorMode` on a CUDA tensor; the CPU
+    /// takes the composite, keeping an fp32 copy and the fp32 normalised
+    /// tensor). Its CUDA kernel (`wrapper_CUDA___fused_rms_norm`) is in torch
+    /// 2.9.0's `libtorch_cuda.so` and not 2.8.0's; torchtitan runs on
+    /// PyTorch nightlies (its 0.1.0 README, July 2025) and pins one per
+    /// release since.
     pub(super) fn fused_norms(&self) -> bool {
         matches!(
             self.plan.framework,
             Framework::Megatron | Framework::Deepspeed
-        )
+        ) || (self.plan.framework == Framework::Torchtitan && self.m.norm == Norm::RmsNorm)
     }
 
     /// Bytes a norm layer keeps for backward: its input upcast to fp32 (HF/LitGPT

@@ -293,8 +293,9 @@ mod states;
 /// ([`MoeScoring::InActivation`]). No calibration row runs an MoE under either.
 /// 49 runs torchtitan's per-op checkpointing through latent attention's own
 /// matmuls (wq_a, wq_b, wkv_a, wkv_b, wo) and keeps its narrower attention
-/// output (`Ctx::op_selective_layer`).
-pub const MODEL_VERSION: u32 = 49;
+/// output (`Ctx::op_selective_layer`). 50 counts torchtitan's RMSNorms as
+/// CUDA's fused kernel keeps them: the 16-bit input alone (`Ctx::fused_norms`).
+pub const MODEL_VERSION: u32 = 50;
 
 // ---------------------------------------------------------------------------
 // Coefficients
