@@ -3485,20 +3485,10 @@ fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_th
 /// no shared expert) under `fw`, one sequence of 512 tokens on one GPU,
 /// `k` experts per token.
 fn moe_block_plan(fw: Framework, k: u32, ckpt: Checkpointing) -> Plan {
-    let mut p = Plan::default();
+    let mut p = tp_block_plan(fw, 1, false, ckpt);
     p.model = preset("qwen3-30b-a3b").unwrap().spec();
     p.model.experts_per_token = k;
-    p.set_framework(fw);
-    p.training.precision = Precision::Bf16;
-    p.training.micro_batch = 1;
     p.training.seq_len = 512;
-    p.training.checkpointing = ckpt;
-    p.training.dropout = false;
-    p.training.finetune = Finetune::Full;
-    p.parallel.num_gpus = 1;
-    p.parallel.tp = 1;
-    p.parallel.sequence_parallel = false;
-    p.parallel.sharding = Sharding::None;
     p
 }
 
