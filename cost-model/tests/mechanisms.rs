@@ -3603,4 +3603,14 @@ fn torchtitans_rmsnorm_is_cudas_fused_kernel_keeping_only_its_input() {
     (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn) = (1024, 16, 8, 64, 3584);
     let block = per_token_one_block(&p);
     assert!((block - 42.07).abs() < 0.05, "{block:.3}");
+    // Under FSDP's mixed precision (bf16 parameters for compute, torchtitan's
+    // default) the residual stream and the norms' inputs are bf16 too.
+    p.training.precision = Precision::AmpBf16;
+    p.parallel.num_gpus = 8;
+    p.parallel.sharding = Sharding::FsdpFull;
+    let amp = per_token_one_block(&p);
+    assert!(
+        (amp - block).abs() < 0.01,
+        "{amp:.3} against {block:.3} in bf16"
+    );
 }

@@ -372,7 +372,13 @@ impl<'a> Ctx<'a> {
             // a per-row fp32 rstd ([`crate::plan::TrainingSpec::fused_kernels`]).
             return self.residual_bytes();
         }
-        if prec.fp32_weights() || (self.m.norm == Norm::RmsNorm && !self.fused_norms()) {
+        if self.fused_norms() {
+            // The kernel keeps its input as it comes: the residual stream's
+            // dtype (16-bit under FSDP's or DeepSpeed's and Megatron's mixed
+            // precision, fp32 under autocast).
+            return self.residual_bytes();
+        }
+        if prec.fp32_weights() || self.m.norm == Norm::RmsNorm {
             FP32
         } else {
             self.e

@@ -295,7 +295,9 @@ mod states;
 /// matmuls (wq_a, wq_b, wkv_a, wkv_b, wo) and keeps its narrower attention
 /// output (`Ctx::op_selective_layer`). 50 counts torchtitan's RMSNorms as
 /// CUDA's fused kernel keeps them: the 16-bit input alone (`Ctx::fused_norms`).
-pub const MODEL_VERSION: u32 = 50;
+/// 51 keeps a fused norm's input in the residual stream's dtype, bf16 under
+/// FSDP's, DeepSpeed's and Megatron's mixed precision (`Ctx::norm_saved_bytes`).
+pub const MODEL_VERSION: u32 = 51;
 
 // ---------------------------------------------------------------------------
 // Coefficients
