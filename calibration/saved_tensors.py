@@ -856,19 +856,41 @@ def tp_blocks(n, tp, sp, dtype=torch.bfloat16):
     return blocks
 
 
+def saved_by_layers(layers, x, params, saver=SavedBytes):
+    """Bytes the callables `layers`, run in turn from `x`, keep for backward without checkpointing; `x` and
+    `params` (weights, buffers: their local shards for DTensors) are not counted."""
+    fixed = {tp_local(p).untyped_storage().data_ptr() for p in params} | {x.untyped_storage().data_ptr()}
+    with saver(fixed) as c:
+        for f in layers:
+            x = f(x)
+        return c.total()
+
+
+def kept_by_checkpointed(layers, x, mode):
+    """Bytes the callables `layers`, each checkpointed (non-reentrant) and run in turn from `x`, keep after
+    forward under torchtitan's per-op policy (`op`) or full checkpointing: the storages alive beyond those
+    before, the output not counted. The policy's matmul count restarts in every layer."""
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+    kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
+    gc.collect()
+    before = set(tp_live_storages())
+    for f in layers:
+        x = checkpoint(f, x, use_reentrant=False, **kw)
+    gc.collect()
+    return sum(tp_live_storages(before).values()) - tp_local(x).untyped_storage().nbytes()
+
+
+def params_of(modules):
+    return [p for m in modules for p in list(m.parameters()) + list(m.buffers())]
+
+
 def tp_kept(n, tp, sp, dtype=torch.bfloat16):
     """Bytes `n` blocks keep for backward without checkpointing."""
     blocks = tp_blocks(n, tp, sp, dtype)
-    x0, cis = tp_input(tp, sp, dtype), rope_cache(TP_T)
-    fixed = {tp_local(p).untyped_storage().data_ptr()
-             for b in blocks for p in list(b.parameters()) + list(b.buffers())}
-    fixed |= {x0.untyped_storage().data_ptr(), cis.untyped_storage().data_ptr()}
-    with TpSavedBytes(fixed) as c:
-        x = x0
-        for b in blocks:
-            x = b(x, cis)
-        kept = c.total()
-    return kept
+    cis = rope_cache(TP_T)
+    layers = [lambda y, b=b: b(y, cis) for b in blocks]
+    return saved_by_layers(layers, tp_input(tp, sp, dtype), params_of(blocks) + [cis], TpSavedBytes)
 
 
 def tp_head_kept(tp, sp, vocab=8192, dtype=torch.bfloat16):
@@ -884,14 +906,8 @@ def tp_head_kept(tp, sp, vocab=8192, dtype=torch.bfloat16):
         if sp:
             plan["norm"] = SequenceParallel()
         parallelize_module(head, init_device_mesh("cpu", (tp,)), plan)
-    x = tp_input(tp, sp, dtype)
-    fixed = {tp_local(p).untyped_storage().data_ptr() for p in head.parameters()}
-    fixed.add(x.untyped_storage().data_ptr())
-    with TpSavedBytes(fixed) as c:
-        logits = head["output"](head["norm"](x))
-        kept = c.total()
-    del logits
-    return kept
+    layers = [lambda y: head["output"](head["norm"](y))]
+    return saved_by_layers(layers, tp_input(tp, sp, dtype), list(head.parameters()), TpSavedBytes)
 
 
 def tp_policy():
@@ -929,18 +945,9 @@ def tp_live_storages(exclude=()):
 
 def tp_checkpointed(n, tp, sp, mode, dtype=torch.bfloat16):
     """What `n` blocks keep after forward under torchtitan's `op` selective or full checkpointing."""
-    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
-
     blocks = tp_blocks(n, tp, sp, dtype)
-    x, cis = tp_input(tp, sp, dtype), rope_cache(TP_T)
-    gc.collect()
-    before = set(tp_live_storages())
-    kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
-    for b in blocks:
-        x = checkpoint(b, x, cis, use_reentrant=False, **kw)
-    gc.collect()
-    out = tp_local(x).untyped_storage().nbytes()
-    return sum(tp_live_storages(before).values()) - out
+    cis = rope_cache(TP_T)
+    return kept_by_checkpointed([lambda y, b=b: b(y, cis) for b in blocks], tp_input(tp, sp, dtype), mode)
 
 
 def tp_main():
@@ -994,36 +1001,19 @@ def moe_set_top_k(mods, k):
 MOE_B, MOE_T = 2, 64
 
 
-def moe_kept(mods, n, dtype=torch.bfloat16):
-    """Bytes `n` MoE layers (each `x + moe(x)`) keep for backward without checkpointing."""
-    mods = mods[:n]
-    D = mods[0].router.gate.weight.shape[1]
-    x0 = torch.randn(MOE_B, MOE_T, D, dtype=dtype, requires_grad=True)
-    fixed = {p.untyped_storage().data_ptr() for m in mods for p in list(m.parameters()) + list(m.buffers())}
-    fixed.add(x0.untyped_storage().data_ptr())
-    with SavedBytes(fixed) as c:
-        x = x0
-        for m in mods:
-            x = x + m(x)
-        return c.total()
+def moe_input(mods, dtype=torch.bfloat16):
+    return torch.randn(MOE_B, MOE_T, mods[0].router.gate.weight.shape[1], dtype=dtype, requires_grad=True)
 
 
-def moe_checkpointed(mods, n, mode, dtype=torch.bfloat16):
-    """What `n` MoE layers keep after forward under torchtitan's per-op (`op`) or full checkpointing. The
-    policy's matmul count starts at zero, as it does after a block's attention (an even number of mms: fused
-    wqkv and wo in 0.3.0, wq/wk/wv/wo in 0.1-0.2)."""
-    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
-
-    mods = mods[:n]
-    D = mods[0].router.gate.weight.shape[1]
-    x = torch.randn(MOE_B, MOE_T, D, dtype=dtype, requires_grad=True)
-    gc.collect()
-    before = set(tp_live_storages())
-    for m in mods:
-        kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
-        x = checkpoint(lambda y, m=m: y + m(y), x, use_reentrant=False, **kw)
-    gc.collect()
-    return sum(tp_live_storages(before).values()) - x.untyped_storage().nbytes()
+def moe_kept(mods, n, mode, dtype=torch.bfloat16):
+    """What `n` MoE layers (each `x + moe(x)`) keep: for backward without checkpointing (`none`), or after
+    forward under torchtitan's per-op (`op`) or full checkpointing. The policy's matmul count starts at zero, as
+    it does after a block's attention (an even number of mms: fused wqkv and wo in 0.3.0, wq/wk/wv/wo in
+    0.1-0.2)."""
+    layers = [lambda y, m=m: y + m(y) for m in mods[:n]]
+    if mode == "none":
+        return saved_by_layers(layers, moe_input(mods, dtype), params_of(mods[:n]))
+    return kept_by_checkpointed(layers, moe_input(mods, dtype), mode)
 
 
 def moe_main():
@@ -1042,13 +1032,13 @@ def moe_main():
         per = {}
         for k in (4, 8) if E >= 8 else (K,):
             moe_set_top_k(mods, k)
-            per[k] = (moe_kept(mods, 2) - moe_kept(mods, 1)) / tok
+            per[k] = (moe_kept(mods, 2, "none") - moe_kept(mods, 1, "none")) / tok
             print(f"  no checkpointing, top {k}: {per[k]:7.2f}", flush=True)
         if len(per) == 2:
             print(f"  per routed token: {(per[8] - per[4]) / 4:7.2f} (of which 8·FFN/hidden = {8 * F_ / D:.2f})")
         moe_set_top_k(mods, K)
         for mode in ("op", "full"):
-            kept = (moe_checkpointed(mods, 2, mode) - moe_checkpointed(mods, 1, mode)) / tok
+            kept = (moe_kept(mods, 2, mode) - moe_kept(mods, 1, mode)) / tok
             print(f"  {mode} checkpointing, top {K}: {kept:7.2f}", flush=True)
 
 
@@ -1082,27 +1072,13 @@ def mla_blocks(q_rank, dtype=torch.bfloat16):
 
 
 def mla_kept(blocks, n, mode, dtype=torch.bfloat16):
-    """What `n` blocks keep after forward: without checkpointing (`none`), under torchtitan's per-op (`op`) or
-    full checkpointing."""
-    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
-
-    blocks = blocks[:n]
-    D = blocks[0].attention.dim
-    x = torch.randn(MOE_B, MOE_T, D, dtype=dtype, requires_grad=True)
+    """What `n` blocks keep: for backward without checkpointing (`none`), or after forward under torchtitan's
+    per-op (`op`) or full checkpointing."""
+    x = torch.randn(MOE_B, MOE_T, blocks[0].attention.dim, dtype=dtype, requires_grad=True)
+    layers = [lambda y, b=b: b(y, None) for b in blocks[:n]]
     if mode == "none":
-        fixed = {p.untyped_storage().data_ptr() for b in blocks for p in list(b.parameters()) + list(b.buffers())}
-        fixed.add(x.untyped_storage().data_ptr())
-        with SavedBytes(fixed) as c:
-            for b in blocks:
-                x = b(x, None)
-            return c.total()
-    gc.collect()
-    before = set(tp_live_storages())
-    for b in blocks:
-        kw = {"context_fn": lambda: create_selective_checkpoint_contexts(tp_policy())} if mode == "op" else {}
-        x = checkpoint(lambda y, b=b: b(y, None), x, use_reentrant=False, **kw)
-    gc.collect()
-    return sum(tp_live_storages(before).values()) - x.untyped_storage().nbytes()
+        return saved_by_layers(layers, x, params_of(blocks[:n]))
+    return kept_by_checkpointed(layers, x, mode)
 
 
 def mla_main():

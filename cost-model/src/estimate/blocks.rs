@@ -246,29 +246,25 @@ impl<'a> Ctx<'a> {
         if m.is_moe() {
             mlp += FP32 * sb * m.experts as f64; // router logits / softmax
             if self.full_finetune() {
-                // A trained router keeps its input, and the routing weights'
-                // gradient needs each expert's output (`expert_out *
-                // routing_weights`, transformers Mixtral / Qwen-MoE): counted
-                // with calibration/saved_tensors.py, 6·hidden B per token more
-                // than the experts alone for a top-2 bf16 Mixtral block. Where
-                // every expert runs every token, the input repeated for each
-                // (`repeat(E, 1)`, which the scores' product keeps; that
+                // A trained router keeps its input, and what scoring the
+                // routed tokens keeps for the scores' gradient
+                // ([`MoeScoring`]). transformers' routing weights' gradient
+                // needs each expert's output (`expert_out *
+                // routing_weights`, Mixtral / Qwen-MoE): counted with
+                // calibration/saved_tensors.py, 6·hidden B per token more
+                // than the experts alone for a top-2 bf16 Mixtral block.
+                // Where every expert runs every token, the input repeated for
+                // each (`repeat(E, 1)`, which the scores' product keeps; that
                 // product is each expert's input, counted above) and no
                 // expert's output (Llama-4 sums them after the down `bmm`):
                 // replayed, two hidden-wide tensors per expert.
-                let routed = if self.runs_dense_experts() {
-                    m.experts as f64
-                } else {
-                    k
+                let scoring = match self.defaults().moe_scoring {
+                    MoeScoring::ExpertOutput if self.runs_dense_experts() => e * m.experts as f64,
+                    MoeScoring::ExpertOutput => e * k,
+                    MoeScoring::Fp32Copy => FP32 * m.experts_per_token as f64,
+                    MoeScoring::InActivation => 0.0,
                 };
-                // Then the router's input, and what scoring the routed
-                // tokens keeps ([`MoeScoring`]).
-                mlp += sb * h / rep
-                    * match self.defaults().moe_scoring {
-                        MoeScoring::ExpertOutput => e * (1.0 + routed),
-                        MoeScoring::Fp32Copy => e + FP32 * m.experts_per_token as f64,
-                        MoeScoring::InActivation => e,
-                    };
+                mlp += sb * h / rep * (e + scoring);
             }
         }
         if dropout {

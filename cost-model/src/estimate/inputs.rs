@@ -356,26 +356,21 @@ impl<'a> Ctx<'a> {
     /// Megatron/TransformerEngine fused norms.
     pub(super) fn norm_saved_bytes(&self) -> f64 {
         let prec = self.prec;
-        if self.plan.training.compile {
-            // Inductor fuses the norm: its input is saved in the residual
-            // stream's dtype and the fp32 copies are recomputed in backward
-            // (torch/_functorch/partitioners.py `min_cut_rematerialization_partition`
-            // recomputes cheap element-wise ops). Measured on the H200: GPT-2
-            // fp32 compiled kept the eager count without gelu_new's
-            // intermediates (LayerNorm input and output both kept); Llama-3.2-1B
-            // kept 9 % less than this count, as if the norm outputs were
-            // recomputed too — the larger reading is used.
-            return self.residual_bytes();
-        }
-        if self.plan.training.fused_kernels {
-            // Liger's / Unsloth's norm kernels keep the input as it comes and
-            // a per-row fp32 rstd ([`crate::plan::TrainingSpec::fused_kernels`]).
-            return self.residual_bytes();
-        }
-        if self.fused_norms() {
-            // The kernel keeps its input as it comes: the residual stream's
-            // dtype (16-bit under FSDP's or DeepSpeed's and Megatron's mixed
-            // precision, fp32 under autocast).
+        // One kernel keeps the norm's input as it comes, the residual
+        // stream's dtype (16-bit under FSDP's, DeepSpeed's and Megatron's
+        // mixed precision, fp32 under autocast), and a per-row fp32 rstd:
+        // - Inductor fuses the norm and recomputes the fp32 copies in backward
+        //   (torch/_functorch/partitioners.py `min_cut_rematerialization_partition`
+        //   recomputes cheap element-wise ops). Measured on the H200: GPT-2
+        //   fp32 compiled kept the eager count without gelu_new's
+        //   intermediates (LayerNorm input and output both kept); Llama-3.2-1B
+        //   kept 9 % less than this count, as if the norm outputs were
+        //   recomputed too — the larger reading is used.
+        // - Liger's / Unsloth's norm kernels
+        //   ([`crate::plan::TrainingSpec::fused_kernels`]).
+        // - The frameworks' fused norms ([`Self::fused_norms`]).
+        let t = &self.plan.training;
+        if t.compile || t.fused_kernels || self.fused_norms() {
             return self.residual_bytes();
         }
         if prec.fp32_weights() || self.m.norm == Norm::RmsNorm {
