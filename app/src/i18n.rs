@@ -83,34 +83,39 @@ pub fn use_lang() -> RwSignal<Lang> {
     use_context::<RwSignal<Lang>>().unwrap_or_else(|| RwSignal::new(Lang::En))
 }
 
-/// English → 简体中文, one pair a line (`zh.tsv`: English, a tab,
-/// Chinese; `#` lines are comments). One string, not a table of string
+include!("zh_key.rs");
+
+/// English → 简体中文 (`zh.tsv`: English, a tab, Chinese, one pair a line;
+/// `#` lines are comments), as `build.rs` files it: the Chinese one a line,
+/// in the order of [`ZH_KEYS`]. One string, not a table of string
 /// references: at 422 pairs such a table made the release build's split
 /// move shared code out of the lazy routes' chunks into the page's WASM,
 /// 15 KB gzip over its budget; one block of bytes does not
 /// (docs/BENCHMARKS.md, the page's WASM).
-const ZH_TSV: &str = include_str!("zh.tsv");
+const ZH_TEXT: &str = include_str!(concat!(env!("OUT_DIR"), "/zh_text.txt"));
 
-/// The translation pairs, in the file's order.
-pub fn zh_pairs() -> impl Iterator<Item = (&'static str, &'static str)> {
-    ZH_TSV
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split_once('\t'))
-}
+/// The [`zh_key`] of each translated English string, ascending,
+/// little-endian: the English itself is not in the WASM twice.
+const ZH_KEYS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zh_keys.bin"));
 
 /// The Chinese for an English string, if the table has it: a binary search
-/// over the pairs, sorted by English once.
+/// over the keys (`build.rs` fails on two strings with one key). A string
+/// without a translation whose key happened to equal one of the table's
+/// would get that translation: 1 in 2^32 / 400 or so a string, and the
+/// strings the page shows are checked (`no_untranslated_string_takes_a_key`).
 fn zh(en: &str) -> Option<&'static str> {
-    static SORTED: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
-        std::sync::OnceLock::new();
-    let table = SORTED.get_or_init(|| {
-        let mut v: Vec<_> = zh_pairs().collect();
-        v.sort_unstable_by_key(|p| p.0);
-        v
-    });
-    let i = table.binary_search_by_key(&en, |p| p.0).ok()?;
-    Some(table[i].1)
+    let key = zh_key(en);
+    let (mut lo, mut hi) = (0, ZH_KEYS.len() / 4);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let k = &ZH_KEYS[4 * mid..4 * mid + 4];
+        match u32::from_le_bytes([k[0], k[1], k[2], k[3]]).cmp(&key) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return ZH_TEXT.lines().nth(mid),
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -175,6 +180,55 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "untranslated: {missing:?}");
+    }
+
+    /// The table's pairs as `zh.tsv` writes them.
+    fn zh_pairs() -> impl Iterator<Item = (&'static str, &'static str)> {
+        include_str!("zh.tsv")
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .filter_map(|l| l.split_once('\t'))
+    }
+
+    #[test]
+    fn every_pair_is_found_by_its_english() {
+        let mut n = 0;
+        for (en, zh_text) in zh_pairs() {
+            assert_eq!(zh(en), Some(zh_text), "{en}");
+            n += 1;
+        }
+        assert_eq!(n, ZH_KEYS.len() / 4);
+        assert_eq!(zh("not a string the page shows"), None);
+    }
+
+    #[test]
+    fn no_untranslated_string_takes_a_key() {
+        use crate::components::options::{sections, Kind};
+        let english: std::collections::HashSet<&str> = zh_pairs().map(|p| p.0).collect();
+        let mut shown: Vec<String> = Vec::new();
+        for (title, fields) in sections() {
+            shown.push(title.to_string());
+            for (key, label, hint, kind) in fields {
+                shown.extend([key.to_string(), label.to_string(), hint.to_string()]);
+                if let Kind::Select(options) = kind {
+                    shown.extend(options.into_iter().flat_map(|(v, l)| [v, l]));
+                }
+            }
+        }
+        shown.extend(
+            cost_model::layouts::LAYOUT_LABELS
+                .iter()
+                .map(|l| l.to_string()),
+        );
+        let taken: Vec<_> = shown
+            .iter()
+            .filter(|s| !english.contains(s.as_str()) && zh(s).is_some())
+            .collect();
+        assert!(shown.len() > 500, "{}", shown.len());
+        assert!(
+            taken.is_empty(),
+            "untranslated strings with a translation's key: {taken:?}"
+        );
     }
 
     #[test]
