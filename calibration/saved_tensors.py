@@ -65,6 +65,8 @@ bf16; rank 0 of a fake process group; per-op checkpointing is torchtitan 0.3.0's
     no checkpointing   TP 1 56.07; TP 2 38.04, with SP 30.04; TP 4 29.02, with SP 17.02; TP 8 with SP 10.51
     per-op (`op` SAC)  TP 1 14.04; TP 4 6.54, with SP 6.04 (the CPU's SDPA is not on the save list)
     full               TP 1 2.04; TP 4 2.04, with SP 0.54
+    0.3.0's fused wqkv and `enable_gqa` (the rest separate projections and 0.1's `repeat_kv`): no checkpointing
+                       TP 1 54.07, TP 4 with SP 16.52; per-op TP 1 15.04, TP 4 with SP 6.29
     final norm + head  TP 1 10.00; TP 4 10.00, with SP 4.00 (bytes per token / hidden; the logits not counted)
 
 `--moe` (2026-12-07, torch 2.15.0, torchtitan 0.3.0 wheel; the MoE modules of its Qwen3 `debugmodel_moe` — hidden
@@ -797,6 +799,26 @@ class TpAttention(torch.nn.Module):
         return s.wo(out.transpose(1, 2).contiguous().view(bs, sl, -1))
 
 
+class TpFusedAttention(torch.nn.Module):
+    """torchtitan 0.3.0's attention: `FusedQKVLinear` (one wqkv, its output viewed as kv groups of
+    heads-per-kv q heads, k and v, split and made contiguous) and SDPA with `enable_gqa`."""
+    def __init__(s):
+        super().__init__()
+        s.wqkv = torch.nn.Linear(TP_H, (TP_NH + 2 * TP_KV) * TP_HD, bias=False)
+        s.wo = torch.nn.Linear(TP_NH * TP_HD, TP_H, bias=False)
+    def forward(s, x, cis):
+        bs, sl, _ = x.shape
+        hpk = TP_NH // TP_KV
+        qkv = s.wqkv(x).view(bs, sl, -1, hpk + 2, TP_HD)
+        q, k, v = (t.reshape(bs, sl, -1, TP_HD).contiguous() for t in torch.split(qkv, [hpk, 1, 1], dim=-2))
+        q, k = apply_rotary_emb(q, k, cis)
+        out = flash_like(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True, enable_gqa=True)
+        return s.wo(out.transpose(1, 2).contiguous().view(bs, sl, -1))
+
+
+TP_FUSED = False  # tp_main sets it for 0.3.0's attention
+
+
 class TpFFN(torch.nn.Module):
     def __init__(s):
         super().__init__()
@@ -808,7 +830,7 @@ class TpBlock(torch.nn.Module):
     def __init__(s):
         super().__init__()
         s.attention_norm = torch.nn.RMSNorm(TP_H, eps=1e-5); s.ffn_norm = torch.nn.RMSNorm(TP_H, eps=1e-5)
-        s.attention = TpAttention(); s.feed_forward = TpFFN()
+        s.attention = TpFusedAttention() if TP_FUSED else TpAttention(); s.feed_forward = TpFFN()
     def forward(s, x, cis):
         h = x + s.attention(s.attention_norm(x), cis)
         return h + s.feed_forward(s.ffn_norm(h))
@@ -817,7 +839,8 @@ class TpBlock(torch.nn.Module):
 def tp_plan(sp):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding configs: the same layouts)
     seq = Shard(1) if sp else Replicate()
     p = {"attention": PrepareModuleInput(input_layouts=(seq, None), desired_input_layouts=(Replicate(), None)),
-         "attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(), "attention.wv": ColwiseParallel(),
+         **({"attention.wqkv": ColwiseParallel()} if TP_FUSED else
+            {"attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(), "attention.wv": ColwiseParallel()}),
          "attention.wo": RowwiseParallel(output_layouts=seq),
          "feed_forward": PrepareModuleInput(input_layouts=(seq,), desired_input_layouts=(Replicate(),)),
          "feed_forward.w1": ColwiseParallel(), "feed_forward.w2": RowwiseParallel(output_layouts=seq),
@@ -971,6 +994,18 @@ def tp_main():
             per_block = (tp_checkpointed(3, tp, sp, mode) - tp_checkpointed(2, tp, sp, mode)) / (TP_B * TP_T * TP_H)
             print(f"{mode} checkpointing, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden",
                   flush=True)
+    # 0.3.0's attention: one fused wqkv (colwise under TP: each rank's share of the kv groups) and
+    # `enable_gqa` instead of 0.1-0.2's separate projections.
+    global TP_FUSED
+    TP_FUSED = True
+    for tp, sp in [(1, False), (4, True)]:
+        per_block = (tp_kept(3, tp, sp) - tp_kept(2, tp, sp)) / (TP_B * TP_T * TP_H)
+        print(f"0.3.0 fused qkv, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden",
+              flush=True)
+        per_block = (tp_checkpointed(3, tp, sp, "op") - tp_checkpointed(2, tp, sp, "op")) / (TP_B * TP_T * TP_H)
+        print(f"0.3.0 fused qkv, op checkpointing, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per "
+              f"block / hidden", flush=True)
+    TP_FUSED = False
 
 
 # --moe: torchtitan 0.3.0's MoE layer (router, token dispatcher, grouped-mm experts, shared experts), from its

@@ -339,6 +339,58 @@ impl TorchtuneRelease {
     }
 }
 
+/// torchtitan releases, where their model code keeps different tensors
+/// (read in each release's sdist on PyPI: 0.1.0, 0.2.0, 0.2.1, 0.2.2, 0.3.0). Only a
+/// torchtitan plan reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TorchtitanRelease {
+    /// 0.3 or later: grouped k and v go to SDPA at their own heads
+    /// (`enable_gqa`), q, k and v come out of one fused projection
+    /// (`FusedQKVLinear`, `fuse_qkv=True` in the Llama 3 and Qwen3 builders,
+    /// 0.3.0 `models/common/attention.py`), and an MoE router's gate runs
+    /// under fp32 autocast (`TokenChoiceTopKRouter.forward`), keeping an
+    /// fp32 copy of its input.
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    /// 0.2.2: `enable_gqa`, separate `wq`/`wk`/`wv`, the gate on the 16-bit
+    /// input (0.2.2 `models/llama3/model/model.py`, `models/moe/moe.py`).
+    #[serde(rename = "0.2.2")]
+    V0_2_2,
+    /// 0.2.1 and earlier: grouped k and v repeated to every head before SDPA
+    /// (`repeat_kv`, 0.1.0, 0.2.0 and 0.2.1 `models/llama3/model/model.py`),
+    /// so the kernel keeps them at every head; separate projections.
+    #[serde(rename = "0.2.1-older")]
+    V0_2_1OrOlder,
+}
+
+impl TorchtitanRelease {
+    pub fn is_current(&self) -> bool {
+        *self == TorchtitanRelease::Current
+    }
+
+    /// The release a stated `major.minor[.patch]` falls in (0.2 without a
+    /// patch: its last, 0.2.2).
+    pub fn of(major: u32, minor: u32, patch: Option<u32>) -> TorchtitanRelease {
+        match (major, minor, patch) {
+            (0, 0 | 1, _) | (0, 2, Some(0 | 1)) => TorchtitanRelease::V0_2_1OrOlder,
+            (0, 2, _) => TorchtitanRelease::V0_2_2,
+            _ => TorchtitanRelease::Current,
+        }
+    }
+
+    /// SDPA gets grouped k and v repeated to every query head.
+    pub fn repeats_kv(self) -> bool {
+        self == TorchtitanRelease::V0_2_1OrOlder
+    }
+
+    /// q, k and v are one matmul's output; the router's gate keeps an fp32
+    /// copy of its input.
+    pub fn fuses_qkv(self) -> bool {
+        self.is_current()
+    }
+}
+
 /// Activation checkpointing policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -944,6 +996,11 @@ pub struct TrainingSpec {
     /// only under torchtune. Default: 0.3 or later.
     #[serde(default, skip_serializing_if = "TorchtuneRelease::is_current")]
     pub torchtune: TorchtuneRelease,
+    /// The torchtitan release whose model code runs, where releases differ
+    /// in what attention and an MoE router keep ([`TorchtitanRelease`]);
+    /// read only under torchtitan. Default: 0.3 or later.
+    #[serde(default, skip_serializing_if = "TorchtitanRelease::is_current")]
+    pub torchtitan: TorchtitanRelease,
     /// Gradients are reduced after every micro-batch of an accumulation, not
     /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
     /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
@@ -1235,6 +1292,7 @@ impl Default for Plan {
                 pytorch: PytorchRelease::Current,
                 transformers: TransformersRelease::Current,
                 torchtune: TorchtuneRelease::Current,
+                torchtitan: TorchtitanRelease::Current,
                 sync_each_batch: false,
                 precompute_ref: false,
                 logprob_kernel: d.logprob_kernel,

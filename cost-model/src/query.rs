@@ -600,6 +600,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     put("torch", enum_id(&t.pytorch), enum_id(&dt.pytorch));
     put("tf", enum_id(&t.transformers), enum_id(&dt.transformers));
     put("ttr", enum_id(&t.torchtune), enum_id(&dt.torchtune));
+    put("ttn", enum_id(&t.torchtitan), enum_id(&dt.torchtitan));
     // The default policy depends on the GPU count and a k-bit base's
     // preparation, which `decode` reads after the framework: it re-seeds an
     // absent `ckpt` once the plan is read.
@@ -903,6 +904,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("ttr") {
         t.torchtune = parse_enum("ttr", s)?;
     }
+    if let Some(s) = get("ttn") {
+        t.torchtitan = parse_enum("ttn", s)?;
+    }
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;
     }
@@ -1152,7 +1156,14 @@ mod tests {
         p.parallel.num_gpus = 4;
         p.training.transformers = crate::plan::TransformersRelease::V4_46To4_48;
         p.training.torchtune = crate::plan::TorchtuneRelease::V0_2;
+        p.training.torchtitan = crate::plan::TorchtitanRelease::V0_2_1OrOlder;
         let q = encode(&p);
+        assert!(q.contains("ttn=0.2.1-older"), "{q}");
+        assert_eq!(decode_str("ttn=0.2").unwrap_err().param, "ttn");
+        assert_eq!(
+            decode_str("ttn=0.2.2").unwrap().training.torchtitan,
+            crate::plan::TorchtitanRelease::V0_2_2
+        );
         assert!(q.contains("lora_var=dora"), "{q}");
         assert!(q.contains("tf=4.46-4.48"), "{q}");
         assert!(q.contains("ttr=0.2"), "{q}");

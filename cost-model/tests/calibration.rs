@@ -2710,6 +2710,23 @@ fn the_optimizer_kernel_and_the_pytorch_deepspeed_and_transformers_releases_in_n
     ] {
         assert_eq!(plan(notes).training.torchtune, release, "{notes}");
     }
+    // The torchtitan release (k and v repeated up to 0.2.1, one fused qkv
+    // from 0.3).
+    use cost_model::plan::TorchtitanRelease;
+    for (notes, release) in [
+        (
+            "torchtitan 0.1.0; torch nightly",
+            TorchtitanRelease::V0_2_1OrOlder,
+        ),
+        ("TorchTitan v0.2.1", TorchtitanRelease::V0_2_1OrOlder),
+        ("torchtitan==0.2.2", TorchtitanRelease::V0_2_2),
+        ("torchtitan 0.2", TorchtitanRelease::V0_2_2),
+        ("torchtitan 0.3.0", TorchtitanRelease::Current),
+        ("torchtitan (main)", TorchtitanRelease::Current),
+        ("", TorchtitanRelease::Current),
+    ] {
+        assert_eq!(plan(notes).training.torchtitan, release, "{notes}");
+    }
 }
 
 /// `compile = true` is `torch.compile` (Inductor), and Lightning Thunder's

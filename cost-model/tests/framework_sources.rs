@@ -12,7 +12,8 @@ use common::{forward_activations, phase};
 use cost_model::estimate::{estimate, Phase};
 use cost_model::framework::Framework;
 use cost_model::plan::{
-    Checkpointing, Finetune, Loss, Offload, OffloadDevice, OptimizerImpl, Plan, Precision, Sharding,
+    Checkpointing, Finetune, Loss, Offload, OffloadDevice, OptimizerImpl, Plan, Precision,
+    Sharding, TorchtitanRelease,
 };
 use cost_model::presets::preset;
 
@@ -512,18 +513,28 @@ fn torchtitan_per_op_sac_keeps_every_other_matmul_and_steps_fused() {
     );
     assert_eq!(p.training.checkpointing, Checkpointing::OpSelective);
     assert_eq!(p.training.optimizer_impl, OptimizerImpl::Fused);
-    // One more block adds what one block keeps: its input, wq's, wv's, w1's and
-    // w2's outputs (mm 1, 3, 5, 7 of wq wk wv wo w1 w3 w2) and SDPA's output.
-    let mut q = p.clone();
-    q.model.layers += 1;
-    let per_block = forward_activations(&q) - forward_activations(&p);
+    // One more block adds what one block keeps: its input, wqkv's, w1's and
+    // w2's outputs (mm 1, 3, 5 of wqkv wo w1 w3 w2: 0.3's fused projection)
+    // and SDPA's output; up to 0.2.2 wq's and wv's instead of wqkv's (mm 1
+    // and 3 of wq wk wv wo).
     let (h, hq, hkv, f) = (4096.0, 4096.0, 1024.0, 14336.0);
     let tokens = 2.0 * 4096.0;
-    let kept = 2.0 * tokens * (h + hq + hkv + f + h + hq);
-    assert!(
-        (per_block - kept).abs() <= 0.02 * kept,
-        "{per_block} vs {kept} bytes per block"
-    );
+    for (release, qkv) in [
+        (TorchtitanRelease::Current, hq + 2.0 * hkv),
+        (TorchtitanRelease::V0_2_2, hq + hkv),
+        (TorchtitanRelease::V0_2_1OrOlder, hq + hkv),
+    ] {
+        let mut p = p.clone();
+        p.training.torchtitan = release;
+        let mut q = p.clone();
+        q.model.layers += 1;
+        let per_block = forward_activations(&q) - forward_activations(&p);
+        let kept = 2.0 * tokens * (h + qkv + f + h + hq);
+        assert!(
+            (per_block - kept).abs() <= 0.02 * kept,
+            "{release:?}: {per_block} vs {kept} bytes per block"
+        );
+    }
 }
 
 #[test]

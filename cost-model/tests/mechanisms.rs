@@ -14,7 +14,7 @@ use cost_model::framework::Framework;
 use cost_model::model::{Mla, Mlp, Norm};
 use cost_model::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Optimizer,
-    OptimizerImpl, Plan, Precision, PytorchRelease, Sharding,
+    OptimizerImpl, Plan, Precision, PytorchRelease, Sharding, TorchtitanRelease,
 };
 use cost_model::presets::{by_hub_id, preset};
 
@@ -3459,15 +3459,25 @@ fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_th
     // calibration/saved_tensors.py --tp: torchtitan 0.3.0's per-op policy over
     // its TP plan keeps a block of hidden 1024, 16 heads over 8, MLP 3584 at
     // 14.04·hidden bytes per token unsplit, 6.54 under TP 4, 6.04 under TP 4
-    // with sequence parallelism. The CPU's SDPA is not on the save list;
+    // with sequence parallelism — with separate q, k and v projections, as
+    // 0.1 to 0.2.2 build them. The CPU's SDPA is not on the save list;
     // CUDA's flash kernel's output (2·hidden over t) is, and is added here.
     let counted = [
         (1, false, 14.04 + 2.0),
         (4, false, 6.54 + 0.5),
         (4, true, 6.04 + 0.5),
     ];
-    for (tp, sp, want) in counted {
+    // 0.3.0's one fused wqkv (`FusedQKVLinear`, colwise under TP) is the
+    // first matmul, kept whole: 15.04 unsplit, 6.29 under TP 4 with sequence
+    // parallelism (`--tp`, "0.3.0 fused qkv").
+    let fused = [(1, false, 15.04 + 2.0), (4, true, 6.29 + 0.5)];
+    let runs = counted
+        .iter()
+        .map(|&c| (TorchtitanRelease::V0_2_2, c))
+        .chain(fused.iter().map(|&c| (TorchtitanRelease::Current, c)));
+    for (release, (tp, sp, want)) in runs {
         let mut p = tp_block_plan(Framework::Torchtitan, tp, sp, Checkpointing::OpSelective);
+        p.training.torchtitan = release;
         p.model.hidden = 1024;
         p.model.heads = 16;
         p.model.kv_heads = 8;
@@ -3476,7 +3486,7 @@ fn torchtitans_per_op_checkpointing_keeps_row_parallel_partial_sums_whole_and_th
         let got = per_token_one_block(&p);
         assert!(
             (got - want).abs() < 0.1,
-            "TP {tp} SP {sp}: model {got:.2}·hidden bytes per token per block, counted {want:.2}"
+            "{release:?} TP {tp} SP {sp}: model {got:.2}·hidden bytes per token per block, counted {want:.2}"
         );
     }
 }
@@ -3510,6 +3520,16 @@ fn moe_layers_keep_what_their_framework_scores_routed_tokens_on() {
     };
     let titan = per_routed(Framework::Torchtitan);
     assert!((titan - 30.11).abs() < 0.2, "torchtitan: {titan:.3}");
+    // torchtitan 0.3's router gate runs under fp32 autocast: it keeps an
+    // fp32 copy of its input (4·hidden bytes a token) where 0.2.2's kept the
+    // 16-bit input (2), once per token, not per routed one.
+    let gate = |release: TorchtitanRelease| {
+        let mut p = moe_block_plan(Framework::Torchtitan, 8, Checkpointing::None);
+        p.training.torchtitan = release;
+        per_token_one_block(&p)
+    };
+    let fp32_copy = gate(TorchtitanRelease::Current) - gate(TorchtitanRelease::V0_2_2);
+    assert!((fp32_copy - 2.0).abs() < 1e-9, "{fp32_copy}");
     for fw in [Framework::HfTrainer, Framework::PlainPytorch] {
         let hf = per_routed(fw);
         assert!((hf - 28.0).abs() < 0.01, "{fw:?}: {hf:.3}");
@@ -3538,6 +3558,12 @@ fn torchtitans_per_op_checkpointing_recomputes_the_routed_experts_and_keeps_the_
     };
     let h = 2048.0;
     let base = op(8, 768, 0);
+    let separate = {
+        let mut p = moe_block_plan(Framework::Torchtitan, 8, Checkpointing::OpSelective);
+        p.model.ffn = 768;
+        p.training.torchtitan = TorchtitanRelease::V0_2_2;
+        per_token_one_block(&p)
+    };
     // Neither the experts' width nor their number per token keeps more than
     // the top-k's fp32 score and int64 index.
     assert!((op(8, 3 * 768, 0) - base).abs() < 1e-9, "{base}");
@@ -3546,11 +3572,14 @@ fn torchtitans_per_op_checkpointing_recomputes_the_routed_experts_and_keeps_the_
     // output is kept (the router's gate is the fifth matmul, kept; the
     // shared gate, up and down the sixth to eighth).
     assert!((op(8, 768, 2) - (base + 2.0 * 1536.0 / h)).abs() < 1e-9);
-    // What stays: the block input (2), q and v of separate projections
-    // (4,096 + 512 wide), the attention output (4,096), the router's fp32
-    // scores over 128 experts and the top 8.
-    let want = 2.0 + (2.0 * (4096.0 + 512.0 + 4096.0) + 4.0 * 128.0 + 12.0 * 8.0) / h;
+    // What stays: the block input (2), 0.3's fused qkv output (4,096 + 2 ×
+    // 512 wide), the attention output (4,096), the router's fp32 scores over
+    // 128 experts and the top 8 — and of 0.2.2's separate projections q and
+    // v (4,096 + 512), the first and third matmuls.
+    let want = 2.0 + (2.0 * (4096.0 + 1024.0 + 4096.0) + 4.0 * 128.0 + 12.0 * 8.0) / h;
     assert!((base - want).abs() < 1e-9, "{base} vs {want}");
+    let want = 2.0 + (2.0 * (4096.0 + 512.0 + 4096.0) + 4.0 * 128.0 + 12.0 * 8.0) / h;
+    assert!((separate - want).abs() < 1e-9, "{separate} vs {want}");
 }
 
 #[test]
@@ -3603,6 +3632,17 @@ fn torchtitans_rmsnorm_is_cudas_fused_kernel_keeping_only_its_input() {
     (m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn) = (1024, 16, 8, 64, 3584);
     let block = per_token_one_block(&p);
     assert!((block - 42.07).abs() < 0.05, "{block:.3}");
+    // Up to 0.2.1 torchtitan repeated them (`repeat_kv`), as counted: 44.07;
+    // 0.2.2 already passed `enable_gqa`.
+    for (release, want) in [
+        (TorchtitanRelease::V0_2_1OrOlder, 44.07),
+        (TorchtitanRelease::V0_2_2, 42.07),
+    ] {
+        let mut q = p.clone();
+        q.training.torchtitan = release;
+        let got = per_token_one_block(&q);
+        assert!((got - want).abs() < 0.05, "{release:?}: {got:.3}");
+    }
     // Under FSDP's mixed precision (bf16 parameters for compute, torchtitan's
     // default) the residual stream and the norms' inputs are bf16 too.
     p.training.precision = Precision::AmpBf16;

@@ -197,6 +197,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (49, 0x55c3_067a_5475_dde1),
     (50, 0x63bd_6c9c_b107_6eb8),
     (51, 0xd34c_d3f4_a990_3409),
+    (52, 0xcfbe_9511_2884_d691),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

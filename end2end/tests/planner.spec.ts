@@ -750,6 +750,28 @@ test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep the
   if (hydrated(info)) expect(page.url()).not.toContain("loss=");
 });
 
+test("torchtitan release: up to 0.2.1 grouped k and v are repeated for attention, raising the peak without checkpointing", async ({ page }, info) => {
+  // Llama-3.1-8B under torchtitan on 8 H200s, FSDP, 1 × 8192 without
+  // checkpointing: repeated k and v keep 2 × 2 × (4096 − 1024) bytes more a
+  // token in each of 32 blocks: 3.0 GiB.
+  const plan =
+    "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=8&shard=fsdp-full&fw=torchtitan&prec=amp-bf16&mb=1&seq=8192&ckpt=none";
+  const allocated = () => allocatedGiB(page);
+  await page.goto(plan);
+  await expect(page.getByTestId("ttn")).toHaveValue("current");
+  const before = await allocated();
+  expect(before).toBeGreaterThan(40);
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId("ttn").selectOption("0.2.1-older");
+    await expect(page).toHaveURL(/ttn=0\.2\.1-older/);
+  } else {
+    await page.goto(`${plan}&ttn=0.2.1-older`);
+    await expect(page.getByTestId("ttn")).toHaveValue("0.2.1-older");
+  }
+  await expect.poll(allocated).toBeGreaterThan(before + 2.5);
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);

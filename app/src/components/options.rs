@@ -214,6 +214,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "0.1–0.2 recipes wrap with FSDP1 and copy the shifted fp32 logits",
                     opts(&[("current", "0.3+"), ("0.2", "0.2"), ("0.1", "0.1")]),
                 ),
+                (
+                    "ttn",
+                    "torchtitan release",
+                    "Up to 0.2.1 grouped k and v are repeated to every head before attention, which keeps them so; 0.3 projects q, k and v with one matmul and runs an MoE router's gate in fp32",
+                    opts(&[("current", "0.3+"), ("0.2.2", "0.2.2"), ("0.2.1-older", "0.2.1 or older")]),
+                ),
             ],
         ),
         (

@@ -34,6 +34,16 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
         .map_or(TorchtuneRelease::Current, |(major, minor)| {
             TorchtuneRelease::of(major, minor)
         });
+    // … and the torchtitan release ("torchtitan 0.2.0", "torchtitan==0.1.0";
+    // unstated, the current one), whose model code up to 0.2.1 repeats
+    // grouped k and v for SDPA.
+    plan.training.torchtitan = stated_full_release(
+        &notes.to_ascii_lowercase(),
+        &["torchtitan ", "torchtitan==", "torchtitan v"],
+    )
+    .map_or(TorchtitanRelease::Current, |(major, minor, patch)| {
+        TorchtitanRelease::of(major, minor, patch)
+    });
     plan.set_framework(framework);
     // Block dropout (below), from the named checkpoint's config.
     let dropout = plan.dropout_for(config_dropout);

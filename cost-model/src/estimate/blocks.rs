@@ -264,7 +264,16 @@ impl<'a> Ctx<'a> {
                     MoeScoring::Fp32Copy => FP32 * m.experts_per_token as f64,
                     MoeScoring::InActivation => 0.0,
                 };
-                mlp += sb * h / rep * (e + scoring);
+                // torchtitan 0.3's gate runs under fp32 autocast
+                // (`TokenChoiceTopKRouter.forward`: `torch.autocast(...,
+                // dtype=torch.float32)`), so the linear keeps autocast's fp32
+                // cast of its input instead of the 16-bit input.
+                let router_input = if self.torchtitan_current() {
+                    e.max(FP32)
+                } else {
+                    e
+                };
+                mlp += sb * h / rep * (router_input + scoring);
             }
         }
         if dropout {
@@ -1022,7 +1031,10 @@ impl<'a> Ctx<'a> {
                     &latent[1..]
                 }
             }
-            None if m.fused_projections => &[(qkv, false), (h, true)],
+            // One fused qkv: the model's own (Phi-3), or torchtitan 0.3's
+            // `FusedQKVLinear`, whose split q, k and v are `.contiguous()`
+            // copies (so the fused output is kept only when counted here).
+            None if m.fused_projections || self.torchtitan_current() => &[(qkv, false), (h, true)],
             None => &[(hq, false), (hkv, false), (hkv, false), (h, true)],
         };
         let (ffn, router) = if m.is_moe() {

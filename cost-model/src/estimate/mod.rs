@@ -297,7 +297,10 @@ mod states;
 /// CUDA's fused kernel keeps them: the 16-bit input alone (`Ctx::fused_norms`).
 /// 51 keeps a fused norm's input in the residual stream's dtype, bf16 under
 /// FSDP's, DeepSpeed's and Megatron's mixed precision (`Ctx::norm_saved_bytes`).
-pub const MODEL_VERSION: u32 = 51;
+/// 52 reads torchtitan's release ([`crate::plan::TorchtitanRelease`]): the
+/// current one's fused qkv in the per-op matmul count and its MoE router's
+/// fp32 input copy; up to 0.2.1 grouped k and v repeated for SDPA.
+pub const MODEL_VERSION: u32 = 52;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -1260,7 +1263,7 @@ impl<'a> Ctx<'a> {
             },
             shard,
             offload: Self::offload_of(plan),
-            d: plan.framework.defaults(),
+            d: Self::defaults_of(plan),
             layer_matrix: 0.0,
             workspaces: Self::cublas_workspaces(plan),
             layer_acts: Default::default(),

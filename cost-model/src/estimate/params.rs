@@ -592,6 +592,25 @@ impl<'a> Ctx<'a> {
         &self.d
     }
 
+    /// The plan's framework's defaults, as the release the plan names runs
+    /// them: torchtitan up to 0.2.1 repeats grouped k and v to every head
+    /// before SDPA ([`crate::plan::TorchtitanRelease::repeats_kv`]), as
+    /// LitGPT does.
+    pub(super) fn defaults_of(plan: &Plan) -> crate::framework::FrameworkDefaults {
+        let mut d = plan.framework.defaults();
+        if plan.framework == Framework::Torchtitan && plan.training.torchtitan.repeats_kv() {
+            d.expands_gqa_kv = true;
+        }
+        d
+    }
+
+    /// torchtitan's current release projects q, k and v with one fused
+    /// matmul and runs an MoE router's gate under fp32 autocast
+    /// ([`crate::plan::TorchtitanRelease::fuses_qkv`]).
+    pub(super) fn torchtitan_current(&self) -> bool {
+        self.plan.framework == Framework::Torchtitan && self.plan.training.torchtitan.fuses_qkv()
+    }
+
     /// Bytes of a trainable weight as stored: fp32 under fp32/AMP (PyTorch AMP
     /// keeps fp32 parameters, DESIGN.md §3), 16-bit for pure 16-bit and for
     /// DeepSpeed/Megatron mixed precision (ZeRO paper: 2Ψ).
