@@ -75,6 +75,10 @@ pub enum Optimizer {
     Adamw,
     /// bitsandbytes 8-bit AdamW.
     Adamw8bit,
+    /// 4-bit AdamW (Li et al. 2023, "Memory Efficient Optimizers with 4-bit
+    /// States"; torchao's `AdamW4bit`, transformers `optim="adamw_torch_4bit"`):
+    /// both moments in 4-bit codes with a scale per block of 128.
+    Adamw4bit,
     /// bitsandbytes paged AdamW (32-bit states in CUDA managed memory).
     PagedAdamw,
     /// bitsandbytes paged 8-bit AdamW.

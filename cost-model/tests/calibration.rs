@@ -1630,6 +1630,13 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(opt("prodigyopt Prodigy d0 1e-6"), Ok(Optimizer::Adan));
     assert_eq!(opt("AdEMAMix (bitsandbytes)"), Ok(Optimizer::Adan));
     assert_eq!(opt("CAME optimizer"), Ok(Optimizer::SgdMomentum));
+    // Adam's moments quantized, by name: torchao's 4-bit, 8-bit and fp8.
+    assert_eq!(opt("torchao.optim.AdamW4bit"), Ok(Optimizer::Adamw4bit));
+    assert_eq!(opt("optim adamw_torch_4bit"), Ok(Optimizer::Adamw4bit));
+    assert_eq!(opt("torchao AdamW8bit"), Ok(Optimizer::Adamw8bit));
+    assert_eq!(opt("AdamWFp8 (torchao)"), Ok(Optimizer::Adamw8bit));
+    // A 4-bit base beside a plain Adam is not a 4-bit optimizer.
+    assert_eq!(opt("QLoRA 4-bit NF4 base; Adam"), Ok(Optimizer::Adamw));
     // "came" as English is not the optimizer.
     assert!(opt("the figure came from the logs").is_err());
     // "lambda" is not LAMB.
@@ -1702,6 +1709,8 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
         ),
         ("adamw_hf", Optimizer::Adamw, Some(OptimizerImpl::ForLoop)),
         ("adamw_bnb_8bit", Optimizer::Adamw8bit, None),
+        ("adamw_torch_4bit", Optimizer::Adamw4bit, None),
+        ("adamw-4bit", Optimizer::Adamw4bit, None),
         ("paged_adamw_32bit", Optimizer::PagedAdamw, None),
         ("paged_adamw_8bit", Optimizer::PagedAdamw8bit, None),
         ("lion_32bit", Optimizer::Lion, None),

@@ -3654,3 +3654,39 @@ fn torchtitans_rmsnorm_is_cudas_fused_kernel_keeping_only_its_input() {
         "{amp:.3} against {block:.3} in bf16"
     );
 }
+
+#[test]
+fn torchaos_4bit_adamw_keeps_half_a_byte_and_a_block_scale_per_moment() {
+    // torchao 0.18.0 `AdamW4bit`: each moment is n/2 bytes of codes and n/128
+    // fp32 scales (`OptimState4bit.zeros`), 1.0625 bytes per parameter for
+    // the two — against bitsandbytes' 8-bit 2 and AdamW's 4 in pure bf16.
+    let plan = |opt: Optimizer| {
+        let mut p = tp_block_plan(Framework::PlainPytorch, 1, false, Checkpointing::Full);
+        p.training.optimizer = opt;
+        p
+    };
+    let states = |opt: Optimizer| {
+        let e = estimate(&plan(opt)).unwrap();
+        e.stages[0]
+            .phases
+            .iter()
+            .map(|ph| ph.breakdown.optimizer.0)
+            .max()
+            .unwrap() as f64
+            / e.trainable_params as f64
+    };
+    let four = states(Optimizer::Adamw4bit);
+    assert!((four - 1.0625).abs() < 1e-3, "{four}");
+    assert!((states(Optimizer::Adamw8bit) - 2.0).abs() < 1e-3);
+    assert!((states(Optimizer::Adamw) - 4.0).abs() < 1e-3);
+    // It steps one parameter at a time: no state-sized temporary, whatever
+    // the kernel setting says.
+    let mut foreach = plan(Optimizer::Adamw4bit);
+    foreach.training.optimizer_impl = OptimizerImpl::Foreach;
+    let mut fused = foreach.clone();
+    fused.training.optimizer_impl = OptimizerImpl::Fused;
+    assert_eq!(
+        estimate(&foreach).unwrap().peak,
+        estimate(&fused).unwrap().peak
+    );
+}

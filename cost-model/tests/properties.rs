@@ -164,9 +164,10 @@ const ADAPTER_METHODS: [AdapterMethod; 13] = [
     AdapterMethod::Shira,
 ];
 
-const OPTIMIZERS: [Optimizer; 13] = [
+const OPTIMIZERS: [Optimizer; 14] = [
     Optimizer::Adamw,
     Optimizer::Adamw8bit,
+    Optimizer::Adamw4bit,
     Optimizer::PagedAdamw,
     Optimizer::PagedAdamw8bit,
     Optimizer::Adafactor,

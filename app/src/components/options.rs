@@ -154,6 +154,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[
                         ("adamw", "AdamW"),
                         ("adamw8bit", "AdamW 8-bit (bitsandbytes)"),
+                        ("adamw4bit", "AdamW 4-bit (torchao)"),
                         ("paged-adamw", "Paged AdamW"),
                         ("paged-adamw8bit", "Paged AdamW 8-bit"),
                         ("adafactor", "Adafactor"),

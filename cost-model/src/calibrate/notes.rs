@@ -45,6 +45,24 @@ pub(super) fn other_optimizer(notes: &str) -> Option<Optimizer> {
     if words.iter().any(|w| w.ends_with("lamb")) {
         return Some(Optimizer::Adamw);
     }
+    // Adam with quantized moments named as such: torchao's `AdamW4bit`
+    // (`adamw_torch_4bit`), its `AdamW8bit` and `AdamWFp8` (a byte and a
+    // block scale a moment, as bitsandbytes' 8-bit). A bare "4-bit" is
+    // not read: it names a QLoRA base more often than an optimizer.
+    let quantized = |bits: &[&str]| {
+        words.iter().any(|w| {
+            bits.iter()
+                .any(|b| *w == format!("adamw{b}") || *w == format!("adam{b}"))
+        }) || bits
+            .iter()
+            .any(|b| n.contains(&format!("{b} adam")) || n.contains(&format!("adamw_torch_{b}")))
+    };
+    if quantized(&["4bit"]) || n.contains("4-bit adam") {
+        return Some(Optimizer::Adamw4bit);
+    }
+    if quantized(&["8bit", "fp8"]) || n.contains("8-bit adam") {
+        return Some(Optimizer::Adamw8bit);
+    }
     if n.contains("galore") {
         return galore(&n);
     }
@@ -344,6 +362,10 @@ pub(super) fn named_optimizer(o: &str) -> Option<Optimizer> {
         return Some(Optimizer::Lion);
     }
     if o.contains("adam") && !o.contains("mini") {
+        // torchao's 4-bit AdamW (`adamw_torch_4bit`, `AdamW4bit`).
+        if o.contains("4bit") || o.contains("4-bit") {
+            return Some(Optimizer::Adamw4bit);
+        }
         return Some(match (paged, eight) {
             (true, true) => Optimizer::PagedAdamw8bit,
             (true, false) => Optimizer::PagedAdamw,

@@ -112,6 +112,7 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
         // Adam keeps the same two moments as AdamW (torch.optim state dicts).
         "adamw" | "adam" | "" => Optimizer::Adamw,
         "adamw-8bit" | "adamw8bit" | "adam-8bit" => Optimizer::Adamw8bit,
+        "adamw-4bit" | "adamw4bit" | "adam-4bit" => Optimizer::Adamw4bit,
         "paged-adamw" | "paged-adamw-32bit" => Optimizer::PagedAdamw,
         "paged-adamw-8bit" => Optimizer::PagedAdamw8bit,
         "adafactor" => Optimizer::Adafactor,
@@ -126,7 +127,7 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
         "other" if notes.contains("LoRA-FA") => Optimizer::Adamw,
         "other" => other_optimizer(notes).ok_or(
             "optimizer `other` cannot be modelled without its state size (modelled when the notes \
-             name Muon, Adan, GaLore, APOLLO, Adam-mini, RMSprop, Adagrad, CAME, Sophia, schedule-free AdamW, \
+             name Muon, Adan, GaLore, APOLLO, 4- or 8-bit Adam, Adam-mini, RMSprop, Adagrad, CAME, Sophia, schedule-free AdamW, \
              LAMB, Prodigy, AdEMAMix, LOMO, AdaLomo or Adam)",
         )?,
         // Another name for one the model knows: transformers' `optim` ids

@@ -411,6 +411,17 @@ const ADAM_STATES: f64 = 2.0;
 /// Block-wise Quantization", 2022: ~2 bytes/param).
 const ADAM_8BIT_BYTES: f64 = 2.0;
 
+/// torchao's 4-bit Adam: per moment half a byte of codes and one fp32 scale
+/// per block of 128 (torchao 0.18.0 `optim/subclass_4bit.py`
+/// `OptimState4bit.zeros`: `codes` n/2 uint8, `scale` n/block_size fp32;
+/// `optim/adam.py` `AdamW4bit(block_size=128)`), two moments: 1.0625 bytes
+/// per parameter. Tensors under 4,096 elements keep plain states, a
+/// negligible share of a transformer's.
+const ADAM_4BIT_BYTES: f64 = ADAM_STATES * (0.5 + FP32 / ADAM_4BIT_BLOCK);
+
+/// Elements per scale of torchao's 4-bit optimizer states (`block_size=128`).
+const ADAM_4BIT_BLOCK: f64 = 128.0;
+
 /// Muon's states per hidden matrix element: the momentum buffer
 /// (`state["momentum_buffer"] = torch.zeros_like(p)`, torch 2.11
 /// `optim/_muon.py`, which takes 2-D parameters only; timm 1.0's `Muon`

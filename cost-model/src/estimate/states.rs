@@ -43,6 +43,7 @@ impl<'a> Ctx<'a> {
         match self.plan.training.optimizer {
             Optimizer::Adamw | Optimizer::PagedAdamw => ADAM_STATES * state,
             Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit => ADAM_8BIT_BYTES,
+            Optimizer::Adamw4bit => ADAM_4BIT_BYTES,
             // Adafactor (Shazeer & Stern 2018) keeps factored second moments: one
             // row and one column vector per matrix, ≈ 2/hidden of the parameters.
             Optimizer::Adafactor => state * 2.0 / self.m.hidden as f64,
@@ -873,10 +874,12 @@ impl<'a> Ctx<'a> {
         // The embedding or the head, whichever TP splits less.
         let largest = (self.m.vocab as f64 * self.m.hidden as f64 / self.te).min(n);
         // Muon orthogonalises one matrix at a time (`_single_tensor_muon`'s
-        // Newton–Schulz iterations).
+        // Newton–Schulz iterations); torchao's 4-bit AdamW steps each
+        // parameter through its own compiled kernel (`single_param_adam`,
+        // which dequantizes the moments to fp32), whatever the setting.
         let per_tensor = matches!(
             self.plan.training.optimizer,
-            Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon
+            Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon | Optimizer::Adamw4bit
         );
         let kernel = match self.plan.training.optimizer_impl {
             // GaLore's optimizers are their own per-tensor loops, whatever
@@ -889,6 +892,7 @@ impl<'a> Ctx<'a> {
                 };
                 (largest * FP32).max(galore)
             }
+            _ if self.plan.training.optimizer == Optimizer::Adamw4bit => largest * FP32,
             OptimizerImpl::Fused => 0.0,
             _ if self.plan.training.optimizer == Optimizer::SgdMomentum => 0.0,
             OptimizerImpl::ForLoop => largest * FP32,
