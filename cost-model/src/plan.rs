@@ -866,6 +866,16 @@ pub struct TrainingSpec {
     /// Optimizer step fused into backward (torchtune): gradients never all exist at once.
     #[serde(default)]
     pub optimizer_in_backward: bool,
+    /// The optimizer's full-precision states kept in bf16 beside fp32
+    /// weights or an fp32 master: torchtitan's `implementation =
+    /// "fused_opt_states_bf16"` (0.3.0 `components/optimizer/optimizer.py`:
+    /// Adam's `exp_avg` and `exp_avg_sq` made `torch.bfloat16` by a step
+    /// pre-hook, stepped by the fused kernel's mixed-precision path),
+    /// Megatron-Core's precision-aware optimizer (`--exp-avg-dtype bf16
+    /// --exp-avg-sq-dtype bf16`). Quantized states (8-, 4-bit) are as they
+    /// are. Default `false` (left out).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub optimizer_states_16bit: bool,
     pub checkpointing: Checkpointing,
     /// Apply the checkpointing policy to every k-th block only (torchtitan
     /// `selective_ac_option = "k"`, Megatron `--recompute-num-layers`); 1 = every block.
@@ -1275,6 +1285,7 @@ impl Default for Plan {
                 optimizer_impl: d.optimizer_impl,
                 galore_rank: None,
                 optimizer_in_backward: false,
+                optimizer_states_16bit: false,
                 checkpointing: d.checkpointing,
                 checkpoint_every: 1,
                 attention: Attention::Flash,

@@ -464,8 +464,9 @@ const MODEL_FLAGS: [(&str, Flag); 16] = [
 
 /// The training step's switches and their URL keys.
 type TrainingFlag = fn(&mut TrainingSpec) -> &mut bool;
-const TRAINING_FLAGS: [(&str, TrainingFlag); 16] = [
+const TRAINING_FLAGS: [(&str, TrainingFlag); 17] = [
     ("opt_bwd", |t| &mut t.optimizer_in_backward),
+    ("opt16", |t| &mut t.optimizer_states_16bit),
     ("upcast", |t| &mut t.fp32_upcasts),
     ("dropout", |t| &mut t.dropout),
     ("pad", |t| &mut t.padded),

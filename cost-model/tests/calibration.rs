@@ -1637,6 +1637,23 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(opt("AdamWFp8 (torchao)"), Ok(Optimizer::Adamw8bit));
     // A 4-bit base beside a plain Adam is not a 4-bit optimizer.
     assert_eq!(opt("QLoRA 4-bit NF4 base; Adam"), Ok(Optimizer::Adamw));
+    // Adam's states in bf16, as torchtitan and Megatron-Core name them.
+    let bf16_states = |notes: &str| {
+        case_plan(&with_fields(id, &[("notes", notes)]), id)
+            .unwrap()
+            .training
+            .optimizer_states_16bit
+    };
+    assert!(bf16_states(
+        "optimizer.implementation=fused_opt_states_bf16"
+    ));
+    assert!(bf16_states(
+        "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"
+    ));
+    assert!(bf16_states("exp_avg_dtype=bf16"));
+    assert!(bf16_states("BF16 optimizer states"));
+    assert!(!bf16_states("--use-precision-aware-optimizer"));
+    assert!(!bf16_states("bf16 weights; fp32 optimizer states"));
     // "came" as English is not the optimizer.
     assert!(opt("the figure came from the logs").is_err());
     // "lambda" is not LAMB.

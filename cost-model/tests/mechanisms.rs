@@ -3690,3 +3690,33 @@ fn torchaos_4bit_adamw_keeps_half_a_byte_and_a_block_scale_per_moment() {
         estimate(&fused).unwrap().peak
     );
 }
+
+#[test]
+fn bf16_optimizer_states_halve_adams_moments_and_leave_the_master() {
+    // torchtitan 0.3.0's `fused_opt_states_bf16` and Megatron-Core's
+    // `--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`: exp_avg and exp_avg_sq
+    // in bf16 (2 + 2 bytes a parameter instead of 4 + 4); Megatron's fp32
+    // master (4) stays. 8-bit states are as they are.
+    let per_param = |fw: Framework, opt: Optimizer, bf16: bool| {
+        let mut p = tp_block_plan(fw, 1, false, Checkpointing::Full);
+        p.training.precision = Precision::AmpBf16;
+        p.training.optimizer = opt;
+        p.training.optimizer_states_16bit = bf16;
+        let e = estimate(&p).unwrap();
+        e.stages[0]
+            .phases
+            .iter()
+            .map(|ph| ph.breakdown.optimizer.0)
+            .max()
+            .unwrap() as f64
+            / e.trainable_params as f64
+    };
+    let titan = |bf16| per_param(Framework::Torchtitan, Optimizer::Adamw, bf16);
+    assert!((titan(false) - 8.0).abs() < 1e-3, "{}", titan(false));
+    assert!((titan(true) - 4.0).abs() < 1e-3, "{}", titan(true));
+    let megatron = |bf16| per_param(Framework::Megatron, Optimizer::Adamw, bf16);
+    assert!((megatron(false) - 12.0).abs() < 1e-3, "{}", megatron(false));
+    assert!((megatron(true) - 8.0).abs() < 1e-3, "{}", megatron(true));
+    let eight = |bf16| per_param(Framework::Torchtitan, Optimizer::Adamw8bit, bf16);
+    assert_eq!(eight(true), eight(false));
+}

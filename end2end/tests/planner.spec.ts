@@ -435,6 +435,14 @@ async function flipChangesRow(page: Page, info: { project: { name: string } }, p
   return { usedBefore, used };
 }
 
+test("bf16 optimizer states: the checkbox and the URL key agree, and Adam's moments take half the bytes", async ({ page }, info) => {
+  // Llama-3.2-1B under torchtitan on one GPU, fp32 weights: AdamW's two fp32
+  // moments are 8 bytes a parameter, 4 in bf16 — 1.24e9 × 4 B = 4.6 GiB less.
+  const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=torchtitan&prec=amp-bf16&mb=1&seq=2048";
+  const { usedBefore, used } = await flipChangesRow(page, info, plan, "opt16", true, "opt16=1", "row-optimizer");
+  await expect.poll(used).toBeLessThan(usedBefore - 4.0);
+});
+
 test("torch.compile: the checkbox and the URL key agree, and compiling keeps fewer activations", async ({ page }, info) => {
   const plan = "/?model=llama-3.2-1b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=plain-pytorch&prec=bf16&mb=4&seq=2048";
   const { usedBefore, used } = await flipChangesRow(page, info, plan, "compile", true, "compile=1", "row-activations");

@@ -181,6 +181,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[("foreach", "foreach (PyTorch default)"), ("fused", "fused"), ("for-loop", "for-loop")]),
                 ),
                 (
+                    "opt16",
+                    "Optimizer states in bf16",
+                    "Adam's moments in bf16 beside fp32 weights: 2 bytes a state instead of 4 (torchtitan's fused_opt_states_bf16, Megatron-LM's --exp-avg-dtype bf16)",
+                    Kind::Check,
+                ),
+                (
                     "opt_bwd",
                     "Optimizer step in backward",
                     "Each parameter is updated and its gradient freed as soon as the gradient is ready (torchtune's optimizer_in_bwd): the gradients never all exist at once",

@@ -86,6 +86,26 @@ pub(super) fn other_optimizer(notes: &str) -> Option<Optimizer> {
     }
 }
 
+/// Whether the notes say the optimizer keeps its states in bf16 beside fp32
+/// weights: torchtitan's `implementation = "fused_opt_states_bf16"`,
+/// Megatron-Core's `--exp-avg-dtype bf16` (`exp_avg_dtype`), or in words
+/// ("bf16 optimizer states", "optimizer states in bf16").
+pub(super) fn optimizer_states_16bit(notes: &str) -> bool {
+    let n = notes.to_ascii_lowercase().replace(['_', '='], "-");
+    [
+        "opt-states-bf16",
+        "exp-avg-dtype bf16",
+        "exp-avg-dtype-bf16",
+        "exp-avg-dtype bfloat16",
+        "bf16 optimizer state",
+        "bfloat16 optimizer state",
+        "optimizer states in bf16",
+        "optimizer states in bfloat16",
+    ]
+    .iter()
+    .any(|k| n.contains(k))
+}
+
 /// Whether the notes (or an optimizer column) name an optimizer that fuses
 /// its update into the backward pass, freeing each gradient as it is used:
 /// `Some(true)` for AdaLomo (a factored second moment), `Some(false)` for

@@ -136,6 +136,7 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
         o => named_optimizer(o).ok_or(format!("optimizer `{o}` is not in the schema"))?,
     };
     t.optimizer_in_backward = r.bool("optimizer_in_backward")?;
+    t.optimizer_states_16bit = optimizer_states_16bit(notes);
     // LOMO and AdaLomo step each parameter as its gradient is made.
     if matches!(t.optimizer, Optimizer::Sgd | Optimizer::Adafactor)
         && fused_update_optimizer(&format!("{} {}", r.get("optimizer"), notes)).is_some()

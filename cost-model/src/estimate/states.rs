@@ -839,10 +839,13 @@ impl<'a> Ctx<'a> {
 
     /// Bytes of one optimizer-state element: fp32 beside fp32 weights or a
     /// master copy, else the parameter's 16-bit dtype (`torch.zeros_like(p)` in
-    /// torch/optim/adamw.py `_init_group`).
+    /// torch/optim/adamw.py `_init_group`) — or 16-bit where the plan asks
+    /// for it ([`crate::plan::TrainingSpec::optimizer_states_16bit`]).
     pub(super) fn state_bytes(&self) -> f64 {
         let w = self.trainable_weight_bytes();
-        if w >= FP32 || self.master_in_optimizer() {
+        if self.plan.training.optimizer_states_16bit {
+            HALF
+        } else if w >= FP32 || self.master_in_optimizer() {
             FP32
         } else {
             HALF
