@@ -3655,6 +3655,18 @@ fn torchtitans_rmsnorm_is_cudas_fused_kernel_keeping_only_its_input() {
     );
 }
 
+/// The optimizer's largest holding over the plan's phases, in bytes per
+/// trainable parameter.
+fn optimizer_bytes_per_trainable(p: &Plan) -> f64 {
+    let e = estimate(p).unwrap();
+    let most = e.stages[0]
+        .phases
+        .iter()
+        .map(|ph| ph.breakdown.optimizer.0)
+        .max();
+    most.unwrap() as f64 / e.trainable_params as f64
+}
+
 #[test]
 fn torchaos_4bit_adamw_keeps_half_a_byte_and_a_block_scale_per_moment() {
     // torchao 0.18.0 `AdamW4bit`: each moment is n/2 bytes of codes and n/128
@@ -3665,16 +3677,7 @@ fn torchaos_4bit_adamw_keeps_half_a_byte_and_a_block_scale_per_moment() {
         p.training.optimizer = opt;
         p
     };
-    let states = |opt: Optimizer| {
-        let e = estimate(&plan(opt)).unwrap();
-        e.stages[0]
-            .phases
-            .iter()
-            .map(|ph| ph.breakdown.optimizer.0)
-            .max()
-            .unwrap() as f64
-            / e.trainable_params as f64
-    };
+    let states = |opt: Optimizer| optimizer_bytes_per_trainable(&plan(opt));
     let four = states(Optimizer::Adamw4bit);
     assert!((four - 1.0625).abs() < 1e-3, "{four}");
     assert!((states(Optimizer::Adamw8bit) - 2.0).abs() < 1e-3);
@@ -3702,14 +3705,7 @@ fn bf16_optimizer_states_halve_adams_moments_and_leave_the_master() {
         p.training.precision = Precision::AmpBf16;
         p.training.optimizer = opt;
         p.training.optimizer_states_16bit = bf16;
-        let e = estimate(&p).unwrap();
-        e.stages[0]
-            .phases
-            .iter()
-            .map(|ph| ph.breakdown.optimizer.0)
-            .max()
-            .unwrap() as f64
-            / e.trainable_params as f64
+        optimizer_bytes_per_trainable(&p)
     };
     let titan = |bf16| per_param(Framework::Torchtitan, Optimizer::Adamw, bf16);
     assert!((titan(false) - 8.0).abs() < 1e-3, "{}", titan(false));

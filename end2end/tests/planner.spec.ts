@@ -419,6 +419,23 @@ async function setCheckbox(page: Page, info: { project: { name: string } }, plan
 }
 
 /**
+ * Chooses `value` in select `testId` (its URL key) of the plan at `plan`:
+ * hydrated by selecting it (the URL must then carry `testId=value`), without
+ * JavaScript by loading the plan with it.
+ */
+async function chooseOption(page: Page, info: { project: { name: string } }, plan: string, testId: string, value: string) {
+  const param = `${testId}=${value}`;
+  if (hydrated(info)) {
+    await waitForHydration(page);
+    await page.getByTestId(testId).selectOption(value);
+    await expect(page).toHaveURL(new RegExp(param.replace(/\./g, "\\.")));
+  } else {
+    await page.goto(`${plan}&${param}`);
+    await expect(page.getByTestId(testId)).toHaveValue(value);
+  }
+}
+
+/**
  * Loads `plan`, checks that checkbox `testId` starts the other way, sets it to
  * `on` ({@link setCheckbox}) and checks that the breakdown row `row` changed.
  * Returns device_used before the change and a reader of it after.
@@ -736,14 +753,7 @@ test("torchtune release: 0.2's recipes copy the shifted fp32 logits and keep the
   await expect(page.getByTestId("ttr")).toHaveValue("current");
   const before = await allocated();
   expect(before).toBeGreaterThan(20);
-  if (hydrated(info)) {
-    await waitForHydration(page);
-    await page.getByTestId("ttr").selectOption("0.2");
-    await expect(page).toHaveURL(/ttr=0\.2/);
-  } else {
-    await page.goto(`${plan}&ttr=0.2`);
-    await expect(page.getByTestId("ttr")).toHaveValue("0.2");
-  }
+  await chooseOption(page, info, plan, "ttr", "0.2");
   await expect.poll(allocated).toBeGreaterThan(before + 3.5);
   // Left at the profile's chunked loss, which 0.1–0.2 did not have, the
   // choice re-seeds the standard one: hydrated and through the form.
@@ -769,14 +779,7 @@ test("torchtitan release: up to 0.2.1 grouped k and v are repeated for attention
   await expect(page.getByTestId("ttn")).toHaveValue("current");
   const before = await allocated();
   expect(before).toBeGreaterThan(40);
-  if (hydrated(info)) {
-    await waitForHydration(page);
-    await page.getByTestId("ttn").selectOption("0.2.1-older");
-    await expect(page).toHaveURL(/ttn=0\.2\.1-older/);
-  } else {
-    await page.goto(`${plan}&ttn=0.2.1-older`);
-    await expect(page.getByTestId("ttn")).toHaveValue("0.2.1-older");
-  }
+  await chooseOption(page, info, plan, "ttn", "0.2.1-older");
   await expect.poll(allocated).toBeGreaterThan(before + 2.5);
 });
 
