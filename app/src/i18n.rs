@@ -101,8 +101,9 @@ const ZH_KEYS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zh_keys.bin"));
 /// The Chinese for an English string, if the table has it: a binary search
 /// over the keys (`build.rs` fails on two strings with one key). A string
 /// without a translation whose key happened to equal one of the table's
-/// would get that translation: 1 in 2^32 / 400 or so a string, and the
-/// strings the page shows are checked (`no_untranslated_string_takes_a_key`).
+/// would get that translation: about one string in ten million (400 keys
+/// of 2^32), and the strings the controls show are checked
+/// (`no_untranslated_string_takes_a_key`).
 fn zh(en: &str) -> Option<&'static str> {
     let key = zh_key(en);
     let (mut lo, mut hi) = (0, ZH_KEYS.len() / 4);

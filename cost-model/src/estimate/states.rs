@@ -877,12 +877,10 @@ impl<'a> Ctx<'a> {
         // The embedding or the head, whichever TP splits less.
         let largest = (self.m.vocab as f64 * self.m.hidden as f64 / self.te).min(n);
         // Muon orthogonalises one matrix at a time (`_single_tensor_muon`'s
-        // Newton–Schulz iterations); torchao's 4-bit AdamW steps each
-        // parameter through its own compiled kernel (`single_param_adam`,
-        // which dequantizes the moments to fp32), whatever the setting.
+        // Newton–Schulz iterations).
         let per_tensor = matches!(
             self.plan.training.optimizer,
-            Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon | Optimizer::Adamw4bit
+            Optimizer::Adafactor | Optimizer::Lion | Optimizer::Muon
         );
         let kernel = match self.plan.training.optimizer_impl {
             // GaLore's optimizers are their own per-tensor loops, whatever
@@ -895,6 +893,9 @@ impl<'a> Ctx<'a> {
                 };
                 (largest * FP32).max(galore)
             }
+            // torchao's 4-bit AdamW steps each parameter through its own
+            // compiled kernel (`single_param_adam`, which dequantizes the
+            // moments to fp32), whatever the setting.
             _ if self.plan.training.optimizer == Optimizer::Adamw4bit => largest * FP32,
             OptimizerImpl::Fused => 0.0,
             _ if self.plan.training.optimizer == Optimizer::SgdMomentum => 0.0,
