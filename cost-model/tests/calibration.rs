@@ -3190,6 +3190,29 @@ fn parallel_layouts_the_schema_has_no_column_for_are_read_from_the_notes() {
     use cost_model::plan::Checkpointing;
     assert_eq!(ckpt("torchtitan"), Checkpointing::OpSelective);
     assert_eq!(ckpt("megatron"), Checkpointing::Selective);
+    // … unless its `selective_ac_option` names every k-th block.
+    let titan = |notes: &str| {
+        let set = [
+            ("framework", "torchtitan"),
+            ("activation_checkpointing", "selective"),
+            ("notes", notes),
+        ];
+        let t = case_plan(&with_fields(id, &set), id).unwrap().training;
+        (t.checkpointing, t.checkpoint_every)
+    };
+    assert_eq!(
+        titan("selective_ac_option = \"2\""),
+        (Checkpointing::Full, 2)
+    );
+    assert_eq!(
+        titan("--activation_checkpoint.selective_ac_option 3"),
+        (Checkpointing::Full, 3)
+    );
+    assert_eq!(
+        titan("selective_ac_option='op'").0,
+        Checkpointing::OpSelective
+    );
+    assert_eq!(titan("").0, Checkpointing::OpSelective);
     // torchtitan's TP always shards the sequence; Megatron's only when stated.
     assert!(layout("torchtitan", "8", "1", "").sequence_parallel);
     assert!(!layout("megatron", "8", "1", "").sequence_parallel);

@@ -165,6 +165,22 @@ pub(super) fn loss_name(w: &str) -> Option<&'static str> {
     .then_some("standard")
 }
 
+/// torchtitan's `selective_ac_option` as the notes state it
+/// (`selective_ac_option = "2"`, `--activation_checkpoint.selective_ac_option op`):
+/// `Some(k)` for every k-th block, `Some(0)` for "op" (per-op), `None` when
+/// not stated.
+pub(super) fn selective_ac_option(notes: &str) -> Option<u32> {
+    let lower = notes.to_ascii_lowercase();
+    const NAME: &str = "selective_ac_option";
+    let i = lower.find(NAME)?;
+    let value = lower[i + NAME.len()..].trim_start_matches([' ', '=', ':', '"', '\'']);
+    if value.starts_with("op") {
+        return Some(0);
+    }
+    let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|&k: &u32| k > 0)
+}
+
 /// The k of a checkpointing column that recomputes every k-th block in full
 /// ("every-2-layers", "every-2nd-block", "every-other-layer", "full-every-4"),
 /// written as [`Row::word`] gives it; `None` for every other value.
