@@ -816,9 +816,6 @@ class TpFusedAttention(torch.nn.Module):
         return s.wo(out.transpose(1, 2).contiguous().view(bs, sl, -1))
 
 
-TP_FUSED = False  # tp_main sets it for 0.3.0's attention
-
-
 class TpFFN(torch.nn.Module):
     def __init__(s):
         super().__init__()
@@ -827,19 +824,19 @@ class TpFFN(torch.nn.Module):
 
 
 class TpBlock(torch.nn.Module):
-    def __init__(s):
+    def __init__(s, fused=False):  # fused: 0.3.0's attention (TpFusedAttention), else 0.1's
         super().__init__()
         s.attention_norm = torch.nn.RMSNorm(TP_H, eps=1e-5); s.ffn_norm = torch.nn.RMSNorm(TP_H, eps=1e-5)
-        s.attention = TpFusedAttention() if TP_FUSED else TpAttention(); s.feed_forward = TpFFN()
+        s.attention = TpFusedAttention() if fused else TpAttention(); s.feed_forward = TpFFN()
     def forward(s, x, cis):
         h = x + s.attention(s.attention_norm(x), cis)
         return h + s.feed_forward(s.ffn_norm(h))
 
 
-def tp_plan(sp):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding configs: the same layouts)
+def tp_plan(sp, fused=False):  # torchtitan 0.1/0.2 apply_tp's layer plan (0.3.0 sharding configs: the same layouts)
     seq = Shard(1) if sp else Replicate()
     p = {"attention": PrepareModuleInput(input_layouts=(seq, None), desired_input_layouts=(Replicate(), None)),
-         **({"attention.wqkv": ColwiseParallel()} if TP_FUSED else
+         **({"attention.wqkv": ColwiseParallel()} if fused else
             {"attention.wq": ColwiseParallel(), "attention.wk": ColwiseParallel(), "attention.wv": ColwiseParallel()}),
          "attention.wo": RowwiseParallel(output_layouts=seq),
          "feed_forward": PrepareModuleInput(input_layouts=(seq,), desired_input_layouts=(Replicate(),)),
@@ -868,14 +865,14 @@ class TpSavedBytes(SavedBytes):
         return t
 
 
-def tp_blocks(n, tp, sp, dtype=torch.bfloat16):
+def tp_blocks(n, tp, sp, dtype=torch.bfloat16, fused=False):
     """`n` TpBlocks in `dtype`, under `tp_plan(sp)` over a TP mesh of `tp` ranks when `tp` > 1."""
     torch.manual_seed(0)
-    blocks = [TpBlock().to(dtype) for _ in range(n)]
+    blocks = [TpBlock(fused).to(dtype) for _ in range(n)]
     if tp > 1:
         mesh = init_device_mesh("cpu", (tp,))
         for b in blocks:
-            parallelize_module(b, mesh, tp_plan(sp))
+            parallelize_module(b, mesh, tp_plan(sp, fused))
     return blocks
 
 
@@ -908,9 +905,9 @@ def params_of(modules):
     return [p for m in modules for p in list(m.parameters()) + list(m.buffers())]
 
 
-def tp_kept(n, tp, sp, dtype=torch.bfloat16):
+def tp_kept(n, tp, sp, dtype=torch.bfloat16, fused=False):
     """Bytes `n` blocks keep for backward without checkpointing."""
-    blocks = tp_blocks(n, tp, sp, dtype)
+    blocks = tp_blocks(n, tp, sp, dtype, fused)
     cis = rope_cache(TP_T)
     layers = [lambda y, b=b: b(y, cis) for b in blocks]
     return saved_by_layers(layers, tp_input(tp, sp, dtype), params_of(blocks) + [cis], TpSavedBytes)
@@ -966,11 +963,16 @@ def tp_live_storages(exclude=()):
     return seen
 
 
-def tp_checkpointed(n, tp, sp, mode, dtype=torch.bfloat16):
+def tp_checkpointed(n, tp, sp, mode, dtype=torch.bfloat16, fused=False):
     """What `n` blocks keep after forward under torchtitan's `op` selective or full checkpointing."""
-    blocks = tp_blocks(n, tp, sp, dtype)
+    blocks = tp_blocks(n, tp, sp, dtype, fused)
     cis = rope_cache(TP_T)
     return kept_by_checkpointed([lambda y, b=b: b(y, cis) for b in blocks], tp_input(tp, sp, dtype), mode)
+
+
+def tp_per_block(count, *args, **kw):
+    """Bytes per token per block / hidden: what three blocks keep (`count(3, ...)`) less what two keep."""
+    return (count(3, *args, **kw) - count(2, *args, **kw)) / (TP_B * TP_T * TP_H)
 
 
 def tp_main():
@@ -984,28 +986,25 @@ def tp_main():
     print(f"torch {torch.__version__}; hidden {TP_H}, heads {TP_NH} over {TP_KV} kv, FFN {TP_FF}, "
           f"B {TP_B}, T {TP_T}, bf16")
     for tp, sp in [(1, False), (2, False), (2, True), (4, False), (4, True), (8, True)]:
-        per_block = (tp_kept(3, tp, sp) - tp_kept(2, tp, sp)) / (TP_B * TP_T * TP_H)
+        per_block = tp_per_block(tp_kept, tp, sp)
         print(f"TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden", flush=True)
     for tp, sp in [(1, False), (4, False), (4, True)]:
         print(f"final norm and LM head, TP {tp} SP {sp!s:5s}: "
               f"{tp_head_kept(tp, sp) / (TP_B * TP_T * TP_H):6.2f} bytes per token / hidden", flush=True)
     for mode in ("op", "full"):
         for tp, sp in [(1, False), (4, False), (4, True)]:
-            per_block = (tp_checkpointed(3, tp, sp, mode) - tp_checkpointed(2, tp, sp, mode)) / (TP_B * TP_T * TP_H)
+            per_block = tp_per_block(tp_checkpointed, tp, sp, mode)
             print(f"{mode} checkpointing, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden",
                   flush=True)
     # 0.3.0's attention: one fused wqkv (colwise under TP: each rank's share of the kv groups) and
     # `enable_gqa` instead of 0.1-0.2's separate projections.
-    global TP_FUSED
-    TP_FUSED = True
     for tp, sp in [(1, False), (4, True)]:
-        per_block = (tp_kept(3, tp, sp) - tp_kept(2, tp, sp)) / (TP_B * TP_T * TP_H)
+        per_block = tp_per_block(tp_kept, tp, sp, fused=True)
         print(f"0.3.0 fused qkv, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per block / hidden",
               flush=True)
-        per_block = (tp_checkpointed(3, tp, sp, "op") - tp_checkpointed(2, tp, sp, "op")) / (TP_B * TP_T * TP_H)
+        per_block = tp_per_block(tp_checkpointed, tp, sp, "op", fused=True)
         print(f"0.3.0 fused qkv, op checkpointing, TP {tp} SP {sp!s:5s}: {per_block:6.2f} bytes per token per "
               f"block / hidden", flush=True)
-    TP_FUSED = False
 
 
 # --moe: torchtitan 0.3.0's MoE layer (router, token dispatcher, grouped-mm experts, shared experts), from its
