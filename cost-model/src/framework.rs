@@ -122,6 +122,18 @@ pub struct FrameworkDefaults {
     /// 0.2.0 under torch 2.1): Llama-2-7B kept 4·hidden bytes per token more
     /// than separate projections would.
     pub fused_qkv: bool,
+    /// q, k and v come out of one fused matmul split into contiguous copies
+    /// (torchtitan 0.3's `FusedQKVLinear`: `torch.split` then `.contiguous()`,
+    /// 0.3.0 `models/common/attention.py`): one matmul in per-op
+    /// checkpointing's count, its output not kept past the split — unlike
+    /// [`Self::fused_qkv`]'s view. Set by the plan's torchtitan release
+    /// (`Ctx::defaults_of`).
+    pub qkv_split_copies: bool,
+    /// An MoE router's gate runs under fp32 autocast, so its linear keeps
+    /// autocast's fp32 cast of its input instead of the 16-bit input
+    /// (torchtitan 0.3's `TokenChoiceTopKRouter.forward`: `torch.autocast(...,
+    /// dtype=torch.float32)`). Set by the plan's torchtitan release.
+    pub router_fp32_autocast: bool,
     /// LoRA on q/k/v is one adapter over the fused qkv input (LitGPT
     /// `LoRAQKVLinear`): one dropout copy for the group, and `zero_pad`'s
     /// `index_copy_` keeps the adapter's output for backward when not all of q,
@@ -890,6 +902,8 @@ impl Framework {
             expands_gqa_kv: false,
             fp32_upcasts: true,
             fused_qkv: false,
+            qkv_split_copies: false,
+            router_fp32_autocast: false,
             lora_qkv_grouped: false,
             rmsnorm_affine_fp32: false,
             lora_dropout: true,
@@ -1002,6 +1016,10 @@ impl Framework {
                 optimizer_impl: OptimizerImpl::Fused,
                 sequence_parallel: true,
                 moe_scoring: MoeScoring::Fp32Copy,
+                // The current release's (`Ctx::defaults_of` clears them for
+                // older ones).
+                qkv_split_copies: true,
+                router_fp32_autocast: true,
                 ..hf
             },
             Framework::Litgpt => FrameworkDefaults {

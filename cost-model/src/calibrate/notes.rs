@@ -49,18 +49,25 @@ pub(super) fn other_optimizer(notes: &str) -> Option<Optimizer> {
     // (`adamw_torch_4bit`), its `AdamW8bit` and `AdamWFp8` (a byte and a
     // block scale a moment, as bitsandbytes' 8-bit). A bare "4-bit" is
     // not read: it names a QLoRA base more often than an optimizer.
-    let quantized = |bits: &[&str]| {
-        words.iter().any(|w| {
-            bits.iter()
-                .any(|b| *w == format!("adamw{b}") || *w == format!("adam{b}"))
-        }) || bits
-            .iter()
-            .any(|b| n.contains(&format!("{b} adam")) || n.contains(&format!("adamw_torch_{b}")))
+    let named = |ids: &[&str], phrases: &[&str]| {
+        words.iter().any(|w| ids.contains(w)) || phrases.iter().any(|p| n.contains(p))
     };
-    if quantized(&["4bit"]) || n.contains("4-bit adam") {
+    if named(
+        &["adamw4bit", "adam4bit"],
+        &["4bit adam", "4-bit adam", "adamw_torch_4bit"],
+    ) {
         return Some(Optimizer::Adamw4bit);
     }
-    if quantized(&["8bit", "fp8"]) || n.contains("8-bit adam") {
+    if named(
+        &["adamw8bit", "adam8bit", "adamwfp8", "adamfp8"],
+        &[
+            "8bit adam",
+            "8-bit adam",
+            "fp8 adam",
+            "adamw_torch_8bit",
+            "adamw_torch_fp8",
+        ],
+    ) {
         return Some(Optimizer::Adamw8bit);
     }
     if n.contains("galore") {
@@ -165,20 +172,12 @@ pub(super) fn loss_name(w: &str) -> Option<&'static str> {
     .then_some("standard")
 }
 
-/// torchtitan's `selective_ac_option` as the notes state it
-/// (`selective_ac_option = "2"`, `--activation_checkpoint.selective_ac_option op`):
-/// `Some(k)` for every k-th block, `Some(0)` for "op" (per-op), `None` when
-/// not stated.
-pub(super) fn selective_ac_option(notes: &str) -> Option<u32> {
-    let lower = notes.to_ascii_lowercase();
-    const NAME: &str = "selective_ac_option";
-    let i = lower.find(NAME)?;
-    let value = lower[i + NAME.len()..].trim_start_matches([' ', '=', ':', '"', '\'']);
-    if value.starts_with("op") {
-        return Some(0);
-    }
-    let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok().filter(|&k: &u32| k > 0)
+/// The k of torchtitan's `selective_ac_option` when the notes give a number
+/// (`selective_ac_option = "2"`, `--activation_checkpoint.selective_ac_option
+/// 3`): every k-th block recomputed in full; `None` for "op" or unstated.
+pub(super) fn selective_ac_every(notes: &str) -> Option<u32> {
+    let unquoted = notes.to_ascii_lowercase().replace(['"', '\''], "");
+    stated_after(&unquoted, &["selective_ac_option"]).filter(|&k| k > 0)
 }
 
 /// The k of a checkpointing column that recomputes every k-th block in full

@@ -159,10 +159,10 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     // torchtitan's "selective" is per-op or every k-th block, as its
     // `selective_ac_option` says ("op", or k: 0.1–0.2.2's job config; its
     // Llama configs set "op").
-    let titan_option = (framework == Framework::Torchtitan && ckpt_column == "selective")
-        .then(|| selective_ac_option(notes))
+    let titan_every = (framework == Framework::Torchtitan && ckpt_column == "selective")
+        .then(|| selective_ac_every(notes))
         .flatten();
-    let every_k = checkpoint_every_k(&ckpt_column).or(titan_option.filter(|&k| k > 0));
+    let every_k = checkpoint_every_k(&ckpt_column).or(titan_every);
     t.checkpointing = match ckpt_column.as_str() {
         "none" | "false" | "no" | "off" | "0" => Checkpointing::None,
         "full"

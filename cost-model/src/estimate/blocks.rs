@@ -264,11 +264,9 @@ impl<'a> Ctx<'a> {
                     MoeScoring::Fp32Copy => FP32 * m.experts_per_token as f64,
                     MoeScoring::InActivation => 0.0,
                 };
-                // torchtitan 0.3's gate runs under fp32 autocast
-                // (`TokenChoiceTopKRouter.forward`: `torch.autocast(...,
-                // dtype=torch.float32)`), so the linear keeps autocast's fp32
-                // cast of its input instead of the 16-bit input.
-                let router_input = if self.torchtitan_current() {
+                // Under fp32 autocast the gate keeps an fp32 cast of its
+                // input ([`crate::framework::FrameworkDefaults::router_fp32_autocast`]).
+                let router_input = if self.defaults().router_fp32_autocast {
                     e.max(FP32)
                 } else {
                     e
@@ -1031,10 +1029,12 @@ impl<'a> Ctx<'a> {
                     &latent[1..]
                 }
             }
-            // One fused qkv: the model's own (Phi-3), or torchtitan 0.3's
-            // `FusedQKVLinear`, whose split q, k and v are `.contiguous()`
-            // copies (so the fused output is kept only when counted here).
-            None if m.fused_projections || self.torchtitan_current() => &[(qkv, false), (h, true)],
+            // One fused qkv: the model's own (Phi-3), or one split into
+            // copies (torchtitan 0.3's, `FrameworkDefaults::qkv_split_copies`:
+            // its output kept only when counted here).
+            None if m.fused_projections || self.defaults().qkv_split_copies => {
+                &[(qkv, false), (h, true)]
+            }
             None => &[(hq, false), (hkv, false), (hkv, false), (h, true)],
         };
         let (ffn, router) = if m.is_moe() {

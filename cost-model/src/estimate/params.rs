@@ -593,22 +593,19 @@ impl<'a> Ctx<'a> {
     }
 
     /// The plan's framework's defaults, as the release the plan names runs
-    /// them: torchtitan up to 0.2.1 repeats grouped k and v to every head
-    /// before SDPA ([`crate::plan::TorchtitanRelease::repeats_kv`]), as
-    /// LitGPT does.
+    /// them: torchtitan before 0.3 splits no fused qkv and gates its router
+    /// on the 16-bit input ([`crate::plan::TorchtitanRelease::fuses_qkv`]),
+    /// and up to 0.2.1 repeats grouped k and v to every head before SDPA
+    /// ([`crate::plan::TorchtitanRelease::repeats_kv`]), as LitGPT does.
     pub(super) fn defaults_of(plan: &Plan) -> crate::framework::FrameworkDefaults {
         let mut d = plan.framework.defaults();
-        if plan.framework == Framework::Torchtitan && plan.training.torchtitan.repeats_kv() {
-            d.expands_gqa_kv = true;
+        if plan.framework == Framework::Torchtitan {
+            let release = plan.training.torchtitan;
+            d.qkv_split_copies = release.fuses_qkv();
+            d.router_fp32_autocast = release.fuses_qkv();
+            d.expands_gqa_kv = release.repeats_kv();
         }
         d
-    }
-
-    /// torchtitan's current release projects q, k and v with one fused
-    /// matmul and runs an MoE router's gate under fp32 autocast
-    /// ([`crate::plan::TorchtitanRelease::fuses_qkv`]).
-    pub(super) fn torchtitan_current(&self) -> bool {
-        self.plan.framework == Framework::Torchtitan && self.plan.training.torchtitan.fuses_qkv()
     }
 
     /// Bytes of a trainable weight as stored: fp32 under fp32/AMP (PyTorch AMP

@@ -842,10 +842,8 @@ impl<'a> Ctx<'a> {
     /// torch/optim/adamw.py `_init_group`) — or 16-bit where the plan asks
     /// for it ([`crate::plan::TrainingSpec::optimizer_states_16bit`]).
     pub(super) fn state_bytes(&self) -> f64 {
-        let w = self.trainable_weight_bytes();
-        if self.plan.training.optimizer_states_16bit {
-            HALF
-        } else if w >= FP32 || self.master_in_optimizer() {
+        let fp32 = self.trainable_weight_bytes() >= FP32 || self.master_in_optimizer();
+        if fp32 && !self.plan.training.optimizer_states_16bit {
             FP32
         } else {
             HALF
