@@ -1,9 +1,10 @@
 //! Files the Chinese translations (`src/zh.tsv`: English, a tab, Chinese) by
 //! a 32-bit hash of their English, so that the page's WASM carries the
-//! Chinese and four bytes a string instead of the English a second time
-//! (the code holds it already). Writes `zh_keys.bin` (the keys, ascending,
-//! little-endian) and `zh_text.txt` (the Chinese in the same order, one a
-//! line) to `OUT_DIR`. Two English strings with one key fail the build.
+//! Chinese and eight bytes a string instead of the English a second time
+//! (the code holds it already). Writes `zh_keys.bin` (per string, its key and
+//! the end of its Chinese in the text, little-endian u32s, keys ascending)
+//! and `zh_text.txt` (the Chinese in the same order, end to end) to
+//! `OUT_DIR`. Two English strings with one key fail the build.
 
 include!("src/zh_key.rs");
 
@@ -36,9 +37,17 @@ fn main() {
             w[0].0
         );
     }
-    let keys: Vec<u8> = pairs.iter().flat_map(|p| p.0.to_le_bytes()).collect();
-    let text: Vec<&str> = pairs.iter().map(|p| p.2).collect();
+    // Each record: the key, then where its Chinese ends in the text (it
+    // starts where the previous record's ends).
+    let mut records: Vec<u8> = Vec::new();
+    let mut text = String::new();
+    for (key, _, zh) in &pairs {
+        text.push_str(zh);
+        let end = u32::try_from(text.len()).expect("zh.tsv's Chinese under 4 GiB");
+        records.extend(key.to_le_bytes());
+        records.extend(end.to_le_bytes());
+    }
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    std::fs::write(out.join("zh_keys.bin"), keys).expect("zh_keys.bin");
-    std::fs::write(out.join("zh_text.txt"), text.join("\n")).expect("zh_text.txt");
+    std::fs::write(out.join("zh_keys.bin"), records).expect("zh_keys.bin");
+    std::fs::write(out.join("zh_text.txt"), text).expect("zh_text.txt");
 }

@@ -86,7 +86,7 @@ pub fn use_lang() -> RwSignal<Lang> {
 include!("zh_key.rs");
 
 /// English → 简体中文 (`zh.tsv`: English, a tab, Chinese, one pair a line;
-/// `#` lines are comments), as `build.rs` files it: the Chinese one a line,
+/// `#` lines are comments), as `build.rs` files it: the Chinese end to end,
 /// in the order of [`ZH_KEYS`]. One string, not a table of string
 /// references: at 422 pairs such a table made the release build's split
 /// move shared code out of the lazy routes' chunks into the page's WASM,
@@ -94,9 +94,19 @@ include!("zh_key.rs");
 /// (docs/BENCHMARKS.md, the page's WASM).
 const ZH_TEXT: &str = include_str!(concat!(env!("OUT_DIR"), "/zh_text.txt"));
 
-/// The [`zh_key`] of each translated English string, ascending,
-/// little-endian: the English itself is not in the WASM twice.
+/// Per translated English string, its [`zh_key`] and where its Chinese ends
+/// in [`ZH_TEXT`] (little-endian u32s, keys ascending): the English itself
+/// is not in the WASM twice.
 const ZH_KEYS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zh_keys.bin"));
+
+/// Bytes of one [`ZH_KEYS`] record.
+const ZH_RECORD: usize = 8;
+
+/// The little-endian u32 at byte `at` of [`ZH_KEYS`].
+fn zh_u32(at: usize) -> usize {
+    let b = &ZH_KEYS[at..at + 4];
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+}
 
 /// The Chinese for an English string, if the table has it: a binary search
 /// over the keys (`build.rs` fails on two strings with one key). A string
@@ -105,15 +115,21 @@ const ZH_KEYS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zh_keys.bin"));
 /// of 2^32), and the strings the controls show are checked
 /// (`no_untranslated_string_takes_a_key`).
 fn zh(en: &str) -> Option<&'static str> {
-    let key = zh_key(en);
-    let (mut lo, mut hi) = (0, ZH_KEYS.len() / 4);
+    let key = zh_key(en) as usize;
+    let (mut lo, mut hi) = (0, ZH_KEYS.len() / ZH_RECORD);
     while lo < hi {
         let mid = (lo + hi) / 2;
-        let k = &ZH_KEYS[4 * mid..4 * mid + 4];
-        match u32::from_le_bytes([k[0], k[1], k[2], k[3]]).cmp(&key) {
+        match zh_u32(mid * ZH_RECORD).cmp(&key) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
-            std::cmp::Ordering::Equal => return ZH_TEXT.lines().nth(mid),
+            std::cmp::Ordering::Equal => {
+                let start = if mid == 0 {
+                    0
+                } else {
+                    zh_u32((mid - 1) * ZH_RECORD + 4)
+                };
+                return ZH_TEXT.get(start..zh_u32(mid * ZH_RECORD + 4));
+            }
         }
     }
     None
@@ -198,7 +214,7 @@ mod tests {
             assert_eq!(zh(en), Some(zh_text), "{en}");
             n += 1;
         }
-        assert_eq!(n, ZH_KEYS.len() / 4);
+        assert_eq!(n, ZH_KEYS.len() / ZH_RECORD);
         assert_eq!(zh("not a string the page shows"), None);
     }
 
