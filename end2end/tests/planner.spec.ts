@@ -53,6 +53,41 @@ test("a long hint shows two lines until its field is focused", async ({ page }) 
   await expect(hint).toContainText("ms-swift trains in the checkpoint's dtype");
 });
 
+test("no label or hint runs out of its column or out of the form card", async ({ page }) => {
+  // A QLoRA plan shows the longest unbreakable names: prepare_model_for_kbit_training,
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+  for (const width of [1400, 900, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto("/?model=llama-3.1-8b&ft=qlora&bits=4");
+    const overflows = await page.evaluate(() => {
+      const form = document.querySelector('[data-testid="plan-form"]')!.getBoundingClientRect();
+      const bad: string[] = [];
+      for (const field of Array.from(document.querySelectorAll(".plan-form .field"))) {
+        const label = field.querySelector("label");
+        const input = field.querySelector(".input, select, input");
+        const hint = field.querySelector(".hint");
+        const name = label?.textContent?.trim() ?? "?";
+        if (label && input) {
+          const l = label.getBoundingClientRect();
+          const i = input.getBoundingClientRect();
+          // The label's box ends before its control starts (or sits above it
+          // in a one-column layout), and nothing inside spills past the box.
+          if (label.scrollWidth > label.clientWidth + 1 || (l.bottom > i.top + 1 && l.right > i.left + 1)) {
+            bad.push(`label of ${name}`);
+          }
+        }
+        // A hint is clamped to two lines, never cut off at its right edge.
+        if (hint && hint.scrollWidth > hint.clientWidth + 1) bad.push(`hint of ${name} cut off`);
+        for (const el of [label, hint]) {
+          if (el && el.getBoundingClientRect().right > form.right + 1) bad.push(`${el.className || "label"} of ${name} past the card`);
+        }
+      }
+      return bad;
+    });
+    expect(overflows, `at ${width} px`).toEqual([]);
+  }
+});
+
 test("the planner, a saved plan and the team page load without a console error or a failed request", async ({ page }, info) => {
   const problems: string[] = [];
   page.on("console", (m) => {
@@ -172,6 +207,12 @@ test("no-js: a fix-ladder rung is a link to the changed plan", async ({ page }, 
   test.skip(hydrated(info), "JS-off behaviour");
   await page.goto("/?shard=ddp&mb=8");
   await expect(page.getByTestId("verdict")).toHaveText("Does not fit");
+  // Each rung says what it saves and how its step time changes: compile's is
+  // shorter (a minus), checkpointing's longer (a plus) — not a "speed" whose
+  // sign reads backwards.
+  await expect(page.getByTestId("ladder")).toContainText(/torch\.compile → [\d.]+ GiB \(saves [\d.]+ GiB, step time -\d+ %\)/);
+  await expect(page.getByTestId("ladder")).toContainText(/step time \+\d+ %/);
+  await expect(page.getByTestId("ladder")).not.toContainText("speed");
   // The first rung is torch.compile (faster and smaller), then Liger's fused
   // kernels (faster too), then DDP's bucket views (free), then checkpointing.
   await page.getByTestId("rung-0").click();

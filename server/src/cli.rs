@@ -219,15 +219,15 @@ fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
             found.estimated
         );
         out!(
-            "  {:>6}  {:<24} {:>12} {:>12}  layout",
-            "speed",
+            "  {:>9}  {:<24} {:>12} {:>12}  layout",
+            "step time",
             "micro-batch × accum",
             "device_used",
             "headroom"
         );
         for l in &found.best {
             out!(
-                "  {:>+5}%  {:<24} {:>12} {:>12}  {}",
+                "  {:>+8}%  {:<24} {:>12} {:>12}  {}",
                 l.speed_cost_pct,
                 format!(
                     "{} × {}",
@@ -312,7 +312,7 @@ fn estimate_cmd(a: EstimateArgs) -> ExitCode {
         }
         for r in ladder {
             out!(
-                "  fix: {:<18} -> {} (saves {}, speed {:+}%){}",
+                "  fix: {:<18} -> {} (saves {}, step time {:+}%){}",
                 r.id,
                 r.device_used,
                 r.saving,

@@ -109,7 +109,7 @@ pub fn Ladder(plan: RwSignal<Plan>, searches: Memo<(Option<u32>, Option<u32>)>) 
                                                     " ({} {}, {} {:+} %)",
                                                     l.t("saves"),
                                                     gib(r.saving),
-                                                    l.t("speed"),
+                                                    l.t("step time"),
                                                     r.speed_cost_pct
                                                 )}
                                                 {r.fits.then(|| format!(" — {}", l.t("fits")))}

@@ -123,7 +123,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
     view! {
         <p data-testid="layouts-summary">{summary}</p>
         <p class="note">
-            {l.t("Fastest first; each layout below is slower than the ones above it and leaves more memory free. Speed is the change in step time against your plan, from the fix ladder's costs (recomputation, ZeRO-3, TP/CP, offload) and the pipeline bubble; a layout fits when its peak fits at the high edge of the model's uncertainty band.")}
+            {l.t("Fastest first; each layout below is slower than the ones above it and leaves more memory free. Step time is the change against your plan's, from the fix ladder's costs (recomputation, ZeRO-3, TP/CP, offload) and the pipeline bubble; a layout fits when its peak fits at the high edge of the model's uncertainty band.")}
         </p>
         {if found.fitting == 0 {
             view! { <p class="error" data-testid="layouts-none">{none}</p> }.into_any()
@@ -132,7 +132,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
                 <table class="layouts-table" data-testid="layouts-table">
                     <thead>
                         <tr>
-                            <th>{l.t("Speed")}</th>
+                            <th>{l.t("Step time")}</th>
                             <th>{l.t("Layout")}</th>
                             <th>{l.t("Micro-batch × accumulation")}</th>
                             <th>{l.t("Peak per GPU")}</th>
