@@ -62,6 +62,12 @@ test("the layout search's table: fastest first, each slower layout with more roo
     lastSpeed = speed;
     lastPeak = peak;
   }
+  // The summary's count of layouts that fit is the table's rows, or says how
+  // many of them the table shows.
+  const summary = (await page.getByTestId("layouts-summary").textContent())!;
+  const fit = parseInt(summary.match(/(\d+) fit/)![1]);
+  expect(fit).toBeGreaterThanOrEqual(n);
+  if (fit > n) expect(summary).toContain(`${fit} fit (${n} shown: the others are no faster and leave less room)`);
   // Megatron-LM's layouts: tensor and pipeline parallel, no ZeRO-3.
   await expect(page.getByTestId("layouts-table")).toContainText("TP 8");
   await expect(page.getByTestId("layouts-table")).toContainText("PP ");

@@ -212,11 +212,19 @@ fn layouts_cmd(a: LayoutsArgs) -> ExitCode {
         }
     } else {
         out!(
-            "{}: {} layouts considered, {} fit ({} estimates)",
+            "{}: {} layouts considered, {} fit ({} estimates){}",
             headline(&plan),
             found.considered,
             found.fitting,
-            found.estimated
+            found.estimated,
+            if (found.best.len() as u64) < found.fitting && !found.best.is_empty() {
+                format!(
+                    "; {} shown: the others are no faster and leave less room",
+                    found.best.len()
+                )
+            } else {
+                String::new()
+            }
         );
         out!(
             "  {:>9}  {:<24} {:>12} {:>12}  layout",

@@ -68,8 +68,19 @@ pub fn LayoutsPage() -> impl IntoView {
 fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView {
     let lang = use_lang();
     let l = lang.get_untracked();
+    // The table keeps only the layouts nothing beats on both step time and
+    // room: say how many of those that fit it leaves out.
+    let shown = found.best.len() as u64;
+    let hidden = if shown > 0 && shown < found.fitting {
+        format!(
+            " ({shown} {})",
+            l.t("shown: the others are no faster and leave less room")
+        )
+    } else {
+        String::new()
+    };
     let summary = format!(
-        "{} · {} × {} · {} · {} {} × {} {} — {} {}, {} {}, {} {}.",
+        "{} · {} × {} · {} · {} {} × {} {} — {} {}, {} {}{hidden}, {} {}.",
         plan.model.name,
         plan.parallel.num_gpus,
         plan.gpu.name,
