@@ -350,6 +350,16 @@ pub fn trace_svg(
             let n = gpus.len() as f64;
             let slot = plot_w / n;
             let bar_w = (slot * 0.6).clamp(4.0, 60.0) as i32;
+            // A pipelined plan's GPU is compared with its own stage's peak
+            // (the line is the worst stage's): a mark across its bar there.
+            let own: Vec<(u32, f64)> = report
+                .verdict
+                .iter()
+                .filter(|v| v.counter == "device_used" && predicted_mib.is_some())
+                .flat_map(|v| v.gpus.iter())
+                .filter(|v| v.stage.is_some())
+                .filter_map(|v| Some((v.gpu?, v.predicted_mib)))
+                .collect();
             for (k, gp) in gpus.iter().enumerate() {
                 let cx = LEFT + (slot * (k as f64 + 0.5)) as i32;
                 let v = g(gp.peak_used_mib.unwrap_or(0.0)).min(top);
@@ -357,6 +367,13 @@ pub fn trace_svg(
                     [(cx - bar_w / 2, y(v)), (cx + bar_w / 2, y(0.0))],
                     SERIES[0].filled(),
                 ));
+                if let Some(&(_, p)) = own.iter().find(|o| o.0 == gp.index) {
+                    let yp = y(g(p).min(top));
+                    let _ = root.draw(&PathElement::new(
+                        vec![(cx - bar_w / 2 - 6, yp), (cx + bar_w / 2 + 6, yp)],
+                        FIT.stroke_width(3),
+                    ));
+                }
                 let _ = root.draw(&Text::new(
                     format!("{}", gp.index),
                     (cx, H as i32 - BOTTOM + 8),
@@ -407,6 +424,30 @@ mod tests {
     use super::*;
     use cost_model::search::{log2_points, max_micro_batch, sweep, Axis};
     use cost_model::Plan;
+
+    #[test]
+    fn a_pipelined_plans_bars_carry_their_stages_prediction() {
+        use cost_model::trace::{findings::report, parse, ParseOptions};
+        let mut plan = Plan::default();
+        plan.parallel.pp = 2;
+        plan.training.grad_accum = 8;
+        let mut snap = String::from("timestamp, index, memory.used [MiB], memory.total [MiB]\n");
+        for i in 0..8 {
+            snap.push_str(&format!("1700000000, {i}, 60000 MiB, 81559 MiB\n"));
+        }
+        let trace = parse(&snap, &ParseOptions::default()).unwrap();
+        let labels = ("time", "plan", "capacity");
+        let draw = |plan: &Plan| {
+            let rep = report(&trace, Some(plan));
+            let v = rep.verdict.clone().unwrap();
+            let pred = Some((v.predicted_mib, v.band_low_mib, v.band_high_mib));
+            trace_svg(&rep, pred, None, labels)
+                .matches("<polyline")
+                .count()
+        };
+        // One mark per bar beyond the one-stage plan's lines.
+        assert_eq!(draw(&plan), draw(&Plan::default()) + 8);
+    }
 
     #[test]
     fn trace_chart_draws_series_or_bars_with_the_plan_and_capacity() {

@@ -1521,6 +1521,66 @@ mod findings_and_verdicts {
     }
 
     #[test]
+    fn a_pipelined_plan_compares_each_gpu_with_its_own_stage() {
+        use cost_model::trace::findings::{report, verdict_staged, RankLayout};
+        // Llama-3.1-8B in two pipeline stages of four ranks on one node: under
+        // 1F1B the stages' peaks differ by GiB.
+        let mut plan = cost_model::Plan::default();
+        plan.parallel.pp = 2;
+        plan.parallel.num_gpus = 8;
+        plan.parallel.gpus_per_node = 8;
+        plan.training.grad_accum = 8;
+        let est = cost_model::estimate(&plan).unwrap();
+        let stage = |s: usize| est.stages[s].peak.device_used.as_f64() / 1048576.0;
+        assert!(
+            (stage(0) - stage(1)).abs() > 1024.0,
+            "{} vs {}",
+            stage(0),
+            stage(1)
+        );
+        // The run measured each stage's own peak.
+        let rows = (0..8).map(|g| (g, stage(g as usize / 4)));
+        let t = trace::parse(&csv(rows), &ParseOptions::default()).unwrap();
+        let layout = RankLayout::of(&plan);
+        let v = verdict_staged(&t, &est, layout).unwrap();
+        assert_eq!(v.overall, Status::Matches, "{}", v.summary);
+        for g in &v.gpus {
+            let s = g.gpu.unwrap() / 4;
+            assert_eq!(g.stage, Some(s));
+            assert!((g.predicted_mib - stage(s as usize)).abs() < 1e-6);
+        }
+        // Against the worst stage alone the lighter stage reads over- (or
+        // under-) estimated: what the layout fixes.
+        assert_ne!(
+            findings::verdict(&t, &est).unwrap().overall,
+            Status::Matches
+        );
+        // `report` places the GPUs from the plan.
+        let r = report(&t, Some(&plan)).verdict.unwrap();
+        assert_eq!(r, v);
+        // Ranks a log names are global: Megatron's "[Rank N]" places them on
+        // any number of nodes.
+        let mut nodes = plan.clone();
+        nodes.parallel.num_gpus = 16;
+        let est16 = cost_model::estimate(&nodes).unwrap();
+        let l16 = RankLayout::of(&nodes).unwrap();
+        assert_eq!((l16.stage(7, true), l16.stage(8, true)), (Some(0), Some(1)));
+        assert_eq!(l16.stage(16, true), None, "no such rank");
+        let t = parse("megatron_mem_01.txt");
+        let v = verdict_staged(&t, &est16, Some(l16)).unwrap();
+        assert!(v.gpus.iter().all(|g| g.stage == Some(0)), "ranks 0–3");
+        // A GPU index on one node of several does not say which node: the
+        // worst stage's peak, as without a layout.
+        let rows = (0..8).map(|g| (g, 40_000.0));
+        let t = trace::parse(&csv(rows), &ParseOptions::default()).unwrap();
+        let v = verdict_staged(&t, &est16, Some(l16)).unwrap();
+        assert!(v.gpus.iter().all(|g| g.stage.is_none()));
+        assert_eq!(v, findings::verdict(&t, &est16).unwrap());
+        // One stage: no layout.
+        assert_eq!(RankLayout::of(&cost_model::Plan::default()), None);
+    }
+
+    #[test]
     fn per_process_figures_alone_are_compared_per_gpu() {
         let plan = cost_model::Plan::default();
         let est = cost_model::estimate(&plan).unwrap();

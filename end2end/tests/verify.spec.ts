@@ -204,3 +204,31 @@ test("paste an nvidia-smi table: the processes it lists are shown", async ({ pag
   // 4162 MiB
   await expect(procs).toContainText("4.06 GiB");
 });
+
+test("a pipelined plan's verification compares each GPU with its own stage", async ({ page }, info) => {
+  // Two pipeline stages over the node's eight GPUs (Megatron-LM, 1F1B): GPUs
+  // 0–3 run the first stage, 4–7 the second, each with a peak of its own.
+  const plan = JSON.parse(JSON.stringify(await examplePlan(page)));
+  plan.framework = "megatron";
+  plan.parallel.sharding = "ddp";
+  plan.parallel.pp = 2;
+  plan.training.micro_batch = 1;
+  plan.training.grad_accum = 8;
+  const res = await page.request.post("/api/v1/plans", {
+    headers: { "content-type": "application/json" },
+    data: JSON.stringify({ title: `pp-${info.project.name}-${Date.now()}`, plan }),
+  });
+  expect(res.status()).toBe(201);
+  const id = (await res.json()).id as string;
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  // A Megatron-DeepSpeed run's table: GPUs 0–3 near 72–79 GiB, 4–7 near 58.
+  await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "smi_table_07.txt"), "utf8"));
+  const v = await submitVerification(page, id);
+  const cells = v.getByTestId("gpu-verdict");
+  await expect(cells).toHaveCount(8);
+  for (let i = 0; i < 8; i++) {
+    await expect(cells.nth(i)).toContainText(`stage ${i < 4 ? 0 : 1}: `);
+  }
+  await expect(v.getByTestId("trace-verdict")).toContainText("(pipeline stage ");
+});

@@ -67,22 +67,29 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
     });
     let gpus = report.gpus.clone();
     // Per-GPU verdicts (device-level traces), by GPU index.
+    // A pipelined plan's GPU is compared with its own stage's peak, which the
+    // cell names.
     let per_gpu: Vec<(u32, String)> = report
         .verdict
         .iter()
         .filter(|v| v.counter == "device_used")
         .flat_map(|v| v.gpus.iter())
         .filter_map(|g| {
-            let status = match g.status {
+            let l = lang.get_untracked();
+            let status = l.t(match g.status {
                 Status::Matches => "matches",
                 Status::UnderEstimated => "under-estimated",
                 Status::OverEstimated => "over-estimated",
-            };
+            });
+            let stage = g
+                .stage
+                .map(|s| format!("{} {s}: ", l.t("stage")))
+                .unwrap_or_default();
             g.gpu.map(|i| {
                 (
                     i,
                     format!(
-                        "{status} ({:+.2} GiB, {:+.1} %)",
+                        "{stage}{status} ({:+.2} GiB, {:+.1} %)",
                         g.diff_mib / 1024.0,
                         g.diff_pct
                     ),
@@ -153,7 +160,7 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                                                                 .iter()
                                                                 .find(|(i, _)| *i == g.index && g.mig.is_none())
                                                                 .map(|(_, s)| s.clone())
-                                                                .unwrap_or_else(|| "idle — not compared".into());
+                                                                .unwrap_or_else(|| lang.get_untracked().t("idle — not compared").to_string());
                                                             view! { <td data-testid="gpu-verdict">{v}</td> }
                                                         })}
                                                 </tr>

@@ -6,7 +6,8 @@
 
 use super::{Format, Trace};
 use crate::calibrate::{gpu_named, gpu_words};
-use crate::estimate::Estimate;
+use crate::estimate::{Counters, Estimate};
+use crate::units::Bytes;
 use crate::Plan;
 use serde::{Deserialize, Serialize};
 
@@ -393,6 +394,11 @@ pub enum Status {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuVerdict {
     pub gpu: Option<u32>,
+    /// The plan's pipeline stage this GPU runs, where the plan pipelines and
+    /// the log says which rank the GPU is ([`RankLayout`]): `predicted_mib`
+    /// is then that stage's peak, not the worst stage's.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stage: Option<u32>,
     pub measured_mib: f64,
     pub predicted_mib: f64,
     pub status: Status,
@@ -427,6 +433,7 @@ fn judge(gpu: Option<u32>, measured: f64, predicted: f64, low: f64, high: f64) -
     };
     GpuVerdict {
         gpu,
+        stage: None,
         measured_mib: measured,
         predicted_mib: predicted,
         status,
@@ -435,9 +442,61 @@ fn judge(gpu: Option<u32>, measured: f64, predicted: f64, low: f64, high: f64) -
     }
 }
 
+/// Which pipeline stage runs which rank of a pipelined plan, so that each
+/// GPU of a log is compared with its own stage's peak: under 1F1B the first
+/// stage holds the most micro-batches' activations and the last the logits,
+/// so stages of one run differ by many GiB and the worst stage's peak would
+/// call every other stage's GPU over-estimated. Ranks are laid out with the
+/// pipeline outermost — Megatron-LM's default order `tp-cp-ep-dp-pp`
+/// (megatron/core/parallel_state.py `RankGenerator`), torchtitan's mesh
+/// `["pp", "dp_replicate", "dp_shard", "cp", "tp"]`
+/// (torchtitan/distributed/parallel_dims.py), DeepSpeed's
+/// `PipeDataParallelTopology` axes `["pipe", "data"]` — so stage =
+/// rank ÷ (GPUs ÷ PP). A log's global rank (a torchrun `[rankN]:` prefix,
+/// Megatron's `[Rank N]`) places any GPU; a GPU's index on its node places it
+/// only when the whole run is one node (its index is then its rank:
+/// torchrun's `LOCAL_RANK` picks `cuda:LOCAL_RANK`). A multi-node log's GPU
+/// indices do not say which node, so those GPUs keep the worst stage's peak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RankLayout {
+    ranks: u32,
+    per_stage: u32,
+    one_node: bool,
+}
+
+impl RankLayout {
+    /// The layout of a plan that pipelines (`None` for one stage).
+    pub fn of(plan: &Plan) -> Option<Self> {
+        let p = &plan.parallel;
+        (p.pp > 1 && p.num_gpus >= p.pp).then(|| RankLayout {
+            ranks: p.num_gpus,
+            per_stage: p.num_gpus / p.pp,
+            one_node: p.num_gpus <= p.gpus_per_node,
+        })
+    }
+
+    /// The stage of a log's GPU: `index` is a global rank when `global`, else
+    /// a GPU index on a node.
+    pub fn stage(&self, index: u32, global: bool) -> Option<u32> {
+        (index < self.ranks && (global || self.one_node)).then(|| index / self.per_stage)
+    }
+}
+
 /// The plan's verdict against the trace (`None` when the trace has nothing
-/// comparable).
+/// comparable), every GPU against the worst stage's peak.
 pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
+    verdict_staged(t, est, None)
+}
+
+/// [`verdict`], each GPU the layout places in a pipeline stage against that
+/// stage's peak.
+pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> Option<Verdict> {
+    // A GPU's stage, where the layout places it, and the counter's peak there.
+    let staged = |index: Option<u32>, global: bool, counter: fn(&Counters) -> Bytes| {
+        let stage = layout.zip(index).and_then(|(l, i)| l.stage(i, global))?;
+        let s = est.stages.get(stage as usize)?;
+        Some((stage, counter(&s.peak).as_f64() / MIB))
+    };
     let band = |x: f64| {
         let pred = est.peak.device_used.as_f64() / MIB;
         let scale = if pred > 0.0 { x / pred } else { 1.0 };
@@ -446,10 +505,32 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
             est.band_high.as_f64() / MIB * scale,
         )
     };
+    // One GPU (or rank) against its stage's peak where the layout places it,
+    // else against the worst stage's `predicted`.
+    let judge_at = |index: Option<u32>,
+                    global: bool,
+                    measured: f64,
+                    predicted: f64,
+                    counter: fn(&Counters) -> Bytes| {
+        match staged(index, global, counter) {
+            Some((stage, p)) => {
+                let (low, high) = band(p);
+                GpuVerdict {
+                    stage: Some(stage),
+                    ..judge(index, measured, p, low, high)
+                }
+            }
+            None => {
+                let (low, high) = band(predicted);
+                judge(index, measured, predicted, low, high)
+            }
+        }
+    };
+    let device_used: fn(&Counters) -> Bytes = |c| c.device_used;
+    let reserved: fn(&Counters) -> Bytes = |c| c.reserved;
     let (counter, basis, predicted, mut gpus, skipped) =
         if t.format.is_device_level() && t.gpus.iter().any(|g| g.peak_used_mib.is_some()) {
             let predicted = est.peak.device_used.as_f64() / MIB;
-            let (low, high) = band(predicted);
             let mut gpus = Vec::new();
             let mut skipped = Vec::new();
             let is_idle = |g: &super::GpuTrace| match (g.peak_used_mib, g.total_mib) {
@@ -465,7 +546,7 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
                     skipped.push(g.index);
                     continue;
                 }
-                gpus.push(judge(Some(g.index), m, predicted, low, high));
+                gpus.push(judge_at(Some(g.index), false, m, predicted, device_used));
             }
             ("device_used", "", predicted, gpus, skipped)
         } else if let Some(a) = &t.allocator {
@@ -475,7 +556,7 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
                 let mut gpus = vec![];
                 for rk in &a.ranks {
                     if let Some(m) = rk.peak_reserved_mib {
-                        gpus.push(judge(Some(rk.rank), m, predicted, low, high));
+                        gpus.push(judge_at(Some(rk.rank), true, m, predicted, reserved));
                     }
                 }
                 // No rank printed its own reserved peak: the log's.
@@ -525,7 +606,7 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
                 }
             }
             for (g, m) in per_gpu {
-                gpus.push(judge(Some(g), m, predicted, low, high));
+                gpus.push(judge_at(Some(g), false, m, predicted, device_used));
             }
             (
                 "device_used",
@@ -553,7 +634,11 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
         .max_by(|a, b| a.diff_mib.abs().total_cmp(&b.diff_mib.abs()))
         .cloned();
     let (low, high) = band(predicted);
+    let by_stage = gpus.iter().any(|g| g.stage.is_some());
     let summary = match (overall, worst) {
+        (Status::Matches, _) if by_stage => format!(
+            "measured {counter}{basis} within its pipeline stage's predicted band on every GPU compared"
+        ),
         (Status::Matches, _) => format!(
             "measured {counter}{basis} within the predicted band {}–{} on every GPU compared",
             gib(low),
@@ -566,9 +651,11 @@ pub fn verdict(t: &Trace, est: &Estimate) -> Option<Verdict> {
             gib(w.predicted_mib),
             w.diff_mib / 1024.0,
             w.diff_pct,
-            w.gpu
-                .map(|g| format!("GPU {g}"))
-                .unwrap_or_else(|| "the run".into())
+            match (w.gpu, w.stage) {
+                (Some(g), Some(st)) => format!("GPU {g} (pipeline stage {st})"),
+                (Some(g), None) => format!("GPU {g}"),
+                _ => "the run".into(),
+            }
         ),
         (_, None) => String::new(),
     };
@@ -653,7 +740,9 @@ pub fn report(t: &Trace, plan: Option<&Plan>) -> VerifyReport {
         oom: t.oom.clone(),
         allocator: t.allocator.clone(),
         findings: findings(t, plan),
-        verdict: est.as_ref().and_then(|e| verdict(t, e)),
+        verdict: est
+            .as_ref()
+            .and_then(|e| verdict_staged(t, e, plan.and_then(RankLayout::of))),
         processes: t.processes.clone(),
         warnings: t.warnings.clone(),
         notes: t
