@@ -447,11 +447,12 @@ fn judge(gpu: Option<u32>, measured: f64, predicted: f64, low: f64, high: f64) -
 /// stage holds the most micro-batches' activations and the last the logits,
 /// so stages of one run differ by many GiB and the worst stage's peak would
 /// call every other stage's GPU over-estimated. Ranks are laid out with the
-/// pipeline outermost — Megatron-LM's default order `tp-cp-ep-dp-pp`
-/// (megatron/core/parallel_state.py `RankGenerator`), torchtitan's mesh
-/// `["pp", "dp_replicate", "dp_shard", "cp", "tp"]`
-/// (torchtitan/distributed/parallel_dims.py), DeepSpeed's
-/// `PipeDataParallelTopology` axes `["pipe", "data"]` — so stage =
+/// pipeline outermost — Megatron-Core's default order `tp-cp-ep-dp-pp`
+/// (megatron-core 0.12.0 `parallel_state.initialize_model_parallel`),
+/// torchtitan's meshes `["pp", "dp_replicate", "dp_shard", "cp", "tp"]` and
+/// `["pp", "dp", "cp", "tp"]` (0.3.0 `distributed/parallel_dims.py`),
+/// DeepSpeed's `PipeDataParallelTopology(axes=['pipe', 'data'])` (0.16.4
+/// `runtime/pipe/topology.py`) — so stage =
 /// rank ÷ (GPUs ÷ PP). A log's global rank (a torchrun `[rankN]:` prefix,
 /// Megatron's `[Rank N]`) places any GPU; a GPU's index on its node places it
 /// only when the whole run is one node (its index is then its rank:
