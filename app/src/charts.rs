@@ -205,7 +205,13 @@ pub fn sweep_svg(
         }
         let cap = capacity.gib();
         let max_v = valid.iter().map(|p| p.1).fold(0.0, f64::max);
-        let top = cap.max(max_v.min(cap * 3.0)) * 1.08;
+        let min_v = valid.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        // The axis stops at three capacities, so the region where the
+        // decision is made stays readable under a steep curve — or at twice
+        // the lowest point when even that is further up (a plan many times
+        // over the card), so the curve is never one flat line along the top.
+        // Points above the axis are drawn on its edge with their value.
+        let top = cap.max(max_v.min((cap * 3.0).max(min_v * 2.0))) * 1.08;
         let y = y_axis(&root, top.max(1e-6));
         let lx = |x: u32| (x.max(1) as f64).log2();
         let (x_min, x_max) = (
@@ -224,6 +230,16 @@ pub fn sweep_svg(
                 if *a == current { 5 } else { 3 },
                 c.filled(),
             ));
+            if *b > top {
+                let _ = root.draw(&Text::new(
+                    format!("↑ {b:.0} GiB"),
+                    (p.0, p.1 + 8),
+                    ("sans-serif", 10.0)
+                        .into_font()
+                        .color(&CAPACITY)
+                        .pos(Pos::new(HPos::Center, VPos::Top)),
+                ));
+            }
             let _ = root.draw(&Text::new(
                 a.to_string(),
                 (p.0, H as i32 - BOTTOM + 8),
@@ -523,5 +539,44 @@ mod tests {
         );
         assert!(svg.contains("\nmicro-batch\n"));
         assert!(!sweep_svg(&[], p.gpu.capacity(), None, 1, "x").contains("<path"));
+    }
+
+    #[test]
+    fn a_sweep_far_over_the_card_is_no_flat_line_along_the_top() {
+        let cap = Bytes::from_gib(80);
+        let pts = |v: &[u64]| -> Vec<(u32, Option<Bytes>)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, g)| (1u32 << i, Some(Bytes::from_gib(*g))))
+                .collect()
+        };
+        // The ys of the line's points, from the SVG's polyline (the one in
+        // the line's colour; the grid's come first).
+        let ys = |svg: &str| -> Vec<i32> {
+            let line = svg
+                .split("<polyline")
+                .find(|l| l.contains("stroke-width=\"2\""))
+                .unwrap();
+            let attr = line
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            attr.split(' ')
+                .filter_map(|xy| xy.split(',').nth(1)?.parse().ok())
+                .collect()
+        };
+        // 384, 480, 672 GiB on an 80 GB card: three heights, none clamped.
+        let far = sweep_svg(&pts(&[384, 480, 672]), cap, None, 1, "micro-batch");
+        let y = ys(&far);
+        assert!(y[0] > y[1] && y[1] > y[2], "{y:?}");
+        assert!(!far.contains('↑'), "nothing off the axis");
+        // A steep curve keeps the axis at three capacities and names the
+        // points above it.
+        let steep = sweep_svg(&pts(&[60, 120, 2000]), cap, None, 1, "micro-batch");
+        assert!(steep.contains("↑ 2000 GiB"), "{steep}");
+        assert!(!steep.contains("↑ 120 GiB"));
     }
 }
