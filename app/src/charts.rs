@@ -116,12 +116,12 @@ pub fn breakdown_svg(
             .iter()
             .map(|s| s.peak.device_used.gib())
             .fold(0.0, f64::max);
-        let top = nice_step(cap.max(max_used) * 1.08, 5.0) * 5.0;
-        let top = if top < cap.max(max_used) {
-            cap.max(max_used) * 1.1
-        } else {
-            top
-        };
+        // The axis ends at the first tick above the tallest bar or the
+        // capacity (with 8 % room): five ticks' worth of the step rounded up
+        // left up to half the chart empty (250 GiB for 122).
+        let want = cap.max(max_used) * 1.08;
+        let step = nice_step(want, 5.0);
+        let top = (want / step).ceil() * step;
         let y = y_axis(&root, top.max(1e-6));
         let n = est.stages.len().max(1) as i32;
         let plot_w = W as i32 - RIGHT - LEFT;
@@ -155,14 +155,30 @@ pub fn breakdown_svg(
         }
         let yc = y(cap);
         dashed(&root, yc, CAPACITY);
-        let _ = root.draw(&Text::new(
-            format!("{capacity_label} {cap:.1} GiB"),
-            (W as i32 - RIGHT - 2, yc - 4),
-            ("sans-serif", 11.0)
-                .into_font()
-                .color(&CAPACITY)
-                .pos(Pos::new(HPos::Right, VPos::Bottom)),
-        ));
+        let cap_label = format!("{capacity_label} {cap:.1} GiB");
+        let cap_font = ("sans-serif", 11.0).into_font().color(&CAPACITY);
+        if n == 1 {
+            // Over the line's right end, clear of the one bar in the middle.
+            let _ = root.draw(&Text::new(
+                cap_label,
+                (W as i32 - RIGHT - 2, yc - 4),
+                cap_font.pos(Pos::new(HPos::Right, VPos::Bottom)),
+            ));
+        } else {
+            // Stages' bars run to the line's ends: the label joins the
+            // legend, under the components, with a stroke of the line.
+            let ly = TOP + 4 + Component::ALL.len() as i32 * 18 + 5;
+            let lx = W as i32 - RIGHT + 14;
+            let _ = root.draw(&PathElement::new(
+                vec![(lx, ly), (lx + 10, ly)],
+                CAPACITY.stroke_width(2),
+            ));
+            let _ = root.draw(&Text::new(
+                cap_label,
+                (lx + 15, ly),
+                cap_font.pos(Pos::new(HPos::Left, VPos::Center)),
+            ));
+        }
         // Legend.
         for (k, c) in Component::ALL.iter().enumerate() {
             let ly = TOP + 4 + k as i32 * 18;
@@ -519,6 +535,60 @@ mod tests {
             assert!(svg.contains(&format!("\nstage {s}\n")), "stage {s}");
         }
         assert!(svg.contains("capacity 79.6 GiB"));
+        // The x of the text element that reads `label`.
+        let text_x = |svg: &str, label: &str| -> i32 {
+            let at = svg.find(label).unwrap();
+            let open = svg[..at].rfind("<text").unwrap();
+            let x = svg[open..].split("x=\"").nth(1).unwrap();
+            x.split('"').next().unwrap().parse().unwrap()
+        };
+        // Stages' bars run the plot's width: the capacity's label is in the
+        // legend, right of the plot, not over the last bar; one bar leaves
+        // room at the line's right end.
+        assert!(
+            text_x(&svg, "capacity 79.6 GiB") > W as i32 - RIGHT,
+            "{svg}"
+        );
+        let one = cost_model::estimate(&Plan::default()).unwrap();
+        let one = breakdown_svg(&one, "stage", "capacity", |c| c.id().to_string());
+        assert!(text_x(&one, "capacity 79.6 GiB") <= W as i32 - RIGHT);
+        // The axis ends at the first tick above the tallest stage: 122 GiB
+        // on Llama-3.1-70B's first of four stages gives 150, not 250.
+        let mut p70 = Plan {
+            model: cost_model::presets::preset("llama-3.1-70b").unwrap().spec(),
+            ..Plan::default()
+        };
+        p70.parallel.num_gpus = 16;
+        p70.parallel.pp = 4;
+        p70.parallel.tp = 4;
+        p70.parallel.sharding = cost_model::plan::Sharding::Ddp;
+        p70.set_framework(cost_model::framework::Framework::Megatron);
+        p70.training.grad_accum = 8;
+        let e70 = cost_model::estimate(&p70).unwrap();
+        let tallest = e70
+            .stages
+            .iter()
+            .map(|s| s.peak.device_used.gib())
+            .fold(0.0, f64::max);
+        let svg70 = breakdown_svg(&e70, "stage", "capacity", |c| c.id().to_string());
+        let ticks: Vec<f64> = svg70
+            .split("<text")
+            .filter_map(|t| {
+                t.split('>')
+                    .nth(1)?
+                    .trim()
+                    .split('<')
+                    .next()?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        let last = ticks.iter().cloned().fold(0.0, f64::max);
+        assert!(
+            last >= tallest && last < tallest * 1.6,
+            "{tallest} {ticks:?}"
+        );
         // Drawing is deterministic (the same SVG on server and browser).
         assert_eq!(
             svg,
