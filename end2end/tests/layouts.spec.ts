@@ -113,3 +113,19 @@ test("hydrated: leaving the planner right after a change keeps the new page's UR
   await page.goBack();
   await expect(page.getByTestId("mb-value")).toHaveText("2");
 });
+
+test("on a phone no page scrolls sideways: wide tables scroll in their own box", async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const url of [
+    "/layouts?model=llama-3.1-70b&gpus=64&fw=megatron&mb=1&ga=16&seq=8192",
+    "/?model=llama-3.1-70b&gpus=16&fw=megatron&shard=ddp&tp=4&pp=4&ga=8",
+    "/plans",
+  ]) {
+    await page.goto(url);
+    const [scroll, client] = await page.evaluate(() => [
+      document.documentElement.scrollWidth,
+      document.documentElement.clientWidth,
+    ]);
+    expect(scroll, url).toBeLessThanOrEqual(client);
+  }
+});

@@ -140,6 +140,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
             view! { <p class="error" data-testid="layouts-none">{none}</p> }.into_any()
         } else {
             view! {
+                <div class="table-wrap">
                 <table class="layouts-table" data-testid="layouts-table">
                     <thead>
                         <tr>
@@ -152,6 +153,7 @@ fn LayoutTable(plan: Plan, found: LayoutSearch, suffix: String) -> impl IntoView
                     </thead>
                     <tbody>{rows}</tbody>
                 </table>
+                </div>
             }
                 .into_any()
         }}
