@@ -232,3 +232,19 @@ test("a pipelined plan's verification compares each GPU with its own stage", asy
   }
   await expect(v.getByTestId("trace-verdict")).toContainText("(pipeline stage ");
 });
+
+test("on a phone a verification's notes wrap: the page does not scroll sideways", async ({ page }, info) => {
+  const id = await savePlan(page, `phone-${info.project.name}-${Date.now()}`);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  // A headerless logging query: its note quotes the 13-field list unbroken.
+  await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "smi_csv_07.txt"), "utf8"));
+  const v = await submitVerification(page, id);
+  await expect(v).toContainText("pci.bus_id,driver_version");
+  const [scroll, client] = await page.evaluate(() => [
+    document.documentElement.scrollWidth,
+    document.documentElement.clientWidth,
+  ]);
+  expect(scroll).toBeLessThanOrEqual(client);
+});
