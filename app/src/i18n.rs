@@ -76,6 +76,34 @@ impl Lang {
             Lang::Zh => zh(en).unwrap_or(en),
         }
     }
+
+    /// A plan's validation error in this language: the field paths stay as
+    /// the plan JSON spells them; an `Invalid`'s reason stays English.
+    pub fn plan_error(self, e: &cost_model::PlanError) -> String {
+        use cost_model::PlanError as E;
+        match (self, e) {
+            (Lang::En, e) => e.to_string(),
+            (_, E::Zero { field }) => format!("{field} 至少为 1（当前为 0）"),
+            (_, E::TooLarge { field, value, max }) => {
+                format!("{field}（{value}）超过支持的上限 {max}")
+            }
+            (
+                _,
+                E::NotDivisible {
+                    field,
+                    value,
+                    by_field,
+                    by,
+                },
+            ) => {
+                format!("{field}（{value}）不能被 {by_field}（{by}）整除")
+            }
+            (_, E::Invalid { field, reason }) => format!("{field}：{reason}"),
+            (_, E::UnsupportedVersion { found, supported }) => {
+                format!("version：方案格式版本 {found} 比本程序支持的（{supported}）更新")
+            }
+        }
+    }
 }
 
 /// The page's language, provided as context by the app.

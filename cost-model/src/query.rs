@@ -1125,6 +1125,54 @@ pub fn decode_str(q: &str) -> Result<Plan, QueryError> {
     decode(&pairs(q))
 }
 
+/// The URL key — and so the planner's control — of a plan field a
+/// [`crate::PlanError`] names by its dotted path, so the planner can mark the
+/// control at fault (`None` for a field no control sets, such as a
+/// product `tp × pp × cp`).
+pub fn key_of_field(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "gpu.capacity_mib" => "gpu_mib",
+        "model.layers" => "layers",
+        "model.encoder_layers" => "enc_layers",
+        "model.hidden" => "hidden",
+        "model.heads" => "heads",
+        "model.kv_heads" => "kv_heads",
+        "model.head_dim" => "head_dim",
+        "model.ffn" => "ffn",
+        "model.vocab" => "vocab",
+        "model.experts" => "experts",
+        "model.experts_per_token" => "top_k",
+        "model.shared_experts" => "shared",
+        "model.dense_layers" => "dense",
+        "model.dense_ffn" => "dense_ffn",
+        "model.norms_per_layer" => "norms",
+        "model.mla.q_rank" => "q_rank",
+        "model.mla.kv_rank" => "kv_rank",
+        "model.mla.rope_dim" => "rope_dim",
+        "model.mla.v_dim" => "v_dim",
+        "parallel.num_gpus" => "gpus",
+        "parallel.gpus_per_node" => "per_node",
+        "parallel.tp" => "tp",
+        "parallel.pp" => "pp",
+        "parallel.cp" => "cp",
+        "parallel.ep" => "ep",
+        "parallel.virtual_stages" => "vstages",
+        "parallel.offload.params" => "off_par",
+        "training.micro_batch" => "mb",
+        "training.seq_len" => "seq",
+        "training.target_len" => "tgt",
+        "training.grad_accum" => "ga",
+        "training.precision" => "prec",
+        "training.frozen_layers" => "frozen",
+        "training.checkpoint_every" => "ckpt_every",
+        "training.galore_rank" => "galore_rank",
+        "training.finetune.rank" => "rank",
+        "training.finetune.base_bits" => "bits",
+        "training.finetune.virtual_tokens" => "vtokens",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1598,6 +1646,45 @@ mod empty_values {
 #[cfg(test)]
 mod apply_tests {
     use super::*;
+
+    #[test]
+    fn every_field_validation_names_has_a_control() {
+        // The dotted fields validate.rs can name, read from its source.
+        let src = include_str!("validate.rs");
+        let mut fields: Vec<&str> = src
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| {
+                s.split('.').count() >= 2
+                    && ["model.", "gpu.", "parallel.", "training."]
+                        .iter()
+                        .any(|p| s.starts_with(p))
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || c == '_' || c == '.')
+            })
+            .collect();
+        fields.sort_unstable();
+        fields.dedup();
+        assert!(fields.len() > 30, "{fields:?}");
+        // A QLoRA plan of a latent-attention MoE, and an adapter's, show
+        // every control.
+        let bases = [
+            decode_str("ft=qlora&bits=4&rank=8&model=custom&experts=8&top_k=2&kv_rank=512")
+                .unwrap(),
+            decode_str("ft=adapter").unwrap(),
+        ];
+        for f in fields {
+            let key = key_of_field(f).unwrap_or_else(|| panic!("{f} has no control"));
+            // The key is one the planner reads: a value that is no number
+            // or choice is refused under that very name.
+            let refused = bases
+                .iter()
+                .any(|b| apply(b, key, "x?").is_err_and(|e| e.param == key));
+            assert!(refused, "{f}: {key}");
+        }
+        assert_eq!(key_of_field("tp × pp × cp"), None);
+    }
 
     #[test]
     fn apply_changes_one_setting_and_keeps_the_rest() {

@@ -174,10 +174,28 @@ test("unknown pages are a real 404", async ({ page }) => {
 test("an invalid combination is explained, not clamped", async ({ page }) => {
   await page.goto("/?tp=3");
   await expect(page.getByTestId("plan-error")).toHaveText("model.heads (32) is not divisible by parallel.tp (3)");
+  // Both controls the error names are marked, with the message under each;
+  // the rest are not.
+  for (const key of ["heads", "tp"]) {
+    await expect(page.getByTestId(`error-${key}`)).toHaveText("model.heads (32) is not divisible by parallel.tp (3)");
+    // Its label turns the error colour.
+    const label = page.locator(".field", { has: page.getByTestId(key) }).locator("label");
+    expect(await label.evaluate((l) => getComputedStyle(l).color)).toBe("rgb(179, 38, 30)");
+  }
+  await expect(page.locator(".field .error")).toHaveCount(2);
+  // No chart to draw: no empty boxes either.
+  await expect(page.getByTestId("chart-breakdown")).toBeHidden();
+  await expect(page.getByText("Memory per GPU")).toBeHidden();
+  await expect(page.locator(".results section.charts")).toBeHidden();
   // Parameters offloaded where nothing fetches them back: refused by field, not estimated without weights.
   await page.goto("/?shard=zero2&off_par=cpu");
   await expect(page.getByTestId("plan-error")).toContainText("parallel.offload.params: parameter offload needs ZeRO-3 or FSDP");
+  await expect(page.getByTestId("error-off_par")).toContainText("parameter offload needs ZeRO-3 or FSDP");
   await expect(page.getByTestId("verdict")).toHaveCount(0);
+  // In Chinese the message is too, field names as the plan JSON spells them.
+  await page.goto("/?tp=3&lang=zh");
+  await expect(page.getByTestId("plan-error")).toHaveText("model.heads（32）不能被 parallel.tp（3）整除");
+  await expect(page.getByTestId("error-tp")).toHaveText("model.heads（32）不能被 parallel.tp（3）整除");
 });
 
 test("hydrated: the fix ladder's first rung makes a non-fitting plan fit when the model says so", async ({ page }, info) => {

@@ -4,7 +4,7 @@
 use crate::components::options::Kind;
 use crate::i18n::use_lang;
 use cost_model::query;
-use cost_model::Plan;
+use cost_model::{Plan, PlanError};
 use leptos::prelude::*;
 
 #[component]
@@ -18,8 +18,24 @@ pub fn Field(
     kind: Kind,
     /// The last input that could not be applied, shown beside its control.
     error: RwSignal<Option<(String, String)>>,
+    /// Why the plan is invalid, if it is: shown at each control it names
+    /// (both of a pair that does not divide).
+    invalid: Memo<Option<PlanError>>,
 ) -> impl IntoView {
     let lang = use_lang();
+    let at_fault = move || {
+        invalid.with(|e| {
+            e.as_ref()
+                .filter(|e| {
+                    let by = match e {
+                        PlanError::NotDivisible { by_field, .. } => query::key_of_field(by_field),
+                        _ => None,
+                    };
+                    query::key_of_field(e.field()) == Some(key) || by == Some(key)
+                })
+                .map(|e| lang.get().plan_error(e))
+        })
+    };
     // Every control reads one shared list of the plan's settings (computed
     // once per change), not the plan itself.
     let value = Memo::new(move |_| {
@@ -38,6 +54,7 @@ pub fn Field(
         Err(e) => error.set(Some((key.to_string(), e.to_string()))),
     };
     let testid = key.replace('_', "-");
+    let error_id = format!("error-{key}");
     let id = format!("f-{key}");
     let input = match kind {
         Kind::Select(options) => view! {
@@ -144,11 +161,15 @@ pub fn Field(
             </label>
             <div class="input">{input}</div>
             <p class="hint">{move || lang.get().t(hint)}</p>
+            // An input that could not be applied, else what the plan's
+            // validation says of this control.
             {move || {
                 error
                     .get()
                     .filter(|(k, _)| k == key)
-                    .map(|(_, msg)| view! { <p class="error" role="alert" data-testid=format!("error-{key}")>{msg}</p> })
+                    .map(|(_, msg)| msg)
+                    .or_else(at_fault)
+                    .map(|msg| view! { <p class="error" role="alert" data-testid=error_id.clone()>{msg}</p> })
             }}
         </div>
     }

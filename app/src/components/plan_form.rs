@@ -5,12 +5,19 @@ use crate::components::config_paste::{ConfigPaste, ModelSearch};
 use crate::components::controls::Field;
 use crate::components::options::sections;
 use crate::i18n::use_lang;
-use cost_model::Plan;
+use cost_model::estimate::Estimate;
+use cost_model::{Plan, PlanError};
 use leptos::prelude::*;
 
 #[component]
-pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
+pub fn PlanForm(
+    plan: RwSignal<Plan>,
+    /// The page's estimate of the plan: what makes it invalid is marked at
+    /// the controls it names.
+    estimate: Memo<Result<Estimate, PlanError>>,
+) -> impl IntoView {
     let error = RwSignal::new(None::<(String, String)>);
+    let invalid = Memo::new(move |_| estimate.with(|r| r.as_ref().err().cloned()));
     let values = Memo::new(move |_| plan.with(cost_model::query::all_pairs));
     let lang = use_lang();
     let sections = sections();
@@ -31,7 +38,7 @@ pub fn PlanForm(plan: RwSignal<Plan>) -> impl IntoView {
                             {fields
                                 .into_iter()
                                 .map(|(key, label, hint, kind)| {
-                                    view! { <Field plan values key label hint kind error /> }
+                                    view! { <Field plan values key label hint kind error invalid /> }
                                 })
                                 .collect_view()}
                             {(title == "Model and hardware").then(|| view! { <ConfigPaste plan /> })}

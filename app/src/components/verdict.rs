@@ -30,7 +30,7 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                 let l = lang.get();
                 match estimate.get() {
                     Err(e) => view! {
-                        <p class="error" data-testid="plan-error" role="alert">{e.to_string()}</p>
+                        <p class="error" data-testid="plan-error" role="alert">{l.plan_error(&e)}</p>
                     }
                     .into_any(),
                     Ok(est) => {

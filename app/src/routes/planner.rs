@@ -124,7 +124,7 @@ pub fn PlannerPage() -> impl IntoView {
                     })}
                 <SaveForm plan forked_from=fork.clone() />
             </div>
-            <PlanForm plan />
+            <PlanForm plan estimate />
             <div class="results">
                 <Verdict estimate />
                 <Ladder plan searches />
