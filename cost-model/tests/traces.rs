@@ -1581,6 +1581,59 @@ mod findings_and_verdicts {
     }
 
     #[test]
+    fn a_log_in_runs_of_alike_gpus_is_read_as_pipeline_stages() {
+        let plan = cost_model::Plan::default();
+        // A Megatron-DeepSpeed run on 8 × A800: GPUs 0–3 near 72–79 GiB, 4–7 near 58.
+        let t = parse("smi_table_07.txt");
+        let f = findings::findings(&t, Some(&plan));
+        let st: Vec<_> = f.iter().filter(|x| x.kind == "stages").collect();
+        assert_eq!(st.len(), 1, "{f:?}");
+        assert!(
+            st[0]
+                .detail
+                .contains("2 runs of 4 (GPUs 0–3 at 72.25–78.52 GiB, GPUs 4–7 at 58.34–58.43 GiB)"),
+            "{}",
+            st[0].detail
+        );
+        // Its link is the plan in two stages, where each GPU meets its own.
+        let q = st[0]
+            .fix_query
+            .as_deref()
+            .expect("a valid plan in 2 stages");
+        let staged = cost_model::query::decode_str(q).unwrap();
+        assert_eq!(staged.parallel.pp, 2);
+        assert!(findings::findings(&t, Some(&staged))
+            .iter()
+            .all(|x| x.kind != "stages"));
+        // Alike GPUs, one GPU far above the rest, or runs not far apart: no stages.
+        let mib = |v: &[f64]| {
+            let rows = v.iter().enumerate().map(|(g, m)| (g as u32, *m));
+            trace::parse(&csv(rows), &ParseOptions::default()).unwrap()
+        };
+        for v in [
+            vec![60_000.0; 8],
+            vec![79_000.0, 60_000.0, 60_100.0, 59_900.0, 60_000.0, 60_050.0],
+            vec![61_000.0, 61_200.0, 60_000.0, 60_100.0],
+            vec![70_000.0, 50_000.0, 70_000.0, 50_000.0],
+        ] {
+            let f = findings::findings(&mib(&v), Some(&plan));
+            assert!(f.iter().all(|x| x.kind != "stages"), "{v:?}: {f:?}");
+        }
+        // Four stages of two, the last with the logits above the middle ones.
+        let f = findings::findings(
+            &mib(&[
+                70_000.0, 70_500.0, 60_000.0, 60_200.0, 50_000.0, 50_100.0, 58_000.0, 58_300.0,
+            ]),
+            Some(&plan),
+        );
+        assert!(
+            f.iter()
+                .any(|x| x.kind == "stages" && x.detail.contains("4 runs of 2")),
+            "{f:?}"
+        );
+    }
+
+    #[test]
     fn per_process_figures_alone_are_compared_per_gpu() {
         let plan = cost_model::Plan::default();
         let est = cost_model::estimate(&plan).unwrap();

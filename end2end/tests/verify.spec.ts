@@ -248,3 +248,15 @@ test("on a phone a verification's notes wrap: the page does not scroll sideways"
   ]);
   expect(scroll).toBeLessThanOrEqual(client);
 });
+
+test("a log in runs of alike GPUs under a plan without a pipeline is read as stages, with the plan in that many", async ({ page }, info) => {
+  const id = await savePlan(page, `stages-${info.project.name}-${Date.now()}`);
+  await page.goto(`/p/${id}`);
+  await waitForHydration(page, info);
+  await page.getByTestId("verify-text").fill(fs.readFileSync(path.join(traces, "smi_table_07.txt"), "utf8"));
+  const v = await submitVerification(page, id);
+  const stages = v.locator('[data-kind="stages"]');
+  await expect(stages).toContainText("2 runs of 4 (GPUs 0–3 at 72.25–78.52 GiB, GPUs 4–7 at 58.34–58.43 GiB)");
+  await stages.getByTestId("finding-fix").click();
+  await expect(page.getByTestId("pp")).toHaveValue("2");
+});

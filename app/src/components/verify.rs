@@ -277,10 +277,10 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                             {findings
                                 .into_iter()
                                 .map(|f| {
-                                    let label = if f.kind == "gpu-mismatch" {
-                                        "Open the plan on the log's GPU"
-                                    } else {
-                                        "Open the plan that fits"
+                                    let label = match f.kind.as_str() {
+                                        "gpu-mismatch" => "Open the plan on the log's GPU",
+                                        "stages" => "Open the plan with these pipeline stages",
+                                        _ => "Open the plan that fits",
                                     };
                                     let fix = f.fix_query.clone().map(|q| {
                                         view! {

@@ -54,7 +54,7 @@ const GPU_CAPACITY_MISMATCH_SHARE: f64 = 0.03;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// `leak`, `imbalance`, `foreign-process`, `fragmentation`, `oom`,
-    /// `gpu-mismatch`.
+    /// `gpu-mismatch`, `stages`.
     pub kind: String,
     pub gpu: Option<u32>,
     pub detail: String,
@@ -189,11 +189,100 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
         .collect()
 }
 
+/// Groups of a log's GPUs whose peaks are apart by at least this share of
+/// the highest group's (and `IMBALANCE_MIN_MIB`) read as pipeline stages.
+const STAGE_GROUPS_MIN_SHARE: f64 = 0.15;
+
+/// A log whose GPUs, by index, fall into equal runs of alike peaks with the
+/// runs far apart, under a plan that pipelines in another number of stages
+/// (or not at all): pipeline stages hold different activations (1F1B keeps
+/// more micro-batches in flight on the first, the logits on the last) and
+/// their ranks run the pipeline outermost ([`RankLayout`]), so consecutive
+/// GPUs of a node share a stage. Runs of at least two GPUs, so that one GPU
+/// alone is `imbalance`'s; the fewest runs whose every run is tighter than
+/// half the smallest step between neighbouring runs. The plan with that many
+/// stages is the link, where it is valid.
+fn stage_groups(t: &Trace, plan: &Plan) -> Option<Finding> {
+    let mut gpus: Vec<(u32, f64)> = t
+        .gpus
+        .iter()
+        .filter(|g| g.mig.is_none())
+        .filter_map(|g| {
+            let p = g.peak_used_mib?;
+            let idle = g.total_mib.is_some_and(|c| p < IDLE_SHARE * c);
+            (!idle).then_some((g.index, p))
+        })
+        .collect();
+    gpus.sort_by_key(|g| g.0);
+    let n = gpus.len();
+    // Consecutive indices only (a log of GPUs 0–7, not 0, 2, 5).
+    if n < 4 || gpus.windows(2).any(|w| w[1].0 != w[0].0 + 1) {
+        return None;
+    }
+    let (k, runs) = (2..=n / 2).filter(|k| n.is_multiple_of(*k)).find_map(|k| {
+        let runs: Vec<(f64, f64)> = gpus
+            .chunks(n / k)
+            .map(|c| {
+                let lo = c.iter().map(|g| g.1).fold(f64::INFINITY, f64::min);
+                let hi = c.iter().map(|g| g.1).fold(0.0, f64::max);
+                (lo, hi)
+            })
+            .collect();
+        let mid = |r: &(f64, f64)| (r.0 + r.1) / 2.0;
+        let step = runs
+            .windows(2)
+            .map(|w| (mid(&w[1]) - mid(&w[0])).abs())
+            .fold(f64::INFINITY, f64::min);
+        let spread = runs.iter().map(|r| r.1 - r.0).fold(0.0, f64::max);
+        let (low, high) = runs.iter().fold((f64::INFINITY, 0.0_f64), |a, r| {
+            (a.0.min(mid(r)), a.1.max(mid(r)))
+        });
+        let apart = high - low >= (STAGE_GROUPS_MIN_SHARE * high).max(IMBALANCE_MIN_MIB);
+        (apart && spread < step / 2.0).then_some((k as u32, runs))
+    })?;
+    if plan.parallel.pp == k {
+        return None;
+    }
+    let per = n / k as usize;
+    let list = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (a, b) = (gpus[i * per].0, gpus[i * per + per - 1].0);
+            format!(
+                "GPUs {a}–{b} at {:.2}–{:.2} GiB",
+                r.0 / 1024.0,
+                r.1 / 1024.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut staged = plan.clone();
+    staged.parallel.pp = k;
+    let fix_query = crate::validate::validate(&staged)
+        .is_ok()
+        .then(|| crate::query::encode(&staged));
+    Some(Finding {
+        kind: "stages".into(),
+        gpu: None,
+        detail: format!(
+            "the log's GPUs peak in {k} runs of {per} ({list}), as pipeline stages do; the plan has {}: \
+             with {k} stages each GPU is compared with its own stage's peak",
+            match plan.parallel.pp {
+                1 => "no pipeline".to_string(),
+                p => format!("{p} stages"),
+            }
+        ),
+        fix_query,
+    })
+}
+
 /// Findings of a trace (with a plan: the OOM fix, and a log from another card).
 pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(p) = plan {
         out.extend(gpu_mismatches(t, p));
+        out.extend(stage_groups(t, p));
     }
     let timed = matches!(
         t.format,
