@@ -1362,6 +1362,14 @@ mod findings_and_verdicts {
         let f = findings::findings(&t, None);
         assert_eq!(kinds(&f), vec!["imbalance"]);
         assert_eq!(f[0].gpu, Some(0));
+        // Under a plan with no pipeline it still is; under a pipelined plan
+        // the first stage is meant to be above the rest, and the verdict
+        // compares each GPU with its own stage.
+        let mut plan = cost_model::Plan::default();
+        plan.parallel.num_gpus = 4;
+        assert!(kinds(&findings::findings(&t, Some(&plan))).contains(&"imbalance"));
+        plan.parallel.pp = 4;
+        assert!(!kinds(&findings::findings(&t, Some(&plan))).contains(&"imbalance"));
         // An idle GPU next to a busy one is not imbalance (smi_csv_04: GPU 1 idle).
         assert!(findings::findings(&parse("smi_csv_04.txt"), None)
             .iter()

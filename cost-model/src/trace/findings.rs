@@ -322,7 +322,10 @@ pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
             });
         }
     }
-    // Imbalance: one GPU far above the others.
+    // Imbalance: one GPU far above the others — unless the plan pipelines,
+    // when its stages differ by design and each GPU meets its own stage's
+    // peak in the verdict.
+    let pipelined = plan.and_then(RankLayout::of).is_some();
     let busy: Vec<(u32, f64)> = t
         .gpus
         .iter()
@@ -333,7 +336,7 @@ pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
             (!idle).then_some((g.index, p))
         })
         .collect();
-    if busy.len() >= 2 {
+    if busy.len() >= 2 && !pipelined {
         let mut v: Vec<f64> = busy.iter().map(|b| b.1).collect();
         v.sort_by(f64::total_cmp);
         let median = v[v.len() / 2];
