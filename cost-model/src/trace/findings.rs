@@ -189,6 +189,20 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
         .collect()
 }
 
+/// The log's whole GPUs (no MIG slice) that ran: each with its peak, those
+/// below `IDLE_SHARE` of their capacity left out.
+fn busy_gpus(t: &Trace) -> Vec<(u32, f64)> {
+    t.gpus
+        .iter()
+        .filter(|g| g.mig.is_none())
+        .filter_map(|g| {
+            let p = g.peak_used_mib?;
+            let idle = g.total_mib.is_some_and(|c| p < IDLE_SHARE * c);
+            (!idle).then_some((g.index, p))
+        })
+        .collect()
+}
+
 /// Groups of a log's GPUs whose peaks are apart by at least this share of
 /// the highest group's (and `IMBALANCE_MIN_MIB`) read as pipeline stages.
 const STAGE_GROUPS_MIN_SHARE: f64 = 0.15;
@@ -203,16 +217,7 @@ const STAGE_GROUPS_MIN_SHARE: f64 = 0.15;
 /// half the smallest step between neighbouring runs. The plan with that many
 /// stages is the link, where it is valid.
 fn stage_groups(t: &Trace, plan: &Plan) -> Option<Finding> {
-    let mut gpus: Vec<(u32, f64)> = t
-        .gpus
-        .iter()
-        .filter(|g| g.mig.is_none())
-        .filter_map(|g| {
-            let p = g.peak_used_mib?;
-            let idle = g.total_mib.is_some_and(|c| p < IDLE_SHARE * c);
-            (!idle).then_some((g.index, p))
-        })
-        .collect();
+    let mut gpus = busy_gpus(t);
     gpus.sort_by_key(|g| g.0);
     let n = gpus.len();
     // Consecutive indices only (a log of GPUs 0–7, not 0, 2, 5).
@@ -326,16 +331,7 @@ pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
     // when its stages differ by design and each GPU meets its own stage's
     // peak in the verdict.
     let pipelined = plan.and_then(RankLayout::of).is_some();
-    let busy: Vec<(u32, f64)> = t
-        .gpus
-        .iter()
-        .filter(|g| g.mig.is_none())
-        .filter_map(|g| {
-            let p = g.peak_used_mib?;
-            let idle = g.total_mib.map(|c| p < IDLE_SHARE * c).unwrap_or(false);
-            (!idle).then_some((g.index, p))
-        })
-        .collect();
+    let busy = busy_gpus(t);
     if busy.len() >= 2 && !pipelined {
         let mut v: Vec<f64> = busy.iter().map(|b| b.1).collect();
         v.sort_by(f64::total_cmp);
