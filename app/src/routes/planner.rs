@@ -59,8 +59,16 @@ pub fn PlannerPage() -> impl IntoView {
             suffix.push_str("fork=");
             suffix.push_str(f);
         }
+        // The first change after a quiet spell is written at once (a typed
+        // value or a select is then in the history entry before any link can
+        // be followed, so going back returns to it); a slide's later ones
+        // when the time is up, the latest only.
+        let url = href(&q, &suffix);
         let first = pending.with_value(|p| p.is_none());
-        pending.set_value(Some(href(&q, &suffix)));
+        if first {
+            replace_url(&url);
+        }
+        pending.set_value(Some(url));
         if first {
             schedule_url_update(pending);
         }
@@ -156,6 +164,9 @@ fn schedule_url_update(pending: StoredValue<Option<String>>) {
     pending.set_value(None);
     let _ = URL_THROTTLE_MS;
 }
+
+#[cfg(not(feature = "hydrate"))]
+fn replace_url(_url: &str) {}
 
 #[cfg(feature = "hydrate")]
 fn replace_url(url: &str) {
