@@ -565,19 +565,10 @@ fn verify_cmd(a: VerifyArgs) -> ExitCode {
                 // Each GPU (or rank) compared, against its own stage's peak
                 // under a pipelined plan, before the overall line.
                 for g in &v.gpus {
-                    let status = match g.status {
-                        findings::Status::Matches => "matches",
-                        findings::Status::UnderEstimated => "under-estimated",
-                        findings::Status::OverEstimated => "over-estimated",
-                    };
                     out!(
-                        "  {}{}: {status}: {} measured {:.0} MiB vs {:.0} MiB predicted ({:+.1} %)",
-                        g.gpu
-                            .map(|i| format!("GPU {i}"))
-                            .unwrap_or_else(|| "the run".into()),
-                        g.stage
-                            .map(|s| format!(" (pipeline stage {s})"))
-                            .unwrap_or_default(),
+                        "  {}: {}: {} measured {:.0} MiB vs {:.0} MiB predicted ({:+.1} %)",
+                        g.place(),
+                        g.status.id(),
                         v.counter,
                         g.measured_mib,
                         g.predicted_mib,

@@ -234,12 +234,16 @@ fn verify_with_a_plan_gives_a_verdict_and_exit_code() {
     // As text: a line per GPU, then the verdict. Under the same plan in two
     // pipeline stages each GPU meets its own stage's peak, and the line says
     // which.
-    let (_, out, _) = memplan(&[
-        "verify",
-        &fixture("smi_table_07.txt"),
-        "--plan",
-        plan.to_str().unwrap(),
-    ]);
+    let verify_07 = |plan: &std::path::Path| {
+        let (_, out, err) = memplan(&[
+            "verify",
+            &fixture("smi_table_07.txt"),
+            "--plan",
+            plan.to_str().unwrap(),
+        ]);
+        format!("{out}{err}")
+    };
+    let out = verify_07(&plan);
     assert!(
         out.contains("  GPU 0: under-estimated: device_used measured 80407 MiB vs "),
         "{out}"
@@ -249,16 +253,11 @@ fn verify_with_a_plan_gives_a_verdict_and_exit_code() {
     staged["training"]["grad_accum"] = 8.into();
     let staged_plan = dir.join("staged.json");
     std::fs::write(&staged_plan, staged.to_string()).unwrap();
-    let (_, out, err) = memplan(&[
-        "verify",
-        &fixture("smi_table_07.txt"),
-        "--plan",
-        staged_plan.to_str().unwrap(),
-    ]);
+    let out = verify_07(&staged_plan);
     assert!(
         out.contains("  GPU 3 (pipeline stage 0): ")
             && out.contains("  GPU 4 (pipeline stage 1): "),
-        "{out}{err}"
+        "{out}"
     );
     // Unknown input, unknown format: exit 2 with the reason.
     let junk = dir.join("junk.txt");

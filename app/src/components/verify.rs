@@ -69,18 +69,14 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
     // Per-GPU verdicts (device-level traces), by GPU index.
     // A pipelined plan's GPU is compared with its own stage's peak, which the
     // cell names.
+    let l = lang.get_untracked();
     let per_gpu: Vec<(u32, String)> = report
         .verdict
         .iter()
         .filter(|v| v.counter == "device_used")
         .flat_map(|v| v.gpus.iter())
         .filter_map(|g| {
-            let l = lang.get_untracked();
-            let status = l.t(match g.status {
-                Status::Matches => "matches",
-                Status::UnderEstimated => "under-estimated",
-                Status::OverEstimated => "over-estimated",
-            });
+            let status = l.t(g.status.id());
             let stage = g
                 .stage
                 .map(|s| format!("{} {s}: ", l.t("stage")))
@@ -160,7 +156,7 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
                                                                 .iter()
                                                                 .find(|(i, _)| *i == g.index && g.mig.is_none())
                                                                 .map(|(_, s)| s.clone())
-                                                                .unwrap_or_else(|| lang.get_untracked().t("idle — not compared").to_string());
+                                                                .unwrap_or_else(|| l.t("idle — not compared").to_string());
                                                             view! { <td data-testid="gpu-verdict">{v}</td> }
                                                         })}
                                                 </tr>

@@ -479,6 +479,18 @@ pub enum Status {
     OverEstimated,
 }
 
+impl Status {
+    /// The name the JSON gives it (`matches`, `under-estimated`,
+    /// `over-estimated`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Status::Matches => "matches",
+            Status::UnderEstimated => "under-estimated",
+            Status::OverEstimated => "over-estimated",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuVerdict {
     pub gpu: Option<u32>,
@@ -509,6 +521,18 @@ pub struct Verdict {
     /// GPUs left out (idle, not part of the run).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub skipped_gpus: Vec<u32>,
+}
+
+impl GpuVerdict {
+    /// Which GPU this is, in words: "GPU 4 (pipeline stage 1)", "GPU 4", or
+    /// "the run" where the log names none.
+    pub fn place(&self) -> String {
+        match (self.gpu, self.stage) {
+            (Some(g), Some(st)) => format!("GPU {g} (pipeline stage {st})"),
+            (Some(g), None) => format!("GPU {g}"),
+            _ => "the run".into(),
+        }
+    }
 }
 
 fn judge(gpu: Option<u32>, measured: f64, predicted: f64, low: f64, high: f64) -> GpuVerdict {
@@ -740,11 +764,7 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
             gib(w.predicted_mib),
             w.diff_mib / 1024.0,
             w.diff_pct,
-            match (w.gpu, w.stage) {
-                (Some(g), Some(st)) => format!("GPU {g} (pipeline stage {st})"),
-                (Some(g), None) => format!("GPU {g}"),
-                _ => "the run".into(),
-            }
+            w.place()
         ),
         (_, None) => String::new(),
     };
