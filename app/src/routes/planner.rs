@@ -42,7 +42,9 @@ pub fn PlannerPage() -> impl IntoView {
     provide_context(LangInUrl(lang_in_url));
 
     // Browser only: keep the URL equal to the plan (history replaced, not
-    // pushed), at most every URL_THROTTLE_MS while sliding.
+    // pushed), at most every URL_THROTTLE_MS while sliding. `pending` is
+    // `None` when no write is waiting, else the URL the waiting write will
+    // make (empty: nothing changed since the last write).
     let pending = StoredValue::new(None::<String>);
     let fork_for_url = fork.clone();
     Effect::new(move |_| {
@@ -64,13 +66,12 @@ pub fn PlannerPage() -> impl IntoView {
         // be followed, so going back returns to it); a slide's later ones
         // when the time is up, the latest only.
         let url = href(&q, &suffix);
-        let first = pending.with_value(|p| p.is_none());
-        if first {
+        if pending.with_value(|p| p.is_none()) {
             replace_url(&url);
-        }
-        pending.set_value(Some(url));
-        if first {
+            pending.set_value(Some(String::new()));
             schedule_url_update(pending);
+        } else {
+            pending.set_value(Some(url));
         }
     });
 
@@ -151,7 +152,8 @@ const URL_THROTTLE_MS: u64 = 120;
 fn schedule_url_update(pending: StoredValue<Option<String>>) {
     set_timeout(
         move || {
-            if let Some(url) = pending.try_update_value(|p| p.take()).flatten() {
+            let url = pending.try_update_value(|p| p.take()).flatten();
+            if let Some(url) = url.filter(|u| !u.is_empty()) {
                 replace_url(&url);
             }
         },
