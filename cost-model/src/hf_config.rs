@@ -421,7 +421,12 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                 }
             }
         }
-        None => (&v, outer_type.to_string()),
+        // Qwen2-VL and Qwen2.5-VL as their hub repositories ship them: the
+        // language model's keys at the top, beside `vision_config`.
+        None => match TEXT_CONFIG_TYPES.iter().find(|(o, _)| *o == outer_type) {
+            Some((_, inner)) if outer.get("vision_config").is_some() => (&v, inner.to_string()),
+            _ => (&v, outer_type.to_string()),
+        },
     };
     let c = Cfg {
         v,
@@ -821,7 +826,140 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
     if classifier {
         m.head = ModelHead::Classifier;
     }
+    m.vision_params = vision_params(outer, outer_type, m.hidden as u64);
     Ok(m)
+}
+
+/// The parameters of a multimodal checkpoint's vision encoder and projector
+/// ([`ModelSpec::vision_params`]), from its `vision_config` (0 without one),
+/// counted module by module as transformers 5.25 builds them; a key the file
+/// leaves out takes its config class's default. `text` is the language
+/// model's width, which the projector ends in.
+/// - Qwen2-VL (`Qwen2VisionTransformerPretrainedModel`): a bias-free Conv3d
+///   patch embedding (2 frames × patch²), blocks of two LayerNorms, a biased
+///   fused qkv and output projection and a biased `fc1`/`fc2` MLP
+///   (`mlp_ratio` × `embed_dim`), and the `PatchMerger` (LayerNorm, then
+///   Linear(4E, 4E) and Linear(4E, text), biased, over 2 × 2 merged patches).
+/// - Qwen2.5-VL: the same with RMSNorms and a biased gated MLP
+///   (`intermediate_size`), ending in `out_hidden_size`.
+/// - Gemma 3, PaliGemma (`SiglipVisionModel`, no attention-pooling head): a
+///   biased patch Conv2d, a learned position per patch, blocks of biased
+///   q/k/v/o and `fc1`/`fc2` with two LayerNorms, a final LayerNorm; Gemma 3's
+///   projector an RMSNorm and an E × text matrix, PaliGemma's a biased
+///   Linear(E, text).
+/// - LLaVA, LLaVA-NeXT (`CLIPVisionModel`): a bias-free patch Conv2d, a class
+///   embedding and a position per patch and for it, LayerNorms before and
+///   after the blocks (CLIP blocks as SigLIP's); the projector
+///   Linear(E, text) and Linear(text, text), biased by default; LLaVA-NeXT's
+///   `image_newline` vector.
+/// - Mistral 3 (`PixtralVisionModel`): a bias-free patch Conv2d, an RMSNorm,
+///   blocks of bias-free q/k/v/o and a gated MLP with two RMSNorms; the
+///   projector an RMSNorm, the 2 × 2 patch merger Linear(4E, E) and
+///   Linear(E, text), Linear(text, text), bias-free by default.
+/// - Any other: its blocks counted as CLIP's (the commonest ViT block).
+///
+/// Checked against the checkpoints' published totals (tests below):
+/// Qwen2-VL-7B, Qwen2.5-VL-7B, Gemma-3-4B, PaliGemma-3B, LLaVA-1.5-7B and
+/// Mistral-Small-3.1-24B, each tower to the parameter.
+fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
+    let Some(v) = outer.get("vision_config").filter(|v| v.is_object()) else {
+        return 0;
+    };
+    // Bounded (a config's figures are 32-bit in transformers): no sum below
+    // overflows, and the plan's own bound (validate.rs) applies after.
+    let n = |keys: &[&str], default: u64| {
+        keys.iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_u64))
+            .unwrap_or(default)
+            .min(1 << 20)
+    };
+    let text = text.min(1 << 20);
+    let bool_of =
+        |key: &str, default: bool| outer.get(key).and_then(Value::as_bool).unwrap_or(default);
+    let channels = n(&["num_channels", "in_chans", "in_channels"], 3);
+    // A block of biased q/k/v/o and fc1/fc2 and two biased LayerNorms
+    // (CLIP, SigLIP, Qwen2-VL's fused qkv holds the same).
+    let clip_block = |e: u64, i: u64| 4 * e * e + 4 * e + 2 * e * i + i + e + 4 * e;
+    // Patches per image side, and per image.
+    let grid = |image: u64, patch: u64| (image / patch.max(1)).pow(2);
+    match outer_type {
+        "qwen2_vl" => {
+            let e = n(&["embed_dim"], 1280);
+            let i = n(&["mlp_ratio"], 4) * e;
+            let p = n(&["patch_size"], 14);
+            let t = n(&["temporal_patch_size"], 2);
+            let merged = n(&["spatial_merge_size"], 2).pow(2) * e;
+            let out = n(&["hidden_size"], text);
+            n(&["depth"], 32) * clip_block(e, i)
+                + channels * t * p * p * e
+                + 2 * e
+                + merged * merged
+                + merged
+                + merged * out
+                + out
+        }
+        "qwen2_5_vl" => {
+            let e = n(&["hidden_size"], 1280);
+            let i = n(&["intermediate_size"], 3420);
+            let p = n(&["patch_size"], 14);
+            let t = n(&["temporal_patch_size"], 2);
+            let merged = n(&["spatial_merge_size"], 2).pow(2) * e;
+            let out = n(&["out_hidden_size"], text);
+            let block = 2 * e + 4 * e * e + 4 * e + 3 * e * i + 2 * i + e;
+            n(&["depth"], 32) * block
+                + channels * t * p * p * e
+                + e
+                + merged * merged
+                + merged
+                + merged * out
+                + out
+        }
+        "gemma3" | "paligemma" => {
+            let e = n(&["hidden_size"], 768);
+            let i = n(&["intermediate_size"], 3072);
+            let p = n(&["patch_size"], 16);
+            let tower = n(&["num_hidden_layers"], 12) * clip_block(e, i)
+                + channels * p * p * e
+                + e
+                + grid(n(&["image_size"], 224), p) * e
+                + 2 * e;
+            let projector = if outer_type == "gemma3" {
+                e + e * text
+            } else {
+                e * text + text
+            };
+            tower + projector
+        }
+        "mistral3" => {
+            let e = n(&["hidden_size"], 1024);
+            let i = n(&["intermediate_size"], 4096);
+            let p = n(&["patch_size"], 16);
+            let merge = outer
+                .get("spatial_merge_size")
+                .and_then(Value::as_u64)
+                .unwrap_or(2)
+                .min(64);
+            let bias = bool_of("multimodal_projector_bias", false) as u64;
+            let tower = n(&["num_hidden_layers"], 24) * (4 * e * e + 3 * e * i + 2 * e)
+                + channels * p * p * e
+                + e;
+            tower + e + merge * merge * e * e + e * text + text * text + 2 * bias * text
+        }
+        _ => {
+            // CLIP (LLaVA's default tower) and any other ViT.
+            let e = n(&["hidden_size"], 768);
+            let i = n(&["intermediate_size"], 3072);
+            let p = n(&["patch_size"], 32);
+            let tower = n(&["num_hidden_layers"], 12) * clip_block(e, i)
+                + e
+                + channels * p * p * e
+                + (grid(n(&["image_size"], 224), p) + 1) * e
+                + 4 * e;
+            let bias = bool_of("multimodal_projector_bias", true) as u64;
+            let newline = if outer_type == "llava_next" { text } else { 0 };
+            tower + e * text + text * text + 2 * bias * text + newline
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1010,6 +1148,100 @@ mod tests {
         assert_eq!(config_dropout("not json"), None);
     }
 
+    /// Multimodal checkpoints: the vision tower with its projector to the
+    /// parameter, and with the language model the totals their hub
+    /// repositories publish (safetensors parameter counts).
+    #[test]
+    fn vision_towers_match_the_published_totals() {
+        const QWEN_TEXT: &str = r#""hidden_size":3584,"intermediate_size":18944,
+            "num_attention_heads":28,"num_hidden_layers":28,"num_key_value_heads":4,
+            "vocab_size":152064,"tie_word_embeddings":false,"sliding_window":32768,
+            "use_sliding_window":false,"max_window_layers":28"#;
+        let qwen2_vl = format!(
+            r#"{{"model_type":"qwen2_vl","architectures":["Qwen2VLForConditionalGeneration"],{QWEN_TEXT},
+            "vision_config":{{"depth":32,"embed_dim":1280,"mlp_ratio":4,"num_heads":16,
+            "in_chans":3,"hidden_size":3584,"patch_size":14,"spatial_merge_size":2,
+            "spatial_patch_size":14,"temporal_patch_size":2}}}}"#
+        );
+        let qwen2_5_vl = format!(
+            r#"{{"model_type":"qwen2_5_vl","architectures":["Qwen2_5_VLForConditionalGeneration"],{QWEN_TEXT},
+            "vision_config":{{"depth":32,"hidden_act":"silu","hidden_size":1280,
+            "intermediate_size":3420,"num_heads":16,"in_chans":3,"out_hidden_size":3584,
+            "patch_size":14,"spatial_merge_size":2,"spatial_patch_size":14,"window_size":112,
+            "fullatt_block_indexes":[7,15,23,31],"tokens_per_second":2,"temporal_patch_size":2}}}}"#
+        );
+        let cases: [(&str, &str, u64, u64); 6] = [
+            // Qwen/Qwen2-VL-7B-Instruct.
+            ("qwen2-vl", &qwen2_vl, 8_291_375_616, 675_759_104),
+            // Qwen/Qwen2.5-VL-7B-Instruct.
+            ("qwen2.5-vl", &qwen2_5_vl, 8_292_166_656, 676_550_144),
+            // google/gemma-3-4b-it (SigLIP So400m at 896 px).
+            (
+                "gemma-3",
+                r#"{"model_type":"gemma3","architectures":["Gemma3ForConditionalGeneration"],
+                "text_config":{"model_type":"gemma3_text","hidden_size":2560,"intermediate_size":10240,
+                "num_attention_heads":8,"num_hidden_layers":34,"num_key_value_heads":4,"head_dim":256,
+                "vocab_size":262208,"sliding_window":1024},
+                "vision_config":{"hidden_size":1152,"image_size":896,"intermediate_size":4304,
+                "model_type":"siglip_vision_model","num_attention_heads":16,"num_hidden_layers":27,
+                "patch_size":14,"vision_use_head":false}}"#,
+                4_300_079_472,
+                419_816_304,
+            ),
+            // google/paligemma-3b-pt-224.
+            (
+                "paligemma",
+                r#"{"model_type":"paligemma","architectures":["PaliGemmaForConditionalGeneration"],
+                "text_config":{"model_type":"gemma","hidden_size":2048,"intermediate_size":16384,
+                "num_attention_heads":8,"num_hidden_layers":18,"num_key_value_heads":1,"head_dim":256,
+                "vocab_size":257152},
+                "vision_config":{"hidden_size":1152,"intermediate_size":4304,"model_type":"siglip_vision_model",
+                "num_attention_heads":16,"num_hidden_layers":27,"num_image_tokens":256,"patch_size":14,
+                "projection_dim":2048,"projector_hidden_act":"gelu_fast","vision_use_head":false}}"#,
+                2_923_335_408,
+                414_803_696,
+            ),
+            // llava-hf/llava-1.5-7b-hf (CLIP ViT-L/14 at 336 px).
+            (
+                "llava",
+                r#"{"model_type":"llava","architectures":["LlavaForConditionalGeneration"],
+                "text_config":{"model_type":"llama","hidden_size":4096,"intermediate_size":11008,
+                "num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,
+                "vocab_size":32064,"tie_word_embeddings":false},
+                "vision_config":{"hidden_size":1024,"image_size":336,"intermediate_size":4096,
+                "model_type":"clip_vision_model","num_attention_heads":16,"num_hidden_layers":24,
+                "patch_size":14,"projection_dim":768,"vocab_size":32000}}"#,
+                7_063_427_072,
+                324_487_168,
+            ),
+            // mistralai/Mistral-Small-3.1-24B-Instruct-2503 (Pixtral).
+            (
+                "mistral-3",
+                r#"{"model_type":"mistral3","architectures":["Mistral3ForConditionalGeneration"],
+                "multimodal_projector_bias":false,"spatial_merge_size":2,
+                "text_config":{"model_type":"mistral","hidden_size":5120,"intermediate_size":32768,
+                "num_attention_heads":32,"num_hidden_layers":40,"num_key_value_heads":8,
+                "head_dim":128,"vocab_size":131072,"tie_word_embeddings":false},
+                "vision_config":{"model_type":"pixtral","hidden_size":1024,"intermediate_size":4096,
+                "num_hidden_layers":24,"num_attention_heads":16,"head_dim":64,"patch_size":14,
+                "image_size":1540}}"#,
+                24_011_361_280,
+                438_958_080,
+            ),
+        ];
+        for (name, cfg, total, vision) in cases {
+            let m = from_config_json(cfg, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(m.vision_params, vision, "{name}");
+            // Within 0.001 %: the q/k norms' weights (Gemma 3: 2 × 256 a
+            // block) are not among the counted parameters.
+            let off = (m.params() as f64 - total as f64).abs() / total as f64;
+            assert!(off < 1e-5, "{name}: {} against {total}", m.params());
+        }
+        // A text model has none; nor does a multimodal config without
+        // `vision_config`.
+        assert_eq!(from_config_json(LLAMA3_8B, "l").unwrap().vision_params, 0);
+    }
+
     #[test]
     fn llama_config_matches_the_preset() {
         let m = from_config_json(LLAMA3_8B, "llama3").unwrap();
@@ -1065,13 +1297,13 @@ mod tests {
                 999_885_952,
             ),
             // mistralai/Mistral-Small-3.1-24B-Instruct-2503: the language model
-            // under `text_config` (23.57B of its 24B; the rest is the vision tower).
+            // under `text_config` (23.57B of its 24B; without `vision_config`
+            // no vision tower is counted).
             (
                 r#"{"model_type":"mistral3","architectures":["Mistral3ForConditionalGeneration"],
                 "text_config":{"model_type":"mistral","hidden_size":5120,"intermediate_size":32768,
                 "num_attention_heads":32,"num_hidden_layers":40,"num_key_value_heads":8,
-                "head_dim":128,"vocab_size":131072,"tie_word_embeddings":false},
-                "vision_config":{"model_type":"pixtral","hidden_size":1024}}"#,
+                "head_dim":128,"vocab_size":131072,"tie_word_embeddings":false}}"#,
                 23_572_403_200,
             ),
             // bigscience/bloom-560m.

@@ -265,6 +265,23 @@ pub struct ModelSpec {
     /// SDPA then gets grouped k/v expanded to every head.
     #[serde(default)]
     pub sliding_window: u32,
+    /// A multimodal model's vision encoder and its projector (config.json
+    /// `vision_config`: Qwen2.5-VL's 32-block ViT and merger, Gemma 3's
+    /// SigLIP, LLaVA's CLIP, Pixtral), in parameters; 0 for a text model.
+    /// Held as frozen weights on the first pipeline stage, in the dtype of the
+    /// model's other frozen weights, sharded as they are and replicated over
+    /// tensor parallelism: the fine-tuning recipes freeze it by default
+    /// (LLaMA-Factory `freeze_vision_tower: true`, ms-swift `freeze_vit`,
+    /// Qwen2.5-VL's `tune_mm_vision=False`, LLaVA's frozen CLIP), and a frozen
+    /// encoder fed pixels that need no gradient keeps no activations for
+    /// backward. Its image tokens run through the language model as part of
+    /// the sequence (`training.seq_len` counts them).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub vision_params: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The output head.
@@ -335,6 +352,7 @@ impl ModelSpec {
             python_norm: false,
             head: ModelHead::Lm,
             sliding_window: 0,
+            vision_params: 0,
         }
     }
 
@@ -559,7 +577,7 @@ impl ModelSpec {
         } else {
             0
         };
-        self.embedding_params() + stacks + self.head_params() + rel
+        self.embedding_params() + stacks + self.head_params() + rel + self.vision_params
     }
 
     /// Parameters a token passes through (MoE: only `experts_per_token` experts).

@@ -1758,6 +1758,7 @@ impl Preset {
             python_norm: false,
             head: ModelHead::Lm,
             sliding_window: d.sliding_window,
+            vision_params: 0,
         }
     }
 }

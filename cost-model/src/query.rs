@@ -541,6 +541,9 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
             ] {
                 v.push((k, x.to_string()));
             }
+            if all || m.vision_params > 0 {
+                v.push(("vision", m.vision_params.to_string()));
+            }
             v.push(("mlp", enum_id(&m.mlp)));
             v.push(("norm", enum_id(&m.norm)));
             v.push(("pos", enum_id(&m.positions)));
@@ -814,6 +817,14 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             if let Some(s) = get(k) {
                 *slot = num(k, s)?;
             }
+        }
+        if let Some(s) = get("vision") {
+            m.vision_params = s.trim().parse().map_err(|_| {
+                err(
+                    "vision",
+                    format!("`{s}` is not a whole number of parameters (0 or more)"),
+                )
+            })?;
         }
         // Latent attention: kv_rank > 0 turns it on, 0 off; the other
         // widths change the model's own (0 when it has none).
@@ -1146,6 +1157,7 @@ pub fn key_of_field(field: &str) -> Option<&'static str> {
         "model.dense_layers" => "dense",
         "model.dense_ffn" => "dense_ffn",
         "model.norms_per_layer" => "norms",
+        "model.vision_params" => "vision",
         "model.mla.q_rank" => "q_rank",
         "model.mla.kv_rank" => "kv_rank",
         "model.mla.rope_dim" => "rope_dim",
@@ -1561,6 +1573,17 @@ mod tests {
         let back = decode_str(&encode(&p)).unwrap();
         assert!(back.model.attention_sinks && back.model.dense_experts && back.model.clamped_glu);
         assert_eq!(back.model.params(), p.model.params());
+        // A vision encoder, larger than 32 bits hold (InternViT-6B's 5.9e9).
+        p.model.vision_params = 5_903_040_512;
+        let q = encode(&p);
+        assert!(q.contains("vision=5903040512"), "{q}");
+        assert_eq!(decode_str(&q).unwrap(), p);
+        // A preset's dimensions with a vision encoder are a model of their own.
+        let mut vl = Plan::default();
+        vl.model.vision_params = 676_550_144;
+        assert_eq!(decode_str(&encode(&vl)).unwrap(), vl);
+        let bad = decode_str(&format!("{}&vision=lots", encode(&vl))).unwrap_err();
+        assert!(bad.to_string().contains("vision"), "{bad}");
     }
 
     #[test]

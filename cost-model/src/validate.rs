@@ -18,6 +18,9 @@ pub const MAX_LAYERS: u64 = 10_000;
 pub const MAX_WIDTH: u64 = 1 << 20;
 pub const MAX_VOCAB: u64 = 1 << 26;
 pub const MAX_EXPERTS: u64 = 1 << 14;
+/// A vision encoder's parameters: the largest published (InternViT-6B) is
+/// 5.9e9; 1.1e12 leaves every sum of weights far from overflowing.
+pub const MAX_VISION_PARAMS: u64 = 1 << 40;
 /// The most parameters a model may have: 2^52 (4.5 · 10^15, some ten
 /// thousand times the largest trained models), where every count is still
 /// an exact f64 and the u64 sums cannot overflow.
@@ -81,6 +84,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     positive("model.norms_per_layer", m.norms_per_layer.max(1), 8)?;
     divisible("model.heads", m.heads, "model.kv_heads", m.kv_heads)?;
     at_most("model.experts", m.experts, MAX_EXPERTS)?;
+    at_most("model.vision_params", m.vision_params, MAX_VISION_PARAMS)?;
     if m.experts > 0 && (m.experts_per_token == 0 || m.experts_per_token > m.experts) {
         return Err(PlanError::Invalid {
             field: "model.experts_per_token",

@@ -3710,6 +3710,53 @@ fn rows_whose_columns_disagree_with_their_parameter_count_are_named() {
     );
 }
 
+/// A row naming a multimodal checkpoint whose `params_total` passes its text
+/// columns by more than 5 %: the rest is its vision encoder, held as frozen
+/// weights. Qwen2.5-VL-7B's language-model columns give 7.616 B of its
+/// published 8.292 B; the same figures under a text model's name stay a
+/// mismatch, named on standard error.
+#[test]
+fn a_multimodal_checkpoints_parameters_beyond_its_text_columns_are_its_vision_encoder() {
+    use cost_model::calibrate::case_plan;
+    let id = "litgpt_resource_tables_2023-10-042";
+    let row = |model: &str, params: &str| {
+        with_fields(
+            id,
+            &[
+                ("model", model),
+                ("n_layers", "28"),
+                ("hidden", "3584"),
+                ("n_heads", "28"),
+                ("n_kv_heads", "4"),
+                ("ffn_hidden", "18944"),
+                ("mlp", "gated"),
+                ("vocab", "152064"),
+                ("tied_embeddings", "false"),
+                ("params_total", params),
+                ("task", "full"),
+                ("trainable_params", ""),
+                ("lora_rank", ""),
+                ("lora_targets", ""),
+            ],
+        )
+    };
+    let vl = row("Qwen/Qwen2.5-VL-7B-Instruct", "8.292166656");
+    let m = case_plan(&vl, id).unwrap().model;
+    assert_eq!(m.params(), 8_292_166_656);
+    assert!(
+        m.vision_params.abs_diff(676_550_144) < 200_000,
+        "{}",
+        m.vision_params
+    );
+    assert!(calibrate(&vl).unwrap().warnings.is_empty());
+    let text = row("Qwen/Qwen2.5-7B-Instruct", "8.292166656");
+    assert_eq!(case_plan(&text, id).unwrap().model.vision_params, 0);
+    assert_eq!(calibrate(&text).unwrap().warnings.len(), 1);
+    // Within 5 % it is the text model's own count (a rounded "8").
+    let near = row("Qwen/Qwen2.5-VL-7B-Instruct", "7.9");
+    assert_eq!(case_plan(&near, id).unwrap().model.vision_params, 0);
+}
+
 #[test]
 fn a_megatron_lora_row_without_rank_or_targets_takes_megatron_bridges_defaults() {
     use cost_model::calibrate::case_plan;

@@ -593,6 +593,65 @@ fn frozen_bottom_layers_keep_no_states_and_no_activations() {
     );
 }
 
+/// A multimodal model's vision encoder ([`ModelSpec::vision_params`], Qwen2.5-VL-7B's
+/// 676,550,144): frozen weights in the dtype of the model's other weights, on
+/// the first pipeline stage, sharded by ZeRO-3 / FSDP, whole on every tensor-parallel
+/// rank; no gradients, optimizer states or activations.
+#[test]
+fn a_vision_encoder_is_frozen_weights_on_the_first_stage() {
+    const VISION: f64 = 676_550_144.0;
+    let text = llama2_7b(Framework::PlainPytorch);
+    let with = |p: &Plan| {
+        let mut p = p.clone();
+        p.model.vision_params = VISION as u64;
+        p
+    };
+    let est = |p: &Plan| estimate(p).unwrap();
+    let step = |e: &cost_model::Estimate, s: usize| {
+        e.stages[s]
+            .phases
+            .iter()
+            .find(|x| x.phase == Phase::Step)
+            .unwrap()
+            .breakdown
+    };
+    let grew = |p: &Plan, s: usize| {
+        let (a, b) = (step(&est(p), s), step(&est(&with(p)), s));
+        assert_eq!(a.gradients, b.gradients);
+        assert_eq!(a.optimizer, b.optimizer);
+        assert_eq!(a.activations, b.activations);
+        b.weights.get() as f64 - a.weights.get() as f64
+    };
+    // AMP over fp32 weights (the model loaded in fp32), pure bf16.
+    let mut p = text.clone();
+    p.training.precision = Precision::AmpBf16;
+    assert_eq!(grew(&p, 0), 4.0 * VISION);
+    p.training.precision = Precision::Bf16;
+    assert_eq!(grew(&p, 0), 2.0 * VISION);
+    assert_eq!(est(&with(&p)).params, est(&p).params + VISION as u64);
+    assert_eq!(est(&with(&p)).trainable_params, est(&p).trainable_params);
+    // LoRA over a 16-bit base: frozen beside the base.
+    let mut lora = p.clone();
+    lora.training.finetune = lora16_all();
+    assert_eq!(grew(&lora, 0), 2.0 * VISION);
+    // Sharded over 8 ranks by FSDP; whole on each of 2 TP ranks; on stage 0 of 2.
+    let mut fsdp = p.clone();
+    fsdp.set_framework(Framework::HfTrainer);
+    fsdp.parallel.num_gpus = 8;
+    fsdp.parallel.sharding = Sharding::FsdpFull;
+    assert!((grew(&fsdp, 0) - 2.0 * VISION / 8.0).abs() <= 8.0);
+    let mut tp = p.clone();
+    tp.set_framework(Framework::Megatron);
+    tp.parallel.num_gpus = 2;
+    tp.parallel.tp = 2;
+    tp.parallel.sharding = Sharding::Ddp;
+    assert_eq!(grew(&tp, 0), 2.0 * VISION);
+    tp.parallel.tp = 1;
+    tp.parallel.pp = 2;
+    assert_eq!(grew(&tp, 0), 2.0 * VISION);
+    assert_eq!(grew(&tp, 1), 0.0);
+}
+
 /// DPO (TRL 1.16 `DPOTrainer`): chosen and rejected run as one batch of twice
 /// the micro-batch, and a full fine-tune keeps a frozen reference model in the
 /// policy's dtype — sharded with it under FSDP. A LoRA policy disables its

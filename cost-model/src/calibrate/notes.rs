@@ -1407,6 +1407,36 @@ pub(super) fn stated_expandable_segments(lower: &str) -> bool {
     !said_off && (lower.contains("expandable segments") || lower.contains("expandable_segments"))
 }
 
+/// A checkpoint with a vision encoder beside its language model, by its name:
+/// Qwen-VL, DeepSeek-VL, InternVL, SmolVLM, LLaVA, PaliGemma, Idefics,
+/// Pixtral, Molmo, MiniCPM-V, GLM-4V, "…-Vision" (Llama 3.2, Phi-3.5), Gemma 3
+/// (from 4B; the 1B and 270M are text only, which the parameter count says).
+pub(super) fn multimodal_checkpoint(model: &str) -> bool {
+    const MARKS: [&str; 15] = [
+        "-vl",
+        "_vl",
+        "vl-",
+        "vlm",
+        "llava",
+        "vision",
+        "pixtral",
+        "paligemma",
+        "idefics",
+        "internvl",
+        "minicpm-v",
+        "molmo",
+        "glm-4v",
+        "gemma-3-",
+        "gemma-3n",
+    ];
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    MARKS.iter().any(|m| name.contains(m))
+}
+
 /// A model family whose transformers implementation has no SDPA path, so a
 /// run that names no attention kernel ran the eager one (scores kept):
 /// BLOOM, GPT-Neo, MPT and GPT-1 (`_supports_sdpa` unset in transformers

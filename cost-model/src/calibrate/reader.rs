@@ -1091,6 +1091,20 @@ fn model_of(r: &Row, framework: Framework) -> Result<(ModelSpec, Option<bool>), 
             model.head_dim = head_width_for(&model, stated * 1e9);
         }
     }
+    // A multimodal checkpoint the model column names ("Qwen2.5-VL-7B-Instruct",
+    // "llava-1.5-7b-hf", "gemma-3-4b-it") whose stated `params_total` passes
+    // what its text columns give by more than [`PARAMS_MISMATCH_PCT`]: the
+    // rest is its vision encoder and projector, frozen weights
+    // ([`ModelSpec::vision_params`]).
+    if multimodal_checkpoint(r.get("model")) {
+        if let Some(stated) = r.f64("params_total").ok().flatten().filter(|p| *p > 0.0) {
+            let (stated, ours) = (stated * 1e9, model.params() as f64);
+            if stated > ours * (1.0 + PARAMS_MISMATCH_PCT / 100.0) {
+                model.vision_params =
+                    ((stated - ours).round() as u64).min(crate::validate::MAX_VISION_PARAMS);
+            }
+        }
+    }
     Ok((model, config_dropout))
 }
 

@@ -310,7 +310,19 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn stage_params(&self, s: u32) -> f64 {
-        self.stage_layers(s) * self.block_params() + self.edge_params(s)
+        self.stage_layers(s) * self.block_params() + self.edge_params(s) + self.vision_params(s)
+    }
+
+    /// A multimodal model's vision encoder on stage `s` ([`ModelSpec::vision_params`]):
+    /// frozen weights before the first block, on the first stage, whole on
+    /// every tensor-parallel rank (transformers' TP plans and LLaMA-Factory's
+    /// Megatron path split the language model only).
+    pub(super) fn vision_params(&self, s: u32) -> f64 {
+        if self.is_first(s) {
+            self.m.vision_params as f64
+        } else {
+            0.0
+        }
     }
 
     /// Trainable adapter parameters per block: A and B of every targeted
@@ -540,8 +552,10 @@ impl<'a> Ctx<'a> {
         }
         match self.lora() {
             // (Frozen layers checked first: this runs a dozen times per stage.)
-            None if self.plan.training.frozen_layers == 0 => self.stage_params(s),
-            None => (self.stage_params(s) - self.stage_frozen(s)).max(0.0),
+            None if self.plan.training.frozen_layers == 0 => {
+                self.stage_params(s) - self.vision_params(s)
+            }
+            None => (self.stage_params(s) - self.vision_params(s) - self.stage_frozen(s)).max(0.0),
             Some((rank, tg, _, _)) => {
                 let mut p = self.stage_layers(s) * self.lora_layer_params(rank, tg);
                 if tg.lm_head && self.is_last(s) {
@@ -573,6 +587,7 @@ impl<'a> Ctx<'a> {
                     .map(|(m, share)| share * m.layer_params() as f64)
                     .sum::<f64>() as u64;
                 m.params()
+                    .saturating_sub(m.vision_params)
                     .saturating_sub(frozen_blocks.saturating_mul(block))
                     .saturating_sub(embedding)
             }
