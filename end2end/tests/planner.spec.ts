@@ -374,6 +374,16 @@ test("hydrated: a pasted config.json replaces the model, and bad JSON names the 
   await page.getByTestId("config-json").fill(gpt2("0.1"));
   await expect(page.getByTestId("dropout")).toBeChecked();
   await expect(page).not.toHaveURL(/dropout=/);
+  // Qwen2.5-VL-7B as its hub repository ships it: the language model's keys at
+  // the top, the vision tower counted from vision_config.
+  const before = await page.getByTestId("device-used").textContent();
+  await page.getByTestId("config-json").fill(
+    '{"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,"num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false,"vision_config":{"depth":32,"hidden_size":1280,"intermediate_size":3420,"num_heads":16,"in_chans":3,"out_hidden_size":3584,"patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2}}',
+  );
+  await expect(page.getByTestId("config-ok")).toContainText("8.292 B parameters (0.677 B of them the vision encoder");
+  await expect(page.getByTestId("vision")).toHaveValue("676550144");
+  await expect(page).toHaveURL(/vision=676550144/);
+  await expect(page.getByTestId("device-used")).not.toHaveText(before ?? "");
 });
 
 test("hydrated: the counter switch and copy link", async ({ page, context }, info) => {
@@ -395,6 +405,12 @@ test("custom dimensions from the URL, editable in the form", async ({ page }) =>
   await expect(page.getByTestId("model")).toHaveValue("custom");
   await expect(page.getByTestId("layers")).toHaveValue("7");
   await expect(page.getByTestId("verdict")).toHaveText("Fits");
+  await expect(page.getByTestId("vision")).toHaveValue("0");
+  // A vision encoder's weights, and a value that is not a count, named.
+  await page.goto("/?model=custom&layers=7&hidden=1000&heads=10&kv_heads=10&head_dim=100&ffn=4000&vocab=32000&vision=400000000");
+  await expect(page.getByTestId("vision")).toHaveValue("400000000");
+  await page.goto("/?model=custom&layers=7&hidden=1000&heads=10&kv_heads=10&head_dim=100&ffn=4000&vocab=32000&vision=lots");
+  await expect(page.locator("body")).toContainText("`lots` is not a whole number of parameters");
 });
 
 /**

@@ -3,28 +3,61 @@
 //! (parsed by `cost_model::hf_config`; errors name the key).
 
 use crate::i18n::use_lang;
-use cost_model::hf_config::{config_dropout, from_config_json};
+use cost_model::model::ModelSpec;
 use cost_model::Plan;
+use leptos::lazy;
 use leptos::prelude::*;
+
+/// The pasted config read: the model, its block dropout where it states one,
+/// or the error naming the key. A function of its own WASM chunk (`#[lazy]`,
+/// built by `cargo leptos build --split`): the importer's tables of model
+/// families are fetched with the first paste, not with every page
+/// (docs/BENCHMARKS.md, "WASM bundle").
+#[lazy]
+fn import_config(text: String) -> Result<(ModelSpec, Option<bool>), String> {
+    use cost_model::hf_config::{config_dropout, from_config_json};
+    from_config_json(&text, "custom")
+        .map(|m| (m, config_dropout(&text)))
+        .map_err(|e| e.to_string())
+}
 
 #[component]
 pub fn ConfigPaste(plan: RwSignal<Plan>) -> impl IntoView {
     let lang = use_lang();
     let message = RwSignal::new(None::<Result<String, String>>);
+    // A result lands only if no later paste has started meanwhile.
+    let generation = StoredValue::new(0u64);
     let on_input = move |ev| {
         let text = event_target_value(&ev);
+        generation.update_value(|g| *g += 1);
+        let this = generation.get_value();
         if text.trim().is_empty() {
             message.set(None);
             return;
         }
-        match from_config_json(&text, "custom") {
-            Ok(spec) => {
-                let params = spec.params();
-                plan.update(|p| p.set_model(spec, config_dropout(&text)));
-                message.set(Some(Ok(format!("{:.3} B parameters", params as f64 / 1e9))));
+        leptos::task::spawn_local(async move {
+            let read = import_config(text).await;
+            if generation.try_get_value() != Some(this) {
+                return;
             }
-            Err(e) => message.set(Some(Err(e.to_string()))),
-        }
+            match read {
+                Ok((spec, dropout)) => {
+                    let lang = lang.get_untracked();
+                    let b = |n: u64| format!("{:.3} B", n as f64 / 1e9);
+                    let mut said = format!("{} {}", b(spec.params()), lang.t("parameters"));
+                    if spec.vision_params > 0 {
+                        said += &format!(
+                            " ({} {})",
+                            b(spec.vision_params),
+                            lang.t("of them the vision encoder, held frozen")
+                        );
+                    }
+                    plan.update(|p| p.set_model(spec, dropout));
+                    message.set(Some(Ok(said)));
+                }
+                Err(e) => message.set(Some(Err(e))),
+            }
+        });
     };
     view! {
         <details class="config-paste">
