@@ -1229,7 +1229,7 @@ mod tests {
                 438_958_080,
             ),
         ];
-        for (name, cfg, total, vision) in cases {
+        for &(name, cfg, total, vision) in &cases {
             let m = from_config_json(cfg, name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(m.vision_params, vision, "{name}");
             // Within 0.001 %: the q/k norms' weights (Gemma 3: 2 × 256 a
@@ -1237,6 +1237,29 @@ mod tests {
             let off = (m.params() as f64 - total as f64).abs() / total as f64;
             assert!(off < 1e-5, "{name}: {} against {total}", m.params());
         }
+        // The presets hold the same towers: Qwen2.5-VL's three sizes differ
+        // only in the merger's output width.
+        let of = |cfg: &str| from_config_json(cfg, "p").unwrap();
+        let vl7 = of(&qwen2_5_vl);
+        assert_eq!(
+            vl7.params(),
+            preset("qwen2.5-vl-7b").unwrap().spec().params()
+        );
+        for (id, width) in [("qwen2.5-vl-3b", 2048), ("qwen2.5-vl-72b", 8192)] {
+            let cfg = qwen2_5_vl.replace(
+                "\"out_hidden_size\":3584",
+                &format!("\"out_hidden_size\":{width}"),
+            );
+            assert_eq!(
+                of(&cfg).vision_params,
+                preset(id).unwrap().spec().vision_params,
+                "{id}"
+            );
+        }
+        assert_eq!(
+            of(cases[4].1).params(),
+            preset("llava-1.5-7b").unwrap().spec().params()
+        );
         // A text model has none; nor does a multimodal config without
         // `vision_config`.
         assert_eq!(from_config_json(LLAMA3_8B, "l").unwrap().vision_params, 0);

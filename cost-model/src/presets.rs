@@ -67,6 +67,8 @@ struct Dims {
     parallel_residual: bool,
     norm_fp32_affine: bool,
     sliding_window: u32,
+    /// The vision encoder and projector ([`ModelSpec::vision_params`]).
+    vision_params: u64,
 }
 
 /// A Llama-style decoder: RMSNorm, rotary, SwiGLU, no biases.
@@ -120,6 +122,7 @@ const fn llama(
         parallel_residual: false,
         norm_fp32_affine: false,
         sliding_window: 0,
+        vision_params: 0,
     }
 }
 
@@ -164,6 +167,7 @@ const fn gpt(arch: Arch, layers: u32, hidden: u32, heads: u32, vocab: u32, max_p
         parallel_residual: false,
         norm_fp32_affine: false,
         sliding_window: 0,
+        vision_params: 0,
     }
 }
 
@@ -208,6 +212,7 @@ const fn t5(layers: u32, hidden: u32, heads: u32, ffn: u32) -> Dims {
         parallel_residual: false,
         norm_fp32_affine: false,
         sliding_window: 0,
+        vision_params: 0,
     }
 }
 
@@ -317,6 +322,14 @@ const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool)
 /// gpt-oss: biases on the attention projections (`attention_bias: true`),
 /// a learned sink logit per head ([`ModelSpec::attention_sinks`]) and a
 /// clamped GLU in its experts ([`ModelSpec::clamped_glu`]).
+/// A multimodal checkpoint: its language model's dimensions with the vision
+/// encoder and projector beside them, counted from its `vision_config`
+/// (`hf_config::vision_params`).
+const fn with_vision(mut d: Dims, params: u64) -> Dims {
+    d.vision_params = params;
+    d
+}
+
 const fn gpt_oss(d: Dims) -> Dims {
     let mut d = attention_bias(d);
     d.attention_sinks = true;
@@ -653,6 +666,17 @@ static PRESETS: &[Preset] = &[
         6_738_415_616,
         llama(32, 4096, 32, 32, 128, 11008, 32000, false)
     ),
+    // LLaVA-1.5 (llava-hf): Vicuna-7B (Llama-2-7B, 64 image and padding
+    // tokens more) and CLIP ViT-L/14 at 336 px with a two-layer projector.
+    p!(
+        "llava-1.5-7b",
+        "LLaVA-1.5-7B",
+        7_063_427_072,
+        with_vision(
+            llama(32, 4096, 32, 32, 128, 11008, 32064, false),
+            324_487_168
+        )
+    ),
     p!(
         "llama-2-13b",
         "Llama-2-13B",
@@ -721,6 +745,27 @@ static PRESETS: &[Preset] = &[
         "Qwen2.5-7B",
         7_615_616_512,
         qwen(28, 3584, 28, 4, 18944, 152064, false)
+    ),
+    // Qwen2.5-VL: the Qwen2.5 language model (its 3B ties the head, as
+    // Qwen2.5-3B does) and a 32-block ViT of 1280 with its 2 × 2 patch merger
+    // into the language model's width.
+    p!(
+        "qwen2.5-vl-3b",
+        "Qwen2.5-VL-3B",
+        3_754_622_976,
+        with_vision(qwen(36, 2048, 16, 2, 11008, 151936, true), 668_684_288)
+    ),
+    p!(
+        "qwen2.5-vl-7b",
+        "Qwen2.5-VL-7B",
+        8_292_166_656,
+        with_vision(qwen(28, 3584, 28, 4, 18944, 152064, false), 676_550_144)
+    ),
+    p!(
+        "qwen2.5-vl-72b",
+        "Qwen2.5-VL-72B",
+        73_406_351_360,
+        with_vision(qwen(80, 8192, 64, 8, 29568, 152064, false), 700_147_712)
     ),
     p!(
         "qwen2.5-14b",
@@ -1758,7 +1803,7 @@ impl Preset {
             python_norm: false,
             head: ModelHead::Lm,
             sliding_window: d.sliding_window,
-            vision_params: 0,
+            vision_params: d.vision_params,
         }
     }
 }
@@ -1868,6 +1913,9 @@ mod tests {
             ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
             ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "llama-3.1-70b"),
             ("lmsys/vicuna-7b-v1.5", "llama-2-7b"),
+            ("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b"),
+            ("Qwen/Qwen2.5-VL-72B-Instruct", "qwen2.5-vl-72b"),
+            ("llava-hf/llava-1.5-7b-hf", "llava-1.5-7b"),
             ("HuggingFaceH4/zephyr-7b-beta", "mistral-7b"),
             ("codellama/CodeLlama-13b-hf", "llama-2-13b"),
             ("mistralai/Mistral-7B-v0.3", "mistral-7b-v0.3"),

@@ -145,7 +145,11 @@ use cost_model::presets::presets;
 /// in the set (replay-trl-orpo-2026-12-05, replay-trl-orpo-1.13-2026-12-05,
 /// replay-llamafactory-orpo-2026-12-05), and re-recorded before it landed
 /// for LLaMA-Factory's KTO (replay-llamafactory-kto-2026-12-05 in the set);
-/// every earlier calibration report was byte-identical.
+/// every earlier calibration report was byte-identical. Version 52 was
+/// re-recorded in the sixty-third session for the multimodal presets
+/// (Qwen2.5-VL-3B/7B/72B, LLaVA-1.5-7B: `ModelSpec::vision_params`, which
+/// every earlier plan holds at 0): without them the set still gave
+/// 0xcfbe_9511_2884_d691, and all 29 calibration reports were byte-identical.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -197,7 +201,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (49, 0x55c3_067a_5475_dde1),
     (50, 0x63bd_6c9c_b107_6eb8),
     (51, 0xd34c_d3f4_a990_3409),
-    (52, 0xcfbe_9511_2884_d691),
+    (52, 0x7d34_db00_f7f9_6b81),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
