@@ -96,6 +96,10 @@ pub const KNOWN_TYPES: &[&str] = &[
     "modernbert",
     "distilbert",
     "gpt_neo",
+    "electra",
+    "mpnet",
+    "deberta",
+    "deberta-v2",
 ];
 
 /// Multimodal checkpoints keep their language model's config under
@@ -785,6 +789,34 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
             m.tied_embeddings = true;
             m.relu = c.str("hidden_act") == Some("relu");
         }
+        // ELECTRA (its discriminator is BERT's encoder; a generator or a small
+        // model narrower than its embedding projects the embedding up, which
+        // is not modelled), MPNet (learned positions beside a relative bias
+        // shared by every block: read as BERT's), DeBERTa (v1–v3: no absolute
+        // positions, a relative position embedding and disentangled
+        // attention, read as a relative position bias; transformers has no
+        // SDPA path for it, so choose eager attention).
+        "electra" | "mpnet" | "deberta" | "deberta-v2" => {
+            m.arch = Arch::Encoder;
+            standard_dims(&c, &mut m, &["intermediate_size"])?;
+            gpt_block(&mut m);
+            m.tied_embeddings = true;
+            m.relu = c.str("hidden_act") == Some("relu");
+            if model_type == "electra"
+                && c.opt_u32("embedding_size")?.is_some_and(|e| e != m.hidden)
+            {
+                return Err(ConfigError::NotModelled {
+                    what: "an embedding narrower than the blocks (embedding_size ≠ hidden_size)",
+                    model_type,
+                });
+            }
+            if model_type.starts_with("deberta") {
+                m.positions = Positions::Relative;
+            } else {
+                m.positions = Positions::Learned;
+                m.max_positions = c.u32("max_position_embeddings")?;
+            }
+        }
         "t5" | "mt5" | "umt5" => {
             m.arch = Arch::EncoderDecoder;
             m.hidden = c.u32("d_model")?;
@@ -1263,6 +1295,86 @@ mod tests {
         // A text model has none; nor does a multimodal config without
         // `vision_config`.
         assert_eq!(from_config_json(LLAMA3_8B, "l").unwrap().vision_params, 0);
+    }
+
+    /// Encoders read as BERT's block: the totals their papers and model
+    /// cards publish (DeBERTa-v3: "86M backbone parameters … 98M parameters in
+    /// the Embedding layer", large 304M + 131M; ELECTRA-Base and MPNet-base
+    /// 110M), within 0.6 %.
+    #[test]
+    fn bert_like_encoders_match_their_published_counts() {
+        let enc = |t: &str, h: u32, l: u32, i: u32, v: u32, extra: &str| {
+            format!(
+                r#"{{"model_type":"{t}","hidden_size":{h},"num_hidden_layers":{l},
+                "num_attention_heads":{},"intermediate_size":{i},"vocab_size":{v}{extra}}}"#,
+                h / 64
+            )
+        };
+        for (cfg, published) in [
+            (
+                enc(
+                    "deberta-v2",
+                    768,
+                    12,
+                    3072,
+                    128100,
+                    r#","position_buckets":256"#,
+                ),
+                184e6,
+            ),
+            (
+                enc(
+                    "deberta-v2",
+                    1024,
+                    24,
+                    4096,
+                    128100,
+                    r#","position_buckets":256"#,
+                ),
+                435e6,
+            ),
+            (
+                enc(
+                    "electra",
+                    768,
+                    12,
+                    3072,
+                    30522,
+                    r#","embedding_size":768,"max_position_embeddings":512"#,
+                ),
+                110e6,
+            ),
+            (
+                enc(
+                    "mpnet",
+                    768,
+                    12,
+                    3072,
+                    30527,
+                    r#","max_position_embeddings":514"#,
+                ),
+                110e6,
+            ),
+        ] {
+            let m = from_config_json(&cfg, "e").unwrap_or_else(|e| panic!("{cfg}: {e}"));
+            assert_eq!(m.arch, Arch::Encoder);
+            let off = (m.params() as f64 / published - 1.0).abs();
+            assert!(off < 0.006, "{cfg}: {}", m.params());
+        }
+        // DeBERTa's positions are relative; an ELECTRA generator's narrower
+        // embedding is refused by name.
+        let d = from_config_json(&enc("deberta-v2", 768, 12, 3072, 128100, ""), "d").unwrap();
+        assert_eq!(d.positions, Positions::Relative);
+        let small = enc(
+            "electra",
+            256,
+            12,
+            1024,
+            30522,
+            r#","embedding_size":128,"max_position_embeddings":512"#,
+        );
+        let e = from_config_json(&small, "s").unwrap_err().to_string();
+        assert!(e.contains("embedding_size"), "{e}");
     }
 
     #[test]
