@@ -111,7 +111,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[("rotary", "rotary (RoPE)"), ("learned", "learned"), ("relative", "relative bias (T5)"), ("alibi", "ALiBi")]),
                 ),
                 ("tied", "Tied embeddings", "The LM head shares the input embedding's weights", Kind::Check),
-                ("vision", "Vision encoder", "A multimodal model's vision encoder and projector, in parameters (Qwen2.5-VL-7B: 676550144; filled in from a pasted config.json): frozen weights, no activations kept; count the image tokens in the sequence length", Kind::Number { min: 0, max: u32::MAX }),
+                ("vision", "Vision encoder (parameters)", "A multimodal model's vision encoder and projector, in parameters (Qwen2.5-VL-7B: 676550144; filled in from a pasted config.json): frozen weights, no activations kept; count the image tokens in the sequence length", Kind::Number { min: 0, max: u32::MAX }),
             ],
         ),
         (
