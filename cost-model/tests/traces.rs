@@ -3360,3 +3360,36 @@ fn the_samples_with_a_multibyte_character_anywhere() {
     let t = parse_text("GPU memory usage 显存3.5GB (+1.0GB cache)\n");
     assert!(close(t.allocator.unwrap().peak_reserved_mib, 4.5 * 1024.0));
 }
+
+/// A file that holds no text — a screenshot, a PDF, an archive, a file
+/// compressed otherwise than with gzip — is named for what it is, with what to
+/// upload instead, where it was read as lines of binary before ("no GPU memory
+/// figures in 685 lines" for a PNG screenshot of nvidia-smi).
+#[test]
+fn files_that_are_not_text_are_named_for_what_they_are() {
+    let mut tar = vec![0u8; 512];
+    tar[..8].copy_from_slice(b"smi.txt\0");
+    tar[257..262].copy_from_slice(b"ustar");
+    let cases: [(&[u8], &str); 9] = [
+        (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "an image"),
+        (b"\xFF\xD8\xFF\xE0\0\x10JFIF\0", "an image"),
+        (b"GIF89a\x01\0\x01\0", "an image"),
+        (b"RIFF\x24\0\0\0WEBPVP8 ", "an image"),
+        (b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n", "a PDF document"),
+        (b"PK\x03\x04\x14\0\0\0\x08\0", "a ZIP archive"),
+        (b"7z\xBC\xAF\x27\x1C\0\x04", "a 7-Zip archive"),
+        (b"\xFD7zXZ\0\0\x04", "xz, bzip2 or zstd"),
+        (&tar, "a tar archive"),
+    ];
+    for (bytes, what) in cases {
+        let e = trace::parse_reader(bytes, &ParseOptions::default()).unwrap_err();
+        assert!(e.to_string().contains(what), "{what}: {e}");
+    }
+    for bytes in [&b"BZh91AY&SY"[..], &b"\x28\xB5\x2F\xFD\x04\x58"[..]] {
+        let e = trace::parse_reader(bytes, &ParseOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("decompress it first"), "{e}");
+    }
+    // Text that merely starts alike is read as text.
+    let t = trace::parse_reader(&b"PK: 1234MiB / 81920MiB\n"[..], &ParseOptions::default());
+    assert!(t.is_err_and(|e| !e.to_string().contains("ZIP")));
+}

@@ -1534,6 +1534,38 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
 
 /// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
 /// CR before LF is dropped.
+/// What a file that holds no text is, by its first bytes (each format's
+/// signature), and what to hand over instead: a screenshot, a PDF, an archive
+/// or a file compressed otherwise than with gzip would otherwise be read as
+/// lines of binary and refused only as "no GPU memory figures".
+fn not_a_log(head: &[u8]) -> Option<&'static str> {
+    let at = |sig: &[u8]| head.starts_with(sig);
+    let image = at(b"\x89PNG\r\n\x1a\n")
+        || at(&[0xFF, 0xD8, 0xFF])
+        || at(b"GIF87a")
+        || at(b"GIF89a")
+        || (at(b"RIFF") && head.get(8..12) == Some(b"WEBP"));
+    Some(if image {
+        "this is an image (a screenshot?), not text: memplan reads the text a tool printed — \
+         copy it from the terminal, or save it with `nvidia-smi > smi.txt`, and upload or paste that"
+    } else if at(b"%PDF-") {
+        "this is a PDF document, not text: copy the log's text out of it and paste that"
+    } else if at(b"PK\x03\x04") || at(b"PK\x05\x06") {
+        "this is a ZIP archive (an Office document is one too): unpack it and upload the log inside"
+    } else if at(&[0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C]) {
+        "this is a 7-Zip archive: unpack it and upload the log inside"
+    } else if at(&[0xFD, b'7', b'z', b'X', b'Z', 0x00])
+        || at(b"BZh") && head.get(3).is_some_and(u8::is_ascii_digit)
+        || at(&[0x28, 0xB5, 0x2F, 0xFD])
+    {
+        "this is compressed with xz, bzip2 or zstd: decompress it first (gzip is read as it is)"
+    } else if head.get(257..262) == Some(b"ustar") {
+        "this is a tar archive: unpack it and upload the log inside"
+    } else {
+        return None;
+    })
+}
+
 pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, TraceError> {
     // A UTF-16 file (byte-order mark FF FE / FE FF) is converted whole: such
     // files come from Windows shells and are small.
@@ -1549,6 +1581,9 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
             "this is gzip-compressed: decompress it first (memplan verify and the upload API \
              decompress gzip themselves)",
         ));
+    }
+    if let Some(what) = not_a_log(bom) {
+        return Err(TraceError::whole(what));
     }
     if bom.starts_with(&[0xFF, 0xFE]) || bom.starts_with(&[0xFE, 0xFF]) {
         let le = bom[0] == 0xFF;
