@@ -3393,3 +3393,43 @@ fn files_that_are_not_text_are_named_for_what_they_are() {
     let t = trace::parse_reader(&b"PK: 1234MiB / 81920MiB\n"[..], &ParseOptions::default());
     assert!(t.is_err_and(|e| !e.to_string().contains("ZIP")));
 }
+
+/// nvidia-smi's process rows pasted alone — without the table above them or
+/// the section's header — are read as its Processes section (the 450+ rows
+/// with GI/CI columns, and the older ones without); other tables stay theirs.
+#[test]
+fn nvidia_smi_process_rows_pasted_alone_are_read() {
+    let new = "|    0   N/A  N/A     12345      C   python                          70123MiB |\n\
+               |    1   N/A  N/A     12346      C   /usr/bin/python3                68000MiB |\n";
+    let old = "|    0      4242      C   python                                      30512MiB |\n";
+    for (text, want) in [
+        (
+            new,
+            vec![
+                (0, 12345, "python", 70123.0),
+                (1, 12346, "/usr/bin/python3", 68000.0),
+            ],
+        ),
+        (old, vec![(0, 4242, "python", 30512.0)]),
+    ] {
+        let t = trace::parse(text, &ParseOptions::default()).unwrap();
+        assert_eq!(t.format, Format::NvidiaSmiTable);
+        let got: Vec<_> = t
+            .processes
+            .iter()
+            .map(|p| {
+                (
+                    p.gpu.unwrap(),
+                    p.pid.unwrap(),
+                    p.name.as_str(),
+                    p.used_mib.unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+    // A Markdown table of the same figures is not one.
+    let md = "| GPU | PID | Type | Name | Memory |\n| 0 | 12345 | C | python | 70123MiB |\n";
+    assert!(trace::parse(md, &ParseOptions::default())
+        .map_or(true, |t| t.format != Format::NvidiaSmiTable));
+}

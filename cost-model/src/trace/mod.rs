@@ -600,8 +600,9 @@ pub fn detect(head: &[String]) -> Option<Format> {
     if has("NVITOP") {
         return Some(Format::Nvitop);
     }
-    // (Or its Processes section alone, as people paste it.)
-    let processes_only = has("Processes:") && has("Process name") && has("PID");
+    // (Or its Processes section alone, as people paste it, or only its rows.)
+    let processes_only = (has("Processes:") && has("Process name") && has("PID"))
+        || head.iter().any(|l| smi_table::is_process_row(l));
     if has("NVIDIA-SMI")
         || has("MIG devices:")
         || processes_only

@@ -96,6 +96,31 @@ fn cells(line: &str) -> Option<Vec<&str>> {
     Some(inner.split(BORDERS).collect())
 }
 
+/// A row of the `Processes:` section, recognised without the section's
+/// header (people paste the rows of their own processes alone):
+/// `|    0   N/A  N/A     12345      C   python      70123MiB |` (450 on; before
+/// it no GI/CI columns) — a GPU index, a PID before the type, a size in MiB last.
+pub fn is_process_row(line: &str) -> bool {
+    let Some(c) = cells(line) else {
+        return false;
+    };
+    if c.len() != 1 {
+        return false;
+    }
+    let toks: Vec<&str> = c[0].split_whitespace().collect();
+    let kind = toks.iter().position(|t| PROCESS_TYPES.contains(t));
+    toks.len() >= 5
+        && toks[0].parse::<u32>().is_ok()
+        && kind.is_some_and(|k| k >= 2 && toks[k - 1].parse::<u64>().is_ok())
+        && toks
+            .last()
+            .is_some_and(|t| t.ends_with("MiB") && parse_joined_mib(t).is_some())
+}
+
+/// The process types nvidia-smi prints: compute, graphics, both, and with
+/// MPS (`M`).
+const PROCESS_TYPES: [&str; 7] = ["C", "G", "C+G", "M", "M+C", "M+G", "M+C+G"];
+
 /// The first row of a GPU in the GPU section: `|   0  NVIDIA H800   On   | 00000000:18:00.0 Off | … |`.
 pub fn is_gpu_row(line: &str) -> bool {
     gpu_row(line).is_some()
@@ -209,10 +234,7 @@ impl TableParser {
         let Ok(gpu) = toks[0].parse::<u32>() else {
             return;
         };
-        let Some(ti) = toks
-            .iter()
-            .position(|t| matches!(*t, "C" | "G" | "C+G" | "M" | "M+C" | "M+G" | "M+C+G"))
-        else {
+        let Some(ti) = toks.iter().position(|t| PROCESS_TYPES.contains(t)) else {
             return;
         };
         if ti == 0 {
@@ -275,6 +297,10 @@ impl LineParser for TableParser {
             }
             return Ok(());
         };
+        // Process rows pasted without the table or the section's header.
+        if self.section == Section::Gpus && !self.seen_header && is_process_row(line) {
+            self.section = Section::Processes;
+        }
         match self.section {
             Section::Gpus => {
                 if let Some((idx, name)) = gpu_row(line) {
