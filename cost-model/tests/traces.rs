@@ -3433,3 +3433,17 @@ fn nvidia_smi_process_rows_pasted_alone_are_read() {
     assert!(trace::parse(md, &ParseOptions::default())
         .map_or(true, |t| t.format != Format::NvidiaSmiTable));
 }
+
+/// `nvidia-smi -L` names the GPUs and no memory: refused as what it is.
+#[test]
+fn nvidia_smi_gpu_list_is_refused_as_what_it_is() {
+    let list = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1d2c3b4a-5e6f-7081-92a3-b4c5d6e7f809)\n\
+                GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-2d2c3b4a-5e6f-7081-92a3-b4c5d6e7f809)\n";
+    let e = trace::parse(list, &ParseOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("nvidia-smi -L") && e.contains("--query-gpu"),
+        "{e}"
+    );
+}

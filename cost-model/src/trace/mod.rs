@@ -1411,6 +1411,18 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
                 .to_string(),
         ));
     }
+    // `nvidia-smi -L`: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-…)` a line.
+    if head
+        .iter()
+        .any(|l| l.trim_start().starts_with("GPU ") && l.contains("(UUID: GPU-"))
+    {
+        return Some(TraceError::whole(
+            "this is `nvidia-smi -L`'s list of GPUs: it names them but holds no memory figures — \
+             upload `nvidia-smi`'s table, or a log of `nvidia-smi --query-gpu=index,memory.used,\
+             memory.total --format=csv -lms 500` taken while the run trains"
+                .to_string(),
+        ));
+    }
     if let Some(tool) = estimator {
         return Some(TraceError::whole(format!(
             "this is the output of {tool}: a prediction from the parameter count, not a \
