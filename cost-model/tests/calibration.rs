@@ -3752,8 +3752,19 @@ fn a_multimodal_checkpoints_parameters_beyond_its_text_columns_are_its_vision_en
     let text = row("Qwen/Qwen2.5-7B-Instruct", "8.292166656");
     assert_eq!(case_plan(&text, id).unwrap().model.vision_params, 0);
     assert_eq!(calibrate(&text).unwrap().warnings.len(), 1);
-    // Within 5 % it is the text model's own count (a rounded "8").
-    let near = row("Qwen/Qwen2.5-VL-7B-Instruct", "7.9");
+    // Unstated, the named preset's encoder; a stated count within 5 % of it
+    // (a rounded "8") changes nothing.
+    for params in ["", "8"] {
+        let named = row("Qwen/Qwen2.5-VL-7B-Instruct", params);
+        assert_eq!(
+            case_plan(&named, id).unwrap().model.vision_params,
+            676_550_144,
+            "{params}"
+        );
+    }
+    // A multimodal name no preset holds, its count within 5 % of the text
+    // columns': no encoder.
+    let near = row("someone/MyVL-7B", "7.9");
     assert_eq!(case_plan(&near, id).unwrap().model.vision_params, 0);
 }
 

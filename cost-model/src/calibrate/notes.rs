@@ -1484,7 +1484,8 @@ pub(super) fn without_sdpa_in_transformers(model: &str) -> bool {
 
 /// What a preset says of a model's implementation that the schema's columns
 /// cannot: norm kind and count, positions, biases, parallel blocks,
-/// soft-capping, q/k norms, the ReLU activation and the head's bias; and,
+/// soft-capping, q/k norms, the ReLU activation, the head's bias and a vision
+/// encoder; and,
 /// when transformers' code runs the model, its fused projections and Python
 /// GELU.
 pub(super) fn copy_implementation(model: &mut ModelSpec, s: &ModelSpec, transformers_code: bool) {
@@ -1504,6 +1505,8 @@ pub(super) fn copy_implementation(model: &mut ModelSpec, s: &ModelSpec, transfor
     model.softcap = s.softcap;
     model.attention_sinks = s.attention_sinks;
     model.clamped_glu = s.clamped_glu;
+    // A multimodal preset's vision encoder (the text columns cannot hold it).
+    model.vision_params = s.vision_params;
     if transformers_code {
         model.fused_projections = s.fused_projections;
         model.fused_gate_up = s.fused_gate_up;
