@@ -114,6 +114,15 @@ const TEXT_CONFIG_TYPES: &[(&str, &str)] = &[
     ("qwen2_5_vl", "qwen2"),
     ("paligemma", "gemma"),
     ("llama4", "llama4_text"),
+    ("qwen3_vl", "qwen3"),
+    ("qwen3_vl_moe", "qwen3_moe"),
+];
+
+/// A language model's own `model_type` inside a multimodal wrapper that reads
+/// as a known one (Qwen3-VL's text model is Qwen3's, its MoE Qwen3-MoE's).
+const TEXT_TYPE_ALIASES: &[(&str, &str)] = &[
+    ("qwen3_vl_text", "qwen3"),
+    ("qwen3_vl_moe_text", "qwen3_moe"),
 ];
 
 /// `tie_word_embeddings` when the file leaves it out (a config saved by
@@ -416,6 +425,12 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
                     .find(|(o, _)| *o == outer_type)
                     .map(|(_, i)| *i)
             });
+            let inner = inner.map(|t| {
+                TEXT_TYPE_ALIASES
+                    .iter()
+                    .find(|(alias, _)| *alias == t)
+                    .map_or(t, |(_, known)| *known)
+            });
             match inner {
                 Some(t) => (text, t.to_string()),
                 None => {
@@ -436,7 +451,12 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         v,
         model_type: model_type.clone(),
     };
-    let tied_default = TIED_BY_DEFAULT.contains(&model_type.as_str());
+    // A multimodal wrapper may state the tie beside its text config rather
+    // than inside it (Qwen3-VL); else the text class's default.
+    let tied_default = match outer.get("tie_word_embeddings").and_then(Value::as_bool) {
+        Some(tied) if !std::ptr::eq(outer, v) => tied,
+        _ => TIED_BY_DEFAULT.contains(&model_type.as_str()),
+    };
     let mut m = ModelSpec::unset(name);
     match model_type.as_str() {
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe"
@@ -946,6 +966,32 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
                 + merged * out
                 + out
         }
+        "qwen3_vl" | "qwen3_vl_moe" => {
+            // Qwen3-VL: a biased Conv3d patch embedding, a learned position
+            // table (`num_position_embeddings`), CLIP-shaped blocks, the
+            // merger (LayerNorm, Linear(4E, 4E), Linear(4E, out)) and one
+            // DeepStack merger more per `deepstack_visual_indexes` entry,
+            // normalising after the 2 × 2 shuffle (LayerNorm over 4E).
+            let e = n(&["hidden_size"], 1152);
+            let i = n(&["intermediate_size"], 4304);
+            let p = n(&["patch_size"], 16);
+            let t = n(&["temporal_patch_size"], 2);
+            let merged = n(&["spatial_merge_size"], 2).pow(2) * e;
+            let out = n(&["out_hidden_size"], text);
+            let deepstack = v
+                .get("deepstack_visual_indexes")
+                .and_then(Value::as_array)
+                .map_or(3, |a| a.len() as u64)
+                .min(1 << 10);
+            let merger = merged * merged + merged + merged * out + out;
+            n(&["depth"], 27) * clip_block(e, i)
+                + channels * t * p * p * e
+                + e
+                + n(&["num_position_embeddings"], 2304) * e
+                + 2 * e
+                + merger
+                + deepstack * (2 * merged + merger)
+        }
         "gemma3" | "paligemma" => {
             let e = n(&["hidden_size"], 768);
             let i = n(&["intermediate_size"], 3072);
@@ -1180,6 +1226,16 @@ mod tests {
         assert_eq!(config_dropout("not json"), None);
     }
 
+    /// Qwen/Qwen3-VL-8B-Instruct's config.json (the keys that matter).
+    const QWEN3_VL_8B: &str = r#"{"model_type":"qwen3_vl","architectures":["Qwen3VLForConditionalGeneration"],
+            "tie_word_embeddings":false,
+            "text_config":{"model_type":"qwen3_vl_text","hidden_size":4096,"intermediate_size":12288,
+            "num_attention_heads":32,"num_hidden_layers":36,"num_key_value_heads":8,"head_dim":128,
+            "vocab_size":151936},
+            "vision_config":{"model_type":"qwen3_vl","depth":27,"hidden_size":1152,"intermediate_size":4304,
+            "num_heads":16,"in_channels":3,"patch_size":16,"spatial_merge_size":2,"temporal_patch_size":2,
+            "out_hidden_size":4096,"num_position_embeddings":2304,"deepstack_visual_indexes":[8,16,24]}}"#;
+
     /// Multimodal checkpoints: the vision tower with its projector to the
     /// parameter, and with the language model the totals their hub
     /// repositories publish (safetensors parameter counts).
@@ -1269,9 +1325,26 @@ mod tests {
             let off = (m.params() as f64 - total as f64).abs() / total as f64;
             assert!(off < 1e-5, "{name}: {} against {total}", m.params());
         }
+        // Qwen/Qwen3-VL-8B-Instruct (8.77 B published): Qwen3-8B's text model
+        // under `text_config`, a 27-block ViT of 1152 with three DeepStack
+        // mergers.
+        let of = |cfg: &str| from_config_json(cfg, "p").unwrap();
+        let qwen3_vl = of(QWEN3_VL_8B);
+        assert!(qwen3_vl.qk_norm && !qwen3_vl.tied_embeddings);
+        assert!(
+            (qwen3_vl.params() as f64 / 8.77e9 - 1.0).abs() < 0.002,
+            "{}",
+            qwen3_vl.params()
+        );
+        assert_eq!(qwen3_vl.vision_params, 576_388_336);
+        // The tie stated beside the text config (Qwen3-VL-2B and -4B tie).
+        let tied = QWEN3_VL_8B.replace(
+            "\"tie_word_embeddings\":false",
+            "\"tie_word_embeddings\":true",
+        );
+        assert!(of(&tied).tied_embeddings);
         // The presets hold the same towers: Qwen2.5-VL's three sizes differ
         // only in the merger's output width.
-        let of = |cfg: &str| from_config_json(cfg, "p").unwrap();
         let vl7 = of(&qwen2_5_vl);
         assert_eq!(
             vl7.params(),
