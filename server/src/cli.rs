@@ -185,10 +185,14 @@ fn bad_plan<T, E: std::fmt::Display>(
     })
 }
 
-/// A plan's first line: model, GPUs and framework.
+/// A plan's first line: model (and its vision encoder), GPUs and framework.
 fn headline(plan: &Plan) -> String {
+    let vision = match plan.model.vision_params {
+        0 => String::new(),
+        n => format!(" (with a {:.2} B vision encoder, frozen)", n as f64 / 1e9),
+    };
     format!(
-        "{} on {} × {} ({})",
+        "{}{vision} on {} × {} ({})",
         plan.model.name,
         plan.parallel.num_gpus,
         plan.gpu.name,

@@ -45,6 +45,21 @@ fn example_plan_round_trips_through_estimate() {
     // The text form says what an offload needs of the host, and only then.
     let (_, text, _) = memplan(&["estimate", path.to_str().unwrap()]);
     assert!(!text.contains("offload needs"), "{text}");
+    assert!(!text.contains("vision encoder"), "{text}");
+    // A vision encoder is named in the headline.
+    let vl = example.replace(
+        "\"sliding_window\": 0",
+        "\"sliding_window\": 0,\n    \"vision_params\": 676550144",
+    );
+    assert_ne!(vl, example);
+    std::fs::write(&path, &vl).unwrap();
+    let (code, text, err) = memplan(&["estimate", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.starts_with("llama-3.1-8b (with a 0.68 B vision encoder, frozen) on 8 × "),
+        "{text}"
+    );
+    std::fs::write(&path, &example).unwrap();
     let offloaded = example.replace("\"optimizer\": \"none\"", "\"optimizer\": \"cpu\"");
     assert_ne!(offloaded, example);
     std::fs::write(&path, &offloaded).unwrap();
