@@ -409,6 +409,9 @@ test("custom dimensions from the URL, editable in the form", async ({ page }) =>
   // A vision encoder's weights, and a value that is not a count, named.
   await page.goto("/?model=custom&layers=7&hidden=1000&heads=10&kv_heads=10&head_dim=100&ffn=4000&vocab=32000&vision=400000000");
   await expect(page.getByTestId("vision")).toHaveValue("400000000");
+  // A multimodal preset brings its encoder.
+  await page.goto("/?model=qwen2.5-vl-7b");
+  await expect(page.getByTestId("vision")).toHaveValue("676550144");
   await page.goto("/?model=custom&layers=7&hidden=1000&heads=10&kv_heads=10&head_dim=100&ffn=4000&vocab=32000&vision=lots");
   await expect(page.locator("body")).toContainText("`lots` is not a whole number of parameters");
 });
