@@ -917,54 +917,52 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
     let Some(v) = outer.get("vision_config").filter(|v| v.is_object()) else {
         return 0;
     };
-    // Bounded (a config's figures are 32-bit in transformers): no sum below
-    // overflows, and the plan's own bound (validate.rs) applies after.
+    // In f64 (exact below 2^53, far above any real tower), so that no figure a
+    // file states can overflow a sum; held to the plan's bound at the end.
     let n = |keys: &[&str], default: u64| {
         keys.iter()
             .find_map(|k| v.get(*k).and_then(Value::as_u64))
-            .unwrap_or(default)
-            .min(1 << 20)
+            .unwrap_or(default) as f64
     };
-    let text = text.min(1 << 20);
-    let bool_of =
-        |key: &str, default: bool| outer.get(key).and_then(Value::as_bool).unwrap_or(default);
+    let (text_width, text) = (text, text as f64);
+    let bias_of = |key: &str, default: bool| {
+        let on = outer.get(key).and_then(Value::as_bool).unwrap_or(default);
+        if on {
+            1.0
+        } else {
+            0.0
+        }
+    };
     let channels = n(&["num_channels", "in_chans", "in_channels"], 3);
     // A block of biased q/k/v/o and fc1/fc2 and two biased LayerNorms
-    // (CLIP, SigLIP, Qwen2-VL's fused qkv holds the same).
-    let clip_block = |e: u64, i: u64| 4 * e * e + 4 * e + 2 * e * i + i + e + 4 * e;
-    // Patches per image side, and per image.
-    let grid = |image: u64, patch: u64| (image / patch.max(1)).pow(2);
-    match outer_type {
+    // (CLIP, SigLIP; Qwen2-VL's fused qkv holds the same).
+    let clip_block = |e: f64, i: f64| 4.0 * e * e + 4.0 * e + 2.0 * e * i + i + e + 4.0 * e;
+    // Patches per image.
+    let grid = |image: f64, patch: f64| (image / patch.max(1.0)).floor().powi(2);
+    // Qwen's patch merger over 2 × 2 patches: Linear(4E, 4E), Linear(4E, out), biased.
+    let merger = |merged: f64, out: f64| merged * merged + merged + merged * out + out;
+    let params = match outer_type {
         "qwen2_vl" => {
             let e = n(&["embed_dim"], 1280);
             let i = n(&["mlp_ratio"], 4) * e;
             let p = n(&["patch_size"], 14);
             let t = n(&["temporal_patch_size"], 2);
-            let merged = n(&["spatial_merge_size"], 2).pow(2) * e;
-            let out = n(&["hidden_size"], text);
+            let merged = n(&["spatial_merge_size"], 2).powi(2) * e;
+            let out = n(&["hidden_size"], text_width);
             n(&["depth"], 32) * clip_block(e, i)
                 + channels * t * p * p * e
-                + 2 * e
-                + merged * merged
-                + merged
-                + merged * out
-                + out
+                + 2.0 * e
+                + merger(merged, out)
         }
         "qwen2_5_vl" => {
             let e = n(&["hidden_size"], 1280);
             let i = n(&["intermediate_size"], 3420);
             let p = n(&["patch_size"], 14);
             let t = n(&["temporal_patch_size"], 2);
-            let merged = n(&["spatial_merge_size"], 2).pow(2) * e;
-            let out = n(&["out_hidden_size"], text);
-            let block = 2 * e + 4 * e * e + 4 * e + 3 * e * i + 2 * i + e;
-            n(&["depth"], 32) * block
-                + channels * t * p * p * e
-                + e
-                + merged * merged
-                + merged
-                + merged * out
-                + out
+            let merged = n(&["spatial_merge_size"], 2).powi(2) * e;
+            let out = n(&["out_hidden_size"], text_width);
+            let block = 2.0 * e + 4.0 * e * e + 4.0 * e + 3.0 * e * i + 2.0 * i + e;
+            n(&["depth"], 32) * block + channels * t * p * p * e + e + merger(merged, out)
         }
         "qwen3_vl" | "qwen3_vl_moe" => {
             // Qwen3-VL: a biased Conv3d patch embedding, a learned position
@@ -976,21 +974,19 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
             let i = n(&["intermediate_size"], 4304);
             let p = n(&["patch_size"], 16);
             let t = n(&["temporal_patch_size"], 2);
-            let merged = n(&["spatial_merge_size"], 2).pow(2) * e;
-            let out = n(&["out_hidden_size"], text);
+            let merged = n(&["spatial_merge_size"], 2).powi(2) * e;
+            let out = n(&["out_hidden_size"], text_width);
             let deepstack = v
                 .get("deepstack_visual_indexes")
                 .and_then(Value::as_array)
-                .map_or(3, |a| a.len() as u64)
-                .min(1 << 10);
-            let merger = merged * merged + merged + merged * out + out;
+                .map_or(3.0, |a| a.len() as f64);
             n(&["depth"], 27) * clip_block(e, i)
                 + channels * t * p * p * e
                 + e
                 + n(&["num_position_embeddings"], 2304) * e
-                + 2 * e
-                + merger
-                + deepstack * (2 * merged + merger)
+                + 2.0 * e
+                + merger(merged, out)
+                + deepstack * (2.0 * merged + merger(merged, out))
         }
         "gemma3" | "paligemma" => {
             let e = n(&["hidden_size"], 768);
@@ -1000,7 +996,7 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
                 + channels * p * p * e
                 + e
                 + grid(n(&["image_size"], 224), p) * e
-                + 2 * e;
+                + 2.0 * e;
             let projector = if outer_type == "gemma3" {
                 e + e * text
             } else {
@@ -1015,13 +1011,12 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
             let merge = outer
                 .get("spatial_merge_size")
                 .and_then(Value::as_u64)
-                .unwrap_or(2)
-                .min(64);
-            let bias = bool_of("multimodal_projector_bias", false) as u64;
-            let tower = n(&["num_hidden_layers"], 24) * (4 * e * e + 3 * e * i + 2 * e)
+                .unwrap_or(2) as f64;
+            let bias = bias_of("multimodal_projector_bias", false);
+            let tower = n(&["num_hidden_layers"], 24) * (4.0 * e * e + 3.0 * e * i + 2.0 * e)
                 + channels * p * p * e
                 + e;
-            tower + e + merge * merge * e * e + e * text + text * text + 2 * bias * text
+            tower + e + merge * merge * e * e + e * text + text * text + 2.0 * bias * text
         }
         _ => {
             // CLIP (LLaVA's default tower) and any other ViT.
@@ -1031,13 +1026,18 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
             let tower = n(&["num_hidden_layers"], 12) * clip_block(e, i)
                 + e
                 + channels * p * p * e
-                + (grid(n(&["image_size"], 224), p) + 1) * e
-                + 4 * e;
-            let bias = bool_of("multimodal_projector_bias", true) as u64;
-            let newline = if outer_type == "llava_next" { text } else { 0 };
-            tower + e * text + text * text + 2 * bias * text + newline
+                + (grid(n(&["image_size"], 224), p) + 1.0) * e
+                + 4.0 * e;
+            let bias = bias_of("multimodal_projector_bias", true);
+            let newline = if outer_type == "llava_next" {
+                text
+            } else {
+                0.0
+            };
+            tower + e * text + text * text + 2.0 * bias * text + newline
         }
-    }
+    };
+    params.clamp(0.0, crate::validate::MAX_VISION_PARAMS as f64) as u64
 }
 
 #[cfg(test)]
@@ -1365,6 +1365,19 @@ mod tests {
             of(cases[4].1).params(),
             preset("llava-1.5-7b").unwrap().spec().params()
         );
+        // Absurd figures overflow nothing: the count stops at the plan's bound.
+        for wrapper in ["llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "mistral3"] {
+            let huge = format!(
+                r#"{{"model_type":"{wrapper}","text_config":{{"model_type":"llama","hidden_size":64,
+                "intermediate_size":128,"num_attention_heads":4,"num_hidden_layers":2,"vocab_size":100}},
+                "spatial_merge_size":18446744073709551615,
+                "vision_config":{{"hidden_size":18446744073709551615,"embed_dim":18446744073709551615,
+                "depth":4294967295,"num_hidden_layers":4294967295,"patch_size":0,"image_size":18446744073709551615,
+                "spatial_merge_size":18446744073709551615,"deepstack_visual_indexes":[1,2,3]}}}}"#
+            );
+            let m = from_config_json(&huge, "h").unwrap_or_else(|e| panic!("{wrapper}: {e}"));
+            assert_eq!(m.vision_params, crate::validate::MAX_VISION_PARAMS, "{wrapper}");
+        }
         // A text model has none; nor does a multimodal config without
         // `vision_config`.
         assert_eq!(from_config_json(LLAMA3_8B, "l").unwrap().vision_params, 0);

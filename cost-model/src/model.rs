@@ -577,7 +577,10 @@ impl ModelSpec {
         } else {
             0
         };
-        self.embedding_params() + stacks + self.head_params() + rel + self.vision_params
+        // (Saturating: a plan's vision count is bounded only when it is
+        // validated, and this may run before.)
+        (self.embedding_params() + stacks + self.head_params() + rel)
+            .saturating_add(self.vision_params)
     }
 
     /// Parameters a token passes through (MoE: only `experts_per_token` experts).

@@ -122,6 +122,12 @@ fn any_plan() -> impl Strategy<Value = Plan> {
                 t.adapters_16bit = bits & (1 << 14) != 0;
                 t.bnb_0_43_2 = bits & (1 << 15) != 0;
                 p.model.norms_per_layer = norms;
+                // A vision encoder of any size (past the bound refused by name).
+                p.model.vision_params = if a & (1 << 20) != 0 {
+                    (v as u64) << (h % 48)
+                } else {
+                    0
+                };
                 p.training.precision = PRECISIONS[prec];
                 if lora && rank % 4 == 3 {
                     // Every adapter method, with any parameter count.
