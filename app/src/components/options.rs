@@ -111,7 +111,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     opts(&[("rotary", "rotary (RoPE)"), ("learned", "learned"), ("relative", "relative bias (T5)"), ("alibi", "ALiBi")]),
                 ),
                 ("tied", "Tied embeddings", "The LM head shares the input embedding's weights", Kind::Check),
-                ("vision", "Vision encoder (parameters)", "A multimodal model's vision encoder and projector, in parameters (Qwen2.5-VL-7B: 676550144; filled in from a pasted config.json): frozen weights, no activations kept. Count the image tokens in the sequence length: Qwen2-VL/2.5-VL one per 28 × 28 pixels (at most max_pixels / 784), Gemma 3 256 an image, LLaVA-1.5 576", Kind::Number { min: 0, max: u32::MAX }),
+                ("vision", "Vision encoder (parameters)", "A multimodal model's vision encoder and projector, in parameters (Qwen2.5-VL-7B: 676550144; filled in from a pasted config.json): frozen weights, no activations kept. Count the image tokens in the sequence length: Qwen2-VL/2.5-VL one per 28 × 28 pixels (at most max_pixels / 784), Qwen3-VL one per 32 × 32, Gemma 3 256 an image, LLaVA-1.5 576", Kind::Number { min: 0, max: u32::MAX }),
             ],
         ),
         (
