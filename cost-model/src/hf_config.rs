@@ -1366,7 +1366,14 @@ mod tests {
             preset("llava-1.5-7b").unwrap().spec().params()
         );
         // Absurd figures overflow nothing: the count stops at the plan's bound.
-        for wrapper in ["llava", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "gemma3", "mistral3"] {
+        for wrapper in [
+            "llava",
+            "qwen2_vl",
+            "qwen2_5_vl",
+            "qwen3_vl",
+            "gemma3",
+            "mistral3",
+        ] {
             let huge = format!(
                 r#"{{"model_type":"{wrapper}","text_config":{{"model_type":"llama","hidden_size":64,
                 "intermediate_size":128,"num_attention_heads":4,"num_hidden_layers":2,"vocab_size":100}},
@@ -1376,7 +1383,11 @@ mod tests {
                 "spatial_merge_size":18446744073709551615,"deepstack_visual_indexes":[1,2,3]}}}}"#
             );
             let m = from_config_json(&huge, "h").unwrap_or_else(|e| panic!("{wrapper}: {e}"));
-            assert_eq!(m.vision_params, crate::validate::MAX_VISION_PARAMS, "{wrapper}");
+            assert_eq!(
+                m.vision_params,
+                crate::validate::MAX_VISION_PARAMS,
+                "{wrapper}"
+            );
         }
         // A text model has none; nor does a multimodal config without
         // `vision_config`.
