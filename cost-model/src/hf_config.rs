@@ -242,6 +242,35 @@ pub fn config_dropout(text: &str) -> Option<bool> {
         .map(|p| p > 0.0)
 }
 
+/// The `model_type`s whose transformers implementation has no SDPA path, so
+/// that transformers runs their attention eager (the scores kept): BLOOM, MPT,
+/// GPT-Neo (`_supports_sdpa` unset in 4.x and 5.25), Gemma-2 (eager unless
+/// SDPA is asked for, refused in 5.25), gpt-oss (eager unless its flash
+/// kernels are installed), DeBERTa v1–v3 and MPNet — the families the
+/// calibration reader reads by name (`calibrate::notes::without_sdpa_in_transformers`).
+const WITHOUT_SDPA: &[&str] = &[
+    "bloom",
+    "mpt",
+    "gpt_neo",
+    "gemma2",
+    "gpt_oss",
+    "deberta",
+    "deberta-v2",
+    "mpnet",
+];
+
+/// Whether a `config.json`'s model has no SDPA path in transformers
+/// ([`WITHOUT_SDPA`]; a multimodal wrapper's language model read).
+pub fn config_without_sdpa(text: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    let v = v.get("text_config").filter(|t| t.is_object()).unwrap_or(&v);
+    v.get("model_type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| WITHOUT_SDPA.contains(&t))
+}
+
 /// Reads the dimensions most `model_type`s name with the standard keys
 /// (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
 /// `num_key_value_heads`, `head_dim`, the FFN width under `ffn_keys`, `vocab_size`).
@@ -1472,6 +1501,39 @@ mod tests {
         );
         let e = from_config_json(&small, "s").unwrap_err().to_string();
         assert!(e.contains("embedding_size"), "{e}");
+    }
+
+    #[test]
+    fn families_without_sdpa_are_named() {
+        for (cfg, without) in [
+            (
+                r#"{"model_type":"bloom","hidden_size":1024,"n_layer":24,"n_head":16}"#,
+                true,
+            ),
+            (r#"{"model_type":"deberta-v2","hidden_size":768}"#, true),
+            (
+                r#"{"model_type":"paligemma","text_config":{"model_type":"gemma2"}}"#,
+                true,
+            ),
+            (LLAMA3_8B, false),
+            (r#"{"model_type":"gpt_neox"}"#, false),
+            ("not json", false),
+        ] {
+            assert_eq!(config_without_sdpa(cfg), without, "{cfg}");
+        }
+        // Eager under a framework that runs transformers' code; a framework
+        // with its own model code keeps its kernel.
+        let bloom = r#"{"model_type":"bloom","hidden_size":1024,"n_layer":24,"n_head":16,"vocab_size":250880}"#;
+        let m = from_config_json(bloom, "b").unwrap();
+        let mut p = crate::Plan::default();
+        assert_eq!(p.training.attention, crate::plan::Attention::Flash);
+        assert!(p.set_imported_model(m.clone(), None, config_without_sdpa(bloom)));
+        assert_eq!(p.training.attention, crate::plan::Attention::Eager);
+        let mut lit = crate::Plan::default();
+        lit.set_framework(crate::framework::Framework::Litgpt);
+        let kernel = lit.training.attention;
+        assert!(!lit.set_imported_model(m, None, true));
+        assert_eq!(lit.training.attention, kernel);
     }
 
     #[test]

@@ -1568,6 +1568,24 @@ impl Plan {
         self.training.dropout = self.dropout_for(config_dropout);
     }
 
+    /// A pasted `config.json`'s model ([`Self::set_model`]); a family whose
+    /// transformers code has no SDPA path (`hf_config::config_without_sdpa`)
+    /// runs its attention eager under a framework that runs that code, as the
+    /// calibration reader plans such rows. Returns whether it set that.
+    pub fn set_imported_model(
+        &mut self,
+        model: ModelSpec,
+        config_dropout: Option<bool>,
+        without_sdpa: bool,
+    ) -> bool {
+        self.set_model(model, config_dropout);
+        let eager = without_sdpa && self.framework.runs_the_models_own_code();
+        if eager {
+            self.training.attention = Attention::Eager;
+        }
+        eager
+    }
+
     /// Parses a plan from JSON of any known schema version (older ones are
     /// migrated), naming the line, column and field at fault.
     pub fn from_json(s: &str) -> Result<Plan, crate::schema::PlanLoadError> {

@@ -1,6 +1,7 @@
 //! Paste a Hugging Face `config.json`: the model's dimensions replace the
-//! current ones, and its dropout probability sets the block-dropout switch
-//! (parsed by `cost_model::hf_config`; errors name the key).
+//! current ones, its dropout probability sets the block-dropout switch, and a
+//! family transformers runs without SDPA sets eager attention (parsed by
+//! `cost_model::hf_config`; errors name the key).
 
 use crate::i18n::use_lang;
 use cost_model::model::ModelSpec;
@@ -14,10 +15,10 @@ use leptos::prelude::*;
 /// families are fetched with the first paste, not with every page
 /// (docs/BENCHMARKS.md, "WASM bundle").
 #[lazy]
-fn import_config(text: String) -> Result<(ModelSpec, Option<bool>), String> {
-    use cost_model::hf_config::{config_dropout, from_config_json};
+fn import_config(text: String) -> Result<(ModelSpec, Option<bool>, bool), String> {
+    use cost_model::hf_config::{config_dropout, config_without_sdpa, from_config_json};
     from_config_json(&text, "custom")
-        .map(|m| (m, config_dropout(&text)))
+        .map(|m| (m, config_dropout(&text), config_without_sdpa(&text)))
         .map_err(|e| e.to_string())
 }
 
@@ -41,7 +42,7 @@ pub fn ConfigPaste(plan: RwSignal<Plan>) -> impl IntoView {
                 return;
             }
             match read {
-                Ok((spec, dropout)) => {
+                Ok((spec, dropout, without_sdpa)) => {
                     let lang = lang.get_untracked();
                     let b = |n: u64| format!("{:.3} B", n as f64 / 1e9);
                     let mut said = format!("{} {}", b(spec.params()), lang.t("parameters"));
@@ -52,7 +53,12 @@ pub fn ConfigPaste(plan: RwSignal<Plan>) -> impl IntoView {
                             lang.t("of them the vision encoder, held frozen")
                         );
                     }
-                    plan.update(|p| p.set_model(spec, dropout));
+                    let mut eager = false;
+                    plan.update(|p| eager = p.set_imported_model(spec, dropout, without_sdpa));
+                    if eager {
+                        said += " · ";
+                        said += lang.t("transformers has no SDPA path for it: eager attention");
+                    }
                     message.set(Some(Ok(said)));
                 }
                 Err(e) => message.set(Some(Err(e))),
