@@ -970,28 +970,30 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
     let grid = |image: f64, patch: f64| (image / patch.max(1.0)).floor().powi(2);
     // Qwen's patch merger over 2 × 2 patches: Linear(4E, 4E), Linear(4E, out), biased.
     let merger = |merged: f64, out: f64| merged * merged + merged + merged * out + out;
+    // Qwen's Conv3d patch embedding: its weights per output channel (channels
+    // × frames × patch²), and the patches a merged token holds.
+    let qwen_patches = |default_patch: u64| {
+        let p = n(&["patch_size"], default_patch);
+        (
+            channels * n(&["temporal_patch_size"], 2) * p * p,
+            n(&["spatial_merge_size"], 2).powi(2),
+        )
+    };
     let params = match outer_type {
         "qwen2_vl" => {
             let e = n(&["embed_dim"], 1280);
             let i = n(&["mlp_ratio"], 4) * e;
-            let p = n(&["patch_size"], 14);
-            let t = n(&["temporal_patch_size"], 2);
-            let merged = n(&["spatial_merge_size"], 2).powi(2) * e;
+            let (conv, merge) = qwen_patches(14);
             let out = n(&["hidden_size"], text_width);
-            n(&["depth"], 32) * clip_block(e, i)
-                + channels * t * p * p * e
-                + 2.0 * e
-                + merger(merged, out)
+            n(&["depth"], 32) * clip_block(e, i) + conv * e + 2.0 * e + merger(merge * e, out)
         }
         "qwen2_5_vl" => {
             let e = n(&["hidden_size"], 1280);
             let i = n(&["intermediate_size"], 3420);
-            let p = n(&["patch_size"], 14);
-            let t = n(&["temporal_patch_size"], 2);
-            let merged = n(&["spatial_merge_size"], 2).powi(2) * e;
+            let (conv, merge) = qwen_patches(14);
             let out = n(&["out_hidden_size"], text_width);
             let block = 2.0 * e + 4.0 * e * e + 4.0 * e + 3.0 * e * i + 2.0 * i + e;
-            n(&["depth"], 32) * block + channels * t * p * p * e + e + merger(merged, out)
+            n(&["depth"], 32) * block + conv * e + e + merger(merge * e, out)
         }
         "qwen3_vl" | "qwen3_vl_moe" => {
             // Qwen3-VL: a biased Conv3d patch embedding, a learned position
@@ -1001,16 +1003,15 @@ fn vision_params(outer: &Value, outer_type: &str, text: u64) -> u64 {
             // normalising after the 2 × 2 shuffle (LayerNorm over 4E).
             let e = n(&["hidden_size"], 1152);
             let i = n(&["intermediate_size"], 4304);
-            let p = n(&["patch_size"], 16);
-            let t = n(&["temporal_patch_size"], 2);
-            let merged = n(&["spatial_merge_size"], 2).powi(2) * e;
+            let (conv, merge) = qwen_patches(16);
+            let merged = merge * e;
             let out = n(&["out_hidden_size"], text_width);
             let deepstack = v
                 .get("deepstack_visual_indexes")
                 .and_then(Value::as_array)
                 .map_or(3.0, |a| a.len() as f64);
             n(&["depth"], 27) * clip_block(e, i)
-                + channels * t * p * p * e
+                + conv * e
                 + e
                 + n(&["num_position_embeddings"], 2304) * e
                 + 2.0 * e
