@@ -319,9 +319,6 @@ const fn qwen(l: u32, h: u32, a: u32, kv: u32, ffn: u32, vocab: u32, tied: bool)
     d
 }
 
-/// gpt-oss: biases on the attention projections (`attention_bias: true`),
-/// a learned sink logit per head ([`ModelSpec::attention_sinks`]) and a
-/// clamped GLU in its experts ([`ModelSpec::clamped_glu`]).
 /// A multimodal checkpoint: its language model's dimensions with the vision
 /// encoder and projector beside them, counted from its `vision_config`
 /// (`hf_config::vision_params`).
@@ -330,6 +327,9 @@ const fn with_vision(mut d: Dims, params: u64) -> Dims {
     d
 }
 
+/// gpt-oss: biases on the attention projections (`attention_bias: true`),
+/// a learned sink logit per head ([`ModelSpec::attention_sinks`]) and a
+/// clamped GLU in its experts ([`ModelSpec::clamped_glu`]).
 const fn gpt_oss(d: Dims) -> Dims {
     let mut d = attention_bias(d);
     d.attention_sinks = true;
