@@ -551,11 +551,16 @@ impl<'a> Ctx<'a> {
             return trainable_params as f64 * share;
         }
         match self.lora() {
-            // (Frozen layers checked first: this runs a dozen times per stage.)
-            None if self.plan.training.frozen_layers == 0 => {
-                self.stage_params(s) - self.vision_params(s)
+            None => {
+                // The vision encoder is frozen ([`Self::vision_params`]).
+                let all = self.stage_params(s) - self.vision_params(s);
+                // (Frozen layers checked first: this runs a dozen times per stage.)
+                if self.plan.training.frozen_layers == 0 {
+                    all
+                } else {
+                    (all - self.stage_frozen(s)).max(0.0)
+                }
             }
-            None => (self.stage_params(s) - self.vision_params(s) - self.stage_frozen(s)).max(0.0),
             Some((rank, tg, _, _)) => {
                 let mut p = self.stage_layers(s) * self.lora_layer_params(rank, tg);
                 if tg.lm_head && self.is_last(s) {
