@@ -424,6 +424,11 @@ impl Row<'_> {
             .ok_or_else(|| format!("{col}: `{v}` is not a number"))
     }
 
+    /// The stated `params_total` in billions, when it is a positive number.
+    fn params_total(&self) -> Option<f64> {
+        self.f64("params_total").ok().flatten().filter(|p| *p > 0.0)
+    }
+
     fn bool(&self, col: &str) -> Result<bool, String> {
         match self.word(col).as_str() {
             "true" | "yes" | "1" | "on" | "y" => Ok(true),
@@ -598,11 +603,7 @@ fn head_width_for(model: &ModelSpec, stated: f64) -> u32 {
 /// more than [`PARAMS_MISMATCH_PCT`] from its stated `params_total` (an
 /// attention or expert layout, a vision tower, … the schema has no column for).
 fn params_mismatch(row: &Row, plan: &Plan, line: u64) -> Option<String> {
-    let stated = row
-        .f64("params_total")
-        .ok()
-        .flatten()
-        .filter(|p| *p > 0.0)?;
+    let stated = row.params_total()?;
     let ours = plan.model.params() as f64 / 1e9;
     let pct = 100.0 * (ours - stated) / stated;
     (pct.abs() > PARAMS_MISMATCH_PCT).then(|| {

@@ -1087,7 +1087,7 @@ fn model_of(r: &Row, framework: Framework) -> Result<(ModelSpec, Option<bool>), 
     // Replayed: Seed-OSS-36B (80 heads of 128 over 5120) −9 … −10 % on every
     // counter with 64-wide heads, ERNIE-4.5-0.3B −8 %.
     if !head_width_known && model.mla.is_none() {
-        if let Some(stated) = r.f64("params_total").ok().flatten().filter(|p| *p > 0.0) {
+        if let Some(stated) = r.params_total() {
             model.head_dim = head_width_for(&model, stated * 1e9);
         }
     }
@@ -1097,7 +1097,7 @@ fn model_of(r: &Row, framework: Framework) -> Result<(ModelSpec, Option<bool>), 
     // rest is its vision encoder and projector, frozen weights
     // ([`ModelSpec::vision_params`]).
     if multimodal_checkpoint(r.get("model")) {
-        if let Some(stated) = r.f64("params_total").ok().flatten().filter(|p| *p > 0.0) {
+        if let Some(stated) = r.params_total() {
             let (stated, ours) = (stated * 1e9, model.params() as f64);
             if stated > ours * (1.0 + PARAMS_MISMATCH_PCT / 100.0) {
                 model.vision_params =
