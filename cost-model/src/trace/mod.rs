@@ -1548,9 +1548,10 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
 /// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
 /// CR before LF is dropped.
 /// What a file that holds no text is, by its first bytes (each format's
-/// signature), and what to hand over instead: a screenshot, a PDF, an archive
-/// or a file compressed otherwise than with gzip would otherwise be read as
-/// lines of binary and refused only as "no GPU memory figures".
+/// signature), and what to hand over instead: gzip (which the CLI and the
+/// upload API decompress before this reader), a screenshot, a PDF, an archive
+/// or a file compressed otherwise would otherwise be read as lines of binary
+/// and refused only as "no GPU memory figures".
 fn not_a_log(head: &[u8]) -> Option<&'static str> {
     let at = |sig: &[u8]| head.starts_with(sig);
     let image = at(b"\x89PNG\r\n\x1a\n")
@@ -1558,7 +1559,10 @@ fn not_a_log(head: &[u8]) -> Option<&'static str> {
         || at(b"GIF87a")
         || at(b"GIF89a")
         || (at(b"RIFF") && head.get(8..12) == Some(b"WEBP"));
-    Some(if image {
+    Some(if at(&[0x1F, 0x8B]) {
+        "this is gzip-compressed: decompress it first (memplan verify and the upload API \
+         decompress gzip themselves)"
+    } else if image {
         "this is an image (a screenshot?), not text: memplan reads the text a tool printed — \
          copy it from the terminal, or save it with `nvidia-smi > smi.txt`, and upload or paste that"
     } else if at(b"%PDF-") {
@@ -1588,12 +1592,6 @@ pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, 
     // A pickle (protocol 2–5): `torch.cuda.memory._dump_snapshot()` writes one.
     if bom.len() >= 2 && bom[0] == 0x80 && (2..=5).contains(&bom[1]) {
         return parse_snapshot(r, opts);
-    }
-    if bom.starts_with(&[0x1F, 0x8B]) {
-        return Err(TraceError::whole(
-            "this is gzip-compressed: decompress it first (memplan verify and the upload API \
-             decompress gzip themselves)",
-        ));
     }
     if let Some(what) = not_a_log(bom) {
         return Err(TraceError::whole(what));
