@@ -234,12 +234,23 @@ const DROPOUT_KEYS: &[&str] = &[
 /// not a JSON object: the model's era decides then
 /// ([`crate::model::ModelSpec::era_dropout`]).
 pub fn config_dropout(text: &str) -> Option<bool> {
-    let v: Value = serde_json::from_str(text).ok()?;
-    let v = v.get("text_config").filter(|t| t.is_object()).unwrap_or(&v);
+    dropout_of(&serde_json::from_str(text).ok()?)
+}
+
+fn dropout_of(config: &Value) -> Option<bool> {
+    let v = language_config(config);
     DROPOUT_KEYS
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_f64))
         .map(|p| p > 0.0)
+}
+
+/// A multimodal wrapper's language model (`text_config`), else the config.
+fn language_config(config: &Value) -> &Value {
+    config
+        .get("text_config")
+        .filter(|t| t.is_object())
+        .unwrap_or(config)
 }
 
 /// The `model_type`s whose transformers implementation has no SDPA path, so
@@ -262,11 +273,12 @@ const WITHOUT_SDPA: &[&str] = &[
 /// Whether a `config.json`'s model has no SDPA path in transformers
 /// ([`WITHOUT_SDPA`]; a multimodal wrapper's language model read).
 pub fn config_without_sdpa(text: &str) -> bool {
-    let Ok(v) = serde_json::from_str::<Value>(text) else {
-        return false;
-    };
-    let v = v.get("text_config").filter(|t| t.is_object()).unwrap_or(&v);
-    v.get("model_type")
+    serde_json::from_str(text).is_ok_and(|v| without_sdpa_of(&v))
+}
+
+fn without_sdpa_of(config: &Value) -> bool {
+    language_config(config)
+        .get("model_type")
         .and_then(Value::as_str)
         .is_some_and(|t| WITHOUT_SDPA.contains(&t))
 }
@@ -430,8 +442,33 @@ fn expert_layout(c: &Cfg, m: &mut ModelSpec) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// A pasted `config.json` read with one parse: the model ([`from_config_json`]),
+/// its block dropout where it states one ([`config_dropout`]) and whether
+/// transformers runs it without SDPA ([`config_without_sdpa`]) — what the
+/// planner's import needs.
+pub struct Imported {
+    pub model: ModelSpec,
+    pub dropout: Option<bool>,
+    pub without_sdpa: bool,
+}
+
+/// Reads a `config.json` for the planner's import ([`Imported`]).
+pub fn import_config_json(text: &str, name: &str) -> Result<Imported, ConfigError> {
+    let config = parse_config(text)?;
+    Ok(Imported {
+        model: model_of(&config, name)?,
+        dropout: dropout_of(&config),
+        without_sdpa: without_sdpa_of(&config),
+    })
+}
+
 /// Parses a `config.json` into a [`ModelSpec`] named `name`.
 pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError> {
+    model_of(&parse_config(text)?, name)
+}
+
+/// The JSON object a `config.json` holds, or where it is not one.
+fn parse_config(text: &str) -> Result<Value, ConfigError> {
     let v: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
         line: e.line(),
         column: e.column(),
@@ -440,13 +477,16 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
     if !v.is_object() {
         return Err(ConfigError::NotObject);
     }
-    let outer = &v;
-    let outer_type = v
+    Ok(v)
+}
+
+fn model_of(outer: &Value, name: &str) -> Result<ModelSpec, ConfigError> {
+    let outer_type = outer
         .get("model_type")
         .and_then(Value::as_str)
         .unwrap_or("llama");
     // A multimodal wrapper: read its language model.
-    let (v, model_type) = match v.get("text_config").filter(|t| t.is_object()) {
+    let (v, model_type) = match outer.get("text_config").filter(|t| t.is_object()) {
         Some(text) => {
             let inner = text.get("model_type").and_then(Value::as_str).or_else(|| {
                 TEXT_CONFIG_TYPES
@@ -472,8 +512,8 @@ pub fn from_config_json(text: &str, name: &str) -> Result<ModelSpec, ConfigError
         // Qwen2-VL and Qwen2.5-VL as their hub repositories ship them: the
         // language model's keys at the top, beside `vision_config`.
         None => match TEXT_CONFIG_TYPES.iter().find(|(o, _)| *o == outer_type) {
-            Some((_, inner)) if outer.get("vision_config").is_some() => (&v, inner.to_string()),
-            _ => (&v, outer_type.to_string()),
+            Some((_, inner)) if outer.get("vision_config").is_some() => (outer, inner.to_string()),
+            _ => (outer, outer_type.to_string()),
         },
     };
     let c = Cfg {

@@ -4,7 +4,7 @@
 //! `cost_model::hf_config`; errors name the key).
 
 use crate::i18n::use_lang;
-use cost_model::model::ModelSpec;
+use cost_model::hf_config::Imported;
 use cost_model::Plan;
 use leptos::lazy;
 use leptos::prelude::*;
@@ -15,11 +15,8 @@ use leptos::prelude::*;
 /// families are fetched with the first paste, not with every page
 /// (docs/BENCHMARKS.md, "WASM bundle").
 #[lazy]
-fn import_config(text: String) -> Result<(ModelSpec, Option<bool>, bool), String> {
-    use cost_model::hf_config::{config_dropout, config_without_sdpa, from_config_json};
-    from_config_json(&text, "custom")
-        .map(|m| (m, config_dropout(&text), config_without_sdpa(&text)))
-        .map_err(|e| e.to_string())
+fn import_config(text: String) -> Result<Imported, String> {
+    cost_model::hf_config::import_config_json(&text, "custom").map_err(|e| e.to_string())
 }
 
 #[component]
@@ -42,7 +39,11 @@ pub fn ConfigPaste(plan: RwSignal<Plan>) -> impl IntoView {
                 return;
             }
             match read {
-                Ok((spec, dropout, without_sdpa)) => {
+                Ok(Imported {
+                    model: spec,
+                    dropout,
+                    without_sdpa,
+                }) => {
                     let lang = lang.get_untracked();
                     let b = |n: u64| format!("{:.3} B", n as f64 / 1e9);
                     let mut said = format!("{} {}", b(spec.params()), lang.t("parameters"));
