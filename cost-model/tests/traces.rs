@@ -3434,6 +3434,37 @@ fn nvidia_smi_process_rows_pasted_alone_are_read() {
         .map_or(true, |t| t.format != Format::NvidiaSmiTable));
 }
 
+/// An inference server's start-up memory profile (vLLM's and SGLang's log
+/// lines, as their sources format them) is refused as what it is, with the
+/// line it was seen on, not as a text without figures.
+#[test]
+fn an_inference_servers_memory_profile_is_refused_as_what_it_is() {
+    let logs = [
+        // vllm 0.6.6 `worker/worker.py` (one logger call, three lines).
+        ("INFO 01-10 10:00:00 worker.py:241] Memory profiling takes 5.32 seconds\n\
+          the current vLLM instance can use total_gpu_memory (79.22GiB) x gpu_memory_utilization (0.90) = 71.29GiB\n\
+          model weights take 14.99GiB; non_torch_memory takes 0.30GiB; PyTorch activation peak memory takes 1.21GiB; the rest of the memory reserved for KV Cache is 54.79GiB.\n", 2),
+        // vllm 0.6.6 `worker/model_runner.py`.
+        ("INFO 01-10 10:00:00 model_runner.py:1099] Loading model weights took 14.9888 GB\n", 1),
+        // vllm 0.10.1 `v1/worker/gpu_model_runner.py`, `gpu_worker.py`.
+        ("(VllmWorker rank=0 pid=123) INFO 08-20 10:00:00 [default_loader.py:262] Loading weights took 4.10 seconds\n\
+          (VllmWorker rank=0 pid=123) INFO 08-20 10:00:00 [gpu_model_runner.py:2007] Model loading took 14.9889 GiB and 5.182120 seconds\n\
+          (VllmWorker rank=0 pid=123) INFO 08-20 10:00:09 [gpu_worker.py:276] Available KV cache memory: 54.79 GiB\n", 2),
+        // sglang 0.4.6 `model_executor/model_runner.py`, `mem_cache/memory_pool.py`.
+        ("[2025-05-01 10:00:00 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.45 GB, mem usage=14.99 GB.\n\
+          [2025-05-01 10:00:01 TP0] KV Cache is allocated. #tokens: 413000, K size: 25.21 GB, V size: 25.21 GB\n", 1),
+    ];
+    for (log, line) in logs {
+        let e = trace::parse(log, &ParseOptions::default()).unwrap_err();
+        let why = e.to_string();
+        assert!(
+            why.contains("inference server") && why.contains("not a training run"),
+            "{why}"
+        );
+        assert!(why.contains(&format!("line {line}")), "{why}");
+    }
+}
+
 /// `nvidia-smi -L` names the GPUs and no memory: refused as what it is.
 #[test]
 fn nvidia_smi_gpu_list_is_refused_as_what_it_is() {

@@ -1423,6 +1423,36 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
                 .to_string(),
         ));
     }
+    // An inference server's start-up memory profile: vLLM's (`total_gpu_memory
+    // (79.22GiB) x gpu_memory_utilization (0.90) = 71.29GiB`, `model weights
+    // take 14.99GiB; … the rest of the memory reserved for KV Cache is
+    // 54.79GiB`, vllm 0.6.6 `worker/worker.py`; `Loading model weights took
+    // 14.9888 GB`, `worker/model_runner.py`; `Model loading took 14.9888 GiB
+    // and …`, `Available KV cache memory: 54.79 GiB`, vllm 0.10.1
+    // `v1/worker/gpu_model_runner.py`, `gpu_worker.py`) and SGLang's (`Load
+    // weight end. … mem usage=14.99 GB.`, `Capture cuda graph end. … mem
+    // usage=…`, sglang 0.4.6 `model_executor/model_runner.py`; `KV Cache is
+    // allocated. #tokens: …`, `mem_cache/memory_pool.py`) — what a serving
+    // engine set aside, not a training run's peak.
+    let inference = head.iter().position(|l| {
+        (l.contains("model weights take ") && l.contains("KV Cache"))
+            || l.contains("x gpu_memory_utilization (")
+            || l.contains("Loading model weights took ")
+            || l.contains("Model loading took ")
+            || l.contains("Available KV cache memory")
+            || l.contains("KV Cache is allocated")
+            || ((l.contains("Load weight end") || l.contains("Capture cuda graph end"))
+                && l.contains("mem usage="))
+    });
+    if let Some(i) = inference {
+        return Some(TraceError::at(
+            i as u64 + 1,
+            "this is an inference server's memory profile (vLLM or SGLang: model weights and \
+             the KV cache it reserves up to gpu_memory_utilization), not a training run's \
+             peak — upload what nvidia-smi, PyTorch or the training framework printed during \
+             training",
+        ));
+    }
     if let Some(tool) = estimator {
         return Some(TraceError::whole(format!(
             "this is the output of {tool}: a prediction from the parameter count, not a \
