@@ -3434,11 +3434,11 @@ fn nvidia_smi_process_rows_pasted_alone_are_read() {
         .map_or(true, |t| t.format != Format::NvidiaSmiTable));
 }
 
-/// An inference server's start-up memory profile (vLLM's and SGLang's log
-/// lines, as their sources format them) is refused as what it is, with the
+/// An inference engine's start-up memory profile (vLLM's, SGLang's and
+/// llama.cpp's log lines, as their sources format them) is refused as what it is, with the
 /// line it was seen on, not as a text without figures.
 #[test]
-fn an_inference_servers_memory_profile_is_refused_as_what_it_is() {
+fn an_inference_engines_memory_profile_is_refused_as_what_it_is() {
     let logs = [
         // vllm 0.6.6 `worker/worker.py` (one logger call, three lines).
         ("INFO 01-10 10:00:00 worker.py:241] Memory profiling takes 5.32 seconds\n\
@@ -3453,12 +3453,19 @@ fn an_inference_servers_memory_profile_is_refused_as_what_it_is() {
         // sglang 0.4.6 `model_executor/model_runner.py`, `mem_cache/memory_pool.py`.
         ("[2025-05-01 10:00:00 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.45 GB, mem usage=14.99 GB.\n\
           [2025-05-01 10:00:01 TP0] KV Cache is allocated. #tokens: 413000, K size: 25.21 GB, V size: 25.21 GB\n", 1),
+        // The llama.cpp llama-cpp-python 0.3.9 vendors (`llama-model.cpp`,
+        // `llama-kv-cache.cpp`), and its older `llm_load_tensors` line.
+        ("load_tensors: offloaded 33/33 layers to GPU\n\
+          load_tensors:        CUDA0 model buffer size =  4155.99 MiB\n\
+          llama_kv_cache_unified:      CUDA0 KV buffer size =  1024.00 MiB\n", 2),
+        ("llm_load_tensors: offloading 32 repeating layers to GPU\n\
+          llm_load_tensors:        CPU buffer size =   281.81 MiB\n", 2),
     ];
     for (log, line) in logs {
         let e = trace::parse(log, &ParseOptions::default()).unwrap_err();
         let why = e.to_string();
         assert!(
-            why.contains("inference server") && why.contains("not a training run"),
+            why.contains("inference engine") && why.contains("not a training run"),
             "{why}"
         );
         assert!(why.contains(&format!("line {line}")), "{why}");

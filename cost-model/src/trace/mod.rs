@@ -1423,7 +1423,7 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
                 .to_string(),
         ));
     }
-    // An inference server's start-up memory profile: vLLM's (`total_gpu_memory
+    // An inference engine's start-up memory profile: vLLM's (`total_gpu_memory
     // (79.22GiB) x gpu_memory_utilization (0.90) = 71.29GiB`, `model weights
     // take 14.99GiB; … the rest of the memory reserved for KV Cache is
     // 54.79GiB`, vllm 0.6.6 `worker/worker.py`; `Loading model weights took
@@ -1432,8 +1432,12 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
     // `v1/worker/gpu_model_runner.py`, `gpu_worker.py`) and SGLang's (`Load
     // weight end. … mem usage=14.99 GB.`, `Capture cuda graph end. … mem
     // usage=…`, sglang 0.4.6 `model_executor/model_runner.py`; `KV Cache is
-    // allocated. #tokens: …`, `mem_cache/memory_pool.py`) — what a serving
-    // engine set aside, not a training run's peak.
+    // allocated. #tokens: …`, `mem_cache/memory_pool.py`) and llama.cpp's
+    // (`load_tensors: CUDA0 model buffer size = … MiB`, `… KV buffer size =
+    // …`, `… compute buffer size = …`: the llama.cpp that llama-cpp-python
+    // 0.3.9 vendors, `src/llama-model.cpp`, `llama-kv-cache.cpp`,
+    // `llama-context.cpp`; `llm_load_tensors: CUDA0 buffer size = …` before
+    // it) — what a serving engine set aside, not a training run's peak.
     let inference = head.iter().position(|l| {
         (l.contains("model weights take ") && l.contains("KV Cache"))
             || l.contains("x gpu_memory_utilization (")
@@ -1443,13 +1447,16 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
             || l.contains("KV Cache is allocated")
             || ((l.contains("Load weight end") || l.contains("Capture cuda graph end"))
                 && l.contains("mem usage="))
+            || l.contains(" model buffer size = ")
+            || l.contains(" KV buffer size = ")
+            || l.contains(" compute buffer size = ")
+            || (l.contains("llm_load_tensors:") && l.contains(" buffer size = "))
     });
     if let Some(i) = inference {
         return Some(TraceError::at(
             i as u64 + 1,
-            "this is an inference server's memory profile (vLLM or SGLang: model weights and \
-             the KV cache it reserves up to gpu_memory_utilization), not a training run's \
-             peak — upload what nvidia-smi, PyTorch or the training framework printed during \
+            "this is an inference engine's memory profile (vLLM, SGLang or llama.cpp: the \
+             model's weights and the KV cache it sets aside), not a training run's peak — upload what nvidia-smi, PyTorch or the training framework printed during \
              training",
         ));
     }
