@@ -1456,8 +1456,8 @@ fn refusal_reason(head: &[String]) -> Option<TraceError> {
         return Some(TraceError::at(
             i as u64 + 1,
             "this is an inference engine's memory profile (vLLM, SGLang or llama.cpp: the \
-             model's weights and the KV cache it sets aside), not a training run's peak — upload what nvidia-smi, PyTorch or the training framework printed during \
-             training",
+             model's weights and the KV cache it sets aside), not a training run's peak — \
+             upload what nvidia-smi, PyTorch or the training framework printed during training",
         ));
     }
     if let Some(tool) = estimator {
