@@ -3435,8 +3435,8 @@ fn nvidia_smi_process_rows_pasted_alone_are_read() {
 }
 
 /// An inference engine's start-up memory profile (vLLM's, SGLang's and
-/// llama.cpp's log lines, as their sources format them) is refused as what it is, with the
-/// line it was seen on, not as a text without figures.
+/// llama.cpp's log lines, as their sources format them) is refused as what it
+/// is, with the line it was seen on, not as a text without figures.
 #[test]
 fn an_inference_engines_memory_profile_is_refused_as_what_it_is() {
     let logs = [

@@ -1380,7 +1380,9 @@ pub(crate) fn utf16_to_utf8(bytes: &[u8], little_endian: bool) -> Vec<u8> {
 
 /// What a text no reader recognised is, when its head says: a memory
 /// estimator's output (a prediction, not a measurement), torch.profiler's
-/// operator table (allocations per operator, not a peak), TensorFlow's OOM (a
+/// operator table (allocations per operator, not a peak), `nvidia-smi -L`'s
+/// list (names, no figures), an inference engine's memory profile (what a
+/// serving engine set aside, not a training peak), TensorFlow's OOM (a
 /// shape, no figures), prints of PyTorch's current counters (not their
 /// peaks), or a bare column of figures (`--query-gpu=memory.used
 /// --format=csv,noheader`: which counter it is cannot be told).
@@ -1582,8 +1584,6 @@ pub fn parse(text: &str, opts: &ParseOptions) -> Result<Trace, TraceError> {
     parse_reader(text.as_bytes(), opts)
 }
 
-/// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
-/// CR before LF is dropped.
 /// What a file that holds no text is, by its first bytes (each format's
 /// signature), and what to hand over instead: gzip (which the CLI and the
 /// upload API decompress before this reader), a screenshot, a PDF, an archive
@@ -1620,6 +1620,8 @@ fn not_a_log(head: &[u8]) -> Option<&'static str> {
     })
 }
 
+/// Reads a trace line by line in bounded memory. Invalid UTF-8 is replaced,
+/// CR before LF is dropped.
 pub fn parse_reader<R: BufRead>(mut r: R, opts: &ParseOptions) -> Result<Trace, TraceError> {
     // A UTF-16 file (byte-order mark FF FE / FE FF) is converted whole: such
     // files come from Windows shells and are small.
