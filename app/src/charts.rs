@@ -384,13 +384,14 @@ pub fn trace_svg(
             let slot = plot_w / n;
             let bar_w = (slot * 0.6).clamp(4.0, 60.0) as i32;
             // A pipelined plan's GPU is compared with its own stage's peak
-            // (the line is the worst stage's): a mark across its bar there.
+            // (the line is the worst stage's), an nn.DataParallel replica
+            // with the replicas': a mark across its bar there.
             let own: Vec<(u32, f64)> = report
                 .verdict
                 .iter()
                 .filter(|v| v.counter == "device_used" && predicted_mib.is_some())
                 .flat_map(|v| v.gpus.iter())
-                .filter(|v| v.stage.is_some())
+                .filter(|v| v.stage.is_some() || v.replica)
                 .filter_map(|v| Some((v.gpu?, v.predicted_mib)))
                 .collect();
             for (k, gp) in gpus.iter().enumerate() {

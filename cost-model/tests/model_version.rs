@@ -150,6 +150,10 @@ use cost_model::presets::presets;
 /// (Qwen2.5-VL-3B/7B/72B, LLaVA-1.5-7B: `ModelSpec::vision_params`, which
 /// every earlier plan holds at 0): without them the set still gave
 /// 0xcfbe_9511_2884_d691, and all 29 calibration reports were byte-identical.
+/// Version 53 (`nn.DataParallel`'s reduced gradients on GPU 0, its
+/// replicas' peak) added each preset under `nn.DataParallel` on four GPUs to
+/// the set, and the replicas' peak to what is hashed: no earlier plan of the
+/// set runs `nn.DataParallel`, and no calibration row does.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -202,6 +206,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (50, 0x63bd_6c9c_b107_6eb8),
     (51, 0xd34c_d3f4_a990_3409),
     (52, 0x7d34_db00_f7f9_6b81),
+    (53, 0x8701_8db0_c554_4198),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -242,6 +247,11 @@ fn eat_estimate(h: &mut Fnv, plan: &Plan) {
             }
             h.eat_u64(e.host_offload.get());
             h.eat_u64(e.nvme_offload.get());
+            if let Some(r) = e.replica_peak {
+                for c in [r.allocated, r.reserved, r.device_used] {
+                    h.eat_u64(c.get());
+                }
+            }
         }
         Err(err) => h.eat(err.to_string().as_bytes()),
     }
@@ -305,6 +315,9 @@ fn preset_plans() -> Vec<Plan> {
                 (Sharding::Zero3, 1, 1, 1, 1),
                 // Accumulating over 8 GPUs under FSDP (from version 12).
                 (Sharding::FsdpFull, 8, 1, 1, 4),
+                // `nn.DataParallel` on 4 GPUs: GPU 0 and the replicas (from
+                // version 53).
+                (Sharding::DataParallel, 4, 1, 1, 1),
             ] {
                 let mut p = Plan {
                     model: preset.spec(),

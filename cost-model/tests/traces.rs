@@ -1642,6 +1642,91 @@ mod findings_and_verdicts {
     }
 
     #[test]
+    fn data_parallels_gpu_0_and_its_replicas_are_each_compared_with_their_own_peak() {
+        use cost_model::plan::Sharding;
+        let plan = cost_model::query::decode_str(
+            "?model=llama-3.2-1b&gpu=a100-sxm4-80gb&gpus=4&shard=data-parallel&mb=1&seq=512&prec=amp-bf16&ckpt=full",
+        )
+        .unwrap();
+        assert_eq!(plan.parallel.sharding, Sharding::DataParallel);
+        let est = cost_model::estimate(&plan).unwrap();
+        let mib = |b: cost_model::Bytes| b.as_f64() / 1048576.0;
+        let gpu0 = mib(est.peak.device_used);
+        let replica = mib(est
+            .replica_peak
+            .expect("replicas under nn.DataParallel")
+            .device_used);
+        // A replica holds no optimizer states, gathered outputs or reduced
+        // gradients: far below GPU 0 on an AdamW full fine-tune.
+        assert!(replica < 0.8 * gpu0, "{replica} vs {gpu0}");
+        // GPU 0's reduce-add holds the gradients twice at the end of
+        // backward, which is the peak of this small checkpointed step.
+        assert_eq!(est.peak_phase, cost_model::estimate::Phase::Backward);
+        let grads = est.trainable_params as f64 * 4.0;
+        assert_eq!(est.peak_breakdown.comm_buffers.as_f64(), grads);
+        assert_eq!(est.peak_breakdown.gradients.as_f64(), grads);
+        let mut ddp = plan.clone();
+        ddp.parallel.sharding = Sharding::Ddp;
+        assert!(cost_model::estimate(&ddp).unwrap().replica_peak.is_none());
+        // Three times when `.grad` holds the earlier micro-batches' already.
+        let mut accumulating = plan.clone();
+        accumulating.training.grad_accum = 4;
+        let acc = cost_model::estimate(&accumulating).unwrap();
+        assert_eq!(acc.peak_phase, cost_model::estimate::Phase::Backward);
+        assert_eq!(acc.peak_breakdown.comm_buffers.as_f64(), 2.0 * grads);
+        assert_eq!(acc.replica_peak, est.replica_peak);
+        // A log on GPUs 2–5 (CUDA_VISIBLE_DEVICES): its first busy GPU is
+        // GPU 0 of the run, the others replicas; GPUs 0, 1 idle.
+        let rows = [
+            (0, 600.0),
+            (1, 600.0),
+            (2, gpu0),
+            (3, replica),
+            (4, replica * 1.02),
+            (5, replica * 0.99),
+        ];
+        let t = trace::parse(&csv(rows.into_iter()), &ParseOptions::default()).unwrap();
+        let r = findings::report(&t, Some(&plan));
+        let v = r.verdict.expect("a verdict");
+        assert_eq!(v.overall, Status::Matches, "{}", v.summary);
+        assert_eq!(v.skipped_gpus, vec![0, 1]);
+        let replicas: Vec<_> = v.gpus.iter().filter(|g| g.replica).map(|g| g.gpu).collect();
+        assert_eq!(replicas, vec![Some(3), Some(4), Some(5)]);
+        assert!(
+            v.summary.contains("replicas against theirs"),
+            "{}",
+            v.summary
+        );
+        assert!(
+            r.findings.iter().all(|f| f.kind != "imbalance"),
+            "{:?}",
+            r.findings
+        );
+        // Judged as one model (no replicas), the replicas are over-estimated
+        // and GPU 0 stands out.
+        let mut one = plan.clone();
+        one.parallel.sharding = Sharding::Ddp;
+        let r = findings::report(&t, Some(&one));
+        let v = r.verdict.unwrap();
+        assert!(v.gpus.iter().all(|g| !g.replica));
+        assert!(
+            r.findings.iter().any(|f| f.kind == "imbalance"),
+            "{:?}",
+            r.findings
+        );
+        // A replica that holds far more than predicted is named as one.
+        let rows = [(0, gpu0), (1, replica * 1.5), (2, replica)];
+        let t = trace::parse(&csv(rows.into_iter()), &ParseOptions::default()).unwrap();
+        let v = findings::report(&t, Some(&plan)).verdict.unwrap();
+        assert_eq!(v.overall, Status::UnderEstimated);
+        assert!(
+            v.summary.contains("GPU 1 (an nn.DataParallel replica)"),
+            "{}",
+            v.summary
+        );
+    }
+
+    #[test]
     fn per_process_figures_alone_are_compared_per_gpu() {
         let plan = cost_model::Plan::default();
         let est = cost_model::estimate(&plan).unwrap();

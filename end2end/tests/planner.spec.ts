@@ -586,6 +586,20 @@ test("DDP bucket views: the checkbox and the URL key agree, and a step-bound pea
   await expect.poll(used).toBeLessThan(copies - 10);
 });
 
+test("nn.DataParallel: the verdict is GPU 0's and names the replicas' peak, with or without JavaScript", async ({ page }, info) => {
+  // Llama-3.2-1B amp-bf16 on 4 GPUs, checkpointed: under ZeRO-2 no replicas.
+  const plan = "/?model=llama-3.2-1b&gpus=4&mb=1&seq=512&ckpt=full&prec=amp-bf16";
+  await page.goto(plan);
+  await expect(page.getByTestId("replica-peak")).toHaveCount(0);
+  await chooseOption(page, info, plan, "shard", "data-parallel");
+  const line = page.getByTestId("replica-peak");
+  await expect(line).toContainText(/nn\.DataParallel's replicas\): [\d.]+ GiB device_used/);
+  await expect(page.locator(".verdict .figure")).toContainText("GPU 0 (nn.DataParallel's output device)");
+  // GPU 0 holds the optimizer states and the reduced gradients; a replica neither.
+  const replica = parseFloat(((await line.textContent()) ?? "").match(/([\d.]+) GiB device_used/)?.[1] ?? "NaN");
+  expect(replica).toBeLessThan(0.8 * (await deviceUsedGiB(page)));
+});
+
 test("QLoRA under PEFT: prepare_model_for_kbit_training is on by the framework, and turning it off travels in the URL", async ({ page }, info) => {
   const base =
     "/?model=llama-3.1-8b&gpu=h200-sxm-141gb&gpus=1&shard=none&fw=peft&prec=amp-bf16&mb=1&seq=2048&ft=qlora&targets=all-linear&rank=16&bits=4";

@@ -45,6 +45,8 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                         let pct = 100.0 * (est.capacity.as_f64() - used.as_f64()) / cap;
                         let stage = if est.stages.len() > 1 {
                             format!("{} {} / {}", l.t("pipeline stage"), est.worst_stage + 1, est.stages.len())
+                        } else if est.replica_peak.is_some() {
+                            l.t("GPU 0 (nn.DataParallel's output device)").to_string()
                         } else {
                             l.t("every GPU").to_string()
                         };
@@ -80,6 +82,21 @@ pub fn Verdict(estimate: Memo<Result<Estimate, PlanError>>) -> impl IntoView {
                                     gib(est.peak.reserved)
                                 )}
                             </p>
+                            {est
+                                .replica_peak
+                                .map(|r| {
+                                    view! {
+                                        <p class="band" data-testid="replica-peak">
+                                            {format!(
+                                                "{} {} device_used · {} {}",
+                                                l.t("The other GPUs (nn.DataParallel's replicas):"),
+                                                gib(r.device_used),
+                                                l.t("reserved"),
+                                                gib(r.reserved),
+                                            )}
+                                        </p>
+                                    }
+                                })}
                             {(est.host_offload.get() > 0 || est.nvme_offload.get() > 0)
                                 .then(|| {
                                     view! {

@@ -67,8 +67,8 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
     });
     let gpus = report.gpus.clone();
     // Per-GPU verdicts (device-level traces), by GPU index.
-    // A pipelined plan's GPU is compared with its own stage's peak, which the
-    // cell names.
+    // A pipelined plan's GPU is compared with its own stage's peak, and an
+    // nn.DataParallel replica with the replicas', which the cell names.
     let l = lang.get_untracked();
     let per_gpu: Vec<(u32, String)> = report
         .verdict
@@ -77,10 +77,13 @@ pub fn ReportView(report: VerifyReport, capacity_mib: f64) -> impl IntoView {
         .flat_map(|v| v.gpus.iter())
         .filter_map(|g| {
             let status = l.t(g.status.id());
-            let stage = g
-                .stage
-                .map(|s| format!("{} {s}: ", l.t("stage")))
-                .unwrap_or_default();
+            let stage = if g.replica {
+                format!("{}: ", l.t("replica"))
+            } else {
+                g.stage
+                    .map(|s| format!("{} {s}: ", l.t("stage")))
+                    .unwrap_or_default()
+            };
             g.gpu.map(|i| {
                 (
                     i,

@@ -300,7 +300,10 @@ mod states;
 /// 52 reads torchtitan's release ([`crate::plan::TorchtitanRelease`]): the
 /// current one's fused qkv in the per-op matmul count and its MoE router's
 /// fp32 input copy; up to 0.2.1 grouped k and v repeated for SDPA.
-pub const MODEL_VERSION: u32 = 52;
+/// 53 holds `nn.DataParallel`'s reduced gradients on GPU 0 at the end of
+/// backward (`Ctx::data_parallel_reduced_grads`) and gives the replicas'
+/// peak ([`Estimate::replica_peak`]).
+pub const MODEL_VERSION: u32 = 53;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -931,6 +934,12 @@ pub struct Estimate {
     /// ([`crate::plan::UPCAST_CAVEAT`]). The figures are the plan's as stated.
     #[serde(default, skip_serializing_if = "crate::plan::is_false")]
     pub framework_upcasts: bool,
+    /// Under `nn.DataParallel` on more than one GPU, the peak counters of the
+    /// other GPUs (the replicas): the figures above are GPU 0's, which holds
+    /// the optimizer states, the gathered outputs and the reduced gradients
+    /// (`data_parallel_replica_peak`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_peak: Option<Counters>,
 }
 
 /// `in × in` matrices a BOFT layer keeps per forward in the activation dtype:
@@ -1180,7 +1189,52 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
         host_offload,
         nvme_offload,
         framework_upcasts: plan.framework_upcasts_trainable(),
+        replica_peak: data_parallel_replica_peak(plan),
         stages,
+    })
+}
+
+/// The peak counters of `nn.DataParallel`'s other GPUs (`None` for any other
+/// runtime, or one GPU). Each forward broadcasts the parameters to them
+/// (`replicate`, torch 2.5 `nn/parallel/replicate.py`), runs its share of
+/// the batch there, and gathers the outputs on GPU 0; their gradients are
+/// summed onto GPU 0 at the end of backward (`ReduceAddCoalesced`,
+/// [`Ctx::data_parallel_reduced_grads`]), and once the step's graph is freed
+/// the copies go with it. So a replica holds the model's weights, its share's
+/// activations and loss, and its gradients until they are reduced — never
+/// optimizer states, gathered outputs or a gradient kept across
+/// micro-batches, and nothing at loading or in the optimizer's step: the
+/// plan on one GPU without those, over its forward and backward. With the
+/// Trainer each replica computes its share's loss inside the model's forward
+/// (labels passed); a loop that computes the loss on the gathered logits on
+/// GPU 0 leaves the replicas only their logits, so this is their most.
+fn data_parallel_replica_peak(plan: &Plan) -> Option<Counters> {
+    let p = &plan.parallel;
+    if p.sharding != Sharding::DataParallel || p.num_gpus < 2 || p.pp > 1 {
+        return None;
+    }
+    let mut r = plan.clone();
+    r.parallel.sharding = Sharding::None;
+    r.parallel.num_gpus = 1;
+    r.parallel.gpus_per_node = 1;
+    r.parallel.offload = Default::default();
+    r.training.optimizer = Optimizer::Sgd;
+    r.training.optimizer_in_backward = false;
+    r.training.grad_accum = 1;
+    r.training.zero_grad_set_to_none = true;
+    let est = estimate(&r).ok()?;
+    let stage = est.stages.first()?;
+    let running = || {
+        stage
+            .phases
+            .iter()
+            .filter(|ph| matches!(ph.phase, Phase::Forward | Phase::Backward))
+            .map(|ph| ph.counters)
+    };
+    Some(Counters {
+        allocated: running().map(|c| c.allocated).max()?,
+        reserved: running().map(|c| c.reserved).max()?,
+        device_used: running().map(|c| c.device_used).max()?,
     })
 }
 

@@ -155,6 +155,31 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `nn.DataParallel`'s gradient reduction onto GPU 0, at the end of
+    /// backward. Each forward replicates the module with `Broadcast`, whose
+    /// outputs on GPU 0 are aliases of the parameters (torch 2.5
+    /// `nn/parallel/replicate.py`, `_functions.py`), so every replica's
+    /// gradients — GPU 0's own too — wait in autograd's buffer for
+    /// `Broadcast.backward`, which runs once all replicas are done and calls
+    /// `ReduceAddCoalesced`: `comm.reduce_add_coalesced` sums each 10 MB chunk
+    /// into a new tensor on GPU 0 (`flat_result = reduce_add(…)`,
+    /// `nn/parallel/comm.py`) while GPU 0's own gradients are still held, and
+    /// only then do those results reach `.grad`. So GPU 0 holds its gradients
+    /// twice at that point, and three times when `.grad` already holds the
+    /// earlier micro-batches' (`kept`: accumulation, or `zero_grad` zeroing
+    /// instead of freeing), the new sum added into it afterwards. `g` is the
+    /// stage's gradients ([`Self::gradients`]).
+    pub(super) fn data_parallel_reduced_grads(&self, g: f64, kept: bool) -> f64 {
+        let p = &self.plan.parallel;
+        if p.sharding != Sharding::DataParallel || p.num_gpus < 2 {
+            return 0.0;
+        }
+        if kept {
+            2.0 * g
+        } else {
+            g
+        }
+    }
     /// Whether the parameter-sharding runtime gathers its units into buffers
     /// of their own: across ranks, from the CPU when parameters are
     /// offloaded, and on a single rank under FSDP2, which keeps sharding

@@ -253,7 +253,9 @@ impl<'a> Ctx<'a> {
         // weight copies autograd saved), the LM head's backward (the loss's
         // tensors freed, the logits' gradient and the head's weight gradient
         // made), the last block's backward (one block's working set instead)
-        // or its end (all gradients, the last block's working set). Measured on
+        // or its end (all gradients, the last block's working set, and under
+        // `nn.DataParallel` GPU 0's reduced copy of them,
+        // [`Self::data_parallel_reduced_grads`]). Measured on
         // the H200: the peak of step one sat exactly at the loss backward's two
         // fp32 gradients, with no block's working set on top.
         let (head_g_opt_bwd, head_g_blocks) = self.optim_in_bwd_head_grads(s);
@@ -314,7 +316,7 @@ impl<'a> Ctx<'a> {
                 o,
                 act: self.layer_input_bytes(),
                 lg: lg.blocks,
-                comm: comm_b,
+                comm: comm_b + self.data_parallel_reduced_grads(g, kept),
                 tmp: working + dq_block,
                 lg_idle: z,
             },

@@ -332,6 +332,12 @@ pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
     // peak in the verdict.
     let pipelined = plan.and_then(RankLayout::of).is_some();
     let busy = busy_gpus(t);
+    // Nor GPU 0 above the rest under a plan that runs `nn.DataParallel`:
+    // the verdict compares it and the replicas each with their own peak.
+    let data_parallel = plan.is_some_and(|p| {
+        p.parallel.sharding == crate::plan::Sharding::DataParallel && p.parallel.num_gpus > 1
+    });
+    let output = busy.iter().map(|b| b.0).min();
     if busy.len() >= 2 && !pipelined {
         let mut v: Vec<f64> = busy.iter().map(|b| b.1).collect();
         v.sort_by(f64::total_cmp);
@@ -339,7 +345,8 @@ pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
         let others_median = v[(v.len() - 1) / 2];
         if let Some(&(gpu, top)) = busy.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
             let m = if top == median { others_median } else { median };
-            if top > m * IMBALANCE_FACTOR && top - m > IMBALANCE_MIN_MIB {
+            let expected = data_parallel && Some(gpu) == output;
+            if top > m * IMBALANCE_FACTOR && top - m > IMBALANCE_MIN_MIB && !expected {
                 out.push(Finding {
                     kind: "imbalance".into(),
                     gpu: Some(gpu),
@@ -499,6 +506,11 @@ pub struct GpuVerdict {
     /// is then that stage's peak, not the worst stage's.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stage: Option<u32>,
+    /// One of `nn.DataParallel`'s replicas, where the plan runs it: a GPU of
+    /// the log other than its first busy one (GPU 0, the output device),
+    /// compared with the replicas' peak ([`Estimate::replica_peak`]).
+    #[serde(skip_serializing_if = "crate::plan::is_false", default)]
+    pub replica: bool,
     pub measured_mib: f64,
     pub predicted_mib: f64,
     pub status: Status,
@@ -528,6 +540,7 @@ impl GpuVerdict {
     /// "the run" where the log names none.
     pub fn place(&self) -> String {
         match (self.gpu, self.stage) {
+            (Some(g), _) if self.replica => format!("GPU {g} (an nn.DataParallel replica)"),
             (Some(g), Some(st)) => format!("GPU {g} (pipeline stage {st})"),
             (Some(g), None) => format!("GPU {g}"),
             _ => "the run".into(),
@@ -546,6 +559,7 @@ fn judge(gpu: Option<u32>, measured: f64, predicted: f64, low: f64, high: f64) -
     GpuVerdict {
         gpu,
         stage: None,
+        replica: false,
         measured_mib: measured,
         predicted_mib: predicted,
         status,
@@ -639,98 +653,128 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
             }
         }
     };
+    // Under `nn.DataParallel` (the estimate has the replicas' peak), a GPU
+    // other than `output` — GPU 0, the log's first busy GPU — against the
+    // replicas' peak; `None` for GPU 0 and any other plan.
+    let as_replica =
+        |index: u32, output: Option<u32>, measured: f64, counter: fn(&Counters) -> Bytes| {
+            let r = est.replica_peak.as_ref()?;
+            (Some(index) != output).then(|| {
+                let p = counter(r).as_f64() / MIB;
+                let (low, high) = band(p);
+                GpuVerdict {
+                    replica: true,
+                    ..judge(Some(index), measured, p, low, high)
+                }
+            })
+        };
     let device_used: fn(&Counters) -> Bytes = |c| c.device_used;
     let reserved: fn(&Counters) -> Bytes = |c| c.reserved;
-    let (counter, basis, predicted, mut gpus, skipped) =
-        if t.format.is_device_level() && t.gpus.iter().any(|g| g.peak_used_mib.is_some()) {
-            let predicted = est.peak.device_used.as_f64() / MIB;
-            let mut gpus = Vec::new();
-            let mut skipped = Vec::new();
-            let is_idle = |g: &super::GpuTrace| match (g.peak_used_mib, g.total_mib) {
-                (Some(m), Some(c)) => m < IDLE_SHARE * c,
-                _ => false,
-            };
-            // Idle GPUs beside busy ones are not part of the run; if all are idle, compare all.
-            let any_busy = t.gpus.iter().any(|g| g.mig.is_none() && !is_idle(g));
-            for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
-                let Some(m) = g.peak_used_mib else { continue };
-                let idle = any_busy && is_idle(g);
-                if idle {
-                    skipped.push(g.index);
-                    continue;
-                }
-                gpus.push(judge_at(Some(g.index), false, m, predicted, device_used));
-            }
-            ("device_used", "", predicted, gpus, skipped)
-        } else if let Some(a) = &t.allocator {
-            if let Some(r) = a.peak_reserved_mib {
-                let predicted = est.peak.reserved.as_f64() / MIB;
-                let (low, high) = band(predicted);
-                let mut gpus = vec![];
-                for rk in &a.ranks {
-                    if let Some(m) = rk.peak_reserved_mib {
-                        gpus.push(judge_at(Some(rk.rank), true, m, predicted, reserved));
-                    }
-                }
-                // No rank printed its own reserved peak: the log's.
-                if gpus.is_empty() {
-                    gpus.push(judge(None, r, predicted, low, high));
-                }
-                ("reserved", "", predicted, gpus, vec![])
-            } else if let Some(al) = a.peak_allocated_mib {
-                let predicted = est.peak.allocated.as_f64() / MIB;
-                let (low, high) = band(predicted);
-                (
-                    "allocated",
-                    "",
-                    predicted,
-                    vec![judge(None, al, predicted, low, high)],
-                    vec![],
-                )
-            } else {
-                return None;
-            }
-        } else if t.oom.is_empty() && t.processes.iter().any(|p| p.used_mib.is_some()) {
-            // Per-process figures only (`--query-compute-apps`, a processes
-            // table without its GPU rows): what the processes on a GPU hold is
-            // what nvidia-smi counts as used there, less the driver's few MiB.
-            // A process on a GPU the log does not name is compared alone.
-            let predicted = est.peak.device_used.as_f64() / MIB;
-            let (low, high) = band(predicted);
-            let mut per_gpu: Vec<(u32, f64)> = Vec::new();
-            let mut gpus = Vec::new();
-            let largest_unplaced = t
-                .processes
+    let (counter, basis, predicted, mut gpus, skipped) = if t.format.is_device_level()
+        && t.gpus.iter().any(|g| g.peak_used_mib.is_some())
+    {
+        let predicted = est.peak.device_used.as_f64() / MIB;
+        let mut gpus = Vec::new();
+        let mut skipped = Vec::new();
+        let is_idle = |g: &super::GpuTrace| match (g.peak_used_mib, g.total_mib) {
+            (Some(m), Some(c)) => m < IDLE_SHARE * c,
+            _ => false,
+        };
+        // Idle GPUs beside busy ones are not part of the run; if all are idle, compare all.
+        let any_busy = t.gpus.iter().any(|g| g.mig.is_none() && !is_idle(g));
+        let compared = || {
+            t.gpus
                 .iter()
-                .filter(|p| p.gpu.is_none())
-                .filter_map(|p| p.used_mib)
-                .fold(0.0, f64::max);
-            for p in &t.processes {
-                let Some(m) = p.used_mib else { continue };
-                match p.gpu {
-                    Some(g) => match per_gpu.iter_mut().find(|(i, _)| *i == g) {
-                        Some((_, sum)) => *sum += m,
-                        None => per_gpu.push((g, m)),
-                    },
-                    None if m >= RUN_PROCESS_SHARE * largest_unplaced => {
-                        gpus.push(judge(None, m, predicted, low, high))
-                    }
-                    None => {}
+                .filter(|g| g.mig.is_none() && g.peak_used_mib.is_some())
+                .filter(move |g| !(any_busy && is_idle(g)))
+        };
+        let output = compared().map(|g| g.index).min();
+        for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
+            let Some(m) = g.peak_used_mib else { continue };
+            let idle = any_busy && is_idle(g);
+            if idle {
+                skipped.push(g.index);
+                continue;
+            }
+            gpus.push(
+                as_replica(g.index, output, m, device_used)
+                    .unwrap_or_else(|| judge_at(Some(g.index), false, m, predicted, device_used)),
+            );
+        }
+        ("device_used", "", predicted, gpus, skipped)
+    } else if let Some(a) = &t.allocator {
+        if let Some(r) = a.peak_reserved_mib {
+            let predicted = est.peak.reserved.as_f64() / MIB;
+            let (low, high) = band(predicted);
+            let mut gpus = vec![];
+            for rk in &a.ranks {
+                if let Some(m) = rk.peak_reserved_mib {
+                    gpus.push(judge_at(Some(rk.rank), true, m, predicted, reserved));
                 }
             }
-            for (g, m) in per_gpu {
-                gpus.push(judge_at(Some(g), false, m, predicted, device_used));
+            // No rank printed its own reserved peak: the log's.
+            if gpus.is_empty() {
+                gpus.push(judge(None, r, predicted, low, high));
             }
+            ("reserved", "", predicted, gpus, vec![])
+        } else if let Some(al) = a.peak_allocated_mib {
+            let predicted = est.peak.allocated.as_f64() / MIB;
+            let (low, high) = band(predicted);
             (
-                "device_used",
-                " (summed over each GPU's processes)",
+                "allocated",
+                "",
                 predicted,
-                gpus,
+                vec![judge(None, al, predicted, low, high)],
                 vec![],
             )
         } else {
             return None;
-        };
+        }
+    } else if t.oom.is_empty() && t.processes.iter().any(|p| p.used_mib.is_some()) {
+        // Per-process figures only (`--query-compute-apps`, a processes
+        // table without its GPU rows): what the processes on a GPU hold is
+        // what nvidia-smi counts as used there, less the driver's few MiB.
+        // A process on a GPU the log does not name is compared alone.
+        let predicted = est.peak.device_used.as_f64() / MIB;
+        let (low, high) = band(predicted);
+        let mut per_gpu: Vec<(u32, f64)> = Vec::new();
+        let mut gpus = Vec::new();
+        let largest_unplaced = t
+            .processes
+            .iter()
+            .filter(|p| p.gpu.is_none())
+            .filter_map(|p| p.used_mib)
+            .fold(0.0, f64::max);
+        for p in &t.processes {
+            let Some(m) = p.used_mib else { continue };
+            match p.gpu {
+                Some(g) => match per_gpu.iter_mut().find(|(i, _)| *i == g) {
+                    Some((_, sum)) => *sum += m,
+                    None => per_gpu.push((g, m)),
+                },
+                None if m >= RUN_PROCESS_SHARE * largest_unplaced => {
+                    gpus.push(judge(None, m, predicted, low, high))
+                }
+                None => {}
+            }
+        }
+        let output = per_gpu.iter().map(|(g, _)| *g).min();
+        for (g, m) in per_gpu {
+            gpus.push(
+                as_replica(g, output, m, device_used)
+                    .unwrap_or_else(|| judge_at(Some(g), false, m, predicted, device_used)),
+            );
+        }
+        (
+            "device_used",
+            " (summed over each GPU's processes)",
+            predicted,
+            gpus,
+            vec![],
+        )
+    } else {
+        return None;
+    };
     if gpus.is_empty() {
         return None;
     }
@@ -748,9 +792,14 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
         .cloned();
     let (low, high) = band(predicted);
     let by_stage = gpus.iter().any(|g| g.stage.is_some());
+    let replicas = gpus.iter().any(|g| g.replica);
     let summary = match (overall, worst) {
         (Status::Matches, _) if by_stage => format!(
             "measured {counter}{basis} within its pipeline stage's predicted band on every GPU compared"
+        ),
+        (Status::Matches, _) if replicas => format!(
+            "measured {counter}{basis} within the predicted band on every GPU compared \
+             (GPU 0 against its peak, nn.DataParallel's replicas against theirs)"
         ),
         (Status::Matches, _) => format!(
             "measured {counter}{basis} within the predicted band {}–{} on every GPU compared",
