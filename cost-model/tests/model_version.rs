@@ -154,6 +154,8 @@ use cost_model::presets::presets;
 /// replicas' peak) added each preset under `nn.DataParallel` on four GPUs to
 /// the set, and the replicas' peak to what is hashed: no earlier plan of the
 /// set runs `nn.DataParallel`, and no calibration row does.
+/// Version 54: under the Trainer each `nn.DataParallel` replica computes
+/// its share's loss, and GPU 0 gathers the logits alone.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -207,6 +209,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (51, 0xd34c_d3f4_a990_3409),
     (52, 0x7d34_db00_f7f9_6b81),
     (53, 0x8701_8db0_c554_4198),
+    (54, 0x464b_c19f_e885_6eb4),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

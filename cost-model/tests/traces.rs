@@ -1675,6 +1675,31 @@ mod findings_and_verdicts {
         assert_eq!(acc.peak_phase, cost_model::estimate::Phase::Backward);
         assert_eq!(acc.peak_breakdown.comm_buffers.as_f64(), 2.0 * grads);
         assert_eq!(acc.replica_peak, est.replica_peak);
+        // Under the Trainer each replica computes its own share's loss, and
+        // GPU 0 gathers every replica's 16-bit logits at the forward's end:
+        // 2 bytes a logit for each more GPU. A plain loop computes the loss
+        // over all of them on GPU 0: its loss's tensors grow with the GPUs.
+        let logits = |q: &str| {
+            let e = cost_model::estimate(&cost_model::query::decode_str(q).unwrap()).unwrap();
+            let fwd = e.stages[0].phases.iter();
+            let fwd = fwd.filter(|p| p.phase == cost_model::estimate::Phase::Forward);
+            fwd.map(|p| p.breakdown.logits.as_f64()).sum::<f64>()
+        };
+        let q = |fw: &str, n: u32| {
+            format!("?model=llama-3.1-8b&fw={fw}&gpus={n}&shard=data-parallel&mb=1&seq=4096&prec=amp-bf16&ckpt=full")
+        };
+        let per_logit =
+            |fw: &str| (logits(&q(fw, 8)) - logits(&q(fw, 4))) / (4.0 * 4096.0 * 128256.0);
+        assert!(
+            (per_logit("hf-trainer") - 2.0).abs() < 1e-9,
+            "{}",
+            per_logit("hf-trainer")
+        );
+        assert!(
+            per_logit("plain-pytorch") > 8.0,
+            "{}",
+            per_logit("plain-pytorch")
+        );
         // A log on GPUs 2–5 (CUDA_VISIBLE_DEVICES): its first busy GPU is
         // GPU 0 of the run, the others replicas; GPUs 0, 1 idle.
         let rows = [

@@ -5,14 +5,47 @@ use super::*;
 impl<'a> Ctx<'a> {
     /// Positions the LM head and the loss see on the last stage: an
     /// encoder–decoder's head reads the decoder's positions, and
-    /// `nn.DataParallel` gathers every replica's output on GPU 0.
+    /// `nn.DataParallel` gathers every replica's output on GPU 0, where a
+    /// loop computes the loss over them all — unless each replica computes
+    /// its own share's ([`Self::replicas_compute_loss`]).
     pub(super) fn logit_positions(&self) -> f64 {
         let tokens = self.b * self.decoder_s();
-        if self.plan.parallel.sharding == Sharding::DataParallel {
+        if self.plan.parallel.sharding == Sharding::DataParallel && !self.replicas_compute_loss() {
             tokens * self.plan.parallel.num_gpus as f64
         } else {
             tokens
         }
+    }
+
+    /// Under `nn.DataParallel`, each replica computes its own share's loss:
+    /// the Trainer (and the tools on it) passes the labels into the model's
+    /// `forward`, so a transformers model's standard loss runs on every
+    /// replica (`compute_loss`: `outputs = model(**inputs)`, then
+    /// `loss.mean()` over the replicas' losses when `n_gpu > 1`; transformers
+    /// `Trainer._wrap_model` wraps in `nn.DataParallel` when `n_gpu > 1`).
+    /// GPU 0 then gathers the replicas' outputs — the loss and the logits —
+    /// ([`Self::data_parallel_gathered_logits`]), not their loss's tensors.
+    /// A preference trainer computes its loss from the gathered logits, as a
+    /// hand-written loop does.
+    pub(super) fn replicas_compute_loss(&self) -> bool {
+        self.plan.parallel.sharding == Sharding::DataParallel
+            && self.plan.framework.trains_through_trainer()
+            && self.plan.training.objective == Objective::Sft
+            && self.plan.training.loss == Loss::Standard
+    }
+
+    /// The logits `nn.DataParallel` gathers on GPU 0 when the replicas
+    /// computed their own loss ([`Self::replicas_compute_loss`]): every
+    /// replica's, in the dtype the model returns them (`Gather` →
+    /// `comm.gather`, a new tensor on the output device: torch 2.5
+    /// `nn/parallel/_functions.py`), alive from the end of the forward until
+    /// `compute_loss` returns the loss alone, before backward.
+    pub(super) fn data_parallel_gathered_logits(&self) -> f64 {
+        let n = self.plan.parallel.num_gpus;
+        if !self.replicas_compute_loss() || n < 2 || self.m.head != ModelHead::Lm {
+            return 0.0;
+        }
+        n as f64 * self.logit_positions() * self.m.vocab as f64 / self.tv * self.held_logit_bytes()
     }
 
     /// One logits-sized tensor of the loss on this rank (vocab-parallel over
@@ -281,8 +314,22 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        // Under `nn.DataParallel` with the loss on the replicas, GPU 0's
+        // gather after its loss returned: the upcast copy dropped, every
+        // replica's logits beside what its own loss saved.
+        let gathered = self.data_parallel_gathered_logits();
+        let fwd = if gathered > 0.0 {
+            let copy = if compiled_loss || self.half_to_float_loss() || self.loss_bytes() < FP32 {
+                0.0
+            } else {
+                self.loss_bytes()
+            };
+            (fwd * logits).max((fwd - copy) * logits + gathered)
+        } else {
+            fwd * logits
+        };
         LogitsBytes {
-            forward: final_norm + fwd * logits + fused_chunk + tiled_fwd + entropy_chunk,
+            forward: final_norm + fwd + fused_chunk + tiled_fwd + entropy_chunk,
             loss_backward: final_norm + bwd * logits + fused_chunk + tiled_loss_bwd,
             head_backward: final_norm + head * logits + fused_chunk + tiled_head_bwd,
             norm_backward: self.final_norm_backward(tokens) + blocks,

@@ -302,8 +302,10 @@ mod states;
 /// fp32 input copy; up to 0.2.1 grouped k and v repeated for SDPA.
 /// 53 holds `nn.DataParallel`'s reduced gradients on GPU 0 at the end of
 /// backward (`Ctx::data_parallel_reduced_grads`) and gives the replicas'
-/// peak ([`Estimate::replica_peak`]).
-pub const MODEL_VERSION: u32 = 53;
+/// peak ([`Estimate::replica_peak`]). 54: under the Trainer each replica
+/// computes its share's loss and GPU 0 gathers the logits alone
+/// (`Ctx::replicas_compute_loss`), where a loop's loss runs over them all.
+pub const MODEL_VERSION: u32 = 54;
 
 // ---------------------------------------------------------------------------
 // Coefficients

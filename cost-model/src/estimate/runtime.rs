@@ -180,6 +180,7 @@ impl<'a> Ctx<'a> {
             g
         }
     }
+
     /// Whether the parameter-sharding runtime gathers its units into buffers
     /// of their own: across ranks, from the CPU when parameters are
     /// offloaded, and on a single rank under FSDP2, which keeps sharding
