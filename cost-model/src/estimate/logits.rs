@@ -20,13 +20,15 @@ impl<'a> Ctx<'a> {
     /// Under `nn.DataParallel`, each replica computes its own share's loss:
     /// the Trainer (and the tools on it) passes the labels into the model's
     /// `forward`, so a transformers model's standard loss runs on every
-    /// replica (`compute_loss`: `outputs = model(**inputs)`, then
-    /// `loss.mean()` over the replicas' losses when `n_gpu > 1`; transformers
-    /// `Trainer._wrap_model` wraps in `nn.DataParallel` when `n_gpu > 1`).
-    /// GPU 0 then gathers the replicas' outputs — the loss and the logits —
+    /// replica (`compute_loss`: `outputs = model(**inputs)`; `training_step`:
+    /// `loss.mean()` over the replicas' losses when `n_gpu > 1`;
+    /// `_wrap_model` wraps in `nn.DataParallel` when `n_gpu > 1` — read in
+    /// transformers 4.46.3 `trainer.py`). GPU 0 then gathers the replicas'
+    /// outputs — the loss and the logits —
     /// ([`Self::data_parallel_gathered_logits`]), not their loss's tensors.
     /// A preference trainer computes its loss from the gathered logits, as a
-    /// hand-written loop does.
+    /// hand-written loop does, and so does the Trainer with a label smoother
+    /// or a `compute_loss_func` (it pops the labels), which no plan sets.
     pub(super) fn replicas_compute_loss(&self) -> bool {
         self.plan.parallel.sharding == Sharding::DataParallel
             && self.plan.framework.trains_through_trainer()
