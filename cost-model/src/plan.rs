@@ -1252,6 +1252,12 @@ impl Parallelism {
             .saturating_mul(self.cp.max(1));
         (self.num_gpus / mp.max(1)).max(1)
     }
+
+    /// `nn.DataParallel` over more than one GPU: GPU 0 and replicas beside
+    /// it, each with a peak of its own.
+    pub fn has_data_parallel_replicas(&self) -> bool {
+        self.sharding == Sharding::DataParallel && self.num_gpus > 1
+    }
 }
 
 /// What the planner and the CLI say where [`Plan::framework_upcasts_trainable`].

@@ -43,11 +43,15 @@ impl<'a> Ctx<'a> {
     /// `nn/parallel/_functions.py`), alive from the end of the forward until
     /// `compute_loss` returns the loss alone, before backward.
     pub(super) fn data_parallel_gathered_logits(&self) -> f64 {
-        let n = self.plan.parallel.num_gpus;
-        if !self.replicas_compute_loss() || n < 2 || self.m.head != ModelHead::Lm {
+        let p = &self.plan.parallel;
+        if !self.replicas_compute_loss()
+            || !p.has_data_parallel_replicas()
+            || self.m.head != ModelHead::Lm
+        {
             return 0.0;
         }
-        n as f64 * self.logit_positions() * self.m.vocab as f64 / self.tv * self.held_logit_bytes()
+        p.num_gpus as f64 * self.logit_positions() * self.m.vocab as f64 / self.tv
+            * self.held_logit_bytes()
     }
 
     /// One logits-sized tensor of the loss on this rank (vocab-parallel over
@@ -194,16 +198,8 @@ impl<'a> Ctx<'a> {
             // makes the NLL's gradient and the input's, beside the output.
             Loss::Standard => {
                 let up = self.loss_bytes();
-                // No fp32 copy when the loss reads the 16-bit scores as they
-                // are (CUDA's `half_to_float`, or a loss in 16 bits).
                 let half_to_float = self.half_to_float_loss();
-                // A held output of promoted scores is the loss's fp32 input.
-                let promoted_held = held > 0.0 && self.promoted_logits();
-                let copy = if half_to_float || up < FP32 || promoted_held {
-                    0.0
-                } else {
-                    up
-                };
+                let copy = self.loss_upcast_copy(held);
                 let grad = if half_to_float { HALF } else { up };
                 let fwd = copy + up + held + softcap + shifted;
                 // transformers 4.46–4.48 also copy the shifted upcast logits
@@ -321,10 +317,11 @@ impl<'a> Ctx<'a> {
         // replica's logits beside what its own loss saved.
         let gathered = self.data_parallel_gathered_logits();
         let fwd = if gathered > 0.0 {
-            let copy = if compiled_loss || self.half_to_float_loss() || self.loss_bytes() < FP32 {
+            // A compiled loss makes no separate copy.
+            let copy = if compiled_loss {
                 0.0
             } else {
-                self.loss_bytes()
+                self.loss_upcast_copy(held)
             };
             (fwd * logits).max((fwd - copy) * logits + gathered)
         } else {
@@ -337,6 +334,20 @@ impl<'a> Ctx<'a> {
             norm_backward: self.final_norm_backward(tokens) + blocks,
             blocks,
             step,
+        }
+    }
+
+    /// The standard loss's fp32 copy of the scores per logit (`.float()`),
+    /// alive in its forward: none when the loss reads the 16-bit scores as
+    /// they are (CUDA's `half_to_float`, or a loss in 16 bits), nor when the
+    /// loop's `held` output is the promoted fp32 scores, the loss's input.
+    fn loss_upcast_copy(&self, held: f64) -> f64 {
+        let up = self.loss_bytes();
+        let promoted_held = held > 0.0 && self.promoted_logits();
+        if self.half_to_float_loss() || up < FP32 || promoted_held {
+            0.0
+        } else {
+            up
         }
     }
 

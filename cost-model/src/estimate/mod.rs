@@ -1211,8 +1211,7 @@ pub fn estimate(plan: &Plan) -> Result<Estimate, PlanError> {
 /// (labels passed); a loop that computes the loss on the gathered logits on
 /// GPU 0 leaves the replicas only their logits, so this is their most.
 fn data_parallel_replica_peak(plan: &Plan) -> Option<Counters> {
-    let p = &plan.parallel;
-    if p.sharding != Sharding::DataParallel || p.num_gpus < 2 || p.pp > 1 {
+    if !plan.parallel.has_data_parallel_replicas() || plan.parallel.pp > 1 {
         return None;
     }
     let mut r = plan.clone();

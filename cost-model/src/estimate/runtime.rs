@@ -170,8 +170,7 @@ impl<'a> Ctx<'a> {
     /// instead of freeing), the new sum added into it afterwards. `g` is the
     /// stage's gradients ([`Self::gradients`]).
     pub(super) fn data_parallel_reduced_grads(&self, g: f64, kept: bool) -> f64 {
-        let p = &self.plan.parallel;
-        if p.sharding != Sharding::DataParallel || p.num_gpus < 2 {
+        if !self.plan.parallel.has_data_parallel_replicas() {
             return 0.0;
         }
         if kept {

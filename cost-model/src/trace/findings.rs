@@ -191,6 +191,19 @@ fn gpu_mismatches(t: &Trace, plan: &Plan) -> Vec<Finding> {
 
 /// The log's whole GPUs (no MIG slice) that ran: each with its peak, those
 /// below `IDLE_SHARE` of their capacity left out.
+/// `nn.DataParallel`'s GPU 0 in a log: the first GPU the verdict compares —
+/// the first busy one, or the first with a reading when every GPU is idle.
+fn output_gpu(t: &Trace) -> Option<u32> {
+    let first = |v: Vec<(u32, f64)>| v.iter().map(|b| b.0).min();
+    first(busy_gpus(t)).or_else(|| {
+        let read = t
+            .gpus
+            .iter()
+            .filter(|g| g.mig.is_none() && g.peak_used_mib.is_some());
+        read.map(|g| g.index).min()
+    })
+}
+
 fn busy_gpus(t: &Trace) -> Vec<(u32, f64)> {
     t.gpus
         .iter()
@@ -334,10 +347,8 @@ pub fn findings(t: &Trace, plan: Option<&Plan>) -> Vec<Finding> {
     let busy = busy_gpus(t);
     // Nor GPU 0 above the rest under a plan that runs `nn.DataParallel`:
     // the verdict compares it and the replicas each with their own peak.
-    let data_parallel = plan.is_some_and(|p| {
-        p.parallel.sharding == crate::plan::Sharding::DataParallel && p.parallel.num_gpus > 1
-    });
-    let output = busy.iter().map(|b| b.0).min();
+    let data_parallel = plan.is_some_and(|p| p.parallel.has_data_parallel_replicas());
+    let output = output_gpu(t);
     if busy.len() >= 2 && !pipelined {
         let mut v: Vec<f64> = busy.iter().map(|b| b.1).collect();
         v.sort_by(f64::total_cmp);
@@ -656,18 +667,17 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
     // Under `nn.DataParallel` (the estimate has the replicas' peak), a GPU
     // other than `output` — GPU 0, the log's first busy GPU — against the
     // replicas' peak; `None` for GPU 0 and any other plan.
-    let as_replica =
-        |index: u32, output: Option<u32>, measured: f64, counter: fn(&Counters) -> Bytes| {
-            let r = est.replica_peak.as_ref()?;
-            (Some(index) != output).then(|| {
-                let p = counter(r).as_f64() / MIB;
-                let (low, high) = band(p);
-                GpuVerdict {
-                    replica: true,
-                    ..judge(Some(index), measured, p, low, high)
-                }
-            })
-        };
+    let as_replica = |index: u32, output: Option<u32>, measured: f64| {
+        let r = est.replica_peak.as_ref()?;
+        (Some(index) != output).then(|| {
+            let p = r.device_used.as_f64() / MIB;
+            let (low, high) = band(p);
+            GpuVerdict {
+                replica: true,
+                ..judge(Some(index), measured, p, low, high)
+            }
+        })
+    };
     let device_used: fn(&Counters) -> Bytes = |c| c.device_used;
     let reserved: fn(&Counters) -> Bytes = |c| c.reserved;
     let (counter, basis, predicted, mut gpus, skipped) = if t.format.is_device_level()
@@ -682,13 +692,7 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
         };
         // Idle GPUs beside busy ones are not part of the run; if all are idle, compare all.
         let any_busy = t.gpus.iter().any(|g| g.mig.is_none() && !is_idle(g));
-        let compared = || {
-            t.gpus
-                .iter()
-                .filter(|g| g.mig.is_none() && g.peak_used_mib.is_some())
-                .filter(move |g| !(any_busy && is_idle(g)))
-        };
-        let output = compared().map(|g| g.index).min();
+        let output = output_gpu(t);
         for g in t.gpus.iter().filter(|g| g.mig.is_none()) {
             let Some(m) = g.peak_used_mib else { continue };
             let idle = any_busy && is_idle(g);
@@ -697,7 +701,7 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
                 continue;
             }
             gpus.push(
-                as_replica(g.index, output, m, device_used)
+                as_replica(g.index, output, m)
                     .unwrap_or_else(|| judge_at(Some(g.index), false, m, predicted, device_used)),
             );
         }
@@ -761,7 +765,7 @@ pub fn verdict_staged(t: &Trace, est: &Estimate, layout: Option<RankLayout>) -> 
         let output = per_gpu.iter().map(|(g, _)| *g).min();
         for (g, m) in per_gpu {
             gpus.push(
-                as_replica(g, output, m, device_used)
+                as_replica(g, output, m)
                     .unwrap_or_else(|| judge_at(Some(g), false, m, predicted, device_used)),
             );
         }
