@@ -83,7 +83,7 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
     v/bin/python calibration/allocator_replay.py --trl-dpo-logits llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2-2b > calibration/replay-trl-dpo-logits-2026-12-05.csv   # TRL 0.29-1.13's DPO, the model's logits
     v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.24 llama-3.2-1b qwen2.5-1.5b
-                                                 # TRL 0.13-0.28's DPO (concatenated_forward), for comparison
+                                                 # TRL 0.15-0.28's DPO (concatenated_forward)
     v/bin/python calibration/allocator_replay.py --trl-sft-logits llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2-2b > calibration/replay-trl-sft-logits-2026-12-05.csv   # TRL <= 1.6's SFT: the Trainer's loss, metrics
     v/bin/python calibration/allocator_replay.py --trl-chunked-nll llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
@@ -796,8 +796,9 @@ def dpo_loss_logits(model, batch, amp, beta=0.1):
     return loss
 
 
-# TRL 0.13.0 to 0.28.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.24`, copied from the
-# trl 0.24.0 wheel): the same model call and `selective_log_softmax` over the unshifted logits (labels rolled), the
+# TRL 0.15.0 to 0.28.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.24`, copied from the
+# trl 0.24.0 wheel; 0.12.0 to 0.14.0 take a whole `log_softmax` of the shifted logits instead, as the 0.12.0, 0.13.0
+# and 0.14.0 wheels read): the same model call and `selective_log_softmax` over the unshifted logits (labels rolled), the
 # mean chosen and rejected logits by boolean mask inside it, and nothing of the outputs kept once it returns; the
 # reference's pass is the same function under `no_grad` (`compute_ref_log_probs`), after the policy's.
 DPO_LOGITS_0_24 = False

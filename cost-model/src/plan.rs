@@ -395,6 +395,47 @@ impl TorchtitanRelease {
     }
 }
 
+/// TRL releases, where its DPO trainer keeps different logits-sized tensors
+/// (read in each release's wheel on PyPI: 0.12.0, 0.13.0, 0.14.0, 0.15.0,
+/// 0.16.0, 0.24.0, 0.28.0, 0.29.0, 1.13.0). Only DPO through the model's
+/// logits under TRL reads it; its fused LM head (1.15 on) is the loss
+/// ([`Loss::TiledLogprob`]) and 1.14's log-probability kernel
+/// [`TrainingSpec::logprob_kernel`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TrlRelease {
+    /// 0.29 or later: `DPOTrainer._compute_loss` keeps the policy's and the
+    /// reference's outputs until it returns and logs the entropy of the
+    /// policy's logits over a flattened copy (trl 0.29.0 and 1.13.0
+    /// `trainer/dpo_trainer.py`). Releases up to 0.14, whose
+    /// `concatenated_forward` saves a whole `log_softmax` of the logits
+    /// (0.12.0–0.14.0), are not told apart: read so, they are counted over.
+    #[default]
+    #[serde(rename = "current")]
+    Current,
+    /// 0.15 to 0.28: `concatenated_forward` takes the per-token
+    /// log-probabilities with `selective_log_softmax` and the mean chosen and
+    /// rejected logits (boolean-mask copies), and returns neither the logits
+    /// nor the outputs; the reference's pass runs the same under `no_grad`,
+    /// its hidden states asked for (`output_hidden_states=True`); no entropy
+    /// (trl 0.15.0, 0.16.0, 0.24.0 and 0.28.0 `trainer/dpo_trainer.py`).
+    #[serde(rename = "0.15-0.28")]
+    V0_15To0_28,
+}
+
+impl TrlRelease {
+    pub fn is_current(&self) -> bool {
+        *self == TrlRelease::Current
+    }
+
+    /// The release a stated `major.minor` falls in.
+    pub fn of(major: u32, minor: u32) -> TrlRelease {
+        match (major, minor) {
+            (0, 15..=28) => TrlRelease::V0_15To0_28,
+            _ => TrlRelease::Current,
+        }
+    }
+}
+
 /// Activation checkpointing policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -1015,6 +1056,11 @@ pub struct TrainingSpec {
     /// read only under torchtitan. Default: 0.3 or later.
     #[serde(default, skip_serializing_if = "TorchtitanRelease::is_current")]
     pub torchtitan: TorchtitanRelease,
+    /// The TRL release whose trainers run, where releases differ in what
+    /// DPO through the model's logits holds ([`TrlRelease`]); read only
+    /// under TRL. Default: 0.29 or later.
+    #[serde(default, skip_serializing_if = "TrlRelease::is_current")]
+    pub trl: TrlRelease,
     /// Gradients are reduced after every micro-batch of an accumulation, not
     /// only the last: Accelerate's `GradientAccumulationPlugin(sync_each_batch=True)`,
     /// the Trainer's `accelerator_config={"gradient_accumulation_kwargs":
@@ -1314,6 +1360,7 @@ impl Default for Plan {
                 transformers: TransformersRelease::Current,
                 torchtune: TorchtuneRelease::Current,
                 torchtitan: TorchtitanRelease::Current,
+                trl: TrlRelease::Current,
                 sync_each_batch: false,
                 precompute_ref: false,
                 logprob_kernel: d.logprob_kernel,

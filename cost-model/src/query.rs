@@ -605,6 +605,7 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     put("tf", enum_id(&t.transformers), enum_id(&dt.transformers));
     put("ttr", enum_id(&t.torchtune), enum_id(&dt.torchtune));
     put("ttn", enum_id(&t.torchtitan), enum_id(&dt.torchtitan));
+    put("trl", enum_id(&t.trl), enum_id(&dt.trl));
     // The default policy depends on the GPU count and a k-bit base's
     // preparation, which `decode` reads after the framework: it re-seeds an
     // absent `ckpt` once the plan is read.
@@ -919,6 +920,9 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
     if let Some(s) = get("ttn") {
         t.torchtitan = parse_enum("ttn", s)?;
     }
+    if let Some(s) = get("trl") {
+        t.trl = parse_enum("trl", s)?;
+    }
     if let Some(s) = get("opt_impl") {
         t.optimizer_impl = parse_enum("opt_impl", s)?;
     }
@@ -1218,7 +1222,10 @@ mod tests {
         p.training.transformers = crate::plan::TransformersRelease::V4_46To4_48;
         p.training.torchtune = crate::plan::TorchtuneRelease::V0_2;
         p.training.torchtitan = crate::plan::TorchtitanRelease::V0_2_1OrOlder;
+        p.training.trl = crate::plan::TrlRelease::V0_15To0_28;
         let q = encode(&p);
+        assert!(q.contains("trl=0.15-0.28"), "{q}");
+        assert_eq!(decode_str("trl=0.24").unwrap_err().param, "trl");
         assert!(q.contains("ttn=0.2.1-older"), "{q}");
         assert_eq!(decode_str("ttn=0.2").unwrap_err().param, "ttn");
         assert_eq!(

@@ -1026,29 +1026,32 @@ fn trl_chunked_nll_replayed_holds_the_recorded_accuracy() {
     checkpointed_full_reserve_within(&r, -11.5, 2.5);
 }
 
-/// TRL 0.13 to 0.28's DPO (`concatenated_forward`, trl 0.24.0's copied;
-/// `--trl-dpo-logits-0.24`), which the model does not tell from 0.29–1.13's:
-/// under the Trainer's AMP (TRL's default) its peak is the same backward, so
-/// those rows hold the 1.13 file's accuracy (allocated within 0.4 %); in pure
-/// bf16 it drops the policy's logits once its log-probabilities are taken and
-/// logs no entropy, so the model — counting 1.13's metrics — is over, never
-/// under (+6.7 … +34 % allocated).
+/// TRL 0.15 to 0.28's DPO (`concatenated_forward`, trl 0.24.0's copied;
+/// `--trl-dpo-logits-0.24`), read from the release the rows state
+/// ([`cost_model::plan::TrlRelease::V0_15To0_28`]): nothing of the outputs
+/// kept once the forward returns, the reference's hidden states held, no
+/// entropy. Allocated within 0.5 % on every row (read as 0.29–1.13's, the
+/// pure-bf16 rows were +6.7 … +34 % over); the checkpointed pure-bf16 rows'
+/// reserve is over by up to 10.2 % (the idle block segments the count keeps
+/// beside the loss, which this release's smaller tensors partly reuse), the
+/// rest within 2.8 %.
 #[test]
-fn trl_dpo_logits_before_0_29_is_over_only_in_pure_bf16() {
-    let r = project_set("replay-trl-dpo-logits-0.24-2026-12-05.csv");
-    assert_eq!((r.summary.n, r.summary.skipped), (24, 0));
+fn trl_dpo_logits_0_15_to_0_28_holds_its_release() {
+    let r = holds_its_accuracy(
+        "replay-trl-dpo-logits-0.24-2026-12-05.csv",
+        24,
+        (0.5, 8.5, -3.0),
+        |_| true,
+        (12, 0.5),
+    );
     for c in &r.cases {
         let e = c.error_pct.unwrap();
-        if c.id.contains("-amp-bf16-") {
-            let within = if c.metric == "max_allocated" {
-                0.5
-            } else {
-                2.5
-            };
-            assert!(e.abs() <= within, "{}: {e} %", c.id);
+        let over = if c.id.contains("-bf16-ckpt-") && c.metric == "max_reserved" {
+            10.5
         } else {
-            assert!((3.0..=45.0).contains(&e), "{}: {e} %", c.id);
-        }
+            2.8
+        };
+        assert!((-3.0..=over).contains(&e), "{}: {e} %", c.id);
     }
 }
 

@@ -156,6 +156,8 @@ use cost_model::presets::presets;
 /// set runs `nn.DataParallel`, and no calibration row does.
 /// Version 54: under the Trainer each `nn.DataParallel` replica computes
 /// its share's loss, and GPU 0 gathers the logits alone.
+/// Version 55: TRL 0.15–0.28's DPO (the replayed 0.24 file's rows state
+/// their release) returns no logits from its forward.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -210,6 +212,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (52, 0x7d34_db00_f7f9_6b81),
     (53, 0x8701_8db0_c554_4198),
     (54, 0x464b_c19f_e885_6eb4),
+    (55, 0xf479_da11_8a72_f4f0),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -228,6 +228,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                     "Up to 0.2.1 grouped k and v are repeated to every head before attention, which keeps them so; 0.3 projects q, k and v with one matmul and runs an MoE router's gate in fp32",
                     opts(&[("current", "0.3+"), ("0.2.2", "0.2.2"), ("0.2.1-older", "0.2.1 or older")]),
                 ),
+                (
+                    "trl",
+                    "TRL release",
+                    "DPO through the model's logits: 0.15–0.28 keep only the policy's log-probabilities (and its logits where they are fp32) once its forward returns, then hold the reference's logits and hidden states; 0.29 and later keep both outputs until the loss is taken and log the entropy over a copy of the logits (0.14 and older, read so, are counted over)",
+                    opts(&[("current", "0.29+"), ("0.15-0.28", "0.15 – 0.28")]),
+                ),
             ],
         ),
         (

@@ -14,7 +14,7 @@ use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, DeepspeedRelease, Finetune, LoraTargets, LoraVariant,
     Loss, Objective, Offload, OffloadDevice, Optimizer, OptimizerImpl, Plan, Precision,
-    PytorchRelease, Sharding, TorchtitanRelease, TorchtuneRelease, TransformersRelease,
+    PytorchRelease, Sharding, TorchtitanRelease, TorchtuneRelease, TransformersRelease, TrlRelease,
 };
 use crate::query::parse_targets;
 use crate::units::{GIB, MIB};

@@ -687,6 +687,10 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
         // Its log-probabilities' Triton kernel from 1.14.0; an unstated
         // release is read as an earlier one, as for its k-bit preparation.
         plan.training.logprob_kernel = release.is_some_and(|v| v >= TRL_LOGPROB_KERNEL);
+        // Its DPO's outputs by release; unstated, the current count.
+        plan.training.trl = release.map_or(TrlRelease::Current, |(major, minor, _)| {
+            TrlRelease::of(major, minor)
+        });
     }
     plan.training.adapters_16bit = stated_flag(&lower, "autocast_adapter_dtype") == Some(false)
         || trl.flatten().is_some_and(|release| {

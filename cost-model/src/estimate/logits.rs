@@ -153,14 +153,31 @@ impl<'a> Ctx<'a> {
                 } else {
                     DPO_LOGITS_FP32_BWD_TENSORS * l
                 };
-                // Reference log-probabilities computed before training: no
-                // reference logits beside the policy's.
-                let tensors = if self.plan.training.precompute_ref {
-                    DPO_LOGITS_METRICS_TENSORS - 1.0
+                if self.dpo_returns_no_logits() {
+                    // TRL 0.15–0.28: what the policy's log-probabilities
+                    // keep (the fp32 logits a logsumexp saved, or the 16-bit
+                    // rows' log-softmax beside the logits they came from),
+                    // then the reference's logits and hidden states.
+                    let kept = l + rows;
+                    let policy = kept + DPO_MEAN_LOGITS_COPY * l;
+                    let reference = if self.plan.training.precompute_ref {
+                        0.0
+                    } else {
+                        l + l
+                            + DPO_MEAN_LOGITS_COPY * l
+                            + self.dpo_reference_hidden_states(s) / (tokens * v).max(1.0)
+                    };
+                    (policy.max(reference) + softcap, bwd + softcap)
                 } else {
-                    DPO_LOGITS_METRICS_TENSORS
-                };
-                (tensors * l + rows + softcap, bwd + softcap)
+                    // Reference log-probabilities computed before training: no
+                    // reference logits beside the policy's.
+                    let tensors = if self.plan.training.precompute_ref {
+                        DPO_LOGITS_METRICS_TENSORS - 1.0
+                    } else {
+                        DPO_LOGITS_METRICS_TENSORS
+                    };
+                    (tensors * l + rows + softcap, bwd + softcap)
+                }
             }
             Loss::Standard if self.orpo_logits() => {
                 let l = self.dpo_logit_bytes();
@@ -250,7 +267,10 @@ impl<'a> Ctx<'a> {
             0.0
         };
         // An entropy chunk of the metrics ([`TRL_ENTROPY_CHUNK_ROWS`]).
-        let entropy_chunk = if self.plan.training.loss == Loss::Standard && self.dpo_logits() {
+        let entropy_chunk = if self.plan.training.loss == Loss::Standard
+            && self.dpo_logits()
+            && !self.dpo_returns_no_logits()
+        {
             TRL_ENTROPY_CHUNK_ROWS.min(tokens)
                 * v
                 * TRL_ENTROPY_CHUNK_TENSORS
@@ -364,6 +384,36 @@ impl<'a> Ctx<'a> {
     /// (`calibration/allocator_replay.py --trl-dpo-logits`).
     pub(super) fn dpo_logits(&self) -> bool {
         self.plan.training.objective == Objective::Dpo && !self.compiled_loss()
+    }
+
+    /// DPO through the model's logits as TRL 0.15 to 0.28 ran it
+    /// ([`TrlRelease::V0_15To0_28`]): `concatenated_forward` takes the
+    /// per-token log-probabilities (`selective_log_softmax`: a logsumexp row
+    /// by row over fp32 logits, which saves them; a log-softmax row by row
+    /// over 16-bit ones, whose outputs are saved) and the mean chosen and
+    /// rejected logits (a boolean-mask copy of each half,
+    /// [`DPO_MEAN_LOGITS_COPY`]), and returns neither the logits nor the
+    /// model's outputs; the reference's pass then does the same under
+    /// `no_grad`, holding its logits and the hidden states it asked for
+    /// ([`Self::dpo_reference_hidden_states`]); no entropy is logged (trl
+    /// 0.24.0 `DPOTrainer.concatenated_forward`, `get_batch_loss_metrics`,
+    /// `trainer/utils.py` `selective_log_softmax`). Replayed with 0.24.0's
+    /// code (`calibration/allocator_replay.py --trl-dpo-logits-0.24`).
+    pub(super) fn dpo_returns_no_logits(&self) -> bool {
+        self.plan.framework == Framework::Trl
+            && self.plan.training.trl == TrlRelease::V0_15To0_28
+            && self.dpo_logits()
+    }
+
+    /// The hidden states TRL 0.15–0.28's reference pass returns beside its
+    /// logits (`model_kwargs["output_hidden_states"] = True` in
+    /// `concatenated_forward`, trl 0.15.0–0.28.0): under `no_grad` nothing
+    /// else of the pass is kept, so the tuple — the embeddings' output and
+    /// every block's, the last normed — is the pass's own, a residual-stream
+    /// tensor per block and one more on the stage. The policy's are what
+    /// its backward saves anyway.
+    pub(super) fn dpo_reference_hidden_states(&self, s: u32) -> f64 {
+        (self.stage_layers(s) + 1.0) * self.layer_input_bytes()
     }
 
     /// ORPO, SimPO or CPO through the model's logits, without a reference

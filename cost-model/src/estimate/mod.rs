@@ -27,7 +27,7 @@ use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
     Offload, OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
-    GALORE_DEFAULT_RANK,
+    TrlRelease, GALORE_DEFAULT_RANK,
 };
 use crate::units::{Bytes, MIB};
 use crate::validate::validate;
@@ -305,7 +305,10 @@ mod states;
 /// peak ([`Estimate::replica_peak`]). 54: under the Trainer each replica
 /// computes its share's loss and GPU 0 gathers the logits alone
 /// (`Ctx::replicas_compute_loss`), where a loop's loss runs over them all.
-pub const MODEL_VERSION: u32 = 54;
+/// 55 reads TRL's release ([`crate::plan::TrlRelease`]): 0.15–0.28's DPO
+/// returns no logits from its forward and holds the reference's hidden
+/// states (`Ctx::dpo_returns_no_logits`).
+pub const MODEL_VERSION: u32 = 55;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -527,6 +530,13 @@ const CHUNKED_NLL_CHUNK_FP32_TENSORS: f64 = 4.0;
 /// `selective_log_softmax` keeps for backward. Replayed with trl 1.13.0's
 /// code (`calibration/allocator_replay.py --trl-dpo-logits`).
 const DPO_LOGITS_METRICS_TENSORS: f64 = 3.0;
+/// Logits-sized share of the boolean-mask copy TRL's DPO makes for the mean
+/// chosen (then rejected) logits it logs (`logits[:num_examples][loss_mask[:num_examples]].mean()`,
+/// trl 0.15.0–0.28.0 `concatenated_forward`): half the rows, every position
+/// a completion token, alive until its mean is taken
+/// ([`Ctx::dpo_returns_no_logits`]; in the replay of 0.24.0's code, the 2,004
+/// MiB requests of Llama-3.2-1B's 3,915 MiB 16-bit logits).
+const DPO_MEAN_LOGITS_COPY: f64 = 0.5;
 /// Logits-sized tensors alive at the forward of a reference-free preference
 /// loss ([`Ctx::orpo_logits`]): as TRL's ORPO computes its chosen rows' NLL
 /// (trl 1.16.0 `experimental/orpo/orpo_trainer.py` `concatenated_forward`),

@@ -139,6 +139,76 @@ fn trls_dpo_through_the_logits_keeps_them_with_the_references() {
     assert!(!Ctx::new(&sft, None).dpo_logits());
 }
 
+/// TRL 0.15 to 0.28's DPO returns no logits from `concatenated_forward`:
+/// 16-bit, the policy's logits and their rows' log-softmax beside the mean
+/// logits' half-sized mask copy, then the reference's logits and its
+/// hidden states (one residual-stream tensor per block and one more) beside
+/// the kept rows — no entropy; fp32 (the Trainer's AMP), the logits the
+/// logsumexps saved take the rows' place. Backward is 0.29's.
+#[test]
+fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
+    let mut p = trl_lora_1b(4);
+    p.training.objective = Objective::Dpo;
+    p.training.loss = Loss::Standard;
+    p.training.trl = TrlRelease::V0_15To0_28;
+    let c = Ctx::new(&p, None);
+    assert!(c.dpo_returns_no_logits());
+    let lg = c.logits(0);
+    let (tokens, h, v) = (16384.0, 2048.0, 128_256.0);
+    let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+    let hidden = 17.0 * tokens * h * 2.0;
+    assert_eq!(c.dpo_reference_hidden_states(0), hidden);
+    let logits = tokens * v;
+    let reference = 2.5 * 2.0 * logits + hidden;
+    assert!(
+        (lg.forward - (norm + reference)).abs() < 1.0,
+        "{}",
+        lg.forward
+    );
+    assert_eq!(lg.loss_backward, norm + 2.0 * 2.0 * logits);
+    // Without the reference's pass, the policy's moment: 2.5 logits.
+    let mut pre = p.clone();
+    pre.training.precompute_ref = true;
+    let lg = Ctx::new(&pre, None).logits(0);
+    assert!((lg.forward - (norm + 2.5 * 2.0 * logits)).abs() < 1.0);
+    // The Trainer's AMP: the saved fp32 logits, the reference's and the copy.
+    let mut amp = p.clone();
+    amp.training.precision = Precision::AmpBf16;
+    let c = Ctx::new(&amp, None);
+    let lg = c.logits(0);
+    let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+    let reference = 2.5 * 4.0 * logits + c.dpo_reference_hidden_states(0);
+    assert!((lg.forward - (norm + reference)).abs() < 1.0);
+    assert_eq!(lg.loss_backward, norm + 4.0 * 4.0 * logits);
+    // Only TRL reads it, and only for DPO.
+    let mut llf = p.clone();
+    llf.set_framework(Framework::LlamaFactory);
+    llf.training.loss = Loss::Standard;
+    llf.training.trl = TrlRelease::V0_15To0_28;
+    assert!(!Ctx::new(&llf, None).dpo_returns_no_logits());
+    let mut sft = p.clone();
+    sft.training.objective = Objective::Sft;
+    assert!(!Ctx::new(&sft, None).dpo_returns_no_logits());
+    // The whole estimate falls by the 1.5 logits-sized 16-bit tensors (and
+    // the entropy chunk) the forward no longer holds, less the reference's
+    // hidden states.
+    let current = estimate(&p_with(&p, TrlRelease::Current)).unwrap();
+    let old = estimate(&p).unwrap();
+    assert!(
+        current.peak.allocated.0 as f64 - old.peak.allocated.0 as f64
+            >= 1.5 * 2.0 * logits - hidden,
+        "{:?} vs {:?}",
+        current.peak.allocated,
+        old.peak.allocated
+    );
+}
+
+fn p_with(p: &Plan, trl: TrlRelease) -> Plan {
+    let mut q = p.clone();
+    q.training.trl = trl;
+    q
+}
+
 /// ORPO through TRL's `ORPOTrainer` (no fused head, no reference): two
 /// logits-sized tensors at its chosen rows' NLL (the logits, the chosen
 /// half's contiguous copy and its log-softmax), three as the
