@@ -2756,6 +2756,37 @@ fn the_optimizer_kernel_and_the_pytorch_deepspeed_and_transformers_releases_in_n
     ] {
         assert_eq!(plan(notes).training.torchtitan, release, "{notes}");
     }
+    // The TRL release, on a row that runs TRL's trainers (its DPO returns no
+    // logits from 0.15 to 0.28); a plain loop's is the current one.
+    use cost_model::plan::TrlRelease;
+    let trl = |notes: &str| {
+        case_plan(
+            &with_fields(id, &[("framework", "trl"), ("notes", notes)]),
+            id,
+        )
+        .unwrap()
+        .training
+        .trl
+    };
+    for (notes, release) in [
+        ("trl 0.24.0", TrlRelease::V0_15To0_28),
+        ("TRL==0.15.2", TrlRelease::V0_15To0_28),
+        ("trl v0.28.0; DPO", TrlRelease::V0_15To0_28),
+        ("trl 0.14.0", TrlRelease::Current),
+        ("trl 0.29.0", TrlRelease::Current),
+        ("trl 1.13.0", TrlRelease::Current),
+        ("", TrlRelease::Current),
+    ] {
+        assert_eq!(trl(notes), release, "{notes}");
+    }
+    let loop_row = with_fields(
+        id,
+        &[("framework", "plain-pytorch"), ("notes", "trl 0.24.0")],
+    );
+    assert_eq!(
+        case_plan(&loop_row, id).unwrap().training.trl,
+        TrlRelease::Current
+    );
 }
 
 /// `compile = true` is `torch.compile` (Inductor), and Lightning Thunder's
