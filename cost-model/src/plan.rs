@@ -396,8 +396,8 @@ impl TorchtitanRelease {
 }
 
 /// TRL releases, where its DPO trainer keeps different logits-sized tensors
-/// (read in each release's wheel on PyPI: 0.12.0, 0.13.0, 0.14.0, 0.15.0,
-/// 0.16.0, 0.24.0, 0.28.0, 0.29.0, 1.13.0). Only DPO through the model's
+/// (read in each release's wheel on PyPI: 0.12.0 to 0.24.0, 0.28.0, 0.29.0,
+/// 1.13.0). Only DPO through the model's
 /// logits under TRL reads it; its fused LM head (1.15 on) is the loss
 /// ([`Loss::TiledLogprob`]) and 1.14's log-probability kernel
 /// [`TrainingSpec::logprob_kernel`].
@@ -412,14 +412,18 @@ pub enum TrlRelease {
     #[default]
     #[serde(rename = "current")]
     Current,
-    /// 0.15 to 0.28: `concatenated_forward` takes the per-token
+    /// 0.19 to 0.28: `concatenated_forward` takes the per-token
     /// log-probabilities with `selective_log_softmax` and the mean chosen and
     /// rejected logits (boolean-mask copies), and returns neither the logits
     /// nor the outputs; the reference's pass runs the same under `no_grad`,
     /// its hidden states asked for (`output_hidden_states=True`); no entropy
-    /// (trl 0.15.0, 0.16.0, 0.24.0 and 0.28.0 `trainer/dpo_trainer.py`).
-    #[serde(rename = "0.15-0.28")]
-    V0_15To0_28,
+    /// (trl 0.19.0–0.24.0 and 0.28.0 `trainer/dpo_trainer.py`).
+    #[serde(rename = "0.19-0.28")]
+    V0_19To0_28,
+    /// 0.15 to 0.18: as 0.19–0.28, without asking the model for its hidden
+    /// states (trl 0.15.0–0.18.0).
+    #[serde(rename = "0.15-0.18")]
+    V0_15To0_18,
 }
 
 impl TrlRelease {
@@ -430,9 +434,22 @@ impl TrlRelease {
     /// The release a stated `major.minor` falls in.
     pub fn of(major: u32, minor: u32) -> TrlRelease {
         match (major, minor) {
-            (0, 15..=28) => TrlRelease::V0_15To0_28,
+            (0, 15..=18) => TrlRelease::V0_15To0_18,
+            (0, 19..=28) => TrlRelease::V0_19To0_28,
             _ => TrlRelease::Current,
         }
+    }
+
+    /// DPO's `concatenated_forward` returns neither the logits nor the
+    /// model's outputs (0.15 to 0.28).
+    pub fn dpo_returns_no_logits(self) -> bool {
+        !self.is_current()
+    }
+
+    /// DPO's reference pass asks for the model's hidden states (0.19 to
+    /// 0.28).
+    pub fn dpo_reference_hidden_states(self) -> bool {
+        self == TrlRelease::V0_19To0_28
     }
 }
 

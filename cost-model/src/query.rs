@@ -1222,9 +1222,9 @@ mod tests {
         p.training.transformers = crate::plan::TransformersRelease::V4_46To4_48;
         p.training.torchtune = crate::plan::TorchtuneRelease::V0_2;
         p.training.torchtitan = crate::plan::TorchtitanRelease::V0_2_1OrOlder;
-        p.training.trl = crate::plan::TrlRelease::V0_15To0_28;
+        p.training.trl = crate::plan::TrlRelease::V0_19To0_28;
         let q = encode(&p);
-        assert!(q.contains("trl=0.15-0.28"), "{q}");
+        assert!(q.contains("trl=0.19-0.28"), "{q}");
         assert_eq!(decode_str("trl=0.24").unwrap_err().param, "trl");
         assert!(q.contains("ttn=0.2.1-older"), "{q}");
         assert_eq!(decode_str("ttn=0.2").unwrap_err().param, "ttn");

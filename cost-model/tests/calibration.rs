@@ -1028,7 +1028,7 @@ fn trl_chunked_nll_replayed_holds_the_recorded_accuracy() {
 
 /// TRL 0.15 to 0.28's DPO (`concatenated_forward`, trl 0.24.0's copied;
 /// `--trl-dpo-logits-0.24`), read from the release the rows state
-/// ([`cost_model::plan::TrlRelease::V0_15To0_28`]): nothing of the outputs
+/// ([`cost_model::plan::TrlRelease::V0_19To0_28`]): nothing of the outputs
 /// kept once the forward returns, the reference's hidden states held, no
 /// entropy. Allocated within 0.5 % on every row (read as 0.29–1.13's, the
 /// pure-bf16 rows were +6.7 … +34 % over); the checkpointed pure-bf16 rows'
@@ -2769,9 +2769,11 @@ fn the_optimizer_kernel_and_the_pytorch_deepspeed_and_transformers_releases_in_n
         .trl
     };
     for (notes, release) in [
-        ("trl 0.24.0", TrlRelease::V0_15To0_28),
-        ("TRL==0.15.2", TrlRelease::V0_15To0_28),
-        ("trl v0.28.0; DPO", TrlRelease::V0_15To0_28),
+        ("trl 0.24.0", TrlRelease::V0_19To0_28),
+        ("trl 0.19.1", TrlRelease::V0_19To0_28),
+        ("TRL==0.15.2", TrlRelease::V0_15To0_18),
+        ("trl 0.18", TrlRelease::V0_15To0_18),
+        ("trl v0.28.0; DPO", TrlRelease::V0_19To0_28),
         ("trl 0.14.0", TrlRelease::Current),
         ("trl 0.29.0", TrlRelease::Current),
         ("trl 1.13.0", TrlRelease::Current),

@@ -365,16 +365,18 @@ proptest! {
         loss in 0usize..LOSSES.len(),
         framework in 0usize..Framework::ALL.len(),
         objective in 0usize..4,
-        trl_0_15_to_0_28 in any::<bool>(),
+        trl in 0usize..3,
     ) {
         let mut p = Plan {
             model: presets()[preset % presets().len()].spec(),
             ..Plan::default()
         };
         // TRL's DPO before 0.29 (the larger of two moments at the forward).
-        if trl_0_15_to_0_28 {
-            p.training.trl = cost_model::plan::TrlRelease::V0_15To0_28;
-        }
+        p.training.trl = [
+            cost_model::plan::TrlRelease::Current,
+            cost_model::plan::TrlRelease::V0_19To0_28,
+            cost_model::plan::TrlRelease::V0_15To0_18,
+        ][trl];
         // Every framework profile and objective (the preference losses'
         // logits, the segments a shifted size cannot reuse).
         p.set_framework(Framework::ALL[framework]);

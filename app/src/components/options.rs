@@ -231,8 +231,12 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "trl",
                     "TRL release",
-                    "DPO through the model's logits: 0.15–0.28 keep only the policy's log-probabilities (and its logits where they are fp32) once its forward returns, then hold the reference's logits and hidden states; 0.29 and later keep both outputs until the loss is taken and log the entropy over a copy of the logits (0.14 and older, read so, are counted over)",
-                    opts(&[("current", "0.29+"), ("0.15-0.28", "0.15 – 0.28")]),
+                    "DPO through the model's logits: 0.15–0.28 keep only the policy's log-probabilities (and its logits where they are fp32) once its forward returns, then hold the reference's logits (0.19–0.28 its hidden states too); 0.29 and later keep both outputs until the loss is taken and log the entropy over a copy of the logits (0.14 and older, read so, are counted over)",
+                    opts(&[
+                        ("current", "0.29+"),
+                        ("0.19-0.28", "0.19 – 0.28"),
+                        ("0.15-0.18", "0.15 – 0.18"),
+                    ]),
                 ),
             ],
         ),

@@ -387,33 +387,38 @@ impl<'a> Ctx<'a> {
     }
 
     /// DPO through the model's logits as TRL 0.15 to 0.28 ran it
-    /// ([`TrlRelease::V0_15To0_28`]): `concatenated_forward` takes the
-    /// per-token log-probabilities (`selective_log_softmax`: a logsumexp row
-    /// by row over fp32 logits, which saves them; a log-softmax row by row
-    /// over 16-bit ones, whose outputs are saved) and the mean chosen and
-    /// rejected logits (a boolean-mask copy of each half,
-    /// [`DPO_MEAN_LOGITS_COPY`]), and returns neither the logits nor the
-    /// model's outputs; the reference's pass then does the same under
-    /// `no_grad`, holding its logits and the hidden states it asked for
-    /// ([`Self::dpo_reference_hidden_states`]); no entropy is logged (trl
+    /// ([`crate::plan::TrlRelease::dpo_returns_no_logits`]):
+    /// `concatenated_forward` takes the per-token log-probabilities
+    /// (`selective_log_softmax`: a logsumexp row by row over fp32 logits,
+    /// which saves them; a log-softmax row by row over 16-bit ones, whose
+    /// outputs are saved) and the mean chosen and rejected logits (a
+    /// boolean-mask copy of each half, [`DPO_MEAN_LOGITS_COPY`]), and returns
+    /// neither the logits nor the model's outputs; the reference's pass then
+    /// does the same under `no_grad`, holding its logits and, from 0.19, the
+    /// hidden states it asked for ([`Self::dpo_reference_hidden_states`]);
+    /// no entropy is logged (trl
     /// 0.24.0 `DPOTrainer.concatenated_forward`, `get_batch_loss_metrics`,
     /// `trainer/utils.py` `selective_log_softmax`). Replayed with 0.24.0's
     /// code (`calibration/allocator_replay.py --trl-dpo-logits-0.24`).
     pub(super) fn dpo_returns_no_logits(&self) -> bool {
         self.plan.framework == Framework::Trl
-            && self.plan.training.trl == TrlRelease::V0_15To0_28
+            && self.plan.training.trl.dpo_returns_no_logits()
             && self.dpo_logits()
     }
 
-    /// The hidden states TRL 0.15–0.28's reference pass returns beside its
+    /// The hidden states TRL 0.19–0.28's reference pass returns beside its
     /// logits (`model_kwargs["output_hidden_states"] = True` in
-    /// `concatenated_forward`, trl 0.15.0–0.28.0): under `no_grad` nothing
+    /// `concatenated_forward`, trl 0.19.0–0.28.0; not before): under `no_grad` nothing
     /// else of the pass is kept, so the tuple — the embeddings' output and
     /// every block's, the last normed — is the pass's own, a residual-stream
     /// tensor per block and one more on the stage. The policy's are what
     /// its backward saves anyway.
     pub(super) fn dpo_reference_hidden_states(&self, s: u32) -> f64 {
-        (self.stage_layers(s) + 1.0) * self.layer_input_bytes()
+        if self.plan.training.trl.dpo_reference_hidden_states() {
+            (self.stage_layers(s) + 1.0) * self.layer_input_bytes()
+        } else {
+            0.0
+        }
     }
 
     /// ORPO, SimPO or CPO through the model's logits, without a reference

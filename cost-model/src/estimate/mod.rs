@@ -27,7 +27,7 @@ use crate::model::{Arch, Mlp, ModelHead, ModelSpec, Norm, Positions};
 use crate::plan::{
     AdapterMethod, Attention, Checkpointing, Finetune, LoraTargets, LoraVariant, Loss, Objective,
     Offload, OffloadDevice, Optimizer, OptimizerImpl, PipelineSchedule, Plan, Precision, Sharding,
-    TrlRelease, GALORE_DEFAULT_RANK,
+    GALORE_DEFAULT_RANK,
 };
 use crate::units::{Bytes, MIB};
 use crate::validate::validate;
@@ -306,8 +306,8 @@ mod states;
 /// computes its share's loss and GPU 0 gathers the logits alone
 /// (`Ctx::replicas_compute_loss`), where a loop's loss runs over them all.
 /// 55 reads TRL's release ([`crate::plan::TrlRelease`]): 0.15–0.28's DPO
-/// returns no logits from its forward and holds the reference's hidden
-/// states (`Ctx::dpo_returns_no_logits`).
+/// returns no logits from its forward, and from 0.19 holds the reference's
+/// hidden states (`Ctx::dpo_returns_no_logits`).
 pub const MODEL_VERSION: u32 = 55;
 
 // ---------------------------------------------------------------------------

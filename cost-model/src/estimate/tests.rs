@@ -1,4 +1,5 @@
 use super::*;
+use crate::plan::TrlRelease;
 use crate::presets::preset;
 
 /// Latent attention's block keeps, beside what every block keeps, q and k
@@ -141,16 +142,16 @@ fn trls_dpo_through_the_logits_keeps_them_with_the_references() {
 
 /// TRL 0.15 to 0.28's DPO returns no logits from `concatenated_forward`:
 /// 16-bit, the policy's logits and their rows' log-softmax beside the mean
-/// logits' half-sized mask copy, then the reference's logits and its
-/// hidden states (one residual-stream tensor per block and one more) beside
-/// the kept rows — no entropy; fp32 (the Trainer's AMP), the logits the
-/// logsumexps saved take the rows' place. Backward is 0.29's.
+/// logits' half-sized mask copy, then the reference's logits and (from
+/// 0.19) its hidden states (one residual-stream tensor per block and one
+/// more) beside the kept rows — no entropy; fp32 (the Trainer's AMP), the
+/// logits the logsumexps saved take the rows' place. Backward is 0.29's.
 #[test]
 fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
     let mut p = trl_lora_1b(4);
     p.training.objective = Objective::Dpo;
     p.training.loss = Loss::Standard;
-    p.training.trl = TrlRelease::V0_15To0_28;
+    p.training.trl = TrlRelease::V0_19To0_28;
     let c = Ctx::new(&p, None);
     assert!(c.dpo_returns_no_logits());
     let lg = c.logits(0);
@@ -166,6 +167,12 @@ fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
         lg.forward
     );
     assert_eq!(lg.loss_backward, norm + 2.0 * 2.0 * logits);
+    // 0.15–0.18 ask for no hidden states.
+    let early = p_with(&p, TrlRelease::V0_15To0_18);
+    let c = Ctx::new(&early, None);
+    assert!(c.dpo_returns_no_logits());
+    assert_eq!(c.dpo_reference_hidden_states(0), 0.0);
+    assert!((c.logits(0).forward - (norm + 2.5 * 2.0 * logits)).abs() < 1.0);
     // Without the reference's pass, the policy's moment: 2.5 logits.
     let mut pre = p.clone();
     pre.training.precompute_ref = true;
@@ -184,7 +191,7 @@ fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
     let mut llf = p.clone();
     llf.set_framework(Framework::LlamaFactory);
     llf.training.loss = Loss::Standard;
-    llf.training.trl = TrlRelease::V0_15To0_28;
+    llf.training.trl = TrlRelease::V0_19To0_28;
     assert!(!Ctx::new(&llf, None).dpo_returns_no_logits());
     let mut sft = p.clone();
     sft.training.objective = Objective::Sft;
