@@ -397,10 +397,9 @@ impl TorchtitanRelease {
 
 /// TRL releases, where its DPO trainer keeps different logits-sized tensors
 /// (read in each release's wheel on PyPI: 0.12.0 to 0.24.0, 0.28.0, 0.29.0,
-/// 1.13.0). Only DPO through the model's
-/// logits under TRL reads it; its fused LM head (1.15 on) is the loss
-/// ([`Loss::TiledLogprob`]) and 1.14's log-probability kernel
-/// [`TrainingSpec::logprob_kernel`].
+/// 1.13.0). Only DPO through the model's logits under TRL reads it; its
+/// fused LM head (1.15 on) is the loss ([`Loss::TiledLogprob`]) and 1.14's
+/// log-probability kernel [`TrainingSpec::logprob_kernel`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TrlRelease {
     /// 0.29 or later: `DPOTrainer._compute_loss` keeps the policy's and the

@@ -157,7 +157,8 @@ impl<'a> Ctx<'a> {
                     // TRL 0.15–0.28: what the policy's log-probabilities
                     // keep (the fp32 logits a logsumexp saved, or the 16-bit
                     // rows' log-softmax beside the logits they came from),
-                    // then the reference's logits and hidden states.
+                    // then the reference's logits and, from 0.19, its hidden
+                    // states.
                     let kept = l + rows;
                     let policy = kept + DPO_MEAN_LOGITS_COPY * l;
                     let reference = if self.plan.training.precompute_ref {
@@ -396,10 +397,10 @@ impl<'a> Ctx<'a> {
     /// neither the logits nor the model's outputs; the reference's pass then
     /// does the same under `no_grad`, holding its logits and, from 0.19, the
     /// hidden states it asked for ([`Self::dpo_reference_hidden_states`]);
-    /// no entropy is logged (trl
-    /// 0.24.0 `DPOTrainer.concatenated_forward`, `get_batch_loss_metrics`,
-    /// `trainer/utils.py` `selective_log_softmax`). Replayed with 0.24.0's
-    /// code (`calibration/allocator_replay.py --trl-dpo-logits-0.24`).
+    /// no entropy is logged (trl 0.24.0 `DPOTrainer.concatenated_forward`,
+    /// `get_batch_loss_metrics`, `trainer/utils.py` `selective_log_softmax`).
+    /// Replayed with 0.24.0's code (`calibration/allocator_replay.py
+    /// --trl-dpo-logits-0.24`).
     pub(super) fn dpo_returns_no_logits(&self) -> bool {
         self.plan.framework == Framework::Trl
             && self.plan.training.trl.dpo_returns_no_logits()
@@ -408,11 +409,11 @@ impl<'a> Ctx<'a> {
 
     /// The hidden states TRL 0.19–0.28's reference pass returns beside its
     /// logits (`model_kwargs["output_hidden_states"] = True` in
-    /// `concatenated_forward`, trl 0.19.0–0.28.0; not before): under `no_grad` nothing
-    /// else of the pass is kept, so the tuple — the embeddings' output and
-    /// every block's, the last normed — is the pass's own, a residual-stream
-    /// tensor per block and one more on the stage. The policy's are what
-    /// its backward saves anyway.
+    /// `concatenated_forward`, trl 0.19.0–0.28.0; not before): under
+    /// `no_grad` nothing else of the pass is kept, so the tuple — the
+    /// embeddings' output and every block's, the last normed — is the pass's
+    /// own, a residual-stream tensor per block and one more on the stage.
+    /// The policy's are what its backward saves anyway.
     pub(super) fn dpo_reference_hidden_states(&self, s: u32) -> f64 {
         if self.plan.training.trl.dpo_reference_hidden_states() {
             (self.stage_layers(s) + 1.0) * self.layer_input_bytes()
