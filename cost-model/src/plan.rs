@@ -420,7 +420,9 @@ pub enum TrlRelease {
     #[serde(rename = "0.19-0.28")]
     V0_19To0_28,
     /// 0.15 to 0.18: as 0.19–0.28, without asking the model for its hidden
-    /// states (trl 0.15.0–0.18.0).
+    /// states (trl 0.15.0–0.18.0); 0.15.0–0.17.0 pass no `use_cache=False`,
+    /// so a reference pass without checkpointing returns its keys and
+    /// values as a cache.
     #[serde(rename = "0.15-0.18")]
     V0_15To0_18,
 }

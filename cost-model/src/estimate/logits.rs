@@ -166,7 +166,8 @@ impl<'a> Ctx<'a> {
                     } else {
                         l + l
                             + DPO_MEAN_LOGITS_COPY * l
-                            + self.dpo_reference_hidden_states(s) / (tokens * v).max(1.0)
+                            + (self.dpo_reference_hidden_states(s) + self.dpo_reference_kv_cache(s))
+                                / (tokens * v).max(1.0)
                     };
                     (policy.max(reference) + softcap, bwd + softcap)
                 } else {
@@ -417,6 +418,27 @@ impl<'a> Ctx<'a> {
     pub(super) fn dpo_reference_hidden_states(&self, s: u32) -> f64 {
         if self.plan.training.trl.dpo_reference_hidden_states() {
             (self.stage_layers(s) + 1.0) * self.layer_input_bytes()
+        } else {
+            0.0
+        }
+    }
+
+    /// The keys and values a reference pass of TRL 0.15–0.18's DPO may
+    /// return as a cache: 0.15.0 to 0.17.0 pass no `use_cache=False` to the
+    /// model (0.18.0 on do), and transformers then builds a `DynamicCache`
+    /// (`use_cache` defaults to the config's, on for causal LMs) unless
+    /// gradient checkpointing is on in training mode, which turns it off — so
+    /// where the pass runs without checkpointing (the plan's policy, or a full
+    /// fine-tune's separate reference model, whose checkpointing is not
+    /// known), every block's post-rotary k and v are held until the pass
+    /// returns. Counted for 0.18 too, which keeps none: over, where the one
+    /// setting cannot tell.
+    pub(super) fn dpo_reference_kv_cache(&self, s: u32) -> f64 {
+        let unchecked =
+            self.plan.training.checkpointing == Checkpointing::None || self.full_finetune();
+        if self.plan.training.trl == crate::plan::TrlRelease::V0_15To0_18 && unchecked {
+            2.0 * self.stage_layers(s) * self.s * self.b * self.m.kv_width() as f64 * self.e
+                / self.t
         } else {
             0.0
         }

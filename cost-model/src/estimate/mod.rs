@@ -307,7 +307,8 @@ mod states;
 /// (`Ctx::replicas_compute_loss`), where a loop's loss runs over them all.
 /// 55 reads TRL's release ([`crate::plan::TrlRelease`]): 0.15–0.28's DPO
 /// returns no logits from its forward, and from 0.19 holds the reference's
-/// hidden states (`Ctx::dpo_returns_no_logits`).
+/// hidden states, before it (unless checkpointed) the reference's keys and
+/// values (`Ctx::dpo_returns_no_logits`, `Ctx::dpo_reference_kv_cache`).
 pub const MODEL_VERSION: u32 = 55;
 
 // ---------------------------------------------------------------------------

@@ -167,12 +167,28 @@ fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
         lg.forward
     );
     assert_eq!(lg.loss_backward, norm + 2.0 * 2.0 * logits);
-    // 0.15–0.18 ask for no hidden states.
+    // 0.15–0.18 ask for no hidden states; checkpointed, the adapters'
+    // reference pass builds no cache either.
     let early = p_with(&p, TrlRelease::V0_15To0_18);
+    assert_eq!(early.training.checkpointing, Checkpointing::Full);
     let c = Ctx::new(&early, None);
     assert!(c.dpo_returns_no_logits());
     assert_eq!(c.dpo_reference_hidden_states(0), 0.0);
+    assert_eq!(c.dpo_reference_kv_cache(0), 0.0);
     assert!((c.logits(0).forward - (norm + 2.5 * 2.0 * logits)).abs() < 1.0);
+    // Without checkpointing (or a full fine-tune's own reference model) the
+    // pass keeps its keys and values: 2 × 16 blocks × 512 wide, 16-bit.
+    let mut unchecked = early.clone();
+    unchecked.training.checkpointing = Checkpointing::None;
+    let kv = 2.0 * 16.0 * tokens * 512.0 * 2.0;
+    assert_eq!(Ctx::new(&unchecked, None).dpo_reference_kv_cache(0), kv);
+    let mut full = early.clone();
+    full.training.finetune = Finetune::Full;
+    assert_eq!(Ctx::new(&full, None).dpo_reference_kv_cache(0), kv);
+    assert_eq!(
+        Ctx::new(&p_with(&full, TrlRelease::V0_19To0_28), None).dpo_reference_kv_cache(0),
+        0.0
+    );
     // Without the reference's pass, the policy's moment: 2.5 logits.
     let mut pre = p.clone();
     pre.training.precompute_ref = true;
