@@ -452,6 +452,12 @@ impl TrlRelease {
     pub fn dpo_reference_hidden_states(self) -> bool {
         self == TrlRelease::V0_19To0_28
     }
+
+    /// DPO's reference pass may build a cache of its keys and values: no
+    /// `use_cache=False` before 0.18 (counted for the 0.15–0.18 range).
+    pub fn dpo_reference_may_cache(self) -> bool {
+        self == TrlRelease::V0_15To0_18
+    }
 }
 
 /// Activation checkpointing policy.

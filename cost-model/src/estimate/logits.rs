@@ -154,20 +154,22 @@ impl<'a> Ctx<'a> {
                     DPO_LOGITS_FP32_BWD_TENSORS * l
                 };
                 if self.dpo_returns_no_logits() {
-                    // TRL 0.15–0.28: what the policy's log-probabilities
-                    // keep (the fp32 logits a logsumexp saved, or the 16-bit
-                    // rows' log-softmax beside the logits they came from),
-                    // then the reference's logits and, from 0.19, its hidden
-                    // states.
-                    let kept = l + rows;
-                    let policy = kept + DPO_MEAN_LOGITS_COPY * l;
+                    // TRL 0.15–0.28. What backward keeps of the policy's
+                    // log-probabilities, the logits' size either way: the
+                    // fp32 logits a logsumexp saved, or the 16-bit rows'
+                    // log-softmax.
+                    let saved = l;
+                    // The policy's mask copy, beside its 16-bit logits while
+                    // their rows are built.
+                    let policy = saved + rows + DPO_MEAN_LOGITS_COPY * l;
+                    // The reference's logits and mask copy, with what else
+                    // its pass returns (hidden states, a cache).
+                    let returned =
+                        self.dpo_reference_hidden_states(s) + self.dpo_reference_kv_cache(s);
                     let reference = if self.plan.training.precompute_ref {
                         0.0
                     } else {
-                        l + l
-                            + DPO_MEAN_LOGITS_COPY * l
-                            + (self.dpo_reference_hidden_states(s) + self.dpo_reference_kv_cache(s))
-                                / (tokens * v).max(1.0)
+                        saved + l + DPO_MEAN_LOGITS_COPY * l + returned / (tokens * v).max(1.0)
                     };
                     (policy.max(reference) + softcap, bwd + softcap)
                 } else {
@@ -436,7 +438,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn dpo_reference_kv_cache(&self, s: u32) -> f64 {
         let unchecked =
             self.plan.training.checkpointing == Checkpointing::None || self.full_finetune();
-        if self.plan.training.trl == crate::plan::TrlRelease::V0_15To0_18 && unchecked {
+        if self.plan.training.trl.dpo_reference_may_cache() && unchecked {
             2.0 * self.stage_layers(s) * self.s * self.b * self.m.kv_width() as f64 * self.e
                 / self.t
         } else {

@@ -532,9 +532,10 @@ const CHUNKED_NLL_CHUNK_FP32_TENSORS: f64 = 4.0;
 /// code (`calibration/allocator_replay.py --trl-dpo-logits`).
 const DPO_LOGITS_METRICS_TENSORS: f64 = 3.0;
 /// Logits-sized share of the boolean-mask copy TRL's DPO makes for the mean
-/// chosen (then rejected) logits it logs (`logits[:num_examples][loss_mask[:num_examples]].mean()`,
-/// trl 0.15.0–0.28.0 `concatenated_forward`): half the rows, every position
-/// a completion token, alive until its mean is taken
+/// chosen (then rejected) logits it logs
+/// (`logits[:num_examples][loss_mask[:num_examples]].mean()`, trl
+/// 0.15.0–0.28.0 `concatenated_forward`): half the rows, every position a
+/// completion token, alive until its mean is taken
 /// ([`Ctx::dpo_returns_no_logits`]; in the replay of 0.24.0's code, the 2,004
 /// MiB requests of Llama-3.2-1B's 3,915 MiB 16-bit logits).
 const DPO_MEAN_LOGITS_COPY: f64 = 0.5;

@@ -104,9 +104,7 @@ fn trls_fused_lm_head_keeps_one_tile_and_fp32_gradients() {
 #[test]
 fn trls_dpo_through_the_logits_keeps_them_with_the_references() {
     // 4 pairs × 2048 = 16,384 positions.
-    let mut p = trl_lora_1b(4);
-    p.training.objective = Objective::Dpo;
-    p.training.loss = Loss::Standard;
+    let p = trl_dpo_lora_1b();
     let c = Ctx::new(&p, None);
     assert!(c.dpo_logits());
     let lg = c.logits(0);
@@ -148,10 +146,7 @@ fn trls_dpo_through_the_logits_keeps_them_with_the_references() {
 /// logits the logsumexps saved take the rows' place. Backward is 0.29's.
 #[test]
 fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
-    let mut p = trl_lora_1b(4);
-    p.training.objective = Objective::Dpo;
-    p.training.loss = Loss::Standard;
-    p.training.trl = TrlRelease::V0_19To0_28;
+    let p = p_with(&trl_dpo_lora_1b(), TrlRelease::V0_19To0_28);
     let c = Ctx::new(&p, None);
     assert!(c.dpo_returns_no_logits());
     let lg = c.logits(0);
@@ -392,6 +387,14 @@ fn trls_sft_metrics_copy_keeps_a_segment_where_the_rounding_parts_it() {
 
 /// TRL's Llama-3.2-1B (hidden 2048, vocab 128,256) in pure bf16, LoRA r 8
 /// on q and v over a bf16 base, `batch` × 2048 on one GPU.
+/// [`trl_lora_1b`] at 4 pairs, DPO through the model's logits.
+fn trl_dpo_lora_1b() -> Plan {
+    let mut p = trl_lora_1b(4);
+    p.training.objective = Objective::Dpo;
+    p.training.loss = Loss::Standard;
+    p
+}
+
 fn trl_lora_1b(batch: u32) -> Plan {
     let mut p = qlora("llama-3.2-1b", Framework::Trl);
     p.training.finetune.set_base_bits(16);
