@@ -84,6 +84,12 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-2-2b > calibration/replay-trl-dpo-logits-2026-12-05.csv   # TRL 0.29-1.13's DPO, the model's logits
     v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.24 llama-3.2-1b qwen2.5-1.5b
                                                  # TRL 0.15-0.28's DPO (concatenated_forward)
+    v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.13 llama-3.2-1b qwen2.5-1.5b qwen3-0.6b \
+        > calibration/replay-trl-dpo-logits-0.13-2026-12-07.csv   # TRL 0.12-0.14's: a whole log_softmax saved
+    v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.11 llama-3.2-1b qwen2.5-1.5b smollm2-360m \
+        > calibration/replay-trl-dpo-logits-0.11-2026-12-07.csv   # TRL 0.9-0.11's: the logits returned, the NLL
+    v/bin/python calibration/allocator_replay.py --trl-dpo-logits-0.8 llama-3.2-1b qwen2.5-1.5b \
+        > calibration/replay-trl-dpo-logits-0.8-2026-12-07.csv    # TRL 0.5-0.8's: the logits returned
     v/bin/python calibration/allocator_replay.py --trl-sft-logits llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
         gemma-2-2b > calibration/replay-trl-sft-logits-2026-12-05.csv   # TRL <= 1.6's SFT: the Trainer's loss, metrics
     v/bin/python calibration/allocator_replay.py --trl-chunked-nll llama-3.2-1b qwen2.5-1.5b smollm2-360m qwen3-0.6b \
@@ -797,8 +803,8 @@ def dpo_loss_logits(model, batch, amp, beta=0.1):
 
 
 # TRL 0.15.0 to 0.28.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.24`, copied from the
-# trl 0.24.0 wheel; 0.12.0 to 0.14.0 take a whole `log_softmax` of the shifted logits instead, as the 0.12.0, 0.13.0
-# and 0.14.0 wheels read): the same model call and `selective_log_softmax` over the unshifted logits (labels rolled), the
+# trl 0.24.0 wheel; 0.12.0 to 0.14.0 take a whole `log_softmax` of the shifted logits instead, `--trl-dpo-logits-0.13`
+# below): the same model call and `selective_log_softmax` over the unshifted logits (labels rolled), the
 # mean chosen and rejected logits by boolean mask inside it, and nothing of the outputs kept once it returns; the
 # reference's pass is the same function under `no_grad` (`compute_ref_log_probs`), after the policy's.
 DPO_LOGITS_0_24 = False
@@ -836,6 +842,117 @@ def dpo_loss_logits_0_24(model, batch, amp, beta=0.1):
                 ref_chosen, ref_rejected = concatenated_forward(model)
     delta = (chosen - ref_chosen) - (rejected - ref_rejected)
     return -F.logsigmoid(beta * delta).mean()
+
+
+# TRL 0.12.0 to 0.14.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.13`, copied from the
+# trl 0.13.0 wheel): the model called without `use_cache=False` (0.15.0 to 0.17.0 neither), a whole `log_softmax` of
+# the shifted logits gathered (its output saved for backward), the mean chosen and rejected logits by boolean mask,
+# and nothing of the outputs kept once it returns; the reference's pass the same under `no_grad`, after the
+# policy's (`compute_ref_log_probs`). 0.14.0 rolls the labels rather than shifting the logits: the same bytes.
+DPO_LOGITS_0_13 = False
+
+
+def dpo_loss_logits_0_13(model, batch, amp, beta=0.1):
+    """trl 0.13.0 `DPOTrainer.get_batch_loss_metrics` for one concatenated micro-batch (chosen rows first, every
+    position a completion token), sigmoid loss, through the Trainer's Accelerate wrapper."""
+    import torch.nn.functional as F
+
+    ids = batch["input_ids"]
+    num_examples = ids.shape[0] // 2
+
+    def concatenated_forward(m):
+        # The published configs ask for a cache (`use_cache: true`), which the replay's configs turn off: on, as
+        # the model call without `use_cache=False` then runs — but off where the model checkpoints in training
+        # mode, as the transformers these releases ran (4.46-4.48, `LlamaModel.forward`: "`use_cache=True` is
+        # incompatible with gradient checkpointing") turned it off whatever the grad mode (5.x keeps it under
+        # `no_grad`).
+        m.config.use_cache = not (m.training and m.is_gradient_checkpointing)
+        with Autocasting(amp):
+            outputs = m(input_ids=ids)
+        outputs.logits = outputs.logits.float() if amp is not None else outputs.logits
+        logits = outputs.logits[:, :-1, :]
+        labels = ids[:, 1:].clone()
+        loss_mask = torch.ones_like(labels, dtype=torch.bool)
+        labels[~loss_mask] = 0
+        per_token_logps = torch.gather(logits.log_softmax(-1), dim=2, index=labels.unsqueeze(2)).squeeze(2)
+        per_token_logps[~loss_mask] = 0
+        all_logps = per_token_logps.sum(-1)
+        logits[:num_examples][loss_mask[:num_examples]].mean()
+        logits[num_examples:][loss_mask[num_examples:]].mean()
+        return all_logps[:num_examples], all_logps[num_examples:]
+
+    chosen, rejected = concatenated_forward(model)
+    with torch.no_grad():
+        if REFERENCE:
+            ref_chosen, ref_rejected = concatenated_forward(REFERENCE[0])
+        else:
+            with model.disable_adapter():
+                ref_chosen, ref_rejected = concatenated_forward(model)
+    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
+    return -F.logsigmoid(beta * delta).mean()
+
+
+# TRL 0.5.0 to 0.11.4's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.11`, copied from the
+# trl 0.11.4 wheel; `--trl-dpo-logits-0.8` from 0.8.6's): the model called with `use_cache=False`, its logits
+# (`all_logits`) returned as the chosen and rejected halves (views) and held until the loss and its metrics
+# (`logits/chosen`, `logits/rejected`) are computed; `get_batch_logps`: a whole `log_softmax` of the shifted logits
+# gathered; from 0.9.0 to 0.11.4 also the chosen half's NLL, whatever `rpo_alpha` (`cross_entropy_loss` over a
+# contiguous copy of its shifted logits, its log-softmax saved until the loss returns); the reference's pass the
+# same under `no_grad`, after the policy's, its log-probabilities alone kept.
+DPO_LOGITS_0_11 = False
+DPO_LOGITS_0_8 = False
+
+
+def dpo_loss_logits_0_11(model, batch, amp, beta=0.1):
+    """trl 0.11.4 (0.8.6 with `DPO_LOGITS_0_8`) `DPOTrainer.get_batch_loss_metrics` for one concatenated
+    micro-batch (chosen rows first, every position a completion token), sigmoid loss, through the Trainer's
+    Accelerate wrapper."""
+    import torch.nn.functional as F
+
+    ids = batch["input_ids"]
+    len_chosen = ids.shape[0] // 2
+
+    def get_batch_logps(logits, labels):
+        labels = labels[:, 1:].clone()
+        logits = logits[:, :-1, :]
+        loss_mask = labels != -100
+        labels[labels == -100] = 0
+        per_token_logps = torch.gather(logits.log_softmax(-1), dim=2, index=labels.unsqueeze(2)).squeeze(2)
+        return (per_token_logps * loss_mask).sum(-1), loss_mask.sum(-1)
+
+    def cross_entropy_loss(logits, labels):
+        logits = logits[..., :-1, :].contiguous()
+        labels = labels[..., 1:].contiguous()
+        loss_fct = torch.nn.CrossEntropyLoss(ignore_index=-100)
+        logits = logits.view(-1, logits.shape[-1])
+        labels = labels.view(-1)
+        return loss_fct(logits, labels)
+
+    def concatenated_forward(m):
+        with Autocasting(amp):
+            out = m(input_ids=ids, use_cache=False)
+        all_logits = out.logits.float() if amp is not None else out.logits
+        del out
+        all_logps, _ = get_batch_logps(all_logits, ids)
+        nll_loss = None
+        if not DPO_LOGITS_0_8:
+            labels = ids.clone()
+            nll_loss = cross_entropy_loss(all_logits[:len_chosen], labels[:len_chosen])
+        return (all_logps[:len_chosen], all_logps[len_chosen:], all_logits[:len_chosen], all_logits[len_chosen:],
+                nll_loss)
+
+    chosen, rejected, chosen_logits, rejected_logits, nll_loss = concatenated_forward(model)
+    with torch.no_grad():
+        if REFERENCE:
+            ref_chosen, ref_rejected = concatenated_forward(REFERENCE[0])[:2]
+        else:
+            with model.disable_adapter():
+                ref_chosen, ref_rejected = concatenated_forward(model)[:2]
+    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
+    loss = -F.logsigmoid(beta * delta).mean()
+    rejected_logits.detach().mean()
+    chosen_logits.detach().mean()
+    return loss
 
 
 # TRL's `SFTTrainer.compute_loss` with the Trainer's loss (`loss_type="nll"`, the default up to 1.6; `--trl-sft-logits`,
@@ -1192,6 +1309,8 @@ def mode_loss():
         (CHUNKED_NLL, chunked_nll_loss),
         (SFT_LOGITS, sft_loss_logits),
         (DPO_LOGITS_0_24, dpo_loss_logits_0_24),
+        (DPO_LOGITS_0_13, dpo_loss_logits_0_13),
+        (DPO_LOGITS_0_11, dpo_loss_logits_0_11),
         (DPO_LOGITS, dpo_loss_logits),
         (DPO, dpo_loss),
     )
@@ -1854,14 +1973,14 @@ def families(measure, only=(), head=None, lora_dropout=0.05, header=True, quant=
                 if DPO and not lora:
                     r.update(task="full")
                 if trl:
-                    import trl as trl_package
-
                     copied = trl_copied_notes()
                     if copied:
                         # LLaMA-Factory's rows read as the schema's "other" with the tool in the notes.
                         r.update(framework="other" if LLAMAFACTORY_DPO else "trl", notes=r["notes"] + copied)
                         w.writerow(r)
                         continue
+                    import trl as trl_package
+
                     r.update(framework="trl",
                              notes=r["notes"] + f"; trl {trl_package.__version__} fused LM head "
                              "(add_fused_lm_head with SFTTrainer's outputs log_probs, entropy, is_top1; "
@@ -1943,6 +2062,27 @@ def trl_copied_notes():
                 "of the model in its dtype); sigmoid loss; every position a completion token"
                 "; the weights in the run's dtype: a bf16 run's stay bf16 as under LLaMA-Factory's pure_bf16 "
                 "(without it, it casts trainable weights to fp32)")
+    if DPO_LOGITS_0_13:
+        return ("; trl 0.13.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
+                "concatenated, twice micro_batch sequences; the model called without use_cache=False, its config's "
+                "use_cache on (as published) unless it checkpoints in training mode (as transformers 4.46-4.48 "
+                "turned it off); its "
+                "logits (.float()ed by Accelerate's convert_outputs_to_fp32 under autocast) shifted, a whole "
+                "log_softmax gathered; the mean chosen and rejected logits by boolean mask; nothing of the "
+                "outputs kept once it returns; the reference pass the same under no_grad with the adapters "
+                "disabled or, for a full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; every "
+                "position a completion token")
+    if DPO_LOGITS_0_11:
+        release, nll = (("trl 0.8.6", "") if DPO_LOGITS_0_8 else
+                        ("trl 0.11.4", "; the chosen half's NLL over a contiguous copy of its shifted logits "
+                         "(nn.CrossEntropyLoss), its graph held until the loss returns"))
+        return (f"; {release} DPOTrainer.concatenated_forward copied: chosen and rejected "
+                "concatenated, twice micro_batch sequences; use_cache=False; the model's logits (.float()ed by "
+                "Accelerate's convert_outputs_to_fp32 under autocast) returned as chosen and rejected halves and "
+                "held until the loss and the logged mean logits; get_batch_logps: a whole log_softmax of the "
+                f"shifted logits gathered{nll}; the reference pass the same under no_grad with the adapters "
+                "disabled or, for a full fine-tune, a frozen copy of the model in its dtype; sigmoid loss; every "
+                "position a completion token")
     if DPO_LOGITS_0_24:
         return ("; trl 0.24.0 DPOTrainer.concatenated_forward copied: chosen and rejected "
                 "concatenated, twice micro_batch sequences; output_hidden_states; the model's "
@@ -2249,10 +2389,12 @@ def main():
     if sys.argv[1:2] == ["--qlora-trl-families"]:
         return families(measure, sys.argv[2:], quant=True, prep="trl")
     if sys.argv[1:2] in (["--trl-fused-head"], ["--trl-dpo"], ["--trl-qlora"], ["--trl-dpo-logits"],
-                         ["--trl-dpo-logits-0.24"], ["--trl-sft-logits"], ["--trl-chunked-nll"],
+                         ["--trl-dpo-logits-0.24"], ["--trl-dpo-logits-0.13"], ["--trl-dpo-logits-0.11"],
+                         ["--trl-dpo-logits-0.8"], ["--trl-sft-logits"], ["--trl-chunked-nll"],
                          ["--llamafactory-dpo"], ["--llamafactory-orpo"], ["--trl-orpo"],
                          ["--trl-orpo-kernel"], ["--llamafactory-kto"]):
         global FUSED_HEAD, DPO, BF16_ADAPTERS, DPO_LOGITS, DPO_LOGITS_0_24, SFT_LOGITS, CHUNKED_NLL
+        global DPO_LOGITS_0_13, DPO_LOGITS_0_11, DPO_LOGITS_0_8
         global LLAMAFACTORY_DPO, LLAMAFACTORY_ORPO, TRL_ORPO, TRL_LOGPROB_KERNEL, LLAMAFACTORY_KTO
         LLAMAFACTORY_ORPO = sys.argv[1] == "--llamafactory-orpo"
         LLAMAFACTORY_KTO = sys.argv[1] == "--llamafactory-kto"
@@ -2262,7 +2404,11 @@ def main():
         CHUNKED_NLL = sys.argv[1] == "--trl-chunked-nll"
         SFT_LOGITS = CHUNKED_NLL or sys.argv[1] == "--trl-sft-logits"
         DPO_LOGITS_0_24 = sys.argv[1] == "--trl-dpo-logits-0.24"
-        DPO_LOGITS = DPO_LOGITS_0_24 or LLAMAFACTORY_DPO or TRL_ORPO or sys.argv[1] == "--trl-dpo-logits"
+        DPO_LOGITS_0_13 = sys.argv[1] == "--trl-dpo-logits-0.13"
+        DPO_LOGITS_0_8 = sys.argv[1] == "--trl-dpo-logits-0.8"
+        DPO_LOGITS_0_11 = DPO_LOGITS_0_8 or sys.argv[1] == "--trl-dpo-logits-0.11"
+        DPO_LOGITS = (DPO_LOGITS_0_24 or DPO_LOGITS_0_13 or DPO_LOGITS_0_11 or LLAMAFACTORY_DPO or TRL_ORPO
+                      or sys.argv[1] == "--trl-dpo-logits")
         FUSED_HEAD = not (DPO_LOGITS or SFT_LOGITS)
         DPO = DPO_LOGITS or sys.argv[1] == "--trl-dpo"
         BF16_ADAPTERS = quant = sys.argv[1] == "--trl-qlora"
