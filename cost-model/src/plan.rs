@@ -396,18 +396,17 @@ impl TorchtitanRelease {
 }
 
 /// TRL releases, where its DPO trainer keeps different logits-sized tensors
-/// (read in each release's wheel on PyPI: 0.12.0 to 0.24.0, 0.28.0, 0.29.0,
-/// 1.13.0). Only DPO through the model's logits under TRL reads it; its
-/// fused LM head (1.15 on) is the loss ([`Loss::TiledLogprob`]) and 1.14's
+/// (read in the wheels on PyPI: 0.5.0, 0.6.0, six from 0.7.0 to 0.7.11, 0.8.6,
+/// 0.9.6, 0.10.1, 0.11.4, 0.12.0 to 0.24.0, 0.28.0, 0.29.0, 1.13.0). Only
+/// DPO through the model's logits under TRL reads it; its fused LM head
+/// (1.15 on) is the loss ([`Loss::TiledLogprob`]) and 1.14's
 /// log-probability kernel [`TrainingSpec::logprob_kernel`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TrlRelease {
     /// 0.29 or later: `DPOTrainer._compute_loss` keeps the policy's and the
     /// reference's outputs until it returns and logs the entropy of the
     /// policy's logits over a flattened copy (trl 0.29.0 and 1.13.0
-    /// `trainer/dpo_trainer.py`). Releases up to 0.14, whose
-    /// `concatenated_forward` saves a whole `log_softmax` of the logits
-    /// (0.12.0–0.14.0), are not told apart: read so, they are counted over.
+    /// `trainer/dpo_trainer.py`).
     #[default]
     #[serde(rename = "current")]
     Current,
@@ -425,6 +424,22 @@ pub enum TrlRelease {
     /// values as a cache.
     #[serde(rename = "0.15-0.18")]
     V0_15To0_18,
+    /// 0.12 to 0.14: as 0.15–0.17, but the per-token log-probabilities are
+    /// gathered from a whole `log_softmax` of the logits, whose output is
+    /// saved for backward (trl 0.12.0–0.14.0 `concatenated_forward`).
+    #[serde(rename = "0.12-0.14")]
+    V0_12To0_14,
+    /// 0.9 to 0.11: `concatenated_forward` returns the policy's logits (as
+    /// its chosen and rejected halves, held until the loss's metrics are
+    /// logged) beside a whole `log_softmax` of them, and takes the chosen
+    /// half's NLL whatever `rpo_alpha` (a contiguous copy of its shifted
+    /// logits into `nn.CrossEntropyLoss`; trl 0.9.6, 0.10.1, 0.11.4).
+    #[serde(rename = "0.9-0.11")]
+    V0_9To0_11,
+    /// 0.5 to 0.8: as 0.9–0.11 without the NLL (trl 0.5.0, 0.6.0, 0.7.11,
+    /// 0.8.6; `DPOTrainer` first shipped in 0.5.0).
+    #[serde(rename = "0.5-0.8")]
+    V0_5To0_8,
 }
 
 impl TrlRelease {
@@ -432,9 +447,13 @@ impl TrlRelease {
         *self == TrlRelease::Current
     }
 
-    /// The release a stated `major.minor` falls in.
+    /// The release a stated `major.minor` falls in (before 0.5, which had no
+    /// `DPOTrainer`, the current one).
     pub fn of(major: u32, minor: u32) -> TrlRelease {
         match (major, minor) {
+            (0, 5..=8) => TrlRelease::V0_5To0_8,
+            (0, 9..=11) => TrlRelease::V0_9To0_11,
+            (0, 12..=14) => TrlRelease::V0_12To0_14,
             (0, 15..=18) => TrlRelease::V0_15To0_18,
             (0, 19..=28) => TrlRelease::V0_19To0_28,
             _ => TrlRelease::Current,
@@ -442,9 +461,32 @@ impl TrlRelease {
     }
 
     /// DPO's `concatenated_forward` returns neither the logits nor the
-    /// model's outputs (0.15 to 0.28).
+    /// model's outputs (0.12 to 0.28).
     pub fn dpo_returns_no_logits(self) -> bool {
-        !self.is_current()
+        matches!(
+            self,
+            TrlRelease::V0_12To0_14 | TrlRelease::V0_15To0_18 | TrlRelease::V0_19To0_28
+        )
+    }
+
+    /// DPO gathers its per-token log-probabilities from a whole
+    /// `log_softmax` of the logits, saved for backward (0.5 to 0.14).
+    pub fn dpo_whole_log_softmax(self) -> bool {
+        matches!(
+            self,
+            TrlRelease::V0_5To0_8 | TrlRelease::V0_9To0_11 | TrlRelease::V0_12To0_14
+        )
+    }
+
+    /// DPO's `concatenated_forward` returns the policy's logits, held until
+    /// the loss's metrics are logged (0.5 to 0.11).
+    pub fn dpo_returns_logits(self) -> bool {
+        matches!(self, TrlRelease::V0_5To0_8 | TrlRelease::V0_9To0_11)
+    }
+
+    /// DPO takes the chosen half's NLL in every step (0.9 to 0.11).
+    pub fn dpo_chosen_nll(self) -> bool {
+        self == TrlRelease::V0_9To0_11
     }
 
     /// DPO's reference pass asks for the model's hidden states (0.19 to
@@ -454,9 +496,17 @@ impl TrlRelease {
     }
 
     /// DPO's reference pass may build a cache of its keys and values: no
-    /// `use_cache=False` before 0.18 (counted for the 0.15–0.18 range).
+    /// `use_cache=False` from 0.5.0 to 0.7.10 and from 0.12.0 to 0.17.0
+    /// (counted for the whole 0.5–0.8 and 0.15–0.18 ranges: over for 0.7.11
+    /// to 0.8 and for 0.18). 0.12 on hold the model's outputs until
+    /// `concatenated_forward` returns, so the cache stays beside the
+    /// log-softmax; up to 0.7.10 `.logits` is taken off them at once, so it
+    /// goes before the log-softmax is made.
     pub fn dpo_reference_may_cache(self) -> bool {
-        self == TrlRelease::V0_15To0_18
+        matches!(
+            self,
+            TrlRelease::V0_5To0_8 | TrlRelease::V0_12To0_14 | TrlRelease::V0_15To0_18
+        )
     }
 }
 

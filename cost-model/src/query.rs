@@ -1226,6 +1226,16 @@ mod tests {
         let q = encode(&p);
         assert!(q.contains("trl=0.19-0.28"), "{q}");
         assert_eq!(decode_str("trl=0.24").unwrap_err().param, "trl");
+        for (id, release) in [
+            ("0.12-0.14", crate::plan::TrlRelease::V0_12To0_14),
+            ("0.9-0.11", crate::plan::TrlRelease::V0_9To0_11),
+            ("0.5-0.8", crate::plan::TrlRelease::V0_5To0_8),
+        ] {
+            assert_eq!(
+                decode_str(&format!("trl={id}")).unwrap().training.trl,
+                release
+            );
+        }
         assert!(q.contains("ttn=0.2.1-older"), "{q}");
         assert_eq!(decode_str("ttn=0.2").unwrap_err().param, "ttn");
         assert_eq!(

@@ -158,6 +158,9 @@ use cost_model::presets::presets;
 /// its share's loss, and GPU 0 gathers the logits alone.
 /// Version 55: TRL 0.15–0.28's DPO (the replayed 0.24 file's rows state
 /// their release) returns no logits from its forward.
+/// Version 56: TRL 0.5–0.14's DPO saves a whole log-softmax (the replayed
+/// 0.13, 0.11 and 0.8 files in the set), and a preference loss under the
+/// Trainer's AMP meets only the weight copies autograd saved.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -213,6 +216,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (53, 0x8701_8db0_c554_4198),
     (54, 0x464b_c19f_e885_6eb4),
     (55, 0xf479_da11_8a72_f4f0),
+    (56, 0xac69_807a_c4cd_c230),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.
@@ -280,6 +284,9 @@ fn project_plans() -> Vec<Plan> {
         "replay-trl-qlora-2026-12-05.csv",
         "replay-trl-dpo-logits-2026-12-05.csv",
         "replay-trl-dpo-logits-0.24-2026-12-05.csv",
+        "replay-trl-dpo-logits-0.13-2026-12-07.csv",
+        "replay-trl-dpo-logits-0.11-2026-12-07.csv",
+        "replay-trl-dpo-logits-0.8-2026-12-07.csv",
         "replay-trl-sft-logits-2026-12-05.csv",
         "replay-trl-chunked-nll-2026-12-05.csv",
         "replay-llamafactory-dpo-2026-12-05.csv",

@@ -365,17 +365,21 @@ proptest! {
         loss in 0usize..LOSSES.len(),
         framework in 0usize..Framework::ALL.len(),
         objective in 0usize..4,
-        trl in 0usize..3,
+        trl in 0usize..6,
     ) {
         let mut p = Plan {
             model: presets()[preset % presets().len()].spec(),
             ..Plan::default()
         };
-        // TRL's DPO before 0.29 (the larger of two moments at the forward).
+        // TRL's DPO before 0.29 (the larger of two moments at the forward;
+        // up to 0.14 a whole log-softmax saved).
         p.training.trl = [
             cost_model::plan::TrlRelease::Current,
             cost_model::plan::TrlRelease::V0_19To0_28,
             cost_model::plan::TrlRelease::V0_15To0_18,
+            cost_model::plan::TrlRelease::V0_12To0_14,
+            cost_model::plan::TrlRelease::V0_9To0_11,
+            cost_model::plan::TrlRelease::V0_5To0_8,
         ][trl];
         // Every framework profile and objective (the preference losses'
         // logits, the segments a shifted size cannot reuse).

@@ -895,6 +895,22 @@ test("TRL release: DPO under 0.19–0.28 drops the policy's logits once its log-
   await expect.poll(allocated).toBeLessThan(before - 3);
 });
 
+test("TRL release: DPO under 0.9–0.11 holds the policy's logits and the chosen half's NLL through the reference's pass, raising an AMP peak", async ({ page }, info) => {
+  // Llama-3.2-1B, DPO with LoRA under TRL, the Trainer's AMP (fp32 logits),
+  // 2 pairs × 2048, checkpointed, one GPU: the current release peaks at
+  // backward's four fp32 logits-sized tensors (18.76 GiB allocated); 0.9–0.11
+  // hold the logits, their log-softmax and the NLL's half through the
+  // reference's logits and log-softmax, four and a half (20.72 GiB).
+  const plan =
+    "/?model=llama-3.2-1b&gpus=1&shard=none&fw=trl&prec=amp-bf16&mb=2&seq=2048&ckpt=full&obj=dpo&loss=standard&ft=lora&targets=all-linear&rank=16";
+  const allocated = () => allocatedGiB(page);
+  await page.goto(plan);
+  await expect(page.getByTestId("trl")).toHaveValue("current");
+  const before = await allocated();
+  await chooseOption(page, info, plan, "trl", "0.9-0.11");
+  await expect.poll(allocated).toBeGreaterThan(before + 1.5);
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);

@@ -231,11 +231,14 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                 (
                     "trl",
                     "TRL release",
-                    "DPO through the model's logits: 0.15–0.28 keep only the policy's log-probabilities (and its logits where they are fp32) once its forward returns, then hold the reference's logits (0.19–0.28 its hidden states too); 0.29 and later keep both outputs until the loss is taken and log the entropy over a copy of the logits (0.14 and older, read so, are counted over)",
+                    "DPO through the model's logits: 0.15–0.28 keep only the policy's log-probabilities (and its logits where they are fp32) once its forward returns, then hold the reference's logits (0.19–0.28 its hidden states too); 0.12–0.14 keep a whole log-softmax of the logits instead; up to 0.11 the policy's logits are held beside it through the reference's pass (0.9–0.11 with the chosen half's NLL); 0.29 and later keep both outputs until the loss is taken and log the entropy over a copy of the logits",
                     opts(&[
                         ("current", "0.29+"),
                         ("0.19-0.28", "0.19 – 0.28"),
                         ("0.15-0.18", "0.15 – 0.18"),
+                        ("0.12-0.14", "0.12 – 0.14"),
+                        ("0.9-0.11", "0.9 – 0.11"),
+                        ("0.5-0.8", "0.5 – 0.8"),
                     ]),
                 ),
             ],

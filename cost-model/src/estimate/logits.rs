@@ -153,7 +153,44 @@ impl<'a> Ctx<'a> {
                 } else {
                     DPO_LOGITS_FP32_BWD_TENSORS * l
                 };
-                if self.dpo_returns_no_logits() {
+                if self.dpo_whole_log_softmax() {
+                    // TRL 0.5–0.14: a whole log-softmax of the logits, its
+                    // output saved for backward.
+                    let trl = self.plan.training.trl;
+                    let nll = if trl.dpo_chosen_nll() {
+                        DPO_CHOSEN_NLL_SHARE * l
+                    } else {
+                        0.0
+                    };
+                    // What the policy's pass leaves to the reference's: the
+                    // saved log-softmax, to 0.11 the logits it returns and
+                    // 0.9–0.11's chosen-half NLL's saved log-softmax.
+                    let returned = if trl.dpo_returns_logits() { l } else { 0.0 };
+                    let kept = l + returned + nll;
+                    // The policy's own peak: its logits and log-softmax, with
+                    // 0.12–0.14's mask copy or 0.9–0.11's NLL (the contiguous
+                    // copy beside its log-softmax).
+                    let extra = if trl.dpo_returns_no_logits() {
+                        DPO_MEAN_LOGITS_COPY * l
+                    } else {
+                        2.0 * nll
+                    };
+                    let policy = l + l + extra;
+                    // The reference's logits and log-softmax beside what the
+                    // policy left; its cache beside both where the pass holds
+                    // its outputs until it returns (0.12–0.14), else
+                    // dropped with them before the log-softmax.
+                    let cache = self.dpo_reference_kv_cache(s) / (tokens * v).max(1.0);
+                    let reference = if self.plan.training.precompute_ref {
+                        0.0
+                    } else if trl.dpo_returns_no_logits() {
+                        kept + l + l + cache
+                    } else {
+                        kept + l + l.max(cache)
+                    };
+                    let bwd = DPO_LOG_SOFTMAX_BWD_TENSORS * l;
+                    (policy.max(reference) + softcap, bwd + softcap)
+                } else if self.dpo_returns_no_logits() {
                     // TRL 0.15–0.28. What backward keeps of the policy's
                     // log-probabilities, the logits' size either way: the
                     // fp32 logits a logsumexp saved, or the 16-bit rows'
@@ -270,10 +307,12 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
-        // An entropy chunk of the metrics ([`TRL_ENTROPY_CHUNK_ROWS`]).
+        // An entropy chunk of the metrics ([`TRL_ENTROPY_CHUNK_ROWS`]), which
+        // TRL logs from 0.29 (and LLaMA-Factory's DPO, read as it).
         let entropy_chunk = if self.plan.training.loss == Loss::Standard
             && self.dpo_logits()
             && !self.dpo_returns_no_logits()
+            && !self.dpo_whole_log_softmax()
         {
             TRL_ENTROPY_CHUNK_ROWS.min(tokens)
                 * v
@@ -405,9 +444,27 @@ impl<'a> Ctx<'a> {
     /// Replayed with 0.24.0's code (`calibration/allocator_replay.py
     /// --trl-dpo-logits-0.24`).
     pub(super) fn dpo_returns_no_logits(&self) -> bool {
-        self.plan.framework == Framework::Trl
-            && self.plan.training.trl.dpo_returns_no_logits()
-            && self.dpo_logits()
+        self.trl_dpo() && self.plan.training.trl.dpo_returns_no_logits()
+    }
+
+    /// DPO through the model's logits as TRL 0.5 to 0.14 ran it
+    /// ([`crate::plan::TrlRelease::dpo_whole_log_softmax`]):
+    /// `concatenated_forward` gathers the per-token log-probabilities from a
+    /// whole `log_softmax` of the shifted logits, whose output backward reads;
+    /// up to 0.11 it returns the logits (the chosen and rejected halves,
+    /// views held until the mean logits are logged after the reference's
+    /// pass) and from 0.9 to 0.11 also takes the chosen half's NLL in every
+    /// step; from 0.12 it returns neither, as 0.15–0.28 (trl 0.8.6, 0.11.4,
+    /// 0.13.0 `DPOTrainer.concatenated_forward`, `get_batch_logps`). Replayed
+    /// with their code (`calibration/allocator_replay.py
+    /// --trl-dpo-logits-0.8`, `-0.11`, `-0.13`).
+    pub(super) fn dpo_whole_log_softmax(&self) -> bool {
+        self.trl_dpo() && self.plan.training.trl.dpo_whole_log_softmax()
+    }
+
+    /// DPO through the model's logits under TRL ([`Self::dpo_logits`]).
+    fn trl_dpo(&self) -> bool {
+        self.plan.framework == Framework::Trl && self.dpo_logits()
     }
 
     /// The hidden states TRL 0.19–0.28's reference pass returns beside its
@@ -425,16 +482,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The keys and values a reference pass of TRL 0.15–0.18's DPO may
-    /// return as a cache: 0.15.0 to 0.17.0 pass no `use_cache=False` to the
-    /// model (0.18.0 on do), and transformers then builds a `DynamicCache`
-    /// (`use_cache` defaults to the config's, on for causal LMs) unless
-    /// gradient checkpointing is on in training mode, which turns it off — so
-    /// where the pass runs without checkpointing (the plan's policy, or a full
-    /// fine-tune's separate reference model, whose checkpointing is not
-    /// known), every block's post-rotary k and v are held until the pass
-    /// returns. Counted for 0.18 too, which keeps none: over, where the one
-    /// setting cannot tell.
+    /// The keys and values a reference pass of TRL's DPO may return as a
+    /// cache ([`crate::plan::TrlRelease::dpo_reference_may_cache`]): 0.5.0 to
+    /// 0.7.10 and 0.12.0 to 0.17.0 pass no `use_cache=False` to the model
+    /// (0.7.11 to 0.11 and 0.18.0 on do), and transformers then builds a
+    /// `DynamicCache` (`use_cache` defaults to the config's, on for causal
+    /// LMs) unless gradient checkpointing is on in training mode, which turns
+    /// it off — so where the pass runs without checkpointing (the plan's
+    /// policy, or a full fine-tune's separate reference model, whose
+    /// checkpointing is not known), every block's post-rotary k and v are
+    /// held with its outputs. Counted for 0.7.11–0.8 and 0.18 too, which keep
+    /// none: over, where the one setting cannot tell.
     pub(super) fn dpo_reference_kv_cache(&self, s: u32) -> f64 {
         let unchecked =
             self.plan.training.checkpointing == Checkpointing::None || self.full_finetune();
@@ -478,6 +536,30 @@ impl<'a> Ctx<'a> {
             && !self.compiled_loss()
     }
 
+    /// Autocast runs around the model's forward alone: Accelerate's native
+    /// AMP wraps `model.forward` in `autocast` and `convert_outputs_to_fp32`
+    /// (the Trainer's `bf16=True`/`fp16=True` and the tools on it, Accelerate
+    /// itself; accelerate `utils/operations.py` `convert_outputs_to_fp32`,
+    /// `Accelerator.prepare_model`).
+    pub(super) fn autocast_wraps_forward(&self) -> bool {
+        let f = self.plan.framework;
+        self.runs_autocast() && (f.trains_through_trainer() || f == Framework::HfAccelerate)
+    }
+
+    /// A preference loss taken from the model's logits after its forward
+    /// returns — DPO, ORPO or KTO through the logits — where autocast wraps
+    /// that forward alone ([`Self::autocast_wraps_forward`]): autocast's
+    /// cache of 16-bit weight copies is cleared as the forward exits
+    /// (`torch.autocast.__exit__` calls `torch.clear_autocast_cache()`), so
+    /// the loss's logits-sized tensors meet only the copies autograd saved.
+    /// Replayed (`calibration/allocator_replay.py --trl-dpo-logits-0.8`): an
+    /// AMP full fine-tune of Llama-3.2-1B's peak is its reference pass's
+    /// log-softmax, with none of the 2.36 GiB of copies the forward held.
+    pub(super) fn loss_after_autocast(&self) -> bool {
+        (self.dpo_logits() || self.orpo_logits() || self.kto_logits())
+            && self.autocast_wraps_forward()
+    }
+
     /// Bytes per logit of the logits DPO reads ([`Self::dpo_logits`]): fp32
     /// where Accelerate's native AMP wraps the model's forward in
     /// `convert_outputs_to_fp32` (the Trainer's `bf16=True`, TRL's default;
@@ -491,9 +573,7 @@ impl<'a> Ctx<'a> {
     /// `calibration/allocator_replay.py --llamafactory-dpo`).
     pub(super) fn dpo_logit_bytes(&self) -> f64 {
         let f = self.plan.framework;
-        let wrapped =
-            self.runs_autocast() && (f.trains_through_trainer() || f == Framework::HfAccelerate);
-        if wrapped || f == Framework::LlamaFactory || self.promoted_logits() {
+        if self.autocast_wraps_forward() || f == Framework::LlamaFactory || self.promoted_logits() {
             FP32
         } else {
             self.e

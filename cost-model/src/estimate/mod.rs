@@ -309,7 +309,13 @@ mod states;
 /// returns no logits from its forward, and from 0.19 holds the reference's
 /// hidden states, before it (unless checkpointed) the reference's keys and
 /// values (`Ctx::dpo_returns_no_logits`, `Ctx::dpo_reference_kv_cache`).
-pub const MODEL_VERSION: u32 = 55;
+/// 56 reads TRL 0.5–0.14's DPO, a whole log-softmax of the logits saved
+/// (`Ctx::dpo_whole_log_softmax`; up to 0.11 the policy's logits held
+/// through the reference's pass), and takes a preference loss under the
+/// Trainer's AMP after autocast's weight copies are gone, their segments
+/// idle (`Ctx::loss_after_autocast`), the reference's dropped 16-bit output
+/// idle beside its log-softmax (`Ctx::dpo_reference_dropped_output`).
+pub const MODEL_VERSION: u32 = 56;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -539,6 +545,17 @@ const DPO_LOGITS_METRICS_TENSORS: f64 = 3.0;
 /// ([`Ctx::dpo_returns_no_logits`]; in the replay of 0.24.0's code, the 2,004
 /// MiB requests of Llama-3.2-1B's 3,915 MiB 16-bit logits).
 const DPO_MEAN_LOGITS_COPY: f64 = 0.5;
+/// Logits-sized share of the chosen half's NLL TRL 0.9 to 0.11's DPO takes
+/// in every step, whatever `rpo_alpha` (`cross_entropy_loss(all_logits[:len_chosen], …)`
+/// in `concatenated_forward`, trl 0.9.6–0.11.4): the contiguous copy of the
+/// half's shifted logits, then `nn.CrossEntropyLoss`'s log-softmax of it,
+/// saved until the loss returns — each half the rows.
+const DPO_CHOSEN_NLL_SHARE: f64 = 0.5;
+/// Logits-sized tensors in the backward of a whole log-softmax gathered (TRL
+/// 0.5–0.14's DPO, [`Ctx::dpo_whole_log_softmax`]): the saved log-softmax,
+/// the gather's zeroed gradient with the gathered values added, and the
+/// log-softmax's gradient.
+const DPO_LOG_SOFTMAX_BWD_TENSORS: f64 = 3.0;
 /// Logits-sized tensors alive at the forward of a reference-free preference
 /// loss ([`Ctx::orpo_logits`]): as TRL's ORPO computes its chosen rows' NLL
 /// (trl 1.16.0 `experimental/orpo/orpo_trainer.py` `concatenated_forward`),

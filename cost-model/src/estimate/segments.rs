@@ -241,6 +241,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The segment idle as DPO's reference pass takes its log-probabilities
+    /// at the forward's end: under the Trainer's AMP the reference's 16-bit
+    /// output, reusing the policy's dropped one's segment, is dropped in turn
+    /// for its fp32 copy, and the log-softmax that follows is twice its size
+    /// — one of the two outputs [`Self::dropped_output`] counts, where that
+    /// segment stays idle ([`Self::dropped_logits_segment`]). It bears on the
+    /// estimate where the reference's moment is the step's peak: TRL 0.5 to
+    /// 0.11, whose policy's logits and log-softmax are still held then
+    /// (replayed, `calibration/allocator_replay.py --trl-dpo-logits-0.8`,
+    /// `-0.11`: Llama-3.2-1B's AMP LoRA, checkpointed, 2 × 2 × 2048, reserved
+    /// 4.63 GiB over its allocated peak, 1.96 of it that segment).
+    pub(super) fn dpo_reference_dropped_output(&self, s: u32) -> f64 {
+        if self.dpo_logits() && !self.plan.training.precompute_ref {
+            self.dropped_logits_segment(s) / DPO_DROPPED_OUTPUTS
+        } else {
+            0.0
+        }
+    }
+
     /// The 16-bit logits a loop drops before backward on the last stage,
     /// when the loss works on wider logits-sized tensors that cannot reuse
     /// their segment ([`Self::dropped_logits_segment`] says where that

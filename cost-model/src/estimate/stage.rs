@@ -94,6 +94,10 @@ impl<'a> Ctx<'a> {
             /// output a loop dropped, where it outgrew ZeRO-1/2's start-up
             /// segments ([`Self::zero12_flatten_cache`]).
             lg_idle: f64,
+            /// Segments cached idle beside the phase's tensors, on top of the
+            /// allocator's share: autocast's dropped weight copies at a loss
+            /// taken after the forward ([`Self::loss_after_autocast`]).
+            cached: f64,
         }
         // From the first forward on: loading and set-up run no matmul.
         let workspaces = self.workspaces;
@@ -144,7 +148,7 @@ impl<'a> Ctx<'a> {
             } else {
                 share
             };
-            bd.allocator_reserve = share + Bytes::from_f64(side_cached);
+            bd.allocator_reserve = share + Bytes::from_f64(side_cached + p.cached);
             // The start-up segments take what fits in them on the default
             // stream; what has segments of its own stays beside them — the
             // units FSDP1 gathers on its streams, or ZeRO-1/2's flat weights,
@@ -188,6 +192,7 @@ impl<'a> Ctx<'a> {
                 comm: z,
                 tmp: self.load_materialised(s) - self.load_kept(s),
                 lg_idle: z,
+                cached: z,
             },
             z,
         );
@@ -202,6 +207,7 @@ impl<'a> Ctx<'a> {
                 comm: ipg,
                 tmp: z,
                 lg_idle: z,
+                cached: z,
             },
             z,
         );
@@ -213,6 +219,14 @@ impl<'a> Ctx<'a> {
         } else {
             0.0
         };
+        // A preference loss taken after autocast has exited holds only the
+        // copies autograd saved ([`Self::loss_after_autocast`]); the forward's
+        // own end, with all of them, is `block_end` below.
+        let loss_casts = if self.loss_after_autocast() {
+            casts.after_forward
+        } else {
+            casts.forward
+        };
         let forward_parts = Parts {
             w,
             g: g_fwd + head_g_fwd,
@@ -220,8 +234,9 @@ impl<'a> Ctx<'a> {
             act: acts,
             lg: lg.forward,
             comm: comm_f,
-            tmp: casts.forward,
+            tmp: loss_casts,
             lg_idle: z,
+            cached: z,
         };
         // The end of forward as ZeRO-3 fetches the head from the CPU, before
         // the logits exist ([`Self::offloaded_fetch_copy`]).
@@ -247,7 +262,18 @@ impl<'a> Ctx<'a> {
             },
             z,
         );
-        let forward = mk(Phase::Forward, forward_parts, idle);
+        // The copies autocast's cache dropped as the forward exited keep
+        // their segments, each a weight's size, which nothing logits-sized
+        // can take.
+        let dropped_casts = casts.forward - loss_casts;
+        let forward = mk(
+            Phase::Forward,
+            Parts {
+                cached: dropped_casts,
+                ..forward_parts
+            },
+            idle + self.dpo_reference_dropped_output(s),
+        );
         let forward = phase_peak(forward, head_fetch.into_iter().chain([block_end]));
         // Backward: its start (all activations, the loss backward, the 16-bit
         // weight copies autograd saved), the LM head's backward (the loss's
@@ -270,6 +296,7 @@ impl<'a> Ctx<'a> {
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
                 lg_idle: dropped_big,
+                cached: z,
             },
             idle_loss_backward,
         );
@@ -284,6 +311,7 @@ impl<'a> Ctx<'a> {
                 comm: comm_b,
                 tmp: casts.after_forward + dq_head,
                 lg_idle: z,
+                cached: z,
             },
             idle,
         );
@@ -296,6 +324,7 @@ impl<'a> Ctx<'a> {
             comm: comm_b,
             tmp: working + casts.block_backward + dq_block,
             lg_idle: z,
+            cached: z,
         };
         // The final norm's backward, after the head's and before any block's.
         let bwd_norm = mk(
@@ -319,6 +348,7 @@ impl<'a> Ctx<'a> {
                 comm: comm_b + self.data_parallel_reduced_grads(g, kept),
                 tmp: working + dq_block,
                 lg_idle: z,
+                cached: z,
             },
             idle_later,
         );
@@ -334,6 +364,7 @@ impl<'a> Ctx<'a> {
                 comm: ipg,
                 tmp: self.optimizer_temporaries(s),
                 lg_idle: z,
+                cached: z,
             },
             idle_later,
         );

@@ -221,6 +221,115 @@ fn trl_dpo_before_0_29_keeps_no_outputs_but_the_references_hidden_states() {
     );
 }
 
+/// TRL 0.5 to 0.14's DPO gathers from a whole log-softmax of the logits:
+/// 0.12–0.14 return nothing of the outputs (the policy's moment: logits,
+/// log-softmax, the mean logits' mask copy; the reference's: the saved
+/// log-softmax beside its logits and log-softmax, and its cache where the
+/// pass runs unchecked); up to 0.11 the policy's logits are held through
+/// the reference's pass, 0.9–0.11 with the chosen half's NLL (its
+/// contiguous copy and saved log-softmax, half the rows each). Backward:
+/// the saved log-softmax, the gather's gradient and the log-softmax's.
+#[test]
+fn trl_dpo_up_to_0_14_saves_a_whole_log_softmax() {
+    let (tokens, h, v) = (16384.0, 2048.0, 128_256.0);
+    let l = 2.0 * tokens * v;
+    let base = trl_dpo_lora_1b();
+    let forward = |trl| {
+        let p = p_with(&base, trl);
+        let c = Ctx::new(&p, None);
+        let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+        let lg = c.logits(0);
+        assert!(c.dpo_whole_log_softmax());
+        assert_eq!(lg.loss_backward, norm + 3.0 * l);
+        lg.forward - norm
+    };
+    // Checkpointed adapters: no cache in any release.
+    assert!((forward(TrlRelease::V0_12To0_14) - 3.0 * l).abs() < 1.0);
+    let f = forward(TrlRelease::V0_9To0_11);
+    assert!((f - 4.5 * l).abs() < 1.0, "{} logits", f / l);
+    assert!((forward(TrlRelease::V0_5To0_8) - 4.0 * l).abs() < 1.0);
+    // 0.12–0.14's reference pass, unchecked, holds its cache beside its
+    // log-softmax; 0.5–0.8's drops it before, where the logits outgrow it.
+    let mut unchecked = base.clone();
+    unchecked.training.checkpointing = Checkpointing::None;
+    let kv = 2.0 * 16.0 * tokens * 512.0 * 2.0;
+    let p = p_with(&unchecked, TrlRelease::V0_12To0_14);
+    let c = Ctx::new(&p, None);
+    assert_eq!(c.dpo_reference_kv_cache(0), kv);
+    let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+    assert!((c.logits(0).forward - norm - (3.0 * l + kv)).abs() < 1.0);
+    let p = p_with(&unchecked, TrlRelease::V0_5To0_8);
+    let c = Ctx::new(&p, None);
+    assert_eq!(c.dpo_reference_kv_cache(0), kv);
+    assert!((c.logits(0).forward - norm - 4.0 * l).abs() < 1.0);
+    assert_eq!(
+        Ctx::new(&p_with(&unchecked, TrlRelease::V0_9To0_11), None).dpo_reference_kv_cache(0),
+        0.0
+    );
+    // Without the reference's pass, the policy's moment.
+    let mut pre = p_with(&base, TrlRelease::V0_9To0_11);
+    pre.training.precompute_ref = true;
+    let c = Ctx::new(&pre, None);
+    let norm = (c.final_norm_kept_bytes() + 2.0) * tokens * h;
+    assert!((c.logits(0).forward - norm - 3.0 * l).abs() < 1.0);
+    // Not the selective releases, and only TRL's DPO.
+    for trl in [
+        TrlRelease::Current,
+        TrlRelease::V0_15To0_18,
+        TrlRelease::V0_19To0_28,
+    ] {
+        assert!(!Ctx::new(&p_with(&base, trl), None).dpo_whole_log_softmax());
+    }
+    let mut llf = p_with(&base, TrlRelease::V0_9To0_11);
+    llf.set_framework(Framework::LlamaFactory);
+    llf.training.loss = Loss::Standard;
+    assert!(!Ctx::new(&llf, None).dpo_whole_log_softmax());
+    // The whole estimate: 0.9–0.11 above the current release (the held
+    // logits, log-softmax and NLL through the reference's pass), 0.12–0.14
+    // below every other.
+    let peak = |trl| estimate(&p_with(&base, trl)).unwrap().peak.allocated.0;
+    assert!(peak(TrlRelease::V0_9To0_11) > peak(TrlRelease::V0_5To0_8));
+    assert!(peak(TrlRelease::V0_9To0_11) > peak(TrlRelease::Current));
+    assert!(peak(TrlRelease::V0_5To0_8) > peak(TrlRelease::V0_12To0_14));
+    assert!(peak(TrlRelease::V0_12To0_14) < peak(TrlRelease::Current));
+}
+
+/// Under the Trainer's AMP a preference loss is taken after autocast has
+/// exited: a full fine-tune's 16-bit weight copies are gone from the loss's
+/// moment (their segments stay cached idle), and the reference's dropped
+/// 16-bit output keeps its segment beside the log-softmax.
+#[test]
+fn a_preference_loss_after_autocast_meets_only_the_saved_weight_copies() {
+    let mut full = p_with(&trl_dpo_lora_1b(), TrlRelease::V0_5To0_8);
+    full.training.finetune = Finetune::Full;
+    full.training.precision = Precision::AmpBf16;
+    let c = Ctx::new(&full, None);
+    assert!(c.loss_after_autocast());
+    let casts = c.autocast_copies(0);
+    assert!(casts.forward > casts.after_forward);
+    let e = estimate(&full).unwrap();
+    let fwd = e.stages[0]
+        .phases
+        .iter()
+        .find(|p| p.phase == Phase::Forward)
+        .unwrap();
+    let tmp = fwd.breakdown.temporaries.as_f64();
+    assert!(tmp < casts.forward, "{tmp} vs {}", casts.forward);
+    let reserve = fwd.breakdown.allocator_reserve.as_f64();
+    assert!(reserve >= casts.forward - casts.after_forward, "{reserve}");
+    // A plain loop's autocast spans its loss: the copies are still there.
+    let mut own = full.clone();
+    own.set_framework(Framework::PlainPytorch);
+    own.training.objective = Objective::Sft;
+    assert!(!Ctx::new(&own, None).loss_after_autocast());
+    // LoRA: the reference's dropped output idles beside its log-softmax.
+    let mut lora = p_with(&trl_dpo_lora_1b(), TrlRelease::V0_5To0_8);
+    lora.training.precision = Precision::AmpBf16;
+    let c = Ctx::new(&lora, None);
+    assert!(c.dpo_reference_dropped_output(0) > 0.0);
+    assert_eq!(c.dpo_reference_dropped_output(0) * 2.0, c.dropped_output(0));
+}
+
 fn p_with(p: &Plan, trl: TrlRelease) -> Plan {
     let mut q = p.clone();
     q.training.trl = trl;
