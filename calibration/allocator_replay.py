@@ -802,6 +802,25 @@ def dpo_loss_logits(model, batch, amp, beta=0.1):
     return loss
 
 
+def reference_logps(concatenated_forward, model):
+    """The reference's chosen and rejected log-probabilities, its pass under `no_grad` after the policy's (TRL's
+    `compute_ref_log_probs`): the adapters disabled or, for a full fine-tune, the frozen copy; nothing else of its
+    outputs kept."""
+    with torch.no_grad():
+        if REFERENCE:
+            return concatenated_forward(REFERENCE[0])[:2]
+        with model.disable_adapter():
+            return concatenated_forward(model)[:2]
+
+
+def sigmoid_dpo_loss(chosen, rejected, ref_chosen, ref_rejected, beta):
+    """DPO's sigmoid loss over the policy's and the reference's log-probabilities."""
+    import torch.nn.functional as F
+
+    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
+    return -F.logsigmoid(beta * delta).mean()
+
+
 # TRL 0.15.0 to 0.28.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.24`, copied from the
 # trl 0.24.0 wheel; 0.12.0 to 0.14.0 take a whole `log_softmax` of the shifted logits instead, `--trl-dpo-logits-0.13`
 # below): the same model call and `selective_log_softmax` over the unshifted logits (labels rolled), the
@@ -813,8 +832,6 @@ DPO_LOGITS_0_24 = False
 def dpo_loss_logits_0_24(model, batch, amp, beta=0.1):
     """trl 0.24.0 `DPOTrainer.get_batch_loss_metrics` for one concatenated micro-batch (chosen rows first, every
     position a completion token), sigmoid loss, through the Trainer's Accelerate wrapper."""
-    import torch.nn.functional as F
-
     ids = batch["input_ids"]
     num_examples = ids.shape[0] // 2
 
@@ -834,14 +851,7 @@ def dpo_loss_logits_0_24(model, batch, amp, beta=0.1):
         return all_logps[:num_examples], all_logps[num_examples:]
 
     chosen, rejected = concatenated_forward(model)
-    with torch.no_grad():
-        if REFERENCE:
-            ref_chosen, ref_rejected = concatenated_forward(REFERENCE[0])
-        else:
-            with model.disable_adapter():
-                ref_chosen, ref_rejected = concatenated_forward(model)
-    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
-    return -F.logsigmoid(beta * delta).mean()
+    return sigmoid_dpo_loss(chosen, rejected, *reference_logps(concatenated_forward, model), beta)
 
 
 # TRL 0.12.0 to 0.14.0's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.13`, copied from the
@@ -855,8 +865,6 @@ DPO_LOGITS_0_13 = False
 def dpo_loss_logits_0_13(model, batch, amp, beta=0.1):
     """trl 0.13.0 `DPOTrainer.get_batch_loss_metrics` for one concatenated micro-batch (chosen rows first, every
     position a completion token), sigmoid loss, through the Trainer's Accelerate wrapper."""
-    import torch.nn.functional as F
-
     ids = batch["input_ids"]
     num_examples = ids.shape[0] // 2
 
@@ -882,14 +890,7 @@ def dpo_loss_logits_0_13(model, batch, amp, beta=0.1):
         return all_logps[:num_examples], all_logps[num_examples:]
 
     chosen, rejected = concatenated_forward(model)
-    with torch.no_grad():
-        if REFERENCE:
-            ref_chosen, ref_rejected = concatenated_forward(REFERENCE[0])
-        else:
-            with model.disable_adapter():
-                ref_chosen, ref_rejected = concatenated_forward(model)
-    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
-    return -F.logsigmoid(beta * delta).mean()
+    return sigmoid_dpo_loss(chosen, rejected, *reference_logps(concatenated_forward, model), beta)
 
 
 # TRL 0.5.0 to 0.11.4's `DPOTrainer.concatenated_forward` without Liger (`--trl-dpo-logits-0.11`, copied from the
@@ -907,8 +908,6 @@ def dpo_loss_logits_0_11(model, batch, amp, beta=0.1):
     """trl 0.11.4 (0.8.6 with `DPO_LOGITS_0_8`) `DPOTrainer.get_batch_loss_metrics` for one concatenated
     micro-batch (chosen rows first, every position a completion token), sigmoid loss, through the Trainer's
     Accelerate wrapper."""
-    import torch.nn.functional as F
-
     ids = batch["input_ids"]
     len_chosen = ids.shape[0] // 2
 
@@ -942,14 +941,7 @@ def dpo_loss_logits_0_11(model, batch, amp, beta=0.1):
                 nll_loss)
 
     chosen, rejected, chosen_logits, rejected_logits, nll_loss = concatenated_forward(model)
-    with torch.no_grad():
-        if REFERENCE:
-            ref_chosen, ref_rejected = concatenated_forward(REFERENCE[0])[:2]
-        else:
-            with model.disable_adapter():
-                ref_chosen, ref_rejected = concatenated_forward(model)[:2]
-    delta = (chosen - ref_chosen) - (rejected - ref_rejected)
-    loss = -F.logsigmoid(beta * delta).mean()
+    loss = sigmoid_dpo_loss(chosen, rejected, *reference_logps(concatenated_forward, model), beta)
     rejected_logits.detach().mean()
     chosen_logits.detach().mean()
     return loss
