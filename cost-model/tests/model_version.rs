@@ -160,7 +160,9 @@ use cost_model::presets::presets;
 /// their release) returns no logits from its forward.
 /// Version 56: TRL 0.5–0.14's DPO saves a whole log-softmax (the replayed
 /// 0.13, 0.11 and 0.8 files in the set), and a preference loss under the
-/// Trainer's AMP meets only the weight copies autograd saved.
+/// Trainer's AMP meets only the weight copies autograd saved; re-recorded
+/// within the session (0xac69_807a_c4cd_c230 before) for 0.12–0.14's one
+/// dropped 16-bit output.
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -216,7 +218,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (53, 0x8701_8db0_c554_4198),
     (54, 0x464b_c19f_e885_6eb4),
     (55, 0xf479_da11_8a72_f4f0),
-    (56, 0xac69_807a_c4cd_c230),
+    (56, 0xf401_3784_3982_a21c),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

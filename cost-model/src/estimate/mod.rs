@@ -314,7 +314,8 @@ mod states;
 /// through the reference's pass), and takes a preference loss under the
 /// Trainer's AMP after autocast's weight copies are gone, their segments
 /// idle (`Ctx::loss_after_autocast`), the reference's dropped 16-bit output
-/// idle beside its log-softmax (`Ctx::dpo_reference_dropped_output`).
+/// idle beside its log-softmax (`Ctx::dpo_reference_dropped_output`); one
+/// dropped 16-bit output at 0.12–0.14's backward (`Ctx::dpo_dropped_outputs`).
 pub const MODEL_VERSION: u32 = 56;
 
 // ---------------------------------------------------------------------------

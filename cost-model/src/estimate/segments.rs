@@ -251,12 +251,34 @@ impl<'a> Ctx<'a> {
     /// 0.11, whose policy's logits and log-softmax are still held then
     /// (replayed, `calibration/allocator_replay.py --trl-dpo-logits-0.8`,
     /// `-0.11`: Llama-3.2-1B's AMP LoRA, checkpointed, 2 × 2 × 2048, reserved
-    /// 4.63 GiB over its allocated peak, 1.96 of it that segment).
+    /// 4.63 GiB over its allocated peak, where the count gave 1.56 without
+    /// this 1.96 GiB segment and gives 2.95 with it, the phase's floor; the
+    /// segment is read from the code, not listed from the replay's segment
+    /// history).
     pub(super) fn dpo_reference_dropped_output(&self, s: u32) -> f64 {
         if self.dpo_logits() && !self.plan.training.precompute_ref {
-            self.dropped_logits_segment(s) / DPO_DROPPED_OUTPUTS
+            self.dropped_logits_segment(s) / self.dpo_dropped_outputs()
         } else {
             0.0
+        }
+    }
+
+    /// The 16-bit outputs a DPO step with a reference pass leaves idle under
+    /// the Trainer's AMP ([`Self::dropped_output`]): two
+    /// ([`DPO_DROPPED_OUTPUTS`]) where the policy's fp32 logits outlive its
+    /// forward — returned (up to TRL 0.11, from 0.29), or saved by a
+    /// logsumexp (0.15–0.28's `selective_log_softmax`) — so the reference's
+    /// output maps a segment of its own; one where a whole log-softmax saves
+    /// its output and the logits go as the forward returns (TRL 0.12–0.14):
+    /// the reference's output is carved from their freed block (the replay of
+    /// 0.13.0's code, Llama-3.2-1B's AMP LoRA checkpointed, 2 × 2 × 2048,
+    /// maps one 2,004 MiB segment in its first step where 0.8.6's and
+    /// 0.11.4's map two; `allocator_replay.py --segments`).
+    fn dpo_dropped_outputs(&self) -> f64 {
+        if self.dpo_whole_log_softmax() && self.dpo_returns_no_logits() {
+            1.0
+        } else {
+            DPO_DROPPED_OUTPUTS
         }
     }
 
@@ -275,7 +297,7 @@ impl<'a> Ctx<'a> {
         // Without a reference pass (precomputed, or a reference-free loss)
         // only the policy's output is dropped.
         let (outputs, wider) = if self.dpo_logits() && !self.plan.training.precompute_ref {
-            (DPO_DROPPED_OUTPUTS, self.dpo_logit_bytes() > logits)
+            (self.dpo_dropped_outputs(), self.dpo_logit_bytes() > logits)
         } else if self.dpo_logits() || self.orpo_logits() {
             (1.0, self.dpo_logit_bytes() > logits)
         } else {

@@ -328,6 +328,20 @@ fn a_preference_loss_after_autocast_meets_only_the_saved_weight_copies() {
     let c = Ctx::new(&lora, None);
     assert!(c.dpo_reference_dropped_output(0) > 0.0);
     assert_eq!(c.dpo_reference_dropped_output(0) * 2.0, c.dropped_output(0));
+    // 0.12–0.14 free the policy's fp32 logits as its forward returns: the
+    // reference's output is carved from them, one 16-bit segment idle.
+    let one = Ctx::new(&p_with(&lora, TrlRelease::V0_12To0_14), None).dropped_output(0);
+    assert_eq!(one * 2.0, c.dropped_output(0));
+    for trl in [
+        TrlRelease::V0_15To0_18,
+        TrlRelease::Current,
+        TrlRelease::V0_9To0_11,
+    ] {
+        assert_eq!(
+            Ctx::new(&p_with(&lora, trl), None).dropped_output(0),
+            c.dropped_output(0)
+        );
+    }
 }
 
 fn p_with(p: &Plan, trl: TrlRelease) -> Plan {
