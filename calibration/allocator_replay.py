@@ -108,6 +108,8 @@ device (`--qlora`, `quantize_4bit_meta`), its fp32 SDPA math-kernel backward apa
         gemma-2b phi-3-mini > calibration/replay-trl-qlora-2026-12-05.csv   # TRL 1.16's QLoRA: bf16 adapters
     v/bin/python calibration/allocator_replay.py --segments --trl-chunked-nll smollm2-360m:bf16:ckpt:8:2048
                                                  # a full fine-tune's segment history under a mode (or --families)
+    v/bin/python calibration/allocator_replay.py --segments --trl-dpo-logits-0.13 llama-3.2-1b:amp-bf16:ckpt:2:2048:lora
+                                                 # the same with LoRA r16 on every linear layer
     v/bin/python calibration/allocator_replay.py --bert-guide   # the Trainer guide's V100 BERT-large rows
     v/bin/python calibration/allocator_replay.py --dropped-output llama-3.1-8b:bf16:ckpt:4:2048:lora ...
                                                  # each case holding its output through backward and dropping it
@@ -2313,14 +2315,16 @@ def qlora(measure, ids):
 
 
 def segment_history(measure, spec):
-    """One family's replay (`NAME:PRECISION:ckpt|nock:MB:SEQ`, a full fine-tune, under the mode the flags set),
-    printed as its segment history: the counters at each phase's end of each step, the segments each step's phases
-    mapped, and every segment mapped after the first step, with the request that mapped it — which of the first
-    step's tensors took the segments the later steps make again."""
-    name, precision, ckpt, mb, seq = spec.split(":")
+    """One family's replay (`NAME:PRECISION:ckpt|nock:MB:SEQ`, a full fine-tune, or with `:lora` appended LoRA r16
+    on every linear layer, under the mode the flags set), printed as its segment history: the counters at each
+    phase's end of each step, the segments each step's phases mapped, and every segment mapped after the first step
+    (in it, those of a GiB or more), with the request that mapped it — which of the first step's tensors took the
+    segments the later steps make again."""
+    name, precision, ckpt, mb, seq, *lora = spec.split(":")
     config, _ = family_configs()[name]
     measure.MODELS[name] = config
-    c = measure.case(f"segments-{name}", name, int(mb), int(seq), precision, ckpt=ckpt == "ckpt", lora=None,
+    lora = (16, "all-linear") if lora == ["lora"] else None
+    c = measure.case(f"segments-{name}", name, int(mb), int(seq), precision, ckpt=ckpt == "ckpt", lora=lora,
                      attn=family_attention(name), head=None, lora_dropout=0.05, quant=None, prep=False)
     events, _ = trace(measure, c)
     a = CachingAllocator()
@@ -2346,7 +2350,8 @@ def segment_history(measure, spec):
         segs = [m for m in maps if m[:2] == key]
         print(f"step {key[0]} {key[1]}: mapped {sum(m[3] for m in segs) / GIB:.3f} GiB in {len(segs)} segments")
     for s, ph, request, seg, reserved in maps:
-        if s >= 1:
+        # Every segment after the first step; in it, those of a GiB or more (the logits-sized ones).
+        if s >= 1 or seg >= GIB:
             print(f"  step {s} {ph}: a {request / 2**20:.1f} MiB request mapped {seg / 2**20:.1f} MiB "
                   f"(reserved {reserved / GIB:.3f} GiB)")
     print(f"peak allocated {a.peak_allocated / GIB:.3f} GiB, peak reserved {a.peak_reserved / GIB:.3f} GiB")

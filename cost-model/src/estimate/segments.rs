@@ -243,10 +243,10 @@ impl<'a> Ctx<'a> {
 
     /// The segment idle as DPO's reference pass takes its log-probabilities
     /// at the forward's end: under the Trainer's AMP the reference's 16-bit
-    /// output, reusing the policy's dropped one's segment, is dropped in turn
-    /// for its fp32 copy, and the log-softmax that follows is twice its size
-    /// — one of the two outputs [`Self::dropped_output`] counts, where that
-    /// segment stays idle ([`Self::dropped_logits_segment`]). It bears on the
+    /// output is dropped for its fp32 copy, and the log-softmax that follows
+    /// is twice its size — one of the outputs [`Self::dropped_output`]
+    /// counts, where that segment stays idle
+    /// ([`Self::dropped_logits_segment`]). It bears on the
     /// estimate where the reference's moment is the step's peak: TRL 0.5 to
     /// 0.11, whose policy's logits and log-softmax are still held then
     /// (replayed, `calibration/allocator_replay.py --trl-dpo-logits-0.8`,
@@ -272,8 +272,9 @@ impl<'a> Ctx<'a> {
     /// its output and the logits go as the forward returns (TRL 0.12–0.14):
     /// the reference's output is carved from their freed block (the replay of
     /// 0.13.0's code, Llama-3.2-1B's AMP LoRA checkpointed, 2 × 2 × 2048,
-    /// maps one 2,004 MiB segment in its first step where 0.8.6's and
-    /// 0.11.4's map two; `allocator_replay.py --segments`).
+    /// maps one 2,004 MiB segment in its first step where 0.8.6's maps two,
+    /// and 0.11.4's three with its NLL's copy; `allocator_replay.py
+    /// --segments`, the spec ending `:lora`).
     fn dpo_dropped_outputs(&self) -> f64 {
         if self.dpo_whole_log_softmax() && self.dpo_returns_no_logits() {
             1.0
