@@ -121,6 +121,14 @@ fn checkpointed_full_reserve_within(r: &cost_model::calibrate::Report, lo: f64, 
     }
 }
 
+/// Every reserved row's error within `lo..=hi` %.
+fn reserved_within(r: &cost_model::calibrate::Report, lo: f64, hi: f64) {
+    for c in r.cases.iter().filter(|c| c.metric == "max_reserved") {
+        let e = c.error_pct.unwrap();
+        assert!((lo..=hi).contains(&e), "{}: {e:+.2} %", c.id);
+    }
+}
+
 #[test]
 fn public_cases_hold_the_recorded_accuracy() {
     let r = calibrate(&cases()).unwrap();
@@ -1078,10 +1086,7 @@ fn trl_dpo_logits_0_12_to_0_14_holds_its_release() {
         |_| true,
         (18, 1.8),
     );
-    for c in r.cases.iter().filter(|c| c.metric == "max_reserved") {
-        let e = c.error_pct.unwrap();
-        assert!((-9.5..=5.0).contains(&e), "{}: {e} %", c.id);
-    }
+    reserved_within(&r, -9.5, 5.0);
 }
 
 /// TRL 0.9 to 0.11's DPO (trl 0.11.4's `concatenated_forward` copied;
@@ -1102,10 +1107,7 @@ fn trl_dpo_logits_0_9_to_0_11_holds_its_release() {
         |_| true,
         (18, 0.5),
     );
-    for c in r.cases.iter().filter(|c| c.metric == "max_reserved") {
-        let e = c.error_pct.unwrap();
-        assert!((-9.0..=1.0).contains(&e), "{}: {e} %", c.id);
-    }
+    reserved_within(&r, -9.0, 1.0);
 }
 
 /// TRL 0.5 to 0.8's DPO (trl 0.8.6's copied; `--trl-dpo-logits-0.8`): as
@@ -1122,10 +1124,7 @@ fn trl_dpo_logits_0_5_to_0_8_holds_its_release() {
         |_| true,
         (12, 0.5),
     );
-    for c in r.cases.iter().filter(|c| c.metric == "max_reserved") {
-        let e = c.error_pct.unwrap();
-        assert!((-7.5..=5.0).contains(&e), "{}: {e} %", c.id);
-    }
+    reserved_within(&r, -7.5, 5.0);
 }
 
 /// TRL 1.16's QLoRA as its `SFTTrainer` runs it (no k-bit preparation from
