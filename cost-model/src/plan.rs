@@ -478,12 +478,6 @@ impl TrlRelease {
         )
     }
 
-    /// DPO's `concatenated_forward` returns the policy's logits, held until
-    /// the loss's metrics are logged (0.5 to 0.11).
-    pub fn dpo_returns_logits(self) -> bool {
-        matches!(self, TrlRelease::V0_5To0_8 | TrlRelease::V0_9To0_11)
-    }
-
     /// DPO takes the chosen half's NLL in every step (0.9 to 0.11).
     pub fn dpo_chosen_nll(self) -> bool {
         self == TrlRelease::V0_9To0_11

@@ -147,49 +147,17 @@ impl<'a> Ctx<'a> {
             // reference's and the metrics' copy at the forward's end.
             Loss::Standard if self.dpo_logits() => {
                 let l = self.dpo_logit_bytes();
+                // `selective_log_softmax` (0.15 on): a 16-bit run keeps its
+                // rows' log-softmax, an fp32 one the logits.
                 let rows = if l < FP32 { l } else { 0.0 };
-                let bwd = if l < FP32 {
+                let selective_bwd = if l < FP32 {
                     DPO_LOGITS_16BIT_BWD_TENSORS * l
                 } else {
                     DPO_LOGITS_FP32_BWD_TENSORS * l
                 };
                 if self.dpo_whole_log_softmax() {
-                    // TRL 0.5–0.14: a whole log-softmax of the logits, its
-                    // output saved for backward.
-                    let trl = self.plan.training.trl;
-                    let nll = if trl.dpo_chosen_nll() {
-                        DPO_CHOSEN_NLL_SHARE * l
-                    } else {
-                        0.0
-                    };
-                    // What the policy's pass leaves to the reference's: the
-                    // saved log-softmax, to 0.11 the logits it returns and
-                    // 0.9–0.11's chosen-half NLL's saved log-softmax.
-                    let returned = if trl.dpo_returns_logits() { l } else { 0.0 };
-                    let kept = l + returned + nll;
-                    // The policy's own peak: its logits and log-softmax, with
-                    // 0.12–0.14's mask copy or 0.9–0.11's NLL (the contiguous
-                    // copy beside its log-softmax).
-                    let extra = if trl.dpo_returns_no_logits() {
-                        DPO_MEAN_LOGITS_COPY * l
-                    } else {
-                        2.0 * nll
-                    };
-                    let policy = l + l + extra;
-                    // The reference's logits and log-softmax beside what the
-                    // policy left; its cache beside both where the pass holds
-                    // its outputs until it returns (0.12–0.14), else
-                    // dropped with them before the log-softmax.
-                    let cache = self.dpo_reference_kv_cache(s) / (tokens * v).max(1.0);
-                    let reference = if self.plan.training.precompute_ref {
-                        0.0
-                    } else if trl.dpo_returns_no_logits() {
-                        kept + l + l + cache
-                    } else {
-                        kept + l + l.max(cache)
-                    };
-                    let bwd = DPO_LOG_SOFTMAX_BWD_TENSORS * l;
-                    (policy.max(reference) + softcap, bwd + softcap)
+                    let (fwd, bwd) = self.dpo_whole_log_softmax_moments(l, s, tokens * v);
+                    (fwd + softcap, bwd + softcap)
                 } else if self.dpo_returns_no_logits() {
                     // TRL 0.15–0.28. What backward keeps of the policy's
                     // log-probabilities, the logits' size either way: the
@@ -208,7 +176,7 @@ impl<'a> Ctx<'a> {
                     } else {
                         saved + l + DPO_MEAN_LOGITS_COPY * l + returned / (tokens * v).max(1.0)
                     };
-                    (policy.max(reference) + softcap, bwd + softcap)
+                    (policy.max(reference) + softcap, selective_bwd + softcap)
                 } else {
                     // Reference log-probabilities computed before training: no
                     // reference logits beside the policy's.
@@ -217,7 +185,7 @@ impl<'a> Ctx<'a> {
                     } else {
                         DPO_LOGITS_METRICS_TENSORS
                     };
-                    (tensors * l + rows + softcap, bwd + softcap)
+                    (tensors * l + rows + softcap, selective_bwd + softcap)
                 }
             }
             Loss::Standard if self.orpo_logits() => {
@@ -341,7 +309,7 @@ impl<'a> Ctx<'a> {
             // gives: [`Self::compiled_tied_head_keeps_logits`].)
             // The shift's `slice_backward` gradient and, under the wrapper's
             // `.float()`, its 16-bit cast for the head's matmul.
-            Loss::Standard if self.dpo_logits() || self.orpo_logits() || self.kto_logits() => {
+            Loss::Standard if self.preference_logits() => {
                 let l = self.dpo_logit_bytes();
                 if l > self.e {
                     l + self.e
@@ -462,6 +430,42 @@ impl<'a> Ctx<'a> {
         self.trl_dpo() && self.plan.training.trl.dpo_whole_log_softmax()
     }
 
+    /// Bytes per logit at the forward's end and as backward starts of TRL
+    /// 0.5–0.14's DPO ([`Self::dpo_whole_log_softmax`]), `l` bytes a logit
+    /// over `logits` of them: the larger of the policy's moment — its logits
+    /// and log-softmax, with 0.12–0.14's mask copy or 0.9–0.11's NLL (the
+    /// contiguous copy beside its log-softmax) — and the reference's — its
+    /// logits and log-softmax beside what the policy left (the saved
+    /// log-softmax, up to 0.11 the logits it returns, 0.9–0.11's NLL's saved
+    /// log-softmax), with its cache beside both where the pass holds its
+    /// outputs until it returns (0.12–0.14), else dropped with them before
+    /// the log-softmax; backward, [`DPO_LOG_SOFTMAX_BWD_TENSORS`].
+    fn dpo_whole_log_softmax_moments(&self, l: f64, s: u32, logits: f64) -> (f64, f64) {
+        let trl = self.plan.training.trl;
+        let returns_logits = !trl.dpo_returns_no_logits();
+        let nll = if trl.dpo_chosen_nll() {
+            DPO_CHOSEN_NLL_SHARE * l
+        } else {
+            0.0
+        };
+        let kept = l + if returns_logits { l } else { 0.0 } + nll;
+        let extra = if returns_logits {
+            2.0 * nll
+        } else {
+            DPO_MEAN_LOGITS_COPY * l
+        };
+        let policy = l + l + extra;
+        let cache = self.dpo_reference_kv_cache(s) / logits.max(1.0);
+        let reference = if self.plan.training.precompute_ref {
+            0.0
+        } else if returns_logits {
+            kept + l + l.max(cache)
+        } else {
+            kept + l + l + cache
+        };
+        (policy.max(reference), DPO_LOG_SOFTMAX_BWD_TENSORS * l)
+    }
+
     /// DPO through the model's logits under TRL ([`Self::dpo_logits`]).
     fn trl_dpo(&self) -> bool {
         self.plan.framework == Framework::Trl && self.dpo_logits()
@@ -556,8 +560,13 @@ impl<'a> Ctx<'a> {
     /// AMP full fine-tune of Llama-3.2-1B's peak is its reference pass's
     /// log-softmax, with none of the 2.36 GiB of copies the forward held.
     pub(super) fn loss_after_autocast(&self) -> bool {
-        (self.dpo_logits() || self.orpo_logits() || self.kto_logits())
-            && self.autocast_wraps_forward()
+        self.preference_logits() && self.autocast_wraps_forward()
+    }
+
+    /// A preference loss through the model's logits: DPO, ORPO or KTO
+    /// ([`Self::dpo_logits`], [`Self::orpo_logits`], [`Self::kto_logits`]).
+    fn preference_logits(&self) -> bool {
+        self.dpo_logits() || self.orpo_logits() || self.kto_logits()
     }
 
     /// Bytes per logit of the logits DPO reads ([`Self::dpo_logits`]): fp32
