@@ -328,6 +328,7 @@ const MODEL_KEYS: &[&str] = &[
     "norms",
     "pos",
     "max_pos",
+    "vision",
 ];
 
 /// The GPU a plan's `gpu` id starts from: its catalogue entry, or for an id
@@ -1601,6 +1602,21 @@ mod tests {
         assert_eq!(decode_str(&encode(&vl)).unwrap(), vl);
         let bad = decode_str(&format!("{}&vision=lots", encode(&vl))).unwrap_err();
         assert!(bad.to_string().contains("vision"), "{bad}");
+        // The planner's select: a vision-language preset brings its encoder
+        // and reads back as itself; another preset after it drops the encoder.
+        let qwen_vl = apply(&Plan::default(), "model", "qwen2.5-vl-7b").unwrap();
+        assert_eq!(
+            qwen_vl.model,
+            presets::preset("qwen2.5-vl-7b").unwrap().spec()
+        );
+        assert!(qwen_vl.model.vision_params > 0);
+        assert_eq!(
+            value_of(&qwen_vl, "model").as_deref(),
+            Some("qwen2.5-vl-7b")
+        );
+        let text = apply(&qwen_vl, "model", "llama-3.1-8b").unwrap();
+        assert_eq!(text.model.vision_params, 0);
+        assert_eq!(value_of(&text, "model").as_deref(), Some("llama-3.1-8b"));
     }
 
     #[test]

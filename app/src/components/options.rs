@@ -518,3 +518,52 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every choice a select offers is a value its URL key reads back as
+    /// itself: a new enum value (an optimizer, a release) cannot be offered
+    /// under an id the plan does not know, nor one read as another.
+    #[test]
+    fn every_choice_reads_back_through_the_url() {
+        use cost_model::query::apply;
+        let default = cost_model::Plan::default();
+        // The adapter's controls act under the method they belong to.
+        let lora = apply(&default, "ft", "lora").unwrap();
+        let adapter = apply(&default, "ft", "adapter").unwrap();
+        let mut wrong = Vec::new();
+        for (_, fields) in super::sections() {
+            for (key, _, _, kind) in fields {
+                let super::Kind::Select(options) = kind else {
+                    continue;
+                };
+                for (value, _) in options {
+                    // "custom" opens a model's or a GPU's own fields.
+                    if value == "custom" {
+                        continue;
+                    }
+                    let base = match key {
+                        "targets" | "lora_var" | "bits" => &lora,
+                        "adapter" => &adapter,
+                        _ => &default,
+                    };
+                    // QLoRA is LoRA over a 4-bit base, and reads back so.
+                    let (want_key, want) = match (key, value.as_str()) {
+                        ("ft", "qlora") => ("bits", "4"),
+                        _ => (key, value.as_str()),
+                    };
+                    match apply(base, key, &value) {
+                        Ok(p) => {
+                            let back = cost_model::query::value_of(&p, want_key);
+                            if back.as_deref() != Some(want) {
+                                wrong.push(format!("{key}={value} reads back as {back:?}"));
+                            }
+                        }
+                        Err(e) => wrong.push(format!("{key}={value}: {e}")),
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}
