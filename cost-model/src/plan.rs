@@ -107,9 +107,36 @@ pub enum Optimizer {
     /// `optim="apollo_adamw"`): GaLore's projected moments with a seeded
     /// random projection instead of an SVD; `galore_rank` 1 is APOLLO-Mini.
     Apollo,
+    /// AdEMAMix (Pagliardini et al. 2024, "The AdEMAMix Optimizer: Better,
+    /// Faster, Older"; bitsandbytes' `AdEMAMix`, transformers
+    /// `optim="ademamix"`): a fast and a slow EMA of the gradient and a
+    /// second moment, three 32-bit states.
+    Ademamix,
+    /// bitsandbytes' `AdEMAMix8bit` (`optim="ademamix_8bit"`): the same three
+    /// states in 8 bits, block-wise.
+    Ademamix8bit,
 }
 
 impl Optimizer {
+    /// Stepped by bitsandbytes' own CUDA kernels
+    /// (`F.optimizer_update_32bit`, `F.optimizer_update_8bit_blockwise`,
+    /// bitsandbytes 0.45.0 `optim/optimizer.py` `Optimizer2State.update_step`),
+    /// which update the parameter and the states in place whatever a
+    /// `foreach` or `fused` setting says, and whose 32-bit states are fp32
+    /// whatever the parameter's dtype (`init_state`: `dtype = torch.float32`
+    /// for `optim_bits == 32`).
+    pub fn is_bitsandbytes(self) -> bool {
+        matches!(
+            self,
+            Optimizer::Adamw8bit
+                | Optimizer::PagedAdamw
+                | Optimizer::PagedAdamw8bit
+                | Optimizer::Galore8bit
+                | Optimizer::Ademamix
+                | Optimizer::Ademamix8bit
+        )
+    }
+
     /// GaLore or APOLLO: the block matrices' gradients are projected.
     pub fn projects_gradients(self) -> bool {
         matches!(

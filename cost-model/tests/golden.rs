@@ -161,6 +161,75 @@ fn muon_and_adan_keep_their_states() {
     assert!((muon / n - 4.0).abs() < 1e-6, "{}", muon / n);
 }
 
+/// bitsandbytes' optimizers (0.45.0 `optim/optimizer.py`, `optim/ademamix.py`)
+/// step in place in their own kernels, so a `foreach` setting makes no
+/// state-sized temporary for them, and their 32-bit states are fp32 beside
+/// bf16 parameters; AdEMAMix keeps three states (two EMAs and a second
+/// moment), 12 bytes a parameter in 32 bits and three bytes and three fp32
+/// absmax per 256 in 8 bits. Llama-2-7B, pure bf16, one GPU.
+#[test]
+fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
+    use cost_model::plan::{Optimizer, OptimizerImpl};
+    let mut plan = llama2_7b(Framework::PlainPytorch);
+    plan.training.precision = Precision::Bf16;
+    let step = |opt, imp| {
+        let mut p = plan.clone();
+        p.training.optimizer = opt;
+        p.training.optimizer_impl = imp;
+        let e = estimate(&p).unwrap();
+        let b = phase(&e, Phase::Step);
+        (
+            b.optimizer.get() as f64,
+            b.temporaries.get() as f64,
+            e.trainable_params as f64,
+        )
+    };
+    // torch's foreach AdamW makes a state-sized temporary in bf16; fused none.
+    let (adamw, foreach_tmp, n) = step(Optimizer::Adamw, OptimizerImpl::Foreach);
+    let (_, fused_tmp, _) = step(Optimizer::Adamw, OptimizerImpl::Fused);
+    assert!((adamw / n - 4.0).abs() < 1e-6, "{}", adamw / n);
+    assert!(
+        foreach_tmp - fused_tmp > 1.9 * n,
+        "{foreach_tmp} vs {fused_tmp}"
+    );
+    for opt in [
+        Optimizer::Adamw8bit,
+        Optimizer::PagedAdamw,
+        Optimizer::PagedAdamw8bit,
+        Optimizer::Ademamix,
+        Optimizer::Ademamix8bit,
+    ] {
+        let foreach = step(opt, OptimizerImpl::Foreach);
+        let fused = step(opt, OptimizerImpl::Fused);
+        let looped = step(opt, OptimizerImpl::ForLoop);
+        assert_eq!(foreach, fused, "{opt:?}");
+        assert_eq!(looped, fused, "{opt:?}");
+    }
+    let (ademamix, _, _) = step(Optimizer::Ademamix, OptimizerImpl::Fused);
+    assert!((ademamix / n - 12.0).abs() < 1e-6, "{}", ademamix / n);
+    let (ademamix8, _, _) = step(Optimizer::Ademamix8bit, OptimizerImpl::Fused);
+    assert!(
+        (ademamix8 / n - 3.0 * (1.0 + 4.0 / 256.0)).abs() < 1e-6,
+        "{}",
+        ademamix8 / n
+    );
+    // Paged 32-bit AdamW: its pages (nvidia-smi's, not the allocator's) hold
+    // two fp32 states, 8 bytes a parameter beside bf16 weights.
+    let paged = |opt| {
+        let mut p = plan.clone();
+        p.training.optimizer = opt;
+        let c = cost_model::estimate(&p).unwrap().stages[0]
+            .phases
+            .iter()
+            .find(|x| x.phase == Phase::Step)
+            .unwrap()
+            .counters;
+        c.device_used.get() as f64 - c.reserved.get() as f64
+    };
+    let beyond = paged(Optimizer::PagedAdamw) - paged(Optimizer::Adamw8bit);
+    assert!((beyond / n - 8.0).abs() < 0.01, "{}", beyond / n);
+}
+
 /// GaLore (Zhao et al. 2024; galore-torch 1.0): Llama-2-7B's block matrices
 /// keep Adam's moments on gradients projected to rank 128 (2 · 128 · max(m, n)
 /// elements) and the projector (128 · min(m, n) in bf16; the whole

@@ -163,6 +163,10 @@ use cost_model::presets::presets;
 /// Trainer's AMP meets only the weight copies autograd saved; re-recorded
 /// within the session (0xac69_807a_c4cd_c230 before) for 0.12–0.14's one
 /// dropped 16-bit output.
+/// Version 57: bitsandbytes' optimizers step in place whatever the
+/// `optimizer_impl` setting, and their 32-bit states are fp32 beside 16-bit
+/// parameters (the set's plans from the project's files that run one moved,
+/// in phases or counters their reports do not grade).
 const FINGERPRINTS: &[(u32, u64)] = &[
     (2, 0x264f_8e75_00c7_9c03),
     (3, 0xf3f4_1c79_626c_e60b),
@@ -219,6 +223,7 @@ const FINGERPRINTS: &[(u32, u64)] = &[
     (54, 0x464b_c19f_e885_6eb4),
     (55, 0xf479_da11_8a72_f4f0),
     (56, 0xf401_3784_3982_a21c),
+    (57, 0x20e3_3df3_4702_a85e),
 ];
 
 /// FNV-1a, 64-bit: stable across platforms and Rust releases.

@@ -170,7 +170,7 @@ const ADAPTER_METHODS: [AdapterMethod; 13] = [
     AdapterMethod::Shira,
 ];
 
-const OPTIMIZERS: [Optimizer; 14] = [
+const OPTIMIZERS: [Optimizer; 16] = [
     Optimizer::Adamw,
     Optimizer::Adamw8bit,
     Optimizer::Adamw4bit,
@@ -185,6 +185,8 @@ const OPTIMIZERS: [Optimizer; 14] = [
     Optimizer::Galore,
     Optimizer::Galore8bit,
     Optimizer::Apollo,
+    Optimizer::Ademamix,
+    Optimizer::Ademamix8bit,
 ];
 
 const PRECISIONS: [Precision; 6] = [

@@ -167,6 +167,8 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("galore", "GaLore AdamW (projected states)"),
                         ("galore8bit", "GaLore AdamW 8-bit"),
                         ("apollo", "APOLLO AdamW (random projection)"),
+                        ("ademamix", "AdEMAMix (bitsandbytes, three states)"),
+                        ("ademamix8bit", "AdEMAMix 8-bit (bitsandbytes)"),
                     ]),
                 ),
                 (

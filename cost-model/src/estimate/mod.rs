@@ -316,7 +316,10 @@ mod states;
 /// idle (`Ctx::loss_after_autocast`), the reference's dropped 16-bit output
 /// idle beside its log-softmax (`Ctx::dpo_reference_dropped_output`); one
 /// dropped 16-bit output at 0.12–0.14's backward (`Ctx::dpo_dropped_outputs`).
-pub const MODEL_VERSION: u32 = 56;
+/// 57: bitsandbytes' optimizers make no step temporaries whatever the
+/// `optimizer_impl` setting and keep fp32 states in 32 bits
+/// ([`crate::plan::Optimizer::is_bitsandbytes`]); AdEMAMix's three states.
+pub const MODEL_VERSION: u32 = 57;
 
 // ---------------------------------------------------------------------------
 // Coefficients
@@ -448,6 +451,17 @@ const MUON_STATES: f64 = 1.0;
 /// `neg_pre_grad` (timm 1.0 `optim/adan.py`; Xie et al. 2022, Algorithm 1
 /// keeps three moments and the previous gradient).
 const ADAN_STATES: f64 = 4.0;
+
+/// AdEMAMix's states per element: the fast and slow EMAs (`m1_m2`, one
+/// buffer of two) and the second moment `nu` (bitsandbytes 0.45.0
+/// `optim/ademamix.py`: `_ReferenceAdEMAMix` and `AdEMAMix.init_state`,
+/// whose `state1` is a double buffer; Pagliardini et al. 2024, Algorithm 1).
+const ADEMAMIX_STATES: f64 = 3.0;
+
+/// bitsandbytes' 8-bit AdEMAMix: three 1-byte states per element and an fp32
+/// absmax per block of 256 for each (`AdEMAMix.init_state`: `absmax1` of
+/// shape (2, blocks), `absmax2` of blocks, `blocks = n // 256`).
+const ADEMAMIX_8BIT_BYTES: f64 = ADEMAMIX_STATES * (1.0 + FP32 / 256.0);
 
 /// Logits-sized tensors alive at the loss backward with full cross-entropy:
 /// the upcast logits, the log-softmax output and its gradient — "about three

@@ -56,6 +56,8 @@ impl<'a> Ctx<'a> {
                 (matrices * MUON_STATES + (1.0 - matrices) * ADAM_STATES) * state
             }
             Optimizer::Adan => ADAN_STATES * state,
+            Optimizer::Ademamix => ADEMAMIX_STATES * state,
+            Optimizer::Ademamix8bit => ADEMAMIX_8BIT_BYTES,
             // GaLore: moments of the projected gradients on the blocks'
             // matrices, Adam's on the rest (the embeddings, the head, norms:
             // transformers puts only `optim_target_modules`' linear layers in
@@ -841,7 +843,12 @@ impl<'a> Ctx<'a> {
     /// master copy, else the parameter's 16-bit dtype (`torch.zeros_like(p)` in
     /// torch/optim/adamw.py `_init_group`) — or 16-bit where the plan asks
     /// for it ([`crate::plan::TrainingSpec::optimizer_states_16bit`]).
+    /// bitsandbytes' 32-bit optimizers keep fp32 states beside 16-bit
+    /// parameters too ([`Optimizer::is_bitsandbytes`]).
     pub(super) fn state_bytes(&self) -> f64 {
+        if self.plan.training.optimizer.is_bitsandbytes() {
+            return FP32;
+        }
         let fp32 = self.trainable_weight_bytes() >= FP32 || self.master_in_optimizer();
         if fp32 && !self.plan.training.optimizer_states_16bit {
             FP32
@@ -895,6 +902,9 @@ impl<'a> Ctx<'a> {
             // compiled kernel (`single_param_adam`, which dequantizes the
             // moments to fp32), whatever the setting.
             _ if self.plan.training.optimizer == Optimizer::Adamw4bit => largest * FP32,
+            // bitsandbytes steps in place in its own kernels, whatever the
+            // setting ([`Optimizer::is_bitsandbytes`]).
+            _ if self.plan.training.optimizer.is_bitsandbytes() => 0.0,
             OptimizerImpl::Fused => 0.0,
             _ if self.plan.training.optimizer == Optimizer::SgdMomentum => 0.0,
             OptimizerImpl::ForLoop => largest * FP32,
