@@ -1703,8 +1703,18 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(opt("apex FusedLAMB"), Ok(Optimizer::Adamw));
     assert_eq!(opt("LAMB; lr 1e-3"), Ok(Optimizer::Adamw));
     assert_eq!(opt("prodigyopt Prodigy d0 1e-6"), Ok(Optimizer::Adan));
-    assert_eq!(opt("AdEMAMix (bitsandbytes)"), Ok(Optimizer::Adan));
+    assert_eq!(opt("AdEMAMix (bitsandbytes)"), Ok(Optimizer::Ademamix));
+    assert_eq!(opt("bnb AdEMAMix8bit"), Ok(Optimizer::Ademamix8bit));
+    assert_eq!(opt("optim ademamix_8bit"), Ok(Optimizer::Ademamix8bit));
+    assert_eq!(opt("AdEMAMix 8-bit; lr 1e-4"), Ok(Optimizer::Ademamix8bit));
+    assert_eq!(opt("8-bit AdEMAMix"), Ok(Optimizer::Ademamix8bit));
+    // An 8-bit base elsewhere in the notes is not the optimizer's.
+    assert_eq!(
+        opt("AdEMAMix over an 8-bit base (LLM.int8)"),
+        Ok(Optimizer::Ademamix)
+    );
     assert_eq!(opt("CAME optimizer"), Ok(Optimizer::SgdMomentum));
+    assert_eq!(opt("ADOPT (Taniguchi et al.)"), Ok(Optimizer::Adamw));
     // Adam's moments quantized, by name: torchao's 4-bit, 8-bit and fp8.
     assert_eq!(opt("torchao.optim.AdamW4bit"), Ok(Optimizer::Adamw4bit));
     assert_eq!(opt("optim adamw_torch_4bit"), Ok(Optimizer::Adamw4bit));
@@ -1748,6 +1758,12 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(col("muon"), Ok(Optimizer::Muon));
     assert_eq!(col("Adan"), Ok(Optimizer::Adan));
     assert_eq!(col("lamb"), Ok(Optimizer::Adamw));
+    assert_eq!(col("ademamix"), Ok(Optimizer::Ademamix));
+    assert_eq!(col("paged_ademamix_8bit"), Ok(Optimizer::Ademamix8bit));
+    assert_eq!(col("came"), Ok(Optimizer::SgdMomentum));
+    assert_eq!(col("adopt"), Ok(Optimizer::Adamw));
+    // "adopt" as English in the notes is not the optimizer.
+    assert!(opt("we adopt the paper's settings").is_err());
     let lomo = case_plan(&with_fields(id, &[("optimizer", "lomo")]), id).unwrap();
     assert!(lomo.training.optimizer == Optimizer::Sgd && lomo.training.optimizer_in_backward);
     assert_eq!(opt("GaLore AdamW rank 128"), Ok(Optimizer::Galore));
@@ -3003,6 +3019,7 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     assert_eq!(other("axolotl rl: dpo (TRL)"), Framework::Axolotl);
     assert_eq!(other("control run"), Framework::PlainPytorch);
     assert_eq!(other("NeMo 2.0 recipe; TP 2"), Framework::Megatron);
+    assert_eq!(other("nanotron, accumulate_grad_in_fp32"), Framework::Megatron);
     assert_eq!(other("nemotron data"), Framework::PlainPytorch);
     // A chunked or unknown loss that the notes call Cut Cross-Entropy is fused.
     let loss = |col: &str, notes: &str| plan(&[("loss", col), ("notes", notes)]).training.loss;
@@ -3623,6 +3640,7 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         ("llmfoundry", "plain-pytorch"),
         ("metaseq", "plain-pytorch"),
         ("gpt-neox", "megatron"),
+        ("nanotron", "megatron"),
         ("oumi", "hf-trainer"),
         ("torchtune (recipe)", "torchtune"),
     ] {

@@ -26,21 +26,45 @@ pub(super) fn other_optimizer(notes: &str) -> Option<Optimizer> {
     }
     if words
         .iter()
-        .any(|&w| w == "adan" || w.starts_with("prodigy") || w.starts_with("ademamix"))
+        .any(|&w| w == "adan" || w.starts_with("prodigy"))
     {
         return Some(Optimizer::Adan);
+    }
+    // AdEMAMix's three states, 8-bit where named so (transformers'
+    // `ademamix_8bit`, bitsandbytes' `AdEMAMix8bit`).
+    let named: Vec<&str> = words.iter().copied().filter(|w| !w.is_empty()).collect();
+    if let Some(i) = named.iter().position(|w| w.starts_with("ademamix")) {
+        // "ademamix8bit", "ademamix_8bit", "AdEMAMix 8-bit", "8-bit AdEMAMix".
+        let at = |j: usize, w: &str| named.get(j).is_some_and(|x| *x == w);
+        let eight = named[i].ends_with("8bit")
+            || at(i + 1, "8bit")
+            || (at(i + 1, "8") && at(i + 2, "bit"))
+            || (i >= 1 && at(i - 1, "8bit"))
+            || (i >= 2 && at(i - 2, "8") && at(i - 1, "bit"));
+        return Some(if eight {
+            Optimizer::Ademamix8bit
+        } else {
+            Optimizer::Ademamix
+        });
     }
     match fused_update_optimizer(notes) {
         Some(true) => return Some(Optimizer::Adafactor),
         Some(false) => return Some(Optimizer::Sgd),
         None => {}
     }
-    // "CAME" in capitals: the word "came" is English too.
-    let came = notes
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| w == "CAME" || w == "CAMEOptimizer");
-    if came {
+    // "CAME" and "ADOPT" in capitals: "came" and "adopt" are English too.
+    // CAME keeps a full first moment beside factored statistics; ADOPT
+    // (Taniguchi et al. 2024) Adam's two moments.
+    let capitals = |names: &[&str]| {
+        notes
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| names.contains(&w))
+    };
+    if capitals(&["CAME", "CAMEOptimizer"]) {
         return Some(Optimizer::SgdMomentum);
+    }
+    if capitals(&["ADOPT"]) {
+        return Some(Optimizer::Adamw);
     }
     if words.iter().any(|w| w.ends_with("lamb")) {
         return Some(Optimizer::Adamw);
@@ -388,6 +412,14 @@ pub(super) fn named_optimizer(o: &str) -> Option<Optimizer> {
         // Projected or preconditioned states, read as in the notes (before
         // `galore_adamw` could pass for AdamW below).
         return other_optimizer(o);
+    }
+    // An optimizer column names one optimizer: CAME and ADOPT by their
+    // lower-case names too (in the notes only in capitals, above).
+    if o == "came" || o.starts_with("came-") || o.starts_with("came_") {
+        return Some(Optimizer::SgdMomentum);
+    }
+    if o == "adopt" {
+        return Some(Optimizer::Adamw);
     }
     let eight = o.contains("8bit") || o.contains("8-bit");
     let paged = o.contains("paged");
@@ -1706,6 +1738,7 @@ pub(super) fn other_framework(notes: &str) -> Option<Framework> {
                 "megatron-bridge",
                 "mcore",
                 "megatron-swift",
+                "nanotron",
             ],
             Framework::Megatron,
         ),

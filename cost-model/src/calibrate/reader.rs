@@ -790,7 +790,14 @@ fn framework_of(r: &Row) -> Result<Framework, String> {
         // Megatron-DeepSpeed runs Megatron-LM's model code (its ZeRO stage is
         // the sharding column's).
         // EleutherAI's GPT-NeoX library is built on Megatron-DeepSpeed.
-        "megatron-lm" | "megatron-deepspeed" | "gpt-neox" | "neox" => Framework::Megatron,
+        // Hugging Face's nanotron keeps Megatron's states: an fp32 master copy
+        // and fp32 gradient buffers beside 16-bit weights when it accumulates
+        // in fp32, as its example configs do (nanotron 0.4 `helpers.py`
+        // `init_optimizer_and_grad_accumulator`, `FP32GradientAccumulator`),
+        // and a vocabulary-parallel loss (`sharded_cross_entropy`).
+        "megatron-lm" | "megatron-deepspeed" | "gpt-neox" | "neox" | "nanotron" => {
+            Framework::Megatron
+        }
         "deepspeed-chat" | "openrlhf" => Framework::Deepspeed,
         // ms-swift by its command and project names (`swift sft`, ModelScope's
         // SWIFT); the notes need "ms-swift", "swift" being a word of its own.
