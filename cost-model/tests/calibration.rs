@@ -3019,7 +3019,10 @@ fn a_trainer_based_tool_a_fused_loss_and_kbit_preparation_named_in_the_notes_rea
     assert_eq!(other("axolotl rl: dpo (TRL)"), Framework::Axolotl);
     assert_eq!(other("control run"), Framework::PlainPytorch);
     assert_eq!(other("NeMo 2.0 recipe; TP 2"), Framework::Megatron);
-    assert_eq!(other("nanotron, accumulate_grad_in_fp32"), Framework::Megatron);
+    assert_eq!(
+        other("nanotron, accumulate_grad_in_fp32"),
+        Framework::Megatron
+    );
     assert_eq!(other("nemotron data"), Framework::PlainPytorch);
     // A chunked or unknown loss that the notes call Cut Cross-Entropy is fused.
     let loss = |col: &str, notes: &str| plan(&[("loss", col), ("notes", notes)]).training.loss;
