@@ -27,8 +27,8 @@ use crate::plan::{Checkpointing, Offload, OffloadDevice, PipelineSchedule, Plan,
 use crate::query;
 use crate::search::{
     context_parallel_degrees, CHECKPOINT_EVERY, COST_CHECKPOINTING, COST_CP, COST_GRAD_ACCUM,
-    COST_OFFLOAD_ACTIVATIONS, COST_OFFLOAD_OPTIMIZER, COST_OFFLOAD_PARAMS, COST_SYNC_EACH_BATCH,
-    COST_TP, COST_ZERO_3,
+    COST_HPZ_OFF, COST_OFFLOAD_ACTIVATIONS, COST_OFFLOAD_OPTIMIZER, COST_OFFLOAD_PARAMS,
+    COST_SYNC_EACH_BATCH, COST_TP, COST_ZERO_3,
 };
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
@@ -147,6 +147,11 @@ pub fn speed_cost(plan: &Plan, plain_micro_batch: u32) -> i32 {
     ) {
         c += COST_ZERO_3;
     }
+    // ZeRO++'s hpZ keeps backward's gathers within a node: what turning it
+    // off costs ([`crate::search::COST_HPZ_OFF`]) it saves.
+    if p.sharding == Sharding::Zero3 && p.hpz_partition_size > 1 {
+        c -= COST_HPZ_OFF;
+    }
     if p.tp > 1 {
         c += COST_TP;
     }
@@ -194,6 +199,9 @@ pub fn layout_parts(plan: &Plan) -> Vec<(&'static str, Option<u32>)> {
         },
         None,
     ));
+    if p.sharding == Sharding::Zero3 && p.hpz_partition_size > 1 {
+        v.push(("ZeRO++ hpZ over", Some(p.hpz_partition_size)));
+    }
     if p.tp > 1 {
         v.push(("TP", Some(p.tp)));
     }
@@ -230,7 +238,7 @@ pub fn layout_parts(plan: &Plan) -> Vec<(&'static str, Option<u32>)> {
 }
 
 /// Every label [`layout_parts`] gives, for the planner's translation table.
-pub const LAYOUT_LABELS: [&str; 22] = [
+pub const LAYOUT_LABELS: [&str; 23] = [
     "one GPU",
     "nn.DataParallel",
     "DDP",
@@ -241,6 +249,7 @@ pub const LAYOUT_LABELS: [&str; 22] = [
     "FSDP full shard",
     "FSDP shard grad op",
     "HSDP (hybrid)",
+    "ZeRO++ hpZ over",
     "interleaved, virtual stages",
     "full recomputation",
     "selective recomputation",
@@ -468,6 +477,15 @@ fn for_each_layout(plan: &Plan, mut f: impl FnMut(&mut Plan, &[u32], u64)) {
                 p.parallel.virtual_stages = virtual_stages;
                 for &sharding in &shardings {
                     p.parallel.sharding = sharding;
+                    // ZeRO++'s hpZ group as planned where it applies: ZeRO-3
+                    // over data-parallel ranks it divides.
+                    let hpz = par.hpz_partition_size.max(1);
+                    p.parallel.hpz_partition_size =
+                        if sharding == Sharding::Zero3 && dp.is_multiple_of(hpz) {
+                            hpz
+                        } else {
+                            1
+                        };
                     for &(ckpt, every, offload, act) in &memory {
                         p.parallel.offload = offload;
                         p.training.checkpoint_every = every;
@@ -672,6 +690,45 @@ mod tests {
                 assert_eq!(l.speed_cost_pct, 0);
             }
         }
+    }
+
+    #[test]
+    fn zero_plus_plus_keeps_its_hpz_group_where_it_applies() {
+        // DeepSpeed ZeRO-3 with hpZ over a node, Llama-3.1-70B on 32 GPUs:
+        // the search keeps the group on ZeRO-3 layouts whose data-parallel
+        // ranks it divides, drops it elsewhere (every layout stays valid),
+        // and counts the plan's own as faster than ZeRO-3 without it.
+        let p = plan("?model=llama-3.1-70b&gpus=32&fw=deepspeed&prec=bf16&shard=zero3&hpz=8&mb=1&ga=4&ckpt=full");
+        assert!(estimate(&p).unwrap().fits);
+        let r = search_layouts(&p, 100).unwrap();
+        check_layouts(&p, &r, 100);
+        assert!(r.best.iter().any(|l| l.is_plan), "{:?}", r.best);
+        for l in &r.best {
+            let par = &l.plan.parallel;
+            if par.sharding != Sharding::Zero3 {
+                assert_eq!(par.hpz_partition_size, 1, "{}", l.query);
+            }
+        }
+        // Every candidate the search walks: the other shardings without hpZ,
+        // some of them valid.
+        let (mut others, mut zero3_hpz) = (0, 0);
+        for_each_layout(&p, |q, _, _| {
+            if q.parallel.sharding == Sharding::Zero3 {
+                zero3_hpz += usize::from(q.parallel.hpz_partition_size == 8);
+            } else {
+                assert_eq!(q.parallel.hpz_partition_size, 1);
+                others += usize::from(crate::validate::validate(q).is_ok());
+            }
+        });
+        assert!(others > 0 && zero3_hpz > 0, "{others} {zero3_hpz}");
+        let mut plain = p.clone();
+        plain.parallel.hpz_partition_size = 1;
+        assert_eq!(speed_cost(&p, 1), speed_cost(&plain, 1) - COST_HPZ_OFF);
+        assert!(
+            describe(&p).contains("ZeRO++ hpZ over 8"),
+            "{}",
+            describe(&p)
+        );
     }
 
     #[test]

@@ -1348,6 +1348,19 @@ pub struct Parallelism {
     /// Default: 0.19 or later.
     #[serde(default, skip_serializing_if = "DeepspeedRelease::is_current")]
     pub deepspeed: DeepspeedRelease,
+    /// DeepSpeed ZeRO++'s hierarchical partitioning (hpZ,
+    /// `zero_hpz_partition_size`; Wang et al. 2023, "ZeRO++: Extremely
+    /// Efficient Collective Communication for Giant Model Training", §3.2):
+    /// under ZeRO-3 each rank keeps, beside its shard of the parameters, a
+    /// secondary shard over this many GPUs (a node, as ZeRO++'s tutorial
+    /// sets it), from which backward gathers within the node. 1, the
+    /// default, is off.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub hpz_partition_size: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn yes() -> bool {
@@ -1476,6 +1489,7 @@ impl Default for Plan {
                 offload: Offload::NONE,
                 gradient_as_bucket_view: false,
                 deepspeed: DeepspeedRelease::Current,
+                hpz_partition_size: 1,
             },
             runtime: RuntimeSpec::default(),
         }

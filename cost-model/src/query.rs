@@ -722,6 +722,11 @@ fn pairs_for(plan: &Plan, all: bool) -> Vec<(&'static str, String)> {
     );
     put("ds", enum_id(&p.deepspeed), enum_id(&dp.deepspeed));
     put(
+        "hpz",
+        p.hpz_partition_size.to_string(),
+        dp.hpz_partition_size.to_string(),
+    );
+    put(
         "ctx_mib",
         plan.runtime.cuda_context_mib.to_string(),
         d.runtime.cuda_context_mib.to_string(),
@@ -1048,6 +1053,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
         ("vstages", &mut p.virtual_stages),
         ("cp", &mut p.cp),
         ("ep", &mut p.ep),
+        ("hpz", &mut p.hpz_partition_size),
     ] {
         if let Some(s) = get(k) {
             *slot = num(k, s)?;
@@ -1174,6 +1180,7 @@ pub fn key_of_field(field: &str) -> Option<&'static str> {
         "parallel.cp" => "cp",
         "parallel.ep" => "ep",
         "parallel.virtual_stages" => "vstages",
+        "parallel.hpz_partition_size" => "hpz",
         "parallel.offload.params" => "off_par",
         "training.micro_batch" => "mb",
         "training.seq_len" => "seq",
@@ -1617,6 +1624,26 @@ mod tests {
         let text = apply(&qwen_vl, "model", "llama-3.1-8b").unwrap();
         assert_eq!(text.model.vision_params, 0);
         assert_eq!(value_of(&text, "model").as_deref(), Some("llama-3.1-8b"));
+    }
+
+    #[test]
+    fn zero_plus_plus_hpz_travels_and_is_checked() {
+        let p = decode_str("shard=zero3&gpus=16&hpz=8").unwrap();
+        assert_eq!(p.parallel.hpz_partition_size, 8);
+        assert!(encode(&p).contains("hpz=8"), "{}", encode(&p));
+        assert_eq!(decode_str(&encode(&p)).unwrap(), p);
+        // Off (1) is the default and is not written.
+        assert!(!encode(&Plan::default()).contains("hpz"));
+        // The estimate refuses what ZeRO++ cannot run, and its error names
+        // the URL key the planner marks.
+        for q in [
+            "shard=zero2&gpus=16&hpz=8",
+            "shard=zero3&gpus=16&hpz=0",
+            "shard=zero3&gpus=12&hpz=8",
+        ] {
+            let e = crate::estimate::estimate(&decode_str(q).unwrap()).unwrap_err();
+            assert_eq!(key_of_field(e.field()), Some("hpz"), "{q}: {e}");
+        }
     }
 
     #[test]

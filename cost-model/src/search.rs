@@ -188,6 +188,9 @@ fn rung_at(
 /// - FSDP gradients reduced every micro-batch (`sync_each_batch`) instead of once per
 ///   accumulation: one reduce-scatter per micro-batch, as ZeRO-2 and torchtune always do,
 ///   mostly overlapped with backward: ≈ 5 %;
+/// - ZeRO++'s hpZ turned off: backward gathers the parameters across nodes again — of
+///   ZeRO-3's three volumes of M a step, the one it had moved within a node (Wang et al.
+///   2023, "ZeRO++", §3.2) — which is what ZeRO-3 adds over ZeRO-2, so its cost: ≈ 15 %;
 /// - fused kernels (Liger): "increase multi-GPU training throughput by 20 %" (Liger Kernel
 ///   README; Hsu et al. 2024, arXiv:2410.10989 §4), taken conservatively as −15 % step time.
 /// - an adapter's frozen base loaded in 16 bits instead of fp32 (`torch_dtype=bfloat16`):
@@ -207,6 +210,7 @@ pub const COST_UNPADDED: i32 = -10;
 pub const COST_CHECKPOINTING: i32 = 33;
 pub const COST_GRAD_ACCUM: i32 = 10;
 pub const COST_SYNC_EACH_BATCH: i32 = 5;
+pub const COST_HPZ_OFF: i32 = COST_ZERO_3;
 pub const COST_ZERO_1_2: i32 = 0;
 pub const COST_ZERO_3: i32 = 15;
 pub const COST_TP: i32 = 15;
@@ -614,6 +618,15 @@ pub fn fix_ladder(plan: &Plan) -> Result<Vec<Rung>, PlanError> {
     if l.cur.accumulates_unsharded_grads()
         && l.edit("sync-each-batch", COST_SYNC_EACH_BATCH, |p| {
             p.training.sync_each_batch = true
+        })
+    {
+        return Ok(l.out);
+    }
+    // 1f. ZeRO++'s secondary shard of the weights given up: backward
+    // gathers across nodes again.
+    if l.cur.parallel.hpz_partition_size > 1
+        && l.edit("hpz-off", COST_HPZ_OFF, |p| {
+            p.parallel.hpz_partition_size = 1
         })
     {
         return Ok(l.out);
@@ -1124,6 +1137,57 @@ mod tests {
             .unwrap()
             .iter()
             .all(|r| r.id != "bucket-view"));
+    }
+
+    #[test]
+    fn zero_plus_plus_is_offered_without_its_secondary_shard() {
+        // Llama-3.1-70B in bf16 under DeepSpeed ZeRO-3 on 24 H100s,
+        // checkpointed: hpZ over a node adds 17.6 GB to each, too much; the
+        // rung that turns it off saves that and is taken before anything
+        // that costs more.
+        let mut p = Plan {
+            model: crate::presets::preset("llama-3.1-70b").unwrap().spec(),
+            ..Plan::default()
+        };
+        p.set_framework(Framework::Deepspeed);
+        p.training.precision = crate::plan::Precision::Bf16;
+        p.training.checkpointing = crate::plan::Checkpointing::Full;
+        p.training.micro_batch = 1;
+        p.training.seq_len = 2048;
+        p.parallel.num_gpus = 24;
+        p.parallel.sharding = Sharding::Zero3;
+        assert!(estimate(&p).unwrap().fits);
+        p.parallel.hpz_partition_size = 8;
+        let over = estimate(&p).unwrap();
+        assert!(!over.fits, "{:?}", over.peak);
+        let ladder = fix_ladder(&p).unwrap();
+        let rung = ladder
+            .iter()
+            .find(|r| r.id == "hpz-off")
+            .expect("an hpz-off rung");
+        assert_eq!(rung.plan.parallel.hpz_partition_size, 1);
+        assert_eq!(rung.speed_cost_pct, COST_HPZ_OFF);
+        assert!(rung.fits);
+        let secondary = over.params as f64 * 2.0 / 8.0;
+        let saved = rung.saving.get() as f64;
+        // The shard, and the allocator's share of it on nvidia-smi's count.
+        assert!(
+            saved >= secondary && saved < 1.1 * secondary,
+            "{saved} vs {secondary}"
+        );
+        let ids: Vec<&str> = ladder.iter().map(|r| r.id.as_str()).collect();
+        let at = ids.iter().position(|i| *i == "hpz-off").unwrap();
+        assert!(
+            ladder[..at]
+                .iter()
+                .all(|r| r.speed_cost_pct <= COST_HPZ_OFF),
+            "{ids:?}"
+        );
+        // Not offered without hpZ.
+        assert!(fix_ladder(&rung.plan)
+            .unwrap()
+            .iter()
+            .all(|r| r.id != "hpz-off"));
     }
 
     #[test]

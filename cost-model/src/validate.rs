@@ -3,7 +3,7 @@
 
 use crate::error::PlanError;
 use crate::model::Arch;
-use crate::plan::{Finetune, Plan, Precision, PLAN_VERSION};
+use crate::plan::{Finetune, Plan, Precision, Sharding, PLAN_VERSION};
 
 /// The most memory a GPU may have: 1 PiB in MiB, thousands of times the
 /// largest accelerator made (AMD MI355X, 288 GB).
@@ -248,6 +248,38 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     positive("parallel.ep", p.ep, MAX_GPUS)?;
     positive("parallel.gpus_per_node", p.gpus_per_node, MAX_GPUS)?;
     positive("parallel.virtual_stages", p.virtual_stages, MAX_LAYERS)?;
+    positive(
+        "parallel.hpz_partition_size",
+        p.hpz_partition_size,
+        MAX_GPUS,
+    )?;
+    // ZeRO++'s hpZ is a stage-3 partitioning (deepspeed `zero_hpz_partition_size`,
+    // read by `zero.Init` and stage 3 only), its group a divisor of the
+    // data-parallel ranks (`groups._create_zero_param_parallel_group`
+    // splits the world into groups of that size).
+    if p.hpz_partition_size > 1 {
+        if p.sharding != Sharding::Zero3 {
+            return Err(PlanError::Invalid {
+                field: "parallel.hpz_partition_size",
+                reason: format!(
+                    "ZeRO++'s hpZ partitions ZeRO-3's parameters; sharding {} has no such partition \
+                     (use zero3, or 1 to turn hpZ off)",
+                    crate::query::enum_id(&p.sharding)
+                ),
+            });
+        }
+        let dp = p.num_gpus as u64 / (p.tp as u64 * p.pp as u64 * p.cp as u64).max(1);
+        if dp > 0 && !dp.is_multiple_of(p.hpz_partition_size as u64) {
+            return Err(PlanError::Invalid {
+                field: "parallel.hpz_partition_size",
+                reason: format!(
+                    "the hpZ group ({}) must divide the data-parallel ranks ({dp} = num_gpus / \
+                     (tp × pp × cp))",
+                    p.hpz_partition_size
+                ),
+            });
+        }
+    }
     divisible("model.heads", m.heads, "parallel.tp", p.tp)?;
     if !m.kv_heads.is_multiple_of(p.tp) && !p.tp.is_multiple_of(m.kv_heads) {
         return Err(PlanError::Invalid {

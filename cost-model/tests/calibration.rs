@@ -1910,7 +1910,11 @@ fn other_spellings_of_the_schema_values_read_as_the_values() {
             "{name}"
         );
     }
-    assert!(plan("sharding", "zero++").is_err());
+    // ZeRO++ is stage 3 with hpZ's secondary partition, which the model
+    // counts (refused before it did).
+    let zero_pp = plan("sharding", "zero++").unwrap();
+    assert_eq!(zero_pp.parallel.sharding, Sharding::Zero3);
+    assert!(zero_pp.parallel.hpz_partition_size > 1);
     // A stage written with its offload, the offload column empty: ZeRO-Offload
     // (the optimizer) under stage 1/2, transformers' "ZeRO-3 Offload" (both)
     // under stage 3; an offload column that says otherwise stands.
@@ -3657,6 +3661,40 @@ fn enum_columns_are_read_in_any_case_and_with_the_frameworks_own_spellings() {
         assert!(c.skipped.is_none(), "{v}: {c:?}");
         assert_eq!(c.predicted_gib, d.predicted_gib, "{v} as {same_as}");
     }
+    // ZeRO++: stage 3 with its hpZ group — a node, or as the notes state it.
+    let hpz = |fields: &[(&str, &str)]| {
+        cost_model::calibrate::case_plan(&with_fields(id, fields), id)
+            .map(|p| (p.parallel.sharding, p.parallel.hpz_partition_size))
+    };
+    use cost_model::plan::Sharding;
+    assert_eq!(
+        hpz(&[("sharding", "ZeRO++"), ("num_gpus", "16")]),
+        Ok((Sharding::Zero3, 8))
+    );
+    assert_eq!(
+        hpz(&[("sharding", "zero++"), ("num_gpus", "4")]),
+        Ok((Sharding::Zero3, 4))
+    );
+    assert_eq!(
+        hpz(&[
+            ("sharding", "zero3"),
+            ("num_gpus", "16"),
+            ("notes", "zero_hpz_partition_size 4; zero_quantized_weights"),
+        ]),
+        Ok((Sharding::Zero3, 4))
+    );
+    assert_eq!(
+        hpz(&[("sharding", "zero3"), ("num_gpus", "16")]),
+        Ok((Sharding::Zero3, 1))
+    );
+    assert_eq!(
+        hpz(&[
+            ("sharding", "zero2"),
+            ("num_gpus", "16"),
+            ("notes", "hpZ 8"),
+        ]),
+        Ok((Sharding::Zero2, 1))
+    );
     // Still not guessed: a value no spelling explains is named with its column.
     let bad = calibrate(&with_fields(id, &[("sharding", "zero4")]))
         .unwrap()

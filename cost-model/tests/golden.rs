@@ -161,6 +161,65 @@ fn muon_and_adan_keep_their_states() {
     assert!((muon / n - 4.0).abs() < 1e-6, "{}", muon / n);
 }
 
+/// ZeRO++'s hpZ (Wang et al. 2023 §3.2; deepspeed 0.16.9
+/// `partition_parameters.py` `_partition_param_sec`): beside its 1/64 of
+/// Llama-2-7B's bf16 parameters, each of 64 ranks keeps 1/8 of them as the
+/// secondary shard of its node — 2 bytes × 6.74e9 / 8 = 1.57 GiB, at every
+/// phase — and under parameter offload keeps it on the host instead. Only
+/// ZeRO-3 has the partition, and its group divides the data-parallel ranks.
+#[test]
+fn zero_plus_plus_hpz_keeps_a_secondary_shard_of_the_parameters() {
+    let mut plan = llama2_7b(Framework::Deepspeed);
+    plan.training.precision = Precision::Bf16;
+    plan.parallel.num_gpus = 64;
+    plan.parallel.sharding = Sharding::Zero3;
+    let off = estimate(&plan).unwrap();
+    let params = off.params as f64;
+    plan.parallel.hpz_partition_size = 8;
+    let on = estimate(&plan).unwrap();
+    let secondary = params * 2.0 / 8.0;
+    for ph in [Phase::Init, Phase::Forward, Phase::Backward, Phase::Step] {
+        let extra = phase(&on, ph).weights.get() as f64 - phase(&off, ph).weights.get() as f64;
+        assert!(
+            (extra - secondary).abs() < 1e-6 * secondary,
+            "{ph:?}: {extra} vs {secondary}"
+        );
+    }
+    assert!(on.peak.allocated.get() > off.peak.allocated.get());
+    // A larger group keeps a smaller secondary shard.
+    plan.parallel.hpz_partition_size = 16;
+    let wider = estimate(&plan).unwrap();
+    assert!(wider.peak.allocated < on.peak.allocated);
+    // Offloaded parameters take it to the host.
+    plan.parallel.hpz_partition_size = 8;
+    plan.parallel.offload = cost_model::plan::Offload::ALL_CPU;
+    let host_on = estimate(&plan).unwrap();
+    plan.parallel.hpz_partition_size = 1;
+    let host_off = estimate(&plan).unwrap();
+    assert_eq!(
+        phase(&host_on, Phase::Step).weights,
+        phase(&host_off, Phase::Step).weights
+    );
+    let host_extra = host_on.host_offload.get() as f64 - host_off.host_offload.get() as f64;
+    assert!(
+        (host_extra - secondary).abs() < 1e-6 * secondary,
+        "{host_extra}"
+    );
+    // Refused outside ZeRO-3, and for a group that does not divide the ranks.
+    plan.parallel.offload = cost_model::plan::Offload::NONE;
+    plan.parallel.hpz_partition_size = 8;
+    plan.parallel.sharding = Sharding::Zero2;
+    assert_eq!(
+        estimate(&plan).unwrap_err().field(),
+        "parallel.hpz_partition_size"
+    );
+    plan.parallel.sharding = Sharding::Zero3;
+    plan.parallel.num_gpus = 12;
+    let e = estimate(&plan).unwrap_err();
+    assert_eq!(e.field(), "parallel.hpz_partition_size");
+    assert!(e.to_string().contains("12"), "{e}");
+}
+
 /// bitsandbytes' optimizers (0.45.0 `optim/optimizer.py`, `optim/ademamix.py`)
 /// step in place in their own kernels, so a `foreach` setting makes no
 /// state-sized temporary for them, and their 32-bit states are fp32 beside

@@ -911,6 +911,22 @@ test("TRL release: DPO under 0.9–0.11 holds the policy's logits and the chosen
   await expect.poll(allocated).toBeGreaterThan(before + 1.5);
 });
 
+test("ZeRO++ hpZ: each GPU keeps a secondary shard of the weights over its node, and outside ZeRO-3 it is refused, with or without JavaScript", async ({ page }, info) => {
+  // Llama-3.1-70B in bf16 under DeepSpeed ZeRO-3 on 64 GPUs: hpZ over a node
+  // of 8 adds 2 bytes × 70.6e9 / 8 = 16.4 GiB of secondary shard to every GPU.
+  const plan = "/?model=llama-3.1-70b&gpus=64&shard=zero3&fw=deepspeed&prec=bf16&mb=1&seq=2048&ckpt=full";
+  await page.goto(plan);
+  await expect(page.getByTestId("hpz")).toHaveValue("1");
+  const before = await allocatedGiB(page);
+  await editNumber(page, info, "hpz", "8", /hpz=8/);
+  await expect.poll(() => allocatedGiB(page)).toBeGreaterThan(before + 16);
+  await expect.poll(() => allocatedGiB(page)).toBeLessThan(before + 17);
+  // Not a ZeRO-3 run: the control is marked with the reason.
+  await page.goto("/?model=llama-3.1-70b&gpus=64&shard=zero2&fw=deepspeed&prec=bf16&hpz=8");
+  await expect(page.getByTestId("plan-error")).toContainText("parallel.hpz_partition_size: ZeRO++'s hpZ partitions ZeRO-3's parameters");
+  await expect(page.getByTestId("error-hpz")).toContainText("use zero3, or 1 to turn hpZ off");
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);

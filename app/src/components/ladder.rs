@@ -33,6 +33,7 @@ fn rung_label(l: crate::i18n::Lang, id: &str) -> String {
         "checkpointing" => "Activation checkpointing",
         "grad-accum" => "Smaller micro-batch + gradient accumulation",
         "sync-each-batch" => "Reduce gradients every micro-batch (sync_each_batch)",
+        "hpz-off" => "Turn off ZeRO++ hpZ (no secondary weight shard)",
         "unpadded" => "Pack the batches (or flash-attn varlen): no padding mask",
         "precompute-ref" => "Precompute the reference log-probs (precompute_ref_log_probs)",
         "zero-1" => "ZeRO-1",

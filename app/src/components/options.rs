@@ -280,6 +280,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("0.18.2-older", "0.18.2 or older"),
                     ]),
                 ),
+                ("hpz", "ZeRO++ hpZ group", "ZeRO-3 only: each GPU also keeps a secondary shard of the weights over this many GPUs (zero_hpz_partition_size, usually a node's), so that backward gathers within the node; 1 = off", Kind::Number { min: 1, max: 100_000 }),
                 ("tp", "Tensor parallel", "Splits every block's matmuls (heads must divide evenly); the embedding and the logits split too only under Megatron-LM and torchtitan — under the Trainer and Accelerate every rank holds them whole", Kind::Number { min: 1, max: 1024 }),
                 ("sp", "Sequence parallel", "With TP, also splits norms and dropout along the sequence", Kind::Check),
                 ("pp", "Pipeline parallel", "Splits layers into stages; the first stage holds the most activations", Kind::Number { min: 1, max: 1024 }),

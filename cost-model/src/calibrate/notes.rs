@@ -466,6 +466,11 @@ pub(super) fn sharding_word(s: &str) -> Option<Sharding> {
         "zero1" | "zero-1" => Sharding::Zero1,
         "zero2" | "zero-2" => Sharding::Zero2,
         "zero3" | "zero-3" => Sharding::Zero3,
+        // ZeRO++ (Wang et al. 2023) is stage 3 with its hpZ partition (set
+        // by the reader) and quantized collectives.
+        "zero++" | "zeropp" | "zero-pp" | "zero3++" | "zero-3++" | "zero-plus-plus" => {
+            Sharding::Zero3
+        }
         // FSDP's own strategy names (`ShardingStrategy`), and FSDP2, which
         // only fully shards.
         "fsdp-full" | "fsdp" | "fsdp2" | "full-shard" => Sharding::FsdpFull,

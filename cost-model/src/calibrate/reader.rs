@@ -574,6 +574,28 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     if p.sharding == Sharding::Ddp && stated_bucket_view(notes) {
         p.gradient_as_bucket_view = true;
     }
+    // ZeRO++'s hpZ group: as the notes state it (`zero_hpz_partition_size`),
+    // else, for ZeRO++ named in the column, a node — as ZeRO++'s tutorial
+    // configures it — or all the data-parallel ranks where fewer.
+    if p.sharding == Sharding::Zero3 {
+        let dp = (p.num_gpus / (p.tp * p.pp * p.cp).max(1)).max(1);
+        let column = r.word("sharding");
+        let zero_pp = column.contains("++")
+            || matches!(column.as_str(), "zeropp" | "zero-pp" | "zero-plus-plus");
+        let stated = stated_after(
+            &lower,
+            &["zero_hpz_partition_size", "hpz_partition_size", "hpz"],
+        );
+        if let Some(n) = stated {
+            p.hpz_partition_size = n.max(1);
+        } else if zero_pp {
+            p.hpz_partition_size = if dp.is_multiple_of(p.gpus_per_node) {
+                p.gpus_per_node
+            } else {
+                dp
+            };
+        }
+    }
     // The DeepSpeed release the notes state ("deepspeed 0.19.8", "DeepSpeed
     // v0.9.5"); else that of the PyTorch they state — DeepSpeed 0.18.3 came
     // out in December 2025 and 0.19.0 in May 2026 (their sdists' dates on

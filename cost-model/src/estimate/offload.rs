@@ -91,9 +91,10 @@ impl<'a> Ctx<'a> {
             optimizer,
             NVME_OPTIMIZER_BUFFER_COUNT * sub_group * FP32,
         );
+        // ZeRO++'s secondary shard lives where the parameters do.
         put(
             off.params,
-            at_rest + fsdp1_grads,
+            at_rest + self.hpz_secondary(at_rest) + fsdp1_grads,
             NVME_PARAM_BUFFER_COUNT * NVME_PARAM_BUFFER_ELEMENTS * HALF,
         );
         (host, nvme)

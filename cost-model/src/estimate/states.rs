@@ -298,7 +298,25 @@ impl<'a> Ctx<'a> {
         if self.offload.params_offloaded() {
             quant_state
         } else {
-            at_rest + cached_fp8 + quant_state
+            at_rest + self.hpz_secondary(at_rest) + cached_fp8 + quant_state
+        }
+    }
+
+    /// ZeRO++'s secondary shard of the parameters (hpZ,
+    /// [`crate::plan::Parallelism::hpz_partition_size`]): each rank keeps
+    /// the parameters split over its hpZ group beside its primary shard —
+    /// `torch.empty(tensor_size // num_ranks_in_param_group,
+    /// dtype=param.dtype, device=self.remote_device)`, made as each parameter
+    /// is first partitioned and kept from then on (deepspeed 0.16.9
+    /// `runtime/zero/partition_parameters.py` `_partition_param_sec`). Its
+    /// device is the parameters' own, the host under parameter offload.
+    /// `at_rest` is the primary shard.
+    pub(super) fn hpz_secondary(&self, at_rest: f64) -> f64 {
+        let hpz = self.plan.parallel.hpz_partition_size;
+        if hpz > 1 && self.plan.parallel.sharding == Sharding::Zero3 {
+            at_rest * self.shard / hpz as f64
+        } else {
+            0.0
         }
     }
 
