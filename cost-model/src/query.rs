@@ -958,6 +958,11 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             *flag(t) = boolean(k, s)?;
         }
     }
+    // A form whose method select changed (`ft_prev` names the method the
+    // page showed) still holds the old method's base bits: the new method's
+    // default stands, as `apply` drops them (QLoRA's 4 bits, LoRA's 16).
+    let ft_switched = changed_select(&get, "ft").is_some();
+    let bits = |k: &str| if ft_switched { None } else { get(k) };
     match get("ft") {
         None | Some("full") => {}
         Some("lora") | Some("qlora") => {
@@ -970,7 +975,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
                 .transpose()?
                 .unwrap_or(LoraTargets::ALL_LINEAR);
             let default_bits = if get("ft") == Some("qlora") { 4 } else { 16 };
-            let base_bits = get("bits")
+            let base_bits = bits("bits")
                 .map(|s| num("bits", s))
                 .transpose()?
                 .unwrap_or(default_bits);
@@ -991,7 +996,7 @@ pub fn decode<K: AsRef<str>, V: AsRef<str>>(q: &[(K, V)]) -> Result<Plan, QueryE
             };
         }
         Some("adapter") => {
-            let base_bits = get("bits")
+            let base_bits = bits("bits")
                 .map(|s| num("bits", s))
                 .transpose()?
                 .unwrap_or(16);
@@ -1626,6 +1631,24 @@ mod tests {
         assert_eq!(value_of(&text, "model").as_deref(), Some("llama-3.1-8b"));
     }
 
+    /// Without JavaScript a changed method select arrives beside the old
+    /// method's base bits; `ft_prev` says it changed, so the new method's
+    /// own stand, as `apply` gives them in the browser.
+    #[test]
+    fn a_method_chosen_without_javascript_brings_its_own_base_bits() {
+        let lora = decode_str("ft=lora&bits=16").unwrap();
+        let form = "ft=qlora&ft_prev=lora&bits=16&rank=16&targets=all-linear";
+        let qlora = decode_str(form).unwrap();
+        assert_eq!(qlora.training.finetune.base_bits(), Some(4));
+        assert_eq!(qlora, apply(&lora, "ft", "qlora").unwrap());
+        // Unchanged, the bits shown are the user's.
+        let kept = decode_str("ft=lora&ft_prev=lora&bits=8").unwrap();
+        assert_eq!(kept.training.finetune.base_bits(), Some(8));
+        // From a 4-bit LoRA to another PEFT method: its 16-bit default.
+        let other = decode_str("ft=adapter&ft_prev=lora&bits=4").unwrap();
+        assert_eq!(other.training.finetune.base_bits(), Some(16));
+    }
+
     #[test]
     fn zero_plus_plus_hpz_travels_and_is_checked() {
         let p = decode_str("shard=zero3&gpus=16&hpz=8").unwrap();
@@ -1997,7 +2020,7 @@ mod apply_tests {
 
     /// TRL keeps a quantized base's adapters in bf16 (0.26 on): under TRL a
     /// 4- or 8-bit base has 16-bit adapters unless the URL says otherwise,
-    /// and a change of framework, method or bits re-seeds them.
+    /// and a change of framework re-seeds them.
     #[test]
     fn trl_keeps_a_quantized_bases_adapters_in_16_bits_by_default() {
         let ad16 = |q: &str| decode_str(q).unwrap().training.adapters_16bit;

@@ -927,6 +927,18 @@ test("ZeRO++ hpZ: each GPU keeps a secondary shard of the weights over its node,
   await expect(page.getByTestId("error-hpz")).toContainText("use zero3, or 1 to turn hpZ off");
 });
 
+test("choosing QLoRA brings its 4-bit base, with or without JavaScript", async ({ page }, info) => {
+  // Without JavaScript the form sends the 16 bits it showed beside the new
+  // method; `ft_prev` tells the server the method changed, so QLoRA's stand.
+  await page.goto("/?model=llama-3.1-8b&gpus=1&shard=none&ft=lora&targets=all-linear&rank=16");
+  if (hydrated(info)) await waitForHydration(page);
+  await expect(page.getByTestId("bits")).toHaveValue("16");
+  await page.getByTestId("ft").selectOption("qlora");
+  if (!hydrated(info)) await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/bits=4/);
+  await expect(page.getByTestId("bits")).toHaveValue("4");
+});
+
 test("choosing Unsloth seeds its offloaded checkpointing, fused kernels and fused loss, with or without JavaScript", async ({ page }, info) => {
   const plan = "/?model=llama-3.1-8b&gpus=1&shard=none&mb=2&seq=4096&ft=lora&targets=all-linear&rank=16";
   await page.goto(plan);

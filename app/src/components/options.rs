@@ -569,4 +569,79 @@ mod tests {
         }
         assert!(wrong.is_empty(), "{wrong:#?}");
     }
+
+    /// Without JavaScript a changed select submits the whole form — every
+    /// control's value and the hidden fields naming what the page showed
+    /// (`plan_form.rs`) — and the server must read the same plan the hydrated
+    /// page computes with `apply`, for every choice of every select.
+    #[test]
+    fn every_choice_submitted_without_javascript_reads_as_applied() {
+        use cost_model::query::{all_pairs, apply, auto_trainable, decode, encode, value_of};
+        let default = cost_model::Plan::default();
+        let bases = [
+            default.clone(),
+            apply(&default, "ft", "lora").unwrap(),
+            apply(&default, "ft", "adapter").unwrap(),
+            apply(&apply(&default, "fw", "trl").unwrap(), "ft", "qlora").unwrap(),
+        ];
+        let mut wrong = Vec::new();
+        for base in &bases {
+            let mut form: Vec<(String, String)> = all_pairs(base)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            for (k, v) in [
+                ("model_prev", value_of(base, "model").unwrap_or_default()),
+                ("fw_prev", base.framework.id().to_string()),
+                ("obj_prev", value_of(base, "obj").unwrap_or_default()),
+                ("ttr_prev", value_of(base, "ttr").unwrap_or_default()),
+                ("ft_prev", value_of(base, "ft").unwrap_or_default()),
+                (
+                    "trainable_auto",
+                    auto_trainable(base)
+                        .map(|n| n.to_string())
+                        .unwrap_or_default(),
+                ),
+                ("gpu_prev", base.gpu.id.clone()),
+            ] {
+                form.push((k.to_string(), v));
+            }
+            for (_, fields) in super::sections() {
+                for (key, _, _, kind) in fields {
+                    let super::Kind::Select(options) = kind else {
+                        continue;
+                    };
+                    for (value, _) in options {
+                        // A select left at its value fires no change.
+                        if value == "custom" || value_of(base, key).as_deref() == Some(&value) {
+                            continue;
+                        }
+                        let Ok(hydrated) = apply(base, key, &value) else {
+                            continue;
+                        };
+                        let submitted: Vec<(String, String)> = form
+                            .iter()
+                            .map(|(k, v)| {
+                                let v = if k == key { value.clone() } else { v.clone() };
+                                (k.clone(), v)
+                            })
+                            .collect();
+                        match decode(&submitted) {
+                            Ok(p) if p == hydrated => {}
+                            Ok(p) => wrong.push(format!(
+                                "{key}={value} from {}: form {} vs applied {}",
+                                encode(base),
+                                encode(&p),
+                                encode(&hydrated)
+                            )),
+                            Err(e) => {
+                                wrong.push(format!("{key}={value} from {}: {e}", encode(base)))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
 }

@@ -85,6 +85,13 @@ pub fn PlanForm(
             />
             // … the objective and the torchtune release it showed: a changed
             // select then re-seeds a loss still at the old default.
+            // … the method it showed: a changed method select then takes its
+            // own base bits (QLoRA's 4), as hydrated.
+            <input
+                type="hidden"
+                name="ft_prev"
+                value=move || plan.with(|p| cost_model::query::value_of(p, "ft").unwrap_or_default())
+            />
             <input
                 type="hidden"
                 name="obj_prev"
