@@ -570,10 +570,11 @@ mod tests {
         assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
-    /// Without JavaScript a changed select submits the whole form — every
+    /// Without JavaScript a changed control submits the whole form — every
     /// control's value and the hidden fields naming what the page showed
     /// (`plan_form.rs`) — and the server must read the same plan the hydrated
-    /// page computes with `apply`, for every choice of every select.
+    /// page computes with `apply`: for every choice of every select, every
+    /// checkbox flipped and every number doubled and halved.
     #[test]
     fn every_choice_submitted_without_javascript_reads_as_applied() {
         use cost_model::query::{all_pairs, apply, auto_trainable, decode, encode, value_of};
@@ -608,12 +609,24 @@ mod tests {
             }
             for (_, fields) in super::sections() {
                 for (key, _, _, kind) in fields {
-                    let super::Kind::Select(options) = kind else {
-                        continue;
+                    let shown = value_of(base, key).unwrap_or_default();
+                    // Each choice of a select; a checkbox flipped; a number
+                    // doubled and halved.
+                    let choices: Vec<String> = match kind {
+                        super::Kind::Select(options) => {
+                            options.into_iter().map(|(v, _)| v).collect()
+                        }
+                        super::Kind::Check => {
+                            vec![if shown == "1" { "0" } else { "1" }.to_string()]
+                        }
+                        _ => match shown.parse::<u64>() {
+                            Ok(n) => vec![(n * 2).max(1).to_string(), (n / 2).max(1).to_string()],
+                            Err(_) => vec![],
+                        },
                     };
-                    for (value, _) in options {
-                        // A select left at its value fires no change.
-                        if value == "custom" || value_of(base, key).as_deref() == Some(&value) {
+                    for value in choices {
+                        // A control left at its value fires no change.
+                        if value == "custom" || shown == value {
                             continue;
                         }
                         let Ok(hydrated) = apply(base, key, &value) else {
