@@ -225,7 +225,8 @@ fn zero_plus_plus_hpz_keeps_a_secondary_shard_of_the_parameters() {
 /// state-sized temporary for them, and their 32-bit states are fp32 beside
 /// bf16 parameters; AdEMAMix keeps three states (two EMAs and a second
 /// moment), 12 bytes a parameter in 32 bits and three bytes and three fp32
-/// absmax per 256 in 8 bits. Llama-2-7B, pure bf16, one GPU.
+/// absmax per 256 in 8 bits; transformers' Trainer takes Lion from
+/// bitsandbytes too. Llama-2-7B, pure bf16, one GPU.
 #[test]
 fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
     use cost_model::plan::{Optimizer, OptimizerImpl};
@@ -287,6 +288,30 @@ fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
     };
     let beyond = paged(Optimizer::PagedAdamw) - paged(Optimizer::Adamw8bit);
     assert!((beyond / n - 8.0).abs() < 0.01, "{}", beyond / n);
+    // Lion: under the Trainer bitsandbytes' (`optim="lion_32bit"`), an fp32
+    // state stepped in place; in a plain loop a PyTorch one, its state in
+    // the parameters' bf16, stepped a tensor at a time.
+    let (loop_lion, loop_tmp, _) = step(Optimizer::Lion, OptimizerImpl::Foreach);
+    assert!((loop_lion / n - 2.0).abs() < 1e-6, "{}", loop_lion / n);
+    assert!(loop_tmp > fused_tmp);
+    let mut trainer = plan.clone();
+    trainer.set_framework(Framework::HfTrainer);
+    trainer.training.precision = Precision::Bf16;
+    let lion = |imp| {
+        let mut p = trainer.clone();
+        p.training.optimizer = Optimizer::Lion;
+        p.training.optimizer_impl = imp;
+        let e = estimate(&p).unwrap();
+        let b = phase(&e, Phase::Step);
+        (b.optimizer.get() as f64, b.temporaries.get() as f64)
+    };
+    let (trainer_lion, trainer_tmp) = lion(OptimizerImpl::Foreach);
+    assert!(
+        (trainer_lion / n - 4.0).abs() < 1e-6,
+        "{}",
+        trainer_lion / n
+    );
+    assert_eq!(trainer_tmp, lion(OptimizerImpl::Fused).1);
 }
 
 /// GaLore (Zhao et al. 2024; galore-torch 1.0): Llama-2-7B's block matrices

@@ -318,7 +318,8 @@ mod states;
 /// dropped 16-bit output at 0.12–0.14's backward (`Ctx::dpo_dropped_outputs`).
 /// 57: bitsandbytes' optimizers make no step temporaries whatever the
 /// `optimizer_impl` setting and keep fp32 states in 32 bits
-/// ([`crate::plan::Optimizer::is_bitsandbytes`]); AdEMAMix's three states.
+/// ([`crate::plan::Optimizer::is_bitsandbytes`], and Lion under the
+/// Trainer); AdEMAMix's three states.
 pub const MODEL_VERSION: u32 = 57;
 
 // ---------------------------------------------------------------------------

@@ -857,14 +857,27 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether bitsandbytes steps the optimizer ([`Optimizer::is_bitsandbytes`]).
+    /// transformers' `Trainer` takes every Lion from it too (`optim="lion_32bit"`,
+    /// `"lion_8bit"`, `"paged_lion_32bit"`: `from bitsandbytes.optim import
+    /// Lion`, transformers 4.40 `Trainer.get_optimizer_cls_and_kwargs`), so a
+    /// Lion under the Trainer and the tools built on it keeps an fp32 state
+    /// and steps in place; elsewhere Lion is a PyTorch implementation
+    /// (lion-pytorch: `torch.zeros_like(p)`, one tensor at a time).
+    pub(super) fn bitsandbytes_optimizer(&self) -> bool {
+        let o = self.plan.training.optimizer;
+        o.is_bitsandbytes()
+            || (o == Optimizer::Lion && self.plan.framework.trains_through_trainer())
+    }
+
     /// Bytes of one optimizer-state element: fp32 beside fp32 weights or a
     /// master copy, else the parameter's 16-bit dtype (`torch.zeros_like(p)` in
     /// torch/optim/adamw.py `_init_group`) — or 16-bit where the plan asks
     /// for it ([`crate::plan::TrainingSpec::optimizer_states_16bit`]).
     /// bitsandbytes' 32-bit optimizers keep fp32 states beside 16-bit
-    /// parameters too ([`Optimizer::is_bitsandbytes`]).
+    /// parameters too ([`Self::bitsandbytes_optimizer`]).
     pub(super) fn state_bytes(&self) -> f64 {
-        if self.plan.training.optimizer.is_bitsandbytes() {
+        if self.bitsandbytes_optimizer() {
             return FP32;
         }
         let fp32 = self.trainable_weight_bytes() >= FP32 || self.master_in_optimizer();
@@ -921,8 +934,8 @@ impl<'a> Ctx<'a> {
             // moments to fp32), whatever the setting.
             _ if self.plan.training.optimizer == Optimizer::Adamw4bit => largest * FP32,
             // bitsandbytes steps in place in its own kernels, whatever the
-            // setting ([`Optimizer::is_bitsandbytes`]).
-            _ if self.plan.training.optimizer.is_bitsandbytes() => 0.0,
+            // setting ([`Self::bitsandbytes_optimizer`]).
+            _ if self.bitsandbytes_optimizer() => 0.0,
             OptimizerImpl::Fused => 0.0,
             _ if self.plan.training.optimizer == Optimizer::SgdMomentum => 0.0,
             OptimizerImpl::ForLoop => largest * FP32,
