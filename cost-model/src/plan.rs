@@ -87,6 +87,9 @@ pub enum Optimizer {
     Sgd,
     SgdMomentum,
     Lion,
+    /// bitsandbytes' 8-bit Lion (`Lion8bit`, transformers `optim="lion_8bit"`):
+    /// its one state in 8 bits, block-wise.
+    Lion8bit,
     /// Muon (Jordan et al. 2024; `torch.optim.Muon`, PyTorch ≥ 2.9): one
     /// momentum buffer per 2-D hidden matrix, with AdamW for the embeddings,
     /// the head and the 1-D parameters, as Muon's authors prescribe.
@@ -132,6 +135,7 @@ impl Optimizer {
                 | Optimizer::PagedAdamw
                 | Optimizer::PagedAdamw8bit
                 | Optimizer::Galore8bit
+                | Optimizer::Lion8bit
                 | Optimizer::Ademamix
                 | Optimizer::Ademamix8bit
         )

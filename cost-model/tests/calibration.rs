@@ -1761,6 +1761,9 @@ fn an_other_optimizer_is_modelled_by_its_states_when_the_notes_name_it() {
     assert_eq!(col("ademamix"), Ok(Optimizer::Ademamix));
     assert_eq!(col("paged_ademamix_8bit"), Ok(Optimizer::Ademamix8bit));
     assert_eq!(col("came"), Ok(Optimizer::SgdMomentum));
+    assert_eq!(col("lion_32bit"), Ok(Optimizer::Lion));
+    assert_eq!(col("lion_8bit"), Ok(Optimizer::Lion8bit));
+    assert_eq!(col("paged_lion_8bit"), Ok(Optimizer::Lion8bit));
     assert_eq!(col("adopt"), Ok(Optimizer::Adamw));
     // "adopt" as English in the notes is not the optimizer.
     assert!(opt("we adopt the paper's settings").is_err());

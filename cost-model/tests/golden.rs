@@ -256,6 +256,7 @@ fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
         Optimizer::Adamw8bit,
         Optimizer::PagedAdamw,
         Optimizer::PagedAdamw8bit,
+        Optimizer::Lion8bit,
         Optimizer::Ademamix,
         Optimizer::Ademamix8bit,
     ] {
@@ -267,6 +268,12 @@ fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
     }
     let (ademamix, _, _) = step(Optimizer::Ademamix, OptimizerImpl::Fused);
     assert!((ademamix / n - 12.0).abs() < 1e-6, "{}", ademamix / n);
+    let (lion8, _, _) = step(Optimizer::Lion8bit, OptimizerImpl::Fused);
+    assert!(
+        (lion8 / n - (1.0 + 4.0 / 256.0)).abs() < 1e-6,
+        "{}",
+        lion8 / n
+    );
     let (ademamix8, _, _) = step(Optimizer::Ademamix8bit, OptimizerImpl::Fused);
     assert!(
         (ademamix8 / n - 3.0 * (1.0 + 4.0 / 256.0)).abs() < 1e-6,

@@ -170,7 +170,7 @@ const ADAPTER_METHODS: [AdapterMethod; 13] = [
     AdapterMethod::Shira,
 ];
 
-const OPTIMIZERS: [Optimizer; 16] = [
+const OPTIMIZERS: [Optimizer; 17] = [
     Optimizer::Adamw,
     Optimizer::Adamw8bit,
     Optimizer::Adamw4bit,
@@ -180,6 +180,7 @@ const OPTIMIZERS: [Optimizer; 16] = [
     Optimizer::Sgd,
     Optimizer::SgdMomentum,
     Optimizer::Lion,
+    Optimizer::Lion8bit,
     Optimizer::Muon,
     Optimizer::Adan,
     Optimizer::Galore,

@@ -162,6 +162,7 @@ pub fn sections() -> Vec<(&'static str, Vec<FieldSpec>)> {
                         ("sgd", "SGD"),
                         ("sgd-momentum", "SGD + momentum"),
                         ("lion", "Lion"),
+                        ("lion8bit", "Lion 8-bit (bitsandbytes)"),
                         ("muon", "Muon (AdamW for embeddings, head, norms)"),
                         ("adan", "Adan"),
                         ("galore", "GaLore AdamW (projected states)"),

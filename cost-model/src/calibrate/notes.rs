@@ -424,9 +424,13 @@ pub(super) fn named_optimizer(o: &str) -> Option<Optimizer> {
     let eight = o.contains("8bit") || o.contains("8-bit");
     let paged = o.contains("paged");
     if o.contains("lion") {
-        // bitsandbytes' 8-bit Lion keeps its one state in 8 bits; the model
-        // has Lion's 32-bit state only, an upper bound.
-        return Some(Optimizer::Lion);
+        // bitsandbytes' 8-bit Lion (`lion_8bit`, `paged_lion_8bit`: its
+        // pages read as PyTorch's, an upper bound) keeps its state in 8 bits.
+        return Some(if eight {
+            Optimizer::Lion8bit
+        } else {
+            Optimizer::Lion
+        });
     }
     if o.contains("adam") && !o.contains("mini") {
         // torchao's 4-bit AdamW (`adamw_torch_4bit`, `AdamW4bit`).

@@ -453,6 +453,12 @@ const MUON_STATES: f64 = 1.0;
 /// keeps three moments and the previous gradient).
 const ADAN_STATES: f64 = 4.0;
 
+/// bitsandbytes' 8-bit Lion: one 1-byte state per element and an fp32 absmax
+/// per block of 256 (bitsandbytes 0.45.0 `optim/optimizer.py`
+/// `Optimizer1State.init_state`: `blocks = n // 256`; tensors under
+/// `min_8bit_size`, 4,096 elements, keep an fp32 state, a negligible share).
+const LION_8BIT_BYTES: f64 = 1.0 + FP32 / 256.0;
+
 /// AdEMAMix's states per element: the fast and slow EMAs (`m1_m2`, one
 /// buffer of two) and the second moment `nu` (bitsandbytes 0.45.0
 /// `optim/ademamix.py`: `_ReferenceAdEMAMix` and `AdEMAMix.init_state`,

@@ -49,6 +49,7 @@ impl<'a> Ctx<'a> {
             Optimizer::Adafactor => state * 2.0 / self.m.hidden as f64,
             Optimizer::Sgd => 0.0,
             Optimizer::SgdMomentum | Optimizer::Lion => state,
+            Optimizer::Lion8bit => LION_8BIT_BYTES,
             // Momentum on the hidden matrices, AdamW on the rest (embeddings,
             // head, norms, biases): weighted by their share of what trains.
             Optimizer::Muon => {
