@@ -149,7 +149,7 @@ pub fn speed_cost(plan: &Plan, plain_micro_batch: u32) -> i32 {
     }
     // ZeRO++'s hpZ keeps backward's gathers within a node: what turning it
     // off costs ([`crate::search::COST_HPZ_OFF`]) it saves.
-    if p.sharding == Sharding::Zero3 && p.hpz_partition_size > 1 {
+    if p.hpz_group().is_some() {
         c -= COST_HPZ_OFF;
     }
     if p.tp > 1 {
@@ -199,8 +199,8 @@ pub fn layout_parts(plan: &Plan) -> Vec<(&'static str, Option<u32>)> {
         },
         None,
     ));
-    if p.sharding == Sharding::Zero3 && p.hpz_partition_size > 1 {
-        v.push(("ZeRO++ hpZ over", Some(p.hpz_partition_size)));
+    if let Some(hpz) = p.hpz_group() {
+        v.push(("ZeRO++ hpZ over", Some(hpz)));
     }
     if p.tp > 1 {
         v.push(("TP", Some(p.tp)));

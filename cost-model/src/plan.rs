@@ -1402,6 +1402,13 @@ impl Default for RuntimeSpec {
 
 impl Parallelism {
     /// Data-parallel degree: GPUs over the model-parallel group size.
+    /// ZeRO++'s hpZ group where it applies: under ZeRO-3, more than one GPU
+    /// ([`Self::hpz_partition_size`]); `None` when off.
+    pub fn hpz_group(&self) -> Option<u32> {
+        (self.sharding == Sharding::Zero3 && self.hpz_partition_size > 1)
+            .then_some(self.hpz_partition_size)
+    }
+
     pub fn dp(&self) -> u32 {
         let mp = self
             .tp

@@ -232,8 +232,8 @@ fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
     use cost_model::plan::{Optimizer, OptimizerImpl};
     let mut plan = llama2_7b(Framework::PlainPytorch);
     plan.training.precision = Precision::Bf16;
-    let step = |opt, imp| {
-        let mut p = plan.clone();
+    let step_of = |base: &Plan, opt, imp| {
+        let mut p = base.clone();
         p.training.optimizer = opt;
         p.training.optimizer_impl = imp;
         let e = estimate(&p).unwrap();
@@ -244,6 +244,7 @@ fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
             e.trainable_params as f64,
         )
     };
+    let step = |opt, imp| step_of(&plan, opt, imp);
     // torch's foreach AdamW makes a state-sized temporary in bf16; fused none.
     let (adamw, foreach_tmp, n) = step(Optimizer::Adamw, OptimizerImpl::Foreach);
     let (_, fused_tmp, _) = step(Optimizer::Adamw, OptimizerImpl::Fused);
@@ -304,15 +305,8 @@ fn bitsandbytes_optimizers_step_in_place_with_fp32_states() {
     let mut trainer = plan.clone();
     trainer.set_framework(Framework::HfTrainer);
     trainer.training.precision = Precision::Bf16;
-    let lion = |imp| {
-        let mut p = trainer.clone();
-        p.training.optimizer = Optimizer::Lion;
-        p.training.optimizer_impl = imp;
-        let e = estimate(&p).unwrap();
-        let b = phase(&e, Phase::Step);
-        (b.optimizer.get() as f64, b.temporaries.get() as f64)
-    };
-    let (trainer_lion, trainer_tmp) = lion(OptimizerImpl::Foreach);
+    let lion = |imp| step_of(&trainer, Optimizer::Lion, imp);
+    let (trainer_lion, trainer_tmp, _) = lion(OptimizerImpl::Foreach);
     assert!(
         (trainer_lion / n - 4.0).abs() < 1e-6,
         "{}",

@@ -472,9 +472,7 @@ pub(super) fn sharding_word(s: &str) -> Option<Sharding> {
         "zero3" | "zero-3" => Sharding::Zero3,
         // ZeRO++ (Wang et al. 2023) is stage 3 with its hpZ partition (set
         // by the reader) and quantized collectives.
-        "zero++" | "zeropp" | "zero-pp" | "zero3++" | "zero-3++" | "zero-plus-plus" => {
-            Sharding::Zero3
-        }
+        s if ZERO_PLUS_PLUS.contains(&s) => Sharding::Zero3,
         // FSDP's own strategy names (`ShardingStrategy`), and FSDP2, which
         // only fully shards.
         "fsdp-full" | "fsdp" | "fsdp2" | "full-shard" => Sharding::FsdpFull,
@@ -492,6 +490,16 @@ pub(super) fn sharding_word(s: &str) -> Option<Sharding> {
         s => return zero_stage(s),
     })
 }
+
+/// ZeRO++ by the names a sharding column gives it ([`sharding_word`]).
+pub(super) const ZERO_PLUS_PLUS: [&str; 6] = [
+    "zero++",
+    "zeropp",
+    "zero-pp",
+    "zero3++",
+    "zero-3++",
+    "zero-plus-plus",
+];
 
 /// A column's word and the note in parentheses after it, each trimmed of
 /// the separators [`Row::word`] leaves ("fsdp-(shard-grad-op)" → "fsdp",

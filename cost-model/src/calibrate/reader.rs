@@ -578,10 +578,9 @@ pub(super) fn plan_for(r: &Row) -> Result<Plan, String> {
     // else, for ZeRO++ named in the column, a node — as ZeRO++'s tutorial
     // configures it — or all the data-parallel ranks where fewer.
     if p.sharding == Sharding::Zero3 {
-        let dp = (p.num_gpus / (p.tp * p.pp * p.cp).max(1)).max(1);
+        let dp = p.dp();
         let column = r.word("sharding");
-        let zero_pp = column.contains("++")
-            || matches!(column.as_str(), "zeropp" | "zero-pp" | "zero-plus-plus");
+        let zero_pp = column.contains("++") || ZERO_PLUS_PLUS.contains(&column.as_str());
         let stated = stated_after(
             &lower,
             &["zero_hpz_partition_size", "hpz_partition_size", "hpz"],

@@ -313,12 +313,10 @@ impl<'a> Ctx<'a> {
     /// device is the parameters' own, the host under parameter offload.
     /// `at_rest` is the primary shard.
     pub(super) fn hpz_secondary(&self, at_rest: f64) -> f64 {
-        let hpz = self.plan.parallel.hpz_partition_size;
-        if hpz > 1 && self.plan.parallel.sharding == Sharding::Zero3 {
-            at_rest * self.shard / hpz as f64
-        } else {
-            0.0
-        }
+        self.plan
+            .parallel
+            .hpz_group()
+            .map_or(0.0, |hpz| at_rest * self.shard / hpz as f64)
     }
 
     /// One rank's weights of stage `s` in three parts: the parameters as the
